@@ -1,0 +1,18 @@
+"""seqtransfer: neural transfer learning for sequence labelling, from news to social media.
+
+    import seqtransfer
+    tagger = seqtransfer.load("runs/wnut17")
+    tagger.predict([["I", "love", "NYC"]])
+"""
+
+from seqtransfer.errors import SeqTransferError
+
+__version__ = "0.1.0"
+__all__ = ["SeqTransferError", "load", "__version__"]
+
+
+def load(run_directory, tokenizer: str = "whitespace"):
+    """Load a saved run directory and return a predictor (see :mod:`seqtransfer.predictor`)."""
+    from seqtransfer.predictor import load as load_predictor  # torch is imported only when needed
+
+    return load_predictor(run_directory, tokenizer)

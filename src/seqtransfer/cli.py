@@ -1,0 +1,59 @@
+"""Command line: ``seqtransfer COMMAND ...``; each command is one function in COMMANDS.
+
+``run(argv)`` returns the command's result (used by tests in-process); ``main(argv)`` turns a
+:class:`SeqTransferError` into one line on stderr and an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from seqtransfer.errors import SeqTransferError
+
+
+def add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataset", help="registered dataset name (see `seqtransfer datasets`)")
+    parser.add_argument("--task", help="task of the dataset (default: its first task)")
+    parser.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
+    parser.add_argument("--train", help="your own training file (CoNLL or CoNLL-U)")
+    parser.add_argument("--dev", help="your own dev file")
+    parser.add_argument("--test", help="your own test file")
+    parser.add_argument("--columns", help="column names of your CoNLL files, e.g. word,pos")
+    parser.add_argument("--scheme", help="tag scheme of your labels: none, iob1, iob2, bioes")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from seqtransfer.commands import COMMANDS
+
+    parser = argparse.ArgumentParser(prog="seqtransfer", description="Neural transfer learning for sequence labelling.")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, command in COMMANDS.items():
+        subparser = subparsers.add_parser(name, help=command.help, description=command.help)
+        command.arguments(subparser)
+        subparser.set_defaults(function=command.run)
+    return parser
+
+
+def run(argv: Sequence[str] | None = None):
+    """Parse ``argv`` and run the command; returns its result."""
+    arguments = build_parser().parse_args(argv)
+    return arguments.function(arguments)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point: exit code 0 on success, 2 on a user error (one line on stderr)."""
+    try:
+        run(argv)
+    except SeqTransferError as error:
+        print(f"seqtransfer: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("seqtransfer: interrupted (a training run resumes from its last epoch when started again)", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,13 @@
+"""Registry of CLI commands: name -> Command (an explicit dict, no import side effects)."""
+
+from __future__ import annotations
+
+from seqtransfer.commands import datasets, evaluate, predict, train
+from seqtransfer.commands.base import Command
+
+COMMANDS: dict[str, Command] = {
+    "train": train.COMMAND,
+    "evaluate": evaluate.COMMAND,
+    "predict": predict.COMMAND,
+    "datasets": datasets.COMMAND,
+}

@@ -1,0 +1,81 @@
+"""`seqtransfer predict`: tag raw text (one sentence per line) or a CoNLL file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from seqtransfer.commands.base import Command
+from seqtransfer.errors import SeqTransferError
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_directory", metavar="RUN_DIR", help="a run directory written by `seqtransfer train`")
+    parser.add_argument("input", nargs="?", default="-", help="input file (default: standard input)")
+    parser.add_argument("--format", choices=["text", "conll", "conllu"], default="text", help="text: one sentence per line")
+    parser.add_argument("--tokenizer", choices=["whitespace", "tweet"], default="whitespace", help="how to split text lines")
+    parser.add_argument("--columns", help="column names of a CoNLL input, e.g. word or word,pos")
+    parser.add_argument("--output", help="write here (atomically) instead of standard output")
+
+
+def read_text(path: str, tokenize) -> list[list[str]]:
+    """One sentence per non-final line; an empty line is an error naming its line."""
+    from seqtransfer.data.corpus import decode_lines
+
+    name = "<stdin>" if path == "-" else path
+    data = sys.stdin.buffer.read() if path == "-" else _read_bytes(path)
+    sentences = []
+    for number, line in enumerate(decode_lines(data, Path(name), "utf-8"), start=1):
+        tokens = tokenize(line)
+        if not tokens:
+            raise SeqTransferError("empty sentence line", path=name, line=number, hint="remove blank lines: the text format takes one sentence per line")
+        sentences.append(tokens)
+    if not sentences:
+        raise SeqTransferError("no sentences in the input", path=name, hint="give one sentence per line")
+    return sentences
+
+
+def _read_bytes(path: str) -> bytes:
+    file_path = Path(path)
+    if not file_path.is_file():
+        raise SeqTransferError("input file not found", path=path, hint="check the path, or pipe text on standard input")
+    return file_path.read_bytes()
+
+
+def read_sentences(arguments: argparse.Namespace, tokenize) -> list[list[str]]:
+    if arguments.format == "text":
+        return read_text(arguments.input, tokenize)
+    if arguments.input == "-":
+        raise SeqTransferError("CoNLL input must be a file", hint="pass the file path instead of piping it")
+    if arguments.format == "conllu":
+        from seqtransfer.data.conllu import read_conllu
+
+        return [sentence.tokens for sentence in read_conllu(arguments.input)]
+    from seqtransfer.data.conll import read_conll
+
+    columns = arguments.columns.split(",") if arguments.columns else None
+    return [sentence.tokens for sentence in read_conll(arguments.input, columns)]
+
+
+def format_output(tokens: list[list[str]], labels: list[list[str]]) -> str:
+    blocks = ["".join(f"{token}\t{label}\n" for token, label in zip(sentence, tags)) for sentence, tags in zip(tokens, labels)]
+    return "\n".join(blocks)
+
+
+def run(arguments: argparse.Namespace) -> list[list[str]]:
+    from seqtransfer.files import write_text
+    from seqtransfer.predictor import load
+
+    predictor = load(arguments.run_directory, arguments.tokenizer)
+    tokens = read_sentences(arguments, predictor.tokenize)
+    labels = predictor.predict(tokens)
+    text = format_output(tokens, labels)
+    if arguments.output:
+        write_text(arguments.output, text)
+    else:
+        sys.stdout.write(text)
+    return labels
+
+
+COMMAND = Command("tag raw text or a CoNLL file with a saved model", arguments, run)

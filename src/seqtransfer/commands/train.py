@@ -1,0 +1,91 @@
+"""`seqtransfer train`: train a tagger and write its run directory."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from seqtransfer.cli import add_data_arguments
+from seqtransfer.commands.base import Command
+from seqtransfer.config import RunConfig, apply_overrides, load_config
+from seqtransfer.errors import SeqTransferError
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="YAML run configuration (sections data, model, train)")
+    add_data_arguments(parser)
+    parser.add_argument("--classifier", choices=["softmax", "crf"], help="output layer (default softmax)")
+    parser.add_argument("--embeddings", help="glove-6b-50d, a GloVe/word2vec/fastText text file, or 'none'")
+    parser.add_argument("--seed", type=int, help="random seed (default 1)")
+    parser.add_argument("--epochs", type=int, help="maximum number of epochs (default 50)")
+    parser.add_argument("--output", required=True, help="run directory to write (resumes an interrupted run)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("overrides", nargs="*", help="dotted overrides, e.g. train.learning_rate=0.01 model.hidden=400")
+
+
+def config_from_arguments(arguments: argparse.Namespace) -> RunConfig:
+    """Config file, then the named options, then dotted overrides (later wins)."""
+    config = load_config(arguments.config) if arguments.config else RunConfig()
+    named = {
+        "data.dataset": arguments.dataset,
+        "data.task": arguments.task,
+        "data.data_dir": arguments.data_dir,
+        "data.train": arguments.train,
+        "data.dev": arguments.dev,
+        "data.test": arguments.test,
+        "data.columns": arguments.columns,
+        "data.scheme": arguments.scheme,
+        "model.classifier": arguments.classifier,
+        "model.embeddings": arguments.embeddings,
+        "train.seed": arguments.seed,
+        "train.max_epochs": arguments.epochs,
+    }
+    for key, value in named.items():
+        if value is not None:
+            section, name = key.split(".")
+            setattr(getattr(config, section), name, value)
+    if arguments.train:
+        config.data.dataset = None
+    if config.model.embeddings in ("none", "None", ""):
+        config.model.embeddings = None
+    if isinstance(config.data.columns, str):
+        config.data.columns = [part.strip() for part in config.data.columns.split(",") if part.strip()]
+    return apply_overrides(config, arguments.overrides)
+
+
+class RunLog:
+    """Prints messages and appends them to the run's log file once its folder exists.
+
+    Nothing is written before the data has been read and checked, so a run that fails on bad
+    input leaves no folder behind.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.pending: list[str] = []
+
+    def __call__(self, message: str) -> None:
+        print(message, flush=True)
+        self.pending.append(message)
+        if self.path.parent.is_dir():
+            with open(self.path, "a", encoding="utf-8") as handle:
+                handle.write("\n".join(self.pending) + "\n")
+            self.pending.clear()
+
+
+def run(arguments: argparse.Namespace) -> dict:
+    from seqtransfer.training.train import train_tagger
+    from seqtransfer.training.report import format_scores
+
+    config = config_from_arguments(arguments)
+    output = Path(arguments.output)
+    if output.exists() and not output.is_dir():
+        raise SeqTransferError("--output exists and is not a folder", path=output, hint="choose a folder path")
+    log = RunLog(output / "log.txt")
+    metrics = train_tagger(config, output, log=log, show_progress=not arguments.quiet)
+    log(format_scores(metrics))
+    log(f"run directory: {output}")
+    return metrics
+
+
+COMMAND = Command("train a tagger from scratch and save it as a run directory", arguments, run)

@@ -1,0 +1,171 @@
+"""Typed run configuration: dataclasses, YAML files and dotted command-line overrides.
+
+The fully filled configuration is saved as ``config.yaml`` in every run directory, so a saved
+model never depends on a default that may change later.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from seqtransfer.errors import SeqTransferError
+
+
+@dataclass
+class DataConfig:
+    """Where the sentences come from and which column is predicted."""
+
+    dataset: str | None = "wnut17"  # a registry name; None when train/dev/test paths are given
+    task: str | None = None  # a task of the dataset; None = its default task
+    train: str | None = None  # paths of a user's own CoNLL / CoNLL-U files
+    dev: str | None = None
+    test: str | None = None
+    columns: list[str] | None = None  # column names of a user's CoNLL files, e.g. [word, pos]
+    scheme: str = "none"  # tag scheme of a user's labels: none | iob1 | iob2 | bioes
+    metric: str | None = None  # accuracy | span_f1; None = the dataset's metric
+    data_dir: str | None = None  # root holding dataset folders; else $SEQTRANSFER_DATA
+    max_train_sentences: int | None = None  # keep the first N training sentences (learning curves)
+    twitter_normalization: bool = False  # map @user, URLs, numbers to placeholders for the word embedding
+
+
+@dataclass
+class ModelConfig:
+    """The base tagger of the PretRand paper (section 3); sizes count both LSTM directions."""
+
+    word_dimension: int = 50
+    embeddings: str | None = "glove-6b-50d"  # glove-6b-50d, a vector file path, or None (random)
+    lowercase_words: bool = True  # lower-case for the word embedding only; characters keep case
+    char_dimension: int = 50
+    char_hidden: int = 100
+    hidden: int = 200
+    dropout: float = 0.5
+    classifier: str = "softmax"  # softmax | crf
+
+
+@dataclass
+class TrainConfig:
+    """SGD with momentum, batches of 16 sentences, early stopping on the dev score."""
+
+    learning_rate: float = 0.015
+    momentum: float = 0.9
+    learning_rate_decay: float = 0.05  # lr_epoch = lr / (1 + decay * epoch), as in NCRF++
+    weight_decay: float = 0.0
+    gradient_clip: float = 5.0
+    batch_size: int = 16
+    max_epochs: int = 50
+    patience: int = 8
+    seed: int = 1
+    threads: int = 2
+    evaluation_batch_size: int = 512
+
+
+@dataclass
+class RunConfig:
+    """Everything that defines one training run."""
+
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+
+def _field_names(instance: Any) -> list[str]:
+    return [item.name for item in dataclasses.fields(instance)]
+
+
+def _check_key(instance: Any, key: str, where: str, path: str | None) -> None:
+    names = _field_names(instance)
+    if key not in names:
+        close = difflib.get_close_matches(key, names, n=1)
+        suggestion = f"did you mean '{close[0]}'? " if close else ""
+        raise SeqTransferError(
+            f"unknown config key '{where}{key}'",
+            path=path,
+            hint=f"{suggestion}valid keys of '{where.rstrip('.') or 'config'}': {', '.join(names)}",
+        )
+
+
+def _coerce(value: Any, annotation: Any, key: str, path: str | None) -> Any:
+    """Check ``value`` against a field's type annotation (ints are accepted as floats)."""
+    origin = typing.get_origin(annotation)
+    allowed = typing.get_args(annotation) if origin in (typing.Union, types.UnionType) else (annotation,)
+    if value is None and type(None) in allowed:
+        return None
+    for option in allowed:
+        base = typing.get_origin(option) or option
+        if base is float and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if base is list and isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        if isinstance(value, base) and not (base is int and isinstance(value, bool)):
+            return value
+    expected = " or ".join(getattr(option, "__name__", str(option)) for option in allowed)
+    raise SeqTransferError(f"config key '{key}' must be {expected}, got {value!r}", path=path)
+
+
+def _assign(instance: Any, values: dict, where: str, path: str | None) -> None:
+    hints = typing.get_type_hints(type(instance))
+    for key, value in values.items():
+        _check_key(instance, key, where, path)
+        current = getattr(instance, key)
+        if dataclasses.is_dataclass(current):
+            if not isinstance(value, dict):
+                raise SeqTransferError(f"config section '{where}{key}' must be a mapping", path=path)
+            _assign(current, value, f"{where}{key}.", path)
+        else:
+            setattr(instance, key, _coerce(value, hints[key], f"{where}{key}", path))
+
+
+def config_from_dict(values: dict, path: str | None = None) -> RunConfig:
+    """Build a :class:`RunConfig` from nested mappings, rejecting unknown keys."""
+    config = RunConfig()
+    _assign(config, values or {}, "", path)
+    return config
+
+
+def load_config(path: str | Path) -> RunConfig:
+    """Read a YAML configuration file (safe loader: nothing in it is executed)."""
+    path = Path(path)
+    if not path.is_file():
+        raise SeqTransferError("config file not found", path=path, hint="check the path")
+    try:
+        values = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        raise SeqTransferError("invalid YAML", path=path, line=line, hint="fix the syntax") from None
+    if values is not None and not isinstance(values, dict):
+        raise SeqTransferError("a config file must hold a mapping", path=path)
+    return config_from_dict(values or {}, str(path))
+
+
+def apply_overrides(config: RunConfig, overrides: list[str]) -> RunConfig:
+    """Apply ``section.key=value`` overrides; values are parsed as YAML scalars."""
+    for override in overrides:
+        key, separator, raw_value = override.partition("=")
+        if not separator or "." not in key:
+            raise SeqTransferError(
+                f"override '{override}' is not of the form section.key=value",
+                hint="e.g. train.learning_rate=0.01 or model.classifier=crf",
+            )
+        section, _, name = key.partition(".")
+        _check_key(config, section, "", None)
+        _assign(getattr(config, section), {name: yaml.safe_load(raw_value)}, f"{section}.", None)
+    return config
+
+
+def config_to_dict(config: RunConfig) -> dict:
+    """The filled configuration as plain nested dicts."""
+    return dataclasses.asdict(config)
+
+
+def dump_config(config: RunConfig) -> str:
+    """The filled configuration as YAML text."""
+    return yaml.safe_dump(config_to_dict(config), sort_keys=False)

@@ -1,0 +1,126 @@
+"""Turning sentences into padded tensors, with length bucketing.
+
+Sentences are encoded to index arrays once. A batch is then assembled with a handful of
+numpy operations: no per-token Python work on the training path. Characters are encoded once
+per *distinct* word form in a batch (a tweet batch repeats "the", "@user", "!" many times).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
+
+
+@dataclass
+class EncodedSentences:
+    """Index arrays for a list of sentences.
+
+    ``form_ids`` index ``forms`` (distinct raw tokens of this set), whose character indices are
+    in ``form_characters``. ``label_ids`` is None when the sentences carry no labels.
+    """
+
+    word_ids: list[np.ndarray]
+    form_ids: list[np.ndarray]
+    label_ids: list[np.ndarray] | None
+    form_characters: list[np.ndarray]
+    lengths: np.ndarray
+
+
+@dataclass
+class Batch:
+    """Padded tensors for one batch of B sentences of at most T tokens.
+
+    words (B, T), labels (B, T) or None, mask (B, T) bool, lengths (B,),
+    characters (U, C) for the U distinct forms, character_lengths (U,),
+    form_index (B, T): row of ``characters`` for each token, indices (B,) positions of the
+    sentences in their EncodedSentences.
+    """
+
+    words: torch.Tensor
+    labels: torch.Tensor | None
+    mask: torch.Tensor
+    lengths: torch.Tensor
+    characters: torch.Tensor
+    character_lengths: torch.Tensor
+    form_index: torch.Tensor
+    indices: np.ndarray
+
+
+def encode_sentences(
+    tokens: Sequence[Sequence[str]],
+    vocabularies: Vocabularies,
+    labels: Sequence[Sequence[str]] | None = None,
+) -> EncodedSentences:
+    """Encode tokens (and labels when given; labels unseen in training become -1)."""
+    forms: dict[str, int] = {}
+    form_ids = [np.fromiter((forms.setdefault(token, len(forms)) for token in sentence), np.int64, len(sentence)) for sentence in tokens]
+    characters = vocabularies.characters
+    form_characters = [characters.encode(list(form)) for form in forms]
+    word_ids = [vocabularies.words.encode(vocabularies.word_keys(sentence)) for sentence in tokens]
+    label_ids = None if labels is None else [_encode_labels(vocabularies.labels, sentence) for sentence in labels]
+    lengths = np.array([len(sentence) for sentence in tokens], dtype=np.int64)
+    return EncodedSentences(word_ids, form_ids, label_ids, form_characters, lengths)
+
+
+def _encode_labels(labels: Vocabulary, sentence: Sequence[str]) -> np.ndarray:
+    return np.fromiter((labels.index.get(label, -1) for label in sentence), np.int64, len(sentence))
+
+
+def _pad(arrays: list[np.ndarray], width: int, fill: int = 0) -> np.ndarray:
+    padded = np.full((len(arrays), width), fill, dtype=np.int64)
+    lengths = np.fromiter((len(array) for array in arrays), np.int64, len(arrays))
+    positions = np.arange(width) < lengths[:, None]
+    if len(arrays):
+        padded[positions] = np.concatenate(arrays)
+    return padded
+
+
+def make_batch(data: EncodedSentences, indices: np.ndarray) -> Batch:
+    """Assemble the padded batch of the sentences at ``indices``."""
+    lengths = data.lengths[indices]
+    width = max(int(lengths.max()), 1)
+    form_matrix = _pad([data.form_ids[i] for i in indices], width)
+    mask = np.arange(width) < lengths[:, None]
+    distinct_forms, inverse = np.unique(form_matrix[mask], return_inverse=True)
+    form_index = np.zeros_like(form_matrix)
+    form_index[mask] = inverse
+    form_characters = [data.form_characters[form] for form in distinct_forms]
+    character_lengths = np.fromiter((max(len(chars), 1) for chars in form_characters), np.int64, len(form_characters))
+    labels = None
+    if data.label_ids is not None:
+        labels = torch.from_numpy(_pad([data.label_ids[i] for i in indices], width, fill=-1))
+    return Batch(
+        words=torch.from_numpy(_pad([data.word_ids[i] for i in indices], width)),
+        labels=labels,
+        mask=torch.from_numpy(mask),
+        lengths=torch.from_numpy(lengths),
+        characters=torch.from_numpy(_pad(form_characters, int(character_lengths.max()))),
+        character_lengths=torch.from_numpy(character_lengths),
+        form_index=torch.from_numpy(form_index),
+        indices=np.asarray(indices),
+    )
+
+
+def training_batches(data: EncodedSentences, batch_size: int, generator: np.random.Generator, pool_batches: int = 50) -> Iterator[Batch]:
+    """Shuffled batches of similar-length sentences (bucketing within pools of batches)."""
+    order = generator.permutation(len(data.lengths))
+    pool_size = batch_size * pool_batches
+    groups = []
+    for start in range(0, len(order), pool_size):
+        pool = order[start : start + pool_size]
+        pool = pool[np.argsort(data.lengths[pool], kind="stable")]
+        groups.extend(pool[i : i + batch_size] for i in range(0, len(pool), batch_size))
+    for group_number in generator.permutation(len(groups)):
+        yield make_batch(data, groups[group_number])
+
+
+def evaluation_batches(data: EncodedSentences, batch_size: int) -> Iterator[Batch]:
+    """Batches of ``batch_size`` sentences in length order (little padding, no shuffling)."""
+    order = np.argsort(data.lengths, kind="stable")
+    for start in range(0, len(order), batch_size):
+        yield make_batch(data, order[start : start + batch_size])

@@ -1,0 +1,346 @@
+"""The dataset registry: one :class:`DatasetSpec` per dataset, in the plain dict ``DATASETS``.
+
+Adding a dataset = one ``DatasetSpec`` plus one line in ``DATASETS``. Folder names are those of
+the shared data root (``SEQTRANSFER_DATA``); see ``locate.py`` for how the root is found.
+
+Datasets without an official dev split set ``dev_from_train``: their dev set is carved from the
+train file deterministically, dev = every 10th sentence (sentence index % 10 == 9, 0-based),
+train = the other sentences (see ``locate.carve_dev``).
+
+:func:`load_split` reads one split of a registered dataset or of :func:`custom_dataset` (a user's
+own files); ``locate.py`` finds the files.
+
+``downloads`` is filled only when direct URLs give exactly the files of every split; derived
+files (made for this project) and research-only corpora (CoNLL-2003, Penn Treebank, CoNLL-2000's
+WSJ text, shipped only gzipped) have none, and their ``url`` says where to obtain them.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from seqtransfer.data.conll import check_columns
+from seqtransfer.data.corpus import Sentence
+from seqtransfer.data.locate import Downloader, read_split
+from seqtransfer.errors import SeqTransferError
+
+SCHEMES = ("iob1", "iob2", "bioes", "none")
+METRICS = ("accuracy", "span_f1")
+CONLLU_EXTENSIONS = (".conllu", ".conllup")
+CARVE_NOTE = " No official dev split: dev = every 10th train sentence (index % 10 == 9), train = the rest."
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """Where a dataset lives, how to read it and which tasks/metrics it serves."""
+
+    name: str  # short name used on the CLI
+    folder: str  # folder under the data root, e.g. "wnut17"; "" for a user's own files
+    format: str  # "conll" | "conllu"
+    splits: Mapping[str, str]  # split -> file path relative to folder (absolute for user files)
+    columns: tuple[str, ...] | None  # column names for conll files (None: conllu, or inferred)
+    tasks: Mapping[str, str]  # task name -> column holding its labels; first = default task
+    schemes: Mapping[str, str]  # column -> tag scheme: "iob1" | "iob2" | "bioes" | "none"
+    metric: Mapping[str, str]  # task -> "accuracy" | "span_f1" (what the paper reports)
+    url: str  # canonical page / download URL
+    downloads: Mapping[str, str]  # relative file -> direct URL; empty when not downloadable
+    license: str
+    description: str
+    dev_from_train: bool = False  # no official dev split: carve one from train
+
+    @property
+    def default_task(self) -> str:
+        """The first task, used when none is asked for."""
+        return next(iter(self.tasks))
+
+    def split_names(self) -> list[str]:
+        """The splits that can be loaded, including a carved dev split."""
+        names = list(self.splits)
+        if self.dev_from_train and "dev" not in names:
+            names.insert(1, "dev")
+        return names
+
+
+UD_EWT_RAW = "https://raw.githubusercontent.com/UniversalDependencies/UD_English-EWT/r2.16/"
+TWEEBANK_RAW = "https://raw.githubusercontent.com/Oneplus/Tweebank/2bdd029fb16321c715c00480b7df58df22901e18/"
+WNUT17_RAW = "https://raw.githubusercontent.com/leondz/emerging_entities_17/e52a2d2a71ac1a051ca2d532eef28653c5c02603/"
+ARK_RAW = (
+    "https://raw.githubusercontent.com/brendano/ark-tweet-nlp/72755ccd1b29ba8e1dbbb49efe57ba9723c0013b/data/twpos-data-v0.3/"
+)
+TRAIN_DEV_TEST = {"train": "train", "dev": "dev", "test": "test"}
+
+
+def standard_splits(extension: str) -> dict[str, str]:
+    """``{"train": "train.EXT", "dev": "dev.EXT", "test": "test.EXT"}``."""
+    return {split: f"{stem}.{extension}" for split, stem in TRAIN_DEV_TEST.items()}
+
+
+CONLL2000 = DatasetSpec(
+    name="conll2000",
+    folder="conll2000",
+    format="conll",
+    splits={"train": "train.txt", "test": "test.txt"},
+    columns=("word", "pos", "chunk"),
+    tasks={"chunk": "chunk", "pos": "pos"},
+    schemes={"chunk": "iob2", "pos": "none"},
+    metric={"chunk": "span_f1", "pos": "accuracy"},
+    url="https://www.clips.uantwerpen.be/conll2000/chunking/",
+    downloads={},  # only train.txt.gz / test.txt.gz are published (and the WSJ text is LDC's)
+    license="research use only (WSJ text, (C) LDC; redistributed by NLTK)",
+    description="CoNLL-2000 chunking, WSJ sections 15-18 (train) / 20 (test); IOB2 chunk tags." + CARVE_NOTE,
+    dev_from_train=True,
+)
+
+CONLL2003 = DatasetSpec(
+    name="conll2003",
+    folder="conll2003_en",
+    format="conll",
+    splits={"train": "train.txt", "dev": "dev.txt", "test": "test.txt"},
+    columns=("word", "pos", "chunk", "ner"),
+    tasks={"ner": "ner", "pos": "pos", "chunk": "chunk"},
+    schemes={"ner": "iob1", "chunk": "iob1", "pos": "none"},
+    metric={"ner": "span_f1", "pos": "accuracy", "chunk": "span_f1"},
+    url="https://www.clips.uantwerpen.be/conll2003/ner/",
+    downloads={},  # Reuters RCV1 text: needs the Reuters/NIST agreement, never shipped
+    license="research use only (Reuters RCV1 agreement); do not re-publish",
+    description="CoNLL-2003 English NER (Reuters news), eng.train/testa/testb; NER and chunk tags are IOB1.",
+)
+
+UD_EWT = DatasetSpec(
+    name="ud_ewt",
+    folder="ud_english_ewt",
+    format="conllu",
+    splits=standard_splits("conllu"),
+    columns=None,
+    tasks={"upos": "upos", "xpos": "xpos"},
+    schemes={"upos": "none", "xpos": "none"},
+    metric={"upos": "accuracy", "xpos": "accuracy"},
+    url="https://github.com/UniversalDependencies/UD_English-EWT/tree/r2.16",
+    downloads={f"{split}.conllu": f"{UD_EWT_RAW}en_ewt-ud-{split}.conllu" for split in TRAIN_DEV_TEST},
+    license="CC BY-SA 4.0",
+    description="UD English Web Treebank v2.16 (web text). Heads/relations are read too "
+    "(columns head, deprel, deps) for a later parsing task.",
+)
+
+PTB_SAMPLE = DatasetSpec(
+    name="ptb_sample",
+    folder="ptb_wsj_nltk_sample",
+    format="conll",
+    splits={"train": "derived/train.tsv", "dev": "derived/dev.tsv", "test": "derived/test.tsv"},
+    columns=("word", "pos"),
+    tasks={"pos": "pos"},
+    schemes={"pos": "none"},
+    metric={"pos": "accuracy"},
+    url="https://github.com/nltk/nltk_data/blob/gh-pages/packages/corpora/treebank.zip",
+    downloads={},  # derived split of the NLTK sample, made for this project
+    license="non-commercial use only (10% fragment of the Penn Treebank, (C) LDC 1995, via NLTK)",
+    description="Penn Treebank WSJ 10% sample (NLTK 'treebank'), traces removed; derived 80/10/10 document split.",
+)
+
+TWEEBANK = DatasetSpec(
+    name="tweebank",
+    folder="tweebank_v2",
+    format="conllu",
+    splits=standard_splits("conllu"),
+    columns=None,
+    tasks={"upos": "upos"},
+    schemes={"upos": "none"},
+    metric={"upos": "accuracy"},
+    url="https://github.com/Oneplus/Tweebank",
+    downloads={f"{split}.conllu": f"{TWEEBANK_RAW}en-ud-tweet-{split}.conllu" for split in TRAIN_DEV_TEST},
+    license="CC BY-NC-SA 4.0",
+    description="Tweebank v2 (Liu et al. 2018), UD-annotated tweets; original files (several roots per tweet).",
+)
+
+WNUT17 = DatasetSpec(
+    name="wnut17",
+    folder="wnut17",
+    format="conll",
+    splits=standard_splits("conll"),
+    columns=("word", "ner"),
+    tasks={"ner": "ner"},
+    schemes={"ner": "iob2"},
+    metric={"ner": "span_f1"},
+    url="https://github.com/leondz/emerging_entities_17",
+    downloads={
+        "train.conll": WNUT17_RAW + "wnut17train.conll",
+        "dev.conll": WNUT17_RAW + "emerging.dev.conll",
+        "test.conll": WNUT17_RAW + "emerging.test.annotated",
+    },
+    license="CC BY 4.0",
+    description="WNUT-17 emerging and rare entities (tweets, Reddit, YouTube, StackExchange); "
+    "6 types, some with hyphens (creative-work).",
+)
+
+TPOS = DatasetSpec(
+    name="tpos",
+    folder="tpos_ritter",
+    format="conll",
+    splits={"train": "derived/train.dedup.conll", "dev": "dev.conll", "test": "test.conll"},
+    columns=("word", "pos"),
+    tasks={"pos": "pos"},
+    schemes={"pos": "none"},
+    metric={"pos": "accuracy"},
+    url="https://github.com/aritter/twitter_nlp",
+    downloads={},  # train is derived (duplicates removed), made for this project
+    license="GPL-3.0 (repository licence of aritter/twitter_nlp; no separate data licence)",
+    description="T-POS (Ritter et al. 2011) with the Derczynski et al. 2013 split; train deduplicated (derived).",
+)
+
+ARK = DatasetSpec(
+    name="ark",
+    folder="ark_twpos",
+    format="conll",
+    splits={"train": "oct27.conll", "test": "daily547.conll"},
+    columns=("word", "pos"),
+    tasks={"pos": "pos"},
+    schemes={"pos": "none"},
+    metric={"pos": "accuracy"},
+    url="https://github.com/brendano/ark-tweet-nlp",
+    downloads={"oct27.conll": ARK_RAW + "oct27.conll", "daily547.conll": ARK_RAW + "daily547.conll"},
+    license="CC BY (data, ark-tweet-nlp README v0.2.1+)",
+    description="ARK Twitter POS, Owoputi et al. 2013 setting: train = OCT27 (all), test = DAILY547." + CARVE_NOTE,
+    dev_from_train=True,
+)
+
+ARK_OCT27 = DatasetSpec(
+    name="ark_oct27",
+    folder="ark_twpos",
+    format="conll",
+    splits=standard_splits("conll"),
+    columns=("word", "pos"),
+    tasks={"pos": "pos"},
+    schemes={"pos": "none"},
+    metric={"pos": "accuracy"},
+    url="https://github.com/brendano/ark-tweet-nlp",
+    downloads={f"{split}.conll": f"{ARK_RAW}oct27.splits/oct27.{split}" for split in TRAIN_DEV_TEST},
+    license="CC BY (data, ark-tweet-nlp README v0.2.1+)",
+    description="ARK Twitter POS, Gimpel et al. 2011 OCT27 train/dev/test splits.",
+)
+
+TCHUNK = DatasetSpec(
+    name="tchunk",
+    folder="tchunk_ritter",
+    format="conll",
+    splits={"train": "derived/train.txt", "dev": "derived/dev.txt", "test": "derived/test.txt"},
+    columns=("word", "chunk"),
+    tasks={"chunk": "chunk"},
+    schemes={"chunk": "iob2"},  # lower-case tags (b-np, i-vp, o)
+    metric={"chunk": "accuracy"},  # the paper reports token accuracy for T-Chunk
+    url="https://github.com/aritter/twitter_nlp",
+    downloads={},  # derived split (tweets assigned to the T-POS splits), made for this project
+    license="GPL-3.0 (repository licence of aritter/twitter_nlp; no separate data licence)",
+    description="T-Chunk (Ritter et al. 2011), lower-case IOB2 tags; derived split following T-POS.",
+)
+
+DATASETS: dict[str, DatasetSpec] = {
+    "conll2000": CONLL2000,
+    "conll2003": CONLL2003,
+    "ud_ewt": UD_EWT,
+    "ptb_sample": PTB_SAMPLE,
+    "tweebank": TWEEBANK,
+    "wnut17": WNUT17,
+    "tpos": TPOS,
+    "ark": ARK,
+    "ark_oct27": ARK_OCT27,
+    "tchunk": TCHUNK,
+}
+
+
+def get_dataset(name: str) -> DatasetSpec:
+    """The registered dataset called ``name``; an unknown name suggests the closest ones."""
+    if name in DATASETS:
+        return DATASETS[name]
+    close = difflib.get_close_matches(name, DATASETS, n=1, cutoff=0.5)
+    suggestion = f"did you mean '{close[0]}'? " if close else ""
+    raise SeqTransferError(
+        f"unknown dataset '{name}' ({suggestion}known: {', '.join(DATASETS)})",
+        hint="pick a registered name, or pass your own files with --train/--dev/--test",
+    )
+
+
+def resolve_spec(name_or_spec: str | DatasetSpec) -> DatasetSpec:
+    """A registered name or an already-built spec (e.g. from :func:`custom_dataset`)."""
+    return get_dataset(name_or_spec) if isinstance(name_or_spec, str) else name_or_spec
+
+
+def load_split(
+    name_or_spec: str | DatasetSpec, split: str, data_dir: str | Path | None = None, downloader: Downloader | None = None
+) -> list[Sentence]:
+    """Read one split of a dataset with the right reader, carving dev from train when needed."""
+    return read_split(resolve_spec(name_or_spec), split, data_dir, downloader)
+
+
+def custom_dataset(
+    train: str | Path,
+    dev: str | Path | None = None,
+    test: str | Path | None = None,
+    columns: Sequence[str] | str | None = None,
+    task: str | None = None,
+    scheme: str = "none",
+) -> DatasetSpec:
+    """A spec for a user's own files (``--train/--dev/--test/--columns``); paths become absolute.
+
+    The format follows the train file's extension (``.conllu``/``.conllup`` -> CoNLL-U, else
+    column file). The task's label column is ``task`` if it names a column, else the last named
+    column (``label`` when columns are inferred, ``upos`` for CoNLL-U). Without ``dev``, dev is
+    carved from train like the registered datasets (every 10th sentence).
+    """
+    given = {"train": train, "dev": dev, "test": test}
+    paths = {split: Path(path).expanduser().resolve() for split, path in given.items() if path is not None}
+    for split, path in paths.items():
+        if not path.is_file():
+            problem = "is a folder, not a file" if path.is_dir() else "not found"
+            raise SeqTransferError(f"{split} file {problem}", path=path, hint=f"pass an existing file with --{split} PATH")
+    file_format = "conllu" if paths["train"].suffix.lower() in CONLLU_EXTENSIONS else "conll"
+    names = custom_columns(columns, file_format)
+    label_column = choose_label_column(names, task, file_format)
+    if scheme not in SCHEMES:
+        known = ", ".join(SCHEMES)
+        raise SeqTransferError(f"unknown tag scheme '{scheme}' (known: {known})", hint="pass one of the known schemes")
+    task_name = task or label_column
+    return DatasetSpec(
+        name="custom",
+        folder="",
+        format=file_format,
+        splits={split: str(path) for split, path in paths.items()},
+        columns=names,
+        tasks={task_name: label_column},
+        schemes={label_column: scheme},
+        metric={task_name: METRICS[0] if scheme == "none" else METRICS[1]},
+        url="",
+        downloads={},
+        license="user files",
+        description="user files: " + ", ".join(f"{split}={path}" for split, path in paths.items()),
+        dev_from_train=dev is None,
+    )
+
+
+def custom_columns(columns: Sequence[str] | str | None, file_format: str) -> tuple[str, ...] | None:
+    """Validated column names (a comma-separated string is accepted) for a column file."""
+    if columns is None:
+        return None
+    if file_format == "conllu":
+        raise SeqTransferError(
+            "--columns applies to column files only; CoNLL-U columns are fixed",
+            hint="drop --columns and pick the label column with --task (e.g. upos)",
+        )
+    names = columns.split(",") if isinstance(columns, str) else list(columns)
+    return tuple(check_columns(names))
+
+
+def choose_label_column(names: tuple[str, ...] | None, task: str | None, file_format: str) -> str:
+    """The column holding the task's labels (see :func:`custom_dataset`)."""
+    if file_format == "conllu":
+        return task or "upos"
+    if names is None:
+        return "label"
+    labelled = [name for name in names if name not in ("word", "_")]
+    if not labelled:
+        layout = ",".join(names)
+        hint = "name the label column, e.g. --columns word,pos"
+        raise SeqTransferError(f"column layout '{layout}' has no label column", hint=hint)
+    return task if task in labelled else labelled[-1]

@@ -1,0 +1,88 @@
+"""The sentences and label column one training run works on, checked before training starts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from seqtransfer.config import DataConfig
+from seqtransfer.data.corpus import Sentence
+from seqtransfer.data.registry import custom_dataset, get_dataset, load_split
+from seqtransfer.data.schemes import find_violation
+from seqtransfer.errors import SeqTransferError
+
+METRICS = ("accuracy", "span_f1")
+SPLITS = ("train", "dev", "test")
+
+
+@dataclass
+class TaskData:
+    """Train/dev/test sentences of one dataset, the label column, its scheme and metric."""
+
+    dataset: str
+    task: str
+    column: str
+    scheme: str
+    metric: str
+    splits: dict[str, list[Sentence]]
+
+    def tokens(self, split: str) -> list[list[str]]:
+        return [sentence.tokens for sentence in self.splits[split]]
+
+    def labels(self, split: str) -> list[list[str]]:
+        return [sentence.labels(self.column) for sentence in self.splits[split]]
+
+
+def resolve_spec(config: DataConfig):
+    """The registry entry of ``config.dataset``, or a spec built from the user's own files."""
+    if config.train:
+        return custom_dataset(
+            train=config.train, dev=config.dev, test=config.test, columns=config.columns, task=config.task, scheme=config.scheme
+        )
+    if not config.dataset:
+        raise SeqTransferError("no data given", hint="pass --dataset NAME or --train PATH (see `seqtransfer datasets`)")
+    return get_dataset(config.dataset)
+
+
+def resolve_task(spec, task: str | None) -> str:
+    """The requested task, or the dataset's default (first) task."""
+    tasks = list(spec.tasks)
+    if task is None:
+        return tasks[0]
+    if task not in spec.tasks:
+        raise SeqTransferError(f"dataset '{spec.name}' has no task '{task}'", hint=f"use one of: {', '.join(tasks)}")
+    return task
+
+
+def check_scheme(sentences: list[Sentence], column: str, scheme: str) -> None:
+    """Raise a one-line error at the first tag that breaks the declared scheme."""
+    for sentence in sentences:
+        violation = find_violation(sentence.labels(column), scheme)
+        if violation is not None:
+            position, description = violation
+            line = None if sentence.line is None else sentence.line + position
+            raise SeqTransferError(
+                f"{description} (declared scheme {scheme})",
+                path=sentence.source,
+                line=line,
+                hint="fix the tag, or declare the scheme the file really uses (data.scheme=iob1|iob2|bioes|none)",
+            )
+
+
+def load_task_data(config: DataConfig, splits: tuple[str, ...] = SPLITS) -> TaskData:
+    """Read and check the splits a run needs."""
+    spec = resolve_spec(config)
+    task = resolve_task(spec, config.task)
+    column = spec.tasks[task]
+    scheme = spec.schemes.get(column, "none")
+    metric = config.metric or spec.metric.get(task, "accuracy")
+    if metric not in METRICS:
+        raise SeqTransferError(f"unknown metric '{metric}'", hint=f"use data.metric={' or '.join(METRICS)}")
+    loaded = {}
+    for split in splits:
+        if split in spec.splits or (split == "dev" and getattr(spec, "dev_from_train", False)):
+            loaded[split] = load_split(spec, split, config.data_dir)
+    if "train" in splits and config.max_train_sentences:
+        loaded["train"] = loaded["train"][: config.max_train_sentences]
+    for sentences in loaded.values():
+        check_scheme(sentences, column, scheme)
+    return TaskData(spec.name, task, column, scheme, metric, loaded)

@@ -1,0 +1,119 @@
+"""Vocabularies of words, characters and labels, saved as JSON in the run directory."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+PADDING = "<pad>"
+UNKNOWN = "<unk>"
+
+_URL = re.compile(r"^(https?://|www\.)\S+$", re.IGNORECASE)
+_USER = re.compile(r"^@\w+$")
+_NUMBER = re.compile(r"^[+-]?\d[\d,.:/]*$")
+
+
+def word_key(token: str, lowercase: bool, twitter: bool) -> str:
+    """The key a token is looked up under in the word embedding (characters keep the raw form)."""
+    if twitter:
+        if _URL.match(token):
+            return "<url>"
+        if _USER.match(token):
+            return "<user>"
+        if _NUMBER.match(token):
+            return "0"
+    return token.lower() if lowercase else token
+
+
+@dataclass
+class Vocabulary:
+    """A bijection between strings and indices; index 0/1 are padding/unknown when present."""
+
+    items: list[str]
+
+    def __post_init__(self) -> None:
+        self.index = {item: position for position, item in enumerate(self.items)}
+
+    @classmethod
+    def build(cls, items: Iterable[str], specials: Sequence[str] = (PADDING, UNKNOWN)) -> "Vocabulary":
+        """Specials first, then items by decreasing frequency (ties by first appearance)."""
+        counts = Counter(items)
+        ordered = [item for item, _ in counts.most_common() if item not in specials]
+        return cls(list(specials) + ordered)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __contains__(self, item: str) -> bool:
+        return item in self.index
+
+    @property
+    def unknown_index(self) -> int | None:
+        return self.index.get(UNKNOWN)
+
+    def encode(self, items: Sequence[str]) -> np.ndarray:
+        """Indices of ``items``; unknown strings map to the unknown index (or -1 without one)."""
+        fallback = self.unknown_index if self.unknown_index is not None else -1
+        lookup = self.index.get
+        return np.fromiter((lookup(item, fallback) for item in items), dtype=np.int64, count=len(items))
+
+    def decode(self, indices: Iterable[int]) -> list[str]:
+        return [self.items[index] for index in indices]
+
+
+@dataclass
+class Vocabularies:
+    """The three vocabularies a tagger needs, plus how word keys are formed."""
+
+    words: Vocabulary
+    characters: Vocabulary
+    labels: Vocabulary
+    lowercase: bool = True
+    twitter: bool = False
+
+    def word_keys(self, tokens: Sequence[str]) -> list[str]:
+        return [word_key(token, self.lowercase, self.twitter) for token in tokens]
+
+    def to_json(self) -> dict:
+        return {
+            "words": self.words.items,
+            "characters": self.characters.items,
+            "labels": self.labels.items,
+            "lowercase": self.lowercase,
+            "twitter": self.twitter,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Vocabularies":
+        return cls(
+            words=Vocabulary(list(data["words"])),
+            characters=Vocabulary(list(data["characters"])),
+            labels=Vocabulary(list(data["labels"])),
+            lowercase=bool(data["lowercase"]),
+            twitter=bool(data["twitter"]),
+        )
+
+
+def build_vocabularies(
+    train_tokens: Sequence[Sequence[str]],
+    train_labels: Sequence[Sequence[str]],
+    extra_tokens: Sequence[Sequence[str]],
+    pretrained_words: set[str],
+    lowercase: bool,
+    twitter: bool,
+) -> Vocabularies:
+    """Words of the training data plus evaluation words that have a pre-trained vector.
+
+    Keeping only these rows makes the embedding table vocabulary-sized (tens of thousands of
+    rows rather than the 400k of GloVe), which keeps optimiser steps cheap.
+    """
+    train_keys = [word_key(token, lowercase, twitter) for sentence in train_tokens for token in sentence]
+    extra_keys = [word_key(token, lowercase, twitter) for sentence in extra_tokens for token in sentence]
+    words = Vocabulary.build(train_keys + [key for key in extra_keys if key in pretrained_words])
+    characters = Vocabulary.build(character for sentence in train_tokens for token in sentence for character in token)
+    labels = Vocabulary.build((label for sentence in train_labels for label in sentence), specials=())
+    return Vocabularies(words, characters, labels, lowercase, twitter)

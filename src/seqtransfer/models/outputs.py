@@ -1,0 +1,55 @@
+"""Output layers that turn per-token label scores into a loss and a decoded label sequence.
+
+A classifier (a linear layer) produces emissions (B, T, L); the output layer decides how they
+are normalised: independent softmax per token, or a CRF over the sequence. Keeping the two
+apart lets PretRand and ensembles combine emissions of several branches before one output.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as functional
+from torch import nn
+
+from seqtransfer.models.crf import CRF
+
+
+class SoftmaxOutput(nn.Module):
+    """Token-level softmax cross-entropy, summed over tokens (equation 2 of the PretRand paper)."""
+
+    def __init__(self, label_count: int) -> None:
+        super().__init__()
+        self.label_count = label_count
+
+    def loss(self, emissions: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """(B, T, L), (B, T), (B, T) -> scalar sum of token losses."""
+        return functional.cross_entropy(emissions[mask], labels[mask], reduction="sum")
+
+    def decode(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """(B, T, L) -> (B, T) arg-max labels."""
+        return emissions.argmax(-1) * mask.long()
+
+    def probabilities(self, emissions: torch.Tensor) -> torch.Tensor:
+        """(B, T, L) per-token label distributions."""
+        return emissions.softmax(-1)
+
+
+class CRFOutput(nn.Module):
+    """Linear-chain CRF negative log-likelihood, summed over sentences."""
+
+    def __init__(self, label_count: int) -> None:
+        super().__init__()
+        self.crf = CRF(label_count)
+
+    def loss(self, emissions: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.crf.negative_log_likelihood(emissions, labels, mask)
+
+    def decode(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.crf.decode(emissions, mask)
+
+    def probabilities(self, emissions: torch.Tensor) -> torch.Tensor:
+        """Per-token softmax of the emissions (used only to average ensemble members)."""
+        return emissions.softmax(-1)
+
+
+OUTPUTS = {"softmax": SoftmaxOutput, "crf": CRFOutput}

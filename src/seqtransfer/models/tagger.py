@@ -1,0 +1,66 @@
+"""The base sequence tagger of the PretRand paper, section 3: Psi(Phi(Upsilon(w))).
+
+    word_representation (WRE, Upsilon): (B, T) -> (B, T, D_word + D_char)
+    feature_extractor   (FE, Phi):      BiLSTM -> (B, T, H)
+    classifier          (Cl, Psi):      linear -> (B, T, L) emissions
+    output:                             softmax or CRF: loss and decoding
+
+Parameter names start with these four module names; transfer schemes select parameters by them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from seqtransfer.config import ModelConfig
+from seqtransfer.data.batching import Batch
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.models.bilstm import BiLSTM
+from seqtransfer.models.outputs import OUTPUTS
+from seqtransfer.models.representation import WordRepresentation
+
+
+class Tagger(nn.Module):
+    """Word+char BiLSTM tagger with a softmax or CRF output."""
+
+    def __init__(self, config: ModelConfig, word_count: int, character_count: int, label_count: int) -> None:
+        super().__init__()
+        if config.classifier not in OUTPUTS:
+            raise SeqTransferError(
+                f"unknown classifier '{config.classifier}'", hint=f"use model.classifier={' or '.join(OUTPUTS)}"
+            )
+        self.word_representation = WordRepresentation(
+            word_count, config.word_dimension, character_count, config.char_dimension, config.char_hidden, config.dropout
+        )
+        self.feature_extractor = BiLSTM(self.word_representation.output_size, config.hidden)
+        self.dropout = nn.Dropout(config.dropout)
+        self.classifier = nn.Linear(config.hidden, label_count)
+        self.output = OUTPUTS[config.classifier](label_count)
+
+    def features(self, batch: Batch) -> torch.Tensor:
+        """Batch -> (B, T, H) feature extractor states (before dropout)."""
+        return self.feature_extractor(self.word_representation(batch), batch.lengths)
+
+    def emissions(self, batch: Batch) -> torch.Tensor:
+        """Batch -> (B, T, L) label scores."""
+        return self.classifier(self.dropout(self.features(batch)))
+
+    def loss(self, batch: Batch) -> torch.Tensor:
+        """Summed loss of the batch (labels must be present)."""
+        return self.output.loss(self.emissions(batch), batch.labels, batch.mask)
+
+    def decode(self, batch: Batch) -> torch.Tensor:
+        """(B, T) predicted label indices."""
+        return self.output.decode(self.emissions(batch), batch.mask)
+
+    def load_word_vectors(self, matrix: np.ndarray) -> None:
+        """Copy a (V, D) embedding matrix into the word embedding."""
+        with torch.no_grad():
+            self.word_representation.word_embedding.weight.copy_(torch.from_numpy(matrix))
+
+
+def count_parameters(model: nn.Module, trainable_only: bool = False) -> int:
+    """Number of parameters (optionally only those with requires_grad)."""
+    return sum(parameter.numel() for parameter in model.parameters() if parameter.requires_grad or not trainable_only)

@@ -1,0 +1,44 @@
+"""Use a saved model: ``seqtransfer.load(run_dir).predict([["I", "love", "NYC"]])``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from seqtransfer.data.batching import encode_sentences
+from seqtransfer.data.tokenize import TOKENIZERS
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.rundir import LoadedRun, load_run
+from seqtransfer.training.loop import predict_labels
+
+
+class Predictor:
+    """Tags tokenised sentences (or raw strings, tokenised first) with a loaded run."""
+
+    def __init__(self, run: LoadedRun, tokenizer: str = "whitespace", batch_size: int = 256) -> None:
+        if tokenizer not in TOKENIZERS:
+            raise SeqTransferError(f"unknown tokenizer '{tokenizer}'", hint=f"use one of: {', '.join(TOKENIZERS)}")
+        self.run = run
+        self.tokenize = TOKENIZERS[tokenizer]
+        self.batch_size = batch_size
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self.run.vocabularies.labels.items)
+
+    def predict(self, sentences: Sequence[Sequence[str] | str]) -> list[list[str]]:
+        """One label per token for each sentence; strings are tokenised with the tokenizer."""
+        tokens = [self.tokenize(sentence) if isinstance(sentence, str) else list(sentence) for sentence in sentences]
+        for number, sentence in enumerate(tokens, start=1):
+            if not sentence:
+                raise SeqTransferError(f"sentence {number} is empty", hint="remove empty sentences (blank lines) from the input")
+        encoded = encode_sentences(tokens, self.run.vocabularies)
+        torch.set_num_threads(self.run.config.train.threads)
+        return predict_labels(self.run.model, encoded, self.run.vocabularies.labels, self.batch_size)
+
+
+def load(run_directory: str | Path, tokenizer: str = "whitespace") -> Predictor:
+    """Load a run directory written by ``seqtransfer train``."""
+    return Predictor(load_run(run_directory), tokenizer)

@@ -1,0 +1,94 @@
+"""A run directory is the model: it holds everything needed to rebuild and use it.
+
+    config.yaml          the fully filled RunConfig
+    vocabulary.json      words, characters, labels
+    model.safetensors    the best weights (no pickle anywhere)
+    metrics.json         dev/test scores, epoch history, timing, parameter counts
+    predictions/*.conll  token, gold and predicted label per line (conlleval-readable)
+    log.txt              the training log
+
+``metrics.json`` is written last: a folder without it is an unfinished run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import yaml
+from safetensors.torch import load_file
+
+from seqtransfer.config import RunConfig, config_from_dict, dump_config
+from seqtransfer.data.vocabulary import Vocabularies
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.files import atomic_write, read_json, write_json, write_text
+from seqtransfer.models.tagger import Tagger
+from seqtransfer.training.checkpoint import save_tensors
+
+CONFIG = "config.yaml"
+VOCABULARY = "vocabulary.json"
+WEIGHTS = "model.safetensors"
+METRICS = "metrics.json"
+REQUIRED = (CONFIG, VOCABULARY, WEIGHTS, METRICS)
+
+
+@dataclass
+class LoadedRun:
+    """A model rebuilt from its run directory."""
+
+    directory: Path
+    config: RunConfig
+    vocabularies: Vocabularies
+    model: Tagger
+    metrics: dict
+
+
+def save_setup(directory: Path, config: RunConfig, vocabularies: Vocabularies) -> None:
+    """Write what defines the run before training starts."""
+    directory.mkdir(parents=True, exist_ok=True)
+    write_text(directory / CONFIG, dump_config(config))
+    write_json(directory / VOCABULARY, vocabularies.to_json())
+
+
+def save_weights(directory: Path, state: dict[str, torch.Tensor]) -> None:
+    save_tensors(directory / WEIGHTS, state)
+
+
+def save_metrics(directory: Path, metrics: dict) -> None:
+    write_json(directory / METRICS, metrics)
+
+
+def write_predictions(path: Path, tokens: list[list[str]], gold: list[list[str]] | None, predicted: list[list[str]]) -> None:
+    """One ``token [gold] predicted`` line per token, TAB-separated, blank line between sentences."""
+    with atomic_write(path) as handle:
+        for index, sentence in enumerate(tokens):
+            for position, token in enumerate(sentence):
+                columns = [token] + ([gold[index][position]] if gold is not None else []) + [predicted[index][position]]
+                handle.write("\t".join(columns) + "\n")
+            handle.write("\n")
+
+
+def check_run_directory(directory: Path) -> None:
+    """Raise a one-line error unless ``directory`` holds a finished run."""
+    if not directory.is_dir():
+        raise SeqTransferError("run directory not found", path=directory, hint="pass a folder written by `seqtransfer train`")
+    missing = [name for name in REQUIRED if not (directory / name).is_file()]
+    if missing:
+        raise SeqTransferError(
+            f"not a finished seqtransfer run (missing {', '.join(missing)})",
+            path=directory,
+            hint="pass a folder written by `seqtransfer train`, or re-run training to finish it",
+        )
+
+
+def load_run(directory: str | Path) -> LoadedRun:
+    """Rebuild the model of a run directory (safetensors + YAML + JSON, no pickle)."""
+    directory = Path(directory)
+    check_run_directory(directory)
+    config = config_from_dict(yaml.safe_load((directory / CONFIG).read_text(encoding="utf-8")), str(directory / CONFIG))
+    vocabularies = Vocabularies.from_json(read_json(directory / VOCABULARY))
+    model = Tagger(config.model, len(vocabularies.words), len(vocabularies.characters), len(vocabularies.labels))
+    model.load_state_dict(load_file(str(directory / WEIGHTS)))
+    model.eval()
+    return LoadedRun(directory, config, vocabularies, model, read_json(directory / METRICS))

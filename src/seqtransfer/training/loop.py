@@ -1,0 +1,137 @@
+"""The one training loop: SGD with momentum, per-epoch learning-rate decay, early stopping.
+
+Every transfer scheme uses this loop. A scheme only changes which parameters train and at what
+learning rate (``parameter_groups``) and, where needed, what happens at the start of an epoch
+(``epoch_hooks``, e.g. unfreezing a layer).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm import tqdm
+
+from seqtransfer.config import TrainConfig
+from seqtransfer.data.batching import EncodedSentences, evaluation_batches, training_batches
+from seqtransfer.data.vocabulary import Vocabulary
+from seqtransfer.training import checkpoint
+from seqtransfer.training.metrics import evaluate
+
+EpochHook = Callable[[int, nn.Module, torch.optim.Optimizer], None]
+
+
+@dataclass
+class EvaluationSet:
+    """Encoded sentences with their gold label strings (labels unseen in training included)."""
+
+    encoded: EncodedSentences
+    gold: list[list[str]]
+
+
+@dataclass
+class FitResult:
+    """What training produced: the best weights, when they were reached, the epoch history."""
+
+    best_state: dict[str, torch.Tensor]
+    best_epoch: int
+    best_score: float
+    history: list[dict] = field(default_factory=list)
+
+
+def predict_labels(model: nn.Module, data: EncodedSentences, labels: Vocabulary, batch_size: int) -> list[list[str]]:
+    """Decode every sentence of ``data`` and return label strings in the original order."""
+    model.eval()
+    predictions: list[list[str] | None] = [None] * len(data.lengths)
+    with torch.inference_mode():
+        for batch in evaluation_batches(data, batch_size):
+            decoded = model.decode(batch).numpy()
+            for row, sentence_index in enumerate(batch.indices):
+                predictions[sentence_index] = labels.decode(decoded[row, : data.lengths[sentence_index]])
+    return predictions
+
+
+def score(model: nn.Module, evaluation: EvaluationSet, labels: Vocabulary, metric: str, batch_size: int) -> tuple[float, dict]:
+    """(the score early stopping watches, all scores) on one evaluation set."""
+    predicted = predict_labels(model, evaluation.encoded, labels, batch_size)
+    scores = evaluate(evaluation.gold, predicted, metric)
+    return scores["f1" if metric == "span_f1" else "accuracy"], scores
+
+
+def make_optimizer(parameter_groups: Sequence[dict], config: TrainConfig) -> torch.optim.SGD:
+    """SGD with momentum; each group keeps its own base learning rate for the decay."""
+    groups = [dict(group) for group in parameter_groups]
+    for group in groups:
+        group.setdefault("lr", config.learning_rate)
+        group["base_lr"] = group["lr"]
+    return torch.optim.SGD(groups, lr=config.learning_rate, momentum=config.momentum, weight_decay=config.weight_decay)
+
+
+def _set_learning_rate(optimizer: torch.optim.Optimizer, epoch: int, decay: float) -> None:
+    for group in optimizer.param_groups:
+        group["lr"] = group["base_lr"] / (1.0 + decay * epoch)
+
+
+def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, data: EncodedSentences, config: TrainConfig, epoch: int, show_progress: bool) -> float:
+    """One pass over the training data; returns the mean loss per sentence."""
+    model.train()
+    generator = np.random.default_rng([config.seed, epoch])
+    parameters = [parameter for group in optimizer.param_groups for parameter in group["params"]]
+    total_loss = 0.0
+    batch_count = -(-len(data.lengths) // config.batch_size)
+    batches = training_batches(data, config.batch_size, generator)
+    for batch in tqdm(batches, total=batch_count, desc=f"epoch {epoch}", leave=False, disable=not show_progress, unit="batch"):
+        optimizer.zero_grad(set_to_none=True)
+        loss = model.loss(batch)
+        loss.backward()
+        if config.gradient_clip > 0:
+            nn.utils.clip_grad_norm_(parameters, config.gradient_clip)
+        optimizer.step()
+        total_loss += loss.item()
+    return total_loss / max(len(data.lengths), 1)
+
+
+def fit(
+    model: nn.Module,
+    train: EncodedSentences,
+    dev: EvaluationSet,
+    labels: Vocabulary,
+    metric: str,
+    config: TrainConfig,
+    parameter_groups: Sequence[dict] | None = None,
+    epoch_hooks: Sequence[EpochHook] = (),
+    checkpoint_dir: Path | None = None,
+    log: Callable[[str], None] = print,
+    show_progress: bool = True,
+) -> FitResult:
+    """Train until the dev score has not improved for ``config.patience`` epochs."""
+    groups = parameter_groups or [{"params": [p for p in model.parameters() if p.requires_grad]}]
+    optimizer = make_optimizer(groups, config)
+    state = checkpoint.resume(checkpoint_dir, model, optimizer) if checkpoint_dir else None
+    state = state or checkpoint.TrainingState(best_state=checkpoint.copy_state(model))
+    if state.epoch:
+        log(f"resuming after epoch {state.epoch} (best dev {state.best_score:.2f} at epoch {state.best_epoch})")
+    while state.epoch < config.max_epochs and state.epoch - state.best_epoch < config.patience:
+        epoch = state.epoch + 1
+        for hook in epoch_hooks:
+            hook(epoch, model, optimizer)
+        _set_learning_rate(optimizer, epoch - 1, config.learning_rate_decay)
+        started = time.perf_counter()
+        loss = train_epoch(model, optimizer, train, config, epoch, show_progress)
+        train_seconds = time.perf_counter() - started
+        dev_score, _ = score(model, dev, labels, metric, config.evaluation_batch_size)
+        improved = dev_score > state.best_score or state.best_epoch == 0
+        if improved:
+            state.best_score, state.best_epoch, state.best_state = dev_score, epoch, checkpoint.copy_state(model)
+        state.epoch = epoch
+        record = {"epoch": epoch, "loss": round(loss, 4), "dev": round(dev_score, 2), "train_seconds": round(train_seconds, 2)}
+        state.history.append(record)
+        log(f"epoch {epoch:3d}  loss {loss:8.3f}  dev {dev_score:6.2f}{' *' if improved else '  '}  {train_seconds:5.1f}s")
+        if checkpoint_dir:
+            checkpoint.save(checkpoint_dir, model, optimizer, state)
+    return FitResult(state.best_state, state.best_epoch, state.best_score, state.history)

@@ -1,0 +1,135 @@
+"""Scores for sequence labelling: token accuracy, conlleval span F1, per-label scores.
+
+All scores are percentages (0-100). Span scores follow conlleval: a predicted chunk is correct
+iff a gold chunk has the same type, start and end (chunks from :func:`schemes.chunks`); with
+no gold and no predicted chunk every score is 0, as conlleval prints 0.00.
+
+Inputs are lists of sentences, each a list of tag strings; gold and predicted must have the
+same number of sentences and tokens (a mismatch is a programming error: ValueError).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from seqtransfer.data.schemes import chunks
+from seqtransfer.errors import SeqTransferError
+
+METRICS = ("accuracy", "span_f1")
+
+Sentences = Sequence[Sequence[str]]
+
+
+@dataclass(frozen=True)
+class ClassScores:
+    """Precision, recall and F1 (percent) with the counts they come from."""
+
+    precision: float
+    recall: float
+    f1: float
+    gold_count: int
+    predicted_count: int
+    correct_count: int
+
+    @classmethod
+    def from_counts(cls, gold_count: int, predicted_count: int, correct_count: int) -> ClassScores:
+        """Scores from counts, 0 wherever a denominator is 0 (as conlleval)."""
+        precision = 100.0 * correct_count / predicted_count if predicted_count else 0.0
+        recall = 100.0 * correct_count / gold_count if gold_count else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        return cls(precision, recall, f1, gold_count, predicted_count, correct_count)
+
+    def as_dict(self) -> dict:
+        """Plain dict for JSON."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SpanScores:
+    """Overall conlleval scores (percent) and counts, plus one :class:`ClassScores` per chunk type."""
+
+    precision: float
+    recall: float
+    f1: float
+    gold_count: int
+    predicted_count: int
+    correct_count: int
+    per_class: dict[str, ClassScores]
+
+    def as_dict(self) -> dict:
+        """Plain dict for JSON, per-class scores nested under ``per_class``."""
+        overall = {name: value for name, value in asdict(self).items() if name != "per_class"}
+        return {**overall, "per_class": {name: scores.as_dict() for name, scores in self.per_class.items()}}
+
+
+def _check_lengths(gold: Sentences, predicted: Sentences) -> None:
+    """Raise ValueError unless gold and predicted have the same sentence and token counts."""
+    if len(gold) != len(predicted):
+        raise ValueError(f"{len(gold)} gold sentences but {len(predicted)} predicted")
+    for index, (gold_tags, predicted_tags) in enumerate(zip(gold, predicted)):
+        if len(gold_tags) != len(predicted_tags):
+            raise ValueError(f"sentence {index}: {len(gold_tags)} gold tags but {len(predicted_tags)} predicted")
+
+
+def token_accuracy(gold: Sentences, predicted: Sentences) -> float:
+    """Percentage of tokens whose predicted label equals the gold label (0 if there are none)."""
+    _check_lengths(gold, predicted)
+    total = sum(len(tags) for tags in gold)
+    correct = sum(g == p for gold_tags, predicted_tags in zip(gold, predicted) for g, p in zip(gold_tags, predicted_tags))
+    return 100.0 * correct / total if total else 0.0
+
+
+def _sentence_chunks(sentences: Sentences) -> set[tuple[int, str, int, int]]:
+    """All chunks as ``(sentence index, type, start, end)``."""
+    return {(index, chunk_type, start, end) for index, tags in enumerate(sentences) for chunk_type, start, end in chunks(tags)}
+
+
+def span_scores(gold: Sentences, predicted: Sentences) -> SpanScores:
+    """conlleval precision, recall and F1 over exactly matching chunks, overall and per type."""
+    _check_lengths(gold, predicted)
+    gold_chunks, predicted_chunks = _sentence_chunks(gold), _sentence_chunks(predicted)
+    correct_chunks = gold_chunks & predicted_chunks
+    gold_by_type = Counter(chunk[1] for chunk in gold_chunks)
+    predicted_by_type = Counter(chunk[1] for chunk in predicted_chunks)
+    correct_by_type = Counter(chunk[1] for chunk in correct_chunks)
+    per_class = {
+        chunk_type: ClassScores.from_counts(gold_by_type[chunk_type], predicted_by_type[chunk_type], correct_by_type[chunk_type])
+        for chunk_type in sorted(gold_by_type.keys() | predicted_by_type.keys())
+    }
+    overall = ClassScores.from_counts(len(gold_chunks), len(predicted_chunks), len(correct_chunks))
+    return SpanScores(**asdict(overall), per_class=per_class)
+
+
+def label_scores(gold: Sentences, predicted: Sentences) -> dict[str, ClassScores]:
+    """Token-level precision, recall and F1 per label (per-class scores for POS tagging)."""
+    _check_lengths(gold, predicted)
+    gold_counts: Counter[str] = Counter()
+    predicted_counts: Counter[str] = Counter()
+    correct_counts: Counter[str] = Counter()
+    for gold_tags, predicted_tags in zip(gold, predicted):
+        gold_counts.update(gold_tags)
+        predicted_counts.update(predicted_tags)
+        correct_counts.update(g for g, p in zip(gold_tags, predicted_tags) if g == p)
+    return {
+        label: ClassScores.from_counts(gold_counts[label], predicted_counts[label], correct_counts[label])
+        for label in sorted(gold_counts.keys() | predicted_counts.keys())
+    }
+
+
+def evaluate(gold: Sentences, predicted: Sentences, metric: str) -> dict:
+    """Flat score dict: ``accuracy`` always; ``f1``, ``precision``, ``recall`` for ``span_f1``.
+
+    ``per_class`` holds chunk-type scores for ``span_f1`` and label scores for ``accuracy``.
+    """
+    if metric not in METRICS:
+        raise SeqTransferError(f"unknown metric {metric!r}", hint=f"use one of: {', '.join(METRICS)}")
+    result: dict = {"accuracy": token_accuracy(gold, predicted)}
+    if metric == "span_f1":
+        spans = span_scores(gold, predicted)
+        result.update(f1=spans.f1, precision=spans.precision, recall=spans.recall)
+        result["per_class"] = {name: scores.as_dict() for name, scores in spans.per_class.items()}
+    else:
+        result["per_class"] = {name: scores.as_dict() for name, scores in label_scores(gold, predicted).items()}
+    return result

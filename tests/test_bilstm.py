@@ -1,0 +1,46 @@
+"""The padded BiLSTM with per-sequence reversal equals a packed bidirectional LSTM."""
+
+import torch
+from torch import nn
+
+from seqtransfer.models.bilstm import BiLSTM, reversal_index
+
+
+def packed_reference(model: BiLSTM, inputs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """The same weights in a standard bidirectional nn.LSTM over packed sequences."""
+    reference = nn.LSTM(inputs.size(-1), model.output_size // 2, batch_first=True, bidirectional=True)
+    with torch.no_grad():
+        for name in ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"):
+            getattr(reference, name).copy_(getattr(model.forward_lstm, name))
+            getattr(reference, name + "_reverse").copy_(getattr(model.backward_lstm, name))
+    packed = nn.utils.rnn.pack_padded_sequence(inputs, lengths, batch_first=True, enforce_sorted=False)
+    output, _ = reference(packed)
+    return nn.utils.rnn.pad_packed_sequence(output, batch_first=True, total_length=inputs.size(1))[0]
+
+
+def test_reversal_index_reverses_valid_prefix_only():
+    index = reversal_index(torch.tensor([3, 1, 4]), 4)
+    assert index.tolist() == [[2, 1, 0, 3], [0, 1, 2, 3], [3, 2, 1, 0]]
+
+
+def test_outputs_match_packed_lstm_on_valid_positions():
+    torch.manual_seed(0)
+    model = BiLSTM(5, 8)
+    lengths = torch.tensor([6, 2, 4, 1])
+    inputs = torch.randn(4, 6, 5)
+    expected = packed_reference(model, inputs, lengths)
+    actual = model(inputs, lengths)
+    mask = torch.arange(6).unsqueeze(0) < lengths.unsqueeze(1)
+    assert torch.allclose(actual[mask], expected[mask], atol=1e-6)
+
+
+def test_final_states_are_last_forward_and_first_backward_outputs():
+    torch.manual_seed(1)
+    model = BiLSTM(3, 4)
+    lengths = torch.tensor([5, 3])
+    inputs = torch.randn(2, 5, 3)
+    outputs = packed_reference(model, inputs, lengths)
+    finals = model.final_states(inputs, lengths)
+    for row, length in enumerate(lengths.tolist()):
+        assert torch.allclose(finals[row, :2], outputs[row, length - 1, :2], atol=1e-6)
+        assert torch.allclose(finals[row, 2:], outputs[row, 0, 2:], atol=1e-6)

@@ -1,0 +1,66 @@
+"""The CRF against brute-force enumeration of every label path on tiny cases."""
+
+import itertools
+
+import torch
+
+from seqtransfer.models.crf import CRF
+
+
+def make_crf(label_count: int, seed: int = 0) -> CRF:
+    torch.manual_seed(seed)
+    crf = CRF(label_count)
+    with torch.no_grad():
+        for parameter in crf.parameters():
+            parameter.normal_()
+    return crf
+
+
+def brute_force(crf: CRF, emissions: torch.Tensor, length: int) -> tuple[torch.Tensor, list[int]]:
+    """(log partition, best path) of one sentence by enumerating all L**length paths."""
+    label_count = emissions.size(-1)
+    scores, paths = [], []
+    for path in itertools.product(range(label_count), repeat=length):
+        value = crf.start[path[0]] + crf.end[path[-1]]
+        value = value + sum(emissions[t, label] for t, label in enumerate(path))
+        value = value + sum(crf.transitions[a, b] for a, b in zip(path, path[1:]))
+        scores.append(value)
+        paths.append(list(path))
+    stacked = torch.stack(scores)
+    return torch.logsumexp(stacked, 0), paths[int(stacked.argmax())]
+
+
+def test_log_partition_and_viterbi_match_enumeration_with_padding():
+    crf = make_crf(3)
+    lengths = torch.tensor([4, 2, 1, 3])
+    emissions = torch.randn(4, 4, 3)
+    mask = torch.arange(4).unsqueeze(0) < lengths.unsqueeze(1)
+    log_partition = crf.log_partition(emissions, mask)
+    decoded = crf.decode(emissions, mask)
+    for row, length in enumerate(lengths.tolist()):
+        expected_partition, expected_path = brute_force(crf, emissions[row], length)
+        assert torch.allclose(log_partition[row], expected_partition, atol=1e-5)
+        assert decoded[row, :length].tolist() == expected_path
+        assert decoded[row, length:].eq(0).all()
+
+
+def test_negative_log_likelihood_is_minus_log_probability_of_gold_path():
+    crf = make_crf(2, seed=3)
+    emissions = torch.randn(1, 3, 2)
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    labels = torch.tensor([[1, 0, 1]])
+    log_partition, _ = brute_force(crf, emissions[0], 3)
+    gold = crf.start[1] + crf.end[1] + emissions[0, 0, 1] + emissions[0, 1, 0] + emissions[0, 2, 1]
+    gold = gold + crf.transitions[1, 0] + crf.transitions[0, 1]
+    assert torch.allclose(crf.negative_log_likelihood(emissions, labels, mask), log_partition - gold, atol=1e-5)
+
+
+def test_probabilities_of_all_paths_sum_to_one():
+    crf = make_crf(2, seed=5)
+    emissions = torch.randn(1, 3, 2)
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    total = sum(
+        torch.exp(-crf.negative_log_likelihood(emissions, torch.tensor([list(path)]), mask))
+        for path in itertools.product(range(2), repeat=3)
+    )
+    assert torch.allclose(total, torch.tensor(1.0), atol=1e-5)
