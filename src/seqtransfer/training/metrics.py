@@ -129,6 +129,7 @@ def evaluate(gold: Sentences, predicted: Sentences, metric: str) -> dict:
     if metric == "span_f1":
         spans = span_scores(gold, predicted)
         result.update(f1=spans.f1, precision=spans.precision, recall=spans.recall)
+        result.update(gold_count=spans.gold_count, predicted_count=spans.predicted_count, correct_count=spans.correct_count)
         result["per_class"] = {name: scores.as_dict() for name, scores in spans.per_class.items()}
     else:
         result["per_class"] = {name: scores.as_dict() for name, scores in label_scores(gold, predicted).items()}

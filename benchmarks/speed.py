@@ -1,0 +1,100 @@
+"""Training and inference speed of the base tagger on real data (not part of the test suite).
+
+    SEQTRANSFER_DATA=../shared/datasets python benchmarks/speed.py --datasets wnut17 conll2003
+
+Prints, per dataset: median training epoch seconds and training tokens/s over --epochs epochs
+(dev evaluation excluded), inference tokens/s on the test set for several batch sizes, the
+dev score after those epochs, and the peak resident memory of the process. The model is the
+reference architecture of the issues: lower-cased GloVe 50d fine-tuned, char BiLSTM 50/100,
+word BiLSTM 200, CRF, SGD with momentum, batches of 16 sentences.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import time
+
+import torch
+
+from seqtransfer.config import RunConfig
+from seqtransfer.data.batching import encode_sentences
+from seqtransfer.data.task_data import load_task_data
+from seqtransfer.models.tagger import Tagger
+from seqtransfer.training.loop import make_optimizer, predict_labels, train_epoch
+from seqtransfer.training.metrics import evaluate
+from seqtransfer.training.train import prepare_vocabularies, seed_everything
+
+
+def peak_memory_megabytes() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def time_inference(model: Tagger, encoded, labels, batch_sizes: list[int]) -> dict[int, float]:
+    """Tokens per second of decoding ``encoded`` for each batch size (best of 2 passes)."""
+    tokens = int(encoded.lengths.sum())
+    speeds = {}
+    for batch_size in batch_sizes:
+        best = float("inf")
+        for _ in range(2):
+            started = time.perf_counter()
+            predict_labels(model, encoded, labels, batch_size)
+            best = min(best, time.perf_counter() - started)
+        speeds[batch_size] = tokens / best
+    return speeds
+
+
+def benchmark(dataset: str, epochs: int, classifier: str, threads: int) -> dict:
+    config = RunConfig()
+    config.data.dataset, config.model.classifier, config.train.threads = dataset, classifier, threads
+    seed_everything(config.train.seed, threads)
+    data = load_task_data(config.data)
+    vocabularies, matrix = prepare_vocabularies(config, data, log=lambda message: None)
+    model = Tagger(config.model, len(vocabularies.words), len(vocabularies.characters), len(vocabularies.labels))
+    model.load_word_vectors(matrix)
+    train = encode_sentences(data.tokens("train"), vocabularies, data.labels("train"))
+    optimizer = make_optimizer([{"params": list(model.parameters())}], config.train)
+    epoch_seconds = []
+    for epoch in range(1, epochs + 1):
+        started = time.perf_counter()
+        train_epoch(model, optimizer, train, config.train, epoch, show_progress=False)
+        epoch_seconds.append(time.perf_counter() - started)
+    dev = encode_sentences(data.tokens("dev"), vocabularies)
+    dev_scores = evaluate(data.labels("dev"), predict_labels(model, dev, vocabularies.labels, 512), data.metric)
+    test = encode_sentences(data.tokens("test"), vocabularies)
+    inference = time_inference(model, test, vocabularies.labels, [32, 128, 512, 2048])
+    median = statistics.median(epoch_seconds)
+    return {
+        "dataset": dataset,
+        "train_tokens": int(train.lengths.sum()),
+        "epoch_seconds": median,
+        "train_tokens_per_second": int(train.lengths.sum()) / median,
+        "inference_tokens_per_second": max(inference.values()),
+        "best_inference_batch": max(inference, key=inference.get),
+        "dev_score": dev_scores["f1" if data.metric == "span_f1" else "accuracy"],
+        "peak_rss_mb": peak_memory_megabytes(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--datasets", nargs="+", default=["wnut17", "conll2003"])
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--classifier", default="crf", choices=["crf", "softmax"])
+    parser.add_argument("--threads", type=int, default=2)
+    arguments = parser.parse_args()
+    print(f"torch {torch.__version__}, {arguments.threads} threads, classifier {arguments.classifier}, {arguments.epochs} epochs")
+    header = f"{'dataset':10} {'tokens':>8} {'epoch s':>8} {'train tok/s':>12} {'infer tok/s':>12} {'batch':>6} {'dev':>6} {'peak MB':>8}"
+    print(header)
+    for dataset in arguments.datasets:
+        row = benchmark(dataset, arguments.epochs, arguments.classifier, arguments.threads)
+        print(
+            f"{row['dataset']:10} {row['train_tokens']:8d} {row['epoch_seconds']:8.2f} {row['train_tokens_per_second']:12,.0f} "
+            f"{row['inference_tokens_per_second']:12,.0f} {row['best_inference_batch']:6d} {row['dev_score']:6.2f} {row['peak_rss_mb']:8.0f}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""Every kind of bad input ends in one clear line naming the file (and line) and the fix.
+
+Each case runs the real CLI in-process and checks: exit code 2, exactly one stderr line, no
+traceback, and no run directory left behind.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, TINY_MODEL, tiny_train_arguments
+from seqtransfer.cli import main
+
+
+def run_cli(arguments: list[str], capsys) -> str:
+    """Run the CLI, assert it failed cleanly, return its single error line."""
+    code = main(arguments)
+    captured = capsys.readouterr()
+    lines = [line for line in captured.err.splitlines() if line.strip()]
+    assert code == 2, captured
+    assert len(lines) == 1, lines
+    assert "Traceback" not in captured.err
+    return lines[0]
+
+
+def train_on(train_file: Path, output: Path, *extra: str) -> list[str]:
+    return [
+        "train", "--train", str(train_file), "--dev", str(FIXTURES / "tiny_ner_dev.conll"),
+        "--columns", "word,ner", "--scheme", "iob2", "--output", str(output), "--quiet", "--epochs", "1",
+        *TINY_MODEL, *extra,
+    ]
+
+
+def test_missing_file(tmp_path, capsys):
+    message = run_cli(train_on(tmp_path / "nope.conll", tmp_path / "run"), capsys)
+    assert "nope.conll" in message and "not found" in message
+    assert not (tmp_path / "run").exists()
+
+
+def test_empty_file(tmp_path, capsys):
+    message = run_cli(train_on(FIXTURES / "empty.conll", tmp_path / "run"), capsys)
+    assert "empty.conll" in message and "fix:" in message
+    assert not (tmp_path / "run").exists()
+
+
+def test_inconsistent_column_count(tmp_path, capsys):
+    bad = tmp_path / "bad.conll"
+    bad.write_text("John\tB-person\nlives\tO\textra\n", encoding="utf-8")
+    message = run_cli(train_on(bad, tmp_path / "run"), capsys)
+    assert f"{bad}:2" in message
+    assert not (tmp_path / "run").exists()
+
+
+def test_non_utf8_bytes(tmp_path, capsys):
+    bad = tmp_path / "latin.conll"
+    bad.write_bytes("John\tB-person\n\nZ\xfcrich\tB-location\n".encode("latin-1"))
+    message = run_cli(train_on(bad, tmp_path / "run"), capsys)
+    assert f"{bad}:3" in message and "UTF-8" in message
+    assert not (tmp_path / "run").exists()
+
+
+def test_unknown_dataset_suggests_closest(tmp_path, capsys):
+    message = run_cli(["train", "--dataset", "wnut", "--output", str(tmp_path / "run")], capsys)
+    assert "wnut17" in message
+    assert not (tmp_path / "run").exists()
+
+
+def test_unknown_config_key_lists_valid_ones(tmp_path, capsys):
+    message = run_cli(train_on(FIXTURES / "tiny_ner_train.conll", tmp_path / "run", "train.learning_rat=0.1"), capsys)
+    assert "learning_rat" in message and "learning_rate" in message and "momentum" in message
+
+
+def test_unknown_key_in_config_file(tmp_path, capsys):
+    config = tmp_path / "run.yaml"
+    config.write_text("model:\n  hiden: 300\n", encoding="utf-8")
+    message = run_cli(["train", "--config", str(config), "--output", str(tmp_path / "run")], capsys)
+    assert str(config) in message and "hidden" in message
+
+
+def test_tag_breaking_the_declared_scheme(tmp_path, capsys):
+    bad = tmp_path / "bad_scheme.conll"
+    bad.write_text("John\tB-person\nlives\tO\nin\tO\nYork\tI-location\n", encoding="utf-8")
+    message = run_cli(train_on(bad, tmp_path / "run"), capsys)
+    assert f"{bad}:4" in message and "I-location" in message
+    assert not (tmp_path / "run").exists()
+
+
+def test_two_thousand_token_sentence_trains_and_predicts(tmp_path):
+    long_file = tmp_path / "long.conll"
+    tokens = ["John\tB-person", "lives\tO", "in\tO", "York\tB-location"] * 500
+    long_file.write_text("\n".join(tokens) + "\n\n" + (FIXTURES / "tiny_ner_train.conll").read_text(), encoding="utf-8")
+    assert main(train_on(long_file, tmp_path / "run")) == 0
+    import seqtransfer
+
+    tags = seqtransfer.load(tmp_path / "run").predict([["word"] * 2000])
+    assert len(tags[0]) == 2000
+
+
+def test_empty_sentence_line_in_prediction_input(tiny_run, tmp_path, capsys):
+    text = tmp_path / "input.txt"
+    text.write_text("John lives in Berlin\n\nMary loves Paris\n", encoding="utf-8")
+    output = tmp_path / "tagged.conll"
+    message = run_cli(["predict", str(tiny_run), str(text), "--output", str(output)], capsys)
+    assert f"{text}:2" in message and "empty" in message
+    assert not output.exists()
+
+
+@pytest.mark.parametrize("make", [lambda root: root / "missing", lambda root: root])
+def test_run_dir_that_is_not_a_run(tmp_path, capsys, make):
+    message = run_cli(["predict", str(make(tmp_path)), "-"], capsys)
+    assert str(make(tmp_path)) in message and "seqtransfer train" in message
+
+
+def test_output_that_already_holds_a_finished_run(tiny_run, capsys):
+    message = run_cli(tiny_train_arguments(tiny_run), capsys)
+    assert "already" in message and str(tiny_run) in message
