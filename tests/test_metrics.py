@@ -44,7 +44,7 @@ def test_token_accuracy_and_label_scores():
 
 def test_evaluate_returns_flat_scores():
     spans = evaluate(GOLD, PREDICTED, "span_f1")
-    assert set(spans) == {"accuracy", "f1", "precision", "recall", "per_class"}
+    assert set(spans) == {"accuracy", "f1", "precision", "recall", "per_class", "gold_count", "predicted_count", "correct_count"}
     assert spans["f1"] == pytest.approx(span_scores(GOLD, PREDICTED).f1)
     accuracy = evaluate(GOLD, PREDICTED, "accuracy")
     assert set(accuracy) == {"accuracy", "per_class"} and "B-PER" in accuracy["per_class"]

