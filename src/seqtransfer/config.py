@@ -48,6 +48,10 @@ class ModelConfig:
     hidden: int = 200
     dropout: float = 0.5
     classifier: str = "softmax"  # softmax | crf
+    architecture: str = "tagger"  # tagger | pretrand (set by the transfer scheme)
+    random_hidden: int = 200  # PretRand: units k of the random branch's BiLSTM
+    normalize_branches: bool = True  # PretRand: l2-normalise each branch's scores (equation 10)
+    branch_weighting: bool = True  # PretRand: learnable per-class weights u, v (equation 11)
 
 
 @dataclass
@@ -68,12 +72,23 @@ class TrainConfig:
 
 
 @dataclass
+class TransferConfig:
+    """Which transfer scheme trains the model, and from which source run."""
+
+    scheme: str = "scratch"  # scratch | finetune | features | pretrand (see transfer/schemes.py)
+    source: str | None = None  # run directory of the source model
+    copy_shared_labels: bool = False  # also copy classifier rows of labels the source and target share
+    random_plus_plus: bool = True  # PretRand: train the random units alone first, then jointly
+
+
+@dataclass
 class RunConfig:
     """Everything that defines one training run."""
 
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    transfer: TransferConfig = field(default_factory=TransferConfig)
 
 
 def _field_names(instance: Any) -> list[str]:

@@ -24,7 +24,8 @@ from seqtransfer.config import RunConfig, config_from_dict, dump_config
 from seqtransfer.data.vocabulary import Vocabularies
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import atomic_write, read_json, write_json, write_text
-from seqtransfer.models.tagger import Tagger
+from seqtransfer.models.registry import build_model
+from seqtransfer.models.tagger import SequenceLabeller
 from seqtransfer.training.checkpoint import save_tensors
 
 CONFIG = "config.yaml"
@@ -42,7 +43,7 @@ class LoadedRun:
     directory: Path
     config: RunConfig
     vocabularies: Vocabularies
-    model: Tagger
+    model: SequenceLabeller
     metrics: dict
 
 
@@ -94,7 +95,7 @@ def load_run(directory: str | Path) -> LoadedRun:
     check_run_directory(directory)
     config = config_from_dict(yaml.safe_load((directory / CONFIG).read_text(encoding="utf-8")), str(directory / CONFIG))
     vocabularies = Vocabularies.from_json(read_json(directory / VOCABULARY))
-    model = Tagger(config.model, len(vocabularies.words), len(vocabularies.characters), len(vocabularies.labels))
+    model = build_model(config.model, vocabularies)
     model.load_state_dict(load_file(str(directory / WEIGHTS)))
     model.eval()
     return LoadedRun(directory, config, vocabularies, model, read_json(directory / METRICS))

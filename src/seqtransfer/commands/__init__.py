@@ -7,6 +7,7 @@ from seqtransfer.commands.base import Command
 
 COMMANDS: dict[str, Command] = {
     "train": train.COMMAND,
+    "transfer": train.TRANSFER_COMMAND,
     "evaluate": evaluate.COMMAND,
     "predict": predict.COMMAND,
     "datasets": datasets.COMMAND,

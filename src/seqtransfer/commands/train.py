@@ -23,6 +23,14 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("overrides", nargs="*", help="dotted overrides, e.g. train.learning_rate=0.01 model.hidden=400")
 
 
+def transfer_arguments(parser: argparse.ArgumentParser) -> None:
+    from seqtransfer.transfer.schemes import SCHEMES
+
+    parser.add_argument("--source", required=True, help="run directory of the source model (trained with `seqtransfer train`)")
+    parser.add_argument("--method", dest="transfer_scheme", default="finetune", choices=list(SCHEMES), help="transfer scheme (default finetune)")
+    arguments(parser)
+
+
 def config_from_arguments(arguments: argparse.Namespace) -> RunConfig:
     """Config file, then the named options, then dotted overrides (later wins)."""
     config = load_config(arguments.config) if arguments.config else RunConfig()
@@ -39,6 +47,8 @@ def config_from_arguments(arguments: argparse.Namespace) -> RunConfig:
         "model.embeddings": arguments.embeddings,
         "train.seed": arguments.seed,
         "train.max_epochs": arguments.epochs,
+        "transfer.source": getattr(arguments, "source", None),
+        "transfer.scheme": getattr(arguments, "transfer_scheme", None),
     }
     for key, value in named.items():
         if value is not None:
@@ -88,4 +98,5 @@ def run(arguments: argparse.Namespace) -> dict:
     return metrics
 
 
-COMMAND = Command("train a tagger from scratch and save it as a run directory", arguments, run)
+COMMAND = Command("train a tagger (from scratch unless transfer.scheme says otherwise) and save it as a run directory", arguments, run)
+TRANSFER_COMMAND = Command("transfer a source run to target data with a scheme (finetune, features, pretrand)", transfer_arguments, run)

@@ -39,11 +39,13 @@ class Vocabulary:
         self.index = {item: position for position, item in enumerate(self.items)}
 
     @classmethod
-    def build(cls, items: Iterable[str], specials: Sequence[str] = (PADDING, UNKNOWN)) -> "Vocabulary":
-        """Specials first, then items by decreasing frequency (ties by first appearance)."""
+    def build(cls, items: Iterable[str], specials: Sequence[str] = (PADDING, UNKNOWN), base: "Vocabulary | None" = None) -> "Vocabulary":
+        """Specials (or the items of ``base``, kept at their indices) first, then new items by
+        decreasing frequency (ties by first appearance)."""
+        head = list(base.items) if base is not None else list(specials)
+        known = set(head)
         counts = Counter(items)
-        ordered = [item for item, _ in counts.most_common() if item not in specials]
-        return cls(list(specials) + ordered)
+        return cls(head + [item for item, _ in counts.most_common() if item not in known])
 
     def __len__(self) -> int:
         return len(self.items)
@@ -105,15 +107,20 @@ def build_vocabularies(
     pretrained_words: set[str],
     lowercase: bool,
     twitter: bool,
+    base: Vocabularies | None = None,
 ) -> Vocabularies:
     """Words of the training data plus evaluation words that have a pre-trained vector.
 
     Keeping only these rows makes the embedding table vocabulary-sized (tens of thousands of
-    rows rather than the 400k of GloVe), which keeps optimiser steps cheap.
+    rows rather than the 400k of GloVe), which keeps optimiser steps cheap. With ``base`` (a
+    source model's vocabularies) its words and characters keep their indices and new ones are
+    appended, so transferred embedding rows stay aligned; labels are always the target's own.
     """
     train_keys = [word_key(token, lowercase, twitter) for sentence in train_tokens for token in sentence]
     extra_keys = [word_key(token, lowercase, twitter) for sentence in extra_tokens for token in sentence]
-    words = Vocabulary.build(train_keys + [key for key in extra_keys if key in pretrained_words])
-    characters = Vocabulary.build(character for sentence in train_tokens for token in sentence for character in token)
+    words = Vocabulary.build(train_keys + [key for key in extra_keys if key in pretrained_words], base=base.words if base else None)
+    characters = Vocabulary.build(
+        (character for sentence in train_tokens for token in sentence for character in token), base=base.characters if base else None
+    )
     labels = Vocabulary.build((label for sentence in train_labels for label in sentence), specials=())
     return Vocabularies(words, characters, labels, lowercase, twitter)

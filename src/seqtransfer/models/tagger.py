@@ -22,15 +22,45 @@ from seqtransfer.models.outputs import OUTPUTS
 from seqtransfer.models.representation import WordRepresentation
 
 
-class Tagger(nn.Module):
+class SequenceLabeller(nn.Module):
+    """What every labelling model shares: emissions -> output layer (loss, decoding)."""
+
+    output: nn.Module
+    word_representation: WordRepresentation
+
+    def emissions(self, batch: Batch) -> torch.Tensor:
+        """Batch -> (B, T, L) label scores."""
+        raise NotImplementedError
+
+    def loss(self, batch: Batch) -> torch.Tensor:
+        """Summed loss of the batch (labels must be present)."""
+        return self.output.loss(self.emissions(batch), batch.labels, batch.mask)
+
+    def decode(self, batch: Batch) -> torch.Tensor:
+        """(B, T) predicted label indices."""
+        return self.output.decode(self.emissions(batch), batch.mask)
+
+    def probabilities(self, batch: Batch) -> torch.Tensor:
+        """(B, T, L) per-token label distributions (what ensembles average)."""
+        return self.output.probabilities(self.emissions(batch))
+
+    def load_word_vectors(self, matrix: np.ndarray) -> None:
+        """Copy a (V, D) embedding matrix into the word embedding."""
+        with torch.no_grad():
+            self.word_representation.word_embedding.weight.copy_(torch.from_numpy(matrix))
+
+
+def check_classifier(config: ModelConfig) -> None:
+    if config.classifier not in OUTPUTS:
+        raise SeqTransferError(f"unknown classifier '{config.classifier}'", hint=f"use model.classifier={' or '.join(OUTPUTS)}")
+
+
+class Tagger(SequenceLabeller):
     """Word+char BiLSTM tagger with a softmax or CRF output."""
 
     def __init__(self, config: ModelConfig, word_count: int, character_count: int, label_count: int) -> None:
         super().__init__()
-        if config.classifier not in OUTPUTS:
-            raise SeqTransferError(
-                f"unknown classifier '{config.classifier}'", hint=f"use model.classifier={' or '.join(OUTPUTS)}"
-            )
+        check_classifier(config)
         self.word_representation = WordRepresentation(
             word_count, config.word_dimension, character_count, config.char_dimension, config.char_hidden, config.dropout
         )
@@ -46,19 +76,6 @@ class Tagger(nn.Module):
     def emissions(self, batch: Batch) -> torch.Tensor:
         """Batch -> (B, T, L) label scores."""
         return self.classifier(self.dropout(self.features(batch)))
-
-    def loss(self, batch: Batch) -> torch.Tensor:
-        """Summed loss of the batch (labels must be present)."""
-        return self.output.loss(self.emissions(batch), batch.labels, batch.mask)
-
-    def decode(self, batch: Batch) -> torch.Tensor:
-        """(B, T) predicted label indices."""
-        return self.output.decode(self.emissions(batch), batch.mask)
-
-    def load_word_vectors(self, matrix: np.ndarray) -> None:
-        """Copy a (V, D) embedding matrix into the word embedding."""
-        with torch.no_grad():
-            self.word_representation.word_embedding.weight.copy_(torch.from_numpy(matrix))
 
 
 def count_parameters(model: nn.Module, trainable_only: bool = False) -> int:

@@ -1,4 +1,4 @@
-"""Train a tagger from a RunConfig and write its run directory."""
+"""Train a model from a RunConfig (from scratch or by transfer) and write its run directory."""
 
 from __future__ import annotations
 
@@ -18,9 +18,14 @@ from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies, build_vocabularies, word_key
 from seqtransfer.embeddings.static import build_embedding_matrix, load_vectors
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.models.tagger import Tagger, count_parameters
-from seqtransfer.training.loop import EvaluationSet, fit, predict_labels
+from seqtransfer.models.registry import build_model
+from seqtransfer.models.tagger import SequenceLabeller, count_parameters
+from seqtransfer.training.loop import EvaluationSet, FitResult, fit, predict_labels
 from seqtransfer.training.metrics import evaluate
+from seqtransfer.transfer.schemes import Scheme, get_scheme, set_trainable
+from seqtransfer.transfer.weights import copy_shared_label_rows, transfer_weights
+
+Log = Callable[[str], None]
 
 
 def seed_everything(seed: int, threads: int) -> None:
@@ -32,9 +37,11 @@ def seed_everything(seed: int, threads: int) -> None:
     torch.use_deterministic_algorithms(True, warn_only=True)
 
 
-def prepare_vocabularies(config: RunConfig, data: TaskData, log: Callable[[str], None]) -> tuple[Vocabularies, np.ndarray]:
-    """Vocabularies and the initial word embedding matrix (pre-trained rows where available)."""
+def prepare_vocabularies(config: RunConfig, data: TaskData, log: Log, base: Vocabularies | None = None) -> tuple[Vocabularies, np.ndarray]:
+    """Vocabularies (extending ``base``'s when transferring) and the initial word embedding matrix."""
     model_config, data_config = config.model, config.data
+    if base is not None:  # the target must look words up exactly as the source did
+        model_config.lowercase_words, data_config.twitter_normalization = base.lowercase, base.twitter
     evaluation_tokens = [tokens for split in data.splits if split != "train" for tokens in data.tokens(split)]
     vectors = None
     if model_config.embeddings:
@@ -47,44 +54,92 @@ def prepare_vocabularies(config: RunConfig, data: TaskData, log: Callable[[str],
             )
     pretrained = set(vectors.words) if vectors is not None else set()
     vocabularies = build_vocabularies(
-        data.tokens("train"), data.labels("train"), evaluation_tokens, pretrained, model_config.lowercase_words, data_config.twitter_normalization
+        data.tokens("train"), data.labels("train"), evaluation_tokens, pretrained,
+        model_config.lowercase_words, data_config.twitter_normalization, base=base,
     )
     matrix, found = build_embedding_matrix(vocabularies.words.items, vectors, model_config.word_dimension, seed=config.train.seed)
     log(f"vocabulary: {len(vocabularies.words)} words ({found} pre-trained), {len(vocabularies.characters)} characters, {len(vocabularies.labels)} labels")
     return vocabularies, matrix
 
 
+def load_source(config: RunConfig, scheme: Scheme) -> rundir.LoadedRun | None:
+    """The source run a scheme transfers from; its model sizes become the target's."""
+    if not scheme.uses_source:
+        return None
+    if not config.transfer.source:
+        raise SeqTransferError(f"scheme '{scheme.name}' needs a source run", hint="pass --source RUN_DIR (a run trained on the source data)")
+    source = rundir.load_run(config.transfer.source)
+    for name in ("word_dimension", "char_dimension", "char_hidden", "hidden", "embeddings"):
+        setattr(config.model, name, getattr(source.config.model, name))
+    return source
+
+
+def build_target_model(config: RunConfig, scheme: Scheme, vocabularies: Vocabularies, matrix: np.ndarray, source, log: Log) -> SequenceLabeller:
+    """A fresh model of the scheme's architecture, with the source's weights where the scheme says."""
+    config.model.architecture = scheme.architecture
+    model = build_model(config.model, vocabularies)
+    model.load_word_vectors(matrix)
+    if source is not None:
+        source_state = source.model.state_dict()
+        copied = transfer_weights(model, source_state, scheme.transferred)
+        log(f"transferred {len(copied)} tensors from {config.transfer.source} ({', '.join(scheme.transferred)})")
+        if config.transfer.copy_shared_labels:
+            shared = copy_shared_label_rows(model, source_state, vocabularies.labels, source.vocabularies.labels)
+            log(f"copied classifier rows of {len(shared)} shared labels")
+    return model
+
+
+def train_phases(model: SequenceLabeller, scheme: Scheme, config: RunConfig, train, dev: EvaluationSet, labels, metric: str, directory: Path, log: Log, show_progress: bool) -> FitResult:
+    """Run the scheme's phases one after the other, each from the previous phase's best weights."""
+    history: list[dict] = []
+    for phase in scheme.phases(config.transfer):
+        trainable = set_trainable(model, phase.trainable)
+        log(f"phase '{phase.name}': {sum(p.numel() for p in model.parameters() if p.requires_grad)} trainable parameters ({len(trainable)} tensors)")
+        result = fit(model, train, dev, labels, metric, config.train, checkpoint_dir=directory / "checkpoint" / phase.name, log=log, show_progress=show_progress)
+        model.load_state_dict(result.best_state)
+        history += [{"phase": phase.name, **record} for record in result.history]
+    set_trainable(model, ("",))
+    return FitResult(result.best_state, result.best_epoch, result.best_score, history)
+
+
 def evaluation_set(data: TaskData, split: str, vocabularies: Vocabularies) -> EvaluationSet:
     return EvaluationSet(encode_sentences(data.tokens(split), vocabularies), data.labels(split))
 
 
-def train_tagger(config: RunConfig, run_directory: str | Path, log: Callable[[str], None] = print, show_progress: bool = True) -> dict:
-    """Train, keep the best dev epoch, score dev and test, and write the run directory."""
+def score_splits(model, data: TaskData, vocabularies: Vocabularies, config: RunConfig, directory: Path) -> dict:
+    """Scores and prediction files for every evaluation split."""
+    scores = {}
+    for split in data.splits:
+        if split == "train":
+            continue
+        evaluation = evaluation_set(data, split, vocabularies)
+        predicted = predict_labels(model, evaluation.encoded, vocabularies.labels, config.train.evaluation_batch_size)
+        scores[split] = evaluate(evaluation.gold, predicted, data.metric)
+        rundir.write_predictions(directory / "predictions" / f"{split}.conll", data.tokens(split), evaluation.gold, predicted)
+    return scores
+
+
+def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print, show_progress: bool = True) -> dict:
+    """Train with the configured scheme, keep the best dev epoch, score dev and test, write the run directory."""
     directory = Path(run_directory)
     if (directory / rundir.METRICS).exists():
         raise SeqTransferError("run directory already holds a finished run", path=directory, hint="choose another --output")
     started = time.perf_counter()
     seed_everything(config.train.seed, config.train.threads)
+    scheme = get_scheme(config.transfer.scheme)
+    source = load_source(config, scheme)
     data = load_task_data(config.data)
     if "dev" not in data.splits:
         raise SeqTransferError(f"dataset '{data.dataset}' has no dev split for early stopping", hint="pass --dev PATH")
-    vocabularies, matrix = prepare_vocabularies(config, data, log)
+    vocabularies, matrix = prepare_vocabularies(config, data, log, base=source.vocabularies if source else None)
+    model = build_target_model(config, scheme, vocabularies, matrix, source, log)
     rundir.save_setup(directory, config, vocabularies)
-    model = Tagger(config.model, len(vocabularies.words), len(vocabularies.characters), len(vocabularies.labels))
-    model.load_word_vectors(matrix)
     train = encode_sentences(data.tokens("train"), vocabularies, data.labels("train"))
     dev = evaluation_set(data, "dev", vocabularies)
-    log(f"training on {data.dataset}/{data.task}: {len(train.lengths)} sentences, {int(train.lengths.sum())} tokens; {count_parameters(model)} parameters")
-    result = fit(model, train, dev, vocabularies.labels, data.metric, config.train, checkpoint_dir=directory / "checkpoint", log=log, show_progress=show_progress)
-    model.load_state_dict(result.best_state)
-    metrics = {"dataset": data.dataset, "task": data.task, "metric": data.metric, "best_epoch": result.best_epoch}
-    for split in data.splits:
-        if split == "train":
-            continue
-        evaluation = dev if split == "dev" else evaluation_set(data, split, vocabularies)
-        predicted = predict_labels(model, evaluation.encoded, vocabularies.labels, config.train.evaluation_batch_size)
-        metrics[split] = evaluate(evaluation.gold, predicted, data.metric)
-        rundir.write_predictions(directory / "predictions" / f"{split}.conll", data.tokens(split), evaluation.gold, predicted)
+    log(f"training {scheme.name} on {data.dataset}/{data.task}: {len(train.lengths)} sentences, {int(train.lengths.sum())} tokens; {count_parameters(model)} parameters")
+    result = train_phases(model, scheme, config, train, dev, vocabularies.labels, data.metric, directory, log, show_progress)
+    metrics = {"dataset": data.dataset, "task": data.task, "metric": data.metric, "scheme": scheme.name, "best_epoch": result.best_epoch}
+    metrics.update(score_splits(model, data, vocabularies, config, directory))
     metrics.update(parameters=count_parameters(model), history=result.history, seconds=round(time.perf_counter() - started, 1))
     rundir.save_weights(directory, result.best_state)
     rundir.save_metrics(directory, metrics)

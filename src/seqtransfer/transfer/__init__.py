@@ -1,0 +1,1 @@
+"""Transfer schemes: which parameters come from a source run, which train, when."""

@@ -1,0 +1,34 @@
+"""PretRand's combination of branches (equations 9-11) on hand-built tensors."""
+
+import torch
+
+from seqtransfer.models.pretrand import BranchWeighting, combine_branches
+
+
+def test_independent_l2_normalisation_then_unit_weights():
+    pretrained = torch.tensor([[[3.0, 4.0]]])  # norm 5
+    random = torch.tensor([[[0.0, -2.0]]])  # norm 2
+    combined = combine_branches(pretrained, random, BranchWeighting(2, learnable=True), normalize=True)
+    assert torch.allclose(combined, torch.tensor([[[0.6, 0.8 - 1.0]]]))
+
+
+def test_learnable_per_class_weights_scale_each_branch():
+    weighting = BranchWeighting(2, learnable=True)
+    with torch.no_grad():
+        weighting.pretrained.copy_(torch.tensor([2.0, 0.5]))  # u
+        weighting.random.copy_(torch.tensor([1.0, 3.0]))  # v
+    combined = combine_branches(torch.tensor([[[3.0, 4.0]]]), torch.tensor([[[0.0, -2.0]]]), weighting, normalize=True)
+    assert torch.allclose(combined, torch.tensor([[[2.0 * 0.6 + 0.0, 0.5 * 0.8 - 3.0]]]))
+
+
+def test_ablation_without_normalisation_or_weighting_is_a_plain_sum():
+    weighting = BranchWeighting(2, learnable=False)
+    assert not list(weighting.parameters()) and set(weighting.state_dict()) == {"pretrained", "random"}
+    combined = combine_branches(torch.tensor([[[3.0, 4.0]]]), torch.tensor([[[0.0, -2.0]]]), weighting, normalize=False)
+    assert torch.allclose(combined, torch.tensor([[[3.0, 2.0]]]))
+
+
+def test_gradients_reach_u_and_v():
+    weighting = BranchWeighting(3, learnable=True)
+    combine_branches(torch.randn(2, 4, 3), torch.randn(2, 4, 3), weighting, normalize=True).sum().backward()
+    assert weighting.pretrained.grad is not None and weighting.random.grad is not None

@@ -1,0 +1,95 @@
+"""Transfer schemes: each copies, freezes and trains exactly the parameters it claims."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from conftest import FIXTURES, TINY_MODEL
+from seqtransfer.cli import run
+from seqtransfer.config import RunConfig, apply_overrides
+from seqtransfer.data.batching import encode_sentences
+from seqtransfer.data.task_data import load_task_data
+from seqtransfer.rundir import load_run
+from seqtransfer.training.loop import make_optimizer, train_epoch
+from seqtransfer.training.train import build_target_model, load_source, prepare_vocabularies
+from seqtransfer.transfer.schemes import SCHEMES, set_trainable
+
+
+def target_config(scheme: str, source) -> RunConfig:
+    config = apply_overrides(RunConfig(), [f"transfer.scheme={scheme}", "model.random_hidden=6", *TINY_MODEL])
+    config.data.dataset = None
+    config.data.train, config.data.dev = str(FIXTURES / "tiny_pos_train.conll"), str(FIXTURES / "tiny_pos_dev.conll")
+    config.data.columns = ["word", "pos"]
+    config.transfer.source = str(source)
+    return config
+
+
+def build(scheme_name: str, source):
+    config = target_config(scheme_name, source)
+    scheme = SCHEMES[scheme_name]
+    loaded_source = load_source(config, scheme)
+    data = load_task_data(config.data)
+    vocabularies, matrix = prepare_vocabularies(config, data, lambda message: None, base=loaded_source.vocabularies if loaded_source else None)
+    model = build_target_model(config, scheme, vocabularies, matrix, loaded_source, lambda message: None)
+    train = encode_sentences(data.tokens("train"), vocabularies, data.labels("train"))
+    return config, scheme, model, train
+
+
+@pytest.mark.parametrize("scheme_name", list(SCHEMES))
+def test_scheme_copies_what_it_transfers(scheme_name, tiny_run):
+    _, scheme, model, _ = build(scheme_name, tiny_run)
+    source_state = load_run(tiny_run).model.state_dict()
+    target_state = model.state_dict()
+    for name, tensor in source_state.items():
+        if name.startswith(scheme.transferred) and scheme.transferred:
+            assert torch.equal(target_state[name][: tensor.shape[0]], tensor), name
+    # Embedding rows of the source vocabulary keep their indices; target-only words are appended.
+    if scheme.uses_source:
+        source_words = load_run(tiny_run).vocabularies.words.items
+        assert model.word_representation.word_embedding.weight.shape[0] > len(source_words)
+
+
+@pytest.mark.parametrize("scheme_name", list(SCHEMES))
+def test_scheme_trains_exactly_its_claimed_parameters(scheme_name, tiny_run):
+    config, scheme, model, train = build(scheme_name, tiny_run)
+    for phase in scheme.phases(config.transfer):
+        trainable = set(set_trainable(model, phase.trainable))
+        before = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+        groups = [{"params": [p for p in model.parameters() if p.requires_grad]}]
+        train_epoch(model, make_optimizer(groups, config.train), train, config.train, epoch=1, show_progress=False)
+        after = model.state_dict()
+        changed = {name for name, tensor in after.items() if not torch.equal(tensor, before[name])}
+        assert changed == trainable, (phase.name, sorted(changed ^ trainable))
+
+
+def test_features_scheme_freezes_wre_and_fe(tiny_run):
+    config, scheme, model, _ = build("features", tiny_run)
+    trainable = set_trainable(model, scheme.phases(config.transfer)[0].trainable)
+    assert trainable and all(name.startswith(("classifier.", "output.")) for name in trainable)
+
+
+def test_pretrand_random_plus_plus_freezes_transferred_units_first(tiny_run):
+    config, scheme, model, _ = build("pretrand", tiny_run)
+    first, second = scheme.phases(config.transfer)
+    trainable = set_trainable(model, first.trainable)
+    assert not any(name.startswith(("word_representation.", "feature_extractor.")) for name in trainable)
+    assert any(name.startswith("random_feature_extractor.") for name in trainable)
+    assert set_trainable(model, second.trainable) == [name for name, _ in model.named_parameters()]
+    config.transfer.random_plus_plus = False
+    assert [phase.name for phase in scheme.phases(config.transfer)] == ["joint"]
+
+
+def test_transfer_command_end_to_end(tiny_run, tmp_path):
+    metrics = run([
+        "transfer", "--source", str(tiny_run), "--method", "pretrand",
+        "--train", str(FIXTURES / "tiny_pos_train.conll"), "--dev", str(FIXTURES / "tiny_pos_dev.conll"),
+        "--columns", "word,pos", "--epochs", "2", "--output", str(tmp_path / "pretrand"), "--quiet",
+        "model.random_hidden=6", *TINY_MODEL,
+    ])
+    assert metrics["scheme"] == "pretrand" and {record["phase"] for record in metrics["history"]} == {"random", "joint"}
+    loaded = load_run(tmp_path / "pretrand")
+    assert loaded.config.model.architecture == "pretrand"
+    import seqtransfer
+
+    assert len(seqtransfer.load(tmp_path / "pretrand").predict([["Mary", "loves", "NYC"]])[0]) == 3
