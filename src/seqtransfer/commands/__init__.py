@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from seqtransfer.commands import datasets, evaluate, predict, train
+from seqtransfer.commands import datasets, evaluate, experiment, predict, train
 from seqtransfer.commands.base import Command
 
 COMMANDS: dict[str, Command] = {
@@ -11,4 +11,5 @@ COMMANDS: dict[str, Command] = {
     "evaluate": evaluate.COMMAND,
     "predict": predict.COMMAND,
     "datasets": datasets.COMMAND,
+    "experiment": experiment.COMMAND,
 }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from seqtransfer.config import DataConfig
 from seqtransfer.data.corpus import Sentence
@@ -68,8 +68,31 @@ def check_scheme(sentences: list[Sentence], column: str, scheme: str) -> None:
             )
 
 
+def combine(parts: list[TaskData]) -> TaskData:
+    """Concatenate the splits of several datasets labelled with the same task and tag set kind.
+
+    ``conll2000+ptb_sample`` with task ``pos`` is the PTB-tagset POS source of the PretRand
+    experiments (the full WSJ is not available here).
+    """
+    first = parts[0]
+    if any((part.task, part.scheme, part.metric) != (first.task, first.scheme, first.metric) for part in parts):
+        raise SeqTransferError("combined datasets must share task, tag scheme and metric", hint="pass --task with a task every part has")
+    splits: dict[str, list[Sentence]] = {}
+    for part in parts:
+        for split, sentences in part.splits.items():
+            relabelled = [Sentence(s.tokens, {first.task: s.labels(part.column)}, source=s.source, line=s.line) for s in sentences]
+            splits.setdefault(split, []).extend(relabelled)
+    return TaskData("+".join(part.dataset for part in parts), first.task, first.task, first.scheme, first.metric, splits)
+
+
 def load_task_data(config: DataConfig, splits: tuple[str, ...] = SPLITS) -> TaskData:
-    """Read and check the splits a run needs."""
+    """Read and check the splits a run needs (``a+b`` datasets are concatenated split by split)."""
+    if config.dataset and "+" in config.dataset and not config.train:
+        parts = [load_task_data(replace(config, dataset=name, max_train_sentences=None), splits) for name in config.dataset.split("+")]
+        data = combine(parts)
+        if config.max_train_sentences and "train" in data.splits:
+            data.splits["train"] = data.splits["train"][: config.max_train_sentences]
+        return data
     spec = resolve_spec(config)
     task = resolve_task(spec, config.task)
     column = spec.tasks[task]

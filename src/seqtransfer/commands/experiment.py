@@ -1,0 +1,43 @@
+"""`seqtransfer experiment run FILE`: run (or resume) the grid of an experiment file."""
+
+from __future__ import annotations
+
+import argparse
+
+from seqtransfer.commands.base import Command
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=["run", "list"], help="run: train what is missing; list: show the grid and what is done")
+    parser.add_argument("file", help="experiment YAML file (see experiments/)")
+    parser.add_argument("--seeds", type=int, default=1, help="number of seeds: 1..N (default 1)")
+    parser.add_argument("--only", help="comma-separated method names to run (default: all)")
+    parser.add_argument("--results", default="results", help="results store folder (default ./results)")
+    parser.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
+    parser.add_argument("--ray", metavar="ADDRESS", help="run on Ray: auto, local, or HOST:PORT of a cluster head")
+
+
+def run(arguments: argparse.Namespace) -> list[dict]:
+    from seqtransfer.experiments.backends import LocalBackend, RayBackend
+    from seqtransfer.experiments.runner import describe, run_experiment
+    from seqtransfer.experiments.spec import load_experiment
+    from seqtransfer.experiments.store import ResultsStore
+
+    spec = load_experiment(arguments.file)
+    only = {name.strip() for name in arguments.only.split(",")} if arguments.only else set()
+    unknown = only - set(spec.methods)
+    if unknown:
+        from seqtransfer.errors import SeqTransferError
+
+        raise SeqTransferError(f"unknown method(s) {', '.join(sorted(unknown))}", path=arguments.file, hint=f"methods: {', '.join(spec.methods)}")
+    store = ResultsStore(arguments.results)
+    if arguments.action == "list":
+        records = store.records(spec.name)
+        for record in records:
+            print(describe(record))
+        return records
+    backend = RayBackend(arguments.ray) if arguments.ray else LocalBackend()
+    return run_experiment(spec, store, list(range(1, arguments.seeds + 1)), backend, arguments.data_dir, only, log=lambda line: print(line, flush=True))
+
+
+COMMAND = Command("run an experiment grid (resumable; in-process or on Ray) or list its finished runs", arguments, run)

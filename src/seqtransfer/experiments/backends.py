@@ -1,0 +1,49 @@
+"""Where the runs of a grid execute: in this process, or as tasks on a Ray cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.experiments.runner import RunTask, describe, execute_task
+
+Log = Callable[[str], None]
+
+
+class LocalBackend:
+    """One run after the other in this process (the default)."""
+
+    def run(self, tasks: list[RunTask], log: Log) -> list[dict]:
+        records = []
+        for number, task in enumerate(tasks, start=1):
+            records.append(execute_task(task))
+            log(f"[{number}/{len(tasks)}] {describe(records[-1])}")
+        return records
+
+
+class RayBackend:
+    """Each run is a Ray task needing ``cpus_per_run`` CPUs; runs of a stage execute in parallel.
+
+    ``address`` is "auto" (a running local cluster), "local" (start one in this process) or
+    the address of a cluster's head ("HOST:PORT"). Workers must have seqtransfer installed and
+    see the same data and results folders (a shared file system on a multi-machine cluster).
+    """
+
+    def __init__(self, address: str, cpus_per_run: float = 1.0) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise SeqTransferError("Ray is not installed", hint="pip install 'seqtransfer[ray]'") from None
+        self.ray = ray
+        if not ray.is_initialized():
+            ray.init(address=None if address == "local" else address, include_dashboard=False, log_to_driver=False)
+        self.execute = ray.remote(num_cpus=cpus_per_run)(execute_task)
+
+    def run(self, tasks: list[RunTask], log: Log) -> list[dict]:
+        waiting = [self.execute.remote(task) for task in tasks]
+        records = []
+        while waiting:
+            done, waiting = self.ray.wait(waiting, num_returns=1)
+            records.append(self.ray.get(done[0]))
+            log(f"[{len(records)}/{len(tasks)}] {describe(records[-1])}")
+        return records

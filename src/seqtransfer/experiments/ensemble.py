@@ -1,0 +1,61 @@
+"""Ensembles: average the per-token label distributions of several finished runs.
+
+Members may have different vocabularies and label orders (a fine-tuned run and a scratch run),
+so each member encodes the sentences with its own vocabularies and its distributions are
+mapped onto the union of the labels by name before averaging.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import torch
+
+from seqtransfer import rundir
+from seqtransfer.data.batching import encode_sentences, evaluation_batches
+from seqtransfer.data.task_data import TaskData
+from seqtransfer.rundir import LoadedRun
+from seqtransfer.training.metrics import evaluate
+
+
+def member_distributions(run: LoadedRun, tokens: list[list[str]], labels: list[str], batch_size: int = 256) -> list[torch.Tensor]:
+    """For each sentence, a (T, len(labels)) tensor of the member's label probabilities."""
+    encoded = encode_sentences(tokens, run.vocabularies)
+    columns = torch.tensor([labels.index(label) for label in run.vocabularies.labels.items])
+    distributions: list[torch.Tensor | None] = [None] * len(tokens)
+    run.model.eval()
+    with torch.inference_mode():
+        for batch in evaluation_batches(encoded, batch_size):
+            probabilities = run.model.probabilities(batch)  # (B, T, L_member)
+            for row, index in enumerate(batch.indices):
+                mapped = torch.zeros(int(encoded.lengths[index]), len(labels))
+                mapped[:, columns] = probabilities[row, : encoded.lengths[index]]
+                distributions[index] = mapped
+    return distributions
+
+
+def ensemble_predict(runs: list[LoadedRun], tokens: list[list[str]]) -> list[list[str]]:
+    """Arg-max of the averaged member distributions, one label per token."""
+    labels = sorted({label for run in runs for label in run.vocabularies.labels.items})
+    members = [member_distributions(run, tokens, labels) for run in runs]
+    averaged = [torch.stack(parts).mean(0) for parts in zip(*members)]
+    return [[labels[index] for index in sentence.argmax(-1).tolist()] for sentence in averaged]
+
+
+def build_ensemble(member_directories: list[Path], data: TaskData, directory: Path) -> dict:
+    """Score the ensemble on every evaluation split and write its metrics and predictions."""
+    started = time.perf_counter()
+    runs = [rundir.load_run(path) for path in member_directories]
+    metrics = {"dataset": data.dataset, "task": data.task, "metric": data.metric, "scheme": "ensemble",
+               "members": [str(path) for path in member_directories]}
+    for split in data.splits:
+        if split == "train":
+            continue
+        predicted = ensemble_predict(runs, data.tokens(split))
+        metrics[split] = evaluate(data.labels(split), predicted, data.metric)
+        rundir.write_predictions(directory / "predictions" / f"{split}.conll", data.tokens(split), data.labels(split), predicted)
+    metrics["parameters"] = sum(sum(p.numel() for p in run.model.parameters()) for run in runs)
+    metrics["seconds"] = round(time.perf_counter() - started, 1) + sum(run.metrics.get("seconds", 0) for run in runs)
+    rundir.save_metrics(directory, metrics)
+    return metrics

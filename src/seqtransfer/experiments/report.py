@@ -1,0 +1,320 @@
+"""Reports of an experiment: our scores next to the paper's, aNRG / mNRG, and significance.
+
+An experiment is a grid methods × targets × seeds; its finished runs are records of the
+:class:`~seqtransfer.experiments.store.ResultsStore`. :func:`render_markdown` and
+:func:`render_csv` turn those records and a :class:`ReportSpec` (what the experiment file
+says: methods, targets, reference method, paper numbers) into a document. A cell whose runs
+have not finished is shown as ``–`` (an empty field in CSV); nothing else depends on it.
+
+Normalised relative gain (PretRand paper, eq. 12, with s_max = 100 the best possible score):
+NRG_ij = 100 × (s_ij − s_ref,j) / (100 − s_ref,j); aNRG is its mean over targets (PretRand
+paper), mNRG its median (MuTSPad paper).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.experiments.significance import paired_randomization_test
+
+MISSING = "–"
+SIGNIFICANCE_LEVEL = 0.05
+MAXIMUM_SCORE = 100.0
+
+Means = Mapping[str, Mapping[str, float]]  # method -> target -> score
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Scores of one (method, target) cell over its seeds; ``std`` is the sample std (0 for one seed)."""
+
+    mean: float
+    std: float
+    seeds: list[int]
+    scores: list[float]
+    seconds_mean: float
+    parameters: int
+
+
+@dataclass(frozen=True)
+class ReportSpec:
+    """What a report needs from an experiment file, in the experiment's order."""
+
+    experiment: str
+    title: str
+    methods: Sequence[str]
+    targets: Sequence[str]
+    reference_method: str
+    paper_results: Means
+    significance_pairs: Sequence[tuple[str, str]] = ()
+    paper_table: str = ""  # the table reproduced, e.g. "PretRand paper, Table 4 (test)"
+    trials: int = 10000
+
+
+def report_spec(experiment, trials: int = 10000) -> ReportSpec:
+    """The :class:`ReportSpec` of an :class:`~seqtransfer.experiments.spec.ExperimentSpec` (its title names the table)."""
+    methods = list(experiment.methods)
+    return ReportSpec(
+        experiment=experiment.name,
+        title=experiment.title,
+        methods=methods,
+        targets=list(experiment.targets),
+        reference_method=experiment.reference or methods[0],
+        paper_results=experiment.paper,
+        significance_pairs=[tuple(pair) for pair in experiment.significance],
+        trials=trials,
+    )
+
+
+def read_predictions(path: str | Path) -> tuple[list[list[str]], list[list[str]]]:
+    """Gold and predicted label sentences of a ``token gold predicted`` predictions file."""
+    gold: list[list[str]] = [[]]
+    predicted: list[list[str]] = [[]]
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            fields = line.split()
+            if not fields:
+                if gold[-1]:
+                    gold.append([])
+                    predicted.append([])
+                continue
+            if len(fields) < 3:
+                raise SeqTransferError("expected `token gold predicted` on every line", path=path, line=number)
+            gold[-1].append(fields[-2])
+            predicted[-1].append(fields[-1])
+    if not gold[-1]:
+        gold.pop()
+        predicted.pop()
+    return gold, predicted
+
+
+def aggregate(records: Iterable[dict], split: str = "test") -> dict[tuple[str, str], Summary]:
+    """One :class:`Summary` of the ``split`` score per (method, target), seeds in ascending order."""
+    cells: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for record in records:
+        cells[record["method"], record["target"]].append(record)
+    summaries = {}
+    for key, cell in cells.items():
+        cell.sort(key=lambda record: record["seed"])
+        scores = [float(record[split]) for record in cell]
+        summaries[key] = Summary(
+            mean=statistics.fmean(scores),
+            std=statistics.stdev(scores) if len(scores) > 1 else 0.0,
+            seeds=[record["seed"] for record in cell],
+            scores=scores,
+            seconds_mean=statistics.fmean(float(record["seconds"]) for record in cell),
+            parameters=int(cell[0]["parameters"]),
+        )
+    return summaries
+
+
+def means_by_method(summaries: Mapping[tuple[str, str], Summary]) -> dict[str, dict[str, float]]:
+    """``{method: {target: mean}}`` from :func:`aggregate`'s output."""
+    means: dict[str, dict[str, float]] = defaultdict(dict)
+    for (method, target), summary in summaries.items():
+        means[method][target] = summary.mean
+    return dict(means)
+
+
+def normalised_relative_gains(means: Means, reference: str) -> dict[str, list[float]]:
+    """NRG of every method against ``reference`` on each target both have (eq. 12, s_max = 100)."""
+    reference_scores = means.get(reference, {})
+    gains = {}
+    for method, scores in means.items():
+        # A reference at the maximum score leaves no room to gain: NRG is undefined there.
+        common = [target for target in scores if target in reference_scores and reference_scores[target] < MAXIMUM_SCORE]
+        gains[method] = [
+            100.0 * (scores[target] - reference_scores[target]) / (MAXIMUM_SCORE - reference_scores[target])
+            for target in common
+        ]
+    return gains
+
+
+def anrg(means: Means, reference: str) -> dict[str, float]:
+    """Average NRG per method (PretRand paper); methods sharing no target with the reference are left out."""
+    return {method: statistics.fmean(gains) for method, gains in normalised_relative_gains(means, reference).items() if gains}
+
+
+def mnrg(means: Means, reference: str) -> dict[str, float]:
+    """Median NRG per method (MuTSPad paper); methods sharing no target with the reference are left out."""
+    return {method: statistics.median(gains) for method, gains in normalised_relative_gains(means, reference).items() if gains}
+
+
+def _signed(value: float, digits: int = 2) -> str:
+    """``+1.20`` / ``−2.17`` (a true minus sign, as in the papers)."""
+    return f"{value:+.{digits}f}".replace("-", "−")
+
+
+def _duration(seconds: float) -> str:
+    """``45s``, ``3m 12s``, ``2h 05m``."""
+    minutes, whole_seconds = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    return f"{minutes}m {whole_seconds:02d}s" if minutes else f"{whole_seconds}s"
+
+
+def _ratio(value: float) -> str:
+    """``1×``, ``1.03×``: parameters relative to the reference method, as in the papers."""
+    return f"{value:.2f}".rstrip("0").rstrip(".") + "×"
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """Markdown table lines; the first column is left-aligned, the others right-aligned."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join([":---"] + ["---:"] * (len(header) - 1)) + "|"]
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def _target_metrics(records: Sequence[dict]) -> dict[str, str]:
+    """Metric of each target as recorded (``accuracy`` or ``span_f1``)."""
+    return {record["target"]: record["metric"] for record in records}
+
+
+def _target_header(spec: ReportSpec, records: Sequence[dict]) -> list[str]:
+    """Target column titles, with the metric: ``TPoS (acc.)``, ``WNUT (F1)``."""
+    metrics = _target_metrics(records)
+    names = {"accuracy": " (acc.)", "span_f1": " (F1)"}
+    return [target + names.get(metrics.get(target, ""), "") for target in spec.targets]
+
+
+def _parameter_ratio(spec: ReportSpec, summaries: Mapping[tuple[str, str], Summary], method: str) -> str:
+    """Mean over shared targets of the method's parameter count / the reference's."""
+    ratios = [
+        summaries[method, target].parameters / summaries[spec.reference_method, target].parameters
+        for target in spec.targets
+        if (method, target) in summaries and (spec.reference_method, target) in summaries
+        and summaries[spec.reference_method, target].parameters
+    ]
+    return _ratio(statistics.fmean(ratios)) if ratios else MISSING
+
+
+def _gain_cell(gains: Mapping[str, float], method: str, covered: int, expected: int) -> str:
+    """An aNRG/mNRG cell; ``†`` marks a value over fewer targets than the table has."""
+    if method not in gains:
+        return MISSING
+    return _signed(gains[method], 1) + ("†" if covered < expected else "")
+
+
+def _ours_table(spec: ReportSpec, records: Sequence[dict], summaries: Mapping[tuple[str, str], Summary]) -> list[str]:
+    """Our test scores: ``mean ± std (n)`` per target, #params, aNRG, mNRG, time per run."""
+    means = _spec_means(spec, means_by_method(summaries))
+    average, median = anrg(means, spec.reference_method), mnrg(means, spec.reference_method)
+    rows = []
+    for method in spec.methods:
+        cells = [summaries.get((method, target)) for target in spec.targets]
+        scores = [f"{cell.mean:.2f} ± {cell.std:.2f} ({len(cell.seeds)})" if cell else MISSING for cell in cells]
+        covered = len(means.get(method, {}))
+        seconds = [cell.seconds_mean for cell in cells if cell]
+        time = _duration(statistics.fmean(seconds)) if seconds else MISSING
+        gains = [_gain_cell(average, method, covered, len(spec.targets)), _gain_cell(median, method, covered, len(spec.targets))]
+        rows.append([method, *scores, _parameter_ratio(spec, summaries, method), *gains, time])
+    header = ["Method", *_target_header(spec, records), "#params", "aNRG", "mNRG", "time / run"]
+    return _table(header, rows)
+
+
+def _spec_means(spec: ReportSpec, means: Means) -> dict[str, dict[str, float]]:
+    """Only the spec's methods and targets (a store may hold more)."""
+    return {
+        method: {target: means[method][target] for target in spec.targets if target in means.get(method, {})}
+        for method in spec.methods
+        if any(target in means.get(method, {}) for target in spec.targets)
+    }
+
+
+def _difference_cell(paper: float | None, ours: float | None, digits: int = 2, signed: bool = False) -> str:
+    """``91.27 (−2.17)``: the paper's number and ours minus it (``+28.8 (−3.1)`` for a gain)."""
+    if paper is None:
+        return MISSING
+    shown = _signed(paper, digits) if signed else f"{paper:.{digits}f}"
+    return shown + (f" ({_signed(ours - paper, digits)})" if ours is not None else "")
+
+
+def _paper_table(spec: ReportSpec, summaries: Mapping[tuple[str, str], Summary]) -> list[str]:
+    """The paper's numbers with Δ = ours − paper, per target and for aNRG / mNRG."""
+    ours = _spec_means(spec, means_by_method(summaries))
+    paper = _spec_means(spec, spec.paper_results)
+    gains = [(anrg(ours, spec.reference_method), anrg(paper, spec.reference_method))]
+    gains.append((mnrg(ours, spec.reference_method), mnrg(paper, spec.reference_method)))
+    rows = []
+    for method in spec.methods:
+        scores = [_difference_cell(paper.get(method, {}).get(target), ours.get(method, {}).get(target)) for target in spec.targets]
+        gain_cells = [_difference_cell(theirs.get(method), mine.get(method), 1, signed=True) for mine, theirs in gains]
+        rows.append([method, *scores, *gain_cells])
+    return _table(["Method", *spec.targets, "aNRG", "mNRG"], rows)
+
+
+def _test_predictions(record: dict) -> tuple[list[list[str]], list[list[str]]]:
+    return read_predictions(Path(record["run_directory"]) / "predictions" / "test.conll")
+
+
+def _significance_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str]) -> list[str]:
+    """One row: the paired test on the first seed both methods share, or ``–`` cells."""
+    first, second = pair
+    seeds = sorted({seed for method, name, seed in by_seed if (method, name) == (first, target)}
+                   & {seed for method, name, seed in by_seed if (method, name) == (second, target)})
+    if not seeds:
+        return [target, first, second, MISSING, MISSING, MISSING, MISSING, MISSING]
+    record_a, record_b = by_seed[first, target, seeds[0]], by_seed[second, target, seeds[0]]
+    scores = [f"{float(record_a['test']):.2f}", f"{float(record_b['test']):.2f}"]
+    try:
+        gold, predicted_a = _test_predictions(record_a)
+        gold_b, predicted_b = _test_predictions(record_b)
+    except FileNotFoundError:
+        return [target, first, second, str(seeds[0]), *scores, "no predictions", MISSING]
+    if gold != gold_b:
+        return [target, first, second, str(seeds[0]), *scores, "gold differs", MISSING]
+    p_value = paired_randomization_test(gold, predicted_a, predicted_b, record_a["metric"], trials=spec.trials)
+    return [target, first, second, str(seeds[0]), *scores, f"{p_value:.4f}", "yes" if p_value < SIGNIFICANCE_LEVEL else "no"]
+
+
+def _significance_section(spec: ReportSpec, records: Sequence[dict]) -> list[str]:
+    """Heading, explanation and one table row per (target, pair)."""
+    by_seed = {(record["method"], record["target"], record["seed"]): record for record in records}
+    rows = [_significance_row(spec, by_seed, target, pair) for target in spec.targets for pair in spec.significance_pairs]
+    intro = (
+        f"Paired approximate randomisation test at the sentence level ({spec.trials:,} trials, two-sided, "
+        f"p = (r + 1) / (N + 1)) on the test predictions of the first seed both methods share."
+    )
+    header = ["Target", "A", "B", "seed", "A score", "B score", "p", f"p < {SIGNIFICANCE_LEVEL}"]
+    return ["## Significance", "", intro, "", *_table(header, rows)]
+
+
+def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
+    """The experiment's report: our table, the paper's with Δ, and the significance tests."""
+    records = [record for record in records if record["experiment"] == spec.experiment]
+    summaries = aggregate(records)
+    source = f"Reproduces {spec.paper_table}. " if spec.paper_table else ""
+    lines = [f"# {spec.title}", "", f"{source}Experiment `{spec.experiment}`, {len(records)} finished runs."]
+    lines += ["", "## Our results (test)", ""]
+    lines += [f"Mean ± sample std (number of seeds). #params, aNRG and mNRG are relative to {spec.reference_method}; "
+              f"{MISSING} marks a cell with no finished run, † a gain over fewer targets than the table has.", ""]
+    lines += _ours_table(spec, records, summaries)
+    if spec.paper_results:
+        lines += ["", "## Paper (Δ = ours − paper)", "", *_paper_table(spec, summaries)]
+    if spec.significance_pairs:
+        lines += ["", *_significance_section(spec, records)]
+    return "\n".join(lines) + "\n"
+
+
+def render_csv(spec: ReportSpec, records: Sequence[dict]) -> str:
+    """One row per (method, target) of the spec: mean, std, n, paper, delta (empty when missing)."""
+    summaries = aggregate(record for record in records if record["experiment"] == spec.experiment)
+    metrics = _target_metrics(records)
+    output = io.StringIO()
+    writer = csv.writer(output, lineterminator="\n")
+    writer.writerow(["method", "target", "metric", "mean", "std", "n", "paper", "delta"])
+    for method in spec.methods:
+        for target in spec.targets:
+            summary = summaries.get((method, target))
+            paper = spec.paper_results.get(method, {}).get(target)
+            ours = [f"{summary.mean:.4f}", f"{summary.std:.4f}", len(summary.seeds)] if summary else ["", "", 0]
+            delta = f"{summary.mean - paper:.4f}" if summary and paper is not None else ""
+            writer.writerow([method, target, metrics.get(target, ""), *ours, "" if paper is None else paper, delta])
+    return output.getvalue()

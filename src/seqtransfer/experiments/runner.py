@@ -1,0 +1,182 @@
+"""Running an experiment grid: sources first, then methods × targets × seeds, then ensembles.
+
+Every run is identified by a hash of its configuration (``store.content_id``): a finished run
+is skipped, an interrupted one resumes from its last epoch. Runs execute in-process one after
+the other, or as Ray tasks on a cluster (``backend=RayBackend(address)``).
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import time
+from collections.abc import Callable
+from contextlib import redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+
+from seqtransfer import rundir
+from seqtransfer.config import RunConfig, apply_overrides, config_from_dict, config_to_dict
+from seqtransfer.data.task_data import load_task_data
+from seqtransfer.experiments.ensemble import build_ensemble
+from seqtransfer.experiments.spec import ExperimentSpec
+from seqtransfer.experiments.store import ResultsStore, content_id
+from seqtransfer.files import read_json
+from seqtransfer.transfer.schemes import get_scheme
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class RunTask:
+    """One training run of the grid (a source run has method = target = None)."""
+
+    run_id: str
+    directory: str
+    config: dict
+    record: dict
+
+
+def identity_of(config: RunConfig, source_id: str | None) -> dict:
+    """What defines a run's result: its config minus where data lives and how many threads run it."""
+    values = config_to_dict(config)
+    values["data"].pop("data_dir")
+    values["train"].pop("threads")
+    values["transfer"]["source"] = source_id
+    return values
+
+
+def base_config(spec: ExperimentSpec, data_dir: str | None, dataset: str, task: str | None, overrides: list[str]) -> RunConfig:
+    config = RunConfig()
+    config.data.dataset, config.data.task, config.data.data_dir = dataset, task, data_dir
+    return apply_overrides(config, [*spec.overrides, *overrides])
+
+
+def source_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None) -> dict[str, RunTask]:
+    """One task per source of the experiment (seed 1), keyed by source name."""
+    tasks = {}
+    for name, source in spec.sources.items():
+        config = base_config(spec, data_dir, source.dataset, source.task, source.overrides)
+        source_id = content_id(identity_of(config, None), prefix=f"{source.dataset}-")
+        record = {"experiment": spec.name, "method": None, "target": None, "source": name, "seed": config.train.seed}
+        tasks[name] = RunTask(source_id, str(store.source_directory(source_id)), config_to_dict(config), record)
+    return tasks
+
+
+def method_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, seeds: list[int], sources: dict[str, RunTask], only: set[str]) -> list[RunTask]:
+    """One task per (method, target, seed) of the non-ensemble methods, plus ensemble members' extra seeds."""
+    wanted = {(name, 0) for name, method in spec.methods.items() if method.scheme and selected(name, only)}
+    for name, method in spec.methods.items():
+        if method.ensemble and selected(name, only):
+            wanted |= {split_member(member) for member in method.ensemble}
+    tasks = []
+    for method_name, offset in sorted(wanted):
+        for target_name, target in spec.targets.items():
+            for seed in seeds:
+                task = method_task(spec, store, data_dir, method_name, target_name, seed + offset, sources)
+                if offset:  # an extra ensemble member: its own grid cell, not a row of its method
+                    task.record["method"] = f"{method_name}+{offset}"
+                tasks.append(task)
+    return tasks
+
+
+def method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, method_name: str, target_name: str, seed: int, sources: dict[str, RunTask]) -> RunTask:
+    method, target = spec.methods[method_name], spec.targets[target_name]
+    config = base_config(spec, data_dir, target.dataset, target.task, [*target.overrides, f"transfer.scheme={method.scheme}", f"train.seed={seed}", *method.overrides])
+    source = sources.get(target.source) if target.source and get_scheme(method.scheme).uses_source else None
+    config.transfer.source = source.directory if source else None
+    run_id = content_id(identity_of(config, source.run_id if source else None), prefix=f"{target_name}-{method.scheme}-")
+    record = {"experiment": spec.name, "method": method_name, "target": target_name, "seed": seed}
+    return RunTask(run_id, str(store.run_directory(run_id)), config_to_dict(config), record)
+
+
+def selected(name: str, only: set[str]) -> bool:
+    return not only or name in only
+
+
+def split_member(member: str) -> tuple[str, int]:
+    """"Name+1000" -> ("Name", 1000); "Name" -> ("Name", 0)."""
+    name, _, offset = member.rpartition("+") if "+" in member else (member, "", "0")
+    return name, int(offset)
+
+
+def execute_task(task: RunTask) -> dict:
+    """Train (or resume) one run and return its record; safe to call in another process."""
+    directory = Path(task.directory)
+    config = config_from_dict(copy.deepcopy(task.config))
+    if not (directory / rundir.METRICS).is_file():
+        from seqtransfer.training.train import train_tagger
+
+        directory.mkdir(parents=True, exist_ok=True)
+        with open(directory / "log.txt", "a", encoding="utf-8") as log_file, redirect_stdout(io.StringIO()):
+            train_tagger(config, directory, log=lambda message: print(message, file=log_file, flush=True), show_progress=False)
+    return finish_record(task, directory)
+
+
+def finish_record(task: RunTask, directory: Path) -> dict:
+    """The grid cell's record, from the finished run's metrics."""
+    metrics = read_json(directory / rundir.METRICS)
+    main = "f1" if metrics["metric"] == "span_f1" else "accuracy"
+    return {**task.record, "dataset": metrics["dataset"], "task": metrics["task"], "metric": metrics["metric"], "run_directory": str(directory),
+            "dev": metrics["dev"][main], "test": metrics.get("test", {}).get(main), "parameters": metrics["parameters"], "seconds": metrics["seconds"]}
+
+
+def ensemble_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, seeds: list[int], sources: dict[str, RunTask], only: set[str]) -> list[tuple[RunTask, list[RunTask]]]:
+    """(ensemble task, member tasks) for every ensemble method × target × seed."""
+    result = []
+    for name, method in spec.methods.items():
+        if not method.ensemble or not selected(name, only):
+            continue
+        for target_name in spec.targets:
+            for seed in seeds:
+                members = [method_task(spec, store, data_dir, member, target_name, seed + offset, sources) for member, offset in map(split_member, method.ensemble)]
+                run_id = content_id({"ensemble": [member.run_id for member in members]}, prefix=f"{target_name}-ensemble-")
+                record = {"experiment": spec.name, "method": name, "target": target_name, "seed": seed}
+                result.append((RunTask(run_id, str(store.run_directory(run_id)), members[0].config, record), members))
+    return result
+
+
+def execute_ensemble(task: RunTask, members: list[RunTask]) -> dict:
+    directory = Path(task.directory)
+    if not (directory / rundir.METRICS).is_file():
+        data = load_task_data(config_from_dict(copy.deepcopy(task.config)).data)
+        build_ensemble([Path(member.directory) for member in members], data, directory)
+    return finish_record(task, directory)
+
+
+def is_finished(task: RunTask) -> bool:
+    return (Path(task.directory) / rundir.METRICS).is_file()
+
+
+def run_experiment(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], backend, data_dir: str | None = None, only: set[str] = frozenset(), log: Log = print) -> list[dict]:
+    """Run whatever of the grid is not finished yet; returns every record of the experiment."""
+    sources = source_tasks(spec, store, data_dir)
+    targets = method_tasks(spec, store, data_dir, seeds, sources, only)
+    needed = {task.config["transfer"]["source"] for task in targets} - {None}
+    source_stage = [task for task in sources.values() if task.directory in needed]
+    ensembles = ensemble_tasks(spec, store, data_dir, seeds, sources, only)
+    todo = [[task for task in stage if not is_finished(task)] for stage in (source_stage, targets, [task for task, _ in ensembles])]
+    log(f"{spec.name}: {len(source_stage)} source runs, {len(targets)} target runs, {len(ensembles)} ensembles "
+        f"({', '.join(str(len(stage)) for stage in todo)} to train)")
+    started = time.perf_counter()
+    backend.run(todo[0], log)
+    backend.run(todo[1], log)
+    for task in targets:
+        store.save_record(finish_record(task, Path(task.directory)))
+    for task, members in ensembles:
+        record = execute_ensemble(task, members)
+        store.save_record(record)
+        if task in todo[2]:
+            log(describe(record))
+    log(f"{spec.name}: done in {time.perf_counter() - started:.0f} s")
+    return store.records(spec.name)
+
+
+def describe(record: dict) -> str:
+    """One log line for a finished run."""
+    if record.get("source"):
+        what = f"source {record['source']}"
+    else:
+        what = f"{record['method']} / {record['target']} / seed {record['seed']}"
+    test = "-" if record["test"] is None else f"{record['test']:.2f}"
+    return f"{what}: dev {record['dev']:.2f}, test {test} ({record['seconds']:.0f} s)"

@@ -1,0 +1,106 @@
+"""Significance of score differences: paired approximate randomisation and bootstrap intervals.
+
+Both work at the sentence level. Entity F1 is not a sum over sentences, so every trial
+recomputes the real score from summed counts: each sentence is reduced once to a few counts
+(correct and total tokens for accuracy; gold, predicted and correct chunks for span F1), and a
+trial is then a weighted sum of those rows, which numpy does for thousands of trials at once.
+Written by hand because no maintained library runs a paired randomisation test on a
+non-decomposable metric (scipy.stats.permutation_test would call Python once per trial).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from seqtransfer.data.schemes import chunks
+from seqtransfer.training.metrics import METRICS
+
+Sentences = Sequence[Sequence[str]]
+
+# Trials per numpy batch: bounds memory to about (batch x sentences) floats.
+_BATCH = 1000
+# Shuffled differences this close to the observed one count as "at least as large" (float noise).
+_TOLERANCE = 1e-9
+
+
+def _sentence_chunk_counts(gold_tags: Sequence[str], predicted_tags: Sequence[str]) -> list[int]:
+    """[gold chunks, predicted chunks, exactly matching chunks] of one sentence."""
+    gold_chunks, predicted_chunks = set(chunks(gold_tags)), set(chunks(predicted_tags))
+    return [len(gold_chunks), len(predicted_chunks), len(gold_chunks & predicted_chunks)]
+
+
+def sentence_counts(gold: Sentences, predicted: Sentences, metric: str) -> np.ndarray:
+    """Per-sentence counts, shape (sentences, 2) for accuracy, (sentences, 3) for span F1.
+
+    Accuracy columns: correct tokens, tokens. Span F1 columns: gold, predicted, correct chunks.
+    """
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}")
+    if len(gold) != len(predicted):
+        raise ValueError(f"{len(gold)} gold sentences but {len(predicted)} predicted")
+    if metric == "accuracy":
+        rows = [[sum(g == p for g, p in zip(gold_tags, predicted_tags)), len(gold_tags)] for gold_tags, predicted_tags in zip(gold, predicted)]
+    else:
+        rows = [_sentence_chunk_counts(gold_tags, predicted_tags) for gold_tags, predicted_tags in zip(gold, predicted)]
+    return np.asarray(rows, dtype=np.float64).reshape(len(gold), 2 if metric == "accuracy" else 3)
+
+
+def score_from_counts(totals: np.ndarray, metric: str) -> np.ndarray:
+    """Scores (percent) from summed counts of shape (..., columns); 0 where a denominator is 0.
+
+    F1 = 2PR / (P + R) = 2 correct / (gold + predicted), as :func:`metrics.evaluate` (conlleval).
+    """
+    if metric == "accuracy":
+        numerator, denominator = totals[..., 0], totals[..., 1]
+    else:
+        numerator, denominator = 2 * totals[..., 2], totals[..., 0] + totals[..., 1]
+    safe = np.where(denominator > 0, denominator, 1.0)
+    return np.where(denominator > 0, 100.0 * numerator / safe, 0.0)
+
+
+def _shuffled_differences(counts_a: np.ndarray, counts_b: np.ndarray, metric: str, trials: int, generator: np.random.Generator) -> np.ndarray:
+    """Score differences A − B for ``trials`` random sentence-level swaps of the two systems."""
+    exchange = counts_b - counts_a  # what A gains on a sentence when its prediction is swapped
+    total_a, total_b = counts_a.sum(axis=0), counts_b.sum(axis=0)
+    differences = []
+    for start in range(0, trials, _BATCH):
+        swaps = (generator.random((min(_BATCH, trials - start), len(counts_a))) < 0.5).astype(np.float64)  # (trials, sentences)
+        moved = swaps @ exchange  # (trials, columns)
+        differences.append(score_from_counts(total_a + moved, metric) - score_from_counts(total_b - moved, metric))
+    return np.concatenate(differences) if differences else np.zeros(0)
+
+
+def paired_randomization_test(
+    gold: Sentences, predicted_a: Sentences, predicted_b: Sentences, metric: str, trials: int = 10000, seed: int = 0
+) -> float:
+    """Two-sided p-value that systems A and B score the same (paired approximate randomisation).
+
+    Each trial swaps A's and B's predictions of every sentence with probability 0.5 and
+    recomputes the score difference; p = (r + 1) / (trials + 1), where r counts trials whose
+    absolute difference is at least the observed one.
+    """
+    counts_a, counts_b = sentence_counts(gold, predicted_a, metric), sentence_counts(gold, predicted_b, metric)
+    observed = abs(float(score_from_counts(counts_a.sum(axis=0), metric) - score_from_counts(counts_b.sum(axis=0), metric)))
+    differences = _shuffled_differences(counts_a, counts_b, metric, trials, np.random.default_rng(seed))
+    at_least_as_large = int(np.count_nonzero(np.abs(differences) >= observed - _TOLERANCE))
+    return (at_least_as_large + 1) / (trials + 1)
+
+
+def bootstrap_confidence_interval(
+    gold: Sentences, predicted: Sentences, metric: str, samples: int = 1000, confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile bootstrap interval (percent) of one system's score, resampling sentences."""
+    counts = sentence_counts(gold, predicted, metric)
+    if len(counts) == 0:
+        raise ValueError("cannot bootstrap a score over zero sentences")
+    generator = np.random.default_rng(seed)
+    scores = []
+    for start in range(0, samples, _BATCH):
+        # Multinomial weights = how often each sentence is drawn: the same as resampling indices.
+        weights = generator.multinomial(len(counts), np.full(len(counts), 1 / len(counts)), size=min(_BATCH, samples - start))
+        scores.append(score_from_counts(weights.astype(np.float64) @ counts, metric))
+    tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(np.concatenate(scores), [tail, 100 - tail])
+    return float(low), float(high)

@@ -1,0 +1,117 @@
+"""Experiment files: the YAML that describes a grid reproducing one paper table.
+
+    name: pretrand_table4
+    title: "PretRand paper, Table 4: ..."
+    command: seqtransfer experiment run experiments/pretrand_table4.yaml --seeds 3
+    overrides: [train.threads=1]                 # applied to every run
+    sources:                                     # trained once, shared by every method and seed
+      ner: {dataset: conll2003, task: ner}
+    targets:
+      wnut: {dataset: wnut17, source: ner}
+    methods:
+      From-scratch200: {scheme: scratch}
+      Fine-tuning: {scheme: finetune}
+      Ensemble (1p+1r): {ensemble: [Fine-tuning, From-scratch200]}   # "Name+1000": seed offset
+    reference: From-scratch200
+    significance: [[Fine-tuning, From-scratch200]]
+    paper: {Fine-tuning: {wnut: 41.25}, ...}
+
+Nothing in the file is executed: it is read with YAML's safe loader and checked key by key.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+import yaml
+
+from seqtransfer.errors import SeqTransferError
+
+
+@dataclass
+class SourceSpec:
+    dataset: str
+    task: str | None = None
+    overrides: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TargetSpec:
+    dataset: str
+    task: str | None = None
+    source: str | None = None  # a key of ``sources``
+    overrides: list[str] = field(default_factory=list)
+
+
+@dataclass
+class MethodSpec:
+    scheme: str | None = None
+    overrides: list[str] = field(default_factory=list)
+    ensemble: list[str] = field(default_factory=list)  # member methods, "Name" or "Name+OFFSET"
+
+
+@dataclass
+class ExperimentSpec:
+    name: str
+    title: str
+    command: str
+    targets: dict[str, TargetSpec]
+    methods: dict[str, MethodSpec]
+    sources: dict[str, SourceSpec] = field(default_factory=dict)
+    reference: str | None = None
+    overrides: list[str] = field(default_factory=list)
+    significance: list[list[str]] = field(default_factory=list)
+    paper: dict[str, dict[str, float]] = field(default_factory=dict)
+    notes: str = ""
+    path: str = ""
+
+
+def _build(kind: type, values: object, where: str, path: Path):
+    """Instantiate a spec dataclass from a mapping, naming unknown keys and missing ones."""
+    if not isinstance(values, dict):
+        raise SeqTransferError(f"'{where}' must be a mapping", path=path)
+    names = [item.name for item in fields(kind) if item.name != "path"]
+    for key in values:
+        if key not in names:
+            close = difflib.get_close_matches(str(key), names, n=1)
+            suggestion = f"did you mean '{close[0]}'? " if close else ""
+            raise SeqTransferError(f"unknown key '{key}' in '{where}'", path=path, hint=f"{suggestion}valid keys: {', '.join(names)}")
+    try:
+        return kind(**values)
+    except TypeError as error:
+        raise SeqTransferError(f"'{where}' is incomplete ({error})", path=path) from None
+
+
+def _check_references(spec: ExperimentSpec, path: Path) -> None:
+    for name, target in spec.targets.items():
+        if target.source is not None and target.source not in spec.sources:
+            raise SeqTransferError(f"target '{name}' names unknown source '{target.source}'", path=path, hint=f"sources: {', '.join(spec.sources)}")
+    for name, method in spec.methods.items():
+        if bool(method.scheme) == bool(method.ensemble):
+            raise SeqTransferError(f"method '{name}' needs exactly one of 'scheme' or 'ensemble'", path=path)
+        for member in method.ensemble:
+            if member.split("+")[0] not in spec.methods:
+                raise SeqTransferError(f"ensemble '{name}' names unknown method '{member}'", path=path)
+    if spec.reference is not None and spec.reference not in spec.methods:
+        raise SeqTransferError(f"reference method '{spec.reference}' is not among the methods", path=path)
+
+
+def load_experiment(path: str | Path) -> ExperimentSpec:
+    """Read and check an experiment file."""
+    path = Path(path)
+    if not path.is_file():
+        raise SeqTransferError("experiment file not found", path=path, hint="see the files in experiments/")
+    try:
+        values = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        raise SeqTransferError("invalid YAML", path=path, line=mark.line + 1 if mark else None) from None
+    spec = _build(ExperimentSpec, values or {}, "experiment", path)
+    spec.sources = {name: _build(SourceSpec, item, f"sources.{name}", path) for name, item in (spec.sources or {}).items()}
+    spec.targets = {name: _build(TargetSpec, item, f"targets.{name}", path) for name, item in spec.targets.items()}
+    spec.methods = {name: _build(MethodSpec, item, f"methods.{name}", path) for name, item in spec.methods.items()}
+    spec.path = str(path)
+    _check_references(spec, path)
+    return spec

@@ -1,0 +1,56 @@
+"""The results store: run directories shared by all experiments, and per-experiment records.
+
+    ROOT/runs/<run id>/                      a run directory (config.yaml, model.safetensors, ...)
+    ROOT/sources/<source id>/                source runs, shared by every experiment that needs them
+    ROOT/records/<experiment>/<cell id>.json what the reports read: one record per grid cell
+
+A run id is a hash of the run's fully filled configuration, so the same run is never trained
+twice (Table 2's scratch runs are Table 4's) and a grid interrupted at any point (even by
+kill -9) resumes where it stopped: a run is finished once its metrics.json exists.
+
+A record holds: experiment, method, target, seed, dataset, task, metric, run_directory,
+dev and test (the main score: accuracy or F1), parameters (count), seconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from seqtransfer.files import read_json, write_json
+
+
+
+def content_id(values: dict, prefix: str = "") -> str:
+    """A short stable id for a configuration dict."""
+    digest = hashlib.sha256(json.dumps(values, sort_keys=True).encode("utf-8")).hexdigest()[:12]
+    return f"{prefix}{digest}"
+
+
+class ResultsStore:
+    """Finished runs of every experiment under one root folder."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+
+    def run_directory(self, run_id: str) -> Path:
+        return self.root / "runs" / run_id
+
+    def source_directory(self, source_id: str) -> Path:
+        return self.root / "sources" / source_id
+
+    def record_path(self, record: dict) -> Path:
+        cell = content_id({key: record[key] for key in ("method", "target", "seed")})
+        return self.root / "records" / record["experiment"] / f"{cell}.json"
+
+    def has_record(self, record: dict) -> bool:
+        return self.record_path(record).is_file()
+
+    def save_record(self, record: dict) -> None:
+        write_json(self.record_path(record), record)
+
+    def records(self, experiment: str) -> list[dict]:
+        """Every finished record of one experiment, in a stable order."""
+        paths = sorted((self.root / "records" / experiment).glob("*.json"))
+        return sorted((read_json(path) for path in paths), key=lambda record: (str(record["method"]), str(record["target"]), record["seed"]))

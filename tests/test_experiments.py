@@ -1,0 +1,75 @@
+"""Experiment files load; a tiny grid runs, resumes without retraining, and builds ensembles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, TINY_MODEL
+from seqtransfer.cli import run
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.experiments.spec import load_experiment
+
+EXPERIMENTS = sorted((Path(__file__).parents[1] / "experiments").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", EXPERIMENTS, ids=[path.stem for path in EXPERIMENTS])
+def test_every_experiment_file_loads(path):
+    spec = load_experiment(path)
+    assert spec.name == path.stem and spec.methods and spec.targets
+    assert spec.command.startswith("seqtransfer experiment run")
+    for method, cells in spec.paper.items():
+        assert method in spec.methods and set(cells) <= set(spec.targets)
+
+
+def tiny_experiment(tmp_path: Path) -> Path:
+    """Source = the tiny NER fixture; target = the tiny POS fixture; four methods."""
+    overrides = [*TINY_MODEL, "model.random_hidden=6", "train.max_epochs=2"]
+    ner = [f"data.train={FIXTURES / 'tiny_ner_train.conll'}", f"data.dev={FIXTURES / 'tiny_ner_dev.conll'}", "data.columns=[word, ner]", "data.scheme=iob2"]
+    pos = [f"data.train={FIXTURES / 'tiny_pos_train.conll'}", f"data.dev={FIXTURES / 'tiny_pos_dev.conll'}", f"data.test={FIXTURES / 'tiny_pos_dev.conll'}", "data.columns=[word, pos]"]
+    text = f"""
+name: tiny
+title: tiny grid
+command: seqtransfer experiment run tiny.yaml
+overrides: {overrides}
+sources:
+  ner: {{dataset: null, overrides: {ner}}}
+targets:
+  pos: {{dataset: null, source: ner, overrides: {pos}}}
+methods:
+  scratch: {{scheme: scratch}}
+  finetune: {{scheme: finetune}}
+  pretrand: {{scheme: pretrand}}
+  ensemble: {{ensemble: [finetune, scratch+1000]}}
+reference: scratch
+paper: {{scratch: {{pos: 50.0}}}}
+"""
+    path = tmp_path / "tiny.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_tiny_grid_runs_resumes_and_ensembles(tmp_path, capsys):
+    experiment = tiny_experiment(tmp_path)
+    results = tmp_path / "results"
+    records = run(["experiment", "run", str(experiment), "--seeds", "2", "--results", str(results)])
+    methods = {(record["method"], record["seed"]) for record in records}
+    assert {("scratch", 1), ("scratch", 2), ("finetune", 1), ("pretrand", 2), ("ensemble", 1), ("scratch+1000", 1001)} <= methods
+    assert len(list((results / "sources").iterdir())) == 1
+    trained = sorted(path.name for path in (results / "runs").iterdir())
+    capsys.readouterr()
+    again = run(["experiment", "run", str(experiment), "--seeds", "2", "--results", str(results)])
+    assert "(0, 0, 0 to train)" in capsys.readouterr().out
+    assert sorted(path.name for path in (results / "runs").iterdir()) == trained
+    assert [record["test"] for record in again] == [record["test"] for record in records]
+    ensemble = next(record for record in records if record["method"] == "ensemble")
+    finetune = next(record for record in records if record["method"] == "finetune" and record["seed"] == 1)
+    assert ensemble["parameters"] > finetune["parameters"]
+
+
+def test_unknown_key_in_experiment_file(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: bad\ntitle: t\ncommand: c\ntargets: {}\nmethods: {}\nmethod: {}\n", encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="did you mean 'methods'"):
+        load_experiment(path)

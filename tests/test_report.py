@@ -1,0 +1,162 @@
+"""Experiment reports: NRG against the paper's numbers, aggregation, significance, Markdown/CSV."""
+
+import random
+
+import pytest
+
+from seqtransfer.experiments.report import (
+    ReportSpec,
+    aggregate,
+    anrg,
+    mnrg,
+    normalised_relative_gains,
+    read_predictions,
+    render_csv,
+    render_markdown,
+    report_spec,
+)
+from seqtransfer.experiments.spec import ExperimentSpec, MethodSpec, TargetSpec
+from seqtransfer.experiments.significance import (
+    bootstrap_confidence_interval,
+    paired_randomization_test,
+    score_from_counts,
+    sentence_counts,
+)
+from seqtransfer.training.metrics import evaluate
+
+TARGETS = ["TPoS", "ArK", "TweeBank", "TChunk", "WNUT"]
+# PretRand paper, Table 4 (test): accuracy, and entity F1 for WNUT.
+TABLE_4 = {
+    "From-scratch200": [86.82, 91.10, 91.66, 85.96, 36.75],
+    "From-scratch400": [86.61, 91.31, 91.81, 87.11, 38.64],
+    "Feature extraction": [86.08, 85.25, 87.93, 81.49, 27.83],
+    "Fine-tuning": [89.57, 92.09, 93.23, 88.86, 41.25],
+    "Ensemble (2 rand)": [88.98, 91.45, 92.26, 86.72, 39.54],
+    "Ensemble (1p+1r)": [88.74, 91.67, 93.06, 88.78, 42.66],
+    "PretRand": [91.27, 93.81, 95.11, 89.95, 43.12],
+}
+PAPER = {method: dict(zip(TARGETS, scores)) for method, scores in TABLE_4.items()}
+
+
+def test_anrg_reproduces_table_4():
+    average = anrg(PAPER, "From-scratch200")
+    expected = {"Feature extraction": -32.4, "Fine-tuning": 15.7, "Ensemble (2 rand)": 7.5, "Ensemble (1p+1r)": 13.4, "PretRand": 28.8}
+    assert {method: round(average[method], 1) for method in expected} == expected
+    assert average["From-scratch200"] == 0.0
+
+
+def test_mnrg_is_the_median_over_shared_targets():
+    gains = normalised_relative_gains(PAPER, "From-scratch200")
+    assert gains["PretRand"][0] == pytest.approx(100 * (91.27 - 86.82) / (100 - 86.82))
+    assert round(mnrg(PAPER, "From-scratch200")["PretRand"], 1) == 30.4
+    partial = {"reference": {"a": 50.0, "b": 50.0}, "method": {"a": 75.0, "c": 10.0}, "alone": {"c": 1.0}}
+    assert mnrg(partial, "reference") == {"reference": 0.0, "method": 50.0}
+
+
+def _record(method, target, seed, test, run_directory="", metric="accuracy"):
+    return {
+        "experiment": "table4", "method": method, "target": target, "seed": seed, "dataset": target.lower(),
+        "task": "pos", "metric": metric, "run_directory": str(run_directory), "dev": test + 1.0, "test": test,
+        "parameters": 1000 if method == "Scratch" else 1030, "seconds": 60.0 * seed,
+    }
+
+
+def test_aggregate_summarises_each_cell():
+    records = [_record("Scratch", "TPoS", 2, 90.0), _record("Scratch", "TPoS", 1, 88.0), _record("Scratch", "ArK", 1, 70.0)]
+    summaries = aggregate(records)
+    cell = summaries["Scratch", "TPoS"]
+    assert (cell.mean, cell.seeds, cell.scores, cell.parameters) == (89.0, [1, 2], [88.0, 90.0], 1000)
+    assert cell.std == pytest.approx(2 ** 0.5) and cell.seconds_mean == 90.0
+    assert summaries["Scratch", "ArK"].std == 0.0
+    assert aggregate(records, split="dev")["Scratch", "ArK"].mean == 71.0
+
+
+def _noisy(tags, rate, labels, generator):
+    return [[generator.choice(labels) if generator.random() < rate else tag for tag in sentence] for sentence in tags]
+
+
+def test_randomization_identical_and_clearly_better_systems():
+    generator = random.Random(0)
+    labels = ["NN", "VB", "JJ", "DT"]
+    gold = [[generator.choice(labels) for _ in range(10)] for _ in range(200)]
+    worse = [[tag if generator.random() > 0.3 else "X" for tag in sentence] for sentence in gold]
+    assert paired_randomization_test(gold, worse, worse, "accuracy", trials=500) == 1.0
+    assert paired_randomization_test(gold, gold, worse, "accuracy", trials=500) == pytest.approx(1 / 501)
+    assert paired_randomization_test(gold, worse, gold, "accuracy", trials=500) < 0.05
+
+
+def test_f1_counts_agree_with_evaluate_and_test_is_symmetric():
+    generator = random.Random(1)
+    labels = ["O", "O", "O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+    gold = [[generator.choice(labels) for _ in range(generator.randint(1, 12))] for _ in range(60)]
+    first, second = _noisy(gold, 0.2, labels, generator), _noisy(gold, 0.25, labels, generator)
+    for predicted in (first, second):
+        counts = sentence_counts(gold, predicted, "span_f1").sum(axis=0)
+        assert float(score_from_counts(counts, "span_f1")) == pytest.approx(evaluate(gold, predicted, "span_f1")["f1"])
+    p_value = paired_randomization_test(gold, first, second, "span_f1", trials=300, seed=3)
+    assert 0 < p_value <= 1
+    assert paired_randomization_test(gold, second, first, "span_f1", trials=300, seed=3) == p_value
+
+
+def test_bootstrap_interval_surrounds_the_score():
+    generator = random.Random(2)
+    gold = [[generator.choice("AB") for _ in range(8)] for _ in range(100)]
+    predicted = _noisy(gold, 0.3, ["A", "B"], generator)
+    low, high = bootstrap_confidence_interval(gold, predicted, "accuracy", samples=300)
+    assert low < evaluate(gold, predicted, "accuracy")["accuracy"] < high
+
+
+def _write_run(directory, gold, predicted):
+    lines = []
+    for gold_tags, predicted_tags in zip(gold, predicted):
+        lines += [f"w{index} {g} {p}" for index, (g, p) in enumerate(zip(gold_tags, predicted_tags))] + [""]
+    (directory / "predictions").mkdir(parents=True)
+    (directory / "predictions" / "test.conll").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return directory
+
+
+def test_read_predictions(tmp_path):
+    run = _write_run(tmp_path / "run", [["B-PER", "O"], ["O"]], [["B-PER", "B-LOC"], ["O"]])
+    assert read_predictions(run / "predictions" / "test.conll") == ([["B-PER", "O"], ["O"]], [["B-PER", "B-LOC"], ["O"]])
+
+
+def _spec(methods, targets, pairs=()):
+    paper = {"Scratch": {"TPoS": 86.82, "ArK": 91.10}, "Tuned": {"TPoS": 89.57, "ArK": 92.09}}
+    return ReportSpec("table4", "PretRand Table 4", methods, targets, "Scratch", paper, pairs, "PretRand paper, Table 4", trials=200)
+
+
+def test_render_markdown_and_csv_with_a_missing_cell(tmp_path):
+    gold = [["NN", "VB", "DT"]] * 40
+    wrong = [["NN", "NN", "NN"]] * 40
+    records = [
+        _record("Scratch", "TPoS", 1, 33.33, _write_run(tmp_path / "a", gold, wrong)),
+        _record("Tuned", "TPoS", 1, 100.0, _write_run(tmp_path / "b", gold, gold)),
+        _record("Tuned", "TPoS", 2, 98.0, tmp_path / "c"),
+        _record("Scratch", "ArK", 1, 90.0, tmp_path / "d"),
+    ]
+    spec = _spec(["Scratch", "Tuned"], ["TPoS", "ArK"], [("Tuned", "Scratch")])
+    markdown = render_markdown(spec, records)
+    for name in ["Scratch", "Tuned", "TPoS (acc.)", "ArK (acc.)", "PretRand paper, Table 4"]:
+        assert name in markdown
+    tuned_row = next(line for line in markdown.splitlines() if line.startswith("| Tuned |"))
+    assert "99.00 ± 1.41 (2)" in tuned_row and "| – |" in tuned_row and "1.03×" in tuned_row
+    assert "89.57 (+9.43)" in markdown and "| +16.0 (+82.5) |" in markdown
+    significance = next(line for line in markdown.splitlines() if line.startswith("| TPoS | Tuned | Scratch |"))
+    assert significance.endswith("| 0.0050 | yes |")
+    assert "| ArK | Tuned | Scratch | – |" in markdown
+    rows = render_csv(spec, records).splitlines()
+    assert rows[0] == "method,target,metric,mean,std,n,paper,delta" and len(rows) == 5
+    assert rows[4] == "Tuned,ArK,accuracy,,,0,92.09,"
+
+
+def test_report_spec_from_an_experiment_file_spec():
+    experiment = ExperimentSpec(
+        name="table4", title="PretRand paper, Table 4", command="seqtransfer experiment run ...",
+        targets={"TPoS": TargetSpec("tpos"), "ArK": TargetSpec("ark")},
+        methods={"Scratch": MethodSpec("scratch"), "Tuned": MethodSpec("finetune")},
+        significance=[["Tuned", "Scratch"]], paper={"Tuned": {"TPoS": 89.57}},
+    )
+    spec = report_spec(experiment, trials=100)
+    assert (spec.methods, spec.targets, spec.reference_method) == (["Scratch", "Tuned"], ["TPoS", "ArK"], "Scratch")
+    assert spec.significance_pairs == [("Tuned", "Scratch")] and spec.trials == 100
+    assert "| Tuned | – | – |" in render_markdown(spec, [])
