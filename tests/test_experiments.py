@@ -73,3 +73,16 @@ def test_unknown_key_in_experiment_file(tmp_path):
     path.write_text("name: bad\ntitle: t\ncommand: c\ntargets: {}\nmethods: {}\nmethod: {}\n", encoding="utf-8")
     with pytest.raises(SeqTransferError, match="did you mean 'methods'"):
         load_experiment(path)
+
+
+def test_report_command_renders_markdown_and_csv(tmp_path):
+    experiment = tiny_experiment(tmp_path)
+    results = tmp_path / "results"
+    run(["experiment", "run", str(experiment), "--results", str(results)])
+    output = tmp_path / "report.md"
+    text = run(["report", str(experiment), "--results", str(results), "--output", str(output), "--dev", "--trials", "200"])
+    assert output.read_text(encoding="utf-8") == text
+    for method in ("scratch", "finetune", "pretrand", "ensemble"):
+        assert method in text
+    assert "dev split" in text
+    assert output.with_suffix(".csv").read_text(encoding="utf-8").startswith("method,target")

@@ -15,13 +15,13 @@ from seqtransfer.experiments.report import (
     render_markdown,
     report_spec,
 )
-from seqtransfer.experiments.spec import ExperimentSpec, MethodSpec, TargetSpec
 from seqtransfer.experiments.significance import (
     bootstrap_confidence_interval,
     paired_randomization_test,
     score_from_counts,
     sentence_counts,
 )
+from seqtransfer.experiments.spec import ExperimentSpec, MethodSpec, TargetSpec
 from seqtransfer.training.metrics import evaluate
 
 TARGETS = ["TPoS", "ArK", "TweeBank", "TChunk", "WNUT"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from seqtransfer.commands import datasets, evaluate, experiment, predict, train
+from seqtransfer.commands import datasets, evaluate, experiment, predict, report, train
 from seqtransfer.commands.base import Command
 
 COMMANDS: dict[str, Command] = {
@@ -12,4 +12,5 @@ COMMANDS: dict[str, Command] = {
     "predict": predict.COMMAND,
     "datasets": datasets.COMMAND,
     "experiment": experiment.COMMAND,
+    "report": report.COMMAND,
 }

@@ -1,0 +1,49 @@
+"""`seqtransfer report FILE`: tables of an experiment's results next to the paper's numbers."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+from seqtransfer.commands.base import Command
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="experiment YAML file")
+    parser.add_argument("--results", default="results", help="results store folder (default ./results)")
+    parser.add_argument("--output", help="write the Markdown here (and a .csv beside it) instead of printing it")
+    parser.add_argument("--dev", action="store_true", help="also add the tables of the dev split")
+    parser.add_argument("--trials", type=int, default=10000, help="randomisation-test trials (default 10000)")
+
+
+def dev_section(spec, records) -> str:
+    """The same tables on the dev split (no paper numbers, no significance tests)."""
+    from seqtransfer.experiments.report import render_markdown
+
+    dev_records = [{**record, "test": record["dev"]} for record in records]
+    dev_spec = dataclasses.replace(spec, title=f"{spec.title} — dev split", paper_results={}, significance_pairs=[])
+    return render_markdown(dev_spec, dev_records)
+
+
+def run(arguments: argparse.Namespace) -> str:
+    from seqtransfer.experiments.report import render_csv, render_markdown, report_spec
+    from seqtransfer.experiments.spec import load_experiment
+    from seqtransfer.experiments.store import ResultsStore
+    from seqtransfer.files import write_text
+
+    experiment = load_experiment(arguments.file)
+    spec = report_spec(experiment, trials=arguments.trials)
+    records = ResultsStore(arguments.results).records(experiment.name)
+    text = render_markdown(spec, records)
+    if arguments.dev:
+        text += "\n" + dev_section(spec, records)
+    if arguments.output:
+        write_text(arguments.output, text)
+        write_text(Path(arguments.output).with_suffix(".csv"), render_csv(spec, records))
+    else:
+        print(text)
+    return text
+
+
+COMMAND = Command("render an experiment's results (mean ± std, aNRG, significance) next to the paper's", arguments, run)
