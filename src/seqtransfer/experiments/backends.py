@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from seqtransfer.errors import SeqTransferError
@@ -30,6 +31,8 @@ class RayBackend:
     """
 
     def __init__(self, address: str, cpus_per_run: float = 1.0) -> None:
+        if address == "local":  # a one-machine cluster advertised on loopback only
+            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         try:
             import ray
         except ImportError:
