@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.files import read_yaml_mapping
 
 
 @dataclass
@@ -147,18 +148,7 @@ def config_from_dict(values: dict, path: str | None = None) -> RunConfig:
 
 def load_config(path: str | Path) -> RunConfig:
     """Read a YAML configuration file (safe loader: nothing in it is executed)."""
-    path = Path(path)
-    if not path.is_file():
-        raise SeqTransferError("config file not found", path=path, hint="check the path")
-    try:
-        values = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        raise SeqTransferError("invalid YAML", path=path, line=line, hint="fix the syntax") from None
-    if values is not None and not isinstance(values, dict):
-        raise SeqTransferError("a config file must hold a mapping", path=path)
-    return config_from_dict(values or {}, str(path))
+    return config_from_dict(read_yaml_mapping(path, "config file"), str(path))
 
 
 def apply_overrides(config: RunConfig, overrides: list[str]) -> RunConfig:

@@ -49,3 +49,27 @@ def write_json(path: str | Path, data: Any) -> None:
 def read_json(path: str | Path) -> Any:
     """Read a JSON file."""
     return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def read_yaml_mapping(path: str | Path, what: str) -> dict:
+    """Read a YAML file that must hold a mapping (safe loader: nothing in it is executed).
+
+    ``what`` names the kind of file in error messages ("config file", "experiment file").
+    """
+    import yaml
+
+    from seqtransfer.errors import SeqTransferError
+
+    path = Path(path)
+    if not path.is_file():
+        raise SeqTransferError(f"{what} not found", path=path, hint="check the path")
+    try:
+        values = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        raise SeqTransferError("invalid YAML", path=path, line=mark.line + 1 if mark else None, hint="fix the syntax") from None
+    except UnicodeDecodeError:
+        raise SeqTransferError(f"{what} is not UTF-8", path=path, hint="re-encode it to UTF-8") from None
+    if values is not None and not isinstance(values, dict):
+        raise SeqTransferError(f"a {what} must hold a mapping of keys to values", path=path)
+    return values or {}

@@ -25,9 +25,8 @@ import difflib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-import yaml
-
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.files import read_yaml_mapping
 
 
 @dataclass
@@ -101,14 +100,7 @@ def _check_references(spec: ExperimentSpec, path: Path) -> None:
 def load_experiment(path: str | Path) -> ExperimentSpec:
     """Read and check an experiment file."""
     path = Path(path)
-    if not path.is_file():
-        raise SeqTransferError("experiment file not found", path=path, hint="see the files in experiments/")
-    try:
-        values = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        raise SeqTransferError("invalid YAML", path=path, line=mark.line + 1 if mark else None) from None
-    spec = _build(ExperimentSpec, values or {}, "experiment", path)
+    spec = _build(ExperimentSpec, read_yaml_mapping(path, "experiment file"), "experiment", path)
     spec.sources = {name: _build(SourceSpec, item, f"sources.{name}", path) for name, item in (spec.sources or {}).items()}
     spec.targets = {name: _build(TargetSpec, item, f"targets.{name}", path) for name, item in spec.targets.items()}
     spec.methods = {name: _build(MethodSpec, item, f"methods.{name}", path) for name, item in spec.methods.items()}
