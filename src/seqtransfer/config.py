@@ -70,6 +70,7 @@ class TrainConfig:
     seed: int = 1
     threads: int = 2
     evaluation_batch_size: int = 512
+    record_activations: list[int] | None = None  # epochs whose FE activations on dev are saved (0 = before training); see analysis/activations.py
 
 
 @dataclass

@@ -17,7 +17,9 @@ class LocalBackend:
     def run(self, tasks: list[RunTask], log: Log) -> list[dict]:
         records = []
         for number, task in enumerate(tasks, start=1):
-            records.append(execute_task(task))
+            what = task.record.get("source") or f"{task.record['method']} / {task.record['target']} / seed {task.record['seed']}"
+            log(f"[{number}/{len(tasks)}] training {what} in {task.directory}")
+            records.append(execute_task(task, echo=log))
             log(f"[{number}/{len(tasks)}] {describe(records[-1])}")
         return records
 

@@ -8,10 +8,8 @@ the other, or as Ray tasks on a cluster (``backend=RayBackend(address)``).
 from __future__ import annotations
 
 import copy
-import io
 import time
 from collections.abc import Callable
-from contextlib import redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,16 +98,25 @@ def split_member(member: str) -> tuple[str, int]:
     return name, int(offset)
 
 
-def execute_task(task: RunTask) -> dict:
-    """Train (or resume) one run and return its record; safe to call in another process."""
+def execute_task(task: RunTask, echo: Log | None = None) -> dict:
+    """Train (or resume) one run and return its record; safe to call in another process.
+
+    The run's log goes to its log.txt and, with ``echo``, also to ``echo`` (progress on screen).
+    """
     directory = Path(task.directory)
     config = config_from_dict(copy.deepcopy(task.config))
     if not (directory / rundir.METRICS).is_file():
         from seqtransfer.training.train import train_tagger
 
         directory.mkdir(parents=True, exist_ok=True)
-        with open(directory / "log.txt", "a", encoding="utf-8") as log_file, redirect_stdout(io.StringIO()):
-            train_tagger(config, directory, log=lambda message: print(message, file=log_file, flush=True), show_progress=False)
+        with open(directory / "log.txt", "a", encoding="utf-8") as log_file:
+
+            def log(message: str) -> None:
+                print(message, file=log_file, flush=True)
+                if echo:
+                    echo(f"  {message}")
+
+            train_tagger(config, directory, log=log, show_progress=False)
     return finish_record(task, directory)
 
 

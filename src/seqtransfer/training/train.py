@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from seqtransfer import rundir
+from seqtransfer.analysis.activations import ActivationRecorder, activation_recorder
 from seqtransfer.config import RunConfig
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.task_data import TaskData, load_task_data
@@ -89,13 +90,16 @@ def build_target_model(config: RunConfig, scheme: Scheme, vocabularies: Vocabula
     return model
 
 
-def train_phases(model: SequenceLabeller, scheme: Scheme, config: RunConfig, train, dev: EvaluationSet, labels, metric: str, directory: Path, log: Log, show_progress: bool) -> FitResult:
+def train_phases(model: SequenceLabeller, scheme: Scheme, config: RunConfig, train, dev: EvaluationSet, labels, metric: str, directory: Path, log: Log, show_progress: bool, recorder: ActivationRecorder | None = None) -> FitResult:
     """Run the scheme's phases one after the other, each from the previous phase's best weights."""
     history: list[dict] = []
     for phase in scheme.phases(config.transfer):
         trainable = set_trainable(model, phase.trainable)
         log(f"phase '{phase.name}': {sum(p.numel() for p in model.parameters() if p.requires_grad)} trainable parameters ({len(trainable)} tensors)")
-        result = fit(model, train, dev, labels, metric, config.train, checkpoint_dir=directory / "checkpoint" / phase.name, log=log, show_progress=show_progress)
+        hooks = recorder.start_phase(phase.name) if recorder else ()
+        result = fit(model, train, dev, labels, metric, config.train, epoch_hooks=hooks, checkpoint_dir=directory / "checkpoint" / phase.name, log=log, show_progress=show_progress)
+        if recorder:
+            recorder.finish_phase(model, len(result.history))
         model.load_state_dict(result.best_state)
         history += [{"phase": phase.name, **record} for record in result.history]
     set_trainable(model, ("",))
@@ -137,7 +141,10 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     train = encode_sentences(data.tokens("train"), vocabularies, data.labels("train"))
     dev = evaluation_set(data, "dev", vocabularies)
     log(f"training {scheme.name} on {data.dataset}/{data.task}: {len(train.lengths)} sentences, {int(train.lengths.sum())} tokens; {count_parameters(model)} parameters")
-    result = train_phases(model, scheme, config, train, dev, vocabularies.labels, data.metric, directory, log, show_progress)
+    recorder = activation_recorder(config.train.record_activations, directory, data.tokens("dev"), dev.encoded)
+    result = train_phases(model, scheme, config, train, dev, vocabularies.labels, data.metric, directory, log, show_progress, recorder)
+    if recorder:
+        recorder.record_final(model, result.best_epoch)
     metrics = {"dataset": data.dataset, "task": data.task, "metric": data.metric, "scheme": scheme.name, "best_epoch": result.best_epoch}
     metrics.update(score_splits(model, data, vocabularies, config, directory))
     metrics.update(parameters=count_parameters(model), history=result.history, seconds=round(time.perf_counter() - started, 1))
