@@ -1,0 +1,75 @@
+"""Score against target training-set size for several methods (PretRand paper §7.2.5, Figure 13).
+
+Each run directory gives one point: its method (``metrics.json`` ``scheme``), its training-set
+size in sentences and its score (accuracy, or F1 for span metrics) on a split. The size is the
+count ``train`` logged ("N sentences"); without a log it is ``data.max_train_sentences`` of
+``config.yaml`` (the override the experiment runner uses to subsample the target training set).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.files import read_json
+
+_LOGGED_SIZE = re.compile(r"^training \S+ on \S+: (\d+) sentences", re.MULTILINE)
+
+
+@dataclass
+class CurvePoint:
+    """One run: method, training sentences, score (percent)."""
+
+    method: str
+    size: int
+    score: float
+    run: str
+
+
+def training_size(run_directory: Path) -> int:
+    """Training sentences of a run: from its log, else from ``data.max_train_sentences``."""
+    log = run_directory / "log.txt"
+    found = _LOGGED_SIZE.findall(log.read_text(encoding="utf-8")) if log.is_file() else []
+    if found:
+        return int(found[-1])
+    config = yaml.safe_load((run_directory / "config.yaml").read_text(encoding="utf-8")) or {}
+    size = (config.get("data") or {}).get("max_train_sentences")
+    if size is None:
+        raise SeqTransferError("cannot tell this run's training-set size (no log.txt, no data.max_train_sentences)", path=run_directory)
+    return int(size)
+
+
+def curve_point(run_directory: str | Path, split: str = "dev") -> CurvePoint:
+    """The (method, size, score) point of one finished run."""
+    run_directory = Path(run_directory)
+    metrics_path = run_directory / "metrics.json"
+    if not metrics_path.is_file():
+        raise SeqTransferError("not a finished run (no metrics.json)", path=run_directory, hint="pass run directories written by `seqtransfer train/transfer`")
+    metrics = read_json(metrics_path)
+    if split not in metrics:
+        raise SeqTransferError(f"the run has no {split} scores", path=metrics_path, hint="use --split dev or test")
+    score_name = "f1" if metrics.get("metric") == "span_f1" else "accuracy"
+    return CurvePoint(str(metrics.get("scheme", "?")), training_size(run_directory), float(metrics[split][score_name]), str(run_directory))
+
+
+def curve_points(run_directories: list[str | Path], split: str = "dev") -> list[CurvePoint]:
+    return [curve_point(directory, split) for directory in run_directories]
+
+
+def mean_curves(points: list[CurvePoint]) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """method -> (sizes, mean scores, standard deviations), sizes increasing (seeds averaged)."""
+    grouped: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for point in points:
+        grouped[point.method][point.size].append(point.score)
+    curves = {}
+    for method, by_size in grouped.items():
+        sizes = np.array(sorted(by_size))
+        scores = [np.asarray(by_size[size]) for size in sizes]
+        curves[method] = (sizes, np.array([values.mean() for values in scores]), np.array([values.std() for values in scores]))
+    return curves

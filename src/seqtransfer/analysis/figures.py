@@ -1,0 +1,139 @@
+"""The analysis figures, drawn with matplotlib's object API (no pyplot state) and saved as PNG + SVG.
+
+    transfer_bars          PT (blue) / NT (red) per dataset, one panel per method   Figures 6, 11
+    correlation_heatmap    C[j, t] after (rows) x before (columns)                  Figure 7
+    top_words_table        top-k words of one unit over the recorded epochs         Figures 8, 9
+    class_improvement      sorted per-class gain of one run over another            Figure 12
+    learning_curves        score vs training-set size, the gap between two methods  Figure 13
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from seqtransfer.analysis.curves import CurvePoint, mean_curves
+from seqtransfer.analysis.negative_transfer import TransferComparison
+from seqtransfer.analysis.neurons import NeuronAnalysis
+from seqtransfer.files import atomic_write
+
+POSITIVE_COLOUR, NEGATIVE_COLOUR, GAP_COLOUR = "#1f77b4", "#d62728", "#2ca02c"
+
+
+def new_figure(width: float, height: float) -> Figure:
+    """A figure on its own Agg canvas: no pyplot, no global backend switch, never a window."""
+    figure = Figure(figsize=(width, height))
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def figure_bytes(figure: Figure, file_format: str) -> bytes:
+    """The figure encoded as ``png`` or ``svg``."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format=file_format, dpi=100, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def save_figure(figure: Figure, stem: str | Path) -> list[Path]:
+    """Write ``stem.png`` and ``stem.svg`` atomically; returns both paths."""
+    paths = []
+    for file_format in ("png", "svg"):
+        path = Path(f"{stem}.{file_format}")
+        with atomic_write(path, "wb") as handle:
+            handle.write(figure_bytes(figure, file_format))
+        paths.append(path)
+    return paths
+
+
+def transfer_bars(comparisons: list[TransferComparison]) -> Figure:
+    """PT and NT (percent of tokens) per dataset, one panel per transferred method (Figures 6, 11)."""
+    methods = list(dict.fromkeys(comparison.transferred_method for comparison in comparisons))
+    figure = new_figure(max(4.5, 2.2 + 1.3 * len(comparisons) / len(methods)) * len(methods), 3.8)
+    axes = figure.subplots(1, len(methods), squeeze=False, sharey=True)[0]
+    for axis, method in zip(axes, methods):
+        chosen = [comparison for comparison in comparisons if comparison.transferred_method == method]
+        positions = np.arange(len(chosen))
+        for offset, values, colour, name in (
+            (-0.2, [c.overall.positive_transfer for c in chosen], POSITIVE_COLOUR, "positive transfer"),
+            (0.2, [c.overall.negative_transfer for c in chosen], NEGATIVE_COLOUR, "negative transfer"),
+        ):
+            bars = axis.bar(positions + offset, values, width=0.4, color=colour, label=name)
+            axis.bar_label(bars, fmt="%.2f", fontsize=7)
+        axis.set_xticks(positions, [c.dataset for c in chosen], rotation=20)
+        axis.set_title(f"{method} vs {chosen[0].reference_method}")
+        axis.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel("% of tokens")
+    axes[0].legend(fontsize=8)
+    figure.tight_layout()
+    return figure
+
+
+def correlation_heatmap(correlation: np.ndarray, title: str) -> Figure:
+    """Units after fine-tuning (rows) against units before (columns), Pearson r (Figure 7)."""
+    figure = new_figure(5.6, 4.8)
+    axis = figure.subplots()
+    image = axis.imshow(correlation, cmap="viridis", vmin=-1, vmax=1, interpolation="nearest")
+    figure.colorbar(image, ax=axis, label="Pearson correlation")
+    axis.set_xlabel("unit before fine-tuning")
+    axis.set_ylabel("unit after fine-tuning")
+    axis.set_title(title)
+    figure.tight_layout()
+    return figure
+
+
+def top_words_table(analysis: NeuronAnalysis, unit: int) -> Figure:
+    """Top-k words firing ``unit`` positively (upper table) and negatively (lower) in each column."""
+    columns = list(analysis.top_words)
+    k = max(len(top.positive[unit]) for top in analysis.top_words.values())
+    figure = new_figure(1.5 + 1.25 * len(columns), 0.9 + 0.42 * k)
+    axes = figure.subplots(1, 2)
+    for axis, sign in zip(axes, ("positive", "negative")):
+        cells = [[(getattr(analysis.top_words[name], sign)[unit] + [""] * k)[row] for name in columns] for row in range(k)]
+        axis.axis("off")
+        table = axis.table(cellText=cells, colLabels=columns, loc="center", cellLoc="center")
+        table.auto_set_font_size(False)
+        table.set_fontsize(7)
+        axis.set_title(f"top-{k} {sign}", fontsize=9)
+    figure.suptitle(f"unit {unit} (charge {analysis.charges[unit]:.2f})", fontsize=10)
+    return figure
+
+
+def class_improvement(comparison: TransferComparison) -> Figure:
+    """Per-class accuracy gain of the transferred run over the reference, sorted (Figure 12)."""
+    classes = sorted(comparison.per_class, key=lambda counts: counts.gain, reverse=True)
+    gains = np.array([counts.gain for counts in classes])
+    figure = new_figure(max(5.0, 0.32 * len(classes) + 1.5), 3.8)
+    axis = figure.subplots()
+    axis.bar(np.arange(len(classes)), gains, color=np.where(gains >= 0, GAP_COLOUR, NEGATIVE_COLOUR))
+    axis.axhline(0, color="black", linewidth=0.8)
+    axis.set_xticks(np.arange(len(classes)), [counts.label for counts in classes], rotation=70, fontsize=7)
+    axis.set_ylabel("class accuracy improvement (points)")
+    axis.set_title(comparison.title)
+    axis.grid(axis="y", alpha=0.3)
+    figure.tight_layout()
+    return figure
+
+
+def learning_curves(points: list[CurvePoint], methods: tuple[str, str] | None = None) -> Figure:
+    """Score vs training sentences per method; the gap between the first two methods shaded (Figure 13)."""
+    curves = mean_curves(points)
+    figure = new_figure(5.6, 3.8)
+    axis = figure.subplots()
+    for method, (sizes, means, deviations) in curves.items():
+        axis.errorbar(sizes, means, yerr=deviations, marker="o", capsize=3, label=method)
+    names = list(methods or curves)[:2]
+    if len(names) == 2 and all(name in curves for name in names):
+        first, second = curves[names[0]], curves[names[1]]
+        shared = np.intersect1d(first[0], second[0])
+        if len(shared) > 1:
+            axis.fill_between(shared, first[1][np.isin(first[0], shared)], second[1][np.isin(second[0], shared)], color=GAP_COLOUR, alpha=0.25, label=f"{names[1]} - {names[0]}")
+    axis.set_xlabel("target training sentences")
+    axis.set_ylabel("score (%)")
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    return figure

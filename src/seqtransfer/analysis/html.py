@@ -1,0 +1,185 @@
+"""One self-contained HTML report: figures inlined as base64 PNG, inline CSS and JS, no network.
+
+Tables with the ``sortable`` class sort on a click of a column header (numbers numerically).
+Every text from the data (tokens, labels, paths) is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from dataclasses import dataclass, field
+
+from seqtransfer.analysis import figures
+from seqtransfer.analysis.curves import CurvePoint
+from seqtransfer.analysis.mistakes import MISTAKE_TYPES
+from seqtransfer.analysis.negative_transfer import FalsifiedToken, TransferComparison
+from seqtransfer.analysis.neurons import NeuronAnalysis
+
+MAX_EXAMPLES = 300  # falsified tokens listed per mistake type (the JSON output keeps them all)
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; line-height: 1.4; }
+h1, h2, h3 { color: #123; } h2 { border-bottom: 2px solid #ccd; padding-bottom: .2em; margin-top: 2em; }
+table { border-collapse: collapse; margin: .6em 0 1.2em; font-size: 0.9em; }
+th, td { border: 1px solid #ccd; padding: .25em .6em; text-align: left; }
+td.number { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #eef; } table.sortable th { cursor: pointer; } table.sortable th::after { content: " \\2195"; color: #99a; }
+figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
+figcaption { font-size: .85em; color: #555; } mark { background: #fdd; font-weight: bold; }
+details { margin: .4em 0; } summary { cursor: pointer; font-weight: 600; } .note { color: #555; font-size: .9em; }
+"""
+
+SCRIPT = """
+document.querySelectorAll('table.sortable th').forEach(function (header) {
+  header.addEventListener('click', function () {
+    var body = header.closest('table').tBodies[0];
+    var index = Array.prototype.indexOf.call(header.parentNode.children, header);
+    var ascending = header.dataset.order !== 'ascending';
+    header.dataset.order = ascending ? 'ascending' : 'descending';
+    var key = function (row) { var cell = row.cells[index]; return cell.dataset.value !== undefined ? cell.dataset.value : cell.textContent; };
+    Array.from(body.rows).sort(function (a, b) {
+      var x = key(a), y = key(b), nx = parseFloat(x), ny = parseFloat(y);
+      var order = (!isNaN(nx) && !isNaN(ny)) ? nx - ny : x.localeCompare(y);
+      return ascending ? order : -order;
+    }).forEach(function (row) { body.appendChild(row); });
+  });
+});
+"""
+
+
+@dataclass
+class ReportContent:
+    """What one report shows; every part is optional."""
+
+    comparisons: list[TransferComparison] = field(default_factory=list)
+    neurons: NeuronAnalysis | None = None
+    units: list[int] = field(default_factory=list)
+    curve_points: list[CurvePoint] = field(default_factory=list)
+    title: str = "seqtransfer: what transfer did"
+
+
+def escape(value) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def cell(value) -> str:
+    """A table cell; numbers right-aligned with two decimals and sortable by their exact value."""
+    if isinstance(value, float):
+        return f'<td class="number" data-value="{value!r}">{value:.2f}</td>'
+    if isinstance(value, int):
+        return f'<td class="number" data-value="{value}">{value}</td>'
+    return f"<td>{value}</td>"  # already-escaped HTML
+
+
+def table(headers: list[str], rows: list[list], sortable: bool = True) -> str:
+    head = "".join(f"<th>{escape(header)}</th>" for header in headers)
+    body = "\n".join("<tr>" + "".join(cell(value) for value in row) + "</tr>" for row in rows)
+    return f'<table class="{"sortable" if sortable else "plain"}"><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>'
+
+
+def embedded_figure(figure, caption: str) -> str:
+    """A figure inlined as a base64 PNG."""
+    encoded = base64.b64encode(figures.figure_bytes(figure, "png")).decode("ascii")
+    return f'<figure><img alt="{escape(caption)}" src="data:image/png;base64,{encoded}"><figcaption>{escape(caption)}</figcaption></figure>'
+
+
+def overall_table(comparisons: list[TransferComparison]) -> str:
+    headers = ["dataset", "reference", "transferred", "split", "tokens", "corrected", "falsified", "PT %", "NT %", "G %", "acc. reference", "acc. transferred"]
+    rows = []
+    for comparison in comparisons:
+        counts = comparison.overall
+        rows.append([
+            escape(comparison.dataset), escape(comparison.reference_method), escape(comparison.transferred_method), escape(comparison.split),
+            counts.tokens, counts.corrected, counts.falsified, counts.positive_transfer, counts.negative_transfer, counts.gain,
+            counts.percent(counts.correct_reference), counts.percent(counts.correct_transferred),
+        ])
+    return table(headers, rows)
+
+
+def class_table(comparison: TransferComparison) -> str:
+    headers = ["gold class", "tokens", "corrected", "falsified", "PT %", "NT %", "G % (accuracy gain)", "acc. reference", "acc. transferred"]
+    rows = [
+        [escape(c.label), c.tokens, c.corrected, c.falsified, c.positive_transfer, c.negative_transfer, c.gain, c.percent(c.correct_reference), c.percent(c.correct_transferred)]
+        for c in comparison.per_class
+    ]
+    return table(headers, rows)
+
+
+def example_rows(tokens: list[FalsifiedToken]) -> list[list]:
+    return [
+        [f"<b>{escape(t.token)}</b>", escape(t.gold), escape(t.reference_label), escape(t.transferred_label),
+         f"{escape(t.left)} <mark>{escape(t.token)}</mark> {escape(t.right)}", t.sentence + 1]
+        for t in tokens[:MAX_EXAMPLES]
+    ]
+
+
+def falsified_section(comparison: TransferComparison) -> str:
+    groups = comparison.falsified_by_type()
+    parts = [table(["mistake type", "falsified tokens"], [[escape(MISTAKE_TYPES[name]), len(tokens)] for name, tokens in groups.items()])]
+    for name, tokens in groups.items():
+        if not tokens:
+            continue
+        shown = f" (first {MAX_EXAMPLES} shown)" if len(tokens) > MAX_EXAMPLES else ""
+        headers = ["token", "gold", f"{comparison.reference_method} (right)", f"{comparison.transferred_method} (wrong)", "context", "sentence"]
+        parts.append(f"<details><summary>{escape(MISTAKE_TYPES[name])}: {len(tokens)}{shown}</summary>{table(headers, example_rows(tokens))}</details>")
+    return "\n".join(parts)
+
+
+def comparison_section(comparison: TransferComparison, number: int) -> str:
+    return "\n".join([
+        f'<h3 id="comparison-{number}">{escape(comparison.title)} ({escape(comparison.split)})</h3>',
+        f'<p class="note">reference {escape(comparison.reference)} &middot; transferred {escape(comparison.transferred)}</p>',
+        embedded_figure(figures.class_improvement(comparison), f"Per-class accuracy improvement of {comparison.transferred_method} over {comparison.reference_method}, sorted (Figure 12)."),
+        "<h4>Per gold class</h4>", class_table(comparison),
+        "<h4>Falsified tokens by mistake type (Table 3)</h4>", falsified_section(comparison),
+    ])
+
+
+def transfer_section(comparisons: list[TransferComparison]) -> str:
+    caption = "Positive (blue) and negative (red) transfer, % of tokens (Figures 6 and 11)."
+    parts = ['<h2 id="transfer">Hidden negative transfer</h2>', embedded_figure(figures.transfer_bars(comparisons), caption), overall_table(comparisons)]
+    parts += [comparison_section(comparison, number) for number, comparison in enumerate(comparisons, start=1)]
+    return "\n".join(parts)
+
+
+def neuron_section(analysis: NeuronAnalysis, units: list[int]) -> str:
+    summary = analysis.summary()
+    parts = [
+        '<h2 id="neurons">Units of the feature extractor</h2>',
+        f'<p class="note">run {escape(analysis.run)}: charge = Pearson correlation of each unit after ({escape(analysis.after.name)}) with itself before ({escape(analysis.before.name)}) fine-tuning, over {analysis.token_count} dev tokens.</p>',
+        table(["measure", "value"], [[escape(name), value] for name, value in summary.items() if name not in ("before", "after")], sortable=False),
+        embedded_figure(figures.correlation_heatmap(analysis.correlation, "after (rows) vs before (columns)"), "Correlation between units after and before fine-tuning (Figure 7)."),
+    ]
+    for unit in units:
+        parts.append(embedded_figure(figures.top_words_table(analysis, unit), f"Unit {unit}: top words over fine-tuning (Figures 8-9)."))
+    charge_rows = [[unit, float(value)] for unit, value in enumerate(analysis.charges)]
+    parts.append(f"<details><summary>Charge of every unit</summary>{table(['unit', 'charge'], charge_rows)}</details>")
+    return "\n".join(parts)
+
+
+def curve_section(points: list[CurvePoint]) -> str:
+    rows = [[escape(point.method), point.size, point.score, escape(point.run)] for point in points]
+    return "\n".join([
+        '<h2 id="curves">Score vs target training-set size</h2>',
+        embedded_figure(figures.learning_curves(points), "Score against target training sentences; shaded: gap between the first two methods (Figure 13)."),
+        table(["method", "training sentences", "score", "run"], rows),
+    ])
+
+
+def render_report(content: ReportContent) -> str:
+    """The whole report as one HTML string."""
+    sections = []
+    if content.comparisons:
+        sections.append(transfer_section(content.comparisons))
+    if content.neurons is not None:
+        sections.append(neuron_section(content.neurons, content.units))
+    if content.curve_points:
+        sections.append(curve_section(content.curve_points))
+    body = "\n".join(sections) or "<p>Nothing to show: pass --transfer, --neurons or --curve.</p>"
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">'
+        f"<title>{escape(content.title)}</title><style>{STYLE}</style></head>\n"
+        f"<body><h1>{escape(content.title)}</h1>\n{body}\n<script>{SCRIPT}</script></body></html>\n"
+    )
