@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from seqtransfer.commands import datasets, evaluate, experiment, predict, report, train
+from seqtransfer.commands import analyze, datasets, evaluate, experiment, predict, report, train
 from seqtransfer.commands.base import Command
 
 COMMANDS: dict[str, Command] = {
@@ -13,4 +13,5 @@ COMMANDS: dict[str, Command] = {
     "datasets": datasets.COMMAND,
     "experiment": experiment.COMMAND,
     "report": report.COMMAND,
+    "analyze": analyze.COMMAND,
 }

@@ -228,12 +228,15 @@ TCHUNK = DatasetSpec(
     splits={"train": "derived/train.txt", "dev": "derived/dev.txt", "test": "derived/test.txt"},
     columns=("word", "chunk"),
     tasks={"chunk": "chunk"},
-    schemes={"chunk": "iob2"},  # lower-case tags (b-np, i-vp, o)
+    # Lower-case IOB2-style tags (b-np, i-vp, o), but the original annotation has 17 chunks that
+    # start with i- (10 train, 2 dev, 5 test), so the tags are declared as plain labels rather
+    # than rejected as broken IOB2; chunk F1 (conlleval rules) still reads them correctly.
+    schemes={"chunk": "none"},
     metric={"chunk": "accuracy"},  # the paper reports token accuracy for T-Chunk
     url="https://github.com/aritter/twitter_nlp",
     downloads={},  # derived split (tweets assigned to the T-POS splits), made for this project
     license="GPL-3.0 (repository licence of aritter/twitter_nlp; no separate data licence)",
-    description="T-Chunk (Ritter et al. 2011), lower-case IOB2 tags; derived split following T-POS.",
+    description="T-Chunk (Ritter et al. 2011), lower-case IOB2-style tags with 17 i- chunk starts; derived split following T-POS.",
 )
 
 DATASETS: dict[str, DatasetSpec] = {

@@ -1,0 +1,183 @@
+"""`seqtransfer analyze transfer|neurons|curve|report`: explain what transfer did (PretRand paper §4, §7).
+
+    analyze transfer RUN_A RUN_B [--split dev] [--output DIR]    PT / NT / G, falsified tokens
+    analyze neurons RUN [--top-k 10] [--units 3,7] [--output DIR]   unit charge, top-k words
+    analyze curve RUN... [--split dev] --output DIR             score vs training-set size
+    analyze report --transfer A B [--transfer C D ...] [--neurons RUN] [--curve RUN ...] --output report.html
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from seqtransfer.commands.base import Command
+from seqtransfer.errors import SeqTransferError
+
+
+def add_neuron_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--top-k", type=int, default=10, help="words listed per unit and sign (default 10)")
+    parser.add_argument("--units", help="comma-separated units to draw (default: the 2 least and 2 most charged)")
+    parser.add_argument("--no-source", action="store_true", help="skip the source model's top words on the source dev set")
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    analyses = parser.add_subparsers(dest="analysis", metavar="ANALYSIS", required=True)
+    transfer = analyses.add_parser("transfer", help="positive / negative transfer of RUN_B against RUN_A (token level)")
+    transfer.add_argument("reference", metavar="RUN_A", help="reference run, e.g. trained from scratch")
+    transfer.add_argument("transferred", metavar="RUN_B", help="transferred run scored on the same data")
+    transfer.add_argument("--split", default="dev", help="split of the prediction files (default dev)")
+    transfer.add_argument("--output", help="folder for transfer.json, falsified.tsv and the figures")
+    neurons = analyses.add_parser("neurons", help="charge and top-k words of the feature extractor's units")
+    neurons.add_argument("run", metavar="RUN", help="run trained with train.record_activations=[0,...]")
+    add_neuron_options(neurons)
+    neurons.add_argument("--output", help="folder for neurons.json, correlation.safetensors and the figures")
+    curve = analyses.add_parser("curve", help="score vs target training-set size per method (Figure 13)")
+    curve.add_argument("runs", nargs="+", metavar="RUN", help="finished runs (one point each; seeds are averaged)")
+    curve.add_argument("--split", default="dev", help="split whose score is plotted (default dev)")
+    curve.add_argument("--output", required=True, help="folder for curve.json and curve.png/svg")
+    report = analyses.add_parser("report", help="one self-contained HTML report of the analyses")
+    report.add_argument("--transfer", nargs=2, action="append", default=[], metavar=("RUN_A", "RUN_B"), help="a pair to compare (repeatable)")
+    report.add_argument("--neurons", metavar="RUN", help="run whose units to analyse")
+    report.add_argument("--curve", nargs="+", default=[], metavar="RUN", help="runs for the training-size figure")
+    report.add_argument("--split", default="dev", help="split of the prediction files (default dev)")
+    add_neuron_options(report)
+    report.add_argument("--title", default="seqtransfer: what transfer did", help="title of the page")
+    report.add_argument("--output", required=True, help="HTML file to write")
+
+
+def parse_units(text: str | None, analysis) -> list[int]:
+    if not text:
+        return analysis.selected_units()
+    hidden = analysis.correlation.shape[0]
+    try:
+        units = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise SeqTransferError(f"--units must be comma-separated unit numbers, got '{text}'") from None
+    if any(not 0 <= unit < hidden for unit in units):
+        raise SeqTransferError(f"--units must lie in 0..{hidden - 1}", hint="the feature extractor has that many units")
+    return units
+
+
+def print_comparison(comparison) -> None:
+    counts = comparison.overall
+    print(f"{comparison.title} on {comparison.split}: {counts.tokens} tokens")
+    print(f"  PT {counts.positive_transfer:.2f}%  NT {counts.negative_transfer:.2f}%  G {counts.gain:.2f}%  ({counts.corrected} corrected, {counts.falsified} falsified)")
+    mistakes = ", ".join(f"{name} {len(tokens)}" for name, tokens in comparison.falsified_by_type().items())
+    print(f"  falsified by mistake type: {mistakes}")
+
+
+def write_falsified(path: Path, comparison) -> None:
+    from seqtransfer.files import write_text
+
+    lines = ["sentence\tposition\ttoken\tgold\treference\ttransferred\tmistake\tleft\tright"]
+    for t in comparison.falsified:
+        lines.append("\t".join(map(str, (t.sentence + 1, t.position + 1, t.token, t.gold, t.reference_label, t.transferred_label, t.mistake, t.left, t.right))))
+    write_text(path, "\n".join(lines) + "\n")
+
+
+def run_transfer(arguments: argparse.Namespace):
+    from seqtransfer.analysis import figures
+    from seqtransfer.analysis.negative_transfer import compare_runs
+    from seqtransfer.files import write_json
+
+    comparison = compare_runs(arguments.reference, arguments.transferred, arguments.split)
+    print_comparison(comparison)
+    if arguments.output:
+        output = Path(arguments.output)
+        write_json(output / "transfer.json", comparison.as_dict())
+        write_falsified(output / "falsified.tsv", comparison)
+        figures.save_figure(figures.transfer_bars([comparison]), output / "pt_nt")
+        figures.save_figure(figures.class_improvement(comparison), output / "class_improvement")
+        print(f"written to {output}")
+    return comparison
+
+
+def neuron_analysis(run: str, top_k: int, without_source: bool):
+    from seqtransfer.analysis.neurons import analyse_neurons, source_dev_activations
+
+    if top_k < 1:
+        raise SeqTransferError("--top-k must be at least 1")
+    source = None if without_source else source_dev_activations(run)
+    return analyse_neurons(run, top_k, source)
+
+
+def neurons_json(analysis) -> dict:
+    columns = list(analysis.top_words)
+    units = []
+    for unit, charge in enumerate(analysis.charges):
+        entry = {"unit": unit, "charge": round(float(charge), 4)}
+        for sign in ("positive", "negative"):
+            entry[sign] = {name: getattr(analysis.top_words[name], sign)[unit] for name in columns}
+        units.append(entry)
+    return {"run": analysis.run, "summary": analysis.summary(), "columns": columns, "units": units}
+
+
+def run_neurons(arguments: argparse.Namespace):
+    import numpy as np
+
+    from seqtransfer.analysis import figures
+    from seqtransfer.files import write_json
+    from seqtransfer.training.checkpoint import save_tensors
+
+    analysis = neuron_analysis(arguments.run, arguments.top_k, arguments.no_source)
+    units = parse_units(arguments.units, analysis)
+    summary = analysis.summary()
+    print(f"{summary['units']} units over {summary['tokens']} dev tokens ({summary['before']} -> {summary['after']}): "
+          f"mean charge {summary['mean_charge']:.3f}, median {summary['median_charge']:.3f}, mean |off-diagonal| {summary['mean_abs_off_diagonal']:.3f}")
+    if arguments.output:
+        import torch
+
+        output = Path(arguments.output)
+        write_json(output / "neurons.json", neurons_json(analysis))
+        tensors = {"correlation": torch.from_numpy(analysis.correlation.astype(np.float32)), "charges": torch.from_numpy(analysis.charges.astype(np.float32))}
+        save_tensors(output / "correlation.safetensors", tensors)
+        figures.save_figure(figures.correlation_heatmap(analysis.correlation, Path(analysis.run).name), output / "correlation")
+        for unit in units:
+            figures.save_figure(figures.top_words_table(analysis, unit), output / f"unit-{unit:03d}")
+        print(f"written to {output}")
+    return analysis
+
+
+def run_curve(arguments: argparse.Namespace):
+    from dataclasses import asdict
+
+    from seqtransfer.analysis import figures
+    from seqtransfer.analysis.curves import curve_points
+    from seqtransfer.files import write_json
+
+    points = curve_points(arguments.runs, arguments.split)
+    output = Path(arguments.output)
+    write_json(output / "curve.json", [asdict(point) for point in points])
+    figures.save_figure(figures.learning_curves(points), output / "curve")
+    print(f"{len(points)} points written to {output}")
+    return points
+
+
+def run_report(arguments: argparse.Namespace):
+    from seqtransfer.analysis.curves import curve_points
+    from seqtransfer.analysis.html import ReportContent, render_report
+    from seqtransfer.analysis.negative_transfer import compare_runs
+    from seqtransfer.files import write_text
+
+    if not (arguments.transfer or arguments.neurons or arguments.curve):
+        raise SeqTransferError("nothing to report", hint="pass --transfer RUN_A RUN_B, --neurons RUN and/or --curve RUN ...")
+    content = ReportContent(title=arguments.title)
+    content.comparisons = [compare_runs(reference, transferred, arguments.split) for reference, transferred in arguments.transfer]
+    if arguments.neurons:
+        content.neurons = neuron_analysis(arguments.neurons, arguments.top_k, arguments.no_source)
+        content.units = parse_units(arguments.units, content.neurons)
+    content.curve_points = curve_points(arguments.curve, arguments.split) if arguments.curve else []
+    write_text(arguments.output, render_report(content))
+    print(f"report written to {arguments.output}")
+    return content
+
+
+ANALYSES = {"transfer": run_transfer, "neurons": run_neurons, "curve": run_curve, "report": run_report}
+
+
+def run(arguments: argparse.Namespace):
+    return ANALYSES[arguments.analysis](arguments)
+
+
+COMMAND = Command("explain what transfer did: negative transfer, neuron charge, figures, HTML report", arguments, run)
