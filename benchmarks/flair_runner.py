@@ -168,6 +168,7 @@ def time_inference(tagger: SequenceTagger, sentences: list[Sentence], batch_size
     return timings
 
 
+# The three memory helpers repeat seqtransfer_runner.py's: this venv has no seqtransfer to import them from.
 def peak_rss_megabytes() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 

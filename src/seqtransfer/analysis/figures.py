@@ -50,21 +50,22 @@ def save_figure(figure: Figure, stem: str | Path) -> list[Path]:
 
 
 def transfer_bars(comparisons: list[TransferComparison]) -> Figure:
-    """PT and NT (percent of tokens) per dataset, one panel per transferred method (Figures 6, 11)."""
-    methods = list(dict.fromkeys(comparison.transferred_method for comparison in comparisons))
-    figure = new_figure(max(4.5, 2.2 + 1.3 * len(comparisons) / len(methods)) * len(methods), 3.8)
-    axes = figure.subplots(1, len(methods), squeeze=False, sharey=True)[0]
-    for axis, method in zip(axes, methods):
-        chosen = [comparison for comparison in comparisons if comparison.transferred_method == method]
+    """PT and NT (percent of tokens) per dataset, one panel per pair of methods (Figures 6, 11)."""
+    pairs = list(dict.fromkeys((c.transferred_method, c.reference_method) for c in comparisons))
+    widest = max(sum((c.transferred_method, c.reference_method) == pair for c in comparisons) for pair in pairs)
+    figure = new_figure((2.2 + 1.2 * widest) * len(pairs), 3.8)
+    axes = figure.subplots(1, len(pairs), squeeze=False, sharey=True)[0]
+    for axis, pair in zip(axes, pairs):
+        chosen = [c for c in comparisons if (c.transferred_method, c.reference_method) == pair]
         positions = np.arange(len(chosen))
         for offset, values, colour, name in (
             (-0.2, [c.overall.positive_transfer for c in chosen], POSITIVE_COLOUR, "positive transfer"),
             (0.2, [c.overall.negative_transfer for c in chosen], NEGATIVE_COLOUR, "negative transfer"),
         ):
-            bars = axis.bar(positions + offset, values, width=0.4, color=colour, label=name)
-            axis.bar_label(bars, fmt="%.2f", fontsize=7)
+            axis.bar_label(axis.bar(positions + offset, values, width=0.4, color=colour, label=name), fmt="%.2f", fontsize=7)
         axis.set_xticks(positions, [c.dataset for c in chosen], rotation=20)
-        axis.set_title(f"{method} vs {chosen[0].reference_method}")
+        axis.set_xlim(-0.8, len(chosen) - 0.2)
+        axis.set_title(f"{pair[0]} vs {pair[1]}")
         axis.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel("% of tokens")
     axes[0].legend(fontsize=8)
@@ -89,14 +90,15 @@ def top_words_table(analysis: NeuronAnalysis, unit: int) -> Figure:
     """Top-k words firing ``unit`` positively (upper table) and negatively (lower) in each column."""
     columns = list(analysis.top_words)
     k = max(len(top.positive[unit]) for top in analysis.top_words.values())
-    figure = new_figure(1.5 + 1.25 * len(columns), 0.9 + 0.42 * k)
+    figure = new_figure(1.5 + 1.3 * len(columns), 1.0 + 0.3 * k)
     axes = figure.subplots(1, 2)
     for axis, sign in zip(axes, ("positive", "negative")):
         cells = [[(getattr(analysis.top_words[name], sign)[unit] + [""] * k)[row] for name in columns] for row in range(k)]
         axis.axis("off")
         table = axis.table(cellText=cells, colLabels=columns, loc="center", cellLoc="center")
         table.auto_set_font_size(False)
-        table.set_fontsize(7)
+        table.set_fontsize(8)
+        table.scale(1, 1.25)
         axis.set_title(f"top-{k} {sign}", fontsize=9)
     figure.suptitle(f"unit {unit} (charge {analysis.charges[unit]:.2f})", fontsize=10)
     return figure

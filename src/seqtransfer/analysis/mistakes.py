@@ -8,7 +8,8 @@ Each token gets the first type whose rule matches, checked in this order:
 2. ``abbreviation``: its lower-cased form is in :data:`ABBREVIATIONS` (social-media slang such as
    lol, wth, nvr, luv, wyd, ur, &), or it is 2-5 capital letters (IMO, UN, USA), or 2-5 letters
    and digits mixing both (2pac, b4, gr8).
-3. ``capitalised``: its first character is an upper-case letter (Award, Father, Hey, ROCKSTAR).
+3. ``capitalised``: it has two or more characters and the first is an upper-case letter (Award,
+   Father, Hey, ROCKSTAR); the pronoun "I" is capitalised in every register and does not count.
 4. ``out_of_vocabulary`` (misspelling / OOV): its word-embedding key (lower-cased or Twitter-
    normalised as the model saw it) is not in the *source* model's word vocabulary (awsome,
    amazin), so the transferred units never saw it. Twitter mentions, hashtags and URLs are not
@@ -81,7 +82,7 @@ def mistake_type(token: str, lookup: WordLookup | None) -> str:
         return "contraction"
     if lowered in ABBREVIATIONS or _CAPITALS.match(token) or _LETTERS_AND_DIGITS.match(token):
         return "abbreviation"
-    if token[:1].isupper():
+    if len(token) > 1 and token[0].isupper():
         return "capitalised"
     if lookup is not None and not _MARKUP.match(token) and not lookup.knows(token):
         return "out_of_vocabulary"

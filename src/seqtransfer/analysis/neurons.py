@@ -135,15 +135,15 @@ def choose_before_after(recordings: list[Recording], path: Path) -> tuple[Record
     return before[0], recordings[-1]
 
 
-def analyse_neurons(run_directory: str | Path, top_k: int = 10, source_activations: tuple[np.ndarray, list[str]] | None = None) -> NeuronAnalysis:
-    """Charge of every unit and top-k words per recording; ``source_activations`` adds the source column."""
+def analyse_neurons(run_directory: str | Path, top_k: int = 10, with_source: bool = False) -> NeuronAnalysis:
+    """Charge of every unit and top-k words per recording; ``with_source`` adds the source-dev column first."""
     sentences, recordings = list_recordings(run_directory)
     words = [token for sentence in sentences for token in sentence]
     before, after = choose_before_after(recordings, Path(run_directory))
     correlation = correlation_matrix(after.matrix(), before.matrix())
     columns: dict[str, TopWords] = {}
-    if source_activations is not None:
-        columns[SOURCE_COLUMN] = top_words(source_activations[0], source_activations[1], top_k)
+    if with_source:
+        columns[SOURCE_COLUMN] = top_words(*source_dev_activations(run_directory), top_k)
     for recording in recordings:
         columns[column_name(recording)] = top_words(recording.matrix(), words, top_k)
     return NeuronAnalysis(str(run_directory), before, after, correlation, len(words), columns)
@@ -159,11 +159,10 @@ def source_dev_activations(run_directory: str | Path) -> tuple[np.ndarray, list[
 
     config = yaml.safe_load((Path(run_directory) / "config.yaml").read_text(encoding="utf-8")) or {}
     source_path = (config.get("transfer") or {}).get("source")
-    if not source_path or not Path(source_path).is_dir():
-        raise SeqTransferError(
-            f"the source run of this run is not available ({source_path or 'none'})", path=run_directory,
-            hint="run from the folder the transfer ran in, or pass --no-source",
-        )
+    if not source_path:
+        raise SeqTransferError("this run was not transferred from a source run", path=run_directory, hint="pass --no-source")
+    if not Path(source_path).is_dir():
+        raise SeqTransferError(f"the source run {source_path} is not reachable", path=run_directory, hint="run from the folder the transfer ran in, or pass --no-source")
     source = load_run(source_path)
     data = load_task_data(source.config.data, splits=("dev",))
     tokens = data.tokens("dev")

@@ -94,12 +94,11 @@ def run_transfer(arguments: argparse.Namespace):
 
 
 def neuron_analysis(run: str, top_k: int, without_source: bool):
-    from seqtransfer.analysis.neurons import analyse_neurons, source_dev_activations
+    from seqtransfer.analysis.neurons import analyse_neurons
 
     if top_k < 1:
         raise SeqTransferError("--top-k must be at least 1")
-    source = None if without_source else source_dev_activations(run)
-    return analyse_neurons(run, top_k, source)
+    return analyse_neurons(run, top_k, with_source=not without_source)
 
 
 def neurons_json(analysis) -> dict:
