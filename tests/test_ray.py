@@ -29,6 +29,9 @@ def ray_head(monkeypatch):
     # A single-machine cluster advertised on loopback only (Ray otherwise picks the address of
     # the default network interface); must be set before Ray is imported.
     monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    # Head and driver agree on no token authentication (another local cluster on the machine
+    # may have left a token in ~/.ray that the driver would otherwise not present).
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     pytest.importorskip("ray")
     ray_command = shutil.which("ray", path=str(Path(sys.executable).parent)) or shutil.which("ray")
     port = free_port()

@@ -35,13 +35,27 @@ class RunTask:
     record: dict
 
 
+def non_default(values: dict, defaults: dict) -> dict:
+    """The entries of nested ``values`` that differ from ``defaults``."""
+    result = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            nested = non_default(value, defaults.get(key, {}))
+            if nested:
+                result[key] = nested
+        elif key not in defaults or defaults[key] != value:
+            result[key] = value
+    return result
+
+
 def identity_of(config: RunConfig, source_id: str | None) -> dict:
-    """What defines a run's result: its config minus where data lives and how many threads run it."""
+    """What defines a run's result: the settings that differ from the defaults, without where the
+    data lives or how many threads run it (so adding a config field keeps existing ids)."""
     values = config_to_dict(config)
     values["data"].pop("data_dir")
     values["train"].pop("threads")
     values["transfer"]["source"] = source_id
-    return values
+    return non_default(values, config_to_dict(RunConfig()))
 
 
 def base_config(spec: ExperimentSpec, data_dir: str | None, dataset: str, task: str | None, overrides: list[str]) -> RunConfig:
