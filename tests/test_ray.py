@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -17,32 +16,37 @@ from test_experiments import tiny_experiment
 
 pytestmark = pytest.mark.slow
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+# Starts a head (GCS, raylet) in a child process and prints its address; the cluster lives until
+# the test closes the child's standard input. Unlike `ray stop`, this never touches other
+# clusters running on the machine.
+HEAD_SCRIPT = """
+import sys, ray
+ray.init(num_cpus=2, include_dashboard=False, _temp_dir=sys.argv[1])
+print(ray.get_runtime_context().gcs_address, flush=True)
+sys.stdin.read()
+ray.shutdown()
+"""
 
 
 @pytest.fixture()
 def ray_head(monkeypatch):
-    # A single-machine cluster advertised on loopback only (Ray otherwise picks the address of
-    # the default network interface); must be set before Ray is imported.
+    # A one-machine cluster advertised on loopback only (Ray otherwise picks the address of the
+    # default network interface), without token authentication; set before Ray is imported.
     monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-    # Head and driver agree on no token authentication (another local cluster on the machine
-    # may have left a token in ~/.ray that the driver would otherwise not present).
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
     pytest.importorskip("ray")
-    ray_command = shutil.which("ray", path=str(Path(sys.executable).parent)) or shutil.which("ray")
-    port = free_port()
     temporary = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's unix sockets live under it
-    environment = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": os.pathsep.join(sys.path)}
-    start = [ray_command, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
-             "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temporary}"]
-    subprocess.run(start, check=True, env=environment, capture_output=True, timeout=180)
-    yield f"127.0.0.1:{port}"
-    subprocess.run([ray_command, "stop", "--force"], env=environment, capture_output=True, timeout=120)
-    shutil.rmtree(temporary, ignore_errors=True)
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    head = subprocess.Popen([sys.executable, "-c", HEAD_SCRIPT, temporary], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=environment)
+    address = head.stdout.readline().strip()
+    try:
+        assert address.startswith("127.0.0.1:"), address
+        yield address
+    finally:
+        head.stdin.close()
+        head.wait(timeout=120)
+        shutil.rmtree(temporary, ignore_errors=True)
 
 
 def test_two_run_grid_through_a_local_ray_head(tmp_path, ray_head):
