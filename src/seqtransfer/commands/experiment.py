@@ -12,6 +12,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="experiment YAML file (see experiments/)")
     parser.add_argument("--seeds", type=int, default=1, help="number of seeds: 1..N (default 1)")
     parser.add_argument("--only", help="comma-separated method names to run (default: all)")
+    parser.add_argument("--targets", help="comma-separated target names to run (default: all)")
     parser.add_argument("--results", default="results", help="results store folder (default ./results)")
     parser.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
     parser.add_argument("--ray", metavar="ADDRESS", help="run on Ray: auto, local, or HOST:PORT of a cluster head")
@@ -33,6 +34,14 @@ def run(arguments: argparse.Namespace) -> list[dict]:
         from seqtransfer.errors import SeqTransferError
 
         raise SeqTransferError(f"unknown method(s) {', '.join(sorted(unknown))}", path=arguments.file, hint=f"methods: {', '.join(spec.methods)}")
+    if arguments.targets:
+        wanted = [name.strip() for name in arguments.targets.split(",")]
+        missing = [name for name in wanted if name not in spec.targets]
+        if missing:
+            from seqtransfer.errors import SeqTransferError
+
+            raise SeqTransferError(f"unknown target(s) {', '.join(missing)}", path=arguments.file, hint=f"targets: {', '.join(spec.targets)}")
+        spec.targets = {name: spec.targets[name] for name in wanted}
     store = ResultsStore(arguments.results)
     if arguments.action == "list":
         records = store.records(spec.name)

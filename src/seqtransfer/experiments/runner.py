@@ -8,6 +8,7 @@ the other, or as Ray tasks on a cluster (``backend=RayBackend(address)``).
 from __future__ import annotations
 
 import copy
+import fcntl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -119,19 +120,26 @@ def execute_task(task: RunTask, echo: Log | None = None) -> dict:
     """
     directory = Path(task.directory)
     config = config_from_dict(copy.deepcopy(task.config))
-    if not (directory / rundir.METRICS).is_file():
-        from seqtransfer.training.train import train_tagger
-
-        directory.mkdir(parents=True, exist_ok=True)
-        with open(directory / "log.txt", "a", encoding="utf-8") as log_file:
-
-            def log(message: str) -> None:
-                print(message, file=log_file, flush=True)
-                if echo:
-                    echo(f"  {message}")
-
-            train_tagger(config, directory, log=log, show_progress=False)
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".lock", "w") as lock:  # two grids sharing this run: the second waits, then reuses it
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (directory / rundir.METRICS).is_file():
+            train_logged(config, directory, echo)
     return finish_record(task, directory)
+
+
+def train_logged(config: RunConfig, directory: Path, echo: Log | None) -> None:
+    """Train into ``directory``, appending the log to its log.txt (and to ``echo``)."""
+    from seqtransfer.training.train import train_tagger
+
+    with open(directory / "log.txt", "a", encoding="utf-8") as log_file:
+
+        def log(message: str) -> None:
+            print(message, file=log_file, flush=True)
+            if echo:
+                echo(f"  {message}")
+
+        train_tagger(config, directory, log=log, show_progress=False)
 
 
 def finish_record(task: RunTask, directory: Path) -> dict:
