@@ -28,11 +28,18 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(temporary_name, 0o666 & ~_current_umask())  # mkstemp makes 0600; give the usual mode
         os.replace(temporary_name, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary_name)
         raise
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_text(path: str | Path, text: str) -> None:

@@ -99,8 +99,9 @@ def top_words_table(analysis: NeuronAnalysis, unit: int) -> Figure:
         table.auto_set_font_size(False)
         table.set_fontsize(8)
         table.scale(1, 1.25)
+        table.auto_set_column_width(list(range(len(columns))))
         axis.set_title(f"top-{k} {sign}", fontsize=9)
-    figure.suptitle(f"unit {unit} (charge {analysis.charges[unit]:.2f})", fontsize=10)
+    figure.suptitle(f"unit {unit} (charge {analysis.charges[unit]:.3f})", fontsize=10)
     return figure
 
 

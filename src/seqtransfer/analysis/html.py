@@ -63,18 +63,18 @@ def escape(value) -> str:
     return html.escape(str(value), quote=True)
 
 
-def cell(value) -> str:
-    """A table cell; numbers right-aligned with two decimals and sortable by their exact value."""
+def cell(value, digits: int = 2) -> str:
+    """A table cell; numbers right-aligned with ``digits`` decimals and sortable by their exact value."""
     if isinstance(value, float):
-        return f'<td class="number" data-value="{value!r}">{value:.2f}</td>'
+        return f'<td class="number" data-value="{value!r}">{value:.{digits}f}</td>'
     if isinstance(value, int):
         return f'<td class="number" data-value="{value}">{value}</td>'
     return f"<td>{value}</td>"  # already-escaped HTML
 
 
-def table(headers: list[str], rows: list[list], sortable: bool = True) -> str:
+def table(headers: list[str], rows: list[list], sortable: bool = True, digits: int = 2) -> str:
     head = "".join(f"<th>{escape(header)}</th>" for header in headers)
-    body = "\n".join("<tr>" + "".join(cell(value) for value in row) + "</tr>" for row in rows)
+    body = "\n".join("<tr>" + "".join(cell(value, digits) for value in row) + "</tr>" for row in rows)
     return f'<table class="{"sortable" if sortable else "plain"}"><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>'
 
 
@@ -148,13 +148,13 @@ def neuron_section(analysis: NeuronAnalysis, units: list[int]) -> str:
     parts = [
         '<h2 id="neurons">Units of the feature extractor</h2>',
         f'<p class="note">run {escape(analysis.run)}: charge = Pearson correlation of each unit after ({escape(analysis.after.name)}) with itself before ({escape(analysis.before.name)}) fine-tuning, over {analysis.token_count} dev tokens.</p>',
-        table(["measure", "value"], [[escape(name), value] for name, value in summary.items() if name not in ("before", "after")], sortable=False),
+        table(["measure", "value"], [[escape(name), value] for name, value in summary.items() if name not in ("before", "after")], sortable=False, digits=3),
         embedded_figure(figures.correlation_heatmap(analysis.correlation, "after (rows) vs before (columns)"), "Correlation between units after and before fine-tuning (Figure 7)."),
     ]
     for unit in units:
         parts.append(embedded_figure(figures.top_words_table(analysis, unit), f"Unit {unit}: top words over fine-tuning (Figures 8-9)."))
     charge_rows = [[unit, float(value)] for unit, value in enumerate(analysis.charges)]
-    parts.append(f"<details><summary>Charge of every unit</summary>{table(['unit', 'charge'], charge_rows)}</details>")
+    parts.append(f"<details><summary>Charge of every unit</summary>{table(['unit', 'charge'], charge_rows, digits=3)}</details>")
     return "\n".join(parts)
 
 

@@ -55,6 +55,7 @@ def identity_of(config: RunConfig, source_id: str | None) -> dict:
     values = config_to_dict(config)
     values["data"].pop("data_dir")
     values["train"].pop("threads")
+    values["train"].pop("record_activations")  # recording for analysis does not change the run
     values["transfer"]["source"] = source_id
     return non_default(values, config_to_dict(RunConfig()))
 
