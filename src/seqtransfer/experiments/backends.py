@@ -14,13 +14,15 @@ Log = Callable[[str], None]
 class LocalBackend:
     """One run after the other in this process (the default)."""
 
-    def run(self, tasks: list[RunTask], log: Log) -> list[dict]:
+    def run(self, tasks: list[RunTask], log: Log, on_record: Callable[[dict], None] | None = None) -> list[dict]:
         records = []
         for number, task in enumerate(tasks, start=1):
             what = task.record.get("source") or f"{task.record['method']} / {task.record['target']} / seed {task.record['seed']}"
             log(f"[{number}/{len(tasks)}] training {what} in {task.directory}")
             records.append(execute_task(task, echo=log))
             log(f"[{number}/{len(tasks)}] {describe(records[-1])}")
+            if on_record:
+                on_record(records[-1])
         return records
 
 
@@ -44,11 +46,13 @@ class RayBackend:
             ray.init(address=None if address == "local" else address, include_dashboard=False, log_to_driver=False)
         self.execute = ray.remote(num_cpus=cpus_per_run)(execute_task)
 
-    def run(self, tasks: list[RunTask], log: Log) -> list[dict]:
+    def run(self, tasks: list[RunTask], log: Log, on_record: Callable[[dict], None] | None = None) -> list[dict]:
         waiting = [self.execute.remote(task) for task in tasks]
         records = []
         while waiting:
             done, waiting = self.ray.wait(waiting, num_returns=1)
             records.append(self.ray.get(done[0]))
             log(f"[{len(records)}/{len(tasks)}] {describe(records[-1])}")
+            if on_record:
+                on_record(records[-1])
         return records

@@ -189,10 +189,11 @@ def run_experiment(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], 
     log(f"{spec.name}: {len(source_stage)} source runs, {len(targets)} target runs, {len(ensembles)} ensembles "
         f"({', '.join(str(len(stage)) for stage in todo)} to train)")
     started = time.perf_counter()
+    for task in targets:  # cells whose run already exists (trained by this or another experiment)
+        if is_finished(task):
+            store.save_record(finish_record(task, Path(task.directory)))
     backend.run(todo[0], log)
-    backend.run(todo[1], log)
-    for task in targets:
-        store.save_record(finish_record(task, Path(task.directory)))
+    backend.run(todo[1], log, on_record=store.save_record)
     for task, members in ensembles:
         record = execute_ensemble(task, members)
         store.save_record(record)
