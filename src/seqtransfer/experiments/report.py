@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from seqtransfer.errors import SeqTransferError
+from seqtransfer.analysis.predictions import read_predictions as read_prediction_file
 from seqtransfer.experiments.significance import paired_randomization_test
 
 MISSING = "–"
@@ -74,25 +74,9 @@ def report_spec(experiment, trials: int = 10000) -> ReportSpec:
 
 
 def read_predictions(path: str | Path) -> tuple[list[list[str]], list[list[str]]]:
-    """Gold and predicted label sentences of a ``token gold predicted`` predictions file."""
-    gold: list[list[str]] = [[]]
-    predicted: list[list[str]] = [[]]
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            fields = line.split()
-            if not fields:
-                if gold[-1]:
-                    gold.append([])
-                    predicted.append([])
-                continue
-            if len(fields) < 3:
-                raise SeqTransferError("expected `token gold predicted` on every line", path=path, line=number)
-            gold[-1].append(fields[-2])
-            predicted[-1].append(fields[-1])
-    if not gold[-1]:
-        gold.pop()
-        predicted.pop()
-    return gold, predicted
+    """Gold and predicted label sentences of a run's ``token gold predicted`` predictions file."""
+    predictions = read_prediction_file(path)
+    return predictions.gold, predictions.predicted
 
 
 def aggregate(records: Iterable[dict], split: str = "test") -> dict[tuple[str, str], Summary]:
