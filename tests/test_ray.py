@@ -1,4 +1,5 @@
-"""The grid runs on a real Ray cluster: a head started on loopback, two runs as Ray tasks."""
+"""The grid runs on a real Ray cluster: a head started on loopback, runs as Ray tasks (a source
+run, a run that waits for it, and two independent runs)."""
 
 from __future__ import annotations
 
@@ -55,9 +56,10 @@ def test_two_run_grid_through_a_local_ray_head(tmp_path, ray_head):
     experiment = tiny_experiment(tmp_path)
     results = tmp_path / "results"
     try:
-        records = run(["experiment", "run", str(experiment), "--only", "scratch", "--seeds", "2", "--results", str(results), "--ray", ray_head])
+        records = run(["experiment", "run", str(experiment), "--only", "scratch,finetune", "--seeds", "2", "--results", str(results), "--ray", ray_head])
         assert ray.is_initialized() and ray.get_runtime_context().gcs_address == ray_head
     finally:
         ray.shutdown()
-    assert sorted((record["method"], record["seed"]) for record in records) == [("scratch", 1), ("scratch", 2)]
+    assert sorted((record["method"], record["seed"]) for record in records) == [("finetune", 1), ("finetune", 2), ("scratch", 1), ("scratch", 2)]
+    assert len(list((results / "sources").iterdir())) == 1
     assert all((Path(record["run_directory"]) / "model.safetensors").is_file() for record in records)

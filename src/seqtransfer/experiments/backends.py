@@ -11,8 +11,13 @@ from seqtransfer.experiments.runner import RunTask, describe, execute_task
 Log = Callable[[str], None]
 
 
+def ready(task: RunTask, pending_directories: set[str]) -> bool:
+    """A task can start once the source run it transfers from is not pending any more."""
+    return task.source_directory not in pending_directories
+
+
 class LocalBackend:
-    """One run after the other in this process (the default)."""
+    """One run after the other in this process (the default); sources come first in the list."""
 
     def run(self, tasks: list[RunTask], log: Log, on_record: Callable[[dict], None] | None = None) -> list[dict]:
         records = []
@@ -47,11 +52,17 @@ class RayBackend:
         self.execute = ray.remote(num_cpus=cpus_per_run)(execute_task)
 
     def run(self, tasks: list[RunTask], log: Log, on_record: Callable[[dict], None] | None = None) -> list[dict]:
-        waiting = [self.execute.remote(task) for task in tasks]
-        records = []
-        while waiting:
-            done, waiting = self.ray.wait(waiting, num_returns=1)
+        """Submit every task whose source is finished; submit the others as their sources finish."""
+        pending = {task.directory for task in tasks}
+        queued, running, records = list(tasks), {}, []
+        while queued or running:
+            for task in [task for task in queued if ready(task, pending)]:
+                running[self.execute.remote(task)] = task
+                queued.remove(task)
+            done, _ = self.ray.wait(list(running), num_returns=1)
+            task = running.pop(done[0])
             records.append(self.ray.get(done[0]))
+            pending.discard(task.directory)
             log(f"[{len(records)}/{len(tasks)}] {describe(records[-1])}")
             if on_record:
                 on_record(records[-1])

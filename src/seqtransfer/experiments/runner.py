@@ -29,12 +29,20 @@ Log = Callable[[str], None]
 
 @dataclass
 class RunTask:
-    """One training run of the grid (a source run has method = target = None)."""
+    """One training run of the grid (a source run has method = target = None).
+
+    A run that transfers from a source names the source's directory in ``config``; it can start
+    once that source run is finished (``source_directory``).
+    """
 
     run_id: str
     directory: str
     config: dict
     record: dict
+
+    @property
+    def source_directory(self) -> str | None:
+        return self.config["transfer"]["source"]
 
 
 def non_default(values: dict, defaults: dict) -> dict:
@@ -188,7 +196,7 @@ def run_experiment(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], 
     """Run whatever of the grid is not finished yet; returns every record of the experiment."""
     sources = source_tasks(spec, store, data_dir)
     targets = method_tasks(spec, store, data_dir, seeds, sources, only)
-    needed = {task.config["transfer"]["source"] for task in targets} - {None}
+    needed = {task.source_directory for task in targets} - {None}
     source_stage = [task for task in sources.values() if task.directory in needed]
     ensembles = ensemble_tasks(spec, store, data_dir, seeds, sources, only)
     todo = [[task for task in stage if not is_finished(task)] for stage in (source_stage, targets, [task for task, _ in ensembles])]
@@ -198,8 +206,8 @@ def run_experiment(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], 
     for task in targets:  # cells whose run already exists (trained by this or another experiment)
         if is_finished(task):
             store.save_record(finish_record(task, Path(task.directory)))
-    backend.run(todo[0], log)
-    backend.run(todo[1], log, on_record=store.save_record)
+    # One pool of work: a target run starts as soon as its own source is finished.
+    backend.run(todo[0] + todo[1], log, on_record=lambda record: None if record.get("source") else store.save_record(record))
     for task, members in ensembles:
         record = execute_ensemble(task, members)
         store.save_record(record)
