@@ -21,9 +21,8 @@ def dev_section(spec, records) -> str:
     """The same tables on the dev split (no paper numbers, no significance tests)."""
     from seqtransfer.experiments.report import render_markdown
 
-    dev_records = [{**record, "test": record["dev"]} for record in records]
-    dev_spec = dataclasses.replace(spec, title=f"{spec.title} — dev split", paper_results={}, significance_pairs=[])
-    return render_markdown(dev_spec, dev_records)
+    dev_spec = dataclasses.replace(spec, title=f"{spec.title} — dev split", paper_results={}, significance_pairs=[], split="dev")
+    return render_markdown(dev_spec, records)
 
 
 def run(arguments: argparse.Namespace) -> str:

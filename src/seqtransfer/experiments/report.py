@@ -56,6 +56,7 @@ class ReportSpec:
     significance_pairs: Sequence[tuple[str, str]] = ()
     paper_table: str = ""  # the table reproduced, e.g. "PretRand paper, Table 4 (test)"
     trials: int = 10000
+    split: str = "test"  # which score of the records the tables show
 
 
 def report_spec(experiment, trials: int = 10000) -> ReportSpec:
@@ -273,10 +274,10 @@ def _significance_section(spec: ReportSpec, records: Sequence[dict]) -> list[str
 def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
     """The experiment's report: our table, the paper's with Δ, and the significance tests."""
     records = [record for record in records if record["experiment"] == spec.experiment]
-    summaries = aggregate(records)
+    summaries = aggregate(records, spec.split)
     source = f"Reproduces {spec.paper_table}. " if spec.paper_table else ""
     lines = [f"# {spec.title}", "", f"{source}Experiment `{spec.experiment}`, {len(records)} finished runs."]
-    lines += ["", "## Our results (test)", ""]
+    lines += ["", f"## Our results ({spec.split})", ""]
     lines += [f"Mean ± sample std (number of seeds). #params, aNRG and mNRG are relative to {spec.reference_method}; "
               f"{MISSING} marks a cell with no finished run, † a gain over fewer targets than the table has.", ""]
     lines += _ours_table(spec, records, summaries)
