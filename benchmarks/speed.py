@@ -12,7 +12,6 @@ word BiLSTM 200, CRF, SGD with momentum, batches of 16 sentences.
 from __future__ import annotations
 
 import argparse
-import resource
 import statistics
 import time
 
@@ -25,24 +24,7 @@ from seqtransfer.models.tagger import Tagger
 from seqtransfer.training.loop import make_optimizer, predict_labels, train_epoch
 from seqtransfer.training.metrics import evaluate
 from seqtransfer.training.train import prepare_vocabularies, seed_everything
-
-
-def peak_memory_megabytes() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def time_inference(model: Tagger, encoded, labels, batch_sizes: list[int]) -> dict[int, float]:
-    """Tokens per second of decoding ``encoded`` for each batch size (best of 2 passes)."""
-    tokens = int(encoded.lengths.sum())
-    speeds = {}
-    for batch_size in batch_sizes:
-        best = float("inf")
-        for _ in range(2):
-            started = time.perf_counter()
-            predict_labels(model, encoded, labels, batch_size)
-            best = min(best, time.perf_counter() - started)
-        speeds[batch_size] = tokens / best
-    return speeds
+from seqtransfer_runner import peak_rss_megabytes, time_inference  # benchmarks/ is on sys.path when run as a script
 
 
 def benchmark(dataset: str, epochs: int, classifier: str, threads: int) -> dict:
@@ -63,7 +45,8 @@ def benchmark(dataset: str, epochs: int, classifier: str, threads: int) -> dict:
     dev = encode_sentences(data.tokens("dev"), vocabularies)
     dev_scores = evaluate(data.labels("dev"), predict_labels(model, dev, vocabularies.labels, 512), data.metric)
     test = encode_sentences(data.tokens("test"), vocabularies)
-    inference = time_inference(model, test, vocabularies.labels, [32, 128, 512, 2048])
+    tokens = int(test.lengths.sum())
+    inference = {size: tokens / seconds for size, seconds in time_inference(model, test, vocabularies.labels, [32, 128, 512, 2048]).items()}
     median = statistics.median(epoch_seconds)
     return {
         "dataset": dataset,
@@ -73,7 +56,7 @@ def benchmark(dataset: str, epochs: int, classifier: str, threads: int) -> dict:
         "inference_tokens_per_second": max(inference.values()),
         "best_inference_batch": max(inference, key=inference.get),
         "dev_score": dev_scores["f1" if data.metric == "span_f1" else "accuracy"],
-        "peak_rss_mb": peak_memory_megabytes(),
+        "peak_rss_mb": peak_rss_megabytes(),
     }
 
 
