@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import tiny_train_arguments
+from conftest import FIXTURES, TINY_MODEL, tiny_train_arguments
 from seqtransfer.cli import run
 from seqtransfer.training import checkpoint
 
@@ -35,3 +35,29 @@ def test_interrupted_run_resumes_to_identical_weights(tmp_path, monkeypatch):
     assert resumed["test"] == uninterrupted["test"]
     weights = (tmp_path / "straight" / "model.safetensors").read_bytes()
     assert (tmp_path / "resumed" / "model.safetensors").read_bytes() == weights
+
+
+
+def test_resumed_fit_reports_the_time_of_restored_epochs(tmp_path):
+    """The epochs run before a crash count in the run's total time (metrics.json 'seconds')."""
+    from seqtransfer.config import RunConfig, apply_overrides
+    from seqtransfer.data.batching import encode_sentences
+    from seqtransfer.data.task_data import load_task_data
+    from seqtransfer.models.registry import build_model
+    from seqtransfer.training.loop import EvaluationSet, fit
+    from seqtransfer.training.train import prepare_vocabularies
+
+    config = apply_overrides(RunConfig(), TINY_MODEL)
+    config.data.dataset, config.data.columns = None, ["word", "ner"]
+    config.data.train, config.data.dev = str(FIXTURES / "tiny_ner_train.conll"), str(FIXTURES / "tiny_ner_dev.conll")
+    data = load_task_data(config.data)
+    vocabularies, _ = prepare_vocabularies(config, data, lambda message: None)
+    model = build_model(config.model, vocabularies)
+    train = encode_sentences(data.tokens("train"), vocabularies, data.labels("train"))
+    dev = EvaluationSet(encode_sentences(data.tokens("dev"), vocabularies), data.labels("dev"))
+    config.train.max_epochs, config.train.patience = 2, 100
+    first = fit(model, train, dev, vocabularies.labels, "accuracy", config.train, checkpoint_dir=tmp_path, log=lambda message: None, show_progress=False)
+    config.train.max_epochs = 3
+    second = fit(model, train, dev, vocabularies.labels, "accuracy", config.train, checkpoint_dir=tmp_path, log=lambda message: None, show_progress=False)
+    assert first.restored_seconds == 0.0 and len(second.history) == 3
+    assert second.restored_seconds == sum(record["epoch_seconds"] for record in first.history) > 0

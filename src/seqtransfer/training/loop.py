@@ -42,6 +42,7 @@ class FitResult:
     best_epoch: int
     best_score: float
     history: list[dict] = field(default_factory=list)
+    restored_seconds: float = 0.0  # time of the epochs restored from a checkpoint (run by an earlier process)
 
 
 def predict_labels(model: nn.Module, data: EncodedSentences, labels: Vocabulary, batch_size: int) -> list[list[str]]:
@@ -114,6 +115,7 @@ def fit(
     optimizer = make_optimizer(groups, config)
     state = checkpoint.resume(checkpoint_dir, model, optimizer) if checkpoint_dir else None
     state = state or checkpoint.TrainingState(best_state=checkpoint.copy_state(model))
+    restored_seconds = sum(record.get("epoch_seconds", 0.0) for record in state.history)
     if state.epoch:
         log(f"resuming after epoch {state.epoch} (best dev {state.best_score:.2f} at epoch {state.best_epoch})")
     while state.epoch < config.max_epochs and state.epoch - state.best_epoch < config.patience:
@@ -129,9 +131,10 @@ def fit(
         if improved:
             state.best_score, state.best_epoch, state.best_state = dev_score, epoch, checkpoint.copy_state(model)
         state.epoch = epoch
-        record = {"epoch": epoch, "loss": round(loss, 4), "dev": round(dev_score, 2), "train_seconds": round(train_seconds, 2)}
+        epoch_seconds = time.perf_counter() - started  # training + dev scoring
+        record = {"epoch": epoch, "loss": round(loss, 4), "dev": round(dev_score, 2), "train_seconds": round(train_seconds, 2), "epoch_seconds": round(epoch_seconds, 2)}
         state.history.append(record)
         log(f"epoch {epoch:3d}  loss {loss:8.3f}  dev {dev_score:6.2f}{' *' if improved else '  '}  {train_seconds:5.1f}s")
         if checkpoint_dir:
             checkpoint.save(checkpoint_dir, model, optimizer, state)
-    return FitResult(state.best_state, state.best_epoch, state.best_score, state.history)
+    return FitResult(state.best_state, state.best_epoch, state.best_score, state.history, restored_seconds)

@@ -93,6 +93,7 @@ def build_target_model(config: RunConfig, scheme: Scheme, vocabularies: Vocabula
 def train_phases(model: SequenceLabeller, scheme: Scheme, config: RunConfig, train, dev: EvaluationSet, labels, metric: str, directory: Path, log: Log, show_progress: bool, recorder: ActivationRecorder | None = None) -> FitResult:
     """Run the scheme's phases one after the other, each from the previous phase's best weights."""
     history: list[dict] = []
+    restored_seconds = 0.0
     for phase in scheme.phases(config.transfer):
         trainable = set_trainable(model, phase.trainable)
         log(f"phase '{phase.name}': {sum(p.numel() for p in model.parameters() if p.requires_grad)} trainable parameters ({len(trainable)} tensors)")
@@ -102,8 +103,9 @@ def train_phases(model: SequenceLabeller, scheme: Scheme, config: RunConfig, tra
             recorder.finish_phase(model, len(result.history))
         model.load_state_dict(result.best_state)
         history += [{"phase": phase.name, **record} for record in result.history]
+        restored_seconds += result.restored_seconds
     set_trainable(model, ("",))
-    return FitResult(result.best_state, result.best_epoch, result.best_score, history)
+    return FitResult(result.best_state, result.best_epoch, result.best_score, history, restored_seconds)
 
 
 def evaluation_set(data: TaskData, split: str, vocabularies: Vocabularies) -> EvaluationSet:
@@ -147,7 +149,9 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
         recorder.record_final(model, result.best_epoch)
     metrics = {"dataset": data.dataset, "task": data.task, "metric": data.metric, "scheme": scheme.name, "best_epoch": result.best_epoch}
     metrics.update(score_splits(model, data, vocabularies, config, directory))
-    metrics.update(parameters=count_parameters(model), history=result.history, seconds=round(time.perf_counter() - started, 1))
+    # Epochs restored from a checkpoint ran in an earlier process: count their time too.
+    seconds = time.perf_counter() - started + result.restored_seconds
+    metrics.update(parameters=count_parameters(model), history=result.history, seconds=round(seconds, 1))
     rundir.save_weights(directory, result.best_state)
     rundir.save_metrics(directory, metrics)
     shutil.rmtree(directory / "checkpoint", ignore_errors=True)
