@@ -33,7 +33,7 @@ def run(arguments: argparse.Namespace) -> str:
 
     experiment = load_experiment(arguments.file)
     spec = report_spec(experiment, trials=arguments.trials)
-    records = ResultsStore(arguments.results).records(experiment.name)
+    records = [record for record in ResultsStore(arguments.results).records(experiment.name) if not record.get("source")]
     text = render_markdown(spec, records)
     if arguments.dev:
         text += "\n" + dev_section(spec, records)

@@ -207,7 +207,9 @@ def run_experiment(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], 
         if is_finished(task):
             store.save_record(finish_record(task, Path(task.directory)))
     # One pool of work: a target run starts as soon as its own source is finished.
-    backend.run(todo[0] + todo[1], log, on_record=lambda record: None if record.get("source") else store.save_record(record))
+    backend.run(todo[0] + todo[1], log, on_record=store.save_record)
+    for task in source_stage:  # source records too, so that analyses can find the source runs
+        store.save_record(finish_record(task, Path(task.directory)))
     for task, members in ensembles:
         record = execute_ensemble(task, members)
         store.save_record(record)

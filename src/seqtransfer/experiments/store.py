@@ -41,7 +41,7 @@ class ResultsStore:
         return self.root / "sources" / source_id
 
     def record_path(self, record: dict) -> Path:
-        cell = content_id({key: record[key] for key in ("method", "target", "seed")})
+        cell = content_id({key: record.get(key) for key in ("method", "target", "seed", "source")})
         return self.root / "records" / record["experiment"] / f"{cell}.json"
 
     def has_record(self, record: dict) -> bool:
@@ -53,4 +53,4 @@ class ResultsStore:
     def records(self, experiment: str) -> list[dict]:
         """Every finished record of one experiment, in a stable order."""
         paths = sorted((self.root / "records" / experiment).glob("*.json"))
-        return sorted((read_json(path) for path in paths), key=lambda record: (str(record["method"]), str(record["target"]), record["seed"]))
+        return sorted((read_json(path) for path in paths), key=lambda record: (str(record["method"]), str(record["target"]), record["seed"], str(record.get("source"))))
