@@ -132,7 +132,7 @@ def fit(
             state.best_score, state.best_epoch, state.best_state = dev_score, epoch, checkpoint.copy_state(model)
         state.epoch = epoch
         epoch_seconds = time.perf_counter() - started  # training + dev scoring
-        record = {"epoch": epoch, "loss": round(loss, 4), "dev": round(dev_score, 2), "train_seconds": round(train_seconds, 2), "epoch_seconds": round(epoch_seconds, 2)}
+        record = {"epoch": epoch, "loss": round(loss, 4), "dev": round(dev_score, 2), "train_seconds": round(train_seconds, 2), "epoch_seconds": round(epoch_seconds, 4)}
         state.history.append(record)
         log(f"epoch {epoch:3d}  loss {loss:8.3f}  dev {dev_score:6.2f}{' *' if improved else '  '}  {train_seconds:5.1f}s")
         if checkpoint_dir:
