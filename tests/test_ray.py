@@ -60,6 +60,7 @@ def test_two_run_grid_through_a_local_ray_head(tmp_path, ray_head):
         assert ray.is_initialized() and ray.get_runtime_context().gcs_address == ray_head
     finally:
         ray.shutdown()
-    assert sorted((record["method"], record["seed"]) for record in records) == [("finetune", 1), ("finetune", 2), ("scratch", 1), ("scratch", 2)]
+    assert sorted((record["method"], record["seed"]) for record in records if not record.get("source")) == [("finetune", 1), ("finetune", 2), ("scratch", 1), ("scratch", 2)]
+    assert [record["source"] for record in records if record.get("source")] == ["ner"]
     assert len(list((results / "sources").iterdir())) == 1
     assert all((Path(record["run_directory"]) / "model.safetensors").is_file() for record in records)
