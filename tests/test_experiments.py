@@ -66,6 +66,11 @@ def test_tiny_grid_runs_resumes_and_ensembles(tmp_path, capsys):
     ensemble = next(record for record in records if record["method"] == "ensemble")
     finetune = next(record for record in records if record["method"] == "finetune" and record["seed"] == 1)
     assert ensemble["parameters"] > finetune["parameters"]
+    scratch = next(record for record in records if record["method"] == "scratch" and record["seed"] == 1)
+    # Same network, but the transferred model's word table also holds the source's words.
+    assert finetune["parameters"] > scratch["parameters"]
+    assert finetune["network_parameters"] == scratch["network_parameters"]
+    assert ensemble["network_parameters"] == finetune["network_parameters"] + scratch["network_parameters"]
 
 
 def test_unknown_key_in_experiment_file(tmp_path):

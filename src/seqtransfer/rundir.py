@@ -12,12 +12,14 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import yaml
+from safetensors import safe_open
 from safetensors.torch import load_file
 
 from seqtransfer.config import RunConfig, config_from_dict, dump_config
@@ -34,6 +36,7 @@ WEIGHTS = "model.safetensors"
 METRICS = "metrics.json"
 REQUIRED = (CONFIG, VOCABULARY, WEIGHTS, METRICS)
 _SPACES = re.compile(r"[ \t]")
+EMBEDDING_TABLES = ("word_representation.word_embedding.weight", "word_representation.character_encoder.embedding.weight")
 
 
 @dataclass
@@ -60,6 +63,17 @@ def save_weights(directory: Path, state: dict[str, torch.Tensor]) -> None:
 
 def save_metrics(directory: Path, metrics: dict) -> None:
     write_json(directory / METRICS, metrics)
+
+
+def parameters_without_embeddings(directory: Path) -> int:
+    """Parameters of a saved model minus its word and character embedding tables (file header only).
+
+    Model sizes are compared this way: a transferred model's tables hold the source's and the
+    target's words and characters, which says nothing about the size of the network.
+    """
+    with safe_open(str(directory / WEIGHTS), framework="pt") as weights:
+        shapes = [weights.get_slice(name).get_shape() for name in weights.keys() if name not in EMBEDDING_TABLES]
+    return sum(math.prod(shape) for shape in shapes)
 
 
 def write_predictions(path: Path, tokens: list[list[str]], gold: list[list[str]] | None, predicted: list[list[str]]) -> None:

@@ -95,7 +95,7 @@ def aggregate(records: Iterable[dict], split: str = "test") -> dict[tuple[str, s
             seeds=[record["seed"] for record in cell],
             scores=scores,
             seconds_mean=statistics.fmean(float(record["seconds"]) for record in cell),
-            parameters=int(cell[0]["parameters"]),
+            parameters=int(cell[0].get("network_parameters", cell[0]["parameters"])),
         )
     return summaries
 
@@ -279,7 +279,8 @@ def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
     lines = [f"# {spec.title}", "", f"{source}Experiment `{spec.experiment}`, {len(records)} finished runs."]
     lines += ["", f"## Our results ({spec.split})", ""]
     lines += [f"Mean ± sample std (number of seeds). #params, aNRG and mNRG are relative to {spec.reference_method}; "
-              f"{MISSING} marks a cell with no finished run, † a gain over fewer targets than the table has.", ""]
+              f"{MISSING} marks a cell with no finished run, † a gain over fewer targets than the table has. "
+              "#params leaves out the word and character embedding tables (a transferred model's tables also hold the source's words).", ""]
     lines += _ours_table(spec, records, summaries)
     if spec.paper_results:
         lines += ["", "## Paper (Δ = ours − paper)", "", *_paper_table(spec, summaries)]

@@ -161,7 +161,9 @@ def finish_record(task: RunTask, directory: Path) -> dict:
     """The grid cell's record, from the finished run's metrics."""
     metrics = read_json(directory / rundir.METRICS)
     main = "f1" if metrics["metric"] == "span_f1" else "accuracy"
-    return {**task.record, "dataset": metrics["dataset"], "task": metrics["task"], "metric": metrics["metric"], "run_directory": str(directory),
+    members = [Path(member) for member in metrics.get("members", [])] or [directory]
+    network = sum(rundir.parameters_without_embeddings(member) for member in members)
+    return {**task.record, "network_parameters": network, "dataset": metrics["dataset"], "task": metrics["task"], "metric": metrics["metric"], "run_directory": str(directory),
             "dev": metrics["dev"][main], "test": metrics.get("test", {}).get(main), "parameters": metrics["parameters"], "seconds": metrics["seconds"]}
 
 
