@@ -1,6 +1,6 @@
 """Where the time of one training step goes, component by component (not part of the tests).
 
-    SEQTRANSFER_DATA=../shared/datasets python benchmarks/profile_step.py --dataset wnut17
+    SEQTRANSFER_DATA=../shared/datasets python benchmarks/profile_step.py --dataset wnut17 [--operators 15] [--nan-fill]
 
 Builds the reference model (GloVe 50d, char BiLSTM 50/100, word BiLSTM 200, CRF) on the
 dataset's training batches and, over every batch of one epoch, times each component in
@@ -75,10 +75,13 @@ def main() -> None:
     parser.add_argument("--dataset", default="wnut17")
     parser.add_argument("--classifier", default="crf", choices=["crf", "softmax"])
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--nan-fill", action="store_true", help="re-enable deterministic mode's NaN fill of new tensors (the state before it was switched off)")
+    parser.add_argument("--operators", type=int, default=0, metavar="N", help="also print torch.profiler's N most expensive operators over 100 full steps")
     arguments = parser.parse_args()
     config = RunConfig()
     config.data.dataset, config.model.classifier, config.train.threads = arguments.dataset, arguments.classifier, arguments.threads
     seed_everything(1, arguments.threads)
+    torch.utils.deterministic.fill_uninitialized_memory = arguments.nan_fill
     data = load_task_data(config.data, splits=("train", "dev"))
     vocabularies, matrix = prepare_vocabularies(config, data, log=lambda message: None)
     model = Tagger(config.model, len(vocabularies.words), len(vocabularies.characters), len(vocabularies.labels))
@@ -100,6 +103,19 @@ def main() -> None:
     for name, seconds in totals.items():
         print(f"{name:32} {1000 * seconds / count:9.2f} {100 * seconds / step:13.1f}%")
     print(f"{'training step (data+fwd+bwd+opt)':32} {1000 * step / count:9.2f} -> {step:.2f} s per epoch")
+    if arguments.operators:
+        print_operators(model, optimizer, encoded, groups[:100], config.train.gradient_clip, arguments.operators)
+
+
+def print_operators(model: Tagger, optimizer, encoded, groups, clip: float, rows: int) -> None:
+    """torch.profiler's table of the operators that take the most time over full training steps."""
+    from torch.profiler import ProfilerActivity, profile
+
+    totals: dict[str, float] = defaultdict(float)
+    with profile(activities=[ProfilerActivity.CPU]) as profiler:
+        for indices in groups:
+            full_step(model, optimizer, make_batch(encoded, indices), clip, totals)
+    print(profiler.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows))
 
 
 if __name__ == "__main__":
