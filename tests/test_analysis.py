@@ -13,7 +13,7 @@ import yaml
 
 from conftest import FIXTURES
 from seqtransfer.analysis import figures
-from seqtransfer.analysis.curves import CurvePoint, curve_point
+from seqtransfer.analysis.curves import CurvePoint, curve_point, curve_points
 from seqtransfer.analysis.html import ReportContent, render_report
 from seqtransfer.analysis.mistakes import WordLookup, mistake_type
 from seqtransfer.analysis.negative_transfer import compare_predictions, compare_runs
@@ -129,6 +129,15 @@ def test_curve_point_reads_metrics_and_config(tmp_path):
     assert curve_point(run_directory) == CurvePoint("pretrand", 100, 50.0, str(run_directory))
     (run_directory / "log.txt").write_text("training pretrand on tpos/pos: 80 sentences, 1000 tokens; 5 parameters\n")
     assert curve_point(run_directory).size == 80
+
+
+def test_curve_reads_an_experiment_records_folder(tmp_path):
+    run_directory = fake_run(tmp_path / "run", FIXTURES / "analysis_reference.conll", "pretrand")
+    records = tmp_path / "records" / "figure13"
+    records.mkdir(parents=True)
+    (records / "cell.json").write_text(json.dumps({"method": "PretRand", "run_directory": str(run_directory)}))
+    (records / "source-pos.json").write_text(json.dumps({"method": None, "source": "pos", "run_directory": str(tmp_path / "nowhere")}))
+    assert curve_points([records]) == [curve_point(run_directory)]
 
 
 def sample_points() -> list[CurvePoint]:

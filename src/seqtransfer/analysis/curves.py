@@ -58,8 +58,25 @@ def curve_point(run_directory: str | Path, split: str = "dev") -> CurvePoint:
     return CurvePoint(str(metrics.get("scheme", "?")), training_size(run_directory), float(metrics[split][score_name]), str(run_directory))
 
 
-def curve_points(run_directories: list[str | Path], split: str = "dev") -> list[CurvePoint]:
-    return [curve_point(directory, split) for directory in run_directories]
+def expand_runs(paths: list[str | Path]) -> list[Path]:
+    """Run directories, with an experiment's records folder (``RESULTS/records/NAME``) replaced
+    by the run directories of its method records (its source runs are left out)."""
+    runs = []
+    for path in map(Path, paths):
+        records = sorted(path.glob("*.json")) if path.is_dir() and not (path / "metrics.json").exists() else []
+        if not records:
+            runs.append(path)
+            continue
+        for record_path in records:
+            record = read_json(record_path)
+            if record.get("method") and "run_directory" in record:
+                runs.append(Path(record["run_directory"]))
+    return runs
+
+
+def curve_points(paths: list[str | Path], split: str = "dev") -> list[CurvePoint]:
+    """One point per finished run (records folders expanded, see :func:`expand_runs`)."""
+    return [curve_point(directory, split) for directory in expand_runs(paths)]
 
 
 def mean_curves(points: list[CurvePoint]) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:

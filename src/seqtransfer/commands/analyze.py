@@ -33,7 +33,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     add_neuron_options(neurons)
     neurons.add_argument("--output", help="folder for neurons.json, correlation.safetensors and the figures")
     curve = analyses.add_parser("curve", help="score vs target training-set size per method (Figure 13)")
-    curve.add_argument("runs", nargs="+", metavar="RUN", help="finished runs (one point each; seeds are averaged)")
+    curve.add_argument("runs", nargs="+", metavar="RUN", help="finished runs (one point each; seeds are averaged), or an experiment's records folder RESULTS/records/NAME")
     curve.add_argument("--split", default="dev", help="split whose score is plotted (default dev)")
     curve.add_argument("--output", required=True, help="folder for curve.json and curve.png/svg")
     report = analyses.add_parser("report", help="one self-contained HTML report of the analyses")
