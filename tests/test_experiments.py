@@ -90,4 +90,5 @@ def test_report_command_renders_markdown_and_csv(tmp_path):
     for method in ("scratch", "finetune", "pretrand", "ensemble"):
         assert method in text
     assert "dev split" in text
+    assert "| ner | " in text.split("## Source runs")[1].split("## ")[0]
     assert output.with_suffix(".csv").read_text(encoding="utf-8").startswith("method,target")

@@ -26,15 +26,19 @@ def dev_section(spec, records) -> str:
 
 
 def run(arguments: argparse.Namespace) -> str:
-    from seqtransfer.experiments.report import render_csv, render_markdown, report_spec
+    from seqtransfer.experiments.report import render_csv, render_markdown, render_sources, report_spec
     from seqtransfer.experiments.spec import load_experiment
     from seqtransfer.experiments.store import ResultsStore
     from seqtransfer.files import write_text
 
     experiment = load_experiment(arguments.file)
     spec = report_spec(experiment, trials=arguments.trials)
-    records = [record for record in ResultsStore(arguments.results).records(experiment.name) if not record.get("source")]
+    stored = ResultsStore(arguments.results).records(experiment.name)
+    records = [record for record in stored if not record.get("source")]
     text = render_markdown(spec, records)
+    sources = [record for record in stored if record.get("source")]
+    if sources:
+        text += "\n" + render_sources(sources)
     if arguments.dev:
         text += "\n" + dev_section(spec, records)
     if arguments.output:

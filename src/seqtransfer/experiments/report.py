@@ -289,6 +289,15 @@ def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_sources(records: Sequence[dict]) -> str:
+    """The source runs the experiment's transfer methods start from: data, scores, training time."""
+    rows = [[record["source"], f"{record['dataset']}/{record['task']}", f"{float(record['dev']):.2f}",
+             MISSING if record.get("test") is None else f"{float(record['test']):.2f}", _duration(float(record["seconds"]))]
+            for record in sorted(records, key=lambda record: record["source"])]
+    intro = "Trained once (seed 1) and shared by every method and seed that transfers from them."
+    return "\n".join(["## Source runs", "", intro, "", *_table(["Source", "Data", "dev", "test", "time"], rows)]) + "\n"
+
+
 def render_csv(spec: ReportSpec, records: Sequence[dict]) -> str:
     """One row per (method, target) of the spec: mean, std, n, paper, delta (empty when missing)."""
     summaries = aggregate(record for record in records if record["experiment"] == spec.experiment)
