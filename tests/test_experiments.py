@@ -92,3 +92,16 @@ def test_report_command_renders_markdown_and_csv(tmp_path):
     assert "dev split" in text
     assert "| ner | " in text.split("## Source runs")[1].split("## ")[0]
     assert output.with_suffix(".csv").read_text(encoding="utf-8").startswith("method,target")
+
+
+def test_same_settings_under_another_target_name_reuse_the_run(tmp_path, capsys):
+    experiment = tiny_experiment(tmp_path)
+    results = tmp_path / "results"
+    run(["experiment", "run", str(experiment), "--only", "scratch", "--results", str(results)])
+    renamed = tmp_path / "renamed.yaml"
+    renamed.write_text(experiment.read_text(encoding="utf-8").replace("name: tiny", "name: renamed").replace("  pos: {", "  POS again: {"), encoding="utf-8")
+    capsys.readouterr()
+    records = run(["experiment", "run", str(renamed), "--only", "scratch", "--results", str(results)])
+    assert "(0, 0, 0 to train)" in capsys.readouterr().out
+    assert [record["target"] for record in records] == ["POS again"]
+    assert len(list((results / "runs").iterdir())) == 1

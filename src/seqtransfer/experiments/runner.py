@@ -108,7 +108,7 @@ def method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None,
     config = base_config(spec, data_dir, target.dataset, target.task, [*target.overrides, f"transfer.scheme={method.scheme}", f"train.seed={seed}", *method.overrides])
     source = sources.get(target.source) if target.source and get_scheme(method.scheme).uses_source else None
     config.transfer.source = source.directory if source else None
-    run_id = content_id(identity_of(config, source.run_id if source else None), prefix=f"{slug(target_name)}-{method.scheme}-")
+    run_id = store.run_id(f"{slug(target_name)}-{method.scheme}-", content_id(identity_of(config, source.run_id if source else None)))
     record = {"experiment": spec.name, "method": method_name, "target": target_name, "seed": seed}
     return RunTask(run_id, str(store.run_directory(run_id)), config_to_dict(config), record)
 
@@ -176,7 +176,7 @@ def ensemble_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | No
         for target_name in spec.targets:
             for seed in seeds:
                 members = [method_task(spec, store, data_dir, member, target_name, seed + offset, sources) for member, offset in map(split_member, method.ensemble)]
-                run_id = content_id({"ensemble": [member.run_id for member in members]}, prefix=f"{slug(target_name)}-ensemble-")
+                run_id = store.run_id(f"{slug(target_name)}-ensemble-", content_id({"ensemble": [member.run_id for member in members]}))
                 record = {"experiment": spec.name, "method": name, "target": target_name, "seed": seed}
                 result.append((RunTask(run_id, str(store.run_directory(run_id)), members[0].config, record), members))
     return result

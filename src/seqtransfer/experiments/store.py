@@ -4,7 +4,8 @@
     ROOT/sources/<source id>/                source runs, shared by every experiment that needs them
     ROOT/records/<experiment>/<cell id>.json what the reports read: one record per grid cell
 
-A run id is a hash of the run's fully filled configuration, so the same run is never trained
+A run id is a readable prefix (target, scheme) plus a hash of the run's settings; a run is found by
+its hash whatever the prefix, so the same run is never trained
 twice (Table 2's scratch runs are Table 4's) and a grid interrupted at any point (even by
 kill -9) resumes where it stopped: a run is finished once its metrics.json exists.
 
@@ -36,6 +37,12 @@ class ResultsStore:
 
     def run_directory(self, run_id: str) -> Path:
         return self.root / "runs" / run_id
+
+    def run_id(self, readable_prefix: str, digest: str) -> str:
+        """``<prefix><digest>``, or the name of a run already stored with that digest under another
+        prefix (the same settings reached through a differently named target are the same run)."""
+        existing = sorted(path.name for path in (self.root / "runs").glob(f"*-{digest}"))
+        return existing[0] if existing else f"{readable_prefix}{digest}"
 
     def source_directory(self, source_id: str) -> Path:
         return self.root / "sources" / source_id
