@@ -67,7 +67,7 @@ def full_step(model: Tagger, optimizer, batch, clip: float, totals: dict) -> Non
     loss.backward()
     totals["step forward+backward"] += time.perf_counter() - started
     parameters = [p for group in optimizer.param_groups for p in group["params"]]
-    timed(totals, "optimizer (clip + SGD step)", lambda: (nn.utils.clip_grad_norm_(parameters, clip), optimizer.step()))
+    timed(totals, "optimizer (clip + SGD step)", lambda: (nn.utils.clip_grad_norm_(parameters, clip, foreach=True), optimizer.step()))
 
 
 def main() -> None:

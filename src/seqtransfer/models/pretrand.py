@@ -20,6 +20,7 @@ from torch import nn
 from seqtransfer.config import ModelConfig
 from seqtransfer.data.batching import Batch
 from seqtransfer.models.bilstm import BiLSTM
+from seqtransfer.models.dropout import Dropout
 from seqtransfer.models.outputs import OUTPUTS
 from seqtransfer.models.representation import WordRepresentation
 from seqtransfer.models.tagger import SequenceLabeller, check_classifier
@@ -67,7 +68,7 @@ class PretRand(SequenceLabeller):
         self.random_classifier = nn.Linear(config.random_hidden, label_count)  # Psi_r
         self.weighting = BranchWeighting(label_count, learnable=config.branch_weighting)
         self.normalize = config.normalize_branches
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self.output = OUTPUTS[config.classifier](label_count)
 
     def features(self, batch: Batch) -> torch.Tensor:

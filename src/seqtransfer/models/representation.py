@@ -12,6 +12,7 @@ from torch import nn
 
 from seqtransfer.data.batching import Batch
 from seqtransfer.models.bilstm import BiLSTM
+from seqtransfer.models.dropout import Dropout
 
 # Forms longer than this (URLs, hashtags) are encoded in a separate call so that one long
 # token does not make every form in the batch pay for its padding.
@@ -53,7 +54,7 @@ class WordRepresentation(nn.Module):
         super().__init__()
         self.word_embedding = nn.Embedding(word_count, word_dimension, padding_idx=0)
         self.character_encoder = CharacterEncoder(character_count, char_dimension, char_hidden)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.output_size = word_dimension + char_hidden
 
     def forward(self, batch: Batch) -> torch.Tensor:

@@ -18,6 +18,7 @@ from seqtransfer.config import ModelConfig
 from seqtransfer.data.batching import Batch
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.bilstm import BiLSTM
+from seqtransfer.models.dropout import Dropout
 from seqtransfer.models.outputs import OUTPUTS
 from seqtransfer.models.representation import WordRepresentation
 
@@ -65,7 +66,7 @@ class Tagger(SequenceLabeller):
             word_count, config.word_dimension, character_count, config.char_dimension, config.char_hidden, config.dropout
         )
         self.feature_extractor = BiLSTM(self.word_representation.output_size, config.hidden)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self.classifier = nn.Linear(config.hidden, label_count)
         self.output = OUTPUTS[config.classifier](label_count)
 

@@ -70,7 +70,9 @@ def make_optimizer(parameter_groups: Sequence[dict], config: TrainConfig) -> tor
     for group in groups:
         group.setdefault("lr", config.learning_rate)
         group["base_lr"] = group["lr"]
-    return torch.optim.SGD(groups, lr=config.learning_rate, momentum=config.momentum, weight_decay=config.weight_decay)
+    # fused: one kernel over all parameters instead of a Python loop per tensor (0.5 ms of a
+    # CoNLL-2003 step, whose 23k-word embedding table is updated densely because of momentum).
+    return torch.optim.SGD(groups, lr=config.learning_rate, momentum=config.momentum, weight_decay=config.weight_decay, fused=True)
 
 
 def _set_learning_rate(optimizer: torch.optim.Optimizer, epoch: int, decay: float) -> None:
@@ -91,7 +93,7 @@ def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, data: Encode
         loss = model.loss(batch)
         loss.backward()
         if config.gradient_clip > 0:
-            nn.utils.clip_grad_norm_(parameters, config.gradient_clip)
+            nn.utils.clip_grad_norm_(parameters, config.gradient_clip, foreach=True)
         optimizer.step()
         total_loss += loss.item()
     return total_loss / max(len(data.lengths), 1)
