@@ -12,6 +12,7 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -164,6 +165,38 @@ def apply_overrides(config: RunConfig, overrides: list[str]) -> RunConfig:
         section, _, name = key.partition(".")
         _check_key(config, section, "", None)
         _assign(getattr(config, section), {name: yaml.safe_load(raw_value)}, f"{section}.", None)
+    return config
+
+
+# (key, test, what the value must be): settings whose type is right but whose value cannot train.
+_VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
+    ("model.word_dimension", lambda value: value > 0, "a positive integer"),
+    ("model.char_dimension", lambda value: value > 0, "a positive integer"),
+    ("model.char_hidden", lambda value: value > 0 and value % 2 == 0, "a positive even integer (it counts both directions)"),
+    ("model.hidden", lambda value: value > 0 and value % 2 == 0, "a positive even integer (it counts both directions)"),
+    ("model.random_hidden", lambda value: value > 0 and value % 2 == 0, "a positive even integer (it counts both directions)"),
+    ("model.dropout", lambda value: 0.0 <= value < 1.0, "in [0, 1)"),
+    ("train.learning_rate", lambda value: value > 0, "positive"),
+    ("train.momentum", lambda value: 0.0 <= value < 1.0, "in [0, 1)"),
+    ("train.learning_rate_decay", lambda value: value >= 0, "zero or positive"),
+    ("train.weight_decay", lambda value: value >= 0, "zero or positive"),
+    ("train.gradient_clip", lambda value: value >= 0, "zero (no clipping) or positive"),
+    ("train.batch_size", lambda value: value >= 1, "at least 1"),
+    ("train.evaluation_batch_size", lambda value: value >= 1, "at least 1"),
+    ("train.max_epochs", lambda value: value >= 0, "zero or more"),
+    ("train.patience", lambda value: value >= 1, "at least 1"),
+    ("train.threads", lambda value: value >= 1, "at least 1"),
+    ("data.max_train_sentences", lambda value: value is None or value >= 1, "at least 1 (or null for all)"),
+]
+
+
+def check_values(config: RunConfig) -> RunConfig:
+    """Reject settings no run can train with (a negative learning rate, an odd BiLSTM size...)."""
+    for key, test, requirement in _VALUE_RULES:
+        section, name = key.split(".")
+        value = getattr(getattr(config, section), name)
+        if not test(value):
+            raise SeqTransferError(f"config key '{key}' must be {requirement}, got {value!r}", hint=f"set {key}=... to a valid value")
     return config
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seqtransfer import rundir
-from seqtransfer.config import RunConfig, apply_overrides, config_from_dict, config_to_dict
+from seqtransfer.config import RunConfig, apply_overrides, check_values, config_from_dict, config_to_dict
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.experiments.ensemble import build_ensemble
 from seqtransfer.experiments.spec import ExperimentSpec
@@ -72,7 +72,7 @@ def identity_of(config: RunConfig, source_id: str | None) -> dict:
 def base_config(spec: ExperimentSpec, data_dir: str | None, dataset: str, task: str | None, overrides: list[str]) -> RunConfig:
     config = RunConfig()
     config.data.dataset, config.data.task, config.data.data_dir = dataset, task, data_dir
-    return apply_overrides(config, [*spec.overrides, *overrides])
+    return check_values(apply_overrides(config, [*spec.overrides, *overrides]))
 
 
 def source_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None) -> dict[str, RunTask]:

@@ -13,7 +13,7 @@ import torch
 
 from seqtransfer import rundir
 from seqtransfer.analysis.activations import ActivationRecorder, activation_recorder
-from seqtransfer.config import RunConfig
+from seqtransfer.config import RunConfig, check_values
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies, build_vocabularies, word_key
@@ -135,6 +135,7 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     if (directory / rundir.METRICS).exists():
         raise SeqTransferError("run directory already holds a finished run", path=directory, hint="choose another --output")
     started = time.perf_counter()
+    check_values(config)
     seed_everything(config.train.seed, config.train.threads)
     scheme = get_scheme(config.transfer.scheme)
     source = load_source(config, scheme)
