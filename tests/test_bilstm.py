@@ -44,3 +44,30 @@ def test_final_states_are_last_forward_and_first_backward_outputs():
     for row, length in enumerate(lengths.tolist()):
         assert torch.allclose(finals[row, :2], outputs[row, length - 1, :2], atol=1e-6)
         assert torch.allclose(finals[row, 2:], outputs[row, 0, 2:], atol=1e-6)
+
+
+def test_bucket_size_rounds_up_by_at_most_an_eighth():
+    from seqtransfer.models.representation import bucket_size
+
+    assert [bucket_size(size) for size in (1, 12, 15, 16, 17, 210, 257)] == [1, 12, 15, 16, 18, 224, 288]
+    assert all(size <= bucket_size(size) <= size * 1.125 for size in range(1, 5000))
+    assert len({bucket_size(size) for size in range(100, 400)}) <= 24
+
+
+def test_character_encoder_groups_and_padding_do_not_change_any_form():
+    from seqtransfer.models.representation import CharacterEncoder
+
+    torch.manual_seed(2)
+    encoder = CharacterEncoder(character_count=9, dimension=4, hidden=6)
+    lengths = torch.tensor([3, 1, 17, 7, 2, 4, 5, 6, 2, 3, 1, 4, 2, 3, 5, 13, 9, 12])  # every group, unsorted
+    characters = torch.randint(1, 9, (lengths.numel(), int(lengths.max())))
+    characters[torch.arange(characters.size(1)).unsqueeze(0) >= lengths.unsqueeze(1)] = 0
+    for rows in (torch.arange(lengths.numel()), torch.argsort(lengths, stable=True), torch.tensor([0, 1, 4])):
+        encoded = encoder(characters[rows], lengths[rows])
+        assert encoded.shape == (rows.numel(), 6)
+        for position, row in enumerate(rows.tolist()):  # each form alone: no padding, no grouping
+            length = int(lengths[row])
+            alone = encoder.lstm.final_states(encoder.embedding(characters[row : row + 1, :length]), lengths[row : row + 1])
+            assert torch.allclose(encoded[position], alone[0], atol=1e-6)
+    encoder(characters, lengths).sum().backward()
+    assert encoder.embedding.weight.grad[0].abs().sum() == 0  # the padding character stays zero

@@ -64,3 +64,38 @@ def test_probabilities_of_all_paths_sum_to_one():
         for path in itertools.product(range(2), repeat=3)
     )
     assert torch.allclose(total, torch.tensor(1.0), atol=1e-5)
+
+
+def autograd_log_partition(crf: CRF, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The forward algorithm in log space, differentiated by autograd (the reference gradient)."""
+    alpha = crf.start + emissions[:, 0]
+    for step in range(1, emissions.size(1)):
+        candidate = torch.logsumexp(alpha.unsqueeze(2) + crf.transitions, dim=1) + emissions[:, step]
+        alpha = torch.where(mask[:, step].unsqueeze(1), candidate, alpha)
+    return torch.logsumexp(alpha + crf.end, dim=1)
+
+
+def test_forward_backward_gradient_equals_autograd_with_padding_and_one_token_sentences():
+    crf = make_crf(5, seed=7)
+    lengths = torch.tensor([6, 1, 3, 6, 2])
+    emissions = (3 * torch.randn(5, 6, 5)).requires_grad_()
+    mask = torch.arange(6).unsqueeze(0) < lengths.unsqueeze(1)
+    weights = torch.randn(5)  # a different upstream gradient per sentence
+    parameters = [emissions, crf.transitions, crf.start, crf.end]
+    expected = torch.autograd.grad((autograd_log_partition(crf, emissions, mask) * weights).sum(), parameters)
+    actual = torch.autograd.grad((crf.log_partition(emissions, mask) * weights).sum(), parameters)
+    for mine, reference in zip(actual, expected):
+        assert torch.allclose(mine, reference, atol=1e-5)
+    assert actual[0][~mask].abs().sum() == 0  # padding gets no gradient
+
+
+def test_log_partition_is_finite_for_extreme_scores():
+    crf = make_crf(4, seed=9)
+    with torch.no_grad():
+        crf.transitions.mul_(40.0)  # transitions spanning hundreds of nats
+    emissions = (60 * torch.randn(3, 30, 4)).requires_grad_()
+    mask = torch.ones(3, 30, dtype=torch.bool)
+    value = crf.log_partition(emissions, mask)
+    assert torch.allclose(value, autograd_log_partition(crf, emissions, mask), rtol=1e-5)
+    value.sum().backward()
+    assert torch.isfinite(emissions.grad).all()

@@ -36,7 +36,8 @@ class Batch:
     """Padded tensors for one batch of B sentences of at most T tokens.
 
     words (B, T), labels (B, T) or None, mask (B, T) bool, lengths (B,),
-    characters (U, C) for the U distinct forms, character_lengths (U,),
+    characters (U, C) for the U distinct forms in order of length (shortest first),
+    character_lengths (U,) non-decreasing,
     form_index (B, T): row of ``characters`` for each token, indices (B,) positions of the
     sentences in their EncodedSentences.
     """
@@ -87,10 +88,14 @@ def make_batch(data: EncodedSentences, indices: np.ndarray) -> Batch:
     form_matrix = _pad([data.form_ids[i] for i in indices], width)
     mask = np.arange(width) < lengths[:, None]
     distinct_forms, inverse = np.unique(form_matrix[mask], return_inverse=True)
+    character_lengths = np.fromiter((max(len(data.form_characters[form]), 1) for form in distinct_forms), np.int64, len(distinct_forms))
+    by_length = np.argsort(character_lengths, kind="stable")  # the character encoder groups forms by length
+    rank = np.empty_like(by_length)
+    rank[by_length] = np.arange(len(by_length))
     form_index = np.zeros_like(form_matrix)
-    form_index[mask] = inverse
-    form_characters = [data.form_characters[form] for form in distinct_forms]
-    character_lengths = np.fromiter((max(len(chars), 1) for chars in form_characters), np.int64, len(form_characters))
+    form_index[mask] = rank[inverse]
+    form_characters = [data.form_characters[form] for form in distinct_forms[by_length]]
+    character_lengths = character_lengths[by_length]
     labels = None
     if data.label_ids is not None:
         labels = torch.from_numpy(_pad([data.label_ids[i] for i in indices], width, fill=-1))
