@@ -59,7 +59,7 @@ def test_character_encoder_groups_and_padding_do_not_change_any_form():
 
     torch.manual_seed(2)
     encoder = CharacterEncoder(character_count=9, dimension=4, hidden=6)
-    lengths = torch.tensor([3, 1, 17, 7, 2, 4, 5, 6, 2, 3, 1, 4, 2, 3, 5, 13, 9, 12])  # every group, unsorted
+    lengths = torch.tensor([3, 1, 17, 7, 2, 4, 5, 6, 2, 31, 1, 4, 2, 3, 5, 13, 9, 12, 26])  # every group, unsorted
     characters = torch.randint(1, 9, (lengths.numel(), int(lengths.max())))
     characters[torch.arange(characters.size(1)).unsqueeze(0) >= lengths.unsqueeze(1)] = 0
     for rows in (torch.arange(lengths.numel()), torch.argsort(lengths, stable=True), torch.tensor([0, 1, 4])):

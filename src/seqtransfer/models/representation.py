@@ -16,10 +16,10 @@ from seqtransfer.data.batching import Batch
 from seqtransfer.models.bilstm import BiLSTM
 from seqtransfer.models.dropout import Dropout
 
-# Forms of 1-5, 6-12 and 13+ characters are encoded in separate LSTM calls, so that one long
-# token (a URL, a hashtag) does not make every form pay for its padding: half the forms of a
-# batch have at most 4 characters, but one form in twenty has more than 12.
-FORM_LENGTH_GROUPS = (5, 12)
+# Forms of 1-5, 6-12, 13-24 and 25+ characters are encoded in separate LSTM calls, so that one
+# long token (a URL, a hashtag) does not make every form pay for its padding: half the forms of a
+# tweet batch have at most 4 characters, one in twenty has more than 12, and URLs reach 195.
+FORM_LENGTH_GROUPS = (5, 12, 24)
 
 
 def bucket_size(size: int) -> int:
@@ -79,7 +79,8 @@ class WordRepresentation(nn.Module):
 
     def __init__(self, word_count: int, word_dimension: int, character_count: int, char_dimension: int, char_hidden: int, dropout: float) -> None:
         super().__init__()
-        self.word_embedding = nn.Embedding(word_count, word_dimension, padding_idx=0)
+        # sparse: the gradient lists the batch's rows only; the optimizer updates just those
+        self.word_embedding = nn.Embedding(word_count, word_dimension, padding_idx=0, sparse=True)
         self.character_encoder = CharacterEncoder(character_count, char_dimension, char_hidden)
         self.dropout = Dropout(dropout)
         self.output_size = word_dimension + char_hidden
