@@ -75,7 +75,7 @@ def export_for_flair(arguments: argparse.Namespace, dataset: str, folder: Path):
     flair's WordEmbeddings gets every row except padding, with seqtransfer's <unk> row last,
     where flair keeps its unknown word.
     """
-    config = benchmark_config(dataset, arguments.threads, arguments.max_train_sentences, arguments.data_dir)
+    config = benchmark_config(dataset, arguments.threads, arguments.max_train_sentences, arguments.data_dir, arguments.seed)
     data = load_benchmark_data(config, arguments.max_evaluation_sentences)
     vocabularies, matrix = prepare_vocabularies(config, data, log=lambda message: None)
     words = vocabularies.words.items
@@ -131,7 +131,7 @@ def compare_dataset(arguments: argparse.Namespace, dataset: str, flair_python: P
     folder.mkdir(parents=True, exist_ok=True)
     data = export_for_flair(arguments, dataset, folder)
     common = ["--epochs", str(arguments.epochs), "--threads", str(arguments.threads), "--batch-sizes", *map(str, arguments.batch_sizes)]
-    seqtransfer_command = [sys.executable, str(BENCHMARKS / "seqtransfer_runner.py"), "--dataset", dataset, *common]
+    seqtransfer_command = [sys.executable, str(BENCHMARKS / "seqtransfer_runner.py"), "--dataset", dataset, "--seed", str(arguments.seed), *common]
     if arguments.max_train_sentences:
         seqtransfer_command += ["--max-train-sentences", str(arguments.max_train_sentences)]
     if arguments.max_evaluation_sentences:
@@ -178,6 +178,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--datasets", nargs="+", default=["wnut17", "conll2003"])
     parser.add_argument("--epochs", type=int, default=3, help="training epochs per tool (the median of their times is reported)")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=1, help="seed of both tools (flair gets it through data.json)")
     parser.add_argument("--max-train-sentences", type=int, default=None, help="keep the first N training sentences (quick checks)")
     parser.add_argument("--max-evaluation-sentences", type=int, default=None, help="keep the first N dev and test sentences (quick checks)")
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=INFERENCE_BATCH_SIZES, help="inference batch sizes to try")
@@ -196,7 +197,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="compare-flair-") as temporary:
         work = Path(arguments.work_dir or temporary)
         rows = [row for dataset in arguments.datasets for row in compare_dataset(arguments, dataset, flair_python, work / dataset)]
-    print(f"\nseqtransfer vs flair {rows[1]['flair']}: torch {rows[0]['torch']}, {arguments.threads} threads, CRF, {arguments.epochs} epochs{subset}")
+    print(f"\nseqtransfer vs flair {rows[1]['flair']}: torch {rows[0]['torch']}, {arguments.threads} threads, CRF, {arguments.epochs} epochs, seed {arguments.seed}{subset}")
     print_table(rows)
     print_ratios(rows)
     if arguments.json:

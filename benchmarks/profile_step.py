@@ -24,13 +24,13 @@ from collections import defaultdict
 
 import numpy as np
 import torch
-from torch import nn
 
 from seqtransfer.config import RunConfig
 from seqtransfer.data.batching import encode_sentences, make_batch, training_batches
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.models.tagger import Tagger
 from seqtransfer.training.loop import make_optimizer
+from seqtransfer.training.optimizer import clip_gradient_norm
 from seqtransfer.training.train import prepare_vocabularies, seed_everything
 
 
@@ -67,7 +67,7 @@ def full_step(model: Tagger, optimizer, batch, clip: float, totals: dict) -> Non
     loss.backward()
     totals["step forward+backward"] += time.perf_counter() - started
     parameters = [p for group in optimizer.param_groups for p in group["params"]]
-    timed(totals, "optimizer (clip + SGD step)", lambda: (nn.utils.clip_grad_norm_(parameters, clip, foreach=True), optimizer.step()))
+    timed(totals, "optimizer (clip + SGD step)", lambda: (clip_gradient_norm(parameters, clip), optimizer.step()))
 
 
 def main() -> None:
@@ -91,10 +91,11 @@ def main() -> None:
     optimizer = make_optimizer([{"params": list(model.parameters())}], config.train)
     groups = [batch.indices for batch in training_batches(encoded, 16, np.random.default_rng(0))]
     totals: dict[str, float] = defaultdict(float)
-    for indices in groups:  # one epoch, the loop's own way, plus component timings
-        batch = timed(totals, "data (make_batch)", make_batch, encoded, indices)
-        full_step(model, optimizer, batch, config.train.gradient_clip, totals)
-        profile_batch(model, batch, totals)
+    with optimizer.track_rows(model):  # as train_epoch: embedding rows caught up when read
+        for indices in groups:  # one epoch, the loop's own way, plus component timings
+            batch = timed(totals, "data (make_batch)", make_batch, encoded, indices)
+            full_step(model, optimizer, batch, config.train.gradient_clip, totals)
+            profile_batch(model, batch, totals)
     model.zero_grad(set_to_none=True)
     count = len(groups)
     step = totals["data (make_batch)"] + totals["step forward+backward"] + totals["optimizer (clip + SGD step)"]
@@ -112,7 +113,7 @@ def print_operators(model: Tagger, optimizer, encoded, groups, clip: float, rows
     from torch.profiler import ProfilerActivity, profile
 
     totals: dict[str, float] = defaultdict(float)
-    with profile(activities=[ProfilerActivity.CPU]) as profiler:
+    with profile(activities=[ProfilerActivity.CPU]) as profiler, optimizer.track_rows(model):
         for indices in groups:
             full_step(model, optimizer, make_batch(encoded, indices), clip, totals)
     print(profiler.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows))

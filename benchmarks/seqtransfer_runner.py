@@ -110,7 +110,7 @@ def time_inference(model: Tagger, encoded, labels, batch_sizes: list[int]) -> di
 
 def run(arguments: argparse.Namespace) -> dict:
     """Train and time one dataset; write predictions; return the measurements."""
-    config = benchmark_config(arguments.dataset, arguments.threads, arguments.max_train_sentences, arguments.data_dir)
+    config = benchmark_config(arguments.dataset, arguments.threads, arguments.max_train_sentences, arguments.data_dir, arguments.seed)
     seed_everything(config.train.seed, config.train.threads)
     data = load_benchmark_data(config, arguments.max_evaluation_sentences)
     vocabularies, matrix = prepare_vocabularies(config, data, log=lambda message: None)
@@ -151,6 +151,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--max-train-sentences", type=int, default=None)
     parser.add_argument("--max-evaluation-sentences", type=int, default=None, help="keep the first N dev and test sentences")
     parser.add_argument("--data-dir", default=None)
