@@ -35,9 +35,10 @@ from seqtransfer.training.train import prepare_vocabularies, seed_everything
 INFERENCE_BATCH_SIZES = [32, 128, 512, 2048]
 
 
-def benchmark_config(dataset: str, threads: int, max_train_sentences: int | None, data_dir: str | None) -> RunConfig:
+def benchmark_config(dataset: str, threads: int, max_train_sentences: int | None, data_dir: str | None, seed: int = 1) -> RunConfig:
     """The reference configuration with a CRF output (the flair side copies these numbers)."""
     config = RunConfig()
+    config.train.seed = seed
     config.data.dataset, config.data.data_dir = dataset, data_dir
     config.data.max_train_sentences = max_train_sentences
     config.model.classifier, config.train.threads = "crf", threads

