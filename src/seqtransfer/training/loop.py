@@ -8,8 +8,8 @@ learning rate (``parameter_groups``) and, where needed, what happens at the star
 from __future__ import annotations
 
 import time
-from contextlib import nullcontext
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
