@@ -26,7 +26,8 @@ def bucket_size(size: int) -> int:
     """The smallest size >= ``size`` on a grid of 8 steps per power of two (at most 12.5% more).
 
     oneDNN builds and caches one LSTM primitive per input shape. Rounding the number of forms
-    and their width keeps the shapes to a few dozen instead of hundreds, and the cache small.
+    and their width cuts the distinct shapes of two training epochs to about a third (WNUT-17:
+    170 instead of 433; CoNLL-2003: 227 instead of 680), and the cache with them.
     """
     step = 1 << max(size.bit_length() - 4, 0)
     return -(-size // step) * step
