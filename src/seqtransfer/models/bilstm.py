@@ -46,12 +46,18 @@ class BiLSTM(nn.Module):
         backward_states, _ = self.backward_lstm(reverse_padded(inputs, index))  # (B, T, H/2), reversed time
         return torch.cat([forward_states, reverse_padded(backward_states, index)], dim=-1)
 
-    def final_states(self, inputs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """(B, T, input_size) -> (B, hidden_size): last forward state and last backward state."""
-        index = reversal_index(lengths, inputs.size(1))
+    def final_states(self, inputs: torch.Tensor, lengths: torch.Tensor, reversed_inputs: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, T, input_size) -> (B, hidden_size): last forward state and last backward state.
+
+        ``reversed_inputs`` are the inputs with each sequence's valid prefix reversed, when the
+        caller has them (the character encoder reverses character indices, which is cheaper
+        than reversing their embeddings here).
+        """
+        if reversed_inputs is None:
+            reversed_inputs = reverse_padded(inputs, reversal_index(lengths, inputs.size(1)))
         last = (lengths - 1).view(-1, 1, 1)  # position of each sequence's last valid step
         forward_states, _ = self.forward_lstm(inputs)
-        backward_states, _ = self.backward_lstm(reverse_padded(inputs, index))
+        backward_states, _ = self.backward_lstm(reversed_inputs)
         forward_last = forward_states.gather(1, last.expand(-1, 1, forward_states.size(-1))).squeeze(1)
         backward_last = backward_states.gather(1, last.expand(-1, 1, backward_states.size(-1))).squeeze(1)
         return torch.cat([forward_last, backward_last], dim=-1)

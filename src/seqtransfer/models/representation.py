@@ -13,7 +13,7 @@ from torch import nn
 from torch.nn import functional
 
 from seqtransfer.data.batching import Batch
-from seqtransfer.models.bilstm import BiLSTM
+from seqtransfer.models.bilstm import BiLSTM, reversal_index
 from seqtransfer.models.dropout import Dropout
 
 # Forms of 1-5, 6-12, 13-24 and 25+ characters are encoded in separate LSTM calls, so that one
@@ -46,8 +46,8 @@ class CharacterEncoder(nn.Module):
         self.lstm = BiLSTM(dimension, hidden)
         self.output_size = hidden
 
-    def encode(self, characters: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """(U, C) character indices, (U,) lengths -> (U, hidden).
+    def encode(self, characters: torch.Tensor, reversed_characters: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """(U, C) character indices, the same with each form's characters reversed, (U,) lengths -> (U, hidden).
 
         U and C are padded up to ``bucket_size`` (extra forms are one padding character long);
         the padding never reaches the real forms.
@@ -55,9 +55,10 @@ class CharacterEncoder(nn.Module):
         count, width = characters.shape
         extra_forms, extra_width = bucket_size(count) - count, bucket_size(width) - width
         if extra_forms or extra_width:
-            characters = functional.pad(characters, (0, extra_width, 0, extra_forms))
+            characters, reversed_characters = (functional.pad(side, (0, extra_width, 0, extra_forms)) for side in (characters, reversed_characters))
             lengths = functional.pad(lengths, (0, extra_forms), value=1)
-        return self.lstm.final_states(self.embedding(characters), lengths)[:count]
+        forward_inputs, backward_inputs = self.embedding(torch.cat([characters, reversed_characters])).chunk(2)  # (U, C, D) each
+        return self.lstm.final_states(forward_inputs, lengths, reversed_inputs=backward_inputs)[:count]
 
     def forward(self, characters: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """(U, C), (U,) -> (U, hidden), one LSTM call per group of ``FORM_LENGTH_GROUPS``.
@@ -68,10 +69,13 @@ class CharacterEncoder(nn.Module):
         if lengths.numel() > 1 and not bool((lengths[1:] >= lengths[:-1]).all()):
             order = torch.argsort(lengths, stable=True)
             return self(characters[order], lengths[order])[torch.argsort(order)]
+        reversed_characters = characters.gather(1, reversal_index(lengths, characters.size(1)))
         sizes = lengths.tolist()
         ends = sorted({end for end in (bisect.bisect_right(sizes, bound) for bound in FORM_LENGTH_GROUPS) if 0 < end < len(sizes)})
-        starts = [0, *ends]
-        pieces = [self.encode(characters[start:end, : sizes[end - 1]], lengths[start:end]) for start, end in zip(starts, [*ends, len(sizes)])]
+        pieces = [
+            self.encode(characters[start:end, : sizes[end - 1]], reversed_characters[start:end, : sizes[end - 1]], lengths[start:end])
+            for start, end in zip([0, *ends], [*ends, len(sizes)])
+        ]
         return torch.cat(pieces) if len(pieces) > 1 else pieces[0]
 
 
