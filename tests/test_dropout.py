@@ -1,4 +1,4 @@
-"""The rand-based dropout: identity in evaluation, keeps 1 - rate of the units, unbiased."""
+"""The 16-bit-draw dropout: identity in evaluation, keeps 1 - rate of the units, unbiased."""
 
 import pytest
 import torch
@@ -21,6 +21,14 @@ def test_keeps_about_one_minus_rate_and_preserves_the_mean():
     assert kept == pytest.approx(0.7, abs=0.01)
     assert torch.allclose(outputs[outputs != 0], torch.tensor(1 / 0.7))
     assert outputs.mean().item() == pytest.approx(1.0, abs=0.02)
+
+
+@pytest.mark.parametrize("rate", [0.5, 0.25])
+def test_each_of_the_four_draws_of_a_random_word_is_unbiased(rate):
+    torch.manual_seed(2)
+    outputs = Dropout(rate).train()(torch.ones(20000, 4))  # column k = lane k of each 64-bit word
+    kept = (outputs != 0).float().mean(0)
+    assert torch.allclose(kept, torch.full((4,), 1 - rate), atol=0.015)
 
 
 def test_gradient_flows_only_through_kept_units():
