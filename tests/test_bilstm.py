@@ -71,3 +71,27 @@ def test_character_encoder_groups_and_padding_do_not_change_any_form():
             assert torch.allclose(encoded[position], alone[0], atol=1e-6)
     encoder(characters, lengths).sum().backward()
     assert encoder.embedding.weight.grad[0].abs().sum() == 0  # the padding character stays zero
+
+
+def test_length_groups_are_contiguous_slices_of_least_cost():
+    import itertools
+
+    from seqtransfer.models.representation import CALL_COST, STEP_COST, bucket_size, length_groups
+
+    def cost(sizes, groups):
+        return sum(CALL_COST + STEP_COST * bucket_size(sizes[end - 1]) + bucket_size(end - start) * bucket_size(sizes[end - 1]) for start, end in groups)
+
+    for sizes in ([1] * 300 + [2] * 200 + [9] * 40 + [60], [3, 3, 4, 7, 7, 7, 12, 25, 25, 90, 195], [5], [1, 1, 2, 2, 40] * 1):
+        sizes = sorted(sizes)
+        groups = length_groups(sizes)
+        assert groups[0][0] == 0 and groups[-1][1] == len(sizes)
+        assert all(end == next_start for (_, end), (next_start, _) in zip(groups, groups[1:]))
+        assert all(sizes[end - 1] != sizes[end] for _, end in groups[:-1])  # cuts only where the length changes
+        changes = [index for index in range(1, len(sizes)) if sizes[index] != sizes[index - 1]]
+        every_split = (
+            [(start, end) for start, end in zip([0, *chosen], [*chosen, len(sizes)])]
+            for count in range(len(changes) + 1)
+            for chosen in itertools.combinations(changes, count)
+        )
+        assert cost(sizes, groups) == min(cost(sizes, split) for split in every_split)
+    assert len(length_groups([1] * 300 + [2] * 200 + [9] * 40 + [60])) > 1  # the long form is split off
