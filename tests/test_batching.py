@@ -33,3 +33,34 @@ def test_every_training_sentence_appears_once_per_epoch():
     encoded = encode_sentences(SENTENCES * 7, vocabularies, LABELS * 7)
     seen = np.concatenate([batch.indices for batch in training_batches(encoded, 4, np.random.default_rng(0))])
     assert sorted(seen.tolist()) == list(range(21))
+
+
+def test_decoding_with_the_form_table_equals_encoding_forms_per_batch():
+    import pytest
+    import torch
+
+    from seqtransfer.config import ModelConfig
+    from seqtransfer.data.batching import evaluation_batches
+    from seqtransfer.models.tagger import Tagger
+    from seqtransfer.training.loop import predict_labels
+
+    sentences = SENTENCES * 5 + [["a", "b"], ["unseen", "forms", "here", "!"]]
+    labels = [[("B-X", "I-X", "O", "B-Y")[position % 4] for position in range(len(sentence))] for sentence in SENTENCES]
+    vocabularies = build_vocabularies(SENTENCES, labels, [], set(), lowercase=True, twitter=False)
+    encoded = encode_sentences(sentences, vocabularies)
+    torch.manual_seed(0)
+    model = Tagger(ModelConfig(classifier="crf", word_dimension=8, char_dimension=6, char_hidden=8, hidden=10), len(vocabularies.words), len(vocabularies.characters), len(vocabularies.labels))
+    model.eval()
+    representation = model.word_representation
+    with torch.inference_mode():
+        per_batch = [representation(batch)[batch.mask] for batch in evaluation_batches(encoded, 4)]  # padding holds junk
+        with representation.forms_of(encoded):
+            assert representation.form_table.shape == (len(encoded.form_characters), 8)
+            from_table = [representation(batch)[batch.mask] for batch in evaluation_batches(encoded, 4)]
+        assert representation.form_table is None  # gone once the set is decoded
+    for expected, actual in zip(per_batch, from_table):
+        assert torch.allclose(expected, actual, atol=1e-6)
+    assert predict_labels(model, encoded, vocabularies.labels, 4) == predict_labels(model, encoded, vocabularies.labels, 64)
+    with pytest.raises(RuntimeError, match="decoding"):
+        with representation.forms_of(encoded):  # gradients enabled: not for training
+            pass

@@ -38,8 +38,9 @@ class Batch:
     words (B, T), labels (B, T) or None, mask (B, T) bool, lengths (B,),
     characters (U, C) for the U distinct forms in order of length (shortest first),
     character_lengths (U,) non-decreasing,
-    form_index (B, T): row of ``characters`` for each token, indices (B,) positions of the
-    sentences in their EncodedSentences.
+    form_index (B, T): row of ``characters`` for each token,
+    form_ids (B, T): the token's form in the EncodedSentences (row of ``form_characters``),
+    indices (B,) positions of the sentences in their EncodedSentences.
     """
 
     words: torch.Tensor
@@ -49,6 +50,7 @@ class Batch:
     characters: torch.Tensor
     character_lengths: torch.Tensor
     form_index: torch.Tensor
+    form_ids: torch.Tensor
     indices: np.ndarray
 
 
@@ -72,7 +74,8 @@ def _encode_labels(labels: Vocabulary, sentence: Sequence[str]) -> np.ndarray:
     return np.fromiter((labels.index.get(label, -1) for label in sentence), np.int64, len(sentence))
 
 
-def _pad(arrays: list[np.ndarray], width: int, fill: int = 0) -> np.ndarray:
+def pad_arrays(arrays: list[np.ndarray], width: int, fill: int = 0) -> np.ndarray:
+    """(len(arrays), width) int64 matrix: each array, right-padded with ``fill``."""
     padded = np.full((len(arrays), width), fill, dtype=np.int64)
     lengths = np.fromiter((len(array) for array in arrays), np.int64, len(arrays))
     positions = np.arange(width) < lengths[:, None]
@@ -85,7 +88,7 @@ def make_batch(data: EncodedSentences, indices: np.ndarray) -> Batch:
     """Assemble the padded batch of the sentences at ``indices``."""
     lengths = data.lengths[indices]
     width = max(int(lengths.max()), 1)
-    form_matrix = _pad([data.form_ids[i] for i in indices], width)
+    form_matrix = pad_arrays([data.form_ids[i] for i in indices], width)
     mask = np.arange(width) < lengths[:, None]
     distinct_forms, inverse = np.unique(form_matrix[mask], return_inverse=True)
     character_lengths = np.fromiter((max(len(data.form_characters[form]), 1) for form in distinct_forms), np.int64, len(distinct_forms))
@@ -98,15 +101,16 @@ def make_batch(data: EncodedSentences, indices: np.ndarray) -> Batch:
     character_lengths = character_lengths[by_length]
     labels = None
     if data.label_ids is not None:
-        labels = torch.from_numpy(_pad([data.label_ids[i] for i in indices], width, fill=-1))
+        labels = torch.from_numpy(pad_arrays([data.label_ids[i] for i in indices], width, fill=-1))
     return Batch(
-        words=torch.from_numpy(_pad([data.word_ids[i] for i in indices], width)),
+        words=torch.from_numpy(pad_arrays([data.word_ids[i] for i in indices], width)),
         labels=labels,
         mask=torch.from_numpy(mask),
         lengths=torch.from_numpy(lengths),
-        characters=torch.from_numpy(_pad(form_characters, int(character_lengths.max()))),
+        characters=torch.from_numpy(pad_arrays(form_characters, int(character_lengths.max()))),
         character_lengths=torch.from_numpy(character_lengths),
         form_index=torch.from_numpy(form_index),
+        form_ids=torch.from_numpy(form_matrix),
         indices=np.asarray(indices),
     )
 

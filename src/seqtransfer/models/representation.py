@@ -6,12 +6,15 @@ Shapes: B sentences, T tokens, U distinct word forms in the batch, C characters 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
+import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional
 
-from seqtransfer.data.batching import Batch
+from seqtransfer.data.batching import Batch, EncodedSentences, pad_arrays
 from seqtransfer.models.bilstm import BiLSTM, reversal_index
 from seqtransfer.models.dropout import Dropout
 
@@ -21,6 +24,7 @@ from seqtransfer.models.dropout import Dropout
 # per step + 0.46 us per cell. In cells, a call costs 380-500 and a time step 3-8.
 CALL_COST = 400
 STEP_COST = 5
+FORM_TABLE_LIMIT = 200_000  # forms encoded at once by ``WordRepresentation.forms_of`` (80 MB at 100 units)
 
 
 def bucket_size(size: int) -> int:
@@ -104,6 +108,17 @@ class CharacterEncoder(nn.Module):
         ]
         return torch.cat(pieces) if len(pieces) > 1 else pieces[0]
 
+    def encode_all(self, form_characters: Sequence[np.ndarray], chunk_size: int = 4096) -> torch.Tensor:
+        """Character indices of F forms -> (F, hidden), shortest forms first, ``chunk_size`` per call."""
+        lengths = np.fromiter((max(len(characters), 1) for characters in form_characters), np.int64, len(form_characters))
+        order = np.argsort(lengths, kind="stable")
+        table = torch.empty(len(form_characters), self.output_size)
+        for start in range(0, len(order), chunk_size):
+            rows = order[start : start + chunk_size]
+            characters = pad_arrays([form_characters[row] for row in rows], int(lengths[rows[-1]]))
+            table[torch.from_numpy(rows)] = self(torch.from_numpy(characters), torch.from_numpy(lengths[rows]))
+        return table
+
 
 class WordRepresentation(nn.Module):
     """x_t = [word_embedding(lower(w_t)); char_bilstm(w_t)] with dropout: (B, T) -> (B, T, D + hidden)."""
@@ -115,10 +130,34 @@ class WordRepresentation(nn.Module):
         self.character_encoder = CharacterEncoder(character_count, char_dimension, char_hidden)
         self.dropout = Dropout(dropout)
         self.output_size = word_dimension + char_hidden
+        self.form_table: torch.Tensor | None = None  # (F, hidden) while ``forms_of`` is active
 
     def forward(self, batch: Batch) -> torch.Tensor:
         """Batch -> (B, T, output_size)."""
         words = self.word_embedding(batch.words)  # (B, T, D)
-        forms = self.character_encoder(batch.characters, batch.character_lengths)  # (U, hidden)
-        characters = forms[batch.form_index]  # (B, T, hidden)
+        if self.form_table is not None:
+            characters = self.form_table[batch.form_ids]  # (B, T, hidden)
+        else:
+            forms = self.character_encoder(batch.characters, batch.character_lengths)  # (U, hidden)
+            characters = forms[batch.form_index]  # (B, T, hidden)
         return self.dropout(torch.cat([words, characters], dim=-1))
+
+    @contextmanager
+    def forms_of(self, data: EncodedSentences) -> Iterator[None]:
+        """Encode every distinct form of ``data`` once; its batches then look their forms up.
+
+        For decoding a whole set (no gradients): batches of 512 sentences encode a form once
+        per batch it appears in, the table once in all (WNUT-17 test: 6,348 forms instead of
+        8,021 at batch size 512; CoNLL-2003: 9,488 instead of 15,457), in fuller length groups.
+        Sets of more than ``FORM_TABLE_LIMIT`` forms keep the per-batch encoding.
+        """
+        if self.training or torch.is_grad_enabled():
+            raise RuntimeError("forms_of is for decoding: call model.eval() and use torch.inference_mode()")
+        if len(data.form_characters) > FORM_TABLE_LIMIT:
+            yield
+            return
+        self.form_table = self.character_encoder.encode_all(data.form_characters)
+        try:
+            yield
+        finally:
+            self.form_table = None

@@ -48,10 +48,13 @@ class FitResult:
 
 
 def predict_labels(model: nn.Module, data: EncodedSentences, labels: Vocabulary, batch_size: int) -> list[list[str]]:
-    """Decode every sentence of ``data`` and return label strings in the original order."""
+    """Decode every sentence of ``data`` and return label strings in the original order.
+
+    Each distinct word form of ``data`` goes through the character encoder once (``forms_of``).
+    """
     model.eval()
     predictions: list[list[str] | None] = [None] * len(data.lengths)
-    with torch.inference_mode():
+    with torch.inference_mode(), model.word_representation.forms_of(data):
         for batch in evaluation_batches(data, batch_size):
             decoded = model.decode(batch).numpy()
             for row, sentence_index in enumerate(batch.indices):
