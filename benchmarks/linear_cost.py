@@ -16,24 +16,23 @@ import argparse
 import statistics
 import time
 
-from seqtransfer.config import RunConfig
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.task_data import load_task_data
-from seqtransfer.models.tagger import Tagger
+from seqtransfer.models.registry import build_model
 from seqtransfer.training.loop import make_optimizer, train_epoch
 from seqtransfer.training.train import prepare_vocabularies, seed_everything
+from seqtransfer_runner import benchmark_config  # benchmarks/ is on sys.path when run as a script
 
 DATASETS = ("wnut17", "conll2003")
 
 
 def prepare(dataset: str, threads: int):
     """(config, model, optimizer, encoded training sentences) of the reference tagger on ``dataset``."""
-    config = RunConfig()
-    config.data.dataset, config.model.classifier, config.train.threads = dataset, "crf", threads
+    config = benchmark_config(dataset, threads, max_train_sentences=None, data_dir=None)
     seed_everything(config.train.seed, threads)
     data = load_task_data(config.data, splits=("train",))
     vocabularies, matrix = prepare_vocabularies(config, data, log=lambda message: None)
-    model = Tagger(config.model, len(vocabularies.words), len(vocabularies.characters), len(vocabularies.labels))
+    model = build_model(config.model, vocabularies)
     model.load_word_vectors(matrix)
     train = encode_sentences(data.tokens("train"), vocabularies, data.labels("train"))
     return config, model, make_optimizer([{"params": list(model.parameters())}], config.train), train
