@@ -10,7 +10,8 @@ import pytest
 
 from seqtransfer.data.corpus import count_tokens, label_set
 from seqtransfer.data.locate import cache_root, find_dataset_folder
-from seqtransfer.data.registry import DATASETS, METRICS, SCHEMES, custom_dataset, get_dataset, load_split
+from seqtransfer.data.registry import DATASETS, SCHEMES, custom_dataset, get_dataset, load_split
+from seqtransfer.tasks import TASK_KINDS
 from seqtransfer.data.summary import format_table, summarize
 from seqtransfer.errors import SeqTransferError
 
@@ -98,7 +99,9 @@ def test_spec_contract(name):
     assert spec.columns is None or spec.columns.count("word") == 1
     for task, column in spec.tasks.items():
         assert spec.columns is None or column in spec.columns
-        assert spec.schemes[column] in SCHEMES and spec.metric[task] in METRICS
+        kind = TASK_KINDS[spec.kinds.get(task, "tagging")]
+        assert spec.schemes.get(column, "none") in SCHEMES and spec.metric[task] in kind.metrics
+    assert set(spec.kinds) <= set(spec.tasks)
     assert set(spec.metric) == set(spec.tasks)
     assert spec.url.startswith("https://") and spec.license and spec.description
     assert not spec.downloads or set(spec.downloads) == set(spec.splits.values())

@@ -12,7 +12,7 @@ from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.rundir import load_run
 from seqtransfer.training.loop import make_optimizer, train_epoch
-from seqtransfer.training.train import build_target_model, load_source, prepare_vocabularies
+from seqtransfer.training.train import build_target_model, load_source, model_architecture, prepare_vocabularies
 from seqtransfer.transfer.schemes import SCHEMES, set_trainable
 
 
@@ -30,6 +30,7 @@ def build(scheme_name: str, source):
     scheme = SCHEMES[scheme_name]
     loaded_source = load_source(config, scheme)
     data = load_task_data(config.data)
+    config.model.architecture = model_architecture(scheme, data)
     vocabularies, matrix = prepare_vocabularies(config, data, lambda message: None, base=loaded_source.vocabularies if loaded_source else None)
     model = build_target_model(config, scheme, vocabularies, matrix, loaded_source, lambda message: None)
     train = encode_sentences(data.tokens("train"), vocabularies, data.labels("train"))

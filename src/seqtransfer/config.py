@@ -54,6 +54,14 @@ class ModelConfig:
     random_hidden: int = 200  # PretRand: units k of the random branch's BiLSTM
     normalize_branches: bool = True  # PretRand: l2-normalise each branch's scores (equation 10)
     branch_weighting: bool = True  # PretRand: learnable per-class weights u, v (equation 11)
+    # Biaffine parser (dependency tasks). Sizes of Stanza's parser (Qi et al. 2018), which the
+    # MuTSPad paper follows (section 5.3): a 3-layer BiLSTM of 400 units per direction, arc MLPs
+    # of 400 and relation MLPs of 100 units (Dozat & Manning 2017: 400 per direction, 500, 100).
+    parser_hidden: int = 800  # BiLSTM units, both directions
+    parser_layers: int = 3
+    arc_hidden: int = 400  # arc-dependent and arc-head MLPs
+    relation_hidden: int = 100  # relation-dependent and relation-head MLPs
+    single_root: bool | None = None  # decode one root per sentence; None = as the training trees (several roots in original Tweebank v2)
 
 
 @dataclass
@@ -175,6 +183,10 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("model.char_hidden", lambda value: value > 0 and value % 2 == 0, "a positive even integer (it counts both directions)"),
     ("model.hidden", lambda value: value > 0 and value % 2 == 0, "a positive even integer (it counts both directions)"),
     ("model.random_hidden", lambda value: value > 0 and value % 2 == 0, "a positive even integer (it counts both directions)"),
+    ("model.parser_hidden", lambda value: value > 0 and value % 2 == 0, "a positive even integer (it counts both directions)"),
+    ("model.parser_layers", lambda value: value >= 1, "at least 1"),
+    ("model.arc_hidden", lambda value: value > 0, "a positive integer"),
+    ("model.relation_hidden", lambda value: value > 0, "a positive integer"),
     ("model.dropout", lambda value: 0.0 <= value < 1.0, "in [0, 1)"),
     ("train.learning_rate", lambda value: value > 0, "positive"),
     ("train.momentum", lambda value: 0.0 <= value < 1.0, "in [0, 1)"),

@@ -11,11 +11,12 @@ from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.tokenize import TOKENIZERS
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.rundir import LoadedRun, load_run
+from seqtransfer.tasks import get_task_kind
 from seqtransfer.training.loop import predict_labels
 
 
 class Predictor:
-    """Tags tokenised sentences (or raw strings, tokenised first) with a loaded run."""
+    """Tags or parses tokenised sentences (or raw strings, tokenised first) with a loaded run."""
 
     def __init__(self, run: LoadedRun, tokenizer: str = "whitespace", batch_size: int = 256) -> None:
         if tokenizer not in TOKENIZERS:
@@ -23,17 +24,27 @@ class Predictor:
         self.run = run
         self.tokenize = TOKENIZERS[tokenizer]
         self.batch_size = batch_size
+        self.kind = get_task_kind(run.model.task_kind)
 
     @property
     def labels(self) -> list[str]:
         return list(self.run.vocabularies.labels.items)
 
-    def predict(self, sentences: Sequence[Sequence[str] | str]) -> list[list[str]]:
-        """One label per token for each sentence; strings are tokenised with the tokenizer."""
+    def predict(self, sentences: Sequence[Sequence[str] | str]) -> list[list]:
+        """Per sentence, one label per token (taggers) or one (head, relation) pair per token
+        (parsers; head 0 = root). Strings are tokenised with the tokenizer."""
+        return [self.kind.for_user(prediction) for prediction in self.predict_raw(sentences)]
+
+    def tokenized(self, sentences: Sequence[Sequence[str] | str]) -> list[list[str]]:
         tokens = [self.tokenize(sentence) if isinstance(sentence, str) else list(sentence) for sentence in sentences]
         for number, sentence in enumerate(tokens, start=1):
             if not sentence:
                 raise SeqTransferError(f"sentence {number} is empty", hint="remove empty sentences (blank lines) from the input")
+        return tokens
+
+    def predict_raw(self, sentences: Sequence[Sequence[str] | str]) -> list:
+        """Predictions as the task kind holds them (label lists, trees)."""
+        tokens = self.tokenized(sentences)
         encoded = encode_sentences(tokens, self.run.vocabularies)
         torch.set_num_threads(self.run.config.train.threads)
         return predict_labels(self.run.model, encoded, self.run.vocabularies.labels, self.batch_size)

@@ -16,13 +16,14 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--file", help="score your own labelled CoNLL/CoNLL-U file instead")
     parser.add_argument("--columns", help="column names of --file, e.g. word,pos")
     parser.add_argument("--scheme", help="tag scheme of --file labels: none, iob1, iob2, bioes")
+    parser.add_argument("--task", help="task of the dataset or file to score (default: the run's task)")
     parser.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
 
 
 def run(arguments: argparse.Namespace) -> dict:
     from seqtransfer import rundir
-    from seqtransfer.data.batching import encode_sentences
     from seqtransfer.data.task_data import load_task_data
+    from seqtransfer.errors import SeqTransferError
     from seqtransfer.training.loop import predict_labels
     from seqtransfer.training.metrics import evaluate
     from seqtransfer.training.report import format_split_scores
@@ -33,18 +34,29 @@ def run(arguments: argparse.Namespace) -> dict:
         data_config.data_dir = arguments.data_dir
     split = arguments.split
     if arguments.file:
-        columns = arguments.columns.split(",") if arguments.columns else run.config.data.columns
+        from seqtransfer.data.registry import CONLLU_EXTENSIONS
+
+        conllu = Path(arguments.file).suffix.lower() in CONLLU_EXTENSIONS  # fixed columns: the run's column names do not apply
+        columns = arguments.columns.split(",") if arguments.columns else None if conllu else run.config.data.columns
         data_config = dataclasses.replace(data_config, dataset=None, train=arguments.file, dev=None, test=None, columns=columns)
         data_config.scheme = arguments.scheme or data_config.scheme
         split = "train"
     elif arguments.dataset:
         data_config = dataclasses.replace(data_config, dataset=arguments.dataset, train=None, dev=None, test=None)
+    if arguments.task and arguments.task != data_config.task:
+        data_config.task, data_config.metric = arguments.task, None  # the new task's own metric
     data = load_task_data(data_config, splits=(split,))
-    encoded = encode_sentences(data.tokens(split), run.vocabularies)
+    if data.kind.name != run.model.task_kind:
+        raise SeqTransferError(
+            f"this run is a {run.model.task_kind} model but task '{data.task}' of {data.dataset} is {data.kind.name}",
+            path=arguments.run_directory, hint="pass --task with a task of the model's kind (e.g. dependency for a parser, upos for a tagger)",
+        )
+    encoded = data.encode(split, run.vocabularies, with_targets=False)
     predicted = predict_labels(run.model, encoded, run.vocabularies.labels, run.config.train.evaluation_batch_size)
-    scores = evaluate(data.labels(split), predicted, data.metric)
+    gold = data.gold(split)
+    scores = evaluate(gold, predicted, data.metric)
     name = Path(arguments.file).name if arguments.file else f"{data.dataset}-{split}"
-    rundir.write_predictions(Path(arguments.run_directory) / "predictions" / f"evaluate-{name}.conll", data.tokens(split), data.labels(split), predicted)
+    data.kind.write_predictions(Path(arguments.run_directory) / "predictions", f"evaluate-{name}", data.splits[split], gold, predicted)
     print(format_split_scores(name, scores))
     return scores
 

@@ -1,4 +1,4 @@
-"""`seqtransfer predict`: tag raw text (one sentence per line) or a CoNLL file."""
+"""`seqtransfer predict`: tag or parse raw text (one sentence per line), a CoNLL or a CoNLL-U file."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=["text", "conll", "conllu"], default="text", help="text: one sentence per line")
     parser.add_argument("--tokenizer", choices=["whitespace", "tweet"], default="whitespace", help="how to split text lines")
     parser.add_argument("--columns", help="column names of a CoNLL input, e.g. word or word,pos")
-    parser.add_argument("--output", help="write here (atomically) instead of standard output")
+    parser.add_argument("--output", help="write here (atomically) instead of standard output (a parser writes CoNLL-U)")
 
 
 def read_text(path: str, tokenize) -> list[list[str]]:
@@ -43,39 +43,37 @@ def _read_bytes(path: str) -> bytes:
     return file_path.read_bytes()
 
 
-def read_sentences(arguments: argparse.Namespace, tokenize) -> list[list[str]]:
+def read_sentences(arguments: argparse.Namespace, tokenize) -> list:
+    """The input as :class:`Sentence` objects (CoNLL-U sentences keep every column and comment)."""
+    from seqtransfer.data.corpus import Sentence
+
     if arguments.format == "text":
-        return read_text(arguments.input, tokenize)
+        return [Sentence(tokens) for tokens in read_text(arguments.input, tokenize)]
     if arguments.input == "-":
         raise SeqTransferError("CoNLL input must be a file", hint="pass the file path instead of piping it")
     if arguments.format == "conllu":
         from seqtransfer.data.conllu import read_conllu
 
-        return [sentence.tokens for sentence in read_conllu(arguments.input)]
+        return read_conllu(arguments.input)
     from seqtransfer.data.conll import read_conll
 
     columns = arguments.columns.split(",") if arguments.columns else None
-    return [sentence.tokens for sentence in read_conll(arguments.input, columns)]
+    return read_conll(arguments.input, columns)
 
 
-def format_output(tokens: list[list[str]], labels: list[list[str]]) -> str:
-    blocks = ["".join(f"{token}\t{label}\n" for token, label in zip(sentence, tags)) for sentence, tags in zip(tokens, labels)]
-    return "\n".join(blocks)
-
-
-def run(arguments: argparse.Namespace) -> list[list[str]]:
+def run(arguments: argparse.Namespace) -> list:
     from seqtransfer.files import write_text
     from seqtransfer.predictor import load
 
     predictor = load(arguments.run_directory, arguments.tokenizer)
-    tokens = read_sentences(arguments, predictor.tokenize)
-    labels = predictor.predict(tokens)
-    text = format_output(tokens, labels)
+    sentences = read_sentences(arguments, predictor.tokenize)
+    predicted = predictor.predict_raw([sentence.tokens for sentence in sentences])
+    text = predictor.kind.format_output(sentences, predicted)
     if arguments.output:
         write_text(arguments.output, text)
     else:
         sys.stdout.write(text)
-    return labels
+    return [predictor.kind.for_user(prediction) for prediction in predicted]
 
 
-COMMAND = Command("tag raw text or a CoNLL file with a saved model", arguments, run)
+COMMAND = Command("tag or parse raw text, a CoNLL or a CoNLL-U file with a saved model", arguments, run)

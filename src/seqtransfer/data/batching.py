@@ -21,12 +21,14 @@ class EncodedSentences:
     """Index arrays for a list of sentences.
 
     ``form_ids`` index ``forms`` (distinct raw tokens of this set), whose character indices are
-    in ``form_characters``. ``label_ids`` is None when the sentences carry no labels.
+    in ``form_characters``. ``targets`` holds what a task learns to predict, one int array per
+    sentence under each name (``labels`` for tagging; ``heads`` and ``labels`` for parsing);
+    it is empty when the sentences carry no annotation.
     """
 
     word_ids: list[np.ndarray]
     form_ids: list[np.ndarray]
-    label_ids: list[np.ndarray] | None
+    targets: dict[str, list[np.ndarray]]
     form_characters: list[np.ndarray]
     lengths: np.ndarray
 
@@ -35,7 +37,8 @@ class EncodedSentences:
 class Batch:
     """Padded tensors for one batch of B sentences of at most T tokens.
 
-    words (B, T), labels (B, T) or None, mask (B, T) bool, lengths (B,),
+    words (B, T), targets: name -> (B, T) padded with -1 (empty without annotation),
+    mask (B, T) bool, lengths (B,),
     characters (U, C) for the U distinct forms in order of length (shortest first),
     character_lengths (U,) non-decreasing,
     form_index (B, T): row of ``characters`` for each token,
@@ -44,7 +47,7 @@ class Batch:
     """
 
     words: torch.Tensor
-    labels: torch.Tensor | None
+    targets: dict[str, torch.Tensor]
     mask: torch.Tensor
     lengths: torch.Tensor
     characters: torch.Tensor
@@ -53,24 +56,32 @@ class Batch:
     form_ids: torch.Tensor
     indices: np.ndarray
 
+    @property
+    def labels(self) -> torch.Tensor | None:
+        """(B, T) label indices (-1: padding or a label unseen in training), None without annotation."""
+        return self.targets.get("labels")
+
 
 def encode_sentences(
     tokens: Sequence[Sequence[str]],
     vocabularies: Vocabularies,
     labels: Sequence[Sequence[str]] | None = None,
+    targets: dict[str, list[np.ndarray]] | None = None,
 ) -> EncodedSentences:
-    """Encode tokens (and labels when given; labels unseen in training become -1)."""
+    """Encode tokens, and labels (unseen in training: -1) or a task's already encoded ``targets``."""
     forms: dict[str, int] = {}
     form_ids = [np.fromiter((forms.setdefault(token, len(forms)) for token in sentence), np.int64, len(sentence)) for sentence in tokens]
     characters = vocabularies.characters
     form_characters = [characters.encode(list(form)) for form in forms]
     word_ids = [vocabularies.words.encode(vocabularies.word_keys(sentence)) for sentence in tokens]
-    label_ids = None if labels is None else [_encode_labels(vocabularies.labels, sentence) for sentence in labels]
+    if labels is not None:
+        targets = {"labels": [encode_labels(vocabularies.labels, sentence) for sentence in labels]}
     lengths = np.array([len(sentence) for sentence in tokens], dtype=np.int64)
-    return EncodedSentences(word_ids, form_ids, label_ids, form_characters, lengths)
+    return EncodedSentences(word_ids, form_ids, targets or {}, form_characters, lengths)
 
 
-def _encode_labels(labels: Vocabulary, sentence: Sequence[str]) -> np.ndarray:
+def encode_labels(labels: Vocabulary, sentence: Sequence[str]) -> np.ndarray:
+    """Label indices of one sentence; a label unseen in training is -1 (scored, never predicted)."""
     return np.fromiter((labels.index.get(label, -1) for label in sentence), np.int64, len(sentence))
 
 
@@ -99,12 +110,10 @@ def make_batch(data: EncodedSentences, indices: np.ndarray) -> Batch:
     form_index[mask] = rank[inverse]
     form_characters = [data.form_characters[form] for form in distinct_forms[by_length]]
     character_lengths = character_lengths[by_length]
-    labels = None
-    if data.label_ids is not None:
-        labels = torch.from_numpy(pad_arrays([data.label_ids[i] for i in indices], width, fill=-1))
+    targets = {name: torch.from_numpy(pad_arrays([arrays[i] for i in indices], width, fill=-1)) for name, arrays in data.targets.items()}
     return Batch(
         words=torch.from_numpy(pad_arrays([data.word_ids[i] for i in indices], width)),
-        labels=labels,
+        targets=targets,
         mask=torch.from_numpy(mask),
         lengths=torch.from_numpy(lengths),
         characters=torch.from_numpy(pad_arrays(form_characters, int(character_lengths.max()))),

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from seqtransfer.data.conll import check_columns
@@ -28,7 +28,7 @@ from seqtransfer.data.locate import Downloader, read_split
 from seqtransfer.errors import SeqTransferError
 
 SCHEMES = ("iob1", "iob2", "bioes", "none")
-METRICS = ("accuracy", "span_f1")
+DEPENDENCY = "dependency"  # the task name (and kind) of HEAD + DEPREL in CoNLL-U files
 CONLLU_EXTENSIONS = (".conllu", ".conllup")
 CARVE_NOTE = " No official dev split: dev = every 10th train sentence (index % 10 == 9), train = the rest."
 
@@ -50,6 +50,7 @@ class DatasetSpec:
     license: str
     description: str
     dev_from_train: bool = False  # no official dev split: carve one from train
+    kinds: Mapping[str, str] = field(default_factory=dict)  # task -> kind (seqtransfer.tasks); default tagging
 
     @property
     def default_task(self) -> str:
@@ -115,14 +116,14 @@ UD_EWT = DatasetSpec(
     format="conllu",
     splits=standard_splits("conllu"),
     columns=None,
-    tasks={"upos": "upos", "xpos": "xpos"},
+    tasks={"upos": "upos", "xpos": "xpos", DEPENDENCY: "deprel"},
     schemes={"upos": "none", "xpos": "none"},
-    metric={"upos": "accuracy", "xpos": "accuracy"},
+    metric={"upos": "accuracy", "xpos": "accuracy", DEPENDENCY: "attachment"},
     url="https://github.com/UniversalDependencies/UD_English-EWT/tree/r2.16",
     downloads={f"{split}.conllu": f"{UD_EWT_RAW}en_ewt-ud-{split}.conllu" for split in TRAIN_DEV_TEST},
     license="CC BY-SA 4.0",
-    description="UD English Web Treebank v2.16 (web text). Heads/relations are read too "
-    "(columns head, deprel, deps) for a later parsing task.",
+    description="UD English Web Treebank v2.16 (web text): UPOS, XPOS, dependency trees (single root).",
+    kinds={DEPENDENCY: DEPENDENCY},
 )
 
 PTB_SAMPLE = DatasetSpec(
@@ -146,13 +147,31 @@ TWEEBANK = DatasetSpec(
     format="conllu",
     splits=standard_splits("conllu"),
     columns=None,
-    tasks={"upos": "upos"},
+    tasks={"upos": "upos", DEPENDENCY: "deprel"},
     schemes={"upos": "none"},
-    metric={"upos": "accuracy"},
+    metric={"upos": "accuracy", DEPENDENCY: "attachment"},
     url="https://github.com/Oneplus/Tweebank",
     downloads={f"{split}.conllu": f"{TWEEBANK_RAW}en-ud-tweet-{split}.conllu" for split in TRAIN_DEV_TEST},
     license="CC BY-NC-SA 4.0",
     description="Tweebank v2 (Liu et al. 2018), UD-annotated tweets; original files (several roots per tweet).",
+    kinds={DEPENDENCY: DEPENDENCY},
+)
+
+TWEEBANK_SINGLE_ROOT = DatasetSpec(
+    name="tweebank_single_root",
+    folder="tweebank_v2",
+    format="conllu",
+    splits={split: f"converted_single_root/{split}.conllu" for split in TRAIN_DEV_TEST},
+    columns=None,
+    tasks={DEPENDENCY: "deprel", "upos": "upos"},
+    schemes={"upos": "none"},
+    metric={DEPENDENCY: "attachment", "upos": "accuracy"},
+    url="https://github.com/Oneplus/Tweebank/tree/dev/converted",
+    downloads={f"converted_single_root/{split}.conllu": f"{TWEEBANK_RAW}converted/en-ud-tweet-{split}.fixed.conllu" for split in TRAIN_DEV_TEST},
+    license="CC BY-NC-SA 4.0",
+    description="Tweebank v2 converted by R. van der Goot (MaChAmp): one tree per tweet (extra roots attached "
+    "with parataxis), relation subtypes stripped; what the official CoNLL 2018 evaluator accepts.",
+    kinds={DEPENDENCY: DEPENDENCY},
 )
 
 WNUT17 = DatasetSpec(
@@ -245,6 +264,7 @@ DATASETS: dict[str, DatasetSpec] = {
     "ud_ewt": UD_EWT,
     "ptb_sample": PTB_SAMPLE,
     "tweebank": TWEEBANK,
+    "tweebank_single_root": TWEEBANK_SINGLE_ROOT,
     "wnut17": WNUT17,
     "tpos": TPOS,
     "ark": ARK,
@@ -305,6 +325,10 @@ def custom_dataset(
         known = ", ".join(SCHEMES)
         raise SeqTransferError(f"unknown tag scheme '{scheme}' (known: {known})", hint="pass one of the known schemes")
     task_name = task or label_column
+    parsing = task_name == DEPENDENCY
+    if parsing and file_format != "conllu":
+        raise SeqTransferError("--task dependency needs CoNLL-U files (HEAD and DEPREL columns)", path=paths["train"], hint="give .conllu files, or a tagging task")
+    metric = "attachment" if parsing else "accuracy" if scheme == "none" else "span_f1"
     return DatasetSpec(
         name="custom",
         folder="",
@@ -313,12 +337,13 @@ def custom_dataset(
         columns=names,
         tasks={task_name: label_column},
         schemes={label_column: scheme},
-        metric={task_name: METRICS[0] if scheme == "none" else METRICS[1]},
+        metric={task_name: metric},
         url="",
         downloads={},
         license="user files",
         description="user files: " + ", ".join(f"{split}={path}" for split, path in paths.items()),
         dev_from_train=dev is None,
+        kinds={DEPENDENCY: DEPENDENCY} if parsing else {},
     )
 
 
@@ -338,7 +363,7 @@ def custom_columns(columns: Sequence[str] | str | None, file_format: str) -> tup
 def choose_label_column(names: tuple[str, ...] | None, task: str | None, file_format: str) -> str:
     """The column holding the task's labels (see :func:`custom_dataset`)."""
     if file_format == "conllu":
-        return task or "upos"
+        return "deprel" if task == DEPENDENCY else task or "upos"
     if names is None:
         return "label"
     labelled = [name for name in names if name not in ("word", "_")]

@@ -1,22 +1,24 @@
-"""The sentences and label column one training run works on, checked before training starts."""
+"""The sentences and annotation one training run works on, checked before training starts."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from seqtransfer.config import DataConfig
+from seqtransfer.data.batching import EncodedSentences, encode_sentences
 from seqtransfer.data.corpus import Sentence
+from seqtransfer.training.metrics import METRICS
 from seqtransfer.data.registry import custom_dataset, get_dataset, load_split
-from seqtransfer.data.schemes import find_violation
+from seqtransfer.data.vocabulary import Vocabularies
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.tasks import TAGGING, get_task_kind
 
-METRICS = ("accuracy", "span_f1")
 SPLITS = ("train", "dev", "test")
 
 
 @dataclass
 class TaskData:
-    """Train/dev/test sentences of one dataset, the label column, its scheme and metric."""
+    """Train/dev/test sentences of one dataset, the task's kind, label column, scheme and metric."""
 
     dataset: str
     task: str
@@ -24,12 +26,23 @@ class TaskData:
     scheme: str
     metric: str
     splits: dict[str, list[Sentence]]
+    kind: object = field(default=TAGGING)  # a task kind of ``seqtransfer.tasks``
 
     def tokens(self, split: str) -> list[list[str]]:
         return [sentence.tokens for sentence in self.splits[split]]
 
-    def labels(self, split: str) -> list[list[str]]:
-        return [sentence.labels(self.column) for sentence in self.splits[split]]
+    def gold(self, split: str) -> list:
+        """The gold annotation of each sentence: label strings (tagging), a Tree (parsing)."""
+        return self.kind.gold(self.splits[split], self.column)
+
+    def labels(self, split: str) -> list:
+        """Alias of :meth:`gold` (label strings for tagging tasks)."""
+        return self.gold(split)
+
+    def encode(self, split: str, vocabularies: Vocabularies, with_targets: bool = True) -> EncodedSentences:
+        """Index arrays of a split, with the task's targets (labels unseen in training: -1)."""
+        targets = self.kind.encode_targets(self.gold(split), vocabularies.labels) if with_targets else None
+        return encode_sentences(self.tokens(split), vocabularies, targets=targets)
 
 
 def resolve_spec(config: DataConfig):
@@ -53,21 +66,6 @@ def resolve_task(spec, task: str | None) -> str:
     return task
 
 
-def check_scheme(sentences: list[Sentence], column: str, scheme: str) -> None:
-    """Raise a one-line error at the first tag that breaks the declared scheme."""
-    for sentence in sentences:
-        violation = find_violation(sentence.labels(column), scheme)
-        if violation is not None:
-            position, description = violation
-            line = None if sentence.line is None else sentence.line + position
-            raise SeqTransferError(
-                f"{description} (declared scheme {scheme})",
-                path=sentence.source,
-                line=line,
-                hint="fix the tag, or declare the scheme the file really uses (data.scheme=iob1|iob2|bioes|none)",
-            )
-
-
 def combine(parts: list[TaskData]) -> TaskData:
     """Concatenate the splits of several datasets labelled with the same task and tag set kind.
 
@@ -75,14 +73,14 @@ def combine(parts: list[TaskData]) -> TaskData:
     experiments (the full WSJ is not available here).
     """
     first = parts[0]
-    if any((part.task, part.scheme, part.metric) != (first.task, first.scheme, first.metric) for part in parts):
+    if any((part.task, part.scheme, part.metric, part.kind) != (first.task, first.scheme, first.metric, first.kind) for part in parts):
         raise SeqTransferError("combined datasets must share task, tag scheme and metric", hint="pass --task with a task every part has")
     splits: dict[str, list[Sentence]] = {}
     for part in parts:
         for split, sentences in part.splits.items():
-            relabelled = [Sentence(s.tokens, {first.task: s.labels(part.column)}, source=s.source, line=s.line) for s in sentences]
+            relabelled = [replace(s, columns={**s.columns, first.task: s.labels(part.column)}) for s in sentences]
             splits.setdefault(split, []).extend(relabelled)
-    return TaskData("+".join(part.dataset for part in parts), first.task, first.task, first.scheme, first.metric, splits)
+    return TaskData("+".join(part.dataset for part in parts), first.task, first.task, first.scheme, first.metric, splits, first.kind)
 
 
 def load_task_data(config: DataConfig, splits: tuple[str, ...] = SPLITS) -> TaskData:
@@ -97,9 +95,12 @@ def load_task_data(config: DataConfig, splits: tuple[str, ...] = SPLITS) -> Task
     task = resolve_task(spec, config.task)
     column = spec.tasks[task]
     scheme = spec.schemes.get(column, "none")
-    metric = config.metric or spec.metric.get(task, "accuracy")
+    kind = get_task_kind(spec.kinds.get(task, TAGGING.name))
+    metric = config.metric or spec.metric.get(task, kind.metrics[0])
     if metric not in METRICS:
-        raise SeqTransferError(f"unknown metric '{metric}'", hint=f"use data.metric={' or '.join(METRICS)}")
+        raise SeqTransferError(f"unknown metric '{metric}'", hint=f"use data.metric={' or '.join(kind.metrics)}")
+    if metric not in kind.metrics:
+        raise SeqTransferError(f"metric '{metric}' does not score {kind.name} task '{task}'", hint=f"use data.metric={' or '.join(kind.metrics)}")
     loaded = {}
     for split in splits:
         if split in spec.splits or (split == "dev" and getattr(spec, "dev_from_train", False)):
@@ -107,5 +108,5 @@ def load_task_data(config: DataConfig, splits: tuple[str, ...] = SPLITS) -> Task
     if "train" in splits and config.max_train_sentences:
         loaded["train"] = loaded["train"][: config.max_train_sentences]
     for sentences in loaded.values():
-        check_scheme(sentences, column, scheme)
-    return TaskData(spec.name, task, column, scheme, metric, loaded)
+        kind.check(sentences, column, scheme)
+    return TaskData(spec.name, task, column, scheme, metric, loaded, kind)

@@ -61,3 +61,21 @@ class BiLSTM(nn.Module):
         forward_last = forward_states.gather(1, last.expand(-1, 1, forward_states.size(-1))).squeeze(1)
         backward_last = backward_states.gather(1, last.expand(-1, 1, backward_states.size(-1))).squeeze(1)
         return torch.cat([forward_last, backward_last], dim=-1)
+
+
+class StackedBiLSTM(nn.Module):
+    """``layers`` BiLSTMs, each reading the previous one's states, with dropout between them."""
+
+    def __init__(self, input_size: int, hidden_size: int, layers: int, dropout: nn.Module) -> None:
+        super().__init__()
+        sizes = [input_size] + [hidden_size] * layers
+        self.layers = nn.ModuleList(BiLSTM(inputs, hidden_size) for inputs in sizes[:-1])
+        self.dropout = dropout
+        self.output_size = hidden_size
+
+    def forward(self, inputs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """(B, T, input_size), lengths (B,) -> (B, T, hidden_size) states of the last layer."""
+        states = inputs
+        for number, layer in enumerate(self.layers):
+            states = layer(self.dropout(states) if number else states, lengths)
+        return states

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from torch import nn
+
 from seqtransfer.config import ModelConfig
 from seqtransfer.data.vocabulary import Vocabularies
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.models.biaffine import BiaffineParser
 from seqtransfer.models.pretrand import PretRand
-from seqtransfer.models.tagger import SequenceLabeller, Tagger
+from seqtransfer.models.tagger import Tagger
 
-ARCHITECTURES: dict[str, type[SequenceLabeller]] = {"tagger": Tagger, "pretrand": PretRand}
+ARCHITECTURES: dict[str, type[nn.Module]] = {"tagger": Tagger, "pretrand": PretRand, "parser": BiaffineParser}
 
 
-def build_model(config: ModelConfig, vocabularies: Vocabularies) -> SequenceLabeller:
+def build_model(config: ModelConfig, vocabularies: Vocabularies) -> nn.Module:
     """A freshly initialised model sized for ``vocabularies``."""
     if config.architecture not in ARCHITECTURES:
         raise SeqTransferError(f"unknown architecture '{config.architecture}'", hint=f"use one of: {', '.join(ARCHITECTURES)}")

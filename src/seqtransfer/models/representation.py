@@ -142,6 +142,11 @@ class WordRepresentation(nn.Module):
             characters = forms[batch.form_index]  # (B, T, hidden)
         return self.dropout(torch.cat([words, characters], dim=-1))
 
+    def load_vectors(self, matrix: np.ndarray) -> None:
+        """Copy a (V, D) embedding matrix into the word embedding."""
+        with torch.no_grad():
+            self.word_embedding.weight.copy_(torch.from_numpy(matrix))
+
     @contextmanager
     def forms_of(self, data: EncodedSentences) -> Iterator[None]:
         """Encode every distinct form of ``data`` once; its batches then look their forms up.

@@ -26,6 +26,7 @@ from seqtransfer.models.representation import WordRepresentation
 class SequenceLabeller(nn.Module):
     """What every labelling model shares: emissions -> output layer (loss, decoding)."""
 
+    task_kind = "tagging"  # seqtransfer.tasks: what decode() returns, how it is scored and written
     output: nn.Module
     word_representation: WordRepresentation
 
@@ -47,8 +48,7 @@ class SequenceLabeller(nn.Module):
 
     def load_word_vectors(self, matrix: np.ndarray) -> None:
         """Copy a (V, D) embedding matrix into the word embedding."""
-        with torch.no_grad():
-            self.word_representation.word_embedding.weight.copy_(torch.from_numpy(matrix))
+        self.word_representation.load_vectors(matrix)
 
 
 def check_classifier(config: ModelConfig) -> None:

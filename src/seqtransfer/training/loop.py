@@ -22,7 +22,8 @@ from seqtransfer.config import TrainConfig
 from seqtransfer.data.batching import EncodedSentences, evaluation_batches, training_batches
 from seqtransfer.data.vocabulary import Vocabulary
 from seqtransfer.training import checkpoint
-from seqtransfer.training.metrics import evaluate
+from seqtransfer.tasks import get_task_kind
+from seqtransfer.training.metrics import evaluate, main_score
 from seqtransfer.training.optimizer import LazyMomentumSGD, clip_gradient_norm
 
 EpochHook = Callable[[int, nn.Module, torch.optim.Optimizer], None]
@@ -30,10 +31,10 @@ EpochHook = Callable[[int, nn.Module, torch.optim.Optimizer], None]
 
 @dataclass
 class EvaluationSet:
-    """Encoded sentences with their gold label strings (labels unseen in training included)."""
+    """Encoded sentences with their gold annotation (label strings, trees; labels unseen in training included)."""
 
     encoded: EncodedSentences
-    gold: list[list[str]]
+    gold: list
 
 
 @dataclass
@@ -47,18 +48,20 @@ class FitResult:
     restored_seconds: float = 0.0  # time of the epochs restored from a checkpoint (run by an earlier process)
 
 
-def predict_labels(model: nn.Module, data: EncodedSentences, labels: Vocabulary, batch_size: int) -> list[list[str]]:
-    """Decode every sentence of ``data`` and return label strings in the original order.
+def predict_labels(model: nn.Module, data: EncodedSentences, labels: Vocabulary, batch_size: int) -> list:
+    """Decode every sentence of ``data``; predictions in the original order, as the model's task
+    kind reads them (label strings for taggers, trees for parsers).
 
     Each distinct word form of ``data`` goes through the character encoder once (``forms_of``).
     """
+    kind = get_task_kind(model.task_kind)
     model.eval()
-    predictions: list[list[str] | None] = [None] * len(data.lengths)
+    predictions: list = [None] * len(data.lengths)
     with torch.inference_mode(), model.word_representation.forms_of(data):
         for batch in evaluation_batches(data, batch_size):
-            decoded = model.decode(batch).numpy()
-            for row, sentence_index in enumerate(batch.indices):
-                predictions[sentence_index] = labels.decode(decoded[row, : data.lengths[sentence_index]])
+            decoded = kind.read_decoded(model.decode(batch), data.lengths[batch.indices], labels)
+            for sentence_index, prediction in zip(batch.indices, decoded):
+                predictions[sentence_index] = prediction
     return predictions
 
 
@@ -66,7 +69,7 @@ def score(model: nn.Module, evaluation: EvaluationSet, labels: Vocabulary, metri
     """(the score early stopping watches, all scores) on one evaluation set."""
     predicted = predict_labels(model, evaluation.encoded, labels, batch_size)
     scores = evaluate(evaluation.gold, predicted, metric)
-    return scores["f1" if metric == "span_f1" else "accuracy"], scores
+    return main_score(metric, scores), scores
 
 
 def make_optimizer(parameter_groups: Sequence[dict], config: TrainConfig) -> LazyMomentumSGD:

@@ -11,13 +11,11 @@ same number of sentences and tokens (a mismatch is a programming error: ValueErr
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from seqtransfer.data.schemes import chunks
 from seqtransfer.errors import SeqTransferError
-
-METRICS = ("accuracy", "span_f1")
 
 Sentences = Sequence[Sequence[str]]
 
@@ -118,19 +116,56 @@ def label_scores(gold: Sentences, predicted: Sentences) -> dict[str, ClassScores
     }
 
 
-def evaluate(gold: Sentences, predicted: Sentences, metric: str) -> dict:
-    """Flat score dict: ``accuracy`` always; ``f1``, ``precision``, ``recall`` for ``span_f1``.
+def accuracy_scores(gold: Sentences, predicted: Sentences) -> dict:
+    """``accuracy`` and per-label token scores under ``per_class``."""
+    per_class = {name: scores.as_dict() for name, scores in label_scores(gold, predicted).items()}
+    return {"accuracy": token_accuracy(gold, predicted), "per_class": per_class}
 
-    ``per_class`` holds chunk-type scores for ``span_f1`` and label scores for ``accuracy``.
-    """
-    if metric not in METRICS:
-        raise SeqTransferError(f"unknown metric {metric!r}", hint=f"use one of: {', '.join(METRICS)}")
-    result: dict = {"accuracy": token_accuracy(gold, predicted)}
-    if metric == "span_f1":
-        spans = span_scores(gold, predicted)
-        result.update(f1=spans.f1, precision=spans.precision, recall=spans.recall)
-        result.update(gold_count=spans.gold_count, predicted_count=spans.predicted_count, correct_count=spans.correct_count)
-        result["per_class"] = {name: scores.as_dict() for name, scores in spans.per_class.items()}
-    else:
-        result["per_class"] = {name: scores.as_dict() for name, scores in label_scores(gold, predicted).items()}
+
+def span_f1_scores(gold: Sentences, predicted: Sentences) -> dict:
+    """``accuracy`` plus conlleval ``f1``, ``precision``, ``recall`` and counts; chunk-type scores under ``per_class``."""
+    spans = span_scores(gold, predicted)
+    result: dict = {"accuracy": token_accuracy(gold, predicted), "f1": spans.f1, "precision": spans.precision, "recall": spans.recall}
+    result.update(gold_count=spans.gold_count, predicted_count=spans.predicted_count, correct_count=spans.correct_count)
+    result["per_class"] = {name: scores.as_dict() for name, scores in spans.per_class.items()}
     return result
+
+
+def attachment(gold, predicted) -> dict:
+    from seqtransfer.training.attachment import attachment_scores  # trees, not label strings
+
+    return attachment_scores(gold, predicted)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """How a task is scored: the function, the score early stopping and reports read, its short title."""
+
+    name: str
+    score: Callable[[Sequence, Sequence], dict]
+    main: str
+    title: str
+
+
+METRICS: dict[str, Metric] = {
+    "accuracy": Metric("accuracy", accuracy_scores, "accuracy", "acc."),
+    "span_f1": Metric("span_f1", span_f1_scores, "f1", "F1"),
+    "attachment": Metric("attachment", attachment, "las", "LAS"),
+}
+
+
+def get_metric(name: str) -> Metric:
+    if name not in METRICS:
+        raise SeqTransferError(f"unknown metric {name!r}", hint=f"use one of: {', '.join(METRICS)}")
+    return METRICS[name]
+
+
+def main_score(metric: str, scores: dict) -> float:
+    """The one number of a score dict that early stopping and reports use (F1, accuracy, LAS)."""
+    return scores[get_metric(metric).main]
+
+
+def evaluate(gold: Sequence, predicted: Sequence, metric: str) -> dict:
+    """Flat score dict of ``metric``: ``accuracy`` (+ ``f1``, ``precision``, ``recall`` for ``span_f1``;
+    ``uas``, ``las`` for ``attachment``) and ``per_class`` scores."""
+    return get_metric(metric).score(gold, predicted)

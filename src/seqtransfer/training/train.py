@@ -10,17 +10,17 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch import nn
 
 from seqtransfer import rundir
 from seqtransfer.analysis.activations import ActivationRecorder, activation_recorder
 from seqtransfer.config import RunConfig, check_values
-from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies, build_vocabularies, word_key
 from seqtransfer.embeddings.static import build_embedding_matrix, load_vectors
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.registry import build_model
-from seqtransfer.models.tagger import SequenceLabeller, count_parameters
+from seqtransfer.models.tagger import count_parameters
 from seqtransfer.training.loop import EvaluationSet, FitResult, fit, predict_labels
 from seqtransfer.training.metrics import evaluate
 from seqtransfer.transfer.schemes import Scheme, get_scheme, set_trainable
@@ -59,12 +59,27 @@ def prepare_vocabularies(config: RunConfig, data: TaskData, log: Log, base: Voca
             )
     pretrained = set(vectors.words) if vectors is not None else set()
     vocabularies = build_vocabularies(
-        data.tokens("train"), data.labels("train"), evaluation_tokens, pretrained,
+        data.tokens("train"), data.kind.label_strings(data.gold("train")), evaluation_tokens, pretrained,
         model_config.lowercase_words, data_config.twitter_normalization, base=base,
     )
     matrix, found = build_embedding_matrix(vocabularies.words.items, vectors, model_config.word_dimension, seed=config.train.seed)
     log(f"vocabulary: {len(vocabularies.words)} words ({found} pre-trained), {len(vocabularies.characters)} characters, {len(vocabularies.labels)} labels")
     return vocabularies, matrix
+
+
+# Model settings a transferred model takes from its source run (the copied weights' shapes).
+SOURCE_SIZES = ("word_dimension", "char_dimension", "char_hidden", "hidden", "embeddings", "parser_hidden", "parser_layers", "arc_hidden", "relation_hidden")
+
+
+def model_architecture(scheme: Scheme, data: TaskData) -> str:
+    """The model a scheme builds for this task kind (a tagger, PretRand, a parser)."""
+    architectures = data.kind.architectures
+    if scheme.architecture not in architectures:
+        raise SeqTransferError(
+            f"scheme '{scheme.name}' does not apply to {data.kind.name} task '{data.task}'",
+            hint=f"use a scheme that builds one of: {', '.join(architectures)} (e.g. --method finetune or features)",
+        )
+    return architectures[scheme.architecture]
 
 
 def load_source(config: RunConfig, scheme: Scheme) -> rundir.LoadedRun | None:
@@ -74,16 +89,15 @@ def load_source(config: RunConfig, scheme: Scheme) -> rundir.LoadedRun | None:
     if not config.transfer.source:
         raise SeqTransferError(f"scheme '{scheme.name}' needs a source run", hint="pass --source RUN_DIR (a run trained on the source data)")
     source = rundir.load_run(config.transfer.source)
-    for name in ("word_dimension", "char_dimension", "char_hidden", "hidden", "embeddings"):
+    for name in SOURCE_SIZES:
         setattr(config.model, name, getattr(source.config.model, name))
     return source
 
 
-def build_target_model(config: RunConfig, scheme: Scheme, vocabularies: Vocabularies, matrix: np.ndarray, source, log: Log) -> SequenceLabeller:
-    """A fresh model of the scheme's architecture, with the source's weights where the scheme says."""
-    config.model.architecture = scheme.architecture
+def build_target_model(config: RunConfig, scheme: Scheme, vocabularies: Vocabularies, matrix: np.ndarray, source, log: Log) -> nn.Module:
+    """A fresh model of ``config.model.architecture``, with the source's weights where the scheme says."""
     model = build_model(config.model, vocabularies)
-    model.load_word_vectors(matrix)
+    model.word_representation.load_vectors(matrix)
     if source is not None:
         source_state = source.model.state_dict()
         copied = transfer_weights(model, source_state, scheme.transferred)
@@ -94,7 +108,7 @@ def build_target_model(config: RunConfig, scheme: Scheme, vocabularies: Vocabula
     return model
 
 
-def train_phases(model: SequenceLabeller, scheme: Scheme, config: RunConfig, train, dev: EvaluationSet, labels, metric: str, directory: Path, log: Log, show_progress: bool, recorder: ActivationRecorder | None = None) -> FitResult:
+def train_phases(model: nn.Module, scheme: Scheme, config: RunConfig, train, dev: EvaluationSet, labels, metric: str, directory: Path, log: Log, show_progress: bool, recorder: ActivationRecorder | None = None) -> FitResult:
     """Run the scheme's phases one after the other, each from the previous phase's best weights."""
     history: list[dict] = []
     restored_seconds = 0.0
@@ -113,7 +127,7 @@ def train_phases(model: SequenceLabeller, scheme: Scheme, config: RunConfig, tra
 
 
 def evaluation_set(data: TaskData, split: str, vocabularies: Vocabularies) -> EvaluationSet:
-    return EvaluationSet(encode_sentences(data.tokens(split), vocabularies), data.labels(split))
+    return EvaluationSet(data.encode(split, vocabularies, with_targets=False), data.gold(split))
 
 
 def score_splits(model, data: TaskData, vocabularies: Vocabularies, config: RunConfig, directory: Path) -> dict:
@@ -125,7 +139,7 @@ def score_splits(model, data: TaskData, vocabularies: Vocabularies, config: RunC
         evaluation = evaluation_set(data, split, vocabularies)
         predicted = predict_labels(model, evaluation.encoded, vocabularies.labels, config.train.evaluation_batch_size)
         scores[split] = evaluate(evaluation.gold, predicted, data.metric)
-        rundir.write_predictions(directory / "predictions" / f"{split}.conll", data.tokens(split), evaluation.gold, predicted)
+        data.kind.write_predictions(directory / "predictions", split, data.splits[split], evaluation.gold, predicted)
     return scores
 
 
@@ -142,10 +156,14 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     data = load_task_data(config.data)
     if "dev" not in data.splits:
         raise SeqTransferError(f"dataset '{data.dataset}' has no dev split for early stopping", hint="pass --dev PATH")
+    config.model.architecture = model_architecture(scheme, data)
+    filled = data.kind.fill_config(config.model, data.gold("train"))
+    if filled:
+        log(filled)
     vocabularies, matrix = prepare_vocabularies(config, data, log, base=source.vocabularies if source else None)
     model = build_target_model(config, scheme, vocabularies, matrix, source, log)
     rundir.save_setup(directory, config, vocabularies)
-    train = encode_sentences(data.tokens("train"), vocabularies, data.labels("train"))
+    train = data.encode("train", vocabularies)
     dev = evaluation_set(data, "dev", vocabularies)
     log(f"training {scheme.name} on {data.dataset}/{data.task}: {len(train.lengths)} sentences, {int(train.lengths.sum())} tokens; {count_parameters(model)} parameters")
     recorder = activation_recorder(config.train.record_activations, directory, data.tokens("dev"), dev.encoded)
