@@ -18,6 +18,7 @@ import yaml
 
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json
+from seqtransfer.training.metrics import get_metric
 
 _LOGGED_SIZE = re.compile(r"^training \S+ on \S+: (\d+) sentences", re.MULTILINE)
 
@@ -54,7 +55,7 @@ def curve_point(run_directory: str | Path, split: str = "dev") -> CurvePoint:
     metrics = read_json(metrics_path)
     if split not in metrics:
         raise SeqTransferError(f"the run has no {split} scores", path=metrics_path, hint="use --split dev or test")
-    score_name = "f1" if metrics.get("metric") == "span_f1" else "accuracy"
+    score_name = get_metric(metrics.get("metric", "accuracy")).main
     return CurvePoint(str(metrics.get("scheme", "?")), training_size(run_directory), float(metrics[split][score_name]), str(run_directory))
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from seqtransfer.analysis.predictions import read_predictions as read_prediction_file
 from seqtransfer.experiments.significance import paired_randomization_test
+from seqtransfer.training.metrics import METRICS
 
 MISSING = "–"
 SIGNIFICANCE_LEVEL = 0.05
@@ -158,15 +159,14 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
 
 
 def _target_metrics(records: Sequence[dict]) -> dict[str, str]:
-    """Metric of each target as recorded (``accuracy`` or ``span_f1``)."""
+    """Metric of each target as recorded (``accuracy``, ``span_f1``, ``attachment``)."""
     return {record["target"]: record["metric"] for record in records}
 
 
 def _target_header(spec: ReportSpec, records: Sequence[dict]) -> list[str]:
     """Target column titles, with the metric: ``TPoS (acc.)``, ``WNUT (F1)``."""
     metrics = _target_metrics(records)
-    names = {"accuracy": " (acc.)", "span_f1": " (F1)"}
-    return [target + names.get(metrics.get(target, ""), "") for target in spec.targets]
+    return [target + (f" ({METRICS[metrics[target]].title})" if metrics.get(target) in METRICS else "") for target in spec.targets]
 
 
 def _parameter_ratio(spec: ReportSpec, summaries: Mapping[tuple[str, str], Summary], method: str) -> str:

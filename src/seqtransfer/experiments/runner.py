@@ -18,6 +18,7 @@ from pathlib import Path
 from seqtransfer import rundir
 from seqtransfer.config import RunConfig, apply_overrides, check_values, config_from_dict, config_to_dict
 from seqtransfer.data.task_data import load_task_data
+from seqtransfer.training.metrics import get_metric
 from seqtransfer.experiments.ensemble import build_ensemble
 from seqtransfer.experiments.spec import ExperimentSpec
 from seqtransfer.experiments.store import ResultsStore, content_id
@@ -160,7 +161,7 @@ def train_logged(config: RunConfig, directory: Path, echo: Log | None) -> None:
 def finish_record(task: RunTask, directory: Path) -> dict:
     """The grid cell's record, from the finished run's metrics."""
     metrics = read_json(directory / rundir.METRICS)
-    main = "f1" if metrics["metric"] == "span_f1" else "accuracy"
+    main = get_metric(metrics["metric"]).main
     members = [Path(member) for member in metrics.get("members", [])] or [directory]
     network = sum(rundir.parameters_without_embeddings(member) for member in members)
     return {**task.record, "network_parameters": network, "dataset": metrics["dataset"], "task": metrics["task"], "metric": metrics["metric"], "run_directory": str(directory),

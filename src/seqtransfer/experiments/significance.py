@@ -18,6 +18,9 @@ from seqtransfer.data.schemes import chunks
 from seqtransfer.training.metrics import METRICS
 
 Sentences = Sequence[Sequence[str]]
+# Scores that are a share of correct tokens. Parsing runs are read from their ``relation@head``
+# prediction view (see tasks/dependency.py), where a token is right exactly when it counts for LAS.
+TOKEN_METRICS = ("accuracy", "attachment")
 
 # Trials per numpy batch: bounds memory to about (batch x sentences) floats.
 _BATCH = 1000
@@ -40,11 +43,11 @@ def sentence_counts(gold: Sentences, predicted: Sentences, metric: str) -> np.nd
         raise ValueError(f"unknown metric {metric!r}")
     if len(gold) != len(predicted):
         raise ValueError(f"{len(gold)} gold sentences but {len(predicted)} predicted")
-    if metric == "accuracy":
+    if metric in TOKEN_METRICS:
         rows = [[sum(g == p for g, p in zip(gold_tags, predicted_tags)), len(gold_tags)] for gold_tags, predicted_tags in zip(gold, predicted)]
     else:
         rows = [_sentence_chunk_counts(gold_tags, predicted_tags) for gold_tags, predicted_tags in zip(gold, predicted)]
-    return np.asarray(rows, dtype=np.float64).reshape(len(gold), 2 if metric == "accuracy" else 3)
+    return np.asarray(rows, dtype=np.float64).reshape(len(gold), 2 if metric in TOKEN_METRICS else 3)
 
 
 def score_from_counts(totals: np.ndarray, metric: str) -> np.ndarray:
@@ -52,7 +55,7 @@ def score_from_counts(totals: np.ndarray, metric: str) -> np.ndarray:
 
     F1 = 2PR / (P + R) = 2 correct / (gold + predicted), as :func:`metrics.evaluate` (conlleval).
     """
-    if metric == "accuracy":
+    if metric in TOKEN_METRICS:
         numerator, denominator = totals[..., 0], totals[..., 1]
     else:
         numerator, denominator = 2 * totals[..., 2], totals[..., 0] + totals[..., 1]
