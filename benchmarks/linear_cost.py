@@ -19,7 +19,8 @@ import time
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.models.registry import build_model
-from seqtransfer.training.loop import make_optimizer, train_epoch
+from seqtransfer.training.loop import train_epoch
+from seqtransfer.training.optimizers import make_optimizer
 from seqtransfer.training.train import prepare_vocabularies, seed_everything
 from seqtransfer_runner import benchmark_config  # benchmarks/ is on sys.path when run as a script
 

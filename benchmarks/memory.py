@@ -17,7 +17,8 @@ from seqtransfer.config import RunConfig
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.models.tagger import Tagger
-from seqtransfer.training.loop import make_optimizer, train_epoch
+from seqtransfer.training.loop import train_epoch
+from seqtransfer.training.optimizers import make_optimizer
 from seqtransfer.training.train import prepare_vocabularies, seed_everything
 
 

@@ -29,7 +29,8 @@ from seqtransfer.data.corpus import Sentence
 from seqtransfer.data.schemes import convert
 from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.models.tagger import Tagger, count_parameters
-from seqtransfer.training.loop import make_optimizer, predict_labels, train_epoch
+from seqtransfer.training.loop import predict_labels, train_epoch
+from seqtransfer.training.optimizers import fill_optimizer, make_optimizer
 from seqtransfer.training.train import prepare_vocabularies, seed_everything
 
 INFERENCE_BATCH_SIZES = [32, 128, 512, 2048]
@@ -42,6 +43,7 @@ def benchmark_config(dataset: str, threads: int, max_train_sentences: int | None
     config.data.dataset, config.data.data_dir = dataset, data_dir
     config.data.max_train_sentences = max_train_sentences
     config.model.classifier, config.train.threads = "crf", threads
+    fill_optimizer(config.train, "sgd")
     return config
 
 

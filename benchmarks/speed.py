@@ -21,7 +21,8 @@ from seqtransfer.config import RunConfig
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.models.tagger import Tagger
-from seqtransfer.training.loop import make_optimizer, predict_labels, train_epoch
+from seqtransfer.training.loop import predict_labels, train_epoch
+from seqtransfer.training.optimizers import make_optimizer
 from seqtransfer.training.metrics import evaluate
 from seqtransfer.training.train import prepare_vocabularies, seed_everything
 from seqtransfer_runner import peak_rss_megabytes, time_inference  # benchmarks/ is on sys.path when run as a script

@@ -232,3 +232,15 @@ def test_dependency_task_needs_conllu(tmp_path, capsys):
     message = error_line(["train", "--train", str(FIXTURES / "tiny_pos_train.conll"), "--columns", "word,pos", "--task", "dependency",
                           "--output", str(tmp_path / "run"), "--quiet"], capsys)
     assert "CoNLL-U" in message
+
+
+def test_analyze_transfer_counts_labelled_attachment(parser_run, tmp_path):
+    from seqtransfer.analysis.negative_transfer import compare_runs
+
+    other = tmp_path / "other"
+    run(parser_arguments(other, epochs=1, seed=9))
+    comparison = compare_runs(other, parser_run, split="test")
+    las = [json.loads((path / "metrics.json").read_text())["test"]["las"] for path in (other, parser_run)]
+    assert comparison.overall.gain == pytest.approx(las[1] - las[0])
+    relations = {relation for s in read_conllu(FIXTURES / "tiny_dep_test.conllu") for relation in s.columns["deprel"]}
+    assert {counts.label for counts in comparison.per_class} == relations

@@ -13,8 +13,10 @@ class Crash(Exception):
     pass
 
 
-def test_interrupted_run_resumes_to_identical_weights(tmp_path, monkeypatch):
-    uninterrupted = run(tiny_train_arguments(tmp_path / "straight", epochs=4, seed=3) + ["train.patience=100"])
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_interrupted_run_resumes_to_identical_weights(tmp_path, monkeypatch, optimizer):
+    extra = ["train.patience=100", f"train.optimizer={optimizer}"]
+    uninterrupted = run(tiny_train_arguments(tmp_path / "straight", epochs=4, seed=3) + extra)
 
     real_save = checkpoint.save
 
@@ -24,7 +26,7 @@ def test_interrupted_run_resumes_to_identical_weights(tmp_path, monkeypatch):
             raise Crash("killed after epoch 2")
 
     monkeypatch.setattr(checkpoint, "save", save_then_crash)
-    arguments = tiny_train_arguments(tmp_path / "resumed", epochs=4, seed=3) + ["train.patience=100"]
+    arguments = tiny_train_arguments(tmp_path / "resumed", epochs=4, seed=3) + extra
     with pytest.raises(Crash):
         run(arguments)
     assert not (tmp_path / "resumed" / "metrics.json").exists()

@@ -11,7 +11,8 @@ from seqtransfer.config import RunConfig, apply_overrides
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.rundir import load_run
-from seqtransfer.training.loop import make_optimizer, train_epoch
+from seqtransfer.training.loop import train_epoch
+from seqtransfer.training.optimizers import make_optimizer
 from seqtransfer.training.train import build_target_model, load_source, model_architecture, prepare_vocabularies
 from seqtransfer.transfer.schemes import SCHEMES, set_trainable
 

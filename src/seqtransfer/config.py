@@ -66,10 +66,12 @@ class ModelConfig:
 
 @dataclass
 class TrainConfig:
-    """SGD with momentum, batches of 16 sentences, early stopping on the dev score."""
+    """SGD with momentum (taggers) or Adam (parsers), batches of 16 sentences, early stopping on the dev score."""
 
-    learning_rate: float = 0.015
-    momentum: float = 0.9
+    optimizer: str | None = None  # sgd | adam; None = the task kind's (sgd for tagging, adam for parsing)
+    learning_rate: float | None = None  # None = the optimizer's: sgd 0.015 (PretRand paper), adam 0.003 (Stanza)
+    momentum: float = 0.9  # sgd
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.95])  # adam (Stanza's parser)
     learning_rate_decay: float = 0.0  # lr_epoch = lr / (1 + decay * epoch); NCRF++ uses 0.05, the paper none
     weight_decay: float = 0.0
     gradient_clip: float = 5.0
@@ -188,7 +190,8 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("model.arc_hidden", lambda value: value > 0, "a positive integer"),
     ("model.relation_hidden", lambda value: value > 0, "a positive integer"),
     ("model.dropout", lambda value: 0.0 <= value < 1.0, "in [0, 1)"),
-    ("train.learning_rate", lambda value: value > 0, "positive"),
+    ("train.learning_rate", lambda value: value is None or value > 0, "positive"),
+    ("train.betas", lambda value: len(value) == 2 and all(0.0 <= beta < 1.0 for beta in value), "two numbers in [0, 1)"),
     ("train.momentum", lambda value: 0.0 <= value < 1.0, "in [0, 1)"),
     ("train.learning_rate_decay", lambda value: value >= 0, "zero or positive"),
     ("train.weight_decay", lambda value: value >= 0, "zero or positive"),

@@ -9,11 +9,14 @@ On the N tokens of one split (equations 3-5, token level, in percent):
 Per gold class the same counts are normalised by the class's own token count, so a class's G is
 its accuracy improvement (Figure 12). The falsified tokens are listed with their context and a
 mistake type (see ``mistakes.py``). Works between any two runs scored on the same data
-(scratch vs SFT, scratch vs PretRand, SFT vs PretRand as in §7.2.6).
+(scratch vs SFT, scratch vs PretRand, SFT vs PretRand as in §7.2.6). For parsing runs a token
+is right when its head and universal relation are (labelled attachment; see tasks/dependency.py),
+and its class is its gold relation.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -24,6 +27,7 @@ from seqtransfer.analysis.predictions import Predictions, check_same_data, predi
 from seqtransfer.files import read_json
 
 CONTEXT_WINDOW = 8  # tokens of context kept on each side of a falsified token
+HEAD_SUFFIX = re.compile(r"@\d+$")  # "nsubj@3" -> "nsubj"; ARK's POS tag "@" has no digits
 
 
 @dataclass
@@ -116,11 +120,17 @@ def flatten(sentences: list[list[str]]) -> np.ndarray:
     return np.array([label for sentence in sentences for label in sentence], dtype=object)
 
 
+def gold_class(label: str) -> str:
+    """The class a gold label is counted under: the label, or for a parsing run's ``relation@head``
+    label (head and relation right <=> the token counts for LAS) its relation."""
+    return HEAD_SUFFIX.sub("", label)
+
+
 def count_transfer(gold: np.ndarray, reference: np.ndarray, transferred: np.ndarray) -> tuple[TransferCounts, list[TransferCounts]]:
     """Overall and per-gold-class counts from (N,) label arrays."""
     right_reference, right_transferred = reference == gold, transferred == gold
     columns = np.stack([np.ones_like(right_reference), right_transferred & ~right_reference, right_reference & ~right_transferred, right_reference, right_transferred]).astype(np.int64)  # (5, N)
-    labels, class_index = np.unique(gold.astype(str), return_inverse=True)
+    labels, class_index = np.unique(np.array([gold_class(str(label)) for label in gold], dtype=str), return_inverse=True)
     per_class_sums = np.stack([np.bincount(class_index, weights=row, minlength=len(labels)) for row in columns], axis=1).astype(int)  # (C, 5)
     per_class = [TransferCounts(str(label), *map(int, sums)) for label, sums in zip(labels, per_class_sums)]
     return TransferCounts("all", *map(int, columns.sum(axis=1))), per_class

@@ -41,6 +41,7 @@ class Dependency:
 
     name = "dependency"
     metrics = ("attachment",)
+    optimizer = "adam"  # Stanza's and Dozat & Manning's (see training/optimizers.py)
     architectures = {"tagger": "parser"}  # PretRand's per-class branch weighting is defined for label scores only
 
     def gold(self, sentences: Sequence[Sentence], column: str) -> list[Tree]:

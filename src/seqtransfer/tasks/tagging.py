@@ -22,6 +22,7 @@ class Tagging:
 
     name = "tagging"
     metrics = ("accuracy", "span_f1")
+    optimizer = "sgd"  # the PretRand paper's (section 6.3)
     architectures = {"tagger": "tagger", "pretrand": "pretrand"}  # scheme's architecture -> model
 
     def gold(self, sentences: Sequence[Sentence], column: str) -> list[Labels]:

@@ -1,6 +1,6 @@
 """Per-epoch checkpoints so that an interrupted training run resumes where it stopped.
 
-Stored without pickle: tensors in safetensors (weights, best weights, momentum buffers, the
+Stored without pickle: tensors in safetensors (weights, best weights, optimizer state, the
 torch random state), the rest in JSON. Each file is written atomically.
 """
 
@@ -17,6 +17,8 @@ from torch import nn
 from seqtransfer.files import atomic_write, read_json, write_json
 
 STATE_FILE = "state.json"
+# Per-parameter optimizer state kept in checkpoints (SGD's momentum; Adam's step and moments).
+STATE_KEYS = ("momentum_buffer", "step", "exp_avg", "exp_avg_sq")
 TENSORS_FILE = "tensors.safetensors"
 
 
@@ -48,9 +50,9 @@ def save(directory: Path, model: nn.Module, optimizer: torch.optim.Optimizer, st
     tensors = {f"model.{name}": tensor for name, tensor in model.state_dict().items()}
     tensors.update({f"best.{name}": tensor for name, tensor in state.best_state.items()})
     for index, parameter in enumerate(p for group in optimizer.param_groups for p in group["params"]):
-        buffer = optimizer.state.get(parameter, {}).get("momentum_buffer")
-        if buffer is not None:
-            tensors[f"momentum.{index}"] = buffer
+        for key, value in optimizer.state.get(parameter, {}).items():
+            if key in STATE_KEYS and torch.is_tensor(value):
+                tensors[f"optimizer.{index}.{key}"] = value
     tensors["random.torch"] = torch.get_rng_state()
     save_tensors(directory / TENSORS_FILE, tensors)
     summary = {"epoch": state.epoch, "best_epoch": state.best_epoch, "best_score": state.best_score, "history": state.history}
@@ -65,7 +67,10 @@ def resume(directory: Path, model: nn.Module, optimizer: torch.optim.Optimizer) 
     tensors = load_file(str(directory / TENSORS_FILE))
     model.load_state_dict({name[6:]: tensor for name, tensor in tensors.items() if name.startswith("model.")})
     for index, parameter in enumerate(p for group in optimizer.param_groups for p in group["params"]):
-        if f"momentum.{index}" in tensors:
+        for key in STATE_KEYS:
+            if f"optimizer.{index}.{key}" in tensors:
+                optimizer.state[parameter][key] = tensors[f"optimizer.{index}.{key}"].clone()
+        if f"momentum.{index}" in tensors:  # checkpoints written before optimizers were registered
             optimizer.state[parameter]["momentum_buffer"] = tensors[f"momentum.{index}"].clone()
     torch.set_rng_state(tensors["random.torch"])
     best_state = {name[5:]: tensor for name, tensor in tensors.items() if name.startswith("best.")}

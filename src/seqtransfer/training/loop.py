@@ -1,4 +1,4 @@
-"""The one training loop: SGD with momentum, per-epoch learning-rate decay, early stopping.
+"""The one training loop: an optimizer of ``optimizers.py``, per-epoch learning-rate decay, early stopping.
 
 Every transfer scheme uses this loop. A scheme only changes which parameters train and at what
 learning rate (``parameter_groups``) and, where needed, what happens at the start of an epoch
@@ -25,6 +25,7 @@ from seqtransfer.training import checkpoint
 from seqtransfer.tasks import get_task_kind
 from seqtransfer.training.metrics import evaluate, main_score
 from seqtransfer.training.optimizer import LazyMomentumSGD, clip_gradient_norm
+from seqtransfer.training.optimizers import make_optimizer
 
 EpochHook = Callable[[int, nn.Module, torch.optim.Optimizer], None]
 
@@ -70,19 +71,6 @@ def score(model: nn.Module, evaluation: EvaluationSet, labels: Vocabulary, metri
     predicted = predict_labels(model, evaluation.encoded, labels, batch_size)
     scores = evaluate(evaluation.gold, predicted, metric)
     return main_score(metric, scores), scores
-
-
-def make_optimizer(parameter_groups: Sequence[dict], config: TrainConfig) -> LazyMomentumSGD:
-    """SGD with momentum; each group keeps its own base learning rate for the decay.
-
-    Word-embedding rows are updated only where a batch used them (see ``optimizer.py``).
-    """
-    groups = [dict(group) for group in parameter_groups]
-    for group in groups:
-        group.setdefault("lr", config.learning_rate)
-        group["base_lr"] = group["lr"]
-    # fused: one kernel over all dense parameters instead of a Python loop per tensor.
-    return LazyMomentumSGD(groups, lr=config.learning_rate, momentum=config.momentum, weight_decay=config.weight_decay, fused=True)
 
 
 def _set_learning_rate(optimizer: torch.optim.Optimizer, epoch: int, decay: float) -> None:

@@ -23,6 +23,7 @@ from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import count_parameters
 from seqtransfer.training.loop import EvaluationSet, FitResult, fit, predict_labels
 from seqtransfer.training.metrics import evaluate
+from seqtransfer.training.optimizers import fill_optimizer
 from seqtransfer.transfer.schemes import Scheme, get_scheme, set_trainable
 from seqtransfer.transfer.weights import copy_shared_label_rows, transfer_weights
 
@@ -157,6 +158,7 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     if "dev" not in data.splits:
         raise SeqTransferError(f"dataset '{data.dataset}' has no dev split for early stopping", hint="pass --dev PATH")
     config.model.architecture = model_architecture(scheme, data)
+    fill_optimizer(config.train, data.kind.optimizer)
     filled = data.kind.fill_config(config.model, data.gold("train"))
     if filled:
         log(filled)
