@@ -34,6 +34,9 @@ MANIFEST_COUNTS = {
     ("tweebank", "train"): (1639, 24753),
     ("tweebank", "dev"): (710, 11759),
     ("tweebank", "test"): (1201, 19095),
+    ("tweebank_single_root", "train"): (1639, 24753),
+    ("tweebank_single_root", "dev"): (710, 11759),
+    ("tweebank_single_root", "test"): (1201, 19095),
     ("wnut17", "train"): (3394, 62730),
     ("wnut17", "dev"): (1009, 15733),
     ("wnut17", "test"): (1287, 23394),
@@ -58,6 +61,12 @@ MANIFEST_LABELS = {
     ("tweebank", "train", "upos"): 17,
     ("tweebank", "dev", "upos"): 17,
     ("tweebank", "test", "upos"): 17,
+    ("tweebank", "train", "deprel"): 47,  # MANIFEST: DEPREL 47 / 45 / 46 as released, 35 / 34 / 34 converted
+    ("tweebank", "dev", "deprel"): 45,
+    ("tweebank", "test", "deprel"): 46,
+    ("tweebank_single_root", "train", "deprel"): 35,
+    ("tweebank_single_root", "dev", "deprel"): 34,
+    ("tweebank_single_root", "test", "deprel"): 34,
     ("ud_ewt", "train", "upos"): 17,
     ("ud_ewt", "train", "xpos"): 49,
     ("ud_ewt", "test", "xpos"): 48,
@@ -224,3 +233,16 @@ def test_summary_rows():
     rows = summarize("wnut17")
     assert [row["split"] for row in rows] == ["train", "dev", "test"]
     assert rows[0] == {"dataset": "wnut17", "split": "train", "sentences": 3394, "tokens": 62730, "ner labels": 13}
+
+
+@needs_data
+def test_every_gold_tree_of_the_parsing_datasets_is_read(loaded):
+    """The dependency task checks every tree: EWT and both Tweebank versions pass, roots as MANIFEST says."""
+    from seqtransfer.data.trees import read_tree
+
+    for name in ("ud_ewt", "tweebank", "tweebank_single_root"):
+        trees = [read_tree(sentence) for split in ("train", "dev", "test") for sentence in loaded[name, split]]
+        several = sum(tree.root_count > 1 for tree in trees)
+        assert (several > 0) == (name == "tweebank"), name
+    train_roots = [read_tree(sentence).root_count for sentence in loaded["tweebank", "train"]]
+    assert train_roots.count(1) == 1079  # MANIFEST: 1,079 / 1,639 train tweets have one root
