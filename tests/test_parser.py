@@ -244,3 +244,24 @@ def test_analyze_transfer_counts_labelled_attachment(parser_run, tmp_path):
     assert comparison.overall.gain == pytest.approx(las[1] - las[0])
     relations = {relation for s in read_conllu(FIXTURES / "tiny_dep_test.conllu") for relation in s.columns["deprel"]}
     assert {counts.label for counts in comparison.per_class} == relations
+
+
+def test_ensembles_refuse_parsers_with_one_line(parser_run, tmp_path):
+    from seqtransfer.data.task_data import load_task_data
+    from seqtransfer.errors import SeqTransferError
+    from seqtransfer.experiments.ensemble import build_ensemble
+
+    data = load_task_data(seqtransfer.load(parser_run).run.config.data, splits=("test",))
+    with pytest.raises(SeqTransferError, match="ensembles average per-token label distributions"):
+        build_ensemble([parser_run, parser_run], data, tmp_path / "ensemble")
+
+
+def test_several_roots_in_training_trees_allow_several_roots(tmp_path):
+    """Tweebank as released: a tweet may hold several trees; decoding then allows several roots."""
+    two_trees = "\n".join(["1\tlol\t_\tINTJ\t_\t_\t0\troot\t_\t_", "2\tI\t_\tPRON\t_\t_\t3\tnsubj\t_\t_", "3\twin\t_\tVERB\t_\t_\t0\troot\t_\t_"])
+    train = tmp_path / "train.conllu"
+    train.write_text((FIXTURES / "tiny_dep_train.conllu").read_text() + two_trees + "\n\n", encoding="utf-8")
+    run(["train", "--train", str(train), "--dev", str(FIXTURES / "tiny_dep_dev.conllu"), "--task", "dependency",
+         "--epochs", "1", "--output", str(tmp_path / "run"), "--quiet", *TINY_PARSER])
+    assert seqtransfer.load(tmp_path / "run").run.config.model.single_root is False
+    assert seqtransfer.load(tmp_path / "run").run.model.single_root is False

@@ -15,6 +15,7 @@ import torch
 from seqtransfer import rundir
 from seqtransfer.data.batching import encode_sentences, evaluation_batches
 from seqtransfer.data.task_data import TaskData
+from seqtransfer.errors import SeqTransferError
 from seqtransfer.rundir import LoadedRun
 from seqtransfer.training.metrics import evaluate
 
@@ -47,6 +48,10 @@ def build_ensemble(member_directories: list[Path], data: TaskData, directory: Pa
     """Score the ensemble on every evaluation split and write its metrics and predictions."""
     started = time.perf_counter()
     runs = [rundir.load_run(path) for path in member_directories]
+    for run in runs:
+        if not hasattr(run.model, "probabilities"):
+            raise SeqTransferError(f"ensembles average per-token label distributions; this {run.model.task_kind} run has none",
+                                   path=run.directory, hint="ensemble tagging runs only (remove the ensemble method for this task)")
     metrics = {"dataset": data.dataset, "task": data.task, "metric": data.metric, "scheme": "ensemble",
                "members": [str(path) for path in member_directories]}
     for split in data.splits:
