@@ -265,3 +265,19 @@ def test_several_roots_in_training_trees_allow_several_roots(tmp_path):
          "--epochs", "1", "--output", str(tmp_path / "run"), "--quiet", *TINY_PARSER])
     assert seqtransfer.load(tmp_path / "run").run.config.model.single_root is False
     assert seqtransfer.load(tmp_path / "run").run.model.single_root is False
+
+
+def test_biaffine_scores_are_the_bilinear_forms():
+    from seqtransfer.models.biaffine import Biaffine
+
+    torch.manual_seed(0)
+    scorer = Biaffine(3, 4, 5)
+    torch.nn.init.normal_(scorer.weight)
+    left, right = torch.randn(2, 6, 3), torch.randn(2, 6, 4)
+    expected = torch.einsum("bni,oij,bnj->bno", torch.cat([left, torch.ones(2, 6, 1)], -1), scorer.weight, torch.cat([right, torch.ones(2, 6, 1)], -1))
+    assert torch.allclose(scorer.aligned(left, right), expected, atol=1e-5)
+    pairwise = Biaffine(3, 3, 1)
+    torch.nn.init.normal_(pairwise.weight)
+    heads = torch.randn(2, 7, 3)
+    expected = torch.einsum("bxi,ij,byj->bxy", torch.cat([left, torch.ones(2, 6, 1)], -1), pairwise.weight[0], torch.cat([heads, torch.ones(2, 7, 1)], -1))
+    assert torch.allclose(pairwise.pairwise(left, heads), expected, atol=1e-5)
