@@ -7,10 +7,13 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
 
 from seqtransfer.errors import SeqTransferError
+
+OVERRIDE = re.compile(r"^[A-Za-z_]+\.[A-Za-z_][A-Za-z0-9_]*=")  # section.key=value
 
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,8 +40,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(argv: Sequence[str] | None = None):
-    """Parse ``argv`` and run the command; returns its result."""
-    arguments = build_parser().parse_args(argv)
+    """Parse ``argv`` and run the command; returns its result.
+
+    Dotted overrides (``train.learning_rate=0.01``) may stand anywhere on the line, also after
+    options: argparse leaves those after an option unparsed, and they join the overrides here.
+    """
+    parser = build_parser()
+    arguments, unparsed = parser.parse_known_args(argv)
+    overrides = [item for item in unparsed if OVERRIDE.match(item)]
+    if hasattr(arguments, "overrides") and overrides:
+        arguments.overrides = [*arguments.overrides, *overrides]
+        unparsed = [item for item in unparsed if item not in overrides]
+    if unparsed:
+        parser.parse_args(argv)  # argparse's own message and exit code for what nobody reads
     return arguments.function(arguments)
 
 

@@ -130,8 +130,9 @@ def _coerce(value: Any, annotation: Any, key: str, path: str | None) -> Any:
         base = typing.get_origin(option) or option
         if base is float and isinstance(value, int) and not isinstance(value, bool):
             return float(value)
-        if base is list and isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
+        if base is list and isinstance(value, str):  # "0,1,3" -> [0, 1, 3] for list[int]; "word,pos" stays text
+            parts = [part.strip() for part in value.split(",") if part.strip()]
+            return parts if typing.get_args(option) == (str,) else [yaml.safe_load(part) for part in parts]
         if isinstance(value, base) and not (base is int and isinstance(value, bool)):
             return value
     expected = " or ".join(getattr(option, "__name__", str(option)) for option in allowed)
@@ -202,6 +203,8 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("train.patience", lambda value: value >= 1, "at least 1"),
     ("train.threads", lambda value: value >= 1, "at least 1"),
     ("data.max_train_sentences", lambda value: value is None or value >= 1, "at least 1 (or null for all)"),
+    ("train.record_activations", lambda value: value is None or all(isinstance(epoch, int) and not isinstance(epoch, bool) and epoch >= 0 for epoch in value),
+     "a list of epoch numbers, 0 = before training (or null)"),
 ]
 
 

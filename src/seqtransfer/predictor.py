@@ -15,6 +15,18 @@ from seqtransfer.tasks import get_task_kind
 from seqtransfer.training.loop import predict_labels
 
 
+def check_tokens(sentence, number: int) -> list[str]:
+    """A sentence given as tokens: a list or tuple of non-empty strings."""
+    if not isinstance(sentence, (list, tuple)):
+        raise SeqTransferError(f"sentence {number} is a {type(sentence).__name__}, not a list of tokens or a string",
+                               hint='pass e.g. [["I", "love", "NYC"]] or ["I love NYC"]')
+    for position, token in enumerate(sentence, start=1):
+        if not isinstance(token, str) or not token or token.isspace():
+            raise SeqTransferError(f"token {position} of sentence {number} is {token!r}: tokens must be non-empty strings",
+                                   hint="remove empty tokens and convert the others to str")
+    return list(sentence)
+
+
 class Predictor:
     """Tags or parses tokenised sentences (or raw strings, tokenised first) with a loaded run."""
 
@@ -35,8 +47,14 @@ class Predictor:
         (parsers; head 0 = root). Strings are tokenised with the tokenizer."""
         return [self.kind.for_user(prediction) for prediction in self.predict_raw(sentences)]
 
-    def tokenized(self, sentences: Sequence[Sequence[str] | str]) -> list[list[str]]:
-        tokens = [self.tokenize(sentence) if isinstance(sentence, str) else list(sentence) for sentence in sentences]
+    def tokenized(self, sentences: Sequence[Sequence[str] | str] | str) -> list[list[str]]:
+        """Token lists; a raw string is tokenised, and one string alone is one sentence."""
+        if isinstance(sentences, str):
+            sentences = [sentences]
+        if not isinstance(sentences, (list, tuple)):
+            raise SeqTransferError(f"expected a list of sentences, got {type(sentences).__name__}",
+                                   hint='pass e.g. [["I", "love", "NYC"]] or ["I love NYC"]')
+        tokens = [self.tokenize(sentence) if isinstance(sentence, str) else check_tokens(sentence, number) for number, sentence in enumerate(sentences, start=1)]
         for number, sentence in enumerate(tokens, start=1):
             if not sentence:
                 raise SeqTransferError(f"sentence {number} is empty", hint="remove empty sentences (blank lines) from the input")

@@ -12,8 +12,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +50,40 @@ class LoadedRun:
     vocabularies: Vocabularies
     model: SequenceLabeller
     metrics: dict
+
+
+LOCK = "train.lock"
+
+
+@contextlib.contextmanager
+def writer_lock(directory: Path) -> Iterator[None]:
+    """Hold the run directory's lock while training writes it; a second writer gets one clear line."""
+    import fcntl  # POSIX; the lock file is removed when the run ends
+
+    directory.mkdir(parents=True, exist_ok=True)
+    handle = open(directory / LOCK, "w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise SeqTransferError("another seqtransfer process is training into this run directory", path=directory,
+                               hint="wait for it to finish, or choose another --output") from None
+    try:
+        yield
+    finally:
+        (directory / LOCK).unlink(missing_ok=True)
+        handle.close()
+
+
+def remove_partial_files(directory: Path) -> None:
+    """Delete temporary files an interrupted atomic write left behind (``.NAME.XXXX.tmp``)."""
+    for leftover in directory.rglob(".*.tmp"):
+        leftover.unlink(missing_ok=True)
+
+
+def read_saved_config(directory: Path) -> RunConfig:
+    """The config.yaml of a run directory (safe YAML)."""
+    return config_from_dict(yaml.safe_load((directory / CONFIG).read_text(encoding="utf-8")), str(directory / CONFIG))
 
 
 def save_setup(directory: Path, config: RunConfig, vocabularies: Vocabularies) -> None:
@@ -107,7 +143,7 @@ def load_run(directory: str | Path) -> LoadedRun:
     """Rebuild the model of a run directory (safetensors + YAML + JSON, no pickle)."""
     directory = Path(directory)
     check_run_directory(directory)
-    config = config_from_dict(yaml.safe_load((directory / CONFIG).read_text(encoding="utf-8")), str(directory / CONFIG))
+    config = read_saved_config(directory)
     vocabularies = Vocabularies.from_json(read_json(directory / VOCABULARY))
     model = build_model(config.model, vocabularies)
     model.load_state_dict(load_file(str(directory / WEIGHTS)))

@@ -20,6 +20,20 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
 
 
+def warn_unknown_labels(gold: list, known: list[str]) -> int:
+    """Warn (stderr) about gold labels the model never saw: it cannot predict them. Returns their count."""
+    import sys
+
+    labels = [label for sentence in gold for label in sentence]
+    unknown = [label for label in labels if label not in set(known)]
+    if unknown:
+        distinct = sorted(set(unknown))
+        shown = ", ".join(distinct[:8]) + (", ..." if len(distinct) > 8 else "")
+        print(f"seqtransfer: warning: {len(unknown)} of {len(labels)} gold labels ({len(distinct)} distinct: {shown}) were never seen "
+              "by the model in training, so they are always scored wrong; is this the model's task and label set?", file=sys.stderr)
+    return len(unknown)
+
+
 def run(arguments: argparse.Namespace) -> dict:
     from seqtransfer import rundir
     from seqtransfer.data.task_data import load_task_data
@@ -54,6 +68,7 @@ def run(arguments: argparse.Namespace) -> dict:
     encoded = data.encode(split, run.vocabularies, with_targets=False)
     predicted = predict_labels(run.model, encoded, run.vocabularies.labels, run.config.train.evaluation_batch_size)
     gold = data.gold(split)
+    warn_unknown_labels(data.kind.label_strings(gold), run.vocabularies.labels.items)
     scores = evaluate(gold, predicted, data.metric)
     name = Path(arguments.file).name if arguments.file else f"{data.dataset}-{split}"
     data.kind.write_predictions(Path(arguments.run_directory) / "predictions", f"evaluate-{name}", data.splits[split], gold, predicted)

@@ -17,9 +17,10 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--classifier", choices=["softmax", "crf"], help="output layer (default softmax)")
     parser.add_argument("--embeddings", help="glove-6b-50d, a GloVe/word2vec/fastText text file, or 'none'")
     parser.add_argument("--seed", type=int, help="random seed (default 1)")
-    parser.add_argument("--epochs", type=int, help="maximum number of epochs (default 50)")
+    parser.add_argument("--epochs", type=int, help="maximum number of epochs (default 100; same as train.max_epochs)")
     parser.add_argument("--output", required=True, help="run directory to write (resumes an interrupted run)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--restart", action="store_true", help="delete the unfinished (or finished) run in --output and start it over")
     parser.add_argument("overrides", nargs="*", help="dotted overrides, e.g. train.learning_rate=0.01 model.hidden=400")
 
 
@@ -54,6 +55,7 @@ def config_from_arguments(arguments: argparse.Namespace) -> RunConfig:
         if value is not None:
             section, name = key.split(".")
             setattr(getattr(config, section), name, value)
+    check_named_against_overrides(named, arguments.overrides)
     if arguments.train:
         config.data.dataset = None
     if config.model.embeddings in ("none", "None", ""):
@@ -61,6 +63,27 @@ def config_from_arguments(arguments: argparse.Namespace) -> RunConfig:
     if isinstance(config.data.columns, str):
         config.data.columns = [part.strip() for part in config.data.columns.split(",") if part.strip()]
     return apply_overrides(config, arguments.overrides)
+
+
+def check_named_against_overrides(named: dict, overrides: list[str]) -> None:
+    """An option and a dotted override of the same setting must agree (``--epochs 5 train.max_epochs=9``)."""
+    import yaml
+
+    for override in overrides:
+        key, _, raw_value = override.partition("=")
+        if named.get(key) is not None and yaml.safe_load(raw_value) != named[key]:
+            raise SeqTransferError(f"the option for {key} says {named[key]!r} but the override says {raw_value!r}", hint="give the setting once")
+
+
+def restart(output: Path) -> None:
+    """Delete a run directory (only one that seqtransfer wrote) so that training starts over."""
+    import shutil
+
+    if not output.exists():
+        return
+    if not ((output / "config.yaml").is_file() or (output / "checkpoint").is_dir()):
+        raise SeqTransferError("--restart deletes run directories only, and this folder is not one", path=output, hint="choose another --output")
+    shutil.rmtree(output)
 
 
 class RunLog:
@@ -91,6 +114,8 @@ def run(arguments: argparse.Namespace) -> dict:
     output = Path(arguments.output)
     if output.exists() and not output.is_dir():
         raise SeqTransferError("--output exists and is not a folder", path=output, hint="choose a folder path")
+    if arguments.restart:
+        restart(output)
     log = RunLog(output / "log.txt")
     metrics = train_tagger(config, output, log=log, show_progress=not arguments.quiet)
     log(format_scores(metrics))

@@ -63,9 +63,9 @@ def label_set(sentences: list[Sentence], column: str) -> set[str]:
 def read_lines(path: str | Path, encoding: str = "utf-8") -> list[str]:
     """Read a text file as a list of lines, turning every I/O problem into a SeqTransferError.
 
-    Lines are split on "\\n" only (CRLF counts as one line end): ``str.splitlines`` would also
-    split on characters such as U+2028 or U+0085 that occur inside tweets. A UTF-8 byte-order
-    mark is dropped.
+    Lines are split on "\\n" only (CRLF counts as one line end; a file whose lines all end in a
+    bare CR is read as such): ``str.splitlines`` would also split on characters such as U+2028
+    or U+0085 that occur inside tweets. A UTF-8 byte-order mark is dropped.
     """
     file_path = Path(path)
     if file_path.is_dir():
@@ -97,7 +97,10 @@ def decode_lines(data: bytes, path: Path, encoding: str) -> list[str]:
         ) from None
     if text.startswith("\ufeff"):
         text = text[1:]
-    lines = text.replace("\r\n", "\n").split("\n")
+    text = text.replace("\r\n", "\n")
+    if "\r" in text and "\n" not in text.rstrip("\n"):  # classic Mac line endings (CR only)
+        text = text.replace("\r", "\n")
+    lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     return lines

@@ -1,22 +1,26 @@
 """Per-epoch checkpoints so that an interrupted training run resumes where it stopped.
 
-Stored without pickle: tensors in safetensors (weights, best weights, optimizer state, the
-torch random state), the rest in JSON. Each file is written atomically.
+Stored without pickle in one safetensors file (weights, best weights, optimizer state, the
+torch random state; the epoch, best score and history as JSON in its metadata), written
+atomically: a kill at any moment leaves either the previous epoch's checkpoint or this one,
+never the weights of one epoch with the state of another.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file
 from safetensors.torch import save as serialize
 from torch import nn
 
-from seqtransfer.files import atomic_write, read_json, write_json
+from seqtransfer.files import atomic_write, read_json
 
-STATE_FILE = "state.json"
+STATE_FILE = "state.json"  # read only: the state of checkpoints written by earlier versions
 # Per-parameter optimizer state kept in checkpoints (SGD's momentum; Adam's step and moments).
 STATE_KEYS = ("momentum_buffer", "step", "exp_avg", "exp_avg_sq")
 TENSORS_FILE = "tensors.safetensors"
@@ -38,9 +42,9 @@ def copy_state(model: nn.Module) -> dict[str, torch.Tensor]:
     return {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}
 
 
-def save_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
+def save_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str] | None = None) -> None:
     """Write a safetensors file atomically."""
-    data = serialize({name: tensor.contiguous() for name, tensor in tensors.items()})
+    data = serialize({name: tensor.contiguous() for name, tensor in tensors.items()}, metadata=metadata)
     with atomic_write(path, "wb") as handle:
         handle.write(data)
 
@@ -54,16 +58,22 @@ def save(directory: Path, model: nn.Module, optimizer: torch.optim.Optimizer, st
             if key in STATE_KEYS and torch.is_tensor(value):
                 tensors[f"optimizer.{index}.{key}"] = value
     tensors["random.torch"] = torch.get_rng_state()
-    save_tensors(directory / TENSORS_FILE, tensors)
     summary = {"epoch": state.epoch, "best_epoch": state.best_epoch, "best_score": state.best_score, "history": state.history}
-    write_json(directory / STATE_FILE, summary)
+    save_tensors(directory / TENSORS_FILE, tensors, metadata={"state": json.dumps(summary)})
 
 
 def resume(directory: Path, model: nn.Module, optimizer: torch.optim.Optimizer) -> TrainingState | None:
     """Restore model, optimizer and random state from ``directory``; None if there is nothing."""
-    if not (directory / STATE_FILE).is_file() or not (directory / TENSORS_FILE).is_file():
+    if not (directory / TENSORS_FILE).is_file():
         return None
-    summary = read_json(directory / STATE_FILE)
+    with safe_open(str(directory / TENSORS_FILE), framework="pt") as handle:
+        metadata = handle.metadata() or {}
+    if "state" in metadata:
+        summary = json.loads(metadata["state"])
+    elif (directory / STATE_FILE).is_file():  # checkpoints written before the state moved into the tensors file
+        summary = read_json(directory / STATE_FILE)
+    else:
+        return None
     tensors = load_file(str(directory / TENSORS_FILE))
     model.load_state_dict({name[6:]: tensor for name, tensor in tensors.items() if name.startswith("model.")})
     for index, parameter in enumerate(p for group in optimizer.param_groups for p in group["params"]):

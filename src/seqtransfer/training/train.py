@@ -14,7 +14,7 @@ from torch import nn
 
 from seqtransfer import rundir
 from seqtransfer.analysis.activations import ActivationRecorder, activation_recorder
-from seqtransfer.config import RunConfig, check_values
+from seqtransfer.config import RunConfig, check_values, config_to_dict
 from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies, build_vocabularies, word_key
 from seqtransfer.embeddings.static import build_embedding_matrix, load_vectors
@@ -164,7 +164,36 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
         log(filled)
     vocabularies, matrix = prepare_vocabularies(config, data, log, base=source.vocabularies if source else None)
     model = build_target_model(config, scheme, vocabularies, matrix, source, log)
-    rundir.save_setup(directory, config, vocabularies)
+    check_resumable(directory, config)
+    with rundir.writer_lock(directory):
+        rundir.remove_partial_files(directory)
+        rundir.save_setup(directory, config, vocabularies)
+        return fit_and_save(config, directory, data, vocabularies, model, scheme, started, log, show_progress)
+
+
+def check_resumable(directory: Path, config: RunConfig) -> None:
+    """A run directory with an unfinished run resumes only with the same configuration."""
+    if not (directory / rundir.CONFIG).is_file():
+        return
+    saved = rundir.read_saved_config(directory)
+    differing = config_differences(saved, config)
+    if differing:
+        raise SeqTransferError(
+            f"this run directory holds an unfinished run with other settings ({', '.join(differing)})",
+            path=directory, hint="run the same command to resume it, pass --restart to start it over, or choose another --output",
+        )
+
+
+def config_differences(first: RunConfig, second: RunConfig) -> list[str]:
+    """Dotted keys whose values differ, ignoring where data lives and how many threads run."""
+    ignored = {"data.data_dir", "train.threads"}
+    first_values, second_values = config_to_dict(first), config_to_dict(second)
+    return [f"{section}.{key}" for section, values in second_values.items() for key, value in values.items()
+            if f"{section}.{key}" not in ignored and first_values.get(section, {}).get(key) != value]
+
+
+def fit_and_save(config: RunConfig, directory: Path, data: TaskData, vocabularies: Vocabularies, model: nn.Module, scheme: Scheme, started: float, log: Log, show_progress: bool) -> dict:
+    """Train the scheme's phases, score every split, write weights and metrics (metrics last)."""
     train = data.encode("train", vocabularies)
     dev = evaluation_set(data, "dev", vocabularies)
     log(f"training {scheme.name} on {data.dataset}/{data.task}: {len(train.lengths)} sentences, {int(train.lengths.sum())} tokens; {count_parameters(model)} parameters")
