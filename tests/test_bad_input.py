@@ -92,10 +92,10 @@ def test_unknown_key_in_config_file(tmp_path, capsys):
     assert str(config) in message and "hidden" in message
 
 
-def test_tag_breaking_the_declared_scheme(tmp_path, capsys):
+def test_tag_breaking_the_declared_scheme_with_strict(tmp_path, capsys):
     bad = tmp_path / "bad_scheme.conll"
     bad.write_text("John\tB-person\nlives\tO\nin\tO\nYork\tI-location\n", encoding="utf-8")
-    message = run_cli(train_on(bad, tmp_path / "run"), capsys)
+    message = run_cli(train_on(bad, tmp_path / "run", "--strict"), capsys)
     assert f"{bad}:4" in message and "I-location" in message
     assert not (tmp_path / "run").exists()
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import warnings
 from collections.abc import Sequence
 
-from seqtransfer.errors import SeqTransferError
+from seqtransfer.errors import SeqTransferError, SeqTransferWarning
 
 OVERRIDE = re.compile(r"^[A-Za-z_]+\.[A-Za-z_][A-Za-z0-9_]*=")  # section.key=value
 
@@ -24,7 +25,9 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dev", help="your own dev file")
     parser.add_argument("--test", help="your own test file")
     parser.add_argument("--columns", help="column names of your CoNLL files, e.g. word,pos")
-    parser.add_argument("--scheme", help="tag scheme of your labels: none, iob1, iob2, bioes")
+    parser.add_argument("--scheme", help="tag scheme of your labels: auto (default: inferred from the labels), none, iob1, iob2, bioes")
+    parser.add_argument("--separator", choices=["auto", "tab", "space"], help="field separator of your column files (default auto: TAB if token lines hold TABs)")
+    parser.add_argument("--strict", action="store_true", help="tags out of their scheme's order are an error instead of a warning")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,8 +59,17 @@ def run(argv: Sequence[str] | None = None):
     return arguments.function(arguments)
 
 
+def show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001 - warnings' hook
+    """seqtransfer's own warnings as one line on stderr; others as Python shows them."""
+    if issubclass(category, SeqTransferWarning):
+        print(f"seqtransfer: warning: {message}", file=sys.stderr)
+    else:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point: exit code 0 on success, 2 on a user error (one line on stderr)."""
+    warnings.showwarning = show_warning
     try:
         run(argv)
     except SeqTransferError as error:

@@ -31,7 +31,9 @@ class DataConfig:
     dev: str | None = None
     test: str | None = None
     columns: list[str] | None = None  # column names of a user's CoNLL files, e.g. [word, pos]
-    scheme: str = "none"  # tag scheme of a user's labels: none | iob1 | iob2 | bioes
+    scheme: str = "auto"  # tag scheme of a user's labels: auto (inferred from the labels) | none | iob1 | iob2 | bioes
+    strict: bool = False  # tags out of their scheme's order are an error (default: read as conlleval reads them, with a warning)
+    separator: str = "auto"  # column files: auto (TAB if token lines hold TABs, else spaces) | tab | space
     metric: str | None = None  # accuracy | span_f1; None = the dataset's metric
     data_dir: str | None = None  # root holding dataset folders; else $SEQTRANSFER_DATA
     max_train_sentences: int | None = None  # keep the first N training sentences (learning curves)

@@ -38,3 +38,14 @@ class SeqTransferError(Exception):
         if self.hint:
             text += f" (fix: {self.hint})"
         return text.replace("\n", " ")
+
+
+class SeqTransferWarning(UserWarning):
+    """Something in the user's input was repaired or inferred; the CLI prints it as one line."""
+
+
+def warn(message: str) -> None:
+    """Tell the user what was repaired or inferred (``warnings``: API users may filter it)."""
+    import warnings
+
+    warnings.warn(SeqTransferWarning(message), stacklevel=2)

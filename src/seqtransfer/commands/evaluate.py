@@ -17,6 +17,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--columns", help="column names of --file, e.g. word,pos")
     parser.add_argument("--scheme", help="tag scheme of --file labels: none, iob1, iob2, bioes")
     parser.add_argument("--task", help="task of the dataset or file to score (default: the run's task)")
+    parser.add_argument("--separator", choices=["auto", "tab", "space"], help="field separator of --file (default auto)")
+    parser.add_argument("--strict", action="store_true", help="tags out of their scheme's order are an error instead of a warning")
     parser.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
 
 
@@ -35,6 +37,8 @@ def warn_unknown_labels(gold: list, known: list[str]) -> int:
 
 
 def run(arguments: argparse.Namespace) -> dict:
+    import sys
+
     from seqtransfer import rundir
     from seqtransfer.data.task_data import load_task_data
     from seqtransfer.errors import SeqTransferError
@@ -54,12 +58,16 @@ def run(arguments: argparse.Namespace) -> dict:
         columns = arguments.columns.split(",") if arguments.columns else None if conllu else run.config.data.columns
         data_config = dataclasses.replace(data_config, dataset=None, train=arguments.file, dev=None, test=None, columns=columns)
         data_config.scheme = arguments.scheme or data_config.scheme
+        data_config.separator = arguments.separator or data_config.separator
         split = "train"
     elif arguments.dataset:
         data_config = dataclasses.replace(data_config, dataset=arguments.dataset, train=None, dev=None, test=None)
     if arguments.task and arguments.task != data_config.task:
         data_config.task, data_config.metric = arguments.task, None  # the new task's own metric
+    data_config.strict = arguments.strict or data_config.strict
     data = load_task_data(data_config, splits=(split,))
+    for note in data.notes:
+        print(f"seqtransfer: warning: {note}", file=sys.stderr)
     if data.kind.name != run.model.task_kind:
         raise SeqTransferError(
             f"this run is a {run.model.task_kind} model but task '{data.task}' of {data.dataset} is {data.kind.name}",

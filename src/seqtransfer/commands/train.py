@@ -44,6 +44,8 @@ def config_from_arguments(arguments: argparse.Namespace) -> RunConfig:
         "data.test": arguments.test,
         "data.columns": arguments.columns,
         "data.scheme": arguments.scheme,
+        "data.separator": arguments.separator,
+        "data.strict": True if arguments.strict else None,
         "model.classifier": arguments.classifier,
         "model.embeddings": arguments.embeddings,
         "train.seed": arguments.seed,

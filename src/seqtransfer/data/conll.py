@@ -2,9 +2,13 @@
 
 Reading rules:
 
-- fields are split on any run of spaces/TABs, so space- and TAB-separated files (or a mix) read
-  the same; a token can therefore never contain a space or TAB. Only these two characters
-  separate fields: other Unicode spaces are token text (ARK has a token that is a lone U+00A0);
+- the separator is chosen per file (``separator="auto"``): when token lines hold TABs, fields
+  are split on TABs (runs of TABs count as one; spaces around a field are dropped, spaces
+  inside it kept, so a token may be "ke s"), and a token line without a TAB is split on spaces;
+  otherwise fields are split on runs of spaces. An empty token (a line that is only ``\tO``)
+  is read as ``<empty>`` with one warning naming the lines. ``separator="tab"`` or ``"space"``
+  forces one way. Only TAB and space separate fields: other Unicode spaces are token text (ARK
+  has a token that is a lone U+00A0);
 - a line that is empty or holds only whitespace ends a sentence (WNUT-17 train separates
   sentences with a single TAB);
 - ``-DOCSTART-`` document lines are skipped and also end a sentence; empty sentences are never
@@ -24,12 +28,14 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from seqtransfer.data.corpus import Sentence, read_lines
-from seqtransfer.errors import SeqTransferError
+from seqtransfer.errors import SeqTransferError, warn
 from seqtransfer.files import atomic_write
 
 WORD = "word"
 IGNORED = "_"
 DOCUMENT_START = "-DOCSTART-"
+EMPTY_TOKEN = "<empty>"
+SEPARATORS = ("auto", "tab", "space")
 
 
 def infer_columns(count: int) -> list[str]:
@@ -61,20 +67,32 @@ def check_columns(columns: Sequence[str], path: str | Path | None = None) -> lis
     return names
 
 
-def read_conll(path: str | Path, columns: Sequence[str] | None = None, encoding: str = "utf-8") -> list[Sentence]:
-    """Read a whitespace-separated column file into sentences (see module docstring for the rules)."""
+def read_conll(path: str | Path, columns: Sequence[str] | None = None, encoding: str = "utf-8", separator: str = "auto") -> list[Sentence]:
+    """Read a column file into sentences (see module docstring for the rules)."""
     source = str(path)
     names = None if columns is None else check_columns(columns, path)
+    lines = read_lines(path, encoding)
+    tabbed = uses_tabs(lines, separator, path)
     sentences: list[Sentence] = []
     rows: list[list[str]] = []
+    empty_tokens: list[int] = []
     first_line = 0
-    for number, line in enumerate(read_lines(path, encoding), start=1):
+    for number, line in enumerate(lines, start=1):
         fields = split_fields(line)
+        if tabbed and "\t" in line.rstrip(" \t"):
+            word_at = names.index(WORD) if names else 0
+            tab_fields = split_tab_fields(line)
+            # spaces may sit inside a token, never inside a label: such a line keeps the space split (and its error)
+            if not any(" " in field for position, field in enumerate(tab_fields) if position != word_at):
+                fields = tab_fields
         if not fields or fields[0] == DOCUMENT_START:
             if rows:
                 sentences.append(build_sentence(rows, names, source, first_line))
                 rows = []
             continue
+        if fields[0] == "":
+            fields[0] = EMPTY_TOKEN
+            empty_tokens.append(number)
         if names is None:
             names = infer_columns(len(fields))
         if len(fields) != len(names):
@@ -90,7 +108,26 @@ def read_conll(path: str | Path, columns: Sequence[str] | None = None, encoding:
             path=path,
             hint="point to a non-empty CoNLL column file",
         )
+    if empty_tokens:
+        shown = ", ".join(map(str, empty_tokens[:5])) + (", ..." if len(empty_tokens) > 5 else "")
+        warn(f"{path}: {len(empty_tokens)} empty tokens (lines {shown}) read as '{EMPTY_TOKEN}'")
     return sentences
+
+
+def uses_tabs(lines: Sequence[str], separator: str, path: str | Path) -> bool:
+    """Whether fields are TAB-separated: forced by ``separator``, else when a token line holds a TAB."""
+    if separator not in SEPARATORS:
+        raise SeqTransferError(f"unknown separator '{separator}'", path=path, hint=f"use one of: {', '.join(SEPARATORS)}")
+    if separator != "auto":
+        return separator == "tab"
+    return any("\t" in line.rstrip(" \t") for line in lines)
+
+
+def split_tab_fields(line: str) -> list[str]:
+    """TAB-separated fields with surrounding spaces dropped; runs of TABs separate once, but an
+    empty first field (an empty token) is kept as ``""``."""
+    fields = [field.strip(" ") for field in line.split("\t")]
+    return fields[:1] + [field for field in fields[1:] if field]
 
 
 def split_fields(line: str) -> list[str]:
@@ -117,7 +154,7 @@ def column_count_error(path: str | Path, line: int, found: int, names: list[str]
         f"found {found} columns but expected {len(names)} (from {origin})",
         path=path,
         line=line,
-        hint="make every token line have the same number of space/TAB-separated fields (tokens cannot contain spaces)",
+        hint="make every token line have the same number of fields (in a TAB-separated file tokens may hold spaces; --separator tab|space forces one)",
     )
 
 

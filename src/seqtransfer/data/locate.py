@@ -123,7 +123,7 @@ def read_split(
     if spec.format == "conllu":
         sentences = read_conllu(path)
     else:
-        sentences = read_conll(path, spec.columns)
+        sentences = read_conll(path, spec.columns, separator=getattr(spec, "separator", "auto"))
     if spec.dev_from_train and "dev" not in spec.splits and split in ("train", "dev"):
         sentences = carve_dev(sentences, split)
     return sentences

@@ -51,6 +51,7 @@ class DatasetSpec:
     description: str
     dev_from_train: bool = False  # no official dev split: carve one from train
     kinds: Mapping[str, str] = field(default_factory=dict)  # task -> kind (seqtransfer.tasks); default tagging
+    separator: str = "auto"  # column files: auto | tab | space (see conll.py)
 
     @property
     def default_task(self) -> str:
@@ -304,6 +305,7 @@ def custom_dataset(
     columns: Sequence[str] | str | None = None,
     task: str | None = None,
     scheme: str = "none",
+    separator: str = "auto",
 ) -> DatasetSpec:
     """A spec for a user's own files (``--train/--dev/--test/--columns``); paths become absolute.
 
@@ -321,14 +323,14 @@ def custom_dataset(
     file_format = "conllu" if paths["train"].suffix.lower() in CONLLU_EXTENSIONS else "conll"
     names = custom_columns(columns, file_format)
     label_column = choose_label_column(names, task, file_format)
-    if scheme not in SCHEMES:
-        known = ", ".join(SCHEMES)
+    if scheme not in (*SCHEMES, "auto"):
+        known = ", ".join((*SCHEMES, "auto"))
         raise SeqTransferError(f"unknown tag scheme '{scheme}' (known: {known})", hint="pass one of the known schemes")
     task_name = task or label_column
     parsing = task_name == DEPENDENCY
     if parsing and file_format != "conllu":
         raise SeqTransferError("--task dependency needs CoNLL-U files (HEAD and DEPREL columns)", path=paths["train"], hint="give .conllu files, or a tagging task")
-    metric = "attachment" if parsing else "accuracy" if scheme == "none" else "span_f1"
+    metric = "attachment" if parsing else "accuracy" if scheme in ("none", "auto") else "span_f1"  # auto: decided from the labels
     return DatasetSpec(
         name="custom",
         folder="",
@@ -344,6 +346,7 @@ def custom_dataset(
         description="user files: " + ", ".join(f"{split}={path}" for split, path in paths.items()),
         dev_from_train=dev is None,
         kinds={DEPENDENCY: DEPENDENCY} if parsing else {},
+        separator=separator,
     )
 
 

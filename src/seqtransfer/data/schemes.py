@@ -12,7 +12,9 @@ together (seqeval stays a test-only dependency used to check :func:`chunks`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+
+from collections.abc import Iterable, Sequence
 
 from seqtransfer.errors import SeqTransferError
 
@@ -188,3 +190,52 @@ def find_violation(tags: Sequence[str], scheme: str) -> tuple[int, str] | None:
         _, open_type = split_tag(previous_tag)
         return len(tags) - 1, f"tag {previous_tag!r} ends the sentence: the chunk is not closed by E-{open_type}"
     return None
+
+
+def transition_problems(tags: Sequence[str], scheme: str) -> list[tuple[int, str]]:
+    """Every ``(index, description)`` of a tag that may not follow its predecessor under ``scheme``
+    (an I-X after O in IOB2, an unclosed BIOES chunk...). conlleval reads such tags anyway: an
+    I-X after O or after another type starts a chunk (see :func:`chunks`)."""
+    scheme = check_scheme(scheme)
+    if scheme == "none":
+        return []
+    problems, previous_tag = [], None
+    for index, tag in enumerate(tags):
+        problem = _transition_problem(scheme, previous_tag, tag)
+        if problem:
+            problems.append((index, problem))
+        previous_tag = tag
+    if scheme == "bioes" and previous_tag and split_tag(previous_tag)[0] in ("B", "I"):
+        problems.append((len(tags) - 1, f"tag {previous_tag!r} ends the sentence: the chunk is not closed by E-{split_tag(previous_tag)[1]}"))
+    return problems
+
+
+def tag_problem(tag: str, scheme: str) -> str | None:
+    """What is wrong with ``tag`` on its own under ``scheme`` (a prefix the scheme lacks, a missing type), or None."""
+    scheme = check_scheme(scheme)
+    if scheme == "none":
+        return None
+    prefix, chunk_type = split_tag(tag)
+    return _tag_problem(tag, prefix, chunk_type, scheme)
+
+
+SPAN_TAG = re.compile(r"^(O|[BIES]-.+)$")
+
+
+def infer_scheme(sentences_tags: Iterable[Sequence[str]]) -> str:
+    """The scheme labels look like: ``none`` unless every label is O or B-/I-/E-/S-TYPE (and one
+    is not O); then ``bioes`` if E- or S- occurs, ``iob1`` if more chunks open with I- than with
+    B- (IOB1 uses B- only between adjacent chunks of one type), else ``iob2``."""
+    opened = {"B": 0, "I": 0}
+    labels: set[str] = set()
+    for tags in sentences_tags:
+        labels.update(tags)
+        for _, start, _ in chunks(tags):
+            prefix = split_tag(tags[start])[0]
+            if prefix in opened:
+                opened[prefix] += 1
+    if not labels or labels == {"O"} or not all(SPAN_TAG.match(label) for label in labels):
+        return "none"
+    if any(label[0] in "ES" for label in labels if label != "O"):
+        return "bioes"
+    return "iob1" if opened["I"] > opened["B"] else "iob2"

@@ -27,6 +27,7 @@ class TaskData:
     metric: str
     splits: dict[str, list[Sentence]]
     kind: object = field(default=TAGGING)  # a task kind of ``seqtransfer.tasks``
+    notes: list[str] = field(default_factory=list)  # what was inferred or repaired while reading, for the user
 
     def tokens(self, split: str) -> list[list[str]]:
         return [sentence.tokens for sentence in self.splits[split]]
@@ -49,7 +50,8 @@ def resolve_spec(config: DataConfig):
     """The registry entry of ``config.dataset``, or a spec built from the user's own files."""
     if config.train:
         return custom_dataset(
-            train=config.train, dev=config.dev, test=config.test, columns=config.columns, task=config.task, scheme=config.scheme
+            train=config.train, dev=config.dev, test=config.test, columns=config.columns, task=config.task, scheme=config.scheme,
+            separator=config.separator,
         )
     if not config.dataset:
         raise SeqTransferError("no data given", hint="pass --dataset NAME or --train PATH (see `seqtransfer datasets`)")
@@ -94,19 +96,25 @@ def load_task_data(config: DataConfig, splits: tuple[str, ...] = SPLITS) -> Task
     spec = resolve_spec(config)
     task = resolve_task(spec, config.task)
     column = spec.tasks[task]
-    scheme = spec.schemes.get(column, "none")
     kind = get_task_kind(spec.kinds.get(task, TAGGING.name))
-    metric = config.metric or spec.metric.get(task, kind.metrics[0])
-    if metric not in METRICS:
-        raise SeqTransferError(f"unknown metric '{metric}'", hint=f"use data.metric={' or '.join(kind.metrics)}")
-    if metric not in kind.metrics:
-        raise SeqTransferError(f"metric '{metric}' does not score {kind.name} task '{task}'", hint=f"use data.metric={' or '.join(kind.metrics)}")
     loaded = {}
     for split in splits:
         if split in spec.splits or (split == "dev" and getattr(spec, "dev_from_train", False)):
             loaded[split] = load_split(spec, split, config.data_dir)
     if "train" in splits and config.max_train_sentences:
         loaded["train"] = loaded["train"][: config.max_train_sentences]
+    scheme, note = kind.resolve_scheme([sentence for sentences in loaded.values() for sentence in sentences], column, spec.schemes.get(column, "none"))
+    notes = [note] if note else []
+    metric = config.metric or (spec.metric.get(task) if not note else None) or default_metric(kind, scheme)
+    if metric not in METRICS:
+        raise SeqTransferError(f"unknown metric '{metric}'", hint=f"use data.metric={' or '.join(kind.metrics)}")
+    if metric not in kind.metrics:
+        raise SeqTransferError(f"metric '{metric}' does not score {kind.name} task '{task}'", hint=f"use data.metric={' or '.join(kind.metrics)}")
     for sentences in loaded.values():
-        kind.check(sentences, column, scheme)
-    return TaskData(spec.name, task, column, scheme, metric, loaded, kind)
+        notes += kind.check(sentences, column, scheme, config.strict)
+    return TaskData(spec.name, task, column, scheme, metric, loaded, kind, notes)
+
+
+def default_metric(kind, scheme: str) -> str:
+    """Entity F1 for span labels, else the kind's first metric (token accuracy, LAS)."""
+    return "span_f1" if scheme != "none" and "span_f1" in kind.metrics else kind.metrics[0]

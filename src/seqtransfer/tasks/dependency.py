@@ -47,8 +47,12 @@ class Dependency:
     def gold(self, sentences: Sequence[Sentence], column: str) -> list[Tree]:
         return [read_tree(sentence) for sentence in sentences]
 
-    def check(self, sentences: Sequence[Sentence], column: str, scheme: str) -> None:
-        self.gold(sentences, column)
+    def check(self, sentences: Sequence[Sentence], column: str, scheme: str, strict: bool = False) -> list[str]:
+        self.gold(sentences, column)  # every tree is checked; a defect is an error
+        return []
+
+    def resolve_scheme(self, sentences: Sequence[Sentence], column: str, declared: str) -> tuple[str, str | None]:
+        return "none", None  # relations are plain labels
 
     def label_strings(self, gold: Sequence[Tree]) -> list[tuple[str, ...]]:
         return [tree.relations for tree in gold]

@@ -10,11 +10,19 @@ import torch
 
 from seqtransfer.data.batching import encode_labels
 from seqtransfer.data.corpus import Sentence
-from seqtransfer.data.schemes import find_violation
+from seqtransfer.data.schemes import infer_scheme, tag_problem, transition_problems
+from seqtransfer.data.trees import token_line
 from seqtransfer.data.vocabulary import Vocabulary
 from seqtransfer.errors import SeqTransferError
 
 Labels = list[str]
+
+
+def scheme_error(sentence: Sentence, position: int, problem: str, scheme: str) -> SeqTransferError:
+    return SeqTransferError(
+        f"{problem} (declared scheme {scheme})", path=sentence.source, line=token_line(sentence, position),
+        hint="fix the tag, or declare the scheme the file really uses (data.scheme=iob1|iob2|bioes|none)",
+    )
 
 
 class Tagging:
@@ -28,19 +36,33 @@ class Tagging:
     def gold(self, sentences: Sequence[Sentence], column: str) -> list[Labels]:
         return [sentence.labels(column) for sentence in sentences]
 
-    def check(self, sentences: Sequence[Sentence], column: str, scheme: str) -> None:
-        """Raise a one-line error at the first tag that breaks the declared scheme."""
+    def check(self, sentences: Sequence[Sentence], column: str, scheme: str, strict: bool = False) -> list[str]:
+        """Raise a one-line error at a tag the scheme cannot have (an unknown prefix, no type).
+        Tags in an order the scheme forbids (an I-X after O in IOB2) are read as conlleval reads
+        them, with one warning returned; ``strict`` makes the first of them an error."""
+        misplaced = []
         for sentence in sentences:
-            violation = find_violation(sentence.labels(column), scheme)
-            if violation is not None:
-                position, description = violation
-                line = None if sentence.line is None else sentence.line + position
-                raise SeqTransferError(
-                    f"{description} (declared scheme {scheme})",
-                    path=sentence.source,
-                    line=line,
-                    hint="fix the tag, or declare the scheme the file really uses (data.scheme=iob1|iob2|bioes|none)",
-                )
+            tags = sentence.labels(column)
+            for position, tag in enumerate(tags):
+                problem = tag_problem(tag, scheme)
+                if problem:
+                    raise scheme_error(sentence, position, problem, scheme)
+            misplaced += [(sentence, position, problem) for position, problem in transition_problems(tags, scheme)]
+        if misplaced and strict:
+            raise scheme_error(*misplaced[0], scheme)
+        if not misplaced:
+            return []
+        where = ", ".join(f"{sentence.source}:{token_line(sentence, position)}" for sentence, position, _ in misplaced[:3])
+        return [f"{len(misplaced)} tags break the {scheme} order (first: {where}: {misplaced[0][2]}); they are read as conlleval "
+                "reads them (an I-X after O or after another type starts a chunk); --strict (data.strict=true) makes this an error"]
+
+    def resolve_scheme(self, sentences: Sequence[Sentence], column: str, declared: str) -> tuple[str, str | None]:
+        """The declared scheme, or for ``auto`` the one the labels look like (and a note saying so)."""
+        if declared != "auto":
+            return declared, None
+        scheme = infer_scheme(sentence.labels(column) for sentence in sentences)
+        scored = "entity F1 (conlleval)" if scheme != "none" else "token accuracy"
+        return scheme, f"no tag scheme declared: the labels look like {scheme}, scored with {scored} (declare it with --scheme / data.scheme)"
 
     def label_strings(self, gold: Sequence[Labels]) -> Sequence[Labels]:
         """What the label vocabulary is built from."""

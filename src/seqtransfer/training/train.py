@@ -157,6 +157,9 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     data = load_task_data(config.data)
     if "dev" not in data.splits:
         raise SeqTransferError(f"dataset '{data.dataset}' has no dev split for early stopping", hint="pass --dev PATH")
+    for note in data.notes:
+        log(f"warning: {note}")
+    config.data.scheme, config.data.metric = data.scheme, data.metric  # what was used, inferred or not
     config.model.architecture = model_architecture(scheme, data)
     fill_optimizer(config.train, data.kind.optimizer)
     filled = data.kind.fill_config(config.model, data.gold("train"))
