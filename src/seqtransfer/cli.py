@@ -75,6 +75,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SeqTransferError as error:
         print(f"seqtransfer: error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:  # the file system refused (a folder where a file is expected, no permission, a full disk)
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"seqtransfer: error: {where}{error.strerror or error} (fix: check the path and its permissions)", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("seqtransfer: interrupted (a training run resumes from its last epoch when started again)", file=sys.stderr)
         return 130

@@ -53,6 +53,7 @@ class LoadedRun:
 
 
 LOCK = "train.lock"
+DAMAGED = "the run directory was truncated or edited: train it again, or restore it from a copy"
 
 
 @contextlib.contextmanager
@@ -82,8 +83,46 @@ def remove_partial_files(directory: Path) -> None:
 
 
 def read_saved_config(directory: Path) -> RunConfig:
-    """The config.yaml of a run directory (safe YAML)."""
-    return config_from_dict(yaml.safe_load((directory / CONFIG).read_text(encoding="utf-8")), str(directory / CONFIG))
+    """The config.yaml of a run directory (safe YAML: an object tag is an error, never executed)."""
+    path = directory / CONFIG
+    try:
+        values = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise SeqTransferError(f"config.yaml is not readable YAML ({type(error).__name__})", path=path, hint=DAMAGED) from None
+    if not isinstance(values, dict):
+        raise SeqTransferError("config.yaml does not hold a mapping of settings", path=path, hint=DAMAGED)
+    return config_from_dict(values, str(path))
+
+
+def read_vocabularies(directory: Path) -> Vocabularies:
+    path = directory / VOCABULARY
+    try:
+        return Vocabularies.from_json(read_json(path))
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+        raise SeqTransferError("vocabulary.json is damaged (not the JSON seqtransfer writes)", path=path, hint=DAMAGED) from None
+
+
+def weight_shapes(directory: Path) -> dict[str, tuple[int, ...]]:
+    """Names and shapes of the saved weights, from the safetensors header only (no data read)."""
+    path = directory / WEIGHTS
+    try:
+        with safe_open(str(path), framework="pt") as weights:
+            return {name: tuple(weights.get_slice(name).get_shape()) for name in weights.keys()}
+    except Exception as error:  # safetensors raises its own SafetensorError (and OSError) on a bad header
+        raise SeqTransferError(f"model.safetensors is damaged ({str(error).splitlines()[0][:120]})", path=path, hint=DAMAGED) from None
+
+
+def check_weights_fit(config: RunConfig, vocabularies: Vocabularies, shapes: dict[str, tuple[int, ...]], directory: Path) -> None:
+    """Compare the saved weights with the model the config describes, built on the meta device
+    (no memory): a config edited to huge sizes is refused before anything is allocated."""
+    with torch.device("meta"):
+        expected = {name: tuple(tensor.shape) for name, tensor in build_model(config.model, vocabularies).state_dict().items()}
+    missing, unexpected = sorted(expected.keys() - shapes.keys()), sorted(shapes.keys() - expected.keys())
+    wrong = [name for name in sorted(expected.keys() & shapes.keys()) if expected[name] != shapes[name]]
+    if missing or unexpected or wrong:
+        name = (wrong or missing or unexpected)[0]
+        detail = f"{name}: config.yaml and vocabulary.json say {expected.get(name)}, model.safetensors holds {shapes.get(name)}"
+        raise SeqTransferError(f"the weights do not match the configuration ({detail})", path=directory, hint=DAMAGED)
 
 
 def save_setup(directory: Path, config: RunConfig, vocabularies: Vocabularies) -> None:
@@ -144,8 +183,17 @@ def load_run(directory: str | Path) -> LoadedRun:
     directory = Path(directory)
     check_run_directory(directory)
     config = read_saved_config(directory)
-    vocabularies = Vocabularies.from_json(read_json(directory / VOCABULARY))
+    vocabularies = read_vocabularies(directory)
+    check_weights_fit(config, vocabularies, weight_shapes(directory), directory)
     model = build_model(config.model, vocabularies)
-    model.load_state_dict(load_file(str(directory / WEIGHTS)))
+    try:
+        state = load_file(str(directory / WEIGHTS))
+    except Exception as error:  # offsets past the end of the file, truncated data
+        raise SeqTransferError(f"model.safetensors is damaged ({str(error).splitlines()[0][:120]})", path=directory / WEIGHTS, hint=DAMAGED) from None
+    model.load_state_dict(state)
     model.eval()
-    return LoadedRun(directory, config, vocabularies, model, read_json(directory / METRICS))
+    try:
+        metrics = read_json(directory / METRICS)
+    except (ValueError, UnicodeDecodeError):
+        raise SeqTransferError("metrics.json is damaged (not JSON)", path=directory / METRICS, hint=DAMAGED) from None
+    return LoadedRun(directory, config, vocabularies, model, metrics)

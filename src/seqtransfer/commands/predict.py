@@ -38,6 +38,8 @@ def read_text(path: str, tokenize) -> list[list[str]]:
 
 def _read_bytes(path: str) -> bytes:
     file_path = Path(path)
+    if file_path.is_dir():
+        raise SeqTransferError("the input is a folder, not a file", path=path, hint="pass the path of a text file inside it")
     if not file_path.is_file():
         raise SeqTransferError("input file not found", path=path, hint="check the path, or pipe text on standard input")
     return file_path.read_bytes()
@@ -70,6 +72,8 @@ def run(arguments: argparse.Namespace) -> list:
     predicted = predictor.predict_raw([sentence.tokens for sentence in sentences])
     text = predictor.kind.format_output(sentences, predicted)
     if arguments.output:
+        if Path(arguments.output).is_dir():
+            raise SeqTransferError("--output is a folder", path=arguments.output, hint="give a file path for the predictions")
         write_text(arguments.output, text)
     else:
         sys.stdout.write(text)
