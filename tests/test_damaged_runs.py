@@ -63,3 +63,14 @@ def test_predict_output_or_input_folder_is_one_line(tiny_run, tmp_path, capsys):
         code = main(arguments)
         error = capsys.readouterr().err
         assert code == 2 and len(error.strip().splitlines()) == 1 and "Traceback" not in error, (arguments, error)
+
+
+def test_train_output_under_a_file_is_one_line(tmp_path, capsys):
+    from conftest import tiny_train_arguments
+
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("not a folder")
+    code = main(tiny_train_arguments(blocker / "run", epochs=1))
+    error = capsys.readouterr().err
+    assert code == 2 and len(error.strip().splitlines()) == 1 and "Traceback" not in error, error
+    assert blocker.read_text() == "not a folder"
