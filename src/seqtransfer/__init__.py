@@ -11,8 +11,9 @@ __version__ = "0.1.0"
 __all__ = ["SeqTransferError", "load", "__version__"]
 
 
-def load(run_directory, tokenizer: str = "whitespace"):
-    """Load a saved run directory and return a predictor (see :mod:`seqtransfer.predictor`)."""
+def load(run_directory, tokenizer: str = "whitespace", device: str = "auto", batch_size: int = 256):
+    """Load a saved run directory onto ``device`` (auto: the first GPU, else the CPU) and return
+    a predictor (see :mod:`seqtransfer.predictor`)."""
     from seqtransfer.predictor import load as load_predictor  # torch is imported only when needed
 
-    return load_predictor(run_directory, tokenizer)
+    return load_predictor(run_directory, tokenizer, device, batch_size)

@@ -82,6 +82,7 @@ class TrainConfig:
     patience: int = 10
     seed: int = 1
     threads: int = 2
+    device: str = "auto"  # auto (first GPU, else CPU) | cpu | cuda | cuda:N | mps; like threads, not part of a run's identity
     evaluation_batch_size: int = 512
     record_activations: list[int] | None = None  # epochs whose FE activations on dev are saved (0 = before training); see analysis/activations.py
 

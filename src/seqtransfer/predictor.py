@@ -9,6 +9,7 @@ import torch
 
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.tokenize import TOKENIZERS
+from seqtransfer.device import out_of_memory_error
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.rundir import LoadedRun, load_run
 from seqtransfer.tasks import get_task_kind
@@ -65,9 +66,14 @@ class Predictor:
         tokens = self.tokenized(sentences)
         encoded = encode_sentences(tokens, self.run.vocabularies)
         torch.set_num_threads(self.run.config.train.threads)
-        return predict_labels(self.run.model, encoded, self.run.vocabularies.labels, self.batch_size)
+        try:
+            return predict_labels(self.run.model, encoded, self.run.vocabularies.labels, self.batch_size)
+        except torch.cuda.OutOfMemoryError:
+            raise out_of_memory_error(self.batch_size, "while predicting") from None
 
 
-def load(run_directory: str | Path, tokenizer: str = "whitespace") -> Predictor:
-    """Load a run directory written by ``seqtransfer train``."""
-    return Predictor(load_run(run_directory), tokenizer)
+def load(run_directory: str | Path, tokenizer: str = "whitespace", device: str = "auto", batch_size: int = 256) -> Predictor:
+    """Load a run directory written by ``seqtransfer train`` onto ``device`` (auto: the first GPU, else the CPU)."""
+    if batch_size < 1:
+        raise SeqTransferError(f"batch size must be at least 1, got {batch_size}", hint="pass --batch-size 1 or more")
+    return Predictor(load_run(run_directory, device), tokenizer, batch_size)

@@ -26,6 +26,7 @@ from safetensors.torch import load_file
 
 from seqtransfer.config import RunConfig, config_from_dict, dump_config
 from seqtransfer.data.vocabulary import Vocabularies
+from seqtransfer.device import resolve_device
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import atomic_write, read_json, write_json, write_text
 from seqtransfer.models.registry import build_model
@@ -178,8 +179,9 @@ def check_run_directory(directory: Path) -> None:
         )
 
 
-def load_run(directory: str | Path) -> LoadedRun:
-    """Rebuild the model of a run directory (safetensors + YAML + JSON, no pickle)."""
+def load_run(directory: str | Path, device: str | None = "cpu") -> LoadedRun:
+    """Rebuild the model of a run directory (safetensors + YAML + JSON, no pickle) on ``device``
+    (``auto``: the first GPU, else the CPU); a run trained on any device loads on any other."""
     directory = Path(directory)
     check_run_directory(directory)
     config = read_saved_config(directory)
@@ -191,6 +193,7 @@ def load_run(directory: str | Path) -> LoadedRun:
     except Exception as error:  # offsets past the end of the file, truncated data
         raise SeqTransferError(f"model.safetensors is damaged ({str(error).splitlines()[0][:120]})", path=directory / WEIGHTS, hint=DAMAGED) from None
     model.load_state_dict(state)
+    model.to(resolve_device(device))
     model.eval()
     try:
         metrics = read_json(directory / METRICS)

@@ -19,6 +19,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", help="task of the dataset or file to score (default: the run's task)")
     parser.add_argument("--separator", choices=["auto", "tab", "space"], help="field separator of --file (default auto)")
     parser.add_argument("--strict", action="store_true", help="tags out of their scheme's order are an error instead of a warning")
+    parser.add_argument("--device", default="auto", help="auto (first GPU, else CPU), cpu, cuda, cuda:N or mps")
+    parser.add_argument("--batch-size", type=int, help="sentences per batch (default: the run's train.evaluation_batch_size)")
     parser.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
 
 
@@ -39,14 +41,20 @@ def warn_unknown_labels(gold: list, known: list[str]) -> int:
 def run(arguments: argparse.Namespace) -> dict:
     import sys
 
+    import torch
+
     from seqtransfer import rundir
+    from seqtransfer.device import out_of_memory_error
     from seqtransfer.data.task_data import load_task_data
     from seqtransfer.errors import SeqTransferError
     from seqtransfer.training.loop import predict_labels
     from seqtransfer.training.metrics import evaluate
     from seqtransfer.training.report import format_split_scores
 
-    run = rundir.load_run(arguments.run_directory)
+    run = rundir.load_run(arguments.run_directory, arguments.device)
+    batch_size = arguments.batch_size or run.config.train.evaluation_batch_size
+    if batch_size < 1:
+        raise SeqTransferError(f"batch size must be at least 1, got {batch_size}", hint="pass --batch-size 1 or more")
     data_config = dataclasses.replace(run.config.data, max_train_sentences=None)
     if arguments.data_dir:
         data_config.data_dir = arguments.data_dir
@@ -74,7 +82,10 @@ def run(arguments: argparse.Namespace) -> dict:
             path=arguments.run_directory, hint="pass --task with a task of the model's kind (e.g. dependency for a parser, upos for a tagger)",
         )
     encoded = data.encode(split, run.vocabularies, with_targets=False)
-    predicted = predict_labels(run.model, encoded, run.vocabularies.labels, run.config.train.evaluation_batch_size)
+    try:
+        predicted = predict_labels(run.model, encoded, run.vocabularies.labels, batch_size)
+    except torch.cuda.OutOfMemoryError:
+        raise out_of_memory_error(batch_size, "while evaluating") from None
     gold = data.gold(split)
     warn_unknown_labels(data.kind.label_strings(gold), run.vocabularies.labels.items)
     scores = evaluate(gold, predicted, data.metric)

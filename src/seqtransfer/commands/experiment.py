@@ -16,6 +16,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", default="results", help="results store folder (default ./results)")
     parser.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
     parser.add_argument("--ray", metavar="ADDRESS", help="run on Ray: auto, local, or HOST:PORT of a cluster head")
+    parser.add_argument("--device", help="device of every run: auto, cpu, cuda, cuda:N, mps (does not change results' identity)")
     parser.add_argument("--threads", type=int, help="torch threads per run (does not change results' identity; default: the file's)")
 
 
@@ -28,6 +29,8 @@ def run(arguments: argparse.Namespace) -> list[dict]:
     spec = load_experiment(arguments.file)
     if arguments.threads:
         spec.overrides.append(f"train.threads={arguments.threads}")
+    if arguments.device:
+        spec.overrides.append(f"train.device={arguments.device}")
     only = {name.strip() for name in arguments.only.split(",")} if arguments.only else set()
     unknown = only - set(spec.methods)
     if unknown:

@@ -16,6 +16,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=["text", "conll", "conllu"], default="text", help="text: one sentence per line")
     parser.add_argument("--tokenizer", choices=["whitespace", "tweet"], default="whitespace", help="how to split text lines")
     parser.add_argument("--columns", help="column names of a CoNLL input, e.g. word or word,pos")
+    parser.add_argument("--device", default="auto", help="auto (first GPU, else CPU), cpu, cuda, cuda:N or mps")
+    parser.add_argument("--batch-size", type=int, default=256, help="sentences per batch (default 256)")
     parser.add_argument("--output", help="write here (atomically) instead of standard output (a parser writes CoNLL-U)")
 
 
@@ -67,7 +69,7 @@ def run(arguments: argparse.Namespace) -> list:
     from seqtransfer.files import write_text
     from seqtransfer.predictor import load
 
-    predictor = load(arguments.run_directory, arguments.tokenizer)
+    predictor = load(arguments.run_directory, arguments.tokenizer, arguments.device, arguments.batch_size)
     sentences = read_sentences(arguments, predictor.tokenize)
     predicted = predictor.predict_raw([sentence.tokens for sentence in sentences])
     text = predictor.kind.format_output(sentences, predicted)

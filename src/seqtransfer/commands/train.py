@@ -17,6 +17,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--classifier", choices=["softmax", "crf"], help="output layer (default softmax)")
     parser.add_argument("--embeddings", help="glove-6b-50d, a GloVe/word2vec/fastText text file, or 'none'")
     parser.add_argument("--seed", type=int, help="random seed (default 1)")
+    parser.add_argument("--device", help="auto (default: first GPU, else CPU), cpu, cuda, cuda:N or mps; same as train.device")
     parser.add_argument("--epochs", type=int, help="maximum number of epochs (default 100; same as train.max_epochs)")
     parser.add_argument("--output", required=True, help="run directory to write (resumes an interrupted run)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -50,6 +51,7 @@ def config_from_arguments(arguments: argparse.Namespace) -> RunConfig:
         "model.embeddings": arguments.embeddings,
         "train.seed": arguments.seed,
         "train.max_epochs": arguments.epochs,
+        "train.device": arguments.device,
         "transfer.source": getattr(arguments, "source", None),
         "transfer.scheme": getattr(arguments, "transfer_scheme", None),
     }

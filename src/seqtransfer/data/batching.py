@@ -56,6 +56,19 @@ class Batch:
     form_ids: torch.Tensor
     indices: np.ndarray
 
+    def to(self, device: torch.device) -> "Batch":
+        """The batch on ``device`` (built on the CPU, moved once; pinned, non-blocking copies to a GPU)."""
+        if device.type == "cpu":
+            return self
+        pinned = device.type == "cuda"
+
+        def move(tensor: torch.Tensor) -> torch.Tensor:
+            return (tensor.pin_memory() if pinned else tensor).to(device, non_blocking=pinned)
+
+        # character lengths choose the encoder's slices on the host: they stay on the CPU (no sync to read them)
+        return Batch(move(self.words), {name: move(target) for name, target in self.targets.items()}, move(self.mask), move(self.lengths),
+                     move(self.characters), self.character_lengths, move(self.form_index), move(self.form_ids), self.indices)
+
     @property
     def labels(self) -> torch.Tensor | None:
         """(B, T) label indices (-1: padding or a label unseen in training), None without annotation."""

@@ -65,6 +65,7 @@ def identity_of(config: RunConfig, source_id: str | None) -> dict:
     values = config_to_dict(config)
     values["data"].pop("data_dir")
     values["train"].pop("threads")
+    values["train"].pop("device")
     values["train"].pop("record_activations")  # recording for analysis does not change the run
     values["transfer"]["source"] = source_id
     return non_default(values, config_to_dict(RunConfig()))
@@ -165,7 +166,8 @@ def finish_record(task: RunTask, directory: Path) -> dict:
     members = [Path(member) for member in metrics.get("members", [])] or [directory]
     network = sum(rundir.parameters_without_embeddings(member) for member in members)
     return {**task.record, "network_parameters": network, "dataset": metrics["dataset"], "task": metrics["task"], "metric": metrics["metric"], "run_directory": str(directory),
-            "dev": metrics["dev"][main], "test": metrics.get("test", {}).get(main), "parameters": metrics["parameters"], "seconds": metrics["seconds"]}
+            "dev": metrics["dev"][main], "test": metrics.get("test", {}).get(main), "parameters": metrics["parameters"], "seconds": metrics["seconds"],
+            "device": metrics.get("device", "cpu")}
 
 
 def ensemble_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, seeds: list[int], sources: dict[str, RunTask], only: set[str]) -> list[tuple[RunTask, list[RunTask]]]:

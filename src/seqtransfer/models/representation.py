@@ -97,11 +97,13 @@ class CharacterEncoder(nn.Module):
         Forms sorted by length (as ``make_batch`` gives them) make each group a slice;
         otherwise they are sorted here and put back in order.
         """
-        if lengths.numel() > 1 and not bool((lengths[1:] >= lengths[:-1]).all()):
-            order = torch.argsort(lengths, stable=True)
-            return self(characters[order], lengths[order])[torch.argsort(order)]
+        host_lengths = lengths.cpu()  # the slices are chosen on the host (a batch keeps these lengths on the CPU)
+        if host_lengths.numel() > 1 and not bool((host_lengths[1:] >= host_lengths[:-1]).all()):
+            order = torch.argsort(host_lengths, stable=True)
+            return self(characters[order.to(characters.device)], host_lengths[order])[torch.argsort(order).to(characters.device)]
+        lengths = host_lengths.to(characters.device, non_blocking=True)
         reversed_characters = characters.gather(1, reversal_index(lengths, characters.size(1)))
-        sizes = lengths.tolist()
+        sizes = host_lengths.tolist()
         pieces = [
             self.encode(characters[start:end, : sizes[end - 1]], reversed_characters[start:end, : sizes[end - 1]], lengths[start:end])
             for start, end in length_groups(sizes)
@@ -112,11 +114,12 @@ class CharacterEncoder(nn.Module):
         """Character indices of F forms -> (F, hidden), shortest forms first, ``chunk_size`` per call."""
         lengths = np.fromiter((max(len(characters), 1) for characters in form_characters), np.int64, len(form_characters))
         order = np.argsort(lengths, kind="stable")
-        table = torch.empty(len(form_characters), self.output_size)
+        device = self.embedding.weight.device
+        table = torch.empty(len(form_characters), self.output_size, device=device)
         for start in range(0, len(order), chunk_size):
             rows = order[start : start + chunk_size]
             characters = pad_arrays([form_characters[row] for row in rows], int(lengths[rows[-1]]))
-            table[torch.from_numpy(rows)] = self(torch.from_numpy(characters), torch.from_numpy(lengths[rows]))
+            table[torch.from_numpy(rows).to(device)] = self(torch.from_numpy(characters).to(device), torch.from_numpy(lengths[rows]))
         return table
 
 

@@ -44,7 +44,7 @@ def copy_state(model: nn.Module) -> dict[str, torch.Tensor]:
 
 def save_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str] | None = None) -> None:
     """Write a safetensors file atomically."""
-    data = serialize({name: tensor.contiguous() for name, tensor in tensors.items()}, metadata=metadata)
+    data = serialize({name: tensor.detach().cpu().contiguous() for name, tensor in tensors.items()}, metadata=metadata)
     with atomic_write(path, "wb") as handle:
         handle.write(data)
 
@@ -58,6 +58,9 @@ def save(directory: Path, model: nn.Module, optimizer: torch.optim.Optimizer, st
             if key in STATE_KEYS and torch.is_tensor(value):
                 tensors[f"optimizer.{index}.{key}"] = value
     tensors["random.torch"] = torch.get_rng_state()
+    device = next(model.parameters()).device
+    if device.type == "cuda":
+        tensors["random.cuda"] = torch.cuda.get_rng_state(device)
     summary = {"epoch": state.epoch, "best_epoch": state.best_epoch, "best_score": state.best_score, "history": state.history}
     save_tensors(directory / TENSORS_FILE, tensors, metadata={"state": json.dumps(summary)})
 
@@ -79,9 +82,12 @@ def resume(directory: Path, model: nn.Module, optimizer: torch.optim.Optimizer) 
     for index, parameter in enumerate(p for group in optimizer.param_groups for p in group["params"]):
         for key in STATE_KEYS:
             if f"optimizer.{index}.{key}" in tensors:
-                optimizer.state[parameter][key] = tensors[f"optimizer.{index}.{key}"].clone()
+                value = tensors[f"optimizer.{index}.{key}"]
+                optimizer.state[parameter][key] = value.clone() if key == "step" else value.to(parameter.device, copy=True)
         if f"momentum.{index}" in tensors:  # checkpoints written before optimizers were registered
-            optimizer.state[parameter]["momentum_buffer"] = tensors[f"momentum.{index}"].clone()
+            optimizer.state[parameter]["momentum_buffer"] = tensors[f"momentum.{index}"].to(parameter.device, copy=True)
     torch.set_rng_state(tensors["random.torch"])
+    if "random.cuda" in tensors and torch.cuda.is_available():
+        torch.cuda.set_rng_state(tensors["random.cuda"], next(model.parameters()).device)
     best_state = {name[5:]: tensor for name, tensor in tensors.items() if name.startswith("best.")}
     return TrainingState(best_state, summary["epoch"], summary["best_epoch"], summary["best_score"], summary["history"])

@@ -58,12 +58,25 @@ def predict_labels(model: nn.Module, data: EncodedSentences, labels: Vocabulary,
     kind = get_task_kind(model.task_kind)
     model.eval()
     predictions: list = [None] * len(data.lengths)
+    device = model_device(model)
     with torch.inference_mode(), model.word_representation.forms_of(data):
         for batch in evaluation_batches(data, batch_size):
-            decoded = kind.read_decoded(model.decode(batch), data.lengths[batch.indices], labels)
+            decoded = kind.read_decoded(to_host(model.decode(batch.to(device))), data.lengths[batch.indices], labels)
             for sentence_index, prediction in zip(batch.indices, decoded):
                 predictions[sentence_index] = prediction
     return predictions
+
+
+def model_device(model: nn.Module) -> torch.device:
+    """Where the model's weights are (the loop moves each batch there, once)."""
+    return next(model.parameters()).device
+
+
+def to_host(decoded: torch.Tensor | dict[str, torch.Tensor]) -> torch.Tensor | dict[str, torch.Tensor]:
+    """A model's decoding on the CPU: one copy per batch."""
+    if isinstance(decoded, dict):
+        return {name: tensor.cpu() for name, tensor in decoded.items()}
+    return decoded.cpu()
 
 
 def score(model: nn.Module, evaluation: EvaluationSet, labels: Vocabulary, metric: str, batch_size: int) -> tuple[float, dict]:
@@ -83,6 +96,7 @@ def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, data: Encode
     model.train()
     generator = np.random.default_rng([config.seed, epoch])
     parameters = [parameter for group in optimizer.param_groups for parameter in group["params"]]
+    device = model_device(model)
     total_loss = 0.0
     batch_count = -(-len(data.lengths) // config.batch_size)
     batches = training_batches(data, config.batch_size, generator)
@@ -90,7 +104,7 @@ def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, data: Encode
     with optimizer.track_rows(model) if isinstance(optimizer, LazyMomentumSGD) else nullcontext():
         for batch in tqdm(batches, total=batch_count, desc=f"epoch {epoch}", leave=False, disable=not show_progress, unit="batch"):
             optimizer.zero_grad(set_to_none=True)
-            loss = model.loss(batch)
+            loss = model.loss(batch.to(device))
             loss.backward()
             if config.gradient_clip > 0:
                 clip_gradient_norm(parameters, config.gradient_clip)

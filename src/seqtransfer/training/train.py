@@ -18,6 +18,7 @@ from seqtransfer.config import RunConfig, check_values, config_to_dict
 from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies, build_vocabularies, word_key
 from seqtransfer.embeddings.static import build_embedding_matrix, load_vectors
+from seqtransfer.device import describe_device, out_of_memory_error, peak_memory_megabytes, prepare_device, resolve_device
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import count_parameters
@@ -167,6 +168,9 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
         log(filled)
     vocabularies, matrix = prepare_vocabularies(config, data, log, base=source.vocabularies if source else None)
     model = build_target_model(config, scheme, vocabularies, matrix, source, log)
+    device = resolve_device(config.train.device)
+    prepare_device(device)
+    model.to(device)
     check_resumable(directory, config)
     with rundir.writer_lock(directory):
         rundir.remove_partial_files(directory)
@@ -189,7 +193,7 @@ def check_resumable(directory: Path, config: RunConfig) -> None:
 
 def config_differences(first: RunConfig, second: RunConfig) -> list[str]:
     """Dotted keys whose values differ, ignoring where data lives and how many threads run."""
-    ignored = {"data.data_dir", "train.threads"}
+    ignored = {"data.data_dir", "train.threads", "train.device"}
     first_values, second_values = config_to_dict(first), config_to_dict(second)
     return [f"{section}.{key}" for section, values in second_values.items() for key, value in values.items()
             if f"{section}.{key}" not in ignored and first_values.get(section, {}).get(key) != value]
@@ -201,14 +205,21 @@ def fit_and_save(config: RunConfig, directory: Path, data: TaskData, vocabularie
     dev = evaluation_set(data, "dev", vocabularies)
     log(f"training {scheme.name} on {data.dataset}/{data.task}: {len(train.lengths)} sentences, {int(train.lengths.sum())} tokens; {count_parameters(model)} parameters")
     recorder = activation_recorder(config.train.record_activations, directory, data.tokens("dev"), dev.encoded)
-    result = train_phases(model, scheme, config, train, dev, vocabularies.labels, data.metric, directory, log, show_progress, recorder)
+    device = next(model.parameters()).device
+    log(f"device: {describe_device(device)}")
+    try:
+        result = train_phases(model, scheme, config, train, dev, vocabularies.labels, data.metric, directory, log, show_progress, recorder)
+    except torch.cuda.OutOfMemoryError:
+        raise out_of_memory_error(config.train.batch_size, "while training") from None
     if recorder:
         recorder.record_final(model, result.best_epoch)
     metrics = {"dataset": data.dataset, "task": data.task, "metric": data.metric, "scheme": scheme.name, "best_epoch": result.best_epoch}
     metrics.update(score_splits(model, data, vocabularies, config, directory))
     # Epochs restored from a checkpoint ran in an earlier process: count their time too.
     seconds = time.perf_counter() - started + result.restored_seconds
-    metrics.update(parameters=count_parameters(model), history=result.history, seconds=round(seconds, 1))
+    metrics.update(parameters=count_parameters(model), history=result.history, seconds=round(seconds, 1), device=describe_device(device))
+    if peak_memory_megabytes(device) is not None:
+        metrics["gpu_peak_megabytes"] = peak_memory_megabytes(device)
     rundir.save_weights(directory, result.best_state)
     rundir.save_metrics(directory, metrics)
     shutil.rmtree(directory / "checkpoint", ignore_errors=True)

@@ -1,0 +1,64 @@
+"""Which device a run uses: ``auto`` (the first GPU torch sees, else the CPU), ``cpu``, ``cuda``,
+``cuda:N`` or ``mps``. A run-time choice, like the number of threads: recorded in a run's
+metrics, never part of what identifies a run, and run directories stay device-free (weights are
+saved from CPU tensors and loaded onto whatever device the user asks for).
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from seqtransfer.errors import SeqTransferError
+
+DEVICE_HINT = "use --device cpu (or auto: the first GPU if there is one, else the CPU)"
+
+
+def resolve_device(name: str | None) -> torch.device:
+    """The torch device ``name`` means here; a device this machine lacks is one clear error."""
+    name = (name or "auto").strip().lower()
+    if name == "auto":
+        return torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise SeqTransferError(f"unknown device '{name}'", hint="use auto, cpu, cuda, cuda:N or mps") from None
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise SeqTransferError(f"--device {name}: torch sees no CUDA GPU on this machine", hint=DEVICE_HINT)
+        index = device.index or 0
+        if index >= count:
+            raise SeqTransferError(f"--device {name}: this machine has {count} CUDA GPU(s) (cuda:0 to cuda:{count - 1})", hint=f"pick one of them, or {DEVICE_HINT}")
+        return torch.device("cuda", index)
+    if device.type == "mps" and not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):
+        raise SeqTransferError("--device mps: this torch build or machine has no MPS (Apple GPU) support", hint=DEVICE_HINT)
+    if device.type not in ("cpu", "cuda", "mps"):
+        raise SeqTransferError(f"unsupported device '{name}'", hint="use auto, cpu, cuda, cuda:N or mps")
+    return device
+
+
+def describe_device(device: torch.device) -> str:
+    """``cpu`` or ``cuda:0 (NVIDIA H100 80GB HBM3)``: what metrics.json records."""
+    if device.type == "cuda":
+        return f"{device} ({torch.cuda.get_device_name(device)})"
+    return str(device)
+
+
+def prepare_device(device: torch.device) -> None:
+    """Settings a device needs for deterministic runs (cuBLAS needs its workspace fixed)."""
+    if device.type == "cuda":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
+
+def peak_memory_megabytes(device: torch.device) -> float | None:
+    """Peak GPU memory allocated by tensors in this process, None on the CPU."""
+    if device.type != "cuda":
+        return None
+    return round(torch.cuda.max_memory_allocated(device) / 2**20, 1)
+
+
+def out_of_memory_error(batch_size: int, what: str) -> SeqTransferError:
+    return SeqTransferError(f"the GPU ran out of memory {what} with batches of {batch_size} sentences",
+                            hint="lower train.batch_size / train.evaluation_batch_size (predict and evaluate: --batch-size), or use --device cpu")
