@@ -118,3 +118,22 @@ def test_predict_and_evaluate_take_batch_size_and_device(tiny_run, tmp_path):
     assert labels == run(["predict", str(tiny_run), str(text), "--batch-size", "64", "--output", str(tmp_path / "out2.txt")])
     scores = run(["evaluate", str(tiny_run), "--file", str(FIXTURES / "tiny_ner_test.conll"), "--columns", "word,ner", "--batch-size", "2", "--device", "cpu"])
     assert 0 <= scores["f1"] <= 100
+
+
+def test_ray_task_asks_for_a_fraction_of_a_gpu():
+    ray = pytest.importorskip("ray")
+    from seqtransfer.experiments.backends import ray_task
+
+    assert ray_task(ray, 1.0, 0.25)._default_options["num_gpus"] == 0.25
+    assert ray_task(ray, 2.0, 0.0)._default_options == {"num_cpus": 2.0, "num_gpus": 0.0}
+    with pytest.raises(SeqTransferError, match="zero or more GPUs"):
+        ray_task(ray, 1.0, -1)
+    assert not ray.is_initialized()
+
+
+def test_gpus_per_run_needs_ray(tmp_path, capsys):
+    from test_experiments import tiny_experiment
+
+    code = main(["experiment", "run", str(tiny_experiment(tmp_path)), "--gpus-per-run", "0.5", "--results", str(tmp_path / "results")])
+    error = capsys.readouterr().err
+    assert code == 2 and "needs --ray" in error and len(error.strip().splitlines()) == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from seqtransfer.commands.base import Command
+from seqtransfer.errors import SeqTransferError
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,6 +17,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", default="results", help="results store folder (default ./results)")
     parser.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
     parser.add_argument("--ray", metavar="ADDRESS", help="run on Ray: auto, local, or HOST:PORT of a cluster head")
+    parser.add_argument("--gpus-per-run", type=float, default=0.0, help="with --ray: GPUs each run asks Ray for (e.g. 0.25: four BiLSTM runs share a GPU; default 0)")
     parser.add_argument("--device", help="device of every run: auto, cpu, cuda, cuda:N, mps (does not change results' identity)")
     parser.add_argument("--threads", type=int, help="torch threads per run (does not change results' identity; default: the file's)")
 
@@ -34,15 +36,11 @@ def run(arguments: argparse.Namespace) -> list[dict]:
     only = {name.strip() for name in arguments.only.split(",")} if arguments.only else set()
     unknown = only - set(spec.methods)
     if unknown:
-        from seqtransfer.errors import SeqTransferError
-
         raise SeqTransferError(f"unknown method(s) {', '.join(sorted(unknown))}", path=arguments.file, hint=f"methods: {', '.join(spec.methods)}")
     if arguments.targets:
         wanted = [name.strip() for name in arguments.targets.split(",")]
         missing = [name for name in wanted if name not in spec.targets]
         if missing:
-            from seqtransfer.errors import SeqTransferError
-
             raise SeqTransferError(f"unknown target(s) {', '.join(missing)}", path=arguments.file, hint=f"targets: {', '.join(spec.targets)}")
         spec.targets = {name: spec.targets[name] for name in wanted}
     store = ResultsStore(arguments.results)
@@ -51,7 +49,9 @@ def run(arguments: argparse.Namespace) -> list[dict]:
         for record in records:
             print(describe(record))
         return records
-    backend = RayBackend(arguments.ray) if arguments.ray else LocalBackend()
+    if arguments.gpus_per_run and not arguments.ray:
+        raise SeqTransferError("--gpus-per-run asks Ray for GPUs: it needs --ray", hint="add --ray local (or --ray HOST:PORT), or use --device for an in-process grid")
+    backend = RayBackend(arguments.ray, gpus_per_run=arguments.gpus_per_run) if arguments.ray else LocalBackend()
     return run_experiment(spec, store, list(range(1, arguments.seeds + 1)), backend, arguments.data_dir, only, log=lambda line: print(line, flush=True))
 
 

@@ -31,15 +31,27 @@ class LocalBackend:
         return records
 
 
+def ray_task(ray, cpus_per_run: float, gpus_per_run: float):
+    """``execute_task`` as a Ray remote function asking for these resources per run.
+
+    A fraction of a GPU lets several small BiLSTM runs share one GPU (Ray sets each task's
+    CUDA_VISIBLE_DEVICES, and ``train.device=auto`` then takes that GPU); 0 asks for none, so
+    nothing changes on a cluster without GPUs.
+    """
+    if cpus_per_run <= 0 or gpus_per_run < 0:
+        raise SeqTransferError(f"a run needs a positive number of CPUs and zero or more GPUs (got {cpus_per_run}, {gpus_per_run})", hint="e.g. --gpus-per-run 0.25")
+    return ray.remote(num_cpus=cpus_per_run, num_gpus=gpus_per_run)(execute_task)
+
+
 class RayBackend:
-    """Each run is a Ray task needing ``cpus_per_run`` CPUs; runs of a stage execute in parallel.
+    """Each run is a Ray task needing ``cpus_per_run`` CPUs and ``gpus_per_run`` GPUs; runs of a stage execute in parallel.
 
     ``address`` is "auto" (a running local cluster), "local" (start one in this process) or
     the address of a cluster's head ("HOST:PORT"). Workers must have seqtransfer installed and
     see the same data and results folders (a shared file system on a multi-machine cluster).
     """
 
-    def __init__(self, address: str, cpus_per_run: float = 1.0) -> None:
+    def __init__(self, address: str, cpus_per_run: float = 1.0, gpus_per_run: float = 0.0) -> None:
         if address == "local":  # a one-machine cluster advertised on loopback only
             os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         try:
@@ -49,7 +61,7 @@ class RayBackend:
         self.ray = ray
         if not ray.is_initialized():
             ray.init(address=None if address == "local" else address, include_dashboard=False, log_to_driver=False)
-        self.execute = ray.remote(num_cpus=cpus_per_run)(execute_task)
+        self.execute = ray_task(ray, cpus_per_run, gpus_per_run)
 
     def run(self, tasks: list[RunTask], log: Log, on_record: Callable[[dict], None] | None = None) -> list[dict]:
         """Submit every task whose source is finished; submit the others as their sources finish."""
