@@ -42,7 +42,7 @@ def feature_matrix(model: nn.Module, encoded: EncodedSentences, batch_size: int 
     per_sentence: list[np.ndarray | None] = [None] * len(encoded.lengths)
     with torch.inference_mode():
         for batch in evaluation_batches(encoded, batch_size):
-            states = model.features(batch).float().numpy()  # (B, T, H)
+            states = model.features(batch.to(next(model.parameters()).device)).float().cpu().numpy()  # (B, T, H)
             for row, sentence_index in enumerate(batch.indices):
                 per_sentence[sentence_index] = states[row, : encoded.lengths[sentence_index]]
     model.train(was_training)

@@ -28,7 +28,7 @@ def member_distributions(run: LoadedRun, tokens: list[list[str]], labels: list[s
     run.model.eval()
     with torch.inference_mode():
         for batch in evaluation_batches(encoded, batch_size):
-            probabilities = run.model.probabilities(batch)  # (B, T, L_member)
+            probabilities = run.model.probabilities(batch.to(next(run.model.parameters()).device)).cpu()  # (B, T, L_member)
             for row, index in enumerate(batch.indices):
                 mapped = torch.zeros(int(encoded.lengths[index]), len(labels))
                 mapped[:, columns] = probabilities[row, : encoded.lengths[index]]
