@@ -22,26 +22,33 @@ from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.models.tagger import Tagger
 from seqtransfer.training.loop import predict_labels, train_epoch
+from seqtransfer.device import peak_memory_megabytes, prepare_device, resolve_device
 from seqtransfer.training.optimizers import make_optimizer
 from seqtransfer.training.metrics import evaluate
 from seqtransfer.training.train import prepare_vocabularies, seed_everything
 from seqtransfer_runner import peak_rss_megabytes, time_inference  # benchmarks/ is on sys.path when run as a script
 
 
-def benchmark(dataset: str, epochs: int, classifier: str, threads: int) -> dict:
+def benchmark(dataset: str, epochs: int, classifier: str, threads: int, device: str = "cpu", batch_size: int = 16) -> dict:
     config = RunConfig()
     config.data.dataset, config.model.classifier, config.train.threads = dataset, classifier, threads
+    config.train.batch_size = batch_size
     seed_everything(config.train.seed, threads)
     data = load_task_data(config.data)
     vocabularies, matrix = prepare_vocabularies(config, data, log=lambda message: None)
     model = Tagger(config.model, len(vocabularies.words), len(vocabularies.characters), len(vocabularies.labels))
     model.load_word_vectors(matrix)
+    target = resolve_device(device)
+    prepare_device(target)
+    model.to(target)
     train = encode_sentences(data.tokens("train"), vocabularies, data.labels("train"))
     optimizer = make_optimizer([{"params": list(model.parameters())}], config.train)
     epoch_seconds = []
     for epoch in range(1, epochs + 1):
         started = time.perf_counter()
         train_epoch(model, optimizer, train, config.train, epoch, show_progress=False)
+        if target.type == "cuda":
+            torch.cuda.synchronize(target)
         epoch_seconds.append(time.perf_counter() - started)
     dev = encode_sentences(data.tokens("dev"), vocabularies)
     dev_scores = evaluate(data.labels("dev"), predict_labels(model, dev, vocabularies.labels, 512), data.metric)
@@ -58,6 +65,7 @@ def benchmark(dataset: str, epochs: int, classifier: str, threads: int) -> dict:
         "best_inference_batch": max(inference, key=inference.get),
         "dev_score": dev_scores["f1" if data.metric == "span_f1" else "accuracy"],
         "peak_rss_mb": peak_rss_megabytes(),
+        "gpu_peak_mb": peak_memory_megabytes(target),
     }
 
 
@@ -67,12 +75,14 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--classifier", default="crf", choices=["crf", "softmax"])
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N, auto (GPU timings: run on a machine with one)")
+    parser.add_argument("--batch-size", type=int, default=16, help="training batch size in sentences (the paper's 16; try 64+ on a GPU)")
     arguments = parser.parse_args()
-    print(f"torch {torch.__version__}, {arguments.threads} threads, classifier {arguments.classifier}, {arguments.epochs} epochs")
+    print(f"torch {torch.__version__}, device {arguments.device}, {arguments.threads} threads, classifier {arguments.classifier}, {arguments.epochs} epochs, batches of {arguments.batch_size}")
     header = f"{'dataset':10} {'tokens':>8} {'epoch s':>8} {'train tok/s':>12} {'infer tok/s':>12} {'batch':>6} {'dev':>6} {'peak MB':>8}"
     print(header)
     for dataset in arguments.datasets:
-        row = benchmark(dataset, arguments.epochs, arguments.classifier, arguments.threads)
+        row = benchmark(dataset, arguments.epochs, arguments.classifier, arguments.threads, arguments.device, arguments.batch_size)
         print(
             f"{row['dataset']:10} {row['train_tokens']:8d} {row['epoch_seconds']:8.2f} {row['train_tokens_per_second']:12,.0f} "
             f"{row['inference_tokens_per_second']:12,.0f} {row['best_inference_batch']:6d} {row['dev_score']:6.2f} {row['peak_rss_mb']:8.0f}",
