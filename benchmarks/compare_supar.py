@@ -11,7 +11,8 @@ BiLSTM of 400 units per direction, arc MLPs 400, relation MLPs 100, dropout 0.5,
 (0.9, 0.95), no learning-rate decay, batches of 16 sentences (SuPar counts tokens per batch:
 16 x the mean training sentence length), the same number of epochs. Prints per tool the median
 training epoch seconds and training tokens/s (training passes only), test parsing tokens/s
-(tree decoding), peak resident memory, and test UAS/LAS of both tools' predictions scored by
+(tree decoding; the best of two passes at each tool's best batch size: 32/64/128/512 sentences,
+1000/2000/5000 tokens), peak resident memory, and test UAS/LAS of both tools' predictions scored by
 ``seqtransfer.training.attachment`` (equal to conll18_ud_eval.py), then the ratios.
 """
 
@@ -128,7 +129,8 @@ def summarize(result: dict, train_tokens: int, test_tokens: int, gold_trees: lis
     return {"median_train_epoch_seconds": round(epoch, 2), "train_tokens_per_second": round(train_tokens / epoch, 1),
             "parse_tokens_per_second": round(test_tokens / result["parse_seconds"], 1), "peak_rss_mb": round(result["peak_rss_mb"], 1),
             "test_uas": round(scores["uas"], 2), "test_las": round(scores["las"], 2), "epochs": len(result["train_seconds"]),
-            "train_seconds": result["train_seconds"], "parse_seconds": round(result["parse_seconds"], 3)}
+            "train_seconds": result["train_seconds"], "parse_seconds": round(result["parse_seconds"], 3),
+            "parse_seconds_by_batch": result["parse_seconds_by_batch"]}
 
 
 def compare(dataset: str, arguments: argparse.Namespace, supar_python: Path) -> dict:
@@ -141,7 +143,8 @@ def compare(dataset: str, arguments: argparse.Namespace, supar_python: Path) -> 
         batch_tokens = round(arguments.batch_size * train_tokens / len(train))
         (folder / "supar.ini").write_text(SUPAR_CONFIG.format(word_dimension=50, batch_tokens=batch_tokens, epochs=arguments.epochs))
         settings = {**paths, "epochs": arguments.epochs, "threads": arguments.threads, "seed": arguments.seed, "word_dimension": 50,
-                    "batch_tokens": batch_tokens, "parse_batch_tokens": 5000, "config": str(folder / "supar.ini")}
+                    "batch_tokens": batch_tokens, "config": str(folder / "supar.ini"),
+                    "parse_batch_sentences": [32, 64, 128, 512], "parse_batch_tokens": [1000, 2000, 5000]}
         gold = [read_tree(sentence) for sentence in test]
         ours = run_tool(Path(sys.executable), "parser_runner.py", {**settings, "model": str(folder / "seqtransfer-run")}, folder, "seqtransfer")
         supar = run_tool(supar_python, "supar_runner.py", {**settings, "model": str(folder / "supar.model"), "predictions": str(folder / "supar-test.conllu")}, folder, "supar")

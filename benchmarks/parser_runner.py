@@ -42,13 +42,16 @@ def main(settings_path: str, result_path: str) -> None:
     data = load_task_data(run.config.data, splits=("test",))
     encoded = data.encode("test", run.vocabularies, with_targets=False)
     torch.set_num_threads(settings["threads"])
-    started = time.perf_counter()
-    predicted = predict_labels(run.model, encoded, run.vocabularies.labels, run.config.train.evaluation_batch_size)
-    parse_seconds = time.perf_counter() - started
+    parse_seconds = {}
+    for batch_size in settings["parse_batch_sentences"]:  # the best of two passes at each batch size
+        for _ in range(2):
+            started = time.perf_counter()
+            predicted = predict_labels(run.model, encoded, run.vocabularies.labels, batch_size)
+            parse_seconds[batch_size] = min(parse_seconds.get(batch_size, float("inf")), time.perf_counter() - started)
     data.kind.write_predictions(output, "benchmark-test", data.splits["test"], None, predicted)
     result = {"train_seconds": [record["train_seconds"] for record in metrics["history"]],
               "evaluate_seconds": [record["epoch_seconds"] - record["train_seconds"] for record in metrics["history"]],
-              "parse_seconds": parse_seconds, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+              "parse_seconds_by_batch": parse_seconds, "parse_seconds": min(parse_seconds.values()), "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
               "predictions": str(output / "benchmark-test.conllu"), "torch": torch.__version__}
     Path(result_path).write_text(json.dumps(result, indent=1))
 
