@@ -83,7 +83,7 @@ def resume(directory: Path, model: nn.Module, optimizer: torch.optim.Optimizer) 
         for key in STATE_KEYS:
             if f"optimizer.{index}.{key}" in tensors:
                 value = tensors[f"optimizer.{index}.{key}"]
-                optimizer.state[parameter][key] = value.clone() if key == "step" else value.to(parameter.device, copy=True)
+                optimizer.state[parameter][key] = value.to(parameter.device, copy=True)  # fused Adam keeps its step beside the weights
         if f"momentum.{index}" in tensors:  # checkpoints written before optimizers were registered
             optimizer.state[parameter]["momentum_buffer"] = tensors[f"momentum.{index}"].to(parameter.device, copy=True)
     torch.set_rng_state(tensors["random.torch"])
