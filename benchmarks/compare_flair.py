@@ -130,7 +130,7 @@ def summarize(result: dict, data, predictions_path: Path) -> dict:
 def compare_dataset(arguments: argparse.Namespace, dataset: str, flair_python: Path, folder: Path) -> list[dict]:
     folder.mkdir(parents=True, exist_ok=True)
     data = export_for_flair(arguments, dataset, folder)
-    common = ["--epochs", str(arguments.epochs), "--threads", str(arguments.threads), "--batch-sizes", *map(str, arguments.batch_sizes)]
+    common = ["--epochs", str(arguments.epochs), "--threads", str(arguments.threads), "--device", arguments.device, "--batch-sizes", *map(str, arguments.batch_sizes)]
     seqtransfer_command = [sys.executable, str(BENCHMARKS / "seqtransfer_runner.py"), "--dataset", dataset, "--seed", str(arguments.seed), *common]
     if arguments.max_train_sentences:
         seqtransfer_command += ["--max-train-sentences", str(arguments.max_train_sentences)]
@@ -178,6 +178,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--datasets", nargs="+", default=["wnut17", "conll2003"])
     parser.add_argument("--epochs", type=int, default=3, help="training epochs per tool (the median of their times is reported)")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu", help="cpu or cuda[:N]: both tools on that device (GPU timings need a machine with one)")
     parser.add_argument("--seed", type=int, default=1, help="seed of both tools (flair gets it through data.json)")
     parser.add_argument("--max-train-sentences", type=int, default=None, help="keep the first N training sentences (quick checks)")
     parser.add_argument("--max-evaluation-sentences", type=int, default=None, help="keep the first N dev and test sentences (quick checks)")

@@ -202,7 +202,7 @@ def run(arguments: argparse.Namespace) -> dict:
     data = json.loads((Path(arguments.input) / "data.json").read_text(encoding="utf-8"))
     vectors = np.load(Path(arguments.input) / "vectors.npy")
     settings = data["settings"]
-    flair.device = torch.device("cpu")
+    flair.device = torch.device(arguments.device)
     seed_everything(settings["seed"], arguments.threads)
     train = make_sentences(data["splits"]["train"], with_labels=True)
     dev, test = (make_sentences(data["splits"][split], with_labels=False) for split in ("dev", "test"))
@@ -246,6 +246,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--input", required=True, help="folder with data.json and vectors.npy")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu")
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=INFERENCE_BATCH_SIZES)
     parser.add_argument("--predictions", required=True, help="JSON file for the dev and test predictions")
     return parser.parse_args(argv)

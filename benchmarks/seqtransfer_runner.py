@@ -30,6 +30,7 @@ from seqtransfer.data.schemes import convert
 from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.models.tagger import Tagger, count_parameters
 from seqtransfer.training.loop import predict_labels, train_epoch
+from seqtransfer.device import resolve_device
 from seqtransfer.training.optimizers import fill_optimizer, make_optimizer
 from seqtransfer.training.train import prepare_vocabularies, seed_everything
 
@@ -85,6 +86,13 @@ def peak_rss_since_reset() -> float | None:
     return None
 
 
+def synchronize(model) -> None:
+    """Wait for a GPU's queued work before reading the clock."""
+    device = next(model.parameters()).device
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def train_timed(model: Tagger, train, config: RunConfig, epochs: int) -> list[float]:
     """Seconds of each training epoch; the learning rate decays per epoch exactly as in ``fit``."""
     optimizer = make_optimizer([{"params": list(model.parameters())}], config.train)
@@ -94,6 +102,7 @@ def train_timed(model: Tagger, train, config: RunConfig, epochs: int) -> list[fl
             group["lr"] = group["base_lr"] / (1.0 + config.train.learning_rate_decay * (epoch - 1))
         started = time.perf_counter()
         train_epoch(model, optimizer, train, config.train, epoch, show_progress=False)
+        synchronize(model)
         seconds.append(time.perf_counter() - started)
     return seconds
 
@@ -119,6 +128,7 @@ def run(arguments: argparse.Namespace) -> dict:
     vocabularies, matrix = prepare_vocabularies(config, data, log=lambda message: None)
     model = Tagger(config.model, len(vocabularies.words), len(vocabularies.characters), len(vocabularies.labels))
     model.load_word_vectors(matrix)
+    model.to(resolve_device(arguments.device))
     train = encode_sentences(data.tokens("train"), vocabularies, data.labels("train"))
     dev, test = (encode_sentences(data.tokens(split), vocabularies) for split in ("dev", "test"))
     del matrix
@@ -135,6 +145,7 @@ def run(arguments: argparse.Namespace) -> dict:
         "dataset": arguments.dataset,
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
+        "device": str(next(model.parameters()).device),
         "train_sentences": len(train.lengths),
         "train_tokens": int(train.lengths.sum()),
         "test_tokens": int(test.lengths.sum()),
@@ -154,6 +165,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--max-train-sentences", type=int, default=None)
     parser.add_argument("--max-evaluation-sentences", type=int, default=None, help="keep the first N dev and test sentences")
