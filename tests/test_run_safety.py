@@ -135,3 +135,27 @@ def test_predict_takes_one_string_as_one_sentence(tiny_run):
 def test_evaluate_warns_about_labels_the_model_never_saw(tiny_run, capsys):
     run(["evaluate", str(tiny_run), "--file", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos", "--task", "pos", "--scheme", "none"])
     assert "were never seen by the model" in capsys.readouterr().err
+
+
+def test_kill_inside_a_checkpoint_write_resumes_from_the_previous_epoch(tmp_path, monkeypatch):
+    """A kill around the checkpoint's rename leaves one consistent checkpoint (before: the tensors and
+    state.json were renamed one after the other, and a kill between them resumed epoch-2 weights as epoch 1)."""
+    import os
+
+    straight = run(tiny_train_arguments(tmp_path / "straight", epochs=3, seed=3) + ["train.patience=100"])
+    real_replace, calls = os.replace, []
+
+    def replace_then_die(source, target):
+        real_replace(source, target)
+        if str(target).endswith(checkpoint.TENSORS_FILE):
+            calls.append(target)
+            if len(calls) == 2:  # killed right after the second epoch's tensors are in place
+                raise Crash
+
+    monkeypatch.setattr(os, "replace", replace_then_die)
+    with pytest.raises(Crash):
+        run(tiny_train_arguments(tmp_path / "run", epochs=3, seed=3) + ["train.patience=100"])
+    monkeypatch.setattr(os, "replace", real_replace)
+    resumed = run(tiny_train_arguments(tmp_path / "run", epochs=3, seed=3) + ["train.patience=100"])
+    assert [record["loss"] for record in resumed["history"]] == [record["loss"] for record in straight["history"]]
+    assert (tmp_path / "run" / "model.safetensors").read_bytes() == (tmp_path / "straight" / "model.safetensors").read_bytes()
