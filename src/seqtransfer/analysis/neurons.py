@@ -135,7 +135,7 @@ def choose_before_after(recordings: list[Recording], path: Path) -> tuple[Record
     return before[0], recordings[-1]
 
 
-def analyse_neurons(run_directory: str | Path, top_k: int = 10, with_source: bool = False) -> NeuronAnalysis:
+def analyse_neurons(run_directory: str | Path, top_k: int = 10, with_source: bool = False, device: str = "cpu") -> NeuronAnalysis:
     """Charge of every unit and top-k words per recording; ``with_source`` adds the source-dev column first."""
     sentences, recordings = list_recordings(run_directory)
     words = [token for sentence in sentences for token in sentence]
@@ -143,13 +143,13 @@ def analyse_neurons(run_directory: str | Path, top_k: int = 10, with_source: boo
     correlation = correlation_matrix(after.matrix(), before.matrix())
     columns: dict[str, TopWords] = {}
     if with_source:
-        columns[SOURCE_COLUMN] = top_words(*source_dev_activations(run_directory), top_k)
+        columns[SOURCE_COLUMN] = top_words(*source_dev_activations(run_directory, device), top_k)
     for recording in recordings:
         columns[column_name(recording)] = top_words(recording.matrix(), words, top_k)
     return NeuronAnalysis(str(run_directory), before, after, correlation, len(words), columns)
 
 
-def source_dev_activations(run_directory: str | Path) -> tuple[np.ndarray, list[str]]:
+def source_dev_activations(run_directory: str | Path, device: str = "cpu") -> tuple[np.ndarray, list[str]]:
     """(N, H) activations of the run's source model on its own dev split, and the N tokens (§4.2.2)."""
     import yaml
 
@@ -163,7 +163,7 @@ def source_dev_activations(run_directory: str | Path) -> tuple[np.ndarray, list[
         raise SeqTransferError("this run was not transferred from a source run", path=run_directory, hint="pass --no-source")
     if not Path(source_path).is_dir():
         raise SeqTransferError(f"the source run {source_path} is not reachable", path=run_directory, hint="run from the folder the transfer ran in, or pass --no-source")
-    source = load_run(source_path)
+    source = load_run(source_path, device)
     data = load_task_data(source.config.data, splits=("dev",))
     tokens = data.tokens("dev")
     matrix = feature_matrix(source.model, encode_sentences(tokens, source.vocabularies), source.config.train.evaluation_batch_size)

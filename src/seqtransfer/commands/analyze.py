@@ -19,6 +19,7 @@ def add_neuron_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-k", type=int, default=10, help="words listed per unit and sign (default 10)")
     parser.add_argument("--units", help="comma-separated units to draw (default: the 2 least and 2 most charged)")
     parser.add_argument("--no-source", action="store_true", help="skip the source model's top words on the source dev set")
+    parser.add_argument("--device", default="cpu", help="device for the source model's activations: auto, cpu, cuda, cuda:N, mps (default cpu)")
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -93,12 +94,12 @@ def run_transfer(arguments: argparse.Namespace):
     return comparison
 
 
-def neuron_analysis(run: str, top_k: int, without_source: bool):
+def neuron_analysis(run: str, top_k: int, without_source: bool, device: str = "cpu"):
     from seqtransfer.analysis.neurons import analyse_neurons
 
     if top_k < 1:
         raise SeqTransferError("--top-k must be at least 1")
-    return analyse_neurons(run, top_k, with_source=not without_source)
+    return analyse_neurons(run, top_k, with_source=not without_source, device=device)
 
 
 def neurons_json(analysis) -> dict:
@@ -119,7 +120,7 @@ def run_neurons(arguments: argparse.Namespace):
     from seqtransfer.files import write_json
     from seqtransfer.training.checkpoint import save_tensors
 
-    analysis = neuron_analysis(arguments.run, arguments.top_k, arguments.no_source)
+    analysis = neuron_analysis(arguments.run, arguments.top_k, arguments.no_source, arguments.device)
     units = parse_units(arguments.units, analysis)
     summary = analysis.summary()
     print(f"{summary['units']} units over {summary['tokens']} dev tokens ({summary['before']} -> {summary['after']}): "
@@ -164,7 +165,7 @@ def run_report(arguments: argparse.Namespace):
     content = ReportContent(title=arguments.title)
     content.comparisons = [compare_runs(reference, transferred, arguments.split) for reference, transferred in arguments.transfer]
     if arguments.neurons:
-        content.neurons = neuron_analysis(arguments.neurons, arguments.top_k, arguments.no_source)
+        content.neurons = neuron_analysis(arguments.neurons, arguments.top_k, arguments.no_source, arguments.device)
         content.units = parse_units(arguments.units, content.neurons)
     content.curve_points = curve_points(arguments.curve, arguments.split) if arguments.curve else []
     write_text(arguments.output, render_report(content))
