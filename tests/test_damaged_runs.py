@@ -36,6 +36,7 @@ CASES = {
     "yaml object tag": ("config.yaml", lambda original: b"!!python/object/apply:os.system ['echo hacked']\n"),
     "sizes that do not match": ("config.yaml", lambda original: original.replace(b"hidden: 16", b"hidden: 32", 1)),
     "a huge size": ("config.yaml", lambda original: original.replace(b"hidden: 16", b"hidden: 2000000", 1)),
+    "an odd size": ("config.yaml", lambda original: original.replace(b"hidden: 16", b"hidden: 15", 1)),
     "metrics not json": ("metrics.json", lambda original: b"{oops"),
 }
 
@@ -44,7 +45,7 @@ CASES = {
 def test_damaged_run_is_one_clear_line(case, tiny_run, tmp_path, capsys):
     name, damage = CASES[case]
     copy = damaged_copy(tiny_run, tmp_path, name, damage((tiny_run / name).read_bytes()))
-    with pytest.raises(SeqTransferError, match=r"damaged|does not hold a mapping|not readable YAML|do not match"):
+    with pytest.raises(SeqTransferError, match=r"damaged|does not hold a mapping|not readable YAML|do not match|must be"):
         seqtransfer.load(copy)
     text = tmp_path / "in.txt"
     text.write_text("John loves Paris\n")

@@ -198,13 +198,15 @@ def broken_file(path, defect: str):
         lines[0] = lines[0].replace("\t2\tnsubj", "\t3\tnsubj")
     elif defect == "missing relation":
         lines[1] = lines[1].replace("\t0\troot", "\t0\t_")
+    elif defect == "unicode digit head":
+        lines[1] = lines[1].replace("\t0\troot", "\t\u00b2\troot")
     path.write_text("# sent_id = 1\n" + "\n".join(lines) + "\n\n", encoding="utf-8")
     return path
 
 
 @pytest.mark.parametrize("defect,expected", [
     ("head out of range", "out of range"), ("non-integer head", "not an integer"), ("cycle", "cycle"),
-    ("no root", "no root"), ("missing relation", "no DEPREL"),
+    ("no root", "no root"), ("missing relation", "no DEPREL"), ("unicode digit head", "not an integer"),
 ])
 def test_broken_gold_trees_are_one_clear_line(defect, expected, tmp_path, capsys):
     bad = broken_file(tmp_path / "bad.conllu", defect)

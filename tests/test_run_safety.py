@@ -159,3 +159,37 @@ def test_kill_inside_a_checkpoint_write_resumes_from_the_previous_epoch(tmp_path
     resumed = run(tiny_train_arguments(tmp_path / "run", epochs=3, seed=3) + ["train.patience=100"])
     assert [record["loss"] for record in resumed["history"]] == [record["loss"] for record in straight["history"]]
     assert (tmp_path / "run" / "model.safetensors").read_bytes() == (tmp_path / "straight" / "model.safetensors").read_bytes()
+
+
+def test_bad_betas_are_one_line(tmp_path, capsys):
+    message = one_error_line(tiny_train_arguments(tmp_path / "run") + ["train.betas=[a, b]"], capsys)
+    assert "train.betas" in message and not (tmp_path / "run").exists()
+
+
+def test_a_run_saved_by_the_previous_version_resumes_with_the_same_command():
+    """Settings the previous version did not save (optimizer, metric) must not look changed."""
+    from seqtransfer.rundir import read_saved_config
+    from seqtransfer.training.optimizers import fill_optimizer
+    from seqtransfer.training.train import config_differences
+
+    saved = read_saved_config(FIXTURES / "runs" / "v0_tagger_crf")
+    new = read_saved_config(FIXTURES / "runs" / "v0_tagger_crf")
+    fill_optimizer(new.train, "sgd")
+    new.data.metric = "span_f1"
+    assert saved.train.optimizer is None and config_differences(saved, new) == []
+    new.train.learning_rate = 0.1
+    assert config_differences(saved, new) == ["train.learning_rate"]
+
+
+def test_restart_is_refused_while_another_process_trains(tmp_path, capsys):
+    from seqtransfer import rundir
+
+    run(tiny_train_arguments(tmp_path / "run", epochs=1))
+    with rundir.writer_lock(tmp_path / "run"):
+        message = one_error_line(tiny_train_arguments(tmp_path / "run", epochs=1) + ["--restart"], capsys)
+    assert "another seqtransfer process" in message and (tmp_path / "run" / "metrics.json").is_file()
+
+
+def test_evaluate_batch_size_zero_is_one_line(tiny_run, capsys):
+    message = one_error_line(["evaluate", str(tiny_run), "--file", str(FIXTURES / "tiny_ner_test.conll"), "--columns", "word,ner", "--batch-size", "0"], capsys)
+    assert "batch size" in message

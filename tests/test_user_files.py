@@ -30,12 +30,42 @@ def test_tab_separated_tokens_keep_their_spaces_and_empty_tokens_are_placeholder
         read_conll(path, ["word", "ner"], separator="space")
 
 
-def test_the_cli_prints_the_repair_as_one_warning_line(tmp_path, capsys):
+def test_training_logs_the_repair_as_one_warning_line(tmp_path, capsys):
     path = tmp_path / "tabbed.conll"
     path.write_text(TABBED, encoding="utf-8")
     assert main(train_arguments(path, tmp_path / "run", "--columns", "word,ner")) == 0
+    printed = [line for line in capsys.readouterr().out.splitlines() if "empty tokens" in line]
+    logged = [line for line in (tmp_path / "run" / "log.txt").read_text().splitlines() if "empty tokens" in line]
+    assert len(printed) == 1 and printed[0].startswith("warning: ") and logged == printed
+
+
+def test_predict_prints_the_repair_as_one_warning_line(tiny_run, tmp_path, capsys):
+    path = tmp_path / "tabbed.conll"
+    path.write_text(TABBED, encoding="utf-8")
+    assert main(["predict", str(tiny_run), str(path), "--format", "conll", "--columns", "word,ner"]) == 0
     warnings = [line for line in capsys.readouterr().err.splitlines() if "empty tokens" in line]
     assert len(warnings) == 1 and warnings[0].startswith("seqtransfer: warning: ")
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("\tEU\tB-ORG\nrejects\tO\n", [["EU", "rejects"]]),  # a leading TAB that is indentation
+    ("EU\tB-ORG\n\tO\n", [["EU", EMPTY_TOKEN]]),  # a leading TAB that is an empty token
+])
+def test_leading_tabs_are_told_apart_by_the_column_count(tmp_path, text, expected):
+    path = tmp_path / "file.conll"
+    path.write_text(text, encoding="utf-8")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SeqTransferWarning)
+        assert [s.tokens for s in read_conll(path, ["word", "ner"])] == expected
+
+
+def test_forced_tab_separator_does_not_split_spaces(tmp_path):
+    path = tmp_path / "file.conll"
+    path.write_text("EU\tB-ORG\nrejects O\n", encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="found 1 columns"):
+        read_conll(path, ["word", "ner"], separator="tab")
 
 
 @pytest.mark.parametrize("tags,scheme,metric", [

@@ -61,4 +61,4 @@ def peak_memory_megabytes(device: torch.device) -> float | None:
 
 def out_of_memory_error(batch_size: int, what: str) -> SeqTransferError:
     return SeqTransferError(f"the GPU ran out of memory {what} with batches of {batch_size} sentences",
-                            hint="lower train.batch_size / train.evaluation_batch_size (predict and evaluate: --batch-size), or use --device cpu")
+                            hint="lower train.evaluation_batch_size (predict and evaluate: --batch-size) or train.batch_size (with --restart), or use --device cpu")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ import yaml
 from safetensors import safe_open
 from safetensors.torch import load_file
 
-from seqtransfer.config import RunConfig, config_from_dict, dump_config
+from seqtransfer.config import RunConfig, check_values, config_from_dict, dump_config
 from seqtransfer.data.vocabulary import Vocabularies
 from seqtransfer.device import resolve_device
 from seqtransfer.errors import SeqTransferError
@@ -63,17 +64,21 @@ def writer_lock(directory: Path) -> Iterator[None]:
     import fcntl  # POSIX; the lock file is removed when the run ends
 
     directory.mkdir(parents=True, exist_ok=True)
+    busy = SeqTransferError("another seqtransfer process is training into this run directory", path=directory,
+                            hint="wait for it to finish, or choose another --output")
     handle = open(directory / LOCK, "w")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+        # The holder before us may have removed the file we opened: then our lock guards nothing.
+        if not (directory / LOCK).exists() or os.fstat(handle.fileno()).st_ino != os.stat(directory / LOCK).st_ino:
+            raise BlockingIOError
+    except OSError:
         handle.close()
-        raise SeqTransferError("another seqtransfer process is training into this run directory", path=directory,
-                               hint="wait for it to finish, or choose another --output") from None
+        raise busy from None
     try:
         yield
     finally:
-        (directory / LOCK).unlink(missing_ok=True)
+        (directory / LOCK).unlink(missing_ok=True)  # while still holding it: a newcomer sees the file gone and gives up
         handle.close()
 
 
@@ -93,6 +98,15 @@ def read_saved_config(directory: Path) -> RunConfig:
     if not isinstance(values, dict):
         raise SeqTransferError("config.yaml does not hold a mapping of settings", path=path, hint=DAMAGED)
     return config_from_dict(values, str(path))
+
+
+def read_run_config(directory: Path) -> RunConfig:
+    """The config of a finished run, with every value checked (an edited ``hidden: 15`` is one line)."""
+    config = read_saved_config(directory)
+    try:
+        return check_values(config)
+    except SeqTransferError as error:
+        raise SeqTransferError(f"config.yaml: {error.message}", path=directory / CONFIG, hint=DAMAGED) from None
 
 
 def read_vocabularies(directory: Path) -> Vocabularies:
@@ -184,7 +198,7 @@ def load_run(directory: str | Path, device: str | None = "cpu") -> LoadedRun:
     (``auto``: the first GPU, else the CPU); a run trained on any device loads on any other."""
     directory = Path(directory)
     check_run_directory(directory)
-    config = read_saved_config(directory)
+    config = read_run_config(directory)
     vocabularies = read_vocabularies(directory)
     check_weights_fit(config, vocabularies, weight_shapes(directory), directory)
     model = build_model(config.model, vocabularies)

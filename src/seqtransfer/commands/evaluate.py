@@ -52,7 +52,7 @@ def run(arguments: argparse.Namespace) -> dict:
     from seqtransfer.training.report import format_split_scores
 
     run = rundir.load_run(arguments.run_directory, arguments.device)
-    batch_size = arguments.batch_size or run.config.train.evaluation_batch_size
+    batch_size = arguments.batch_size if arguments.batch_size is not None else run.config.train.evaluation_batch_size
     if batch_size < 1:
         raise SeqTransferError(f"batch size must be at least 1, got {batch_size}", hint="pass --batch-size 1 or more")
     data_config = dataclasses.replace(run.config.data, max_train_sentences=None)
@@ -65,7 +65,9 @@ def run(arguments: argparse.Namespace) -> dict:
         conllu = Path(arguments.file).suffix.lower() in CONLLU_EXTENSIONS  # fixed columns: the run's column names do not apply
         columns = arguments.columns.split(",") if arguments.columns else None if conllu else run.config.data.columns
         data_config = dataclasses.replace(data_config, dataset=None, train=arguments.file, dev=None, test=None, columns=columns)
-        data_config.scheme = arguments.scheme or data_config.scheme
+        if arguments.scheme and arguments.scheme != data_config.scheme:
+            data_config.scheme, data_config.metric = arguments.scheme, None  # scored as the declared scheme says
+
         data_config.separator = arguments.separator or data_config.separator
         split = "train"
     elif arguments.dataset:

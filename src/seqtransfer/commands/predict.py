@@ -16,6 +16,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=["text", "conll", "conllu"], default="text", help="text: one sentence per line")
     parser.add_argument("--tokenizer", choices=["whitespace", "tweet"], default="whitespace", help="how to split text lines")
     parser.add_argument("--columns", help="column names of a CoNLL input, e.g. word or word,pos")
+    parser.add_argument("--separator", choices=["auto", "tab", "space"], default="auto", help="field separator of a CoNLL input (default auto: TAB if token lines hold TABs)")
     parser.add_argument("--device", default="auto", help="auto (first GPU, else CPU), cpu, cuda, cuda:N or mps")
     parser.add_argument("--batch-size", type=int, default=256, help="sentences per batch (default 256)")
     parser.add_argument("--output", help="write here (atomically) instead of standard output (a parser writes CoNLL-U)")
@@ -62,7 +63,7 @@ def read_sentences(arguments: argparse.Namespace, tokenize) -> list:
     from seqtransfer.data.conll import read_conll
 
     columns = arguments.columns.split(",") if arguments.columns else None
-    return read_conll(arguments.input, columns)
+    return read_conll(arguments.input, columns, separator=arguments.separator)
 
 
 def run(arguments: argparse.Namespace) -> list:

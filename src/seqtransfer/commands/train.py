@@ -80,14 +80,19 @@ def check_named_against_overrides(named: dict, overrides: list[str]) -> None:
 
 
 def restart(output: Path) -> None:
-    """Delete a run directory (only one that seqtransfer wrote) so that training starts over."""
+    """Empty a run directory (only one that seqtransfer wrote), under its lock, so that training starts over."""
     import shutil
+
+    from seqtransfer import rundir
 
     if not output.exists():
         return
     if not ((output / "config.yaml").is_file() or (output / "checkpoint").is_dir()):
         raise SeqTransferError("--restart deletes run directories only, and this folder is not one", path=output, hint="choose another --output")
-    shutil.rmtree(output)
+    with rundir.writer_lock(output):  # refused while another process trains into it
+        for entry in output.iterdir():
+            if entry.name != rundir.LOCK:
+                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
 
 
 class RunLog:

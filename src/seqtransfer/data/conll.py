@@ -78,19 +78,13 @@ def read_conll(path: str | Path, columns: Sequence[str] | None = None, encoding:
     empty_tokens: list[int] = []
     first_line = 0
     for number, line in enumerate(lines, start=1):
-        fields = split_fields(line)
-        if tabbed and "\t" in line.rstrip(" \t"):
-            word_at = names.index(WORD) if names else 0
-            tab_fields = split_tab_fields(line)
-            # spaces may sit inside a token, never inside a label: such a line keeps the space split (and its error)
-            if not any(" " in field for position, field in enumerate(tab_fields) if position != word_at):
-                fields = tab_fields
+        fields = line_fields(line, separator if tabbed else "space", names)
         if not fields or fields[0] == DOCUMENT_START:
             if rows:
                 sentences.append(build_sentence(rows, names, source, first_line))
                 rows = []
             continue
-        if fields[0] == "":
+        if fields[0] == "" and (names or [WORD])[0] == WORD:
             fields[0] = EMPTY_TOKEN
             empty_tokens.append(number)
         if names is None:
@@ -123,11 +117,26 @@ def uses_tabs(lines: Sequence[str], separator: str, path: str | Path) -> bool:
     return any("\t" in line.rstrip(" \t") for line in lines)
 
 
-def split_tab_fields(line: str) -> list[str]:
-    """TAB-separated fields with surrounding spaces dropped; runs of TABs separate once, but an
-    empty first field (an empty token) is kept as ``""``."""
-    fields = [field.strip(" ") for field in line.split("\t")]
-    return fields[:1] + [field for field in fields[1:] if field]
+def line_fields(line: str, separator: str, names: list[str] | None) -> list[str]:
+    """The fields of one line under ``separator`` (auto, tab or space; see the module docstring).
+
+    A TAB-separated line keeps spaces inside its token; if a label field would hold a space the
+    line is split on spaces instead (and its column count tells). A leading TAB is an empty token
+    when that gives the file's column count, else indentation.
+    """
+    if separator == "space" or "\t" not in line.rstrip(" \t"):
+        if separator == "tab" and line.strip(" \t"):  # forced TABs: a token line without one is one field
+            return [line.strip(" ")]
+        return split_fields(line)
+    pieces = [piece.strip(" ") for piece in line.split("\t")]
+    rest = [piece for piece in pieces[1:] if piece]  # runs of TABs separate once
+    fields = [pieces[0], *rest]
+    if pieces[0] == "" and names is not None and len(fields) != len(names):
+        fields = rest  # indentation, not an empty token
+    word_at = names.index(WORD) if names else 0
+    if separator == "auto" and any(" " in field for position, field in enumerate(fields) if position != word_at):
+        return split_fields(line)
+    return fields
 
 
 def split_fields(line: str) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import shutil
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies, build_vocabularies, word_key
 from seqtransfer.embeddings.static import build_embedding_matrix, load_vectors
 from seqtransfer.device import describe_device, out_of_memory_error, peak_memory_megabytes, prepare_device, resolve_device
-from seqtransfer.errors import SeqTransferError
+from seqtransfer.errors import SeqTransferError, SeqTransferWarning
 from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import count_parameters
 from seqtransfer.training.loop import EvaluationSet, FitResult, fit, predict_labels
@@ -155,7 +156,14 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     seed_everything(config.train.seed, config.train.threads)
     scheme = get_scheme(config.transfer.scheme)
     source = load_source(config, scheme)
-    data = load_task_data(config.data)
+    with warnings.catch_warnings(record=True) as repairs:  # what reading repaired goes to the run's log too
+        warnings.simplefilter("always", SeqTransferWarning)
+        data = load_task_data(config.data)
+    for repair in repairs:
+        if issubclass(repair.category, SeqTransferWarning):
+            log(f"warning: {repair.message}")
+        else:
+            warnings.warn_explicit(repair.message, repair.category, repair.filename, repair.lineno)
     if "dev" not in data.splits:
         raise SeqTransferError(f"dataset '{data.dataset}' has no dev split for early stopping", hint="pass --dev PATH")
     for note in data.notes:
@@ -173,6 +181,8 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     model.to(device)
     check_resumable(directory, config)
     with rundir.writer_lock(directory):
+        if (directory / rundir.METRICS).exists():  # finished by another process while this one prepared
+            raise SeqTransferError("run directory already holds a finished run", path=directory, hint="choose another --output")
         rundir.remove_partial_files(directory)
         rundir.save_setup(directory, config, vocabularies)
         return fit_and_save(config, directory, data, vocabularies, model, scheme, started, log, show_progress)
@@ -192,11 +202,23 @@ def check_resumable(directory: Path, config: RunConfig) -> None:
 
 
 def config_differences(first: RunConfig, second: RunConfig) -> list[str]:
-    """Dotted keys whose values differ, ignoring where data lives and how many threads run."""
-    ignored = {"data.data_dir", "train.threads", "train.device"}
+    """Dotted keys whose values differ between a saved (``first``) and a new config.
+
+    Ignored: where data lives, threads, device and the evaluation batch size (none changes the
+    trained weights); a saved value that is null (resolved at run time by versions that did not
+    save it); and ``data.scheme`` of a registered dataset (its registry entry decides).
+    """
+    ignored = {"data.data_dir", "train.threads", "train.device", "train.evaluation_batch_size"}
+    if second.data.dataset:
+        ignored.add("data.scheme")
     first_values, second_values = config_to_dict(first), config_to_dict(second)
-    return [f"{section}.{key}" for section, values in second_values.items() for key, value in values.items()
-            if f"{section}.{key}" not in ignored and first_values.get(section, {}).get(key) != value]
+    differing = []
+    for section, values in second_values.items():
+        for key, value in values.items():
+            saved = first_values.get(section, {}).get(key)
+            if f"{section}.{key}" not in ignored and saved is not None and saved != value:
+                differing.append(f"{section}.{key}")
+    return differing
 
 
 def fit_and_save(config: RunConfig, directory: Path, data: TaskData, vocabularies: Vocabularies, model: nn.Module, scheme: Scheme, started: float, log: Log, show_progress: bool) -> dict:
@@ -214,7 +236,10 @@ def fit_and_save(config: RunConfig, directory: Path, data: TaskData, vocabularie
     if recorder:
         recorder.record_final(model, result.best_epoch)
     metrics = {"dataset": data.dataset, "task": data.task, "metric": data.metric, "scheme": scheme.name, "best_epoch": result.best_epoch}
-    metrics.update(score_splits(model, data, vocabularies, config, directory))
+    try:
+        metrics.update(score_splits(model, data, vocabularies, config, directory))
+    except torch.cuda.OutOfMemoryError:
+        raise out_of_memory_error(config.train.evaluation_batch_size, "while scoring dev and test") from None
     # Epochs restored from a checkpoint ran in an earlier process: count their time too.
     seconds = time.perf_counter() - started + result.restored_seconds
     metrics.update(parameters=count_parameters(model), history=result.history, seconds=round(seconds, 1), device=describe_device(device))
