@@ -90,7 +90,7 @@ def test_broken_tags_are_read_as_conlleval_reads_them_with_one_warning(tmp_path,
     assert main(train_arguments(path, tmp_path / "run", "--columns", "word,ner", "--scheme", "iob2")) == 0
     output = capsys.readouterr().out
     warnings = [line for line in output.splitlines() if "break the iob2 order" in line]
-    assert len(warnings) == 1 and f"2 tags" in warnings[0] and f"{path}:3" in warnings[0]
+    assert len(warnings) == 1 and "2 tags" in warnings[0] and f"{path}:3" in warnings[0]
     assert json.loads((tmp_path / "run" / "metrics.json").read_text())["metric"] == "span_f1"
 
 

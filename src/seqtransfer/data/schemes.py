@@ -176,20 +176,11 @@ def find_violation(tags: Sequence[str], scheme: str) -> tuple[int, str] | None:
     for ``"none"`` (plain labels).
     """
     scheme = check_scheme(scheme)
-    if scheme == "none":
-        return None
-    previous_tag = None
-    for index, tag in enumerate(tags):
-        prefix, chunk_type = split_tag(tag)
-        problem = _tag_problem(tag, prefix, chunk_type, scheme)
-        problem = problem or _transition_problem(scheme, previous_tag, tag)
-        if problem:
-            return index, problem
-        previous_tag = tag
-    if scheme == "bioes" and previous_tag and split_tag(previous_tag)[0] in ("B", "I"):
-        _, open_type = split_tag(previous_tag)
-        return len(tags) - 1, f"tag {previous_tag!r} ends the sentence: the chunk is not closed by E-{open_type}"
-    return None
+    misplaced = transition_problems(tags, scheme)  # in index order; a sentence-end problem last
+    wrong = next(((index, problem) for index, tag in enumerate(tags) if (problem := tag_problem(tag, scheme))), None)
+    if wrong is not None and (not misplaced or wrong[0] <= misplaced[0][0]):
+        return wrong
+    return misplaced[0] if misplaced else None
 
 
 def transition_problems(tags: Sequence[str], scheme: str) -> list[tuple[int, str]]:
