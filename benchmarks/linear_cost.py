@@ -19,7 +19,7 @@ import time
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.models.registry import build_model
-from seqtransfer.training.loop import train_epoch
+from seqtransfer.training.loop import ShuffledBatches, train_epoch
 from seqtransfer.training.optimizers import make_optimizer
 from seqtransfer.training.train import prepare_vocabularies, seed_everything
 from seqtransfer_runner import benchmark_config  # benchmarks/ is on sys.path when run as a script
@@ -52,7 +52,7 @@ def main() -> None:
         for dataset in DATASETS:
             config, model, optimizer, train = runs[dataset]
             started = time.perf_counter()
-            train_epoch(model, optimizer, train, config.train, epoch, show_progress=False)
+            train_epoch(model, optimizer, ShuffledBatches(train, config.train.batch_size, config.train.seed), config.train, epoch, show_progress=False)
             speeds.append(int(train.lengths.sum()) / (time.perf_counter() - started))
         ratios.append(speeds[1] / speeds[0])
         print(f"{epoch:5d} {speeds[0]:14,.0f} {speeds[1]:17,.0f} {ratios[-1]:6.2f}", flush=True)

@@ -17,7 +17,7 @@ from seqtransfer.config import RunConfig
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.models.tagger import Tagger
-from seqtransfer.training.loop import train_epoch
+from seqtransfer.training.loop import ShuffledBatches, train_epoch
 from seqtransfer.training.optimizers import make_optimizer
 from seqtransfer.training.train import prepare_vocabularies, seed_everything
 
@@ -49,7 +49,7 @@ def main() -> None:
     print(f"{arguments.dataset}: after setup {resident_megabytes()} MB")
     for epoch in range(1, arguments.epochs + 1):
         started = time.perf_counter()
-        train_epoch(model, optimizer, train, config.train, epoch, show_progress=False)
+        train_epoch(model, optimizer, ShuffledBatches(train, config.train.batch_size, config.train.seed), config.train, epoch, show_progress=False)
         print(f"epoch {epoch}: {time.perf_counter() - started:.2f} s, {resident_megabytes()} MB")
 
 

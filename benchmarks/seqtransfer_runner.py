@@ -29,7 +29,7 @@ from seqtransfer.data.corpus import Sentence
 from seqtransfer.data.schemes import convert
 from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.models.tagger import Tagger, count_parameters
-from seqtransfer.training.loop import predict_labels, train_epoch
+from seqtransfer.training.loop import ShuffledBatches, predict_labels, train_epoch
 from seqtransfer.device import resolve_device
 from seqtransfer.training.optimizers import fill_optimizer, make_optimizer
 from seqtransfer.training.train import prepare_vocabularies, seed_everything
@@ -101,7 +101,7 @@ def train_timed(model: Tagger, train, config: RunConfig, epochs: int) -> list[fl
         for group in optimizer.param_groups:  # the schedule of fit(): lr / (1 + decay * (epoch - 1))
             group["lr"] = group["base_lr"] / (1.0 + config.train.learning_rate_decay * (epoch - 1))
         started = time.perf_counter()
-        train_epoch(model, optimizer, train, config.train, epoch, show_progress=False)
+        train_epoch(model, optimizer, ShuffledBatches(train, config.train.batch_size, config.train.seed), config.train, epoch, show_progress=False)
         synchronize(model)
         seconds.append(time.perf_counter() - started)
     return seconds

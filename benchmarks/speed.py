@@ -21,7 +21,7 @@ from seqtransfer.config import RunConfig
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.models.tagger import Tagger
-from seqtransfer.training.loop import predict_labels, train_epoch
+from seqtransfer.training.loop import ShuffledBatches, predict_labels, train_epoch
 from seqtransfer.device import peak_memory_megabytes, prepare_device, resolve_device
 from seqtransfer.training.optimizers import make_optimizer
 from seqtransfer.training.metrics import evaluate
@@ -46,7 +46,7 @@ def benchmark(dataset: str, epochs: int, classifier: str, threads: int, device: 
     epoch_seconds = []
     for epoch in range(1, epochs + 1):
         started = time.perf_counter()
-        train_epoch(model, optimizer, train, config.train, epoch, show_progress=False)
+        train_epoch(model, optimizer, ShuffledBatches(train, config.train.batch_size, config.train.seed), config.train, epoch, show_progress=False)
         if target.type == "cuda":
             torch.cuda.synchronize(target)
         epoch_seconds.append(time.perf_counter() - started)

@@ -46,7 +46,7 @@ def test_resumed_fit_reports_the_time_of_restored_epochs(tmp_path):
     from seqtransfer.data.batching import encode_sentences
     from seqtransfer.data.task_data import load_task_data
     from seqtransfer.models.registry import build_model
-    from seqtransfer.training.loop import EvaluationSet, fit
+    from seqtransfer.training.loop import EvaluationSet, ShuffledBatches, dev_evaluation, fit
     from seqtransfer.training.train import prepare_vocabularies
 
     config = apply_overrides(RunConfig(), TINY_MODEL)
@@ -58,8 +58,8 @@ def test_resumed_fit_reports_the_time_of_restored_epochs(tmp_path):
     train = encode_sentences(data.tokens("train"), vocabularies, data.labels("train"))
     dev = EvaluationSet(encode_sentences(data.tokens("dev"), vocabularies), data.labels("dev"))
     config.train.max_epochs, config.train.patience = 2, 100
-    first = fit(model, train, dev, vocabularies.labels, "accuracy", config.train, checkpoint_dir=tmp_path, log=lambda message: None, show_progress=False)
+    first = fit(model, ShuffledBatches(train, config.train.batch_size, config.train.seed), dev_evaluation(dev, vocabularies.labels, "accuracy", 512), config.train, checkpoint_dir=tmp_path, log=lambda message: None, show_progress=False)
     config.train.max_epochs = 3
-    second = fit(model, train, dev, vocabularies.labels, "accuracy", config.train, checkpoint_dir=tmp_path, log=lambda message: None, show_progress=False)
+    second = fit(model, ShuffledBatches(train, config.train.batch_size, config.train.seed), dev_evaluation(dev, vocabularies.labels, "accuracy", 512), config.train, checkpoint_dir=tmp_path, log=lambda message: None, show_progress=False)
     assert first.restored_seconds == 0.0 and len(second.history) == 3
     assert second.restored_seconds == sum(record["epoch_seconds"] for record in first.history) > 0

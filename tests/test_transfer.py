@@ -11,7 +11,7 @@ from seqtransfer.config import RunConfig, apply_overrides
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.rundir import load_run
-from seqtransfer.training.loop import train_epoch
+from seqtransfer.training.loop import ShuffledBatches, train_epoch
 from seqtransfer.training.optimizers import make_optimizer
 from seqtransfer.training.train import build_target_model, load_source, model_architecture, prepare_vocabularies
 from seqtransfer.transfer.schemes import SCHEMES, set_trainable
@@ -59,7 +59,7 @@ def test_scheme_trains_exactly_its_claimed_parameters(scheme_name, tiny_run):
         trainable = set(set_trainable(model, phase.trainable))
         before = {name: tensor.clone() for name, tensor in model.state_dict().items()}
         groups = [{"params": [p for p in model.parameters() if p.requires_grad]}]
-        train_epoch(model, make_optimizer(groups, config.train), train, config.train, epoch=1, show_progress=False)
+        train_epoch(model, make_optimizer(groups, config.train), ShuffledBatches(train, config.train.batch_size, config.train.seed), config.train, epoch=1, show_progress=False)
         after = model.state_dict()
         changed = {name for name, tensor in after.items() if not torch.equal(tensor, before[name])}
         assert changed == trainable, (phase.name, sorted(changed ^ trainable))

@@ -8,10 +8,11 @@ learning rate (``parameter_groups``) and, where needed, what happens at the star
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -19,7 +20,7 @@ from torch import nn
 from tqdm import tqdm
 
 from seqtransfer.config import TrainConfig
-from seqtransfer.data.batching import EncodedSentences, evaluation_batches, training_batches
+from seqtransfer.data.batching import Batch, EncodedSentences, evaluation_batches, training_batches
 from seqtransfer.data.vocabulary import Vocabulary
 from seqtransfer.training import checkpoint
 from seqtransfer.tasks import get_task_kind
@@ -91,18 +92,36 @@ def _set_learning_rate(optimizer: torch.optim.Optimizer, epoch: int, decay: floa
         group["lr"] = group["base_lr"] / (1.0 + decay * epoch)
 
 
-def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, data: EncodedSentences, config: TrainConfig, epoch: int, show_progress: bool) -> float:
-    """One pass over the training data; returns the mean loss per sentence."""
+class BatchSource(Protocol):
+    """What one training epoch reads: ``batches(epoch)`` in a seeded order."""
+
+    sentence_count: int
+    batch_count: int
+
+    def batches(self, epoch: int) -> Iterator[Batch]: ...
+
+
+class ShuffledBatches:
+    """One training set's batches of similar-length sentences, shuffled per epoch by (seed, epoch)."""
+
+    def __init__(self, data: EncodedSentences, batch_size: int, seed: int) -> None:
+        self.data, self.batch_size, self.seed = data, batch_size, seed
+        self.sentence_count = len(data.lengths)
+        self.batch_count = -(-self.sentence_count // batch_size)
+
+    def batches(self, epoch: int) -> Iterator[Batch]:
+        return training_batches(self.data, self.batch_size, np.random.default_rng([self.seed, epoch]))
+
+
+def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, source: BatchSource, config: TrainConfig, epoch: int, show_progress: bool) -> float:
+    """One pass over the training batches; returns the mean loss per sentence."""
     model.train()
-    generator = np.random.default_rng([config.seed, epoch])
     parameters = [parameter for group in optimizer.param_groups for parameter in group["params"]]
     device = model_device(model)
     total_loss = 0.0
-    batch_count = -(-len(data.lengths) // config.batch_size)
-    batches = training_batches(data, config.batch_size, generator)
     # Embedding rows are brought up to date as batches read them, and all of them at the end.
     with optimizer.track_rows(model) if isinstance(optimizer, LazyMomentumSGD) else nullcontext():
-        for batch in tqdm(batches, total=batch_count, desc=f"epoch {epoch}", leave=False, disable=not show_progress, unit="batch"):
+        for batch in tqdm(source.batches(epoch), total=source.batch_count, desc=f"epoch {epoch}", leave=False, disable=not show_progress, unit="batch"):
             optimizer.zero_grad(set_to_none=True)
             loss = model.loss(batch.to(device))
             loss.backward()
@@ -110,15 +129,22 @@ def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, data: Encode
                 clip_gradient_norm(parameters, config.gradient_clip)
             optimizer.step()
             total_loss += loss.item()
-    return total_loss / max(len(data.lengths), 1)
+    return total_loss / max(source.sentence_count, 1)
+
+
+# Scores a model on dev: (the score early stopping watches, per-task scores of a multi-task model or {}).
+Evaluate = Callable[[nn.Module], tuple[float, dict]]
+
+
+def dev_evaluation(dev: EvaluationSet, labels: Vocabulary, metric: str, batch_size: int) -> Evaluate:
+    """The dev score of a single-task model."""
+    return lambda model: (score(model, dev, labels, metric, batch_size)[0], {})
 
 
 def fit(
     model: nn.Module,
-    train: EncodedSentences,
-    dev: EvaluationSet,
-    labels: Vocabulary,
-    metric: str,
+    train: BatchSource,
+    evaluate_dev: Evaluate,
     config: TrainConfig,
     parameter_groups: Sequence[dict] | None = None,
     epoch_hooks: Sequence[EpochHook] = (),
@@ -142,15 +168,18 @@ def fit(
         started = time.perf_counter()
         loss = train_epoch(model, optimizer, train, config, epoch, show_progress)
         train_seconds = time.perf_counter() - started
-        dev_score, _ = score(model, dev, labels, metric, config.evaluation_batch_size)
+        dev_score, task_scores = evaluate_dev(model)
         improved = dev_score > state.best_score or state.best_epoch == 0
         if improved:
             state.best_score, state.best_epoch, state.best_state = dev_score, epoch, checkpoint.copy_state(model)
         state.epoch = epoch
         epoch_seconds = time.perf_counter() - started  # training + dev scoring
         record = {"epoch": epoch, "loss": round(loss, 4), "dev": round(dev_score, 2), "train_seconds": round(train_seconds, 2), "epoch_seconds": round(epoch_seconds, 4)}
+        if task_scores:
+            record["dev_tasks"] = {task: round(value, 2) for task, value in task_scores.items()}
         state.history.append(record)
-        log(f"epoch {epoch:3d}  loss {loss:8.3f}  dev {dev_score:6.2f}{' *' if improved else '  '}  {train_seconds:5.1f}s")
+        tasks = "".join(f"  {task} {value:6.2f}" for task, value in task_scores.items())
+        log(f"epoch {epoch:3d}  loss {loss:8.3f}  dev {dev_score:6.2f}{' *' if improved else '  '}  {train_seconds:5.1f}s{tasks}")
         if checkpoint_dir:
             checkpoint.save(checkpoint_dir, model, optimizer, state)
     return FitResult(state.best_state, state.best_epoch, state.best_score, state.history, restored_seconds)

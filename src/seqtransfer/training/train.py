@@ -23,7 +23,7 @@ from seqtransfer.device import describe_device, out_of_memory_error, peak_memory
 from seqtransfer.errors import SeqTransferError, SeqTransferWarning
 from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import count_parameters
-from seqtransfer.training.loop import EvaluationSet, FitResult, fit, predict_labels
+from seqtransfer.training.loop import BatchSource, Evaluate, EvaluationSet, FitResult, ShuffledBatches, dev_evaluation, fit, predict_labels
 from seqtransfer.training.metrics import evaluate
 from seqtransfer.training.optimizers import fill_optimizer
 from seqtransfer.transfer.schemes import Scheme, get_scheme, set_trainable
@@ -111,15 +111,16 @@ def build_target_model(config: RunConfig, scheme: Scheme, vocabularies: Vocabula
     return model
 
 
-def train_phases(model: nn.Module, scheme: Scheme, config: RunConfig, train, dev: EvaluationSet, labels, metric: str, directory: Path, log: Log, show_progress: bool, recorder: ActivationRecorder | None = None) -> FitResult:
+def train_phases(model: nn.Module, scheme: Scheme, config: RunConfig, train: BatchSource, evaluate_dev: Evaluate, directory: Path, log: Log, show_progress: bool,
+                 recorder: ActivationRecorder | None = None, epoch_hooks: tuple = ()) -> FitResult:
     """Run the scheme's phases one after the other, each from the previous phase's best weights."""
     history: list[dict] = []
     restored_seconds = 0.0
     for phase in scheme.phases(config.transfer):
         trainable = set_trainable(model, phase.trainable)
         log(f"phase '{phase.name}': {sum(p.numel() for p in model.parameters() if p.requires_grad)} trainable parameters ({len(trainable)} tensors)")
-        hooks = recorder.start_phase(phase.name) if recorder else ()
-        result = fit(model, train, dev, labels, metric, config.train, epoch_hooks=hooks, checkpoint_dir=directory / "checkpoint" / phase.name, log=log, show_progress=show_progress)
+        hooks = (*epoch_hooks, *(recorder.start_phase(phase.name) if recorder else ()))
+        result = fit(model, train, evaluate_dev, config.train, epoch_hooks=hooks, checkpoint_dir=directory / "checkpoint" / phase.name, log=log, show_progress=show_progress)
         if recorder:
             recorder.finish_phase(model, len(result.history))
         model.load_state_dict(result.best_state)
@@ -230,7 +231,9 @@ def fit_and_save(config: RunConfig, directory: Path, data: TaskData, vocabularie
     device = next(model.parameters()).device
     log(f"device: {describe_device(device)}")
     try:
-        result = train_phases(model, scheme, config, train, dev, vocabularies.labels, data.metric, directory, log, show_progress, recorder)
+        evaluate_dev = dev_evaluation(dev, vocabularies.labels, data.metric, config.train.evaluation_batch_size)
+        source = ShuffledBatches(train, config.train.batch_size, config.train.seed)
+        result = train_phases(model, scheme, config, source, evaluate_dev, directory, log, show_progress, recorder)
     except torch.cuda.OutOfMemoryError:
         raise out_of_memory_error(config.train.batch_size, "while training") from None
     if recorder:
