@@ -64,6 +64,13 @@ class ModelConfig:
     arc_hidden: int = 400  # arc-dependent and arc-head MLPs
     relation_hidden: int = 100  # relation-dependent and relation-head MLPs
     single_root: bool | None = None  # decode one root per sentence; None = as the training trees (several roots in original Tweebank v2)
+    # Hierarchical multi-task model (MuTSPad paper, section 3.3): task -> the lower tasks whose
+    # BiLSTM states it reads, e.g. {pos: [], chunk: [pos], ner: [pos, chunk], dp: [pos, chunk]}.
+    # None = a single-task model. Each task's branch reads the shared word representation plus a
+    # learned projection (T_task, ``projection`` units) of each lower task's states.
+    tasks: dict[str, list[str]] | None = None
+    task_kinds: dict[str, str] | None = None  # task -> task kind (tagging | dependency); filled from the data
+    projection: int = 100  # units of each T_task (our choice: the paper does not give it)
 
 
 @dataclass
@@ -98,6 +105,22 @@ class TransferConfig:
 
 
 @dataclass
+class MultiTaskConfig:
+    """Where each task of a multi-task model (``model.tasks``) finds its data, and how tasks share training.
+
+    See ``training/multitask.py``: "one task per batch" in the hierarchy's low -> high order
+    (MuTSPad paper, section 4.2.1), loss weights doubled every epoch until 1 (section 4.1).
+    """
+
+    data: dict[str, str | dict] | None = None  # task -> "dataset", "dataset:task" or {train: PATH, dev: PATH, test: PATH, columns: [...], task: NAME}
+    unified: bool = False  # tasks read from the same dataset share its batches (all their losses at each step), as on unified data
+    sampling: str = "round_robin"  # round_robin: one task per batch, low -> high, until every set is used once | proportional: a random task, weighted by its batches left
+    loss_weights: dict[str, float] | None = None  # first-epoch weight per task; None = 2^-level (paper: pos 1, chunk 0.5, ner 0.25, dp 0.25)
+    weight_growth: float = 2.0  # weights are multiplied by this every epoch, up to 1 (1.0 = constant)
+    early_stopping: str = "mean"  # the dev score early stopping watches: mean of the tasks' main scores | a task's name
+
+
+@dataclass
 class RunConfig:
     """Everything that defines one training run."""
 
@@ -105,6 +128,7 @@ class RunConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     transfer: TransferConfig = field(default_factory=TransferConfig)
+    multitask: MultiTaskConfig = field(default_factory=MultiTaskConfig)
 
 
 def _field_names(instance: Any) -> list[str]:
@@ -178,7 +202,15 @@ def apply_overrides(config: RunConfig, overrides: list[str]) -> RunConfig:
             )
         section, _, name = key.partition(".")
         _check_key(config, section, "", None)
-        _assign(getattr(config, section), {name: yaml.safe_load(raw_value)}, f"{section}.", None)
+        name, _, entry = name.partition(".")  # multitask.data.pos=tweebank:upos sets one entry of a mapping
+        value = yaml.safe_load(raw_value)
+        if entry:
+            _check_key(getattr(config, section), name, f"{section}.", None)
+            current = getattr(getattr(config, section), name)
+            if current is not None and not isinstance(current, dict):
+                raise SeqTransferError(f"config key '{section}.{name}' is not a mapping", hint=f"use {section}.{name}=VALUE")
+            value = {**(current or {}), entry: value}
+        _assign(getattr(config, section), {name: value}, f"{section}.", None)
     return config
 
 
@@ -194,6 +226,11 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("model.arc_hidden", lambda value: value > 0, "a positive integer"),
     ("model.relation_hidden", lambda value: value > 0, "a positive integer"),
     ("model.dropout", lambda value: 0.0 <= value < 1.0, "in [0, 1)"),
+    ("model.projection", lambda value: value > 0, "a positive integer"),
+    ("multitask.sampling", lambda value: value in ("round_robin", "proportional"), "round_robin or proportional"),
+    ("multitask.weight_growth", lambda value: value >= 1.0, "at least 1 (1 = constant weights)"),
+    ("multitask.loss_weights", lambda value: value is None or all(isinstance(weight, (int, float)) and not isinstance(weight, bool) and weight > 0 for weight in value.values()),
+     "a mapping of task -> positive weight (or null)"),
     ("train.learning_rate", lambda value: value is None or value > 0, "positive"),
     ("train.betas", lambda value: len(value) == 2 and all(isinstance(beta, (int, float)) and not isinstance(beta, bool) and 0.0 <= beta < 1.0 for beta in value), "two numbers in [0, 1)"),
     ("train.momentum", lambda value: 0.0 <= value < 1.0, "in [0, 1)"),

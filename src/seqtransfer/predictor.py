@@ -12,7 +12,7 @@ from seqtransfer.data.tokenize import TOKENIZERS
 from seqtransfer.device import out_of_memory_error
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.rundir import LoadedRun, load_run
-from seqtransfer.tasks import get_task_kind
+from seqtransfer.tasks import kind_of
 from seqtransfer.training.loop import predict_labels
 
 
@@ -37,15 +37,19 @@ class Predictor:
         self.run = run
         self.tokenize = TOKENIZERS[tokenizer]
         self.batch_size = batch_size
-        self.kind = get_task_kind(run.model.task_kind)
+        self.kind = kind_of(run.model)
 
     @property
-    def labels(self) -> list[str]:
+    def labels(self) -> list[str] | dict[str, list[str]]:
+        """The label set (a multi-task model: per task)."""
+        if self.run.vocabularies.task_labels:
+            return {task: list(labels.items) for task, labels in self.run.vocabularies.task_labels.items()}
         return list(self.run.vocabularies.labels.items)
 
     def predict(self, sentences: Sequence[Sequence[str] | str]) -> list[list]:
         """Per sentence, one label per token (taggers) or one (head, relation) pair per token
-        (parsers; head 0 = root). Strings are tokenised with the tokenizer."""
+        (parsers; head 0 = root); a multi-task model gives {task: that} per sentence. Strings are
+        tokenised with the tokenizer."""
         return [self.kind.for_user(prediction) for prediction in self.predict_raw(sentences)]
 
     def tokenized(self, sentences: Sequence[Sequence[str] | str] | str) -> list[list[str]]:
@@ -67,7 +71,7 @@ class Predictor:
         encoded = encode_sentences(tokens, self.run.vocabularies)
         torch.set_num_threads(self.run.config.train.threads)
         try:
-            return predict_labels(self.run.model, encoded, self.run.vocabularies.labels, self.batch_size)
+            return predict_labels(self.run.model, encoded, self.run.vocabularies.task_labels or self.run.vocabularies.labels, self.batch_size)
         except torch.cuda.OutOfMemoryError:
             raise out_of_memory_error(self.batch_size, "while predicting") from None
 

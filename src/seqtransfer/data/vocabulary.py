@@ -76,6 +76,7 @@ class Vocabularies:
     labels: Vocabulary
     lowercase: bool = True
     twitter: bool = False
+    task_labels: dict[str, Vocabulary] | None = None  # a multi-task model's labels, per task (``labels`` is then empty)
 
     def word_keys(self, tokens: Sequence[str]) -> list[str]:
         return [word_key(token, self.lowercase, self.twitter) for token in tokens]
@@ -87,6 +88,7 @@ class Vocabularies:
             "labels": self.labels.items,
             "lowercase": self.lowercase,
             "twitter": self.twitter,
+            **({"task_labels": {task: labels.items for task, labels in self.task_labels.items()}} if self.task_labels else {}),
         }
 
     @classmethod
@@ -97,6 +99,7 @@ class Vocabularies:
             labels=Vocabulary(list(data["labels"])),
             lowercase=bool(data["lowercase"]),
             twitter=bool(data["twitter"]),
+            task_labels={str(task): Vocabulary(list(items)) for task, items in data["task_labels"].items()} if data.get("task_labels") else None,
         )
 
 

@@ -22,12 +22,13 @@ class LocalBackend:
     def run(self, tasks: list[RunTask], log: Log, on_record: Callable[[dict], None] | None = None) -> list[dict]:
         records = []
         for number, task in enumerate(tasks, start=1):
-            what = task.record.get("source") or f"{task.record['method']} / {task.record['target']} / seed {task.record['seed']}"
+            what = task.record.get("source") or f"{task.record['method']} / {task.record['target'] or 'all targets'} / seed {task.record['seed']}"
             log(f"[{number}/{len(tasks)}] training {what} in {task.directory}")
-            records.append(execute_task(task, echo=log))
-            log(f"[{number}/{len(tasks)}] {describe(records[-1])}")
-            if on_record:
-                on_record(records[-1])
+            for record in execute_task(task, echo=log):
+                records.append(record)
+                log(f"[{number}/{len(tasks)}] {describe(record)}")
+                if on_record:
+                    on_record(record)
         return records
 
 
@@ -66,16 +67,18 @@ class RayBackend:
     def run(self, tasks: list[RunTask], log: Log, on_record: Callable[[dict], None] | None = None) -> list[dict]:
         """Submit every task whose source is finished; submit the others as their sources finish."""
         pending = {task.directory for task in tasks}
-        queued, running, records = list(tasks), {}, []
+        queued, running, records, finished = list(tasks), {}, [], 0
         while queued or running:
             for task in [task for task in queued if ready(task, pending)]:
                 running[self.execute.remote(task)] = task
                 queued.remove(task)
             done, _ = self.ray.wait(list(running), num_returns=1)
             task = running.pop(done[0])
-            records.append(self.ray.get(done[0]))
+            finished += 1
             pending.discard(task.directory)
-            log(f"[{len(records)}/{len(tasks)}] {describe(records[-1])}")
-            if on_record:
-                on_record(records[-1])
+            for record in self.ray.get(done[0]):
+                records.append(record)
+                log(f"[{finished}/{len(tasks)}] {describe(record)}")
+                if on_record:
+                    on_record(record)
         return records

@@ -236,7 +236,8 @@ def _paper_table(spec: ReportSpec, summaries: Mapping[tuple[str, str], Summary])
 
 
 def _test_predictions(record: dict) -> tuple[list[list[str]], list[list[str]]]:
-    return read_predictions(Path(record["run_directory"]) / "predictions" / "test.conll")
+    folder = record.get("predictions") or Path(record["run_directory"]) / "predictions"  # a multi-task run: predictions/TASK
+    return read_predictions(Path(folder) / "test.conll")
 
 
 def _significance_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str]) -> list[str]:

@@ -71,18 +71,27 @@ def identity_of(config: RunConfig, source_id: str | None) -> dict:
     return non_default(values, config_to_dict(RunConfig()))
 
 
-def base_config(spec: ExperimentSpec, data_dir: str | None, dataset: str, task: str | None, overrides: list[str]) -> RunConfig:
+def base_config(spec: ExperimentSpec, data_dir: str | None, dataset: str | None, task: str | None, overrides: list[str], multitask: dict[str, str] | None = None) -> RunConfig:
+    """A run's config; with ``multitask`` (task -> "dataset:task") a multi-task model over ``spec.hierarchy``."""
     config = RunConfig()
     config.data.dataset, config.data.task, config.data.data_dir = dataset, task, data_dir
+    if multitask:
+        config.model.tasks = {name: list(inputs) for name, inputs in spec.hierarchy.items()}
+        config.multitask.data = dict(multitask)
     return check_values(apply_overrides(config, [*spec.overrides, *overrides]))
+
+
+def target_entries(spec: ExperimentSpec) -> dict[str, str]:
+    """task -> "dataset:task" of a multi-task method over the experiment's targets."""
+    return {name: f"{target.dataset}:{target.task}" if target.task else target.dataset for name, target in spec.targets.items()}
 
 
 def source_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None) -> dict[str, RunTask]:
     """One task per source of the experiment (seed 1), keyed by source name."""
     tasks = {}
     for name, source in spec.sources.items():
-        config = base_config(spec, data_dir, source.dataset, source.task, source.overrides)
-        source_id = content_id(identity_of(config, None), prefix=f"{source.dataset}-")
+        config = base_config(spec, data_dir, source.dataset, source.task, source.overrides, source.multitask)
+        source_id = content_id(identity_of(config, None), prefix=f"{source.name}-")
         record = {"experiment": spec.name, "method": None, "target": None, "source": name, "seed": config.train.seed}
         tasks[name] = RunTask(source_id, str(store.source_directory(source_id)), config_to_dict(config), record)
     return tasks
@@ -96,6 +105,9 @@ def method_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None
             wanted |= {split_member(member) for member in method.ensemble}
     tasks = []
     for method_name, offset in sorted(wanted):
+        if spec.methods[method_name].multitask:
+            tasks += [multitask_method_task(spec, store, data_dir, method_name, seed, sources) for seed in seeds]
+            continue
         for target_name, target in spec.targets.items():
             for seed in seeds:
                 task = method_task(spec, store, data_dir, method_name, target_name, seed + offset, sources)
@@ -115,6 +127,18 @@ def method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None,
     return RunTask(run_id, str(store.run_directory(run_id)), config_to_dict(config), record)
 
 
+def multitask_method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, method_name: str, seed: int, sources: dict[str, RunTask]) -> RunTask:
+    """One multi-task run over every target; its record lists the targets it scores."""
+    method = spec.methods[method_name]
+    overrides = [f"transfer.scheme={method.scheme}", f"train.seed={seed}", *method.overrides]
+    config = base_config(spec, data_dir, None, None, overrides, target_entries(spec))
+    source = sources.get(method.source) if method.source and get_scheme(method.scheme).uses_source else None
+    config.transfer.source = source.directory if source else None
+    run_id = store.run_id(f"multitask-{method.scheme}-", content_id(identity_of(config, source.run_id if source else None)))
+    record = {"experiment": spec.name, "method": method_name, "target": None, "targets": list(spec.targets), "seed": seed}
+    return RunTask(run_id, str(store.run_directory(run_id)), config_to_dict(config), record)
+
+
 def slug(name: str) -> str:
     """A target name as a folder-name prefix: "CoNLL-2003 (CRF)" -> "CoNLL-2003-CRF"."""
     return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")
@@ -130,8 +154,9 @@ def split_member(member: str) -> tuple[str, int]:
     return name, int(offset)
 
 
-def execute_task(task: RunTask, echo: Log | None = None) -> dict:
-    """Train (or resume) one run and return its record; safe to call in another process.
+def execute_task(task: RunTask, echo: Log | None = None) -> list[dict]:
+    """Train (or resume) one run and return its records (one per target of a multi-task run);
+    safe to call in another process.
 
     The run's log goes to its log.txt and, with ``echo``, also to ``echo`` (progress on screen).
     """
@@ -142,7 +167,7 @@ def execute_task(task: RunTask, echo: Log | None = None) -> dict:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (directory / rundir.METRICS).is_file():
             train_logged(config, directory, echo)
-    return finish_record(task, directory)
+    return finish_records(task, directory)
 
 
 def train_logged(config: RunConfig, directory: Path, echo: Log | None) -> None:
@@ -159,9 +184,31 @@ def train_logged(config: RunConfig, directory: Path, echo: Log | None) -> None:
         train_tagger(config, directory, log=log, show_progress=False)
 
 
+def finish_records(task: RunTask, directory: Path) -> list[dict]:
+    """The grid cells' records: one, or one per target (task) of a multi-task run."""
+    if "targets" not in task.record:
+        return [finish_record(task, directory)]
+    metrics = read_json(directory / rundir.METRICS)
+    network = rundir.parameters_without_embeddings(directory)
+    records = []
+    for target in task.record["targets"]:
+        scores = metrics["tasks"][target]
+        main = get_metric(scores["metric"]).main
+        record = {key: value for key, value in task.record.items() if key != "targets"}
+        records.append({**record, "target": target, "network_parameters": network, "dataset": scores["dataset"], "task": scores["task"], "metric": scores["metric"],
+                        "run_directory": str(directory), "dev": scores["dev"][main], "test": scores.get("test", {}).get(main), "parameters": metrics["parameters"],
+                        "seconds": metrics["seconds"], "device": metrics.get("device", "cpu"), "best_epoch": scores.get("best_epoch"), "multitask": True,
+                        "predictions": str(directory / "predictions" / target)})
+    return records
+
+
 def finish_record(task: RunTask, directory: Path) -> dict:
     """The grid cell's record, from the finished run's metrics."""
     metrics = read_json(directory / rundir.METRICS)
+    if "tasks" in metrics:  # a multi-task source run: its record holds the mean dev score
+        return {**task.record, "network_parameters": rundir.parameters_without_embeddings(directory), "dataset": metrics["dataset"], "task": metrics["task"],
+                "metric": metrics["metric"], "run_directory": str(directory), "dev": max(record["dev"] for record in metrics["history"]), "test": None,
+                "parameters": metrics["parameters"], "seconds": metrics["seconds"], "device": metrics.get("device", "cpu")}
     main = get_metric(metrics["metric"]).main
     members = [Path(member) for member in metrics.get("members", [])] or [directory]
     network = sum(rundir.parameters_without_embeddings(member) for member in members)
@@ -210,7 +257,8 @@ def run_experiment(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], 
     started = time.perf_counter()
     for task in targets:  # cells whose run already exists (trained by this or another experiment)
         if is_finished(task):
-            store.save_record(finish_record(task, Path(task.directory)))
+            for record in finish_records(task, Path(task.directory)):
+                store.save_record(record)
     # One pool of work: a target run starts as soon as its own source is finished.
     backend.run(todo[0] + todo[1], log, on_record=store.save_record)
     for task in source_stage:  # source records too, so that analyses can find the source runs

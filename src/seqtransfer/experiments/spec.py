@@ -16,6 +16,18 @@
     significance: [[Fine-tuning, From-scratch200]]
     paper: {Fine-tuning: {wnut: 41.25}, ...}
 
+Multi-task methods (MuTSPad paper): ``hierarchy`` names the targets as tasks of one hierarchical
+model; a method with ``multitask: true`` trains one model on every target per seed (one record
+per target); a source with ``multitask:`` (task -> "dataset:task") is a multi-task source run,
+chosen by a method's ``source:``.
+
+    hierarchy: {POS: [], CK: [POS], NER: [POS, CK], DP: [POS, CK]}
+    sources:
+      EnglishAll: {multitask: {POS: "conll2000+ptb_sample:pos", CK: "conll2000:chunk", ...}}
+    methods:
+      Multi-task: {scheme: scratch, multitask: true}
+      MuTSPad: {scheme: finetune, multitask: true, source: EnglishAll}
+
 Nothing in the file is executed: it is read with YAML's safe loader and checked key by key.
 """
 
@@ -31,9 +43,15 @@ from seqtransfer.files import read_yaml_mapping
 
 @dataclass
 class SourceSpec:
-    dataset: str
+    dataset: str | None = None
     task: str | None = None
     overrides: list[str] = field(default_factory=list)
+    multitask: dict[str, str] | None = None  # a multi-task source: task of ``hierarchy`` -> "dataset:task"
+
+    @property
+    def name(self) -> str:
+        """What names the source's run folder."""
+        return self.dataset or "multitask"
 
 
 @dataclass
@@ -49,6 +67,8 @@ class MethodSpec:
     scheme: str | None = None
     overrides: list[str] = field(default_factory=list)
     ensemble: list[str] = field(default_factory=list)  # member methods, "Name" or "Name+OFFSET"
+    multitask: bool = False  # one hierarchical model over every target (``hierarchy``)
+    source: str | None = None  # a key of ``sources`` used instead of each target's own (a multi-task source)
 
 
 @dataclass
@@ -64,6 +84,7 @@ class ExperimentSpec:
     significance: list[list[str]] = field(default_factory=list)
     paper: dict[str, dict[str, float]] = field(default_factory=dict)
     notes: str = ""
+    hierarchy: dict[str, list[str]] = field(default_factory=dict)  # target -> targets it reads (multi-task methods)
     path: str = ""
 
 
@@ -93,6 +114,19 @@ def _check_references(spec: ExperimentSpec, path: Path) -> None:
         for member in method.ensemble:
             if member.split("+")[0] not in spec.methods:
                 raise SeqTransferError(f"ensemble '{name}' names unknown method '{member}'", path=path)
+    for name, source in spec.sources.items():
+        if source.dataset and source.multitask:
+            raise SeqTransferError(f"source '{name}' has both 'dataset' and 'multitask'", path=path, hint="a multi-task source names its datasets under 'multitask'")
+        if source.multitask and set(source.multitask) != set(spec.hierarchy):
+            raise SeqTransferError(f"multi-task source '{name}' must name the tasks of 'hierarchy' ({', '.join(spec.hierarchy)})", path=path)
+    for name, method in spec.methods.items():
+        if method.source is not None and method.source not in spec.sources:
+            raise SeqTransferError(f"method '{name}' names unknown source '{method.source}'", path=path, hint=f"sources: {', '.join(spec.sources)}")
+        if method.multitask:
+            if set(spec.hierarchy) != set(spec.targets):
+                raise SeqTransferError(f"multi-task method '{name}' needs a 'hierarchy' over the targets ({', '.join(spec.targets)})", path=path)
+            if method.source is not None and not spec.sources[method.source].multitask:
+                raise SeqTransferError(f"multi-task method '{name}' needs a multi-task source, '{method.source}' is not", path=path)
     if spec.reference is not None and spec.reference not in spec.methods:
         raise SeqTransferError(f"reference method '{spec.reference}' is not among the methods", path=path)
 

@@ -99,6 +99,23 @@ class BiaffineClassifier(nn.Module):
         index = heads.clamp(min=0).unsqueeze(-1).expand(-1, -1, head_states.size(-1))
         return self.relation_scorer.aligned(self.relation_dependent(states[:, 1:]), head_states.gather(1, index))
 
+    def loss(self, states: torch.Tensor, heads: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """(B, T+1, H) states, (B, T) gold heads and relations (-1: unseen), mask -> summed cross-entropies."""
+        arc_loss = functional.cross_entropy(self.arc_scores(states, lengths)[mask], heads[mask], reduction="sum")
+        relation_scores = self.relation_scores(states, heads)
+        relation_loss = functional.cross_entropy(relation_scores[mask], labels[mask], ignore_index=-1, reduction="sum")
+        return arc_loss + relation_loss
+
+    def decode(self, states: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor, single_root: bool) -> dict[str, torch.Tensor]:
+        """(B, T+1, H) -> {"heads": (B, T) maximum spanning trees, "labels": (B, T) relation indices}."""
+        log_probabilities = self.arc_scores(states, lengths).log_softmax(-1).float().cpu().numpy()
+        heads = np.zeros(mask.shape, dtype=np.int64)
+        for row, length in enumerate(lengths.tolist()):
+            heads[row, :length] = maximum_spanning_tree(log_probabilities[row, :length, : length + 1], single_root)
+        heads = torch.from_numpy(heads).to(states.device)
+        labels = self.relation_scores(states, heads).argmax(-1)
+        return {"heads": heads, "labels": labels * mask.long()}
+
 
 class BiaffineParser(nn.Module):
     """Word+char representation -> ROOT + stacked BiLSTM -> biaffine arcs and relations."""
@@ -125,20 +142,12 @@ class BiaffineParser(nn.Module):
 
     def loss(self, batch: Batch) -> torch.Tensor:
         """Summed cross-entropy of the gold heads and of the gold arcs' relations."""
-        states = self.states(batch)
-        heads, labels, mask = batch.targets["heads"], batch.targets["labels"], batch.mask
-        arc_loss = functional.cross_entropy(self.classifier.arc_scores(states, batch.lengths)[mask], heads[mask], reduction="sum")
-        relation_scores = self.classifier.relation_scores(states, heads)
-        relation_loss = functional.cross_entropy(relation_scores[mask], labels[mask], ignore_index=-1, reduction="sum")
-        return arc_loss + relation_loss
+        return self.classifier.loss(self.states(batch), batch.targets["heads"], batch.targets["labels"], batch.mask, batch.lengths)
 
     def decode(self, batch: Batch) -> dict[str, torch.Tensor]:
         """{"heads": (B, T) maximum spanning trees, "labels": (B, T) relation indices}."""
-        states = self.states(batch)
-        log_probabilities = self.classifier.arc_scores(states, batch.lengths).log_softmax(-1).float().cpu().numpy()
-        heads = np.zeros(batch.mask.shape, dtype=np.int64)
-        for row, length in enumerate(batch.lengths.tolist()):
-            heads[row, :length] = maximum_spanning_tree(log_probabilities[row, :length, : length + 1], self.single_root)
-        heads = torch.from_numpy(heads).to(states.device)
-        labels = self.classifier.relation_scores(states, heads).argmax(-1)
-        return {"heads": heads, "labels": labels * batch.mask.long()}
+        return self.classifier.decode(self.states(batch), batch.mask, batch.lengths, self.single_root)
+
+    @classmethod
+    def from_vocabularies(cls, config: ModelConfig, vocabularies) -> "BiaffineParser":
+        return cls(config, len(vocabularies.words), len(vocabularies.characters), len(vocabularies.labels))

@@ -8,15 +8,15 @@ from seqtransfer.config import ModelConfig
 from seqtransfer.data.vocabulary import Vocabularies
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.biaffine import BiaffineParser
+from seqtransfer.models.multitask import HierarchicalMultiTask
 from seqtransfer.models.pretrand import PretRand
 from seqtransfer.models.tagger import Tagger
 
-ARCHITECTURES: dict[str, type[nn.Module]] = {"tagger": Tagger, "pretrand": PretRand, "parser": BiaffineParser}
+ARCHITECTURES: dict[str, type[nn.Module]] = {"tagger": Tagger, "pretrand": PretRand, "parser": BiaffineParser, "multitask": HierarchicalMultiTask}
 
 
 def build_model(config: ModelConfig, vocabularies: Vocabularies) -> nn.Module:
     """A freshly initialised model sized for ``vocabularies``."""
     if config.architecture not in ARCHITECTURES:
         raise SeqTransferError(f"unknown architecture '{config.architecture}'", hint=f"use one of: {', '.join(ARCHITECTURES)}")
-    architecture = ARCHITECTURES[config.architecture]
-    return architecture(config, len(vocabularies.words), len(vocabularies.characters), len(vocabularies.labels))
+    return ARCHITECTURES[config.architecture].from_vocabularies(config, vocabularies)

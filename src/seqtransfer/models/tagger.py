@@ -46,6 +46,11 @@ class SequenceLabeller(nn.Module):
         """(B, T, L) per-token label distributions (what ensembles average)."""
         return self.output.probabilities(self.emissions(batch))
 
+    @classmethod
+    def from_vocabularies(cls, config: ModelConfig, vocabularies) -> "SequenceLabeller":
+        """A model sized for ``vocabularies`` (words, characters, labels)."""
+        return cls(config, len(vocabularies.words), len(vocabularies.characters), len(vocabularies.labels))
+
     def load_word_vectors(self, matrix: np.ndarray) -> None:
         """Copy a (V, D) embedding matrix into the word embedding."""
         self.word_representation.load_vectors(matrix)

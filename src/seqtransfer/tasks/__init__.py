@@ -19,3 +19,12 @@ def get_task_kind(name: str):
     if name not in TASK_KINDS:
         raise SeqTransferError(f"unknown task kind '{name}'", hint=f"use one of: {', '.join(TASK_KINDS)}")
     return TASK_KINDS[name]
+
+
+def kind_of(model):
+    """What a model's decoding is: its kind, or for a multi-task model the kinds of its tasks."""
+    if model.task_kind == "multitask":
+        from seqtransfer.tasks.multitask import MultiTaskOutput
+
+        return MultiTaskOutput({task: get_task_kind(model.kinds[task]) for task in model.order})
+    return get_task_kind(model.task_kind)

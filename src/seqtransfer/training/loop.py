@@ -23,7 +23,7 @@ from seqtransfer.config import TrainConfig
 from seqtransfer.data.batching import Batch, EncodedSentences, evaluation_batches, training_batches
 from seqtransfer.data.vocabulary import Vocabulary
 from seqtransfer.training import checkpoint
-from seqtransfer.tasks import get_task_kind
+from seqtransfer.tasks import kind_of
 from seqtransfer.training.metrics import evaluate, main_score
 from seqtransfer.training.optimizer import LazyMomentumSGD, clip_gradient_norm
 from seqtransfer.training.optimizers import make_optimizer
@@ -50,13 +50,14 @@ class FitResult:
     restored_seconds: float = 0.0  # time of the epochs restored from a checkpoint (run by an earlier process)
 
 
-def predict_labels(model: nn.Module, data: EncodedSentences, labels: Vocabulary, batch_size: int) -> list:
+def predict_labels(model: nn.Module, data: EncodedSentences, labels: Vocabulary | dict[str, Vocabulary], batch_size: int) -> list:
     """Decode every sentence of ``data``; predictions in the original order, as the model's task
-    kind reads them (label strings for taggers, trees for parsers).
+    kind reads them (label strings for taggers, trees for parsers, {task: prediction} for a
+    multi-task model, whose ``labels`` are its tasks' vocabularies).
 
     Each distinct word form of ``data`` goes through the character encoder once (``forms_of``).
     """
-    kind = get_task_kind(model.task_kind)
+    kind = kind_of(model)
     model.eval()
     predictions: list = [None] * len(data.lengths)
     device = model_device(model)
@@ -73,10 +74,10 @@ def model_device(model: nn.Module) -> torch.device:
     return next(model.parameters()).device
 
 
-def to_host(decoded: torch.Tensor | dict[str, torch.Tensor]) -> torch.Tensor | dict[str, torch.Tensor]:
-    """A model's decoding on the CPU: one copy per batch."""
+def to_host(decoded: torch.Tensor | dict):
+    """A model's decoding on the CPU (nested dicts of a multi-task model too)."""
     if isinstance(decoded, dict):
-        return {name: tensor.cpu() for name, tensor in decoded.items()}
+        return {name: to_host(value) for name, value in decoded.items()}
     return decoded.cpu()
 
 

@@ -15,4 +15,7 @@ def format_scores(metrics: dict) -> str:
     """Dev and test lines of a run's metrics."""
     lines = [f"{metrics['dataset']}/{metrics['task']} (best epoch {metrics.get('best_epoch', '?')})"]
     lines += [format_split_scores(split, metrics[split]) for split in ("dev", "test") if split in metrics]
+    for task, scores in metrics.get("tasks", {}).items():  # a multi-task run: one block per task
+        lines.append(f"  {task} ({scores['dataset']}/{scores['task']}, best dev epoch {scores.get('best_epoch', '?')})")
+        lines += [f"    {format_split_scores(split, scores[split])}" for split in ("dev", "test") if split in scores]
     return "\n".join(lines)

@@ -47,13 +47,19 @@ def seed_everything(seed: int, threads: int) -> None:
 
 def prepare_vocabularies(config: RunConfig, data: TaskData, log: Log, base: Vocabularies | None = None) -> tuple[Vocabularies, np.ndarray]:
     """Vocabularies (extending ``base``'s when transferring) and the initial word embedding matrix."""
+    evaluation_tokens = [tokens for split in data.splits if split != "train" for tokens in data.tokens(split)]
+    return build_word_vocabularies(config, data.tokens("train"), evaluation_tokens, data.kind.label_strings(data.gold("train")), log, base)
+
+
+def build_word_vocabularies(config: RunConfig, train_tokens: list, evaluation_tokens: list, train_labels, log: Log, base: Vocabularies | None = None) -> tuple[Vocabularies, np.ndarray]:
+    """Words (training words + evaluation words with a pre-trained vector), characters, labels, and
+    the initial word embedding matrix."""
     model_config, data_config = config.model, config.data
     if base is not None:  # the target must look words up exactly as the source did
         model_config.lowercase_words, data_config.twitter_normalization = base.lowercase, base.twitter
-    evaluation_tokens = [tokens for split in data.splits if split != "train" for tokens in data.tokens(split)]
     vectors = None
     if model_config.embeddings:
-        keys = {word_key(t, model_config.lowercase_words, data_config.twitter_normalization) for s in data.tokens("train") + evaluation_tokens for t in s}
+        keys = {word_key(t, model_config.lowercase_words, data_config.twitter_normalization) for s in train_tokens + evaluation_tokens for t in s}
         vectors = load_vectors(model_config.embeddings, keys, lowercase=model_config.lowercase_words)
         if vectors.dimension != model_config.word_dimension:
             raise SeqTransferError(
@@ -62,8 +68,7 @@ def prepare_vocabularies(config: RunConfig, data: TaskData, log: Log, base: Voca
             )
     pretrained = set(vectors.words) if vectors is not None else set()
     vocabularies = build_vocabularies(
-        data.tokens("train"), data.kind.label_strings(data.gold("train")), evaluation_tokens, pretrained,
-        model_config.lowercase_words, data_config.twitter_normalization, base=base,
+        train_tokens, train_labels, evaluation_tokens, pretrained, model_config.lowercase_words, data_config.twitter_normalization, base=base,
     )
     matrix, found = build_embedding_matrix(vocabularies.words.items, vectors, model_config.word_dimension, seed=config.train.seed)
     log(f"vocabulary: {len(vocabularies.words)} words ({found} pre-trained), {len(vocabularies.characters)} characters, {len(vocabularies.labels)} labels")
@@ -155,6 +160,10 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     started = time.perf_counter()
     check_values(config)
     seed_everything(config.train.seed, config.train.threads)
+    if config.model.tasks:  # a hierarchical multi-task model: several tasks and datasets
+        from seqtransfer.training.multitask import train_multitask
+
+        return train_multitask(config, directory, started, log, show_progress)
     scheme = get_scheme(config.transfer.scheme)
     source = load_source(config, scheme)
     with warnings.catch_warnings(record=True) as repairs:  # what reading repaired goes to the run's log too

@@ -1,0 +1,319 @@
+"""Training a hierarchical multi-task model on several datasets (MuTSPad paper, section 4).
+
+- **Data.** ``multitask.data`` names, for each task of ``model.tasks``, a dataset and its task
+  (``tweebank:upos``). Each dataset keeps its own sentences ("heterogeneous" multi-task
+  learning): a batch comes from one task's training set and trains that task only, with the
+  branches below it and the shared word representation. With ``multitask.unified`` the tasks
+  read from one dataset share its batches (unified data: every task learned at every step).
+- **Scheduling.** ``round_robin`` (the paper's "one task per batch"): the tasks take turns low ->
+  high (POS, CK, NER, DP), a task whose set is used up drops out, and the epoch ends when every
+  training set has been read once. ``proportional``: the next batch's task is drawn with
+  probability proportional to the batches it has left (the same sentences per epoch, mixed).
+- **Loss weights** start at ``multitask.loss_weights`` (default 2^-level: 1, 0.5, 0.25, 0.25 for
+  the paper's hierarchy) and are multiplied by ``weight_growth`` (2) every epoch up to 1, by an
+  epoch hook of the one training loop.
+- **Early stopping** watches the mean of the tasks' dev main scores (accuracy, F1, LAS), or one
+  task's score (``multitask.early_stopping``); every task's dev score per epoch is in the history
+  and its best epoch in ``metrics.json``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from seqtransfer import rundir
+from seqtransfer.config import RunConfig
+from seqtransfer.data.batching import Batch, EncodedSentences, encode_sentences, training_batches
+from seqtransfer.data.task_data import TaskData, load_task_data
+from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
+from seqtransfer.device import describe_device, out_of_memory_error, peak_memory_megabytes, prepare_device, resolve_device
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.models.multitask import HierarchicalMultiTask, TaskView, target_name, task_levels, task_order
+from seqtransfer.models.registry import build_model
+from seqtransfer.models.tagger import count_parameters
+from seqtransfer.training.loop import Evaluate, EvaluationSet, FitResult, predict_labels, score
+from seqtransfer.training.metrics import evaluate, main_score
+from seqtransfer.training.optimizers import fill_optimizer
+from seqtransfer.transfer.schemes import Scheme, get_scheme
+from seqtransfer.transfer.weights import copy_shared_label_rows, transfer_weights
+
+Log = Callable[[str], None]
+SCHEMES = ("scratch", "finetune")  # multi-task training from scratch, or MuTSPad's multi-task fine-tuning of a multi-task source
+
+
+USER_FILE_KEYS = ("train", "dev", "test", "columns", "task", "scheme", "separator")
+
+
+def data_config_of(config: RunConfig, entry, task: str):
+    """The DataConfig of one task's entry in ``multitask.data``: ``"dataset"``, ``"dataset:task"``,
+    or a mapping of a user's files ``{train: PATH, dev: PATH, test: PATH, columns: [word, ner], task: ner}``."""
+    base = replace(config.data, dataset=None, task=None, train=None, dev=None, test=None, columns=None, metric=None)
+    if isinstance(entry, dict):
+        unknown = [key for key in entry if key not in USER_FILE_KEYS]
+        if unknown or not entry.get("train"):
+            raise SeqTransferError(f"multitask.data.{task} has {'unknown key ' + repr(unknown[0]) if unknown else 'no train file'}",
+                                   hint=f"give a dataset name or a mapping with keys {', '.join(USER_FILE_KEYS)} (train required)")
+        return replace(base, **entry)
+    if not isinstance(entry, str) or not entry.strip():
+        raise SeqTransferError(f"multitask.data.{task} must be a dataset name, got {entry!r}", hint=f"e.g. multitask.data.{task}=tweebank:upos")
+    dataset, _, dataset_task = entry.partition(":")
+    return replace(base, dataset=dataset.strip(), task=dataset_task.strip() or None)
+
+
+def load_multitask_data(config: RunConfig) -> dict[str, TaskData]:
+    """Each task's data, low -> high; a task no dataset labels (or data for no task) is an error."""
+    hierarchy = config.model.tasks
+    order = task_order(hierarchy)
+    entries = config.multitask.data or {}
+    for task in order:
+        if task not in entries:
+            raise SeqTransferError(f"task '{task}' is in model.tasks but no dataset labels it", hint=f"add multitask.data.{task}=DATASET[:TASK] (see `seqtransfer datasets`)")
+    for task in entries:
+        if task not in hierarchy:
+            raise SeqTransferError(f"multitask.data names task '{task}', which model.tasks does not list", hint=f"the tasks are: {', '.join(order)}")
+    tasks = {}
+    for task in order:
+        data = load_task_data(data_config_of(config, entries[task], task))
+        if "dev" not in data.splits:
+            raise SeqTransferError(f"dataset '{data.dataset}' (task '{task}') has no dev split for early stopping", hint="use a dataset with a dev split")
+        tasks[task] = data
+    return tasks
+
+
+def dataset_key(data: TaskData) -> tuple:
+    """What tells datasets apart: the registry name, and for a user's files the training file."""
+    train = data.splits.get("train") or [None]
+    return data.dataset, getattr(train[0], "source", None)
+
+
+def distinct_datasets(tasks: dict[str, TaskData]) -> list[TaskData]:
+    """One TaskData per dataset (TweeBank's POS and DP tasks read the same sentences)."""
+    seen: dict[tuple, TaskData] = {}
+    for data in tasks.values():
+        seen.setdefault(dataset_key(data), data)
+    return list(seen.values())
+
+
+def prepare_multitask_vocabularies(config: RunConfig, tasks: dict[str, TaskData], log: Log, base: Vocabularies | None = None) -> tuple[Vocabularies, np.ndarray]:
+    """Words and characters of every dataset (extending the source's when transferring), labels per task."""
+    from seqtransfer.training.train import build_word_vocabularies
+
+    datasets = distinct_datasets(tasks)
+    train_tokens = [tokens for data in datasets for tokens in data.tokens("train")]
+    evaluation_tokens = [tokens for data in datasets for split in data.splits if split != "train" for tokens in data.tokens(split)]
+    vocabularies, matrix = build_word_vocabularies(config, train_tokens, evaluation_tokens, [], log, base)
+    vocabularies.task_labels = {
+        task: Vocabulary.build((label for sentence in data.kind.label_strings(data.gold("train")) for label in sentence), specials=()) for task, data in tasks.items()
+    }
+    log("labels: " + ", ".join(f"{task} {len(labels)}" for task, labels in vocabularies.task_labels.items()))
+    return vocabularies, matrix
+
+
+def encode_streams(tasks: dict[str, TaskData], vocabularies: Vocabularies, unified: bool) -> list[EncodedSentences]:
+    """The training sets a batch is drawn from: one per task, or (unified) one per dataset holding
+    the targets of all its tasks, named ``task.labels`` / ``task.heads``."""
+    groups: dict[str, list[str]] = {}
+    for task, data in tasks.items():
+        groups.setdefault(dataset_key(data) if unified else task, []).append(task)
+    streams = []
+    for members in groups.values():
+        data = tasks[members[0]]
+        targets = {}
+        for task in members:
+            encoded = tasks[task].kind.encode_targets(tasks[task].gold("train"), vocabularies.task_labels[task])
+            targets.update({target_name(task, name): arrays for name, arrays in encoded.items()})
+        streams.append(encode_sentences(data.tokens("train"), vocabularies, targets=targets))
+    return streams
+
+
+class TaskSchedule:
+    """Batches of several training sets, one set per batch (a ``BatchSource`` of the training loop)."""
+
+    def __init__(self, streams: list[EncodedSentences], batch_size: int, seed: int, sampling: str) -> None:
+        self.streams, self.batch_size, self.seed, self.sampling = streams, batch_size, seed, sampling
+        self.counts = [-(-len(stream.lengths) // batch_size) for stream in streams]
+        self.sentence_count = sum(len(stream.lengths) for stream in streams)
+        self.batch_count = sum(self.counts)
+
+    def order(self, epoch: int) -> list[int]:
+        """The stream of each batch of the epoch, in order."""
+        left = list(self.counts)
+        if self.sampling == "proportional":
+            generator = np.random.default_rng([self.seed, epoch, len(self.streams)])
+            order = []
+            while sum(left):
+                stream = int(generator.choice(len(left), p=np.array(left) / sum(left)))
+                order.append(stream)
+                left[stream] -= 1
+            return order
+        order = []
+        while sum(left):  # round robin, low -> high; a used-up set drops out
+            for stream, remaining in enumerate(left):
+                if remaining:
+                    order.append(stream)
+                    left[stream] -= 1
+        return order
+
+    def batches(self, epoch: int) -> Iterator[Batch]:
+        iterators = [training_batches(stream, self.batch_size, np.random.default_rng([self.seed, epoch, number])) for number, stream in enumerate(self.streams)]
+        for stream in self.order(epoch):
+            yield next(iterators[stream])
+
+
+def initial_weights(config: RunConfig) -> dict[str, float]:
+    """First-epoch loss weight per task: ``multitask.loss_weights`` or 2^-level."""
+    levels = task_levels(config.model.tasks)
+    given = config.multitask.loss_weights or {}
+    unknown = [task for task in given if task not in levels]
+    if unknown:
+        raise SeqTransferError(f"multitask.loss_weights names unknown task '{unknown[0]}'", hint=f"the tasks are: {', '.join(levels)}")
+    return {task: float(given.get(task, 2.0 ** -level)) for task, level in levels.items()}
+
+
+def loss_weight_hook(initial: dict[str, float], growth: float) -> Callable:
+    """Epoch hook: alpha_t(epoch) = min(1, alpha_t * growth^(epoch - 1)) (section 4.1)."""
+
+    def set_weights(epoch: int, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
+        model.loss_weights = {task: min(1.0, weight * growth ** (epoch - 1)) for task, weight in initial.items()}
+
+    return set_weights
+
+
+def dev_evaluation(tasks: dict[str, TaskData], vocabularies: Vocabularies, config: RunConfig) -> tuple[Evaluate, dict[str, EvaluationSet]]:
+    """Scores every task on its dev set; the watched score is their mean (or one task's)."""
+    watched = config.multitask.early_stopping
+    if watched != "mean" and watched not in tasks:
+        raise SeqTransferError(f"multitask.early_stopping is '{watched}'", hint=f"use mean or a task: {', '.join(tasks)}")
+    dev = {task: EvaluationSet(data.encode("dev", vocabularies, with_targets=False), data.gold("dev")) for task, data in tasks.items()}
+    batch_size = config.train.evaluation_batch_size
+
+    def evaluate_dev(model: HierarchicalMultiTask) -> tuple[float, dict]:
+        scores = {task: score(TaskView(model, task), dev[task], vocabularies.task_labels[task], data.metric, batch_size)[0] for task, data in tasks.items()}
+        return (sum(scores.values()) / len(scores) if watched == "mean" else scores[watched]), scores
+
+    return evaluate_dev, dev
+
+
+def transferred_prefixes(model: HierarchicalMultiTask, source: HierarchicalMultiTask) -> tuple[str, ...]:
+    """MuTSPad: the shared WRE, the projections and the feature extractor of every task both models have."""
+    shared = [task for task in model.order if task in source.kinds and source.kinds[task] == model.kinds[task]]
+    return ("word_representation.", "projections.", *(f"branches.{task}.feature_extractor." for task in shared))
+
+
+def load_multitask_source(config: RunConfig, scheme: Scheme):
+    if scheme.name not in SCHEMES:
+        raise SeqTransferError(f"scheme '{scheme.name}' does not apply to multi-task models", hint=f"use one of: {', '.join(SCHEMES)}")
+    if not scheme.uses_source:
+        return None
+    from seqtransfer.training.train import load_source
+
+    source = load_source(config, scheme)
+    if not isinstance(source.model, HierarchicalMultiTask):
+        raise SeqTransferError("the source run is not a multi-task model", path=config.transfer.source, hint="pass a run trained with model.tasks set (multi-task pretraining)")
+    config.model.projection = source.config.model.projection
+    return source
+
+
+def build_multitask_model(config: RunConfig, vocabularies: Vocabularies, matrix: np.ndarray, source, log: Log) -> HierarchicalMultiTask:
+    model = build_model(config.model, vocabularies)
+    model.word_representation.load_vectors(matrix)
+    if source is not None:
+        state = source.model.state_dict()
+        copied = transfer_weights(model, state, transferred_prefixes(model, source.model))
+        log(f"transferred {len(copied)} tensors from {config.transfer.source}")
+        if config.transfer.copy_shared_labels:
+            for task in model.order:
+                if task in source.model.kinds and model.kinds[task] == "tagging":
+                    branch_state = {name.removeprefix(f"branches.{task}."): tensor for name, tensor in state.items() if name.startswith(f"branches.{task}.")}
+                    shared = copy_shared_label_rows(model.branches[task], branch_state, vocabularies.task_labels[task], source.vocabularies.task_labels[task])
+                    log(f"{task}: copied classifier rows of {len(shared)} shared labels")
+    return model
+
+
+def best_epochs(history: list[dict]) -> dict[str, int]:
+    """The epoch of each task's best dev score."""
+    best: dict[str, tuple[float, int]] = {}
+    for record in history:
+        for task, value in record.get("dev_tasks", {}).items():
+            if task not in best or value > best[task][0]:
+                best[task] = (value, record["epoch"])
+    return {task: epoch for task, (_, epoch) in best.items()}
+
+
+def score_tasks(model: HierarchicalMultiTask, tasks: dict[str, TaskData], vocabularies: Vocabularies, config: RunConfig, directory: Path) -> dict:
+    """Per task: scores of every evaluation split and ``predictions/TASK/SPLIT.conll``."""
+    results = {}
+    for task, data in tasks.items():
+        view = TaskView(model, task)
+        results[task] = {"dataset": data.dataset, "task": data.task, "metric": data.metric}
+        for split in data.splits:
+            if split == "train":
+                continue
+            gold = data.gold(split)
+            predicted = predict_labels(view, data.encode(split, vocabularies, with_targets=False), vocabularies.task_labels[task], config.train.evaluation_batch_size)
+            results[task][split] = evaluate(gold, predicted, data.metric)
+            data.kind.write_predictions(directory / "predictions" / task, split, data.splits[split], gold, predicted)
+    return results
+
+
+def train_multitask(config: RunConfig, directory: Path, started: float, log: Log, show_progress: bool) -> dict:
+    """Train a multi-task model (from scratch or from a multi-task source) and write its run directory."""
+    from seqtransfer.training.train import check_resumable, train_phases
+
+    scheme = get_scheme(config.transfer.scheme)
+    source = load_multitask_source(config, scheme)
+    tasks = load_multitask_data(config)
+    for task, data in tasks.items():
+        for note in data.notes:
+            log(f"warning: {task}: {note}")
+    config.model.architecture = "multitask"
+    config.model.task_kinds = {task: data.kind.name for task, data in tasks.items()}
+    fill_optimizer(config.train, "adam" if "dependency" in config.model.task_kinds.values() else "sgd")
+    for data in tasks.values():
+        filled = data.kind.fill_config(config.model, data.gold("train"))
+        if filled:
+            log(filled)
+    weights = initial_weights(config)
+    vocabularies, matrix = prepare_multitask_vocabularies(config, tasks, log, base=source.vocabularies if source else None)
+    model = build_multitask_model(config, vocabularies, matrix, source, log)
+    device = resolve_device(config.train.device)
+    prepare_device(device)
+    model.to(device)
+    check_resumable(directory, config)
+    with rundir.writer_lock(directory):
+        if (directory / rundir.METRICS).exists():
+            raise SeqTransferError("run directory already holds a finished run", path=directory, hint="choose another --output")
+        rundir.remove_partial_files(directory)
+        rundir.save_setup(directory, config, vocabularies)
+        schedule = TaskSchedule(encode_streams(tasks, vocabularies, config.multitask.unified), config.train.batch_size, config.train.seed, config.multitask.sampling)
+        evaluate_dev, _ = dev_evaluation(tasks, vocabularies, config)
+        log(f"training multi-task {scheme.name}: " + ", ".join(f"{task} <- {data.dataset}/{data.task} ({len(data.splits['train'])} sentences)" for task, data in tasks.items())
+            + f"; {schedule.batch_count} batches per epoch ({config.multitask.sampling}); {count_parameters(model)} parameters; device: {describe_device(device)}")
+        try:
+            result = train_phases(model, scheme, config, schedule, evaluate_dev, directory, log, show_progress, epoch_hooks=(loss_weight_hook(weights, config.multitask.weight_growth),))
+            model.load_state_dict(result.best_state)
+            task_results = score_tasks(model, tasks, vocabularies, config, directory)
+        except torch.cuda.OutOfMemoryError:
+            raise out_of_memory_error(config.train.batch_size, "while training") from None
+        for task, epoch in best_epochs(result.history).items():
+            task_results[task]["best_epoch"] = epoch
+        seconds = time.perf_counter() - started + result.restored_seconds
+        metrics = {
+            "dataset": "+".join(data.dataset for data in distinct_datasets(tasks)), "task": "multitask", "metric": config.multitask.early_stopping,
+            "scheme": scheme.name, "best_epoch": result.best_epoch, "tasks": task_results, "parameters": count_parameters(model),
+            "history": result.history, "seconds": round(seconds, 1), "device": describe_device(device),
+        }
+        if peak_memory_megabytes(device) is not None:
+            metrics["gpu_peak_megabytes"] = peak_memory_megabytes(device)
+        rundir.save_weights(directory, result.best_state)
+        rundir.save_metrics(directory, metrics)
+        shutil.rmtree(directory / "checkpoint", ignore_errors=True)
+        return metrics

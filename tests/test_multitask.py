@@ -1,0 +1,239 @@
+"""Hierarchical multi-task model: which branch reads which, what a batch trains, the loss-weight
+schedule, task scheduling, training / loading / predicting, transfer and bad configurations."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from conftest import FIXTURES, TINY_MODEL
+from seqtransfer.cli import main
+from seqtransfer.config import RunConfig, apply_overrides
+from seqtransfer.data.batching import encode_sentences, make_batch
+from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.models.multitask import HierarchicalMultiTask, target_name, task_levels, task_order
+from seqtransfer.training.multitask import TaskSchedule, initial_weights, loss_weight_hook
+
+SMALL = ["model.word_dimension=6", "model.char_dimension=4", "model.char_hidden=6", "model.hidden=8", "model.parser_hidden=8",
+         "model.parser_layers=1", "model.arc_hidden=6", "model.relation_hidden=4", "model.projection=3", "model.dropout=0.0"]
+HIERARCHIES = {
+    2: {"pos": [], "ner": ["pos"]},
+    3: {"pos": [], "chunk": ["pos"], "ner": ["pos", "chunk"]},
+    4: {"pos": [], "chunk": ["pos"], "ner": ["pos", "chunk"], "dp": ["pos", "chunk"]},
+}
+TOKENS = [["Mary", "loves", "New", "York"], ["John", "sleeps"], ["I", "like", "tea", "!", ":)"]]
+
+
+def tiny_model(hierarchy: dict) -> tuple[HierarchicalMultiTask, Vocabularies]:
+    config = apply_overrides(RunConfig(), SMALL).model
+    config.tasks = hierarchy
+    config.task_kinds = {task: "dependency" if task == "dp" else "tagging" for task in hierarchy}
+    words = Vocabulary.build([token.lower() for sentence in TOKENS for token in sentence])
+    characters = Vocabulary.build(character for sentence in TOKENS for token in sentence for character in token)
+    labels = {task: Vocabulary([f"{task}-{number}" for number in range(3)]) for task in hierarchy}
+    vocabularies = Vocabularies(words, characters, Vocabulary([]), task_labels=labels)
+    torch.manual_seed(0)
+    return HierarchicalMultiTask.from_vocabularies(config, vocabularies), vocabularies
+
+
+def below(hierarchy: dict, task: str) -> set[str]:
+    """The tasks ``task`` reads, directly or through the tasks it reads."""
+    return {source for direct in hierarchy[task] for source in {direct} | below(hierarchy, direct)}
+
+
+def batch_for(vocabularies: Vocabularies, tasks: list[str]):
+    targets = {}
+    for task in tasks:
+        targets[target_name(task, "labels")] = [np.arange(len(sentence)) % 3 for sentence in TOKENS]
+        if task == "dp":
+            targets[target_name(task, "heads")] = [np.array([0] + [1] * (len(sentence) - 1)) for sentence in TOKENS]
+    return make_batch(encode_sentences(TOKENS, vocabularies, targets=targets), np.arange(len(TOKENS)))
+
+
+@pytest.mark.parametrize("size", [2, 3, 4])
+def test_each_branch_reads_the_shared_representation_and_exactly_its_lower_tasks(size):
+    hierarchy = HIERARCHIES[size]
+    model, vocabularies = tiny_model(hierarchy)
+    model.eval()
+    batch = batch_for(vocabularies, [])
+    shared = model.word_representation.output_size
+    for task, inputs in hierarchy.items():
+        first_layer = model.branches[task].feature_extractor
+        lstm = first_layer.lstm.layers[0] if task == "dp" else first_layer
+        assert lstm.forward_lstm.input_size == shared + 3 * len(inputs)
+    with torch.no_grad():
+        before = model.branch_states(batch, list(hierarchy))
+        for lower in model.projections:  # change one lower task's projection: exactly its readers change
+            saved = model.projections[lower].weight.clone()
+            model.projections[lower].weight.add_(1.0)
+            after = model.branch_states(batch, list(hierarchy))
+            model.projections[lower].weight.copy_(saved)
+            for task in hierarchy:
+                changed = not torch.allclose(before[task], after[task])
+                assert changed == (lower in below(hierarchy, task)), (lower, task)
+
+
+def test_a_batch_trains_its_task_the_branches_below_and_the_shared_representation_only():
+    model, vocabularies = tiny_model(HIERARCHIES[4])
+    model.train()
+    model.zero_grad(set_to_none=True)
+    model.loss(batch_for(vocabularies, ["ner"])).backward()
+    with_gradient = {name.split(".")[0] + "." + name.split(".")[1] for name, parameter in model.named_parameters() if parameter.grad is not None}
+    assert with_gradient == {"word_representation.word_embedding", "word_representation.character_encoder", "branches.pos", "branches.chunk", "branches.ner",
+                             "projections.pos", "projections.chunk"}
+    model.zero_grad(set_to_none=True)
+    model.loss(batch_for(vocabularies, ["pos"])).backward()
+    assert all(parameter.grad is None for name, parameter in model.named_parameters() if not name.startswith(("branches.pos.", "word_representation.")))
+
+
+def test_loss_is_the_weighted_mean_of_the_batch_tasks_losses():
+    model, vocabularies = tiny_model(HIERARCHIES[4])
+    model.eval()  # no dropout: the same losses twice
+    batch = batch_for(vocabularies, ["pos", "dp"])
+    losses = model.losses(batch)
+    model.loss_weights = {"pos": 1.0, "chunk": 0.5, "ner": 0.25, "dp": 0.25}
+    assert set(losses) == {"pos", "dp"}
+    assert torch.isclose(model.loss(batch), (losses["pos"] + 0.25 * losses["dp"]) / 2)
+
+
+def test_loss_weights_start_at_two_to_minus_level_and_double_every_epoch():
+    config = RunConfig()
+    config.model.tasks = HIERARCHIES[4]
+    assert task_levels(config.model.tasks) == {"pos": 0, "chunk": 1, "ner": 2, "dp": 2}
+    hook = loss_weight_hook(initial_weights(config), config.multitask.weight_growth)
+    model = torch.nn.Module()
+    seen = []
+    for epoch in (1, 2, 3, 4):
+        hook(epoch, model, None)
+        seen.append([model.loss_weights[task] for task in ("pos", "chunk", "ner", "dp")])
+    assert seen == [[1, 0.5, 0.25, 0.25], [1, 1, 0.5, 0.5], [1, 1, 1, 1], [1, 1, 1, 1]]
+    config.multitask.loss_weights = {"dp": 0.5}
+    assert initial_weights(config)["dp"] == 0.5
+    config.multitask.loss_weights = {"srl": 1.0}
+    with pytest.raises(SeqTransferError, match="unknown task 'srl'"):
+        initial_weights(config)
+
+
+def encoded(count: int):
+    return encode_sentences([["a"]] * count, Vocabularies(Vocabulary.build(["a"]), Vocabulary.build(["a"]), Vocabulary([])))
+
+
+def test_round_robin_takes_turns_low_to_high_until_every_set_is_read_once():
+    schedule = TaskSchedule([encoded(6), encoded(2), encoded(4)], batch_size=2, seed=1, sampling="round_robin")
+    assert schedule.order(1) == [0, 1, 2, 0, 2, 0]
+    assert sum(len(batch.indices) for batch in schedule.batches(1)) == 12 == schedule.sentence_count
+
+
+def test_proportional_sampling_reads_every_set_once_in_a_seeded_mixed_order():
+    schedule = TaskSchedule([encoded(20), encoded(4), encoded(8)], batch_size=2, seed=1, sampling="proportional")
+    first = schedule.order(1)
+    assert sorted(first) == [0] * 10 + [1] * 2 + [2] * 4
+    assert first == schedule.order(1) and first != schedule.order(2)
+
+
+def test_task_order_and_bad_hierarchies():
+    assert task_order({"ner": ["pos"], "pos": []}) == ["pos", "ner"]  # any listed order works
+    with pytest.raises(SeqTransferError, match="cycle"):
+        task_order({"pos": ["ner"], "ner": ["pos"]})
+    with pytest.raises(SeqTransferError, match="unknown task 'chunk'"):
+        task_order({"pos": [], "ner": ["chunk"]})
+
+
+def write_config(tmp_path, tasks: dict, data: dict, extra: dict | None = None):
+    values = {"model": {"tasks": tasks}, "multitask": {"data": data}, **(extra or {})}
+    path = tmp_path / "multitask.yaml"
+    path.write_text(yaml.safe_dump(values), encoding="utf-8")
+    return path
+
+
+POS = {"train": str(FIXTURES / "tiny_pos_train.conll"), "dev": str(FIXTURES / "tiny_pos_dev.conll"), "columns": ["word", "pos"], "scheme": "none"}
+NER = {"train": str(FIXTURES / "tiny_ner_train.conll"), "dev": str(FIXTURES / "tiny_ner_dev.conll"), "test": str(FIXTURES / "tiny_ner_test.conll"),
+       "columns": ["word", "ner"], "scheme": "iob2"}
+DP = {"train": str(FIXTURES / "tiny_dep_train.conllu"), "dev": str(FIXTURES / "tiny_dep_dev.conllu"), "test": str(FIXTURES / "tiny_dep_test.conllu"), "task": "dependency"}
+TASKS = {"pos": [], "ner": ["pos"], "dp": ["pos"]}
+
+
+def train(tmp_path, name: str, config, *extra: str) -> dict:
+    return main_json(["train", "--config", str(config), "--output", str(tmp_path / name), "--quiet", "--epochs", "3", *TINY_MODEL, *SMALL[4:], *extra])
+
+
+def main_json(arguments: list[str]) -> dict:
+    assert main(arguments) == 0
+    output = arguments[arguments.index("--output") + 1]
+    return json.loads((__import__("pathlib").Path(output) / "metrics.json").read_text())
+
+
+def test_train_load_predict_a_three_task_model_reproducibly(tmp_path, capsys):
+    config = write_config(tmp_path, TASKS, {"pos": POS, "ner": NER, "dp": DP})
+    metrics = train(tmp_path, "first", config)
+    again = train(tmp_path, "second", config)
+    assert metrics["tasks"] == again["tasks"]  # the same command twice: the same numbers
+    assert set(metrics["tasks"]) == {"pos", "ner", "dp"} and metrics["tasks"]["dp"]["metric"] == "attachment"
+    assert all(1 <= scores["best_epoch"] <= 3 for scores in metrics["tasks"].values())
+    assert all("dev_tasks" in record for record in metrics["history"])
+    run = tmp_path / "first"
+    assert (run / "predictions" / "dp" / "test.conllu").is_file() and (run / "predictions" / "ner" / "test.conll").is_file()
+
+    import seqtransfer
+
+    predictor = seqtransfer.load(run, device="cpu")
+    predicted = predictor.predict([["Mary", "loves", "NYC"]])[0]
+    assert set(predicted) == {"pos", "ner", "dp"} and len(predicted["pos"]) == 3 and len(predicted["dp"][0]) == 2
+    assert set(predicted["ner"]) <= set(predictor.labels["ner"])
+    text = tmp_path / "in.txt"
+    text.write_text("Mary loves NYC\nJohn sleeps\n")
+    capsys.readouterr()
+    assert main(["predict", str(run), str(text), "--output", str(tmp_path / "out.conllu")]) == 0
+    lines = (tmp_path / "out.conllu").read_text().splitlines()
+    assert lines[0] == "# global.columns = ID FORM POS NER HEAD DEPREL"
+    assert lines[1].split("\t")[:2] == ["1", "Mary"] and len(lines[1].split("\t")) == 6
+
+    from seqtransfer.data.conllu import read_conllu  # the output reads back as CoNLL-U Plus
+
+    assert [sentence.tokens for sentence in read_conllu(tmp_path / "out.conllu")] == [["Mary", "loves", "NYC"], ["John", "sleeps"]]
+
+
+def test_multitask_finetuning_transfers_every_branch_of_a_multitask_source(tmp_path, capsys):
+    config = write_config(tmp_path, TASKS, {"pos": POS, "ner": NER, "dp": DP})
+    train(tmp_path, "source", config)
+    capsys.readouterr()
+    train(tmp_path, "target", config, "transfer.scheme=finetune", f"transfer.source={tmp_path / 'source'}", "transfer.copy_shared_labels=true")
+    log = (tmp_path / "target" / "log.txt").read_text()
+    assert "transferred" in log and "pos: copied classifier rows of" in log
+    from safetensors.torch import load_file
+
+    source, target = load_file(str(tmp_path / "source" / "model.safetensors")), load_file(str(tmp_path / "target" / "model.safetensors"))
+    assert set(source) == set(target)
+    # mono-task runs are not multi-task sources
+    mono = tmp_path / "mono"
+    assert main(["train", "--train", NER["train"], "--dev", NER["dev"], "--columns", "word,ner", "--epochs", "1", "--output", str(mono), "--quiet", *TINY_MODEL]) == 0
+    capsys.readouterr()
+    code = main(["train", "--config", str(config), "--output", str(tmp_path / "bad"), "--quiet", "transfer.scheme=finetune", f"transfer.source={mono}", *TINY_MODEL])
+    assert code == 2 and "not a multi-task model" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("tasks, data, message", [
+    ({"pos": [], "ner": ["pos"]}, {"pos": POS}, "task 'ner' is in model.tasks but no dataset labels it"),
+    ({"pos": []}, {"pos": POS, "ner": NER}, "multitask.data names task 'ner', which model.tasks does not list"),
+    ({"pos": ["ner"], "ner": ["pos"]}, {"pos": POS, "ner": NER}, "cycle"),
+    ({"pos": [], "ner": ["srl"]}, {"pos": POS, "ner": NER}, "unknown task 'srl'"),
+    ({"pos": []}, {"pos": {**POS, "columns": ["word", "pos", "ner"]}}, "tiny_pos_train.conll"),
+    ({"pos": []}, {"pos": {"dev": POS["dev"]}}, "no train file"),
+    ({"pos": []}, {"pos": "tweebank:srl"}, "dataset 'tweebank' has no task 'srl'"),
+])
+def test_bad_multitask_configurations_fail_with_one_line_before_training(tmp_path, capsys, tasks, data, message):
+    config = write_config(tmp_path, tasks, data)
+    code = main(["train", "--config", str(config), "--output", str(tmp_path / "run"), "--quiet", *TINY_MODEL])
+    error = capsys.readouterr().err
+    assert code == 2 and message in error and len(error.strip().splitlines()) == 1
+    assert not (tmp_path / "run" / "model.safetensors").exists()
+
+
+def test_override_sets_one_entry_of_a_mapping():
+    config = apply_overrides(RunConfig(), ["multitask.data.pos=tweebank:upos", "multitask.data.dp=tweebank:dependency", "model.tasks={pos: [], dp: [pos]}"])
+    assert config.multitask.data == {"pos": "tweebank:upos", "dp": "tweebank:dependency"} and config.model.tasks == {"pos": [], "dp": ["pos"]}
