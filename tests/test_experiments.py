@@ -105,3 +105,46 @@ def test_same_settings_under_another_target_name_reuse_the_run(tmp_path, capsys)
     assert "(0, 0, 0 to train)" in capsys.readouterr().out
     assert [record["target"] for record in records] == ["POS again"]
     assert len(list((results / "runs").iterdir())) == 1
+
+
+def test_multitask_methods_train_one_model_per_seed_and_record_every_target(tmp_path, capsys):
+    """A multi-task source (pretraining) and a multi-task method fine-tuned from it, beside mono-task runs."""
+    overrides = [*TINY_MODEL, "train.max_epochs=2"]
+    ner = {"train": str(FIXTURES / "tiny_ner_train.conll"), "dev": str(FIXTURES / "tiny_ner_dev.conll"), "columns": ["word", "ner"], "scheme": "iob2"}
+    pos = [f"data.train={FIXTURES / 'tiny_pos_train.conll'}", f"data.dev={FIXTURES / 'tiny_pos_dev.conll'}", f"data.test={FIXTURES / 'tiny_pos_dev.conll'}",
+           "data.columns=[word, pos]"]
+    ner_target = [f"data.train={FIXTURES / 'tiny_ner_train.conll'}", f"data.dev={FIXTURES / 'tiny_ner_dev.conll'}", f"data.test={FIXTURES / 'tiny_ner_test.conll'}",
+                  "data.columns=[word, ner]", "data.scheme=iob2"]
+    text = f"""
+name: tiny_mtl
+title: tiny multi-task grid
+command: seqtransfer experiment run tiny_mtl.yaml
+overrides: {overrides}
+hierarchy: {{pos: [], ner: [pos]}}
+sources:
+  both: {{multitask: {{pos: {{train: {FIXTURES / 'tiny_pos_dev.conll'}, dev: {FIXTURES / 'tiny_pos_dev.conll'}, columns: [word, pos]}}, ner: {ner}}}}}
+targets:
+  pos: {{dataset: null, overrides: {pos}}}
+  ner: {{dataset: null, overrides: {ner_target}}}
+methods:
+  Mono-task: {{scheme: scratch}}
+  Multi-task: {{scheme: scratch, multitask: true}}
+  MuTSPad: {{scheme: finetune, multitask: true, source: both}}
+reference: Mono-task
+significance: [[MuTSPad, Multi-task]]
+"""
+    experiment = tmp_path / "tiny_mtl.yaml"
+    experiment.write_text(text, encoding="utf-8")
+    results = tmp_path / "results"
+    records = run(["experiment", "run", str(experiment), "--results", str(results)])
+    cells = {(record["method"], record["target"]) for record in records if record["method"]}
+    assert cells == {(method, target) for method in ("Mono-task", "Multi-task", "MuTSPad") for target in ("pos", "ner")}
+    multitask = [record for record in records if record["method"] == "Multi-task"]
+    assert len({record["run_directory"] for record in multitask}) == 1  # one model scores both targets
+    assert {record["metric"] for record in multitask} == {"accuracy", "span_f1"}
+    assert len(list((results / "runs").iterdir())) == 4 and len(list((results / "sources").iterdir())) == 1
+    capsys.readouterr()
+    run(["experiment", "run", str(experiment), "--results", str(results)])
+    assert "(0, 0, 0 to train)" in capsys.readouterr().out
+    report = run(["report", str(experiment), "--results", str(results), "--trials", "100"])
+    assert "| MuTSPad |" in report and "| ner | MuTSPad | Multi-task |" in report

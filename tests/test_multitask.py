@@ -204,7 +204,7 @@ def test_multitask_finetuning_transfers_every_branch_of_a_multitask_source(tmp_p
     capsys.readouterr()
     train(tmp_path, "target", config, "transfer.scheme=finetune", f"transfer.source={tmp_path / 'source'}", "transfer.copy_shared_labels=true")
     log = (tmp_path / "target" / "log.txt").read_text()
-    assert "transferred" in log and "pos: copied classifier rows of" in log
+    assert "transferred" in log and "pos: copied classifier rows of" in log and "dp: copied classifier rows of 8 shared labels" in log
     from safetensors.torch import load_file
 
     source, target = load_file(str(tmp_path / "source" / "model.safetensors")), load_file(str(tmp_path / "target" / "model.safetensors"))
@@ -237,3 +237,20 @@ def test_bad_multitask_configurations_fail_with_one_line_before_training(tmp_pat
 def test_override_sets_one_entry_of_a_mapping():
     config = apply_overrides(RunConfig(), ["multitask.data.pos=tweebank:upos", "multitask.data.dp=tweebank:dependency", "model.tasks={pos: [], dp: [pos]}"])
     assert config.multitask.data == {"pos": "tweebank:upos", "dp": "tweebank:dependency"} and config.model.tasks == {"pos": [], "dp": ["pos"]}
+
+
+def test_sgd_with_momentum_steps_a_parameter_whose_first_gradient_comes_late_as_torch_does():
+    """One task per batch: a branch's first gradient may come after other branches' steps."""
+    from seqtransfer.training.optimizer import LazyMomentumSGD
+
+    first, second = torch.nn.Parameter(torch.ones(3)), torch.nn.Parameter(torch.ones(2))
+    reference_first, reference_second = torch.nn.Parameter(torch.ones(3)), torch.nn.Parameter(torch.ones(2))
+    ours = LazyMomentumSGD([first, second], lr=0.1, momentum=0.9, fused=True)
+    reference = torch.optim.SGD([reference_first, reference_second], lr=0.1, momentum=0.9, foreach=False)
+    for step, with_second in enumerate([False, True, True, False, True]):
+        for optimizer, parameters in ((ours, (first, second)), (reference, (reference_first, reference_second))):
+            optimizer.zero_grad(set_to_none=True)
+            loss = (parameters[0] * (step + 1)).sum() + ((parameters[1] ** 2).sum() if with_second else 0)
+            loss.backward()
+            optimizer.step()
+    assert torch.allclose(first, reference_first) and torch.allclose(second, reference_second)

@@ -50,7 +50,7 @@ def non_default(values: dict, defaults: dict) -> dict:
     """The entries of nested ``values`` that differ from ``defaults``."""
     result = {}
     for key, value in values.items():
-        if isinstance(value, dict):
+        if isinstance(value, dict) and isinstance(defaults.get(key, {}), dict):  # a section (a mapping-valued setting with a null default is one value)
             nested = non_default(value, defaults.get(key, {}))
             if nested:
                 result[key] = nested
@@ -81,9 +81,23 @@ def base_config(spec: ExperimentSpec, data_dir: str | None, dataset: str | None,
     return check_values(apply_overrides(config, [*spec.overrides, *overrides]))
 
 
-def target_entries(spec: ExperimentSpec) -> dict[str, str]:
-    """task -> "dataset:task" of a multi-task method over the experiment's targets."""
-    return {name: f"{target.dataset}:{target.task}" if target.task else target.dataset for name, target in spec.targets.items()}
+def target_entries(spec: ExperimentSpec) -> dict[str, str | dict]:
+    """task -> "dataset:task" of a multi-task method over the experiment's targets (a target of a
+    user's files: the mapping its ``data.*`` overrides give; its other overrides do not apply)."""
+    import yaml
+
+    entries: dict[str, str | dict] = {}
+    for name, target in spec.targets.items():
+        if target.dataset:
+            entries[name] = f"{target.dataset}:{target.task}" if target.task else target.dataset
+            continue
+        files = {}
+        for override in target.overrides:
+            key, _, value = override.partition("=")
+            if key.startswith("data."):
+                files[key.removeprefix("data.")] = yaml.safe_load(value)
+        entries[name] = {**files, **({"task": target.task} if target.task else {})}
+    return entries
 
 
 def source_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None) -> dict[str, RunTask]:

@@ -46,7 +46,7 @@ class SourceSpec:
     dataset: str | None = None
     task: str | None = None
     overrides: list[str] = field(default_factory=list)
-    multitask: dict[str, str] | None = None  # a multi-task source: task of ``hierarchy`` -> "dataset:task"
+    multitask: dict[str, str | dict] | None = None  # a multi-task source: task of ``hierarchy`` -> "dataset:task" (or a mapping of files)
 
     @property
     def name(self) -> str:

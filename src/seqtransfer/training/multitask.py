@@ -231,11 +231,31 @@ def build_multitask_model(config: RunConfig, vocabularies: Vocabularies, matrix:
         log(f"transferred {len(copied)} tensors from {config.transfer.source}")
         if config.transfer.copy_shared_labels:
             for task in model.order:
-                if task in source.model.kinds and model.kinds[task] == "tagging":
-                    branch_state = {name.removeprefix(f"branches.{task}."): tensor for name, tensor in state.items() if name.startswith(f"branches.{task}.")}
-                    shared = copy_shared_label_rows(model.branches[task], branch_state, vocabularies.task_labels[task], source.vocabularies.task_labels[task])
+                if task in source.model.kinds and source.model.kinds[task] == model.kinds[task]:
+                    shared = copy_task_labels(model, state, task, vocabularies.task_labels[task], source.vocabularies.task_labels[task])
                     log(f"{task}: copied classifier rows of {len(shared)} shared labels")
     return model
+
+
+# The biaffine scorer's parts that do not depend on the relation set (MLPs, arc scorer).
+LABEL_FREE = ("classifier.arc_dependent.", "classifier.arc_head.", "classifier.relation_dependent.", "classifier.relation_head.", "classifier.arc_scorer.")
+
+
+def copy_task_labels(model: HierarchicalMultiTask, source_state: dict, task: str, labels: Vocabulary, source_labels: Vocabulary) -> list[str]:
+    """Initialise a task's classifier from the source where labels are shared (section 4.1): the
+    rows of shared labels (tagging: linear and CRF; parsing: relation scorer), and for parsing the
+    label-free MLPs and arc scorer."""
+    prefix = f"branches.{task}."
+    branch_state = {name.removeprefix(prefix): tensor for name, tensor in source_state.items() if name.startswith(prefix)}
+    if model.kinds[task] == "tagging":
+        return copy_shared_label_rows(model.branches[task], branch_state, labels, source_labels)
+    transfer_weights(model.branches[task], branch_state, LABEL_FREE)
+    pairs = [(labels.index[label], source_labels.index[label]) for label in labels.items if label in source_labels.index]
+    if pairs:
+        target_rows, source_rows = (torch.tensor(rows) for rows in zip(*pairs))
+        with torch.no_grad():
+            model.branches[task].classifier.relation_scorer.weight[target_rows] = branch_state["classifier.relation_scorer.weight"][source_rows]
+    return [labels.items[target] for target, _ in pairs]
 
 
 def best_epochs(history: list[dict]) -> dict[str, int]:

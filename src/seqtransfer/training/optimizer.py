@@ -36,6 +36,7 @@ class LazyMomentumSGD(torch.optim.SGD):
 
     @torch.no_grad()
     def step(self, closure=None):  # noqa: ANN001 - torch's signature
+        self._start_late_buffers()
         hidden = []
         for group in self.param_groups:
             for parameter in group["params"]:
@@ -55,6 +56,22 @@ class LazyMomentumSGD(torch.optim.SGD):
         finally:
             for parameter, gradient in hidden:
                 parameter.grad = gradient
+
+    def _start_late_buffers(self) -> None:
+        """Give a zero momentum buffer to a parameter whose first gradient comes after other
+        parameters' first steps (a multi-task branch first trained at a later batch).
+
+        The fused step takes every buffer or none; with a zero buffer, b = mu * 0 + g = g is
+        exactly torch's first step (b = g).
+        """
+        if not any("momentum_buffer" in state for state in self.state.values()):
+            return  # the first step: torch starts every buffer itself
+        for group in self.param_groups:
+            if not group["momentum"]:
+                continue
+            for parameter in group["params"]:
+                if parameter.grad is not None and not parameter.grad.is_sparse and "momentum_buffer" not in self.state[parameter]:
+                    self.state[parameter]["momentum_buffer"] = torch.zeros_like(parameter)
 
     def _lazy_update(self, group: dict, parameter: torch.Tensor) -> None:
         """One momentum SGD step on the rows of the sparse gradient: b = mu * b + g, w -= lr * b."""
