@@ -113,7 +113,7 @@ class MultiTaskConfig:
     """
 
     data: dict[str, str | dict] | None = None  # task -> "dataset", "dataset:task" or {train: PATH, dev: PATH, test: PATH, columns: [...], task: NAME}
-    unified: bool = False  # tasks read from the same dataset share its batches (all their losses at each step), as on unified data
+    unified: str | None = None  # a folder written by `seqtransfer unify`: train on its train.conllu (every task at every step); dev/test stay ``data``'s
     sampling: str = "round_robin"  # round_robin: one task per batch, low -> high, until every set is used once | proportional: a random task, weighted by its batches left
     loss_weights: dict[str, float] | None = None  # first-epoch weight per task; None = 2^-level (paper: pos 1, chunk 0.5, ner 0.25, dp 0.25)
     weight_growth: float = 2.0  # weights are multiplied by this every epoch, up to 1 (1.0 = constant)

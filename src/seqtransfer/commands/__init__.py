@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from seqtransfer.commands import analyze, datasets, evaluate, experiment, predict, report, train
+from seqtransfer.commands import analyze, datasets, evaluate, experiment, predict, report, train, unify
 from seqtransfer.commands.base import Command
 
 COMMANDS: dict[str, Command] = {
@@ -14,4 +14,5 @@ COMMANDS: dict[str, Command] = {
     "experiment": experiment.COMMAND,
     "report": report.COMMAND,
     "analyze": analyze.COMMAND,
+    "unify": unify.COMMAND,
 }

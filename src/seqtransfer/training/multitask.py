@@ -3,8 +3,9 @@
 - **Data.** ``multitask.data`` names, for each task of ``model.tasks``, a dataset and its task
   (``tweebank:upos``). Each dataset keeps its own sentences ("heterogeneous" multi-task
   learning): a batch comes from one task's training set and trains that task only, with the
-  branches below it and the shared word representation. With ``multitask.unified`` the tasks
-  read from one dataset share its batches (unified data: every task learned at every step).
+  branches below it and the shared word representation. With ``multitask.unified`` (a folder
+  written by ``seqtransfer unify``) every training sentence is labelled for every task, gold or
+  predicted, and every batch trains every task; dev and test stay each task's gold data.
 - **Scheduling.** ``round_robin`` (the paper's "one task per batch"): the tasks take turns low ->
   high (POS, CK, NER, DP), a task whose set is used up drops out, and the epoch ends when every
   training set has been read once. ``proportional``: the next batch's task is drawn with
@@ -85,6 +86,10 @@ def load_multitask_data(config: RunConfig) -> dict[str, TaskData]:
         if "dev" not in data.splits:
             raise SeqTransferError(f"dataset '{data.dataset}' (task '{task}') has no dev split for early stopping", hint="use a dataset with a dev split")
         tasks[task] = data
+    if config.multitask.unified:  # training sentences labelled for every task (`seqtransfer unify`)
+        from seqtransfer.data.unify import unified_sentences, with_task_columns
+
+        tasks = with_task_columns(unified_sentences(config.multitask.unified), tasks, config.multitask.unified)
     return tasks
 
 
@@ -118,11 +123,11 @@ def prepare_multitask_vocabularies(config: RunConfig, tasks: dict[str, TaskData]
 
 
 def encode_streams(tasks: dict[str, TaskData], vocabularies: Vocabularies, unified: bool) -> list[EncodedSentences]:
-    """The training sets a batch is drawn from: one per task, or (unified) one per dataset holding
-    the targets of all its tasks, named ``task.labels`` / ``task.heads``."""
+    """The training sets a batch is drawn from: one per task, or (unified data) one holding the
+    targets of every task, named ``task.labels`` / ``task.heads``."""
     groups: dict[str, list[str]] = {}
     for task, data in tasks.items():
-        groups.setdefault(dataset_key(data) if unified else task, []).append(task)
+        groups.setdefault("unified" if unified else task, []).append(task)
     streams = []
     for members in groups.values():
         data = tasks[members[0]]
@@ -313,7 +318,7 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
             raise SeqTransferError("run directory already holds a finished run", path=directory, hint="choose another --output")
         rundir.remove_partial_files(directory)
         rundir.save_setup(directory, config, vocabularies)
-        schedule = TaskSchedule(encode_streams(tasks, vocabularies, config.multitask.unified), config.train.batch_size, config.train.seed, config.multitask.sampling)
+        schedule = TaskSchedule(encode_streams(tasks, vocabularies, bool(config.multitask.unified)), config.train.batch_size, config.train.seed, config.multitask.sampling)
         evaluate_dev, _ = dev_evaluation(tasks, vocabularies, config)
         log(f"training multi-task {scheme.name}: " + ", ".join(f"{task} <- {data.dataset}/{data.task} ({len(data.splits['train'])} sentences)" for task, data in tasks.items())
             + f"; {schedule.batch_count} batches per epoch ({config.multitask.sampling}); {count_parameters(model)} parameters; device: {describe_device(device)}")

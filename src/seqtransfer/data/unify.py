@@ -1,0 +1,187 @@
+"""Dataset unification (MuTSPad paper, section 4.2.2): every sentence labelled for every task.
+
+Each task names the dataset that labels it (``tweebank:upos``) and a mono-task run directory.
+The training sentences of all these datasets are gathered (a sentence found in several of them,
+same tokens, is kept once with every gold annotation it has); each task column a sentence has
+no gold annotation for is filled with the predictions of that task's run. The result is one
+CoNLL-U Plus file per split, with the columns ``ID FORM <tagging tasks> HEAD DEPREL`` and two
+comments per sentence saying which columns are gold and which were predicted:
+
+    # global.columns = ID FORM POS CK NER HEAD DEPREL
+    # source = tweebank
+    # gold = POS DP
+    # predicted = CK NER
+
+``summary.json`` counts, per dataset and task, the sentences and tokens filled by prediction.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from seqtransfer.config import DataConfig
+from seqtransfer.data.batching import encode_sentences
+from seqtransfer.data.conllu import write_conllu
+from seqtransfer.data.corpus import Sentence
+from seqtransfer.data.task_data import TaskData, load_task_data
+from seqtransfer.data.trees import HEAD, RELATION, Tree
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.files import write_json
+
+PRESETS = {
+    "tweetall": {"POS": "tweebank:upos", "CK": "tchunk:chunk", "NER": "wnut17:ner", "DP": "tweebank:dependency"},
+    "englishall": {"POS": "conll2000+ptb_sample:pos", "CK": "conll2000:chunk", "NER": "conll2003:ner", "DP": "ud_ewt:dependency"},
+}
+GOLD, PREDICTED, SOURCE = "gold", "predicted", "source"
+Log = Callable[[str], None]
+
+
+def column_of(task: str) -> str:
+    """The column a task's labels are written in (read back lower-cased from global.columns)."""
+    return task.lower()
+
+
+@dataclass
+class UnifiedSentence:
+    tokens: list[str]
+    source: str
+    annotation: dict[str, object] = field(default_factory=dict)  # task -> label list or Tree
+    gold: list[str] = field(default_factory=list)
+
+
+def load_task(entry: str | dict, data_dir: str | None, splits: tuple[str, ...]) -> TaskData:
+    """A task's data: ``"dataset:task"`` or a mapping of a user's files (as ``multitask.data``)."""
+    if isinstance(entry, dict):
+        return load_task_data(DataConfig(dataset=None, data_dir=data_dir, **entry), splits)
+    dataset, _, task = entry.partition(":")
+    return load_task_data(DataConfig(dataset=dataset, task=task or None, data_dir=data_dir), splits)
+
+
+def check_run(task: str, run, data: TaskData) -> None:
+    """A run predicts ``task`` only if it is a mono-task run of the same kind sharing labels with the gold data."""
+    where = str(run.directory)
+    if run.model.task_kind == "multitask":
+        raise SeqTransferError(f"the run for task {task} is a multi-task model", path=where, hint="give a mono-task run of each task (trained with `seqtransfer train`)")
+    if run.model.task_kind != data.kind.name:
+        raise SeqTransferError(f"the run for task {task} is a {run.model.task_kind} model, but {data.dataset}/{data.task} is a {data.kind.name} task", path=where,
+                               hint=f"give a run trained on {data.task}")
+    gold_labels = {label for sentence in data.kind.label_strings(data.gold("train")) for label in sentence}
+    if not gold_labels & set(run.vocabularies.labels.items):
+        sample = ", ".join(list(run.vocabularies.labels.items)[:4])
+        raise SeqTransferError(f"the run for task {task} predicts labels ({sample}, ...) that {data.dataset}/{data.task} never uses", path=where,
+                               hint=f"give a run trained on {data.task} labels")
+
+
+def gather(tasks: dict[str, TaskData], split: str) -> list[UnifiedSentence]:
+    """The split's sentences of every task's dataset, once each, with their gold annotations."""
+    unified: list[UnifiedSentence] = []
+    index: dict[tuple[str, ...], UnifiedSentence] = {}
+    for task, data in tasks.items():
+        if split not in data.splits:
+            continue
+        for sentence, gold in zip(data.splits[split], data.gold(split)):
+            key = tuple(sentence.tokens)
+            if key not in index:
+                index[key] = UnifiedSentence(list(sentence.tokens), data.dataset)
+                unified.append(index[key])
+            if task not in index[key].annotation:
+                index[key].annotation[task] = gold
+                index[key].gold.append(task)
+    return unified
+
+
+def fill(sentences: list[UnifiedSentence], task: str, run, batch_size: int) -> int:
+    """Predict ``task`` for every sentence lacking it; returns how many sentences were filled."""
+    from seqtransfer.training.loop import predict_labels
+
+    missing = [sentence for sentence in sentences if task not in sentence.annotation]
+    if missing:
+        encoded = encode_sentences([sentence.tokens for sentence in missing], run.vocabularies)
+        for sentence, prediction in zip(missing, predict_labels(run.model, encoded, run.vocabularies.labels, batch_size)):
+            sentence.annotation[task] = prediction
+    return len(missing)
+
+
+def as_conllu(sentence: UnifiedSentence, order: list[str]) -> Sentence:
+    columns: dict[str, list[str]] = {}
+    for task in order:
+        value = sentence.annotation[task]
+        if isinstance(value, Tree):
+            columns.update({HEAD: [str(head) for head in value.heads], RELATION: list(value.relations)})
+        else:
+            columns[column_of(task)] = list(value)
+    predicted = [task for task in order if task not in sentence.gold]
+    comments = [f"{SOURCE} = {sentence.source}", f"{GOLD} = {' '.join(sentence.gold)}", f"{PREDICTED} = {' '.join(predicted) or '-'}"]
+    return Sentence(sentence.tokens, columns=columns, comments=comments)
+
+
+def unify(entries: dict[str, str | dict], runs: dict[str, str | Path], output: str | Path, data_dir: str | None = None, splits: tuple[str, ...] = ("train",),
+          batch_size: int = 256, log: Log = print) -> dict:
+    """Write ``output/SPLIT.conllu`` for each split and ``output/summary.json``; returns the summary."""
+    from seqtransfer.rundir import load_run
+
+    if set(entries) != set(runs):
+        missing = sorted(set(entries) - set(runs)) or sorted(set(runs) - set(entries))
+        raise SeqTransferError(f"every task needs a dataset and a run; task {missing[0]} has only one", hint="pass --run TASK=RUN_DIR for each task of --data")
+    tasks = {task: load_task(entry, data_dir, ("train", "dev", "test")) for task, entry in entries.items()}
+    loaded = {}
+    for task, directory in runs.items():
+        loaded[task] = load_run(directory)
+        check_run(task, loaded[task], tasks[task])
+    dependency = [task for task, data in tasks.items() if data.kind.name == "dependency"]
+    if len(dependency) > 1:
+        raise SeqTransferError(f"several dependency tasks ({', '.join(dependency)}) cannot share the HEAD and DEPREL columns", hint="unify one parsing task")
+    order = list(entries)
+    tagging = [task for task in order if task not in dependency]
+    columns = ("id", "word", *(column_of(task) for task in tagging), *((HEAD, RELATION) if dependency else ()))
+    output = Path(output)
+    output.mkdir(parents=True, exist_ok=True)
+    summary = {"tasks": {task: {"data": entries[task] if isinstance(entries[task], str) else tasks[task].splits["train"][0].source, "run": str(runs[task]), "column": column_of(task) if task in tagging else "head+deprel"} for task in order}, "splits": {}}
+    for split in splits:
+        sentences = gather(tasks, split)
+        filled = {task: fill(sentences, task, loaded[task], batch_size) for task in order}
+        write_conllu(output / f"{split}.conllu", [as_conllu(sentence, tagging + dependency) for sentence in sentences], columns=columns)
+        summary["splits"][split] = split_summary(sentences, order, filled)
+        log(f"{split}: {len(sentences)} sentences; predicted labels filled: "
+            + ", ".join(f"{task} {filled[task]} sentences ({summary['splits'][split]['predicted_tokens'][task]} tokens)" for task in order))
+    write_json(output / "summary.json", summary)
+    return summary
+
+
+def split_summary(sentences: list[UnifiedSentence], order: list[str], filled: dict[str, int]) -> dict:
+    by_source: dict[str, int] = {}
+    for sentence in sentences:
+        by_source[sentence.source] = by_source.get(sentence.source, 0) + 1
+    predicted_tokens = {task: sum(len(sentence.tokens) for sentence in sentences if task not in sentence.gold) for task in order}
+    return {"sentences": len(sentences), "tokens": sum(len(sentence.tokens) for sentence in sentences), "sentences_by_source": by_source,
+            "predicted_sentences": filled, "predicted_tokens": predicted_tokens}
+
+
+def unified_columns(task: str, kind_name: str) -> str:
+    """The column of ``task`` in a unified file (the tree's for a dependency task)."""
+    return HEAD if kind_name == "dependency" else column_of(task)
+
+
+def unified_sentences(folder: str | Path, split: str = "train") -> list[Sentence]:
+    """The sentences of a unified split written by :func:`unify`."""
+    from seqtransfer.data.conllu import read_conllu
+
+    path = Path(folder) / f"{split}.conllu"
+    if not path.is_file():
+        raise SeqTransferError(f"no unified {split} file in the folder", path=folder, hint="pass a folder written by `seqtransfer unify`")
+    return read_conllu(path)
+
+
+def with_task_columns(sentences: list[Sentence], tasks: dict[str, TaskData], folder: str | Path) -> dict[str, TaskData]:
+    """Each task's training data read from the unified sentences (its column; the tree for parsing)."""
+    result = {}
+    for task, data in tasks.items():
+        column = unified_columns(task, data.kind.name)
+        if sentences and column not in sentences[0].columns:
+            raise SeqTransferError(f"the unified file has no column for task {task}", path=Path(folder) / "train.conllu",
+                                   hint="unify with the same task names as model.tasks")
+        result[task] = dataclasses.replace(data, column=column, splits={**data.splits, "train": sentences})
+    return result

@@ -1,0 +1,81 @@
+"""`seqtransfer unify`: gold columns kept, missing ones predicted by the right runs, a summary; training on the result."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import FIXTURES, TINY_MODEL
+from seqtransfer.cli import main
+from seqtransfer.data.conllu import read_conllu
+from seqtransfer.data.unify import unify
+from seqtransfer.errors import SeqTransferError
+
+POS = {"train": str(FIXTURES / "tiny_pos_train.conll"), "dev": str(FIXTURES / "tiny_pos_dev.conll"), "columns": ["word", "pos"], "scheme": "none"}
+NER = {"train": str(FIXTURES / "tiny_ner_train.conll"), "dev": str(FIXTURES / "tiny_ner_dev.conll"), "columns": ["word", "ner"], "scheme": "iob2"}
+DP = {"train": str(FIXTURES / "tiny_dep_train.conllu"), "dev": str(FIXTURES / "tiny_dep_dev.conllu"), "task": "dependency"}
+SMALL = ["model.parser_hidden=8", "model.parser_layers=1", "model.arc_hidden=6", "model.relation_hidden=4", "model.projection=3"]
+
+
+def mono_run(tmp_path, name: str, files: dict) -> str:
+    output = tmp_path / name
+    arguments = ["train", "--train", files["train"], "--dev", files["dev"], "--epochs", "1", "--output", str(output), "--quiet", *TINY_MODEL, *SMALL]
+    if "columns" in files:
+        arguments += ["--columns", ",".join(files["columns"])]
+    if "task" in files:
+        arguments += ["--task", files["task"]]
+    assert main(arguments) == 0
+    return str(output)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("mono")
+    return {"pos": mono_run(folder, "pos", POS), "ner": mono_run(folder, "ner", NER), "dp": mono_run(folder, "dp", DP)}
+
+
+def test_unify_keeps_gold_fills_the_rest_and_counts_what_it_filled(tmp_path, runs):
+    summary = unify({"pos": POS, "ner": NER, "dp": DP}, runs, tmp_path / "unified", log=lambda line: None)
+    sentences = read_conllu(tmp_path / "unified" / "train.conllu")
+    assert (tmp_path / "unified" / "train.conllu").read_text().startswith("# global.columns = ID FORM POS NER HEAD DEPREL\n")
+    assert len(sentences) == 3 + 5 + 6 == summary["splits"]["train"]["sentences"]
+    assert all({"pos", "ner", "head", "deprel"} <= set(sentence.columns) for sentence in sentences)
+    from seqtransfer.data.conll import read_conll
+
+    ner_gold = {tuple(sentence.tokens): sentence.columns["ner"] for sentence in read_conll(NER["train"], ["word", "ner"])}
+    for sentence in sentences:
+        comments = dict(comment.split(" = ", 1) for comment in sentence.comments if " = " in comment)
+        if "ner" in comments["gold"].split():
+            assert sentence.columns["ner"] == ner_gold[tuple(sentence.tokens)]
+        assert set(comments["gold"].split()) | set(comments["predicted"].split()) - {"-"} == {"pos", "ner", "dp"}
+    assert summary["splits"]["train"]["predicted_sentences"] == {"pos": 11, "ner": 9, "dp": 8}
+    assert json.loads((tmp_path / "unified" / "summary.json").read_text()) == summary
+
+
+def test_unify_refuses_a_run_of_the_wrong_task(tmp_path, runs):
+    with pytest.raises(SeqTransferError, match="is a tagging model, but custom/dependency is a dependency task"):
+        unify({"pos": POS, "dp": DP}, {"pos": runs["pos"], "dp": runs["ner"]}, tmp_path / "out", log=lambda line: None)
+    with pytest.raises(SeqTransferError, match="never uses"):
+        unify({"pos": POS, "ner": NER}, {"pos": runs["pos"], "ner": runs["pos"]}, tmp_path / "out", log=lambda line: None)
+    with pytest.raises(SeqTransferError, match="task ner has only one"):
+        unify({"pos": POS, "ner": NER}, {"pos": runs["pos"]}, tmp_path / "out", log=lambda line: None)
+    assert not (tmp_path / "out" / "train.conllu").exists()
+
+
+def test_cli_unify_error_is_one_line(tmp_path, runs, capsys):
+    code = main(["unify", "--data", "dp=tweebank:dependency", "--run", f"dp={runs['ner']}", "--output", str(tmp_path / "out")])
+    error = capsys.readouterr().err
+    assert code == 2 and "is a tagging model" in error and len(error.strip().splitlines()) == 1
+
+
+def test_training_on_unified_data_trains_every_task_at_every_step(tmp_path, runs, capsys):
+    import yaml
+
+    unify({"pos": POS, "ner": NER, "dp": DP}, runs, tmp_path / "unified", log=lambda line: None)
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"model": {"tasks": {"pos": [], "ner": ["pos"], "dp": ["pos"]}},
+                                      "multitask": {"data": {"pos": POS, "ner": NER, "dp": DP}, "unified": str(tmp_path / "unified")}}))
+    assert main(["train", "--config", str(config), "--output", str(tmp_path / "run"), "--epochs", "2", "--quiet", *TINY_MODEL, *SMALL]) == 0
+    log = (tmp_path / "run" / "log.txt").read_text()
+    assert "pos <- custom/pos (14 sentences)" in log and "1 batches per epoch" in log  # 14 unified sentences, one stream
