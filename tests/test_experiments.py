@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,42 @@ significance: [[MuTSPad, Multi-task]]
     assert "(0, 0, 0 to train)" in capsys.readouterr().out
     report = run(["report", str(experiment), "--results", str(results), "--trials", "100"])
     assert "| MuTSPad |" in report and "| ner | MuTSPad | Multi-task |" in report
+
+
+def test_unified_sources_and_methods_unify_with_finished_runs_first(tmp_path, capsys):
+    """Table 3 of the MuTSPad paper as a grid: pretraining on unified source data (filled by the
+    mono-task sources), fine-tuning on unified target data (filled by the Mono-task runs)."""
+    overrides = [*TINY_MODEL, "train.max_epochs=1"]
+    pos = {"train": str(FIXTURES / "tiny_pos_train.conll"), "dev": str(FIXTURES / "tiny_pos_dev.conll"), "columns": ["word", "pos"], "scheme": "none"}
+    ner = {"train": str(FIXTURES / "tiny_ner_train.conll"), "dev": str(FIXTURES / "tiny_ner_dev.conll"), "columns": ["word", "ner"], "scheme": "iob2"}
+    as_overrides = lambda files: [f"data.{key}={value}" for key, value in files.items()]  # noqa: E731
+    text = f"""
+name: tiny_unified
+title: tiny unified grid
+command: seqtransfer experiment run tiny_unified.yaml
+overrides: {overrides}
+hierarchy: {{pos: [], ner: [pos]}}
+sources:
+  pos_mono: {{dataset: null, overrides: {as_overrides(pos)}}}
+  ner_mono: {{dataset: null, overrides: {as_overrides(ner)}}}
+  both: {{multitask: {{pos: {pos}, ner: {ner}}}, unify_with: {{pos: pos_mono, ner: ner_mono}}}}
+targets:
+  pos: {{dataset: null, overrides: {as_overrides({**pos, "test": pos["dev"]})}}}
+  ner: {{dataset: null, overrides: {as_overrides({**ner, "test": str(FIXTURES / 'tiny_ner_test.conll')})}}}
+methods:
+  Mono-task: {{scheme: scratch}}
+  Unified: {{scheme: finetune, multitask: true, source: both, unify_with: Mono-task}}
+"""
+    experiment = tmp_path / "tiny_unified.yaml"
+    experiment.write_text(text, encoding="utf-8")
+    results = tmp_path / "results"
+    records = run(["experiment", "run", str(experiment), "--only", "Unified", "--results", str(results)])
+    assert {(record["method"], record["target"]) for record in records if record["method"]} == {("Unified", "pos"), ("Unified", "ner"), ("Mono-task", "pos"), ("Mono-task", "ner")}
+    unified = next(record for record in records if record["method"] == "Unified")
+    summary = json.loads((Path(unified["run_directory"]) / "unified" / "summary.json").read_text())
+    assert summary["splits"]["train"]["sentences"] == 3 + 5
+    source = next(path for path in (results / "sources").iterdir() if path.name.startswith("multitask-"))
+    assert (source / "unified" / "train.conllu").is_file() and "multitask.unified" not in (source / "log.txt").read_text()
+    capsys.readouterr()
+    run(["experiment", "run", str(experiment), "--only", "Unified", "--results", str(results)])
+    assert "(0, 0, 0 to train)" in capsys.readouterr().out

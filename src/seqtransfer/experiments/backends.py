@@ -12,8 +12,8 @@ Log = Callable[[str], None]
 
 
 def ready(task: RunTask, pending_directories: set[str]) -> bool:
-    """A task can start once the source run it transfers from is not pending any more."""
-    return task.source_directory not in pending_directories
+    """A task can start once the runs it needs (its source, the runs unifying its data) are not pending any more."""
+    return not any(directory in pending_directories for directory in task.dependencies)
 
 
 class LocalBackend:

@@ -40,10 +40,16 @@ class RunTask:
     directory: str
     config: dict
     record: dict
+    unify: dict | None = None  # {"entries": task -> data, "runs": task -> run directory}: unify into DIRECTORY/unified first
 
     @property
     def source_directory(self) -> str | None:
         return self.config["transfer"]["source"]
+
+    @property
+    def dependencies(self) -> list[str]:
+        """Run directories that must be finished before this run starts."""
+        return [directory for directory in [self.source_directory, *(self.unify or {}).get("runs", {}).values()] if directory]
 
 
 def non_default(values: dict, defaults: dict) -> dict:
@@ -59,10 +65,13 @@ def non_default(values: dict, defaults: dict) -> dict:
     return result
 
 
-def identity_of(config: RunConfig, source_id: str | None) -> dict:
+def identity_of(config: RunConfig, source_id: str | None, unified: dict | None = None) -> dict:
     """What defines a run's result: the settings that differ from the defaults, without where the
-    data lives or how many threads run it (so adding a config field keeps existing ids)."""
+    data lives or how many threads run it (so adding a config field keeps existing ids); for a
+    run on unified data, the runs that filled it."""
     values = config_to_dict(config)
+    if unified:
+        values["multitask"]["unified"] = unified
     values["data"].pop("data_dir")
     values["train"].pop("threads")
     values["train"].pop("device")
@@ -101,26 +110,46 @@ def target_entries(spec: ExperimentSpec) -> dict[str, str | dict]:
 
 
 def source_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None) -> dict[str, RunTask]:
-    """One task per source of the experiment (seed 1), keyed by source name."""
+    """One task per source of the experiment (seed 1), keyed by source name (fillers of unified sources first)."""
     tasks = {}
-    for name, source in spec.sources.items():
+    for name, source in sorted(spec.sources.items(), key=lambda item: item[1].unify_with is not None):
         config = base_config(spec, data_dir, source.dataset, source.task, source.overrides, source.multitask)
-        source_id = content_id(identity_of(config, None), prefix=f"{source.name}-")
+        unify = None
+        if source.unify_with:
+            unify = {"entries": dict(source.multitask), "runs": {task: tasks[filler].directory for task, filler in source.unify_with.items()}}
+        source_id = content_id(identity_of(config, None, unified_by(unify, tasks)), prefix=f"{source.name}-")
         record = {"experiment": spec.name, "method": None, "target": None, "source": name, "seed": config.train.seed}
-        tasks[name] = RunTask(source_id, str(store.source_directory(source_id)), config_to_dict(config), record)
+        tasks[name] = with_unified(RunTask(source_id, str(store.source_directory(source_id)), config_to_dict(config), record, unify))
     return tasks
 
 
+def unified_by(unify: dict | None, tasks) -> dict | None:
+    """What identifies unified training data: the ids of the runs that filled it."""
+    if unify is None:
+        return None
+    ids = {task.directory: task.run_id for task in (tasks.values() if isinstance(tasks, dict) else tasks)}
+    return {task: ids.get(directory, directory) for task, directory in sorted(unify["runs"].items())}
+
+
+def with_unified(task: RunTask) -> RunTask:
+    """Point a run that trains on unified data at the folder it unifies into (its own ``unified/``)."""
+    if task.unify:
+        task.config["multitask"]["unified"] = str(Path(task.directory) / "unified")
+    return task
+
+
 def method_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, seeds: list[int], sources: dict[str, RunTask], only: set[str]) -> list[RunTask]:
-    """One task per (method, target, seed) of the non-ensemble methods, plus ensemble members' extra seeds."""
+    """One task per (method, target, seed) of the non-ensemble methods, plus ensemble members' extra
+    seeds; multi-task methods on unified data after the mono-task runs that fill it."""
     wanted = {(name, 0) for name, method in spec.methods.items() if method.scheme and selected(name, only)}
+    wanted |= {(method.unify_with, 0) for name, method in spec.methods.items() if method.unify_with and selected(name, only)}
     for name, method in spec.methods.items():
         if method.ensemble and selected(name, only):
             wanted |= {split_member(member) for member in method.ensemble}
     tasks = []
-    for method_name, offset in sorted(wanted):
+    for method_name, offset in sorted(wanted, key=lambda item: (spec.methods[item[0]].unify_with is not None, item)):
         if spec.methods[method_name].multitask:
-            tasks += [multitask_method_task(spec, store, data_dir, method_name, seed, sources) for seed in seeds]
+            tasks += [multitask_method_task(spec, store, data_dir, method_name, seed, sources, tasks) for seed in seeds]
             continue
         for target_name, target in spec.targets.items():
             for seed in seeds:
@@ -141,16 +170,22 @@ def method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None,
     return RunTask(run_id, str(store.run_directory(run_id)), config_to_dict(config), record)
 
 
-def multitask_method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, method_name: str, seed: int, sources: dict[str, RunTask]) -> RunTask:
-    """One multi-task run over every target; its record lists the targets it scores."""
+def multitask_method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, method_name: str, seed: int, sources: dict[str, RunTask],
+                          earlier: list[RunTask]) -> RunTask:
+    """One multi-task run over every target; its record lists the targets it scores. With
+    ``unify_with`` it trains on the targets unified by that method's runs of the same seed (in ``earlier``)."""
     method = spec.methods[method_name]
     overrides = [f"transfer.scheme={method.scheme}", f"train.seed={seed}", *method.overrides]
     config = base_config(spec, data_dir, None, None, overrides, target_entries(spec))
     source = sources.get(method.source) if method.source and get_scheme(method.scheme).uses_source else None
     config.transfer.source = source.directory if source else None
-    run_id = store.run_id(f"multitask-{method.scheme}-", content_id(identity_of(config, source.run_id if source else None)))
+    unify = None
+    if method.unify_with:
+        fillers = {task.record["target"]: task.directory for task in earlier if task.record["method"] == method.unify_with and task.record["seed"] == seed}
+        unify = {"entries": target_entries(spec), "runs": fillers}
+    run_id = store.run_id(f"multitask-{method.scheme}-", content_id(identity_of(config, source.run_id if source else None, unified_by(unify, earlier))))
     record = {"experiment": spec.name, "method": method_name, "target": None, "targets": list(spec.targets), "seed": seed}
-    return RunTask(run_id, str(store.run_directory(run_id)), config_to_dict(config), record)
+    return with_unified(RunTask(run_id, str(store.run_directory(run_id)), config_to_dict(config), record, unify))
 
 
 def slug(name: str) -> str:
@@ -180,8 +215,24 @@ def execute_task(task: RunTask, echo: Log | None = None) -> list[dict]:
     with open(directory / ".lock", "w") as lock:  # two grids sharing this run: the second waits, then reuses it
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (directory / rundir.METRICS).is_file():
+            if task.unify and not (directory / "unified" / "summary.json").is_file():  # summary.json is written last
+                unify_logged(task, directory, echo)
             train_logged(config, directory, echo)
     return finish_records(task, directory)
+
+
+def unify_logged(task: RunTask, directory: Path, echo: Log | None) -> None:
+    """Unify the run's training data with its filler runs (``seqtransfer unify``) into DIRECTORY/unified."""
+    from seqtransfer.data.unify import unify
+
+    with open(directory / "log.txt", "a", encoding="utf-8") as log_file:
+
+        def log(message: str) -> None:
+            print(f"unify: {message}", file=log_file, flush=True)
+            if echo:
+                echo(f"  unify: {message}")
+
+        unify(task.unify["entries"], task.unify["runs"], directory / "unified", task.config["data"]["data_dir"], log=log)
 
 
 def train_logged(config: RunConfig, directory: Path, echo: Log | None) -> None:
@@ -262,7 +313,8 @@ def run_experiment(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], 
     """Run whatever of the grid is not finished yet; returns every record of the experiment."""
     sources = source_tasks(spec, store, data_dir)
     targets = method_tasks(spec, store, data_dir, seeds, sources, only)
-    needed = {task.source_directory for task in targets} - {None}
+    needed = {directory for task in targets for directory in task.dependencies}
+    needed |= {directory for task in sources.values() if task.directory in needed for directory in task.dependencies}
     source_stage = [task for task in sources.values() if task.directory in needed]
     ensembles = ensemble_tasks(spec, store, data_dir, seeds, sources, only)
     todo = [[task for task in stage if not is_finished(task)] for stage in (source_stage, targets, [task for task, _ in ensembles])]

@@ -28,6 +28,11 @@ chosen by a method's ``source:``.
       Multi-task: {scheme: scratch, multitask: true}
       MuTSPad: {scheme: finetune, multitask: true, source: EnglishAll}
 
+Dataset unification (``seqtransfer unify``) as part of a grid: a multi-task source with
+``unify_with: {POS: pos_news, ...}`` trains on its datasets unified by those mono-task sources;
+a multi-task method with ``unify_with: Mono-task`` trains on the targets unified by that method's
+runs of the same seed.
+
 Nothing in the file is executed: it is read with YAML's safe loader and checked key by key.
 """
 
@@ -47,11 +52,12 @@ class SourceSpec:
     task: str | None = None
     overrides: list[str] = field(default_factory=list)
     multitask: dict[str, str | dict] | None = None  # a multi-task source: task of ``hierarchy`` -> "dataset:task" (or a mapping of files)
+    unify_with: dict[str, str] | None = None  # a multi-task source trained on unified data: task -> the mono-task source that fills it
 
     @property
     def name(self) -> str:
         """What names the source's run folder."""
-        return self.dataset or "multitask"
+        return self.dataset or ("multitask" if self.multitask else "custom")
 
 
 @dataclass
@@ -69,6 +75,7 @@ class MethodSpec:
     ensemble: list[str] = field(default_factory=list)  # member methods, "Name" or "Name+OFFSET"
     multitask: bool = False  # one hierarchical model over every target (``hierarchy``)
     source: str | None = None  # a key of ``sources`` used instead of each target's own (a multi-task source)
+    unify_with: str | None = None  # a multi-task method trained on unified target data, filled by this method's runs (same seed)
 
 
 @dataclass
@@ -119,6 +126,12 @@ def _check_references(spec: ExperimentSpec, path: Path) -> None:
             raise SeqTransferError(f"source '{name}' has both 'dataset' and 'multitask'", path=path, hint="a multi-task source names its datasets under 'multitask'")
         if source.multitask and set(source.multitask) != set(spec.hierarchy):
             raise SeqTransferError(f"multi-task source '{name}' must name the tasks of 'hierarchy' ({', '.join(spec.hierarchy)})", path=path)
+        if source.unify_with is not None:
+            if not source.multitask or set(source.unify_with) != set(spec.hierarchy):
+                raise SeqTransferError(f"source '{name}': unify_with needs a multi-task source and one mono-task source per task of 'hierarchy'", path=path)
+            for task, filler in source.unify_with.items():
+                if filler not in spec.sources or spec.sources[filler].multitask:
+                    raise SeqTransferError(f"source '{name}': unify_with.{task} must name a mono-task source, got '{filler}'", path=path)
     for name, method in spec.methods.items():
         if method.source is not None and method.source not in spec.sources:
             raise SeqTransferError(f"method '{name}' names unknown source '{method.source}'", path=path, hint=f"sources: {', '.join(spec.sources)}")
@@ -127,6 +140,10 @@ def _check_references(spec: ExperimentSpec, path: Path) -> None:
                 raise SeqTransferError(f"multi-task method '{name}' needs a 'hierarchy' over the targets ({', '.join(spec.targets)})", path=path)
             if method.source is not None and not spec.sources[method.source].multitask:
                 raise SeqTransferError(f"multi-task method '{name}' needs a multi-task source, '{method.source}' is not", path=path)
+        if method.unify_with is not None:
+            filler = spec.methods.get(method.unify_with)
+            if not method.multitask or filler is None or not filler.scheme or filler.multitask:
+                raise SeqTransferError(f"method '{name}': unify_with needs a multi-task method and names a mono-task method, got '{method.unify_with}'", path=path)
     if spec.reference is not None and spec.reference not in spec.methods:
         raise SeqTransferError(f"reference method '{spec.reference}' is not among the methods", path=path)
 
