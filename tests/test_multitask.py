@@ -254,3 +254,23 @@ def test_sgd_with_momentum_steps_a_parameter_whose_first_gradient_comes_late_as_
             loss.backward()
             optimizer.step()
     assert torch.allclose(first, reference_first) and torch.allclose(second, reference_second)
+
+
+def test_unit_ablation_measures_each_tasks_max_class_drop(tmp_path, capsys):
+    config = write_config(tmp_path, TASKS, {"pos": POS, "ner": NER, "dp": DP})
+    train(tmp_path, "run", config)
+    capsys.readouterr()
+    from seqtransfer.cli import run as run_command
+
+    result = run_command(["analyze", "units", str(tmp_path / "run"), "--units", "0,1,2", "--output", str(tmp_path / "units"), "--top-k", "3"])
+    assert result["lower_task"] == "pos" and set(result["drops"]) == {"pos", "ner", "dp"}
+    assert all(len(values) == 3 for values in result["drops"].values())
+    assert all(item["unit"] in (0, 1, 2) and len(item["top_words"]) <= 3 for item in result["most_important"].values())
+    assert (tmp_path / "units" / "units.png").is_file() and "| pos |" in (tmp_path / "units" / "units.md").read_text()
+    from seqtransfer.analysis.units import max_drop, outgoing_weights
+
+    assert max_drop({"A": 80.0, "B": 50.0}, {"A": 79.0, "B": 20.0}) == (30.0, "B")
+    from seqtransfer.rundir import load_run
+
+    model = load_run(tmp_path / "run").model
+    assert [tuple(weight.shape) for weight in outgoing_weights(model, "pos")] == [(3, 16), (8, 16)]  # projection T_pos (P=3), classifier (8 labels) read the 16 units

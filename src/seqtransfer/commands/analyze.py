@@ -3,6 +3,7 @@
     analyze transfer RUN_A RUN_B [--split dev] [--output DIR]    PT / NT / G, falsified tokens
     analyze neurons RUN [--top-k 10] [--units 3,7] [--output DIR]   unit charge, top-k words
     analyze curve RUN... [--split dev] --output DIR             score vs training-set size
+    analyze units RUN [--task POS] [--split dev] [--output DIR]  multi-task: ablate each unit of h_POS (MuTSPad §5.5)
     analyze report --transfer A B [--transfer C D ...] [--neurons RUN] [--curve RUN ...] --output report.html
 """
 
@@ -37,6 +38,15 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     curve.add_argument("runs", nargs="+", metavar="RUN", help="finished runs (one point each; seeds are averaged), or an experiment's records folder RESULTS/records/NAME")
     curve.add_argument("--split", default="dev", help="split whose score is plotted (default dev)")
     curve.add_argument("--output", required=True, help="folder for curve.json and curve.png/svg")
+    units = analyses.add_parser("units", help="multi-task run: max class-score drop of every task when ablating each unit of a lower task (MuTSPad Figure 2, Table 4)")
+    units.add_argument("run", metavar="RUN", help="a multi-task run directory")
+    units.add_argument("--task", help="the lower task whose units are ablated (default: the lowest, e.g. POS)")
+    units.add_argument("--split", default="dev", help="split every task is scored on (default dev)")
+    units.add_argument("--units", help="comma-separated units to ablate (default all)")
+    units.add_argument("--max-sentences", type=int, help="score on the first N sentences of each split (faster)")
+    units.add_argument("--top-k", type=int, default=10, help="words listed for each task's most important unit (default 10)")
+    units.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
+    units.add_argument("--output", help="folder for units.json, units.md and units.png/svg")
     report = analyses.add_parser("report", help="one self-contained HTML report of the analyses")
     report.add_argument("--transfer", nargs=2, action="append", default=[], metavar=("RUN_A", "RUN_B"), help="a pair to compare (repeatable)")
     report.add_argument("--neurons", metavar="RUN", help="run whose units to analyse")
@@ -173,7 +183,25 @@ def run_report(arguments: argparse.Namespace):
     return content
 
 
-ANALYSES = {"transfer": run_transfer, "neurons": run_neurons, "curve": run_curve, "report": run_report}
+def run_units(arguments: argparse.Namespace) -> dict:
+    from seqtransfer.analysis.units import ablate_units, draw_drops, markdown
+    from seqtransfer.files import write_json, write_text
+
+    units = [int(unit) for unit in arguments.units.split(",")] if arguments.units else None
+    if arguments.max_sentences is not None and arguments.max_sentences < 1:
+        raise SeqTransferError("--max-sentences must be at least 1", hint="leave it out to score whole splits")
+    result = ablate_units(arguments.run, arguments.task, arguments.split, units, arguments.max_sentences, arguments.top_k, arguments.data_dir)
+    print(markdown(result), end="")
+    if arguments.output:
+        output = Path(arguments.output)
+        output.mkdir(parents=True, exist_ok=True)
+        write_json(output / "units.json", result)
+        write_text(output / "units.md", markdown(result))
+        draw_drops(result, output / "units.png")
+    return result
+
+
+ANALYSES = {"transfer": run_transfer, "neurons": run_neurons, "curve": run_curve, "units": run_units, "report": run_report}
 
 
 def run(arguments: argparse.Namespace):

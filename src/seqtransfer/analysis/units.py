@@ -1,0 +1,160 @@
+"""Importance of a lower task's units for every task of a multi-task model (MuTSPad paper, §5.5).
+
+Individual ablation: for each unit k of ``h_lower`` (the lower task's BiLSTM states, h_pos in the
+paper), its outgoing weights are set to zero (column k of the lower task's classifier and of its
+projection T_lower, which feeds every task above) and every task is scored on its dev set. A
+unit's importance for a task is the **maximum drop of a class score** (per-class F1: a POS tag,
+a chunk or entity type, a relation for LAS) against the intact model (Figure 2). For the most
+important unit of each task, the words of the dev set that activate it most (Table 4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from seqtransfer.data.task_data import TaskData, load_task_data
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.models.multitask import HierarchicalMultiTask, TaskView
+from seqtransfer.training.loop import predict_labels
+from seqtransfer.training.metrics import evaluate
+
+Log = Callable[[str], None]
+
+
+def class_scores(scores: dict) -> dict[str, float]:
+    """Per-class F1 of classes present in the gold data."""
+    return {name: values["f1"] for name, values in scores["per_class"].items() if values["gold_count"]}
+
+
+def max_drop(before: dict[str, float], after: dict[str, float]) -> tuple[float, str]:
+    """(largest fall of a class score, that class)."""
+    drop, name = max((before[name] - after.get(name, 0.0), name) for name in before)
+    return drop, name
+
+
+def outgoing_weights(model: HierarchicalMultiTask, task: str) -> list[torch.Tensor]:
+    """Weight matrices whose column k reads unit k of ``task``'s states: its classifier (tagging) and its projection."""
+    branch = model.branches[task]
+    weights = [model.projections[task].weight] if task in model.projections else []
+    if model.kinds[task] == "tagging":
+        weights.append(branch.classifier.weight)
+    return weights
+
+
+def load_evaluation(run, split: str, max_sentences: int | None, data_dir: str | None) -> dict[str, TaskData]:
+    from seqtransfer.training.multitask import data_config_of
+
+    tasks = {}
+    for task in run.model.order:
+        data_config = data_config_of(run.config, run.config.multitask.data[task], task)
+        data = load_task_data(replace(data_config, data_dir=data_dir or data_config.data_dir), ("train", split))
+        if split not in data.splits:
+            raise SeqTransferError(f"task {task}'s data has no {split} split", hint="pass --split dev or test")
+        data.splits = {split: data.splits[split][:max_sentences] if max_sentences else data.splits[split]}
+        tasks[task] = data
+    return tasks
+
+
+def ablate_units(run_directory: str | Path, lower: str | None = None, split: str = "dev", units: list[int] | None = None, max_sentences: int | None = None,
+                 top_k: int = 10, data_dir: str | None = None, log: Log = print) -> dict:
+    """Per task, the max class-score drop of ablating each unit of ``lower`` (default the lowest task)."""
+    from seqtransfer.rundir import load_run
+
+    run = load_run(run_directory)
+    model = run.model
+    if not isinstance(model, HierarchicalMultiTask):
+        raise SeqTransferError("unit ablation needs a multi-task run", path=run_directory, hint="pass a run trained with model.tasks set")
+    lower = lower or model.order[0]
+    if lower not in model.branches:
+        raise SeqTransferError(f"the run has no task '{lower}'", hint=f"its tasks: {', '.join(model.order)}")
+    tasks = load_evaluation(run, split, max_sentences, data_dir)
+    encoded = {task: data.encode(split, run.vocabularies, with_targets=False) for task, data in tasks.items()}
+    gold = {task: data.gold(split) for task, data in tasks.items()}
+    batch_size = run.config.train.evaluation_batch_size
+
+    def scores() -> dict[str, dict[str, float]]:
+        return {task: class_scores(evaluate(gold[task], predict_labels(TaskView(model, task), encoded[task], run.vocabularies.task_labels[task], batch_size), data.metric))
+                for task, data in tasks.items()}
+
+    baseline = scores()
+    size = model.branches[lower].output_size
+    units = list(range(size)) if units is None else units
+    if any(unit < 0 or unit >= size for unit in units):
+        raise SeqTransferError(f"units must be in 0..{size - 1}", hint="pass --units 0,5,17 or leave it out for all")
+    drops: dict[str, list[float]] = {task: [] for task in tasks}
+    classes: dict[str, list[str]] = {task: [] for task in tasks}
+    for number, unit in enumerate(units, start=1):
+        weights = outgoing_weights(model, lower)
+        saved = [weight[:, unit].clone() for weight in weights]
+        with torch.no_grad():
+            for weight in weights:
+                weight[:, unit] = 0.0
+        ablated = scores()
+        with torch.no_grad():
+            for weight, column in zip(weights, saved):
+                weight[:, unit] = column
+        for task in tasks:
+            drop, name = max_drop(baseline[task], ablated[task])
+            drops[task].append(round(drop, 2))
+            classes[task].append(name)
+        if number % 10 == 0 or number == len(units):
+            log(f"ablated {number}/{len(units)} units")
+    most = {task: units[int(np.argmax(values))] for task, values in drops.items()}
+    words = top_words(model, lower, tasks[lower], encoded[lower], sorted(set(most.values())), top_k, batch_size)
+    return {"run": str(run_directory), "lower_task": lower, "split": split, "units": units, "max_sentences": max_sentences, "drops": drops, "classes": classes,
+            "most_important": {task: {"unit": unit, "drop": drops[task][units.index(unit)], "class": classes[task][units.index(unit)], "top_words": words[unit]}
+                               for task, unit in most.items()}}
+
+
+def top_words(model: HierarchicalMultiTask, lower: str, data: TaskData, encoded, units: list[int], top_k: int, batch_size: int) -> dict[int, list[str]]:
+    """The ``top_k`` distinct words of the split with the highest activation of each unit."""
+    from seqtransfer.data.batching import evaluation_batches
+
+    best: dict[int, dict[str, float]] = {unit: {} for unit in units}
+    tokens = data.tokens(next(iter(data.splits)))
+    model.eval()
+    with torch.inference_mode():
+        for batch in evaluation_batches(encoded, batch_size):
+            states = model.features(batch, lower)[:, :, units].numpy()  # (B, T, U)
+            for row, sentence_index in enumerate(batch.indices):
+                for position, word in enumerate(tokens[sentence_index]):
+                    for column, unit in enumerate(units):
+                        value = float(states[row, position, column])
+                        if value > best[unit].get(word, -np.inf):
+                            best[unit][word] = value
+    return {unit: [word for word, _ in sorted(values.items(), key=lambda item: -item[1])[:top_k]] for unit, values in best.items()}
+
+
+def draw_drops(result: dict, path: Path) -> None:
+    """Figure 2: tasks x units, colour = max class-score drop."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = list(result["drops"])
+    matrix = np.array([result["drops"][task] for task in tasks])
+    figure, axis = plt.subplots(figsize=(max(6, len(result["units"]) / 12), 0.6 * len(tasks) + 1.2))
+    image = axis.imshow(matrix, aspect="auto", cmap="Blues", interpolation="nearest")
+    axis.set_yticks(range(len(tasks)), tasks)
+    axis.set_xlabel(f"unit of h_{result['lower_task']}")
+    axis.set_title(f"max class-score drop when ablating one unit of h_{result['lower_task']} ({result['split']})")
+    figure.colorbar(image, ax=axis, label="drop (F1 points)")
+    figure.tight_layout()
+    for suffix in (".png", ".svg"):
+        figure.savefig(path.with_suffix(suffix), dpi=120)
+    plt.close(figure)
+
+
+def markdown(result: dict) -> str:
+    """Table 4: the most important unit of h_lower per task and the words that activate it most."""
+    lines = [f"Most important units of h_{result['lower_task']} ({result['split']}, {len(result['units'])} units ablated one at a time)", "",
+             "| Task | unit | max class drop | class | top words |", "|:---|---:|---:|:---|:---|"]
+    for task, item in result["most_important"].items():
+        lines.append(f"| {task} | {item['unit']} | {item['drop']:.2f} | {item['class']} | {', '.join(item['top_words'])} |")
+    return "\n".join(lines) + "\n"
