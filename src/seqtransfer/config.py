@@ -71,6 +71,7 @@ class ModelConfig:
     tasks: dict[str, list[str]] | None = None
     task_kinds: dict[str, str] | None = None  # task -> task kind (tagging | dependency); filled from the data
     projection: int = 100  # units of each T_task (our choice: the paper does not give it)
+    discriminator_hidden: int = 0  # >0: a domain discriminator with this many hidden units (adversarial pretraining; filled when train.adversarial_data is set)
 
 
 @dataclass
@@ -91,6 +92,8 @@ class TrainConfig:
     threads: int = 2
     device: str = "auto"  # auto (first GPU, else CPU) | cpu | cuda | cuda:N | mps; like threads, not part of a run's identity
     evaluation_batch_size: int = 512
+    adversarial_data: str | None = None  # unlabelled target sentences for adversarial pretraining: DATASET[:TASK] (train split, labels ignored) or a text file
+    adversarial_weight: float = 0.1  # lambda of the gradient-reversal layer (transfer/adversarial.py)
     record_activations: list[int] | None = None  # epochs whose FE activations on dev are saved (0 = before training); see analysis/activations.py
 
 
@@ -227,6 +230,8 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("model.relation_hidden", lambda value: value > 0, "a positive integer"),
     ("model.dropout", lambda value: 0.0 <= value < 1.0, "in [0, 1)"),
     ("model.projection", lambda value: value > 0, "a positive integer"),
+    ("model.discriminator_hidden", lambda value: value >= 0, "zero (no discriminator) or a positive integer"),
+    ("train.adversarial_weight", lambda value: value > 0, "positive"),
     ("multitask.sampling", lambda value: value in ("round_robin", "proportional"), "round_robin or proportional"),
     ("multitask.weight_growth", lambda value: value >= 1.0, "at least 1 (1 = constant weights)"),
     ("multitask.loss_weights", lambda value: value is None or all(isinstance(weight, (int, float)) and not isinstance(weight, bool) and weight > 0 for weight in value.values()),

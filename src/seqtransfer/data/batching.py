@@ -43,7 +43,8 @@ class Batch:
     character_lengths (U,) non-decreasing,
     form_index (B, T): row of ``characters`` for each token,
     form_ids (B, T): the token's form in the EncodedSentences (row of ``form_characters``),
-    indices (B,) positions of the sentences in their EncodedSentences.
+    indices (B,) positions of the sentences in their EncodedSentences,
+    companion: another batch that travels with this one (unlabelled target sentences of adversarial training), or None.
     """
 
     words: torch.Tensor
@@ -55,6 +56,7 @@ class Batch:
     form_index: torch.Tensor
     form_ids: torch.Tensor
     indices: np.ndarray
+    companion: "Batch | None" = None
 
     def to(self, device: torch.device) -> "Batch":
         """The batch on ``device`` (built on the CPU, moved once; pinned, non-blocking copies to a GPU)."""
@@ -67,7 +69,8 @@ class Batch:
 
         # character lengths choose the encoder's slices on the host: they stay on the CPU (no sync to read them)
         return Batch(move(self.words), {name: move(target) for name, target in self.targets.items()}, move(self.mask), move(self.lengths),
-                     move(self.characters), self.character_lengths, move(self.form_index), move(self.form_ids), self.indices)
+                     move(self.characters), self.character_lengths, move(self.form_index), move(self.form_ids), self.indices,
+                     self.companion.to(device) if self.companion is not None else None)
 
     @property
     def labels(self) -> torch.Tensor | None:

@@ -11,6 +11,7 @@ from seqtransfer.models.biaffine import BiaffineParser
 from seqtransfer.models.multitask import HierarchicalMultiTask
 from seqtransfer.models.pretrand import PretRand
 from seqtransfer.models.tagger import Tagger
+from seqtransfer.transfer.adversarial import attach_discriminator
 
 ARCHITECTURES: dict[str, type[nn.Module]] = {"tagger": Tagger, "pretrand": PretRand, "parser": BiaffineParser, "multitask": HierarchicalMultiTask}
 
@@ -19,4 +20,6 @@ def build_model(config: ModelConfig, vocabularies: Vocabularies) -> nn.Module:
     """A freshly initialised model sized for ``vocabularies``."""
     if config.architecture not in ARCHITECTURES:
         raise SeqTransferError(f"unknown architecture '{config.architecture}'", hint=f"use one of: {', '.join(ARCHITECTURES)}")
-    return ARCHITECTURES[config.architecture].from_vocabularies(config, vocabularies)
+    model = ARCHITECTURES[config.architecture].from_vocabularies(config, vocabularies)
+    attach_discriminator(model, config.discriminator_hidden)
+    return model

@@ -114,8 +114,12 @@ class ShuffledBatches:
         return training_batches(self.data, self.batch_size, np.random.default_rng([self.seed, epoch]))
 
 
-def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, source: BatchSource, config: TrainConfig, epoch: int, show_progress: bool) -> float:
-    """One pass over the training batches; returns the mean loss per sentence."""
+ExtraLoss = Callable[[nn.Module, Batch], torch.Tensor]  # a loss term added to the model's (adversarial domain loss, penalties)
+
+
+def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, source: BatchSource, config: TrainConfig, epoch: int, show_progress: bool,
+                extra_losses: Sequence[ExtraLoss] = ()) -> float:
+    """One pass over the training batches; returns the mean loss per sentence (the model's loss, without extra terms)."""
     model.train()
     parameters = [parameter for group in optimizer.param_groups for parameter in group["params"]]
     device = model_device(model)
@@ -124,8 +128,9 @@ def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, source: Batc
     with optimizer.track_rows(model) if isinstance(optimizer, LazyMomentumSGD) else nullcontext():
         for batch in tqdm(source.batches(epoch), total=source.batch_count, desc=f"epoch {epoch}", leave=False, disable=not show_progress, unit="batch"):
             optimizer.zero_grad(set_to_none=True)
-            loss = model.loss(batch.to(device))
-            loss.backward()
+            batch = batch.to(device)
+            loss = model.loss(batch)
+            (loss + sum(term(model, batch) for term in extra_losses)).backward() if extra_losses else loss.backward()
             if config.gradient_clip > 0:
                 clip_gradient_norm(parameters, config.gradient_clip)
             optimizer.step()
@@ -149,6 +154,7 @@ def fit(
     config: TrainConfig,
     parameter_groups: Sequence[dict] | None = None,
     epoch_hooks: Sequence[EpochHook] = (),
+    extra_losses: Sequence[ExtraLoss] = (),
     checkpoint_dir: Path | None = None,
     log: Callable[[str], None] = print,
     show_progress: bool = True,
@@ -167,7 +173,7 @@ def fit(
             hook(epoch, model, optimizer)
         _set_learning_rate(optimizer, epoch - 1, config.learning_rate_decay)
         started = time.perf_counter()
-        loss = train_epoch(model, optimizer, train, config, epoch, show_progress)
+        loss = train_epoch(model, optimizer, train, config, epoch, show_progress, extra_losses)
         train_seconds = time.perf_counter() - started
         dev_score, task_scores = evaluate_dev(model)
         improved = dev_score > state.best_score or state.best_epoch == 0

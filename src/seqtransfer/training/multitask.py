@@ -294,6 +294,8 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
     from seqtransfer.training.train import check_resumable, train_phases
 
     scheme = get_scheme(config.transfer.scheme)
+    if config.train.adversarial_data:
+        raise SeqTransferError("adversarial training is not available for multi-task models yet", hint="train mono-task sources with train.adversarial_data")
     source = load_multitask_source(config, scheme)
     tasks = load_multitask_data(config)
     for task, data in tasks.items():

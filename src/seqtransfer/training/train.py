@@ -117,7 +117,7 @@ def build_target_model(config: RunConfig, scheme: Scheme, vocabularies: Vocabula
 
 
 def train_phases(model: nn.Module, scheme: Scheme, config: RunConfig, train: BatchSource, evaluate_dev: Evaluate, directory: Path, log: Log, show_progress: bool,
-                 recorder: ActivationRecorder | None = None, epoch_hooks: tuple = ()) -> FitResult:
+                 recorder: ActivationRecorder | None = None, epoch_hooks: tuple = (), extra_losses: tuple = ()) -> FitResult:
     """Run the scheme's phases one after the other, each from the previous phase's best weights."""
     history: list[dict] = []
     restored_seconds = 0.0
@@ -125,7 +125,7 @@ def train_phases(model: nn.Module, scheme: Scheme, config: RunConfig, train: Bat
         trainable = set_trainable(model, phase.trainable)
         log(f"phase '{phase.name}': {sum(p.numel() for p in model.parameters() if p.requires_grad)} trainable parameters ({len(trainable)} tensors)")
         hooks = (*epoch_hooks, *(recorder.start_phase(phase.name) if recorder else ()))
-        result = fit(model, train, evaluate_dev, config.train, epoch_hooks=hooks, checkpoint_dir=directory / "checkpoint" / phase.name, log=log, show_progress=show_progress)
+        result = fit(model, train, evaluate_dev, config.train, epoch_hooks=hooks, extra_losses=extra_losses, checkpoint_dir=directory / "checkpoint" / phase.name, log=log, show_progress=show_progress)
         if recorder:
             recorder.finish_phase(model, len(result.history))
         model.load_state_dict(result.best_state)
@@ -180,6 +180,8 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
         log(f"warning: {note}")
     config.data.scheme, config.data.metric = data.scheme, data.metric  # what was used, inferred or not
     config.model.architecture = model_architecture(scheme, data)
+    if config.train.adversarial_data and not config.model.discriminator_hidden:
+        config.model.discriminator_hidden = 100  # saved with the run: the discriminator is part of the model
     fill_optimizer(config.train, data.kind.optimizer)
     filled = data.kind.fill_config(config.model, data.gold("train"))
     if filled:
@@ -231,6 +233,21 @@ def config_differences(first: RunConfig, second: RunConfig) -> list[str]:
     return differing
 
 
+def adversarial_training(config: RunConfig, model: nn.Module, vocabularies: Vocabularies, source: BatchSource, log: Log) -> tuple[BatchSource, tuple]:
+    """With ``train.adversarial_data``: source batches paired with target batches, and the domain loss."""
+    if not config.train.adversarial_data:
+        return source, ()
+    from seqtransfer.data.batching import encode_sentences
+    from seqtransfer.transfer.adversarial import DomainLoss, PairedBatches, unlabelled_tokens
+
+    tokens = unlabelled_tokens(config.train.adversarial_data, config.data.data_dir)
+    if not tokens:
+        raise SeqTransferError(f"train.adversarial_data '{config.train.adversarial_data}' holds no sentences", hint="give unlabelled target sentences")
+    log(f"adversarial training against {config.train.adversarial_data}: {len(tokens)} unlabelled target sentences, lambda {config.train.adversarial_weight}")
+    paired = PairedBatches(source, encode_sentences(tokens, vocabularies), config.train.batch_size, config.train.seed)
+    return paired, (DomainLoss(model, config.train.adversarial_weight),)
+
+
 def fit_and_save(config: RunConfig, directory: Path, data: TaskData, vocabularies: Vocabularies, model: nn.Module, scheme: Scheme, started: float, log: Log, show_progress: bool) -> dict:
     """Train the scheme's phases, score every split, write weights and metrics (metrics last)."""
     train = data.encode("train", vocabularies)
@@ -241,8 +258,8 @@ def fit_and_save(config: RunConfig, directory: Path, data: TaskData, vocabularie
     log(f"device: {describe_device(device)}")
     try:
         evaluate_dev = dev_evaluation(dev, vocabularies.labels, data.metric, config.train.evaluation_batch_size)
-        source = ShuffledBatches(train, config.train.batch_size, config.train.seed)
-        result = train_phases(model, scheme, config, source, evaluate_dev, directory, log, show_progress, recorder)
+        source, extra_losses = adversarial_training(config, model, vocabularies, ShuffledBatches(train, config.train.batch_size, config.train.seed), log)
+        result = train_phases(model, scheme, config, source, evaluate_dev, directory, log, show_progress, recorder, extra_losses=extra_losses)
     except torch.cuda.OutOfMemoryError:
         raise out_of_memory_error(config.train.batch_size, "while training") from None
     if recorder:

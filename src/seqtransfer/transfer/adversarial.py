@@ -1,0 +1,131 @@
+"""Adversarial pretraining (Ganin et al. 2016; MuTSPad paper §5.2.1): while a source model learns
+its task, a domain discriminator learns to tell the feature extractor's states of source
+sentences from those of unlabelled target sentences, behind a gradient-reversal layer, so that
+the feature extractor learns states the discriminator cannot tell apart. The model is then
+fine-tuned on the target task as any source run (``transfer.scheme=finetune``).
+
+    train.adversarial_data=tweebank:upos      unlabelled target sentences (labels ignored), or a
+                                              text file, one whitespace-tokenised sentence per line
+    train.adversarial_weight=0.1              lambda: the reversed gradient's scale
+    model.discriminator_hidden=100            units of the discriminator's hidden layer
+
+Each training batch of the source is paired with a batch of target sentences. The
+discriminator's loss (binary cross-entropy per token, summed as the task loss is) is an extra
+loss term of the one training loop; the discriminator is part of the source model (saved with
+it, never transferred). The source states are those the task loss computed (read by a forward
+hook on the feature extractor: no second pass).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as functional
+from torch import nn
+
+from seqtransfer.data.batching import Batch, EncodedSentences, training_batches
+from seqtransfer.errors import SeqTransferError
+
+
+class ReverseGradient(torch.autograd.Function):
+    """Identity forward; the gradient times -scale backward."""
+
+    @staticmethod
+    def forward(context, inputs: torch.Tensor, scale: float) -> torch.Tensor:  # noqa: ANN001 - torch's signature
+        context.scale = scale
+        return inputs.view_as(inputs)
+
+    @staticmethod
+    def backward(context, gradient: torch.Tensor):  # noqa: ANN001, ANN205
+        return -context.scale * gradient, None
+
+
+class DomainDiscriminator(nn.Module):
+    """(N, H) token states -> (N,) logit of "target domain": linear, ReLU, linear."""
+
+    def __init__(self, input_size: int, hidden: int) -> None:
+        super().__init__()
+        self.layers = nn.Sequential(nn.Linear(input_size, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+
+    def forward(self, states: torch.Tensor) -> torch.Tensor:
+        return self.layers(states).squeeze(-1)
+
+
+def feature_size(model: nn.Module) -> int:
+    """Units of the model's feature-extractor states (the tagger's BiLSTM, the parser's stack)."""
+    extractor = model.feature_extractor
+    return getattr(extractor, "output_size", None) or extractor.forward_lstm.hidden_size * 2
+
+
+def attach_discriminator(model: nn.Module, hidden: int) -> None:
+    """Give ``model`` its domain discriminator (``hidden`` > 0), as the model's config says."""
+    if hidden > 0:
+        model.domain_discriminator = DomainDiscriminator(feature_size(model), hidden)
+
+
+def token_states(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(B, T[+1], H) feature-extractor output -> (N, H) states of the real tokens (a parser's ROOT dropped)."""
+    if states.size(1) == mask.size(1) + 1:
+        states = states[:, 1:]
+    return states[mask]
+
+
+class PairedBatches:
+    """Each source batch carries a batch of unlabelled target sentences (``batch.companion``),
+    drawn in a seeded order, starting over when the target set is used up."""
+
+    def __init__(self, source, target: EncodedSentences, batch_size: int, seed: int) -> None:
+        self.source, self.target, self.batch_size, self.seed = source, target, batch_size, seed
+        self.sentence_count, self.batch_count = source.sentence_count, source.batch_count
+
+    def target_batches(self, epoch: int) -> Iterator[Batch]:
+        cycle = 0
+        while True:
+            yield from training_batches(self.target, self.batch_size, np.random.default_rng([self.seed, epoch, 7919, cycle]))
+            cycle += 1
+
+    def batches(self, epoch: int) -> Iterator[Batch]:
+        targets = self.target_batches(epoch)
+        for batch in self.source.batches(epoch):
+            yield replace(batch, companion=next(targets))
+
+
+class DomainLoss:
+    """The extra loss term: lambda-reversed discriminator cross-entropy on source and target states."""
+
+    def __init__(self, model: nn.Module, weight: float) -> None:
+        self.weight = weight
+        self.source_states: torch.Tensor | None = None
+        model.feature_extractor.register_forward_hook(self.keep)
+
+    def keep(self, module: nn.Module, inputs, output: torch.Tensor) -> None:  # noqa: ANN001 - hook signature
+        if module.training:
+            self.source_states = output
+
+    def __call__(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        source = token_states(self.source_states, batch.mask)
+        target = token_states(model.feature_extractor(model.word_representation(batch.companion), batch.companion.lengths), batch.companion.mask)
+        states = ReverseGradient.apply(torch.cat([source, target]), self.weight)
+        domains = torch.cat([source.new_zeros(len(source)), target.new_ones(len(target))])
+        return functional.binary_cross_entropy_with_logits(model.domain_discriminator(states), domains, reduction="sum")
+
+
+def unlabelled_tokens(entry: str, data_dir: str | None) -> list[list[str]]:
+    """Target sentences: a text file (one sentence per line, whitespace tokens) or a dataset's training split."""
+    if Path(entry).is_file():
+        lines = Path(entry).read_text(encoding="utf-8").splitlines()
+        return [line.split() for line in lines if line.split()]
+    from seqtransfer.config import DataConfig
+    from seqtransfer.data.task_data import load_task_data
+
+    dataset, _, task = entry.partition(":")
+    try:
+        data = load_task_data(DataConfig(dataset=dataset, task=task or None, data_dir=data_dir), ("train",))
+    except SeqTransferError as error:
+        raise SeqTransferError(f"train.adversarial_data '{entry}' is neither a file nor a dataset ({error.message})",
+                               hint="give a text file (one sentence per line) or DATASET[:TASK]") from None
+    return data.tokens("train")

@@ -1,0 +1,68 @@
+"""Adversarial pretraining: the gradient-reversal layer, the domain loss term, a source run trained with it and fine-tuned."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from safetensors.torch import load_file
+
+from conftest import FIXTURES, TINY_MODEL, tiny_train_arguments
+from seqtransfer.cli import main
+from seqtransfer.config import RunConfig, apply_overrides
+from seqtransfer.data.batching import encode_sentences, make_batch
+from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
+from seqtransfer.models.registry import build_model
+from seqtransfer.transfer.adversarial import DomainLoss, ReverseGradient
+
+
+def test_gradient_reversal_is_the_identity_forward_and_minus_lambda_backward():
+    inputs = torch.tensor([1.0, -2.0], requires_grad=True)
+    outputs = ReverseGradient.apply(inputs, 0.3)
+    (outputs * torch.tensor([2.0, 5.0])).sum().backward()
+    assert torch.equal(outputs, inputs) and torch.allclose(inputs.grad, torch.tensor([-0.6, -1.5]))
+
+
+def test_the_feature_extractor_gets_the_discriminators_gradient_reversed():
+    config = apply_overrides(RunConfig(), [*TINY_MODEL, "model.discriminator_hidden=5", "model.dropout=0.0"]).model
+    tokens = [["a", "b", "c"], ["b", "a"]]
+    vocabularies = Vocabularies(Vocabulary.build(["a", "b", "c"]), Vocabulary.build("abc"), Vocabulary(["X", "Y"]))
+    torch.manual_seed(0)
+    model = build_model(config, vocabularies)
+    source = make_batch(encode_sentences(tokens, vocabularies, labels=[["X", "Y", "X"], ["Y", "X"]]), np.arange(2))
+    batch = source.__class__(**{**source.__dict__, "companion": make_batch(encode_sentences([["c", "c"]], vocabularies), np.arange(1))})
+
+    def gradients(weight: float) -> tuple[torch.Tensor, torch.Tensor]:
+        model.zero_grad(set_to_none=True)
+        term = DomainLoss(model, weight)
+        model.train()
+        model.loss(batch)  # the hook keeps the source states
+        term(model, batch).backward()
+        return model.feature_extractor.forward_lstm.weight_ih_l0.grad.clone(), model.domain_discriminator.layers[0].weight.grad.clone()
+
+    extractor_small, discriminator_small = gradients(0.1)
+    extractor_large, discriminator_large = gradients(0.2)
+    assert discriminator_small.abs().sum() > 0 and torch.allclose(discriminator_small, discriminator_large)  # the discriminator learns unreversed
+    assert torch.allclose(extractor_large, 2 * extractor_small, atol=1e-7)  # the extractor's gradient scales with lambda
+
+
+def test_adversarial_source_run_trains_saves_its_discriminator_and_fine_tunes_without_it(tmp_path):
+    text = tmp_path / "tweets.txt"
+    text.write_text("@mary loves NYC !\nlol this is fun\n", encoding="utf-8")
+    source = tmp_path / "source"
+    arguments = tiny_train_arguments(source, epochs=2)
+    assert main([*arguments, f"train.adversarial_data={text}", "train.adversarial_weight=0.5"]) == 0
+    assert "adversarial training against" in (source / "log.txt").read_text()
+    assert any(name.startswith("domain_discriminator.") for name in load_file(str(source / "model.safetensors")))
+    target = tmp_path / "target"
+    assert main(["transfer", "--source", str(source), "--method", "finetune", "--train", str(FIXTURES / "tiny_pos_train.conll"),
+                 "--dev", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos", "--epochs", "1", "--output", str(target), "--quiet", *TINY_MODEL]) == 0
+    assert not any(name.startswith("domain_discriminator.") for name in load_file(str(target / "model.safetensors")))
+    import seqtransfer
+
+    assert len(seqtransfer.load(source, device="cpu").predict([["John", "lives", "here"]])[0]) == 3
+
+
+def test_missing_adversarial_data_is_one_line(tmp_path, capsys):
+    code = main([*tiny_train_arguments(tmp_path / "run"), "train.adversarial_data=nowhere:nothing"])
+    error = capsys.readouterr().err
+    assert code == 2 and "neither a file nor a dataset" in error and len(error.strip().splitlines()) == 1
