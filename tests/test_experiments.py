@@ -188,3 +188,13 @@ methods:
     capsys.readouterr()
     run(["experiment", "run", str(experiment), "--only", "Unified", "--results", str(results)])
     assert "(0, 0, 0 to train)" in capsys.readouterr().out
+
+
+def test_a_method_may_name_a_source_per_target(tmp_path):
+    text = tiny_experiment(tmp_path).read_text(encoding="utf-8")
+    with_map = text.replace("  finetune: {scheme: finetune}", "  finetune: {scheme: finetune, source: {pos: ner}}")
+    (tmp_path / "map.yaml").write_text(with_map, encoding="utf-8")
+    assert load_experiment(tmp_path / "map.yaml").methods["finetune"].source == {"pos": "ner"}
+    (tmp_path / "bad.yaml").write_text(text.replace("  finetune: {scheme: finetune}", "  finetune: {scheme: finetune, source: {pos: nowhere}}"), encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="unknown source 'nowhere'"):
+        load_experiment(tmp_path / "bad.yaml")

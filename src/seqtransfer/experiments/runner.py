@@ -163,7 +163,8 @@ def method_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None
 def method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, method_name: str, target_name: str, seed: int, sources: dict[str, RunTask]) -> RunTask:
     method, target = spec.methods[method_name], spec.targets[target_name]
     config = base_config(spec, data_dir, target.dataset, target.task, [*target.overrides, f"transfer.scheme={method.scheme}", f"train.seed={seed}", *method.overrides])
-    source = sources.get(target.source) if target.source and get_scheme(method.scheme).uses_source else None
+    source_name = method.source.get(target_name, target.source) if isinstance(method.source, dict) else method.source or target.source
+    source = sources.get(source_name) if source_name and get_scheme(method.scheme).uses_source else None
     config.transfer.source = source.directory if source else None
     run_id = store.run_id(f"{slug(target_name)}-{method.scheme}-", content_id(identity_of(config, source.run_id if source else None)))
     record = {"experiment": spec.name, "method": method_name, "target": target_name, "seed": seed}

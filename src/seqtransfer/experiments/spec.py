@@ -74,7 +74,7 @@ class MethodSpec:
     overrides: list[str] = field(default_factory=list)
     ensemble: list[str] = field(default_factory=list)  # member methods, "Name" or "Name+OFFSET"
     multitask: bool = False  # one hierarchical model over every target (``hierarchy``)
-    source: str | None = None  # a key of ``sources`` used instead of each target's own (a multi-task source)
+    source: str | dict[str, str] | None = None  # a key of ``sources`` used instead of each target's own (a multi-task source), or target -> source
     unify_with: str | None = None  # a multi-task method trained on unified target data, filled by this method's runs (same seed)
 
 
@@ -133,8 +133,12 @@ def _check_references(spec: ExperimentSpec, path: Path) -> None:
                 if filler not in spec.sources or spec.sources[filler].multitask:
                     raise SeqTransferError(f"source '{name}': unify_with.{task} must name a mono-task source, got '{filler}'", path=path)
     for name, method in spec.methods.items():
-        if method.source is not None and method.source not in spec.sources:
-            raise SeqTransferError(f"method '{name}' names unknown source '{method.source}'", path=path, hint=f"sources: {', '.join(spec.sources)}")
+        named = list(method.source.values()) if isinstance(method.source, dict) else [method.source] if method.source else []
+        for source in named:
+            if source not in spec.sources:
+                raise SeqTransferError(f"method '{name}' names unknown source '{source}'", path=path, hint=f"sources: {', '.join(spec.sources)}")
+        if isinstance(method.source, dict) and (method.multitask or not set(method.source) <= set(spec.targets)):
+            raise SeqTransferError(f"method '{name}': a mapping of sources names targets of a mono-task method", path=path, hint=f"targets: {', '.join(spec.targets)}")
         if method.multitask:
             if set(spec.hierarchy) != set(spec.targets):
                 raise SeqTransferError(f"multi-task method '{name}' needs a 'hierarchy' over the targets ({', '.join(spec.targets)})", path=path)
