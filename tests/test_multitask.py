@@ -267,6 +267,9 @@ def test_unit_ablation_measures_each_tasks_max_class_drop(tmp_path, capsys):
     assert all(len(values) == 3 for values in result["drops"].values())
     assert all(item["unit"] in (0, 1, 2) and len(item["top_words"]) <= 3 for item in result["most_important"].values())
     assert (tmp_path / "units" / "units.png").is_file() and "| pos |" in (tmp_path / "units" / "units.md").read_text()
+    run_command(["analyze", "report", "--ablation", str(tmp_path / "run"), "--ablation-max-sentences", "2", "--output", str(tmp_path / "report.html")])
+    page = (tmp_path / "report.html").read_text()
+    assert '<h2 id="units">Units of h_pos' in page and "data:image/png;base64," in page
     from seqtransfer.analysis.units import max_drop, outgoing_weights
 
     assert max_drop({"A": 80.0, "B": 50.0}, {"A": 79.0, "B": 20.0}) == (30.0, "B")

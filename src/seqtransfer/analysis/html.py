@@ -56,6 +56,7 @@ class ReportContent:
     neurons: NeuronAnalysis | None = None
     units: list[int] = field(default_factory=list)
     curve_points: list[CurvePoint] = field(default_factory=list)
+    unit_ablation: dict | None = None  # analysis/units.py: a multi-task run's units ablated one at a time
     title: str = "seqtransfer: what transfer did"
 
 
@@ -167,6 +168,21 @@ def curve_section(points: list[CurvePoint]) -> str:
     ])
 
 
+def ablation_section(result: dict) -> str:
+    """MuTSPad Figure 2 and Table 4: what each task loses when one unit of the lower task goes."""
+    from seqtransfer.analysis.units import drops_figure
+
+    lower = result["lower_task"]
+    rows = [[escape(task), item["unit"], item["drop"], escape(item["class"]), escape(", ".join(item["top_words"]))] for task, item in result["most_important"].items()]
+    return "\n".join([
+        f'<h2 id="units">Units of h_{escape(lower)} in the multi-task model</h2>',
+        f'<p class="note">Each unit of the {escape(lower)} branch states had its outgoing weights set to zero, one at a time; each task was scored on its '
+        f'{escape(result["split"])} set. Colour: the largest drop of a class score (per-class F1) against the intact model.</p>',
+        embedded_figure(drops_figure(result), f"Max class-score drop per task when ablating each unit of h_{lower} (MuTSPad Figure 2)."),
+        table(["task", "most important unit", "max class drop", "class", "words activating it most"], rows),
+    ])
+
+
 def render_report(content: ReportContent) -> str:
     """The whole report as one HTML string."""
     sections = []
@@ -176,7 +192,9 @@ def render_report(content: ReportContent) -> str:
         sections.append(neuron_section(content.neurons, content.units))
     if content.curve_points:
         sections.append(curve_section(content.curve_points))
-    body = "\n".join(sections) or "<p>Nothing to show: pass --transfer, --neurons or --curve.</p>"
+    if content.unit_ablation:
+        sections.append(ablation_section(content.unit_ablation))
+    body = "\n".join(sections) or "<p>Nothing to show: pass --transfer, --neurons, --curve or --ablation.</p>"
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">'

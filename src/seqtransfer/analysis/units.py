@@ -131,6 +131,16 @@ def top_words(model: HierarchicalMultiTask, lower: str, data: TaskData, encoded,
 
 
 def draw_drops(result: dict, path: Path) -> None:
+    """Figure 2 as ``path`` .png and .svg."""
+    import matplotlib.pyplot as plt
+
+    figure = drops_figure(result)
+    for suffix in (".png", ".svg"):
+        figure.savefig(path.with_suffix(suffix), dpi=120)
+    plt.close(figure)
+
+
+def drops_figure(result: dict):
     """Figure 2: tasks x units, colour = max class-score drop."""
     import matplotlib
 
@@ -146,9 +156,7 @@ def draw_drops(result: dict, path: Path) -> None:
     axis.set_title(f"max class-score drop when ablating one unit of h_{result['lower_task']} ({result['split']})")
     figure.colorbar(image, ax=axis, label="drop (F1 points)")
     figure.tight_layout()
-    for suffix in (".png", ".svg"):
-        figure.savefig(path.with_suffix(suffix), dpi=120)
-    plt.close(figure)
+    return figure
 
 
 def markdown(result: dict) -> str:

@@ -51,6 +51,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     report.add_argument("--transfer", nargs=2, action="append", default=[], metavar=("RUN_A", "RUN_B"), help="a pair to compare (repeatable)")
     report.add_argument("--neurons", metavar="RUN", help="run whose units to analyse")
     report.add_argument("--curve", nargs="+", default=[], metavar="RUN", help="runs for the training-size figure")
+    report.add_argument("--ablation", metavar="RUN", help="multi-task run whose lowest task's units to ablate (as `analyze units`)")
+    report.add_argument("--ablation-max-sentences", type=int, help="score the ablations on the first N sentences of each dev set")
     report.add_argument("--split", default="dev", help="split of the prediction files (default dev)")
     add_neuron_options(report)
     report.add_argument("--title", default="seqtransfer: what transfer did", help="title of the page")
@@ -170,14 +172,18 @@ def run_report(arguments: argparse.Namespace):
     from seqtransfer.analysis.negative_transfer import compare_runs
     from seqtransfer.files import write_text
 
-    if not (arguments.transfer or arguments.neurons or arguments.curve):
-        raise SeqTransferError("nothing to report", hint="pass --transfer RUN_A RUN_B, --neurons RUN and/or --curve RUN ...")
+    if not (arguments.transfer or arguments.neurons or arguments.curve or arguments.ablation):
+        raise SeqTransferError("nothing to report", hint="pass --transfer RUN_A RUN_B, --neurons RUN, --curve RUN ... and/or --ablation RUN")
     content = ReportContent(title=arguments.title)
     content.comparisons = [compare_runs(reference, transferred, arguments.split) for reference, transferred in arguments.transfer]
     if arguments.neurons:
         content.neurons = neuron_analysis(arguments.neurons, arguments.top_k, arguments.no_source, arguments.device)
         content.units = parse_units(arguments.units, content.neurons)
     content.curve_points = curve_points(arguments.curve, arguments.split) if arguments.curve else []
+    if arguments.ablation:
+        from seqtransfer.analysis.units import ablate_units
+
+        content.unit_ablation = ablate_units(arguments.ablation, max_sentences=arguments.ablation_max_sentences)
     write_text(arguments.output, render_report(content))
     print(f"report written to {arguments.output}")
     return content
