@@ -225,6 +225,7 @@ def test_multitask_finetuning_transfers_every_branch_of_a_multitask_source(tmp_p
     ({"pos": []}, {"pos": {**POS, "columns": ["word", "pos", "ner"]}}, "tiny_pos_train.conll"),
     ({"pos": []}, {"pos": {"dev": POS["dev"]}}, "no train file"),
     ({"pos": []}, {"pos": "tweebank:srl"}, "dataset 'tweebank' has no task 'srl'"),
+    ({"pos": [], "ner": "pos"}, {"pos": POS, "ner": NER}, "model.tasks.ner must be a list"),
 ])
 def test_bad_multitask_configurations_fail_with_one_line_before_training(tmp_path, capsys, tasks, data, message):
     config = write_config(tmp_path, tasks, data)
@@ -232,6 +233,23 @@ def test_bad_multitask_configurations_fail_with_one_line_before_training(tmp_pat
     error = capsys.readouterr().err
     assert code == 2 and message in error and len(error.strip().splitlines()) == 1
     assert not (tmp_path / "run" / "model.safetensors").exists()
+
+
+def test_a_bad_early_stopping_task_is_refused_before_the_run_directory_is_written(tmp_path, capsys):
+    config = write_config(tmp_path, TASKS, {"pos": POS, "ner": NER, "dp": DP}, {"multitask": {"data": {"pos": POS, "ner": NER, "dp": DP}, "early_stopping": "srl"}})
+    code = main(["train", "--config", str(config), "--output", str(tmp_path / "run"), "--quiet", *TINY_MODEL])
+    assert code == 2 and "multitask.early_stopping is 'srl'" in capsys.readouterr().err and not (tmp_path / "run").exists()
+
+
+def test_transfer_to_another_hierarchy_keeps_the_branches_that_fit(tmp_path, capsys):
+    train(tmp_path, "source", write_config(tmp_path, TASKS, {"pos": POS, "ner": NER, "dp": DP}))
+    other = write_config(tmp_path, {"pos": [], "ner": [], "chunk": ["pos"]}, {"pos": POS, "ner": NER, "chunk": {**POS, "columns": ["word", "pos"]}})
+    train(tmp_path, "target", other, "transfer.scheme=finetune", f"transfer.source={tmp_path / 'source'}")
+    assert "branches: pos; new or differently fed, not transferred: ner, chunk" in (tmp_path / "target" / "log.txt").read_text()
+    capsys.readouterr()
+    code = main(["train", "--train", NER["train"], "--dev", NER["dev"], "--columns", "word,ner", "--output", str(tmp_path / "mono"), "--quiet",
+                 "transfer.scheme=finetune", f"transfer.source={tmp_path / 'source'}", *TINY_MODEL])
+    assert code == 2 and "the source run is a multi-task model" in capsys.readouterr().err
 
 
 def test_override_sets_one_entry_of_a_mapping():

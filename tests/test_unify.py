@@ -72,10 +72,13 @@ def test_cli_unify_error_is_one_line(tmp_path, runs, capsys):
 def test_training_on_unified_data_trains_every_task_at_every_step(tmp_path, runs, capsys):
     import yaml
 
-    unify({"pos": POS, "ner": NER, "dp": DP}, runs, tmp_path / "unified", log=lambda line: None)
+    # task names that are not the files' column names (as the presets' POS, CK, NER, DP)
+    unify({"Tag": POS, "Entity": NER, "Tree": DP}, {"Tag": runs["pos"], "Entity": runs["ner"], "Tree": runs["dp"]}, tmp_path / "unified", log=lambda line: None)
     config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump({"model": {"tasks": {"pos": [], "ner": ["pos"], "dp": ["pos"]}},
-                                      "multitask": {"data": {"pos": POS, "ner": NER, "dp": DP}, "unified": str(tmp_path / "unified")}}))
+    config.write_text(yaml.safe_dump({"model": {"tasks": {"Tag": [], "Entity": ["Tag"], "Tree": ["Tag"]}},
+                                      "multitask": {"data": {"Tag": POS, "Entity": NER, "Tree": DP}, "unified": str(tmp_path / "unified")}}))
     assert main(["train", "--config", str(config), "--output", str(tmp_path / "run"), "--epochs", "2", "--quiet", *TINY_MODEL, *SMALL]) == 0
     log = (tmp_path / "run" / "log.txt").read_text()
-    assert "pos <- custom/pos (14 sentences)" in log and "1 batches per epoch" in log  # 14 unified sentences, one stream
+    assert "Tag <- custom/pos (14 sentences)" in log and "1 batches per epoch" in log  # 14 unified sentences, one stream
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert set(metrics["tasks"]) == {"Tag", "Entity", "Tree"} and "dev" in metrics["tasks"]["Entity"]  # dev scored on the gold files

@@ -193,7 +193,10 @@ def run_units(arguments: argparse.Namespace) -> dict:
     from seqtransfer.analysis.units import ablate_units, draw_drops, markdown
     from seqtransfer.files import write_json, write_text
 
-    units = [int(unit) for unit in arguments.units.split(",")] if arguments.units else None
+    try:
+        units = [int(unit) for unit in arguments.units.split(",")] if arguments.units else None
+    except ValueError:
+        raise SeqTransferError(f"--units {arguments.units!r} is not a list of unit numbers", hint="e.g. --units 0,5,17") from None
     if arguments.max_sentences is not None and arguments.max_sentences < 1:
         raise SeqTransferError("--max-sentences must be at least 1", hint="leave it out to score whole splits")
     result = ablate_units(arguments.run, arguments.task, arguments.split, units, arguments.max_sentences, arguments.top_k, arguments.data_dir)

@@ -176,12 +176,15 @@ def unified_sentences(folder: str | Path, split: str = "train") -> list[Sentence
 
 
 def with_task_columns(sentences: list[Sentence], tasks: dict[str, TaskData], folder: str | Path) -> dict[str, TaskData]:
-    """Each task's training data read from the unified sentences (its column; the tree for parsing)."""
+    """Each task's training data read from the unified sentences (its column; the tree for parsing);
+    dev and test stay the task's own gold data."""
     result = {}
     for task, data in tasks.items():
         column = unified_columns(task, data.kind.name)
         if sentences and column not in sentences[0].columns:
             raise SeqTransferError(f"the unified file has no column for task {task}", path=Path(folder) / "train.conllu",
                                    hint="unify with the same task names as model.tasks")
-        result[task] = dataclasses.replace(data, column=column, splits={**data.splits, "train": sentences})
+        # dev and test stay the task's gold files: the unified values go into the task's own column
+        train = sentences if data.kind.name == "dependency" else [dataclasses.replace(sentence, columns={**sentence.columns, data.column: sentence.columns[column]}) for sentence in sentences]
+        result[task] = dataclasses.replace(data, splits={**data.splits, "train": train})
     return result

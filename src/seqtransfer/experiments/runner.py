@@ -77,6 +77,8 @@ def identity_of(config: RunConfig, source_id: str | None, unified: dict | None =
     values["train"].pop("device")
     values["train"].pop("record_activations")  # recording for analysis does not change the run
     values["transfer"]["source"] = source_id
+    if config.model.tasks:  # the listed order decides ties of the hierarchy (the round robin's order); ids sort keys
+        values["model"]["task_order"] = list(config.model.tasks)
     return non_default(values, config_to_dict(RunConfig()))
 
 

@@ -144,6 +144,14 @@ def _check_references(spec: ExperimentSpec, path: Path) -> None:
                 raise SeqTransferError(f"multi-task method '{name}' needs a 'hierarchy' over the targets ({', '.join(spec.targets)})", path=path)
             if method.source is not None and not spec.sources[method.source].multitask:
                 raise SeqTransferError(f"multi-task method '{name}' needs a multi-task source, '{method.source}' is not", path=path)
+        if method.multitask and method.scheme and method.scheme != "scratch" and not method.source:
+            raise SeqTransferError(f"multi-task method '{name}' transfers ({method.scheme}) but names no multi-task source", path=path, hint="add source: NAME of a source with 'multitask:'")
+        if not method.multitask and isinstance(method.source, str) and spec.sources.get(method.source) and spec.sources[method.source].multitask:
+            raise SeqTransferError(f"mono-task method '{name}' names multi-task source '{method.source}'", path=path, hint="add multitask: true, or name a mono-task source")
+        for member in method.ensemble:
+            member_method = spec.methods.get(member.split("+")[0])
+            if member_method is not None and member_method.multitask:
+                raise SeqTransferError(f"ensemble '{name}' names multi-task method '{member}'", path=path, hint="ensembles average mono-task runs")
         if method.unify_with is not None:
             filler = spec.methods.get(method.unify_with)
             if not method.multitask or filler is None or not filler.scheme or filler.multitask:

@@ -102,6 +102,8 @@ def task_order(hierarchy: dict[str, list[str]]) -> list[str]:
     An input that is not a task, a task reading itself, or a cycle is a one-line error.
     """
     for task, inputs in hierarchy.items():
+        if not isinstance(inputs, list) or not all(isinstance(source, str) for source in inputs):
+            raise SeqTransferError(f"model.tasks.{task} must be a list of the tasks it reads, got {inputs!r}", hint=f"e.g. model.tasks.{task}=[] or [pos]")
         for source in inputs:
             if source not in hierarchy:
                 raise SeqTransferError(f"task '{task}' reads unknown task '{source}' in model.tasks", hint=f"the tasks are: {', '.join(hierarchy)}")

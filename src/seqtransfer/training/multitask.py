@@ -207,10 +207,16 @@ def dev_evaluation(tasks: dict[str, TaskData], vocabularies: Vocabularies, confi
     return evaluate_dev, dev
 
 
+def shared_tasks(model: HierarchicalMultiTask, source: HierarchicalMultiTask) -> list[str]:
+    """Tasks both models have, of the same kind, reading the same lower tasks (their weights fit)."""
+    return [task for task in model.order if source.kinds.get(task) == model.kinds[task] and source.hierarchy.get(task) == model.hierarchy[task]]
+
+
 def transferred_prefixes(model: HierarchicalMultiTask, source: HierarchicalMultiTask) -> tuple[str, ...]:
-    """MuTSPad: the shared WRE, the projections and the feature extractor of every task both models have."""
-    shared = [task for task in model.order if task in source.kinds and source.kinds[task] == model.kinds[task]]
-    return ("word_representation.", "projections.", *(f"branches.{task}.feature_extractor." for task in shared))
+    """MuTSPad: the shared WRE, and the feature extractor and projection of every shared task."""
+    shared = shared_tasks(model, source)
+    projections = [f"projections.{task}." for task in shared if task in model.projections and task in source.projections]
+    return ("word_representation.", *projections, *(f"branches.{task}.feature_extractor." for task in shared))
 
 
 def load_multitask_source(config: RunConfig, scheme: Scheme):
@@ -233,12 +239,14 @@ def build_multitask_model(config: RunConfig, vocabularies: Vocabularies, matrix:
     if source is not None:
         state = source.model.state_dict()
         copied = transfer_weights(model, state, transferred_prefixes(model, source.model))
-        log(f"transferred {len(copied)} tensors from {config.transfer.source}")
+        shared = shared_tasks(model, source.model)
+        skipped = [task for task in model.order if task not in shared]
+        log(f"transferred {len(copied)} tensors from {config.transfer.source} (branches: {', '.join(shared) or 'none'}"
+            + (f"; new or differently fed, not transferred: {', '.join(skipped)})" if skipped else ")"))
         if config.transfer.copy_shared_labels:
-            for task in model.order:
-                if task in source.model.kinds and source.model.kinds[task] == model.kinds[task]:
-                    shared = copy_task_labels(model, state, task, vocabularies.task_labels[task], source.vocabularies.task_labels[task])
-                    log(f"{task}: copied classifier rows of {len(shared)} shared labels")
+            for task in shared:
+                labels = copy_task_labels(model, state, task, vocabularies.task_labels[task], source.vocabularies.task_labels[task])
+                log(f"{task}: copied classifier rows of {len(labels)} shared labels")
     return model
 
 
@@ -294,8 +302,11 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
     from seqtransfer.training.train import check_resumable, train_phases
 
     scheme = get_scheme(config.transfer.scheme)
-    if config.train.adversarial_data:
+    if config.train.adversarial_data or config.model.discriminator_hidden:
         raise SeqTransferError("adversarial training is not available for multi-task models yet", hint="train mono-task sources with train.adversarial_data")
+    watched = config.multitask.early_stopping
+    if watched != "mean" and watched not in config.model.tasks:
+        raise SeqTransferError(f"multitask.early_stopping is '{watched}'", hint=f"use mean or a task: {', '.join(config.model.tasks)}")
     source = load_multitask_source(config, scheme)
     tasks = load_multitask_data(config)
     for task, data in tasks.items():

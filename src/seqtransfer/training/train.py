@@ -45,9 +45,10 @@ def seed_everything(seed: int, threads: int) -> None:
     torch.utils.deterministic.fill_uninitialized_memory = False
 
 
-def prepare_vocabularies(config: RunConfig, data: TaskData, log: Log, base: Vocabularies | None = None) -> tuple[Vocabularies, np.ndarray]:
-    """Vocabularies (extending ``base``'s when transferring) and the initial word embedding matrix."""
-    evaluation_tokens = [tokens for split in data.splits if split != "train" for tokens in data.tokens(split)]
+def prepare_vocabularies(config: RunConfig, data: TaskData, log: Log, base: Vocabularies | None = None, extra_tokens: list | None = None) -> tuple[Vocabularies, np.ndarray]:
+    """Vocabularies (extending ``base``'s when transferring) and the initial word embedding matrix;
+    ``extra_tokens`` (unlabelled sentences) count as evaluation words."""
+    evaluation_tokens = [tokens for split in data.splits if split != "train" for tokens in data.tokens(split)] + list(extra_tokens or [])
     return build_word_vocabularies(config, data.tokens("train"), evaluation_tokens, data.kind.label_strings(data.gold("train")), log, base)
 
 
@@ -97,6 +98,9 @@ def load_source(config: RunConfig, scheme: Scheme) -> rundir.LoadedRun | None:
     if not config.transfer.source:
         raise SeqTransferError(f"scheme '{scheme.name}' needs a source run", hint="pass --source RUN_DIR (a run trained on the source data)")
     source = rundir.load_run(config.transfer.source)
+    if source.model.task_kind == "multitask" and not config.model.tasks:
+        raise SeqTransferError("the source run is a multi-task model; a mono-task model cannot take its weights", path=config.transfer.source,
+                               hint="fine-tune it as a multi-task model (model.tasks and multitask.data), or pass a mono-task source run")
     for name in SOURCE_SIZES:
         setattr(config.model, name, getattr(source.config.model, name))
     return source
@@ -186,7 +190,8 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     filled = data.kind.fill_config(config.model, data.gold("train"))
     if filled:
         log(filled)
-    vocabularies, matrix = prepare_vocabularies(config, data, log, base=source.vocabularies if source else None)
+    adversarial_tokens = unlabelled_target(config)
+    vocabularies, matrix = prepare_vocabularies(config, data, log, base=source.vocabularies if source else None, extra_tokens=adversarial_tokens)
     model = build_target_model(config, scheme, vocabularies, matrix, source, log)
     device = resolve_device(config.train.device)
     prepare_device(device)
@@ -233,16 +238,26 @@ def config_differences(first: RunConfig, second: RunConfig) -> list[str]:
     return differing
 
 
+def unlabelled_target(config: RunConfig) -> list[list[str]]:
+    """The unlabelled target sentences of adversarial training (none without ``train.adversarial_data``)."""
+    if not config.train.adversarial_data:
+        return []
+    from seqtransfer.transfer.adversarial import unlabelled_tokens
+
+    tokens = unlabelled_tokens(config.train.adversarial_data, config.data.data_dir)
+    if not tokens:
+        raise SeqTransferError(f"train.adversarial_data '{config.train.adversarial_data}' holds no sentences", hint="give unlabelled target sentences")
+    return tokens
+
+
 def adversarial_training(config: RunConfig, model: nn.Module, vocabularies: Vocabularies, source: BatchSource, log: Log) -> tuple[BatchSource, tuple]:
     """With ``train.adversarial_data``: source batches paired with target batches, and the domain loss."""
     if not config.train.adversarial_data:
         return source, ()
     from seqtransfer.data.batching import encode_sentences
-    from seqtransfer.transfer.adversarial import DomainLoss, PairedBatches, unlabelled_tokens
+    from seqtransfer.transfer.adversarial import DomainLoss, PairedBatches
 
-    tokens = unlabelled_tokens(config.train.adversarial_data, config.data.data_dir)
-    if not tokens:
-        raise SeqTransferError(f"train.adversarial_data '{config.train.adversarial_data}' holds no sentences", hint="give unlabelled target sentences")
+    tokens = unlabelled_target(config)
     log(f"adversarial training against {config.train.adversarial_data}: {len(tokens)} unlabelled target sentences, lambda {config.train.adversarial_weight}")
     paired = PairedBatches(source, encode_sentences(tokens, vocabularies), config.train.batch_size, config.train.seed)
     return paired, (DomainLoss(model, config.train.adversarial_weight),)
