@@ -162,6 +162,12 @@ def train(tmp_path, name: str, config, *extra: str) -> dict:
     return main_json(["train", "--config", str(config), "--output", str(tmp_path / name), "--quiet", "--epochs", "3", *TINY_MODEL, *SMALL[4:], *extra])
 
 
+def main_run(arguments: list[str]):
+    from seqtransfer.cli import run as run_command
+
+    return run_command(arguments)
+
+
 def main_json(arguments: list[str]) -> dict:
     assert main(arguments) == 0
     output = arguments[arguments.index("--output") + 1]
@@ -192,6 +198,13 @@ def test_train_load_predict_a_three_task_model_reproducibly(tmp_path, capsys):
     lines = (tmp_path / "out.conllu").read_text().splitlines()
     assert lines[0] == "# global.columns = ID FORM POS NER HEAD DEPREL"
     assert lines[1].split("\t")[:2] == ["1", "Mary"] and len(lines[1].split("\t")) == 6
+
+    scores = main_run(["evaluate", str(run), "--split", "dev"])  # every task on its own dev set, as in training
+    assert {task: round(values.get("las", values.get("accuracy")), 4) for task, values in scores.items() if task != "ner"} == \
+        {task: round(metrics["tasks"][task]["dev"].get("las", metrics["tasks"][task]["dev"].get("accuracy")), 4) for task in ("pos", "dp")}
+    ner = main_run(["evaluate", str(run), "--model-task", "ner", "--file", NER["test"], "--columns", "word,ner", "--scheme", "iob2"])
+    assert ner["ner"]["f1"] == metrics["tasks"]["ner"]["test"]["f1"]
+    assert main(["evaluate", str(run), "--file", NER["test"]]) == 2 and "pass --model-task" in capsys.readouterr().err
 
     from seqtransfer.data.conllu import read_conllu  # the output reads back as CoNLL-U Plus
 

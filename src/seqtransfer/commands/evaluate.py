@@ -22,6 +22,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="auto", help="auto (first GPU, else CPU), cpu, cuda, cuda:N or mps")
     parser.add_argument("--batch-size", type=int, help="sentences per batch (default: the run's train.evaluation_batch_size)")
     parser.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
+    parser.add_argument("--model-task", help="a multi-task run: the model's task to score (default: every task on its own data)")
 
 
 def warn_unknown_labels(gold: list, known: list[str]) -> int:
@@ -55,6 +56,10 @@ def run(arguments: argparse.Namespace) -> dict:
     batch_size = arguments.batch_size if arguments.batch_size is not None else run.config.train.evaluation_batch_size
     if batch_size < 1:
         raise SeqTransferError(f"batch size must be at least 1, got {batch_size}", hint="pass --batch-size 1 or more")
+    if run.model.task_kind == "multitask":
+        return evaluate_multitask(run, arguments, batch_size)
+    if arguments.model_task:
+        raise SeqTransferError("--model-task is for multi-task runs", path=arguments.run_directory, hint="leave it out for this single-task run")
     data_config = dataclasses.replace(run.config.data, max_train_sentences=None)
     if arguments.data_dir:
         data_config.data_dir = arguments.data_dir
@@ -95,6 +100,49 @@ def run(arguments: argparse.Namespace) -> dict:
     data.kind.write_predictions(Path(arguments.run_directory) / "predictions", f"evaluate-{name}", data.splits[split], gold, predicted)
     print(format_split_scores(name, scores))
     return scores
+
+
+def evaluate_multitask(run, arguments: argparse.Namespace, batch_size: int) -> dict:
+    """Score each task of a multi-task run (or ``--model-task``) on its own data's split, or on
+    ``--dataset`` / ``--file`` when one task is chosen."""
+    from seqtransfer.data.task_data import load_task_data
+    from seqtransfer.errors import SeqTransferError
+    from seqtransfer.models.multitask import TaskView
+    from seqtransfer.training.loop import predict_labels
+    from seqtransfer.training.metrics import evaluate
+    from seqtransfer.training.multitask import data_config_of
+    from seqtransfer.training.report import format_split_scores
+
+    tasks = run.model.order
+    if arguments.model_task and arguments.model_task not in tasks:
+        raise SeqTransferError(f"the run has no task '{arguments.model_task}'", path=arguments.run_directory, hint=f"its tasks: {', '.join(tasks)}")
+    if (arguments.file or arguments.dataset) and not arguments.model_task:
+        raise SeqTransferError("a multi-task run scores one task on other data", hint=f"pass --model-task with one of: {', '.join(tasks)}")
+    results = {}
+    for task in [arguments.model_task] if arguments.model_task else tasks:
+        data_config = data_config_of(run.config, run.config.multitask.data[task], task)
+        data_config.data_dir = arguments.data_dir or run.config.data.data_dir
+        split = arguments.split
+        if arguments.file:
+            columns = arguments.columns.split(",") if arguments.columns else None
+            data_config = dataclasses.replace(data_config, dataset=None, train=arguments.file, dev=None, test=None, columns=columns, task=arguments.task,
+                                              scheme=arguments.scheme or "auto", separator=arguments.separator or "auto")
+            split = "train"
+        elif arguments.dataset:
+            data_config = dataclasses.replace(data_config, dataset=arguments.dataset, task=arguments.task, train=None, dev=None, test=None)
+        data_config.strict = arguments.strict
+        data = load_task_data(data_config, splits=(split,))
+        if data.kind.name != run.model.kinds[task]:
+            raise SeqTransferError(f"task {task} of this run is {run.model.kinds[task]}, but {data.dataset}/{data.task} is {data.kind.name}",
+                                   path=arguments.run_directory, hint="pass --task with a task of the same kind")
+        gold = data.gold(split)
+        predicted = predict_labels(TaskView(run.model, task), data.encode(split, run.vocabularies, with_targets=False), run.vocabularies.task_labels[task], batch_size)
+        warn_unknown_labels(data.kind.label_strings(gold), run.vocabularies.task_labels[task].items)
+        results[task] = evaluate(gold, predicted, data.metric)
+        name = Path(arguments.file).name if arguments.file else f"{data.dataset}-{split}"
+        data.kind.write_predictions(Path(arguments.run_directory) / "predictions" / task, f"evaluate-{name}", data.splits[split], gold, predicted)
+        print(format_split_scores(f"{task} {name}", results[task]))
+    return results
 
 
 COMMAND = Command("re-score a saved model on a dataset split or a labelled file", arguments, run)
