@@ -71,6 +71,12 @@ class ModelConfig:
     tasks: dict[str, list[str]] | None = None
     task_kinds: dict[str, str] | None = None  # task -> task kind (tagging | dependency); filled from the data
     projection: int = 100  # units of each T_task (our choice: the paper does not give it)
+    # A pretrained Transformer's token vectors joined to the word representation (frozen features,
+    # a learned scalar mix of its layers; embeddings/transformer.py): a Hugging Face folder or minilm.
+    encoder: str | None = None
+    encoder_pooling: str = "first"  # a token's vector: its first sub-word | the mean of its sub-words
+    encoder_layers: int = 0  # filled from the encoder: its layers + 1 (embeddings)
+    encoder_dimension: int = 0  # filled from the encoder: its hidden size
     discriminator_hidden: int = 0  # >0: a domain discriminator with this many hidden units (adversarial pretraining; filled when train.adversarial_data is set)
 
 
@@ -230,6 +236,7 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("model.relation_hidden", lambda value: value > 0, "a positive integer"),
     ("model.dropout", lambda value: 0.0 <= value < 1.0, "in [0, 1)"),
     ("model.projection", lambda value: value > 0, "a positive integer"),
+    ("model.encoder_pooling", lambda value: value in ("first", "mean"), "first or mean"),
     ("model.discriminator_hidden", lambda value: value >= 0, "zero (no discriminator) or a positive integer"),
     ("train.adversarial_weight", lambda value: value > 0, "positive"),
     ("multitask.sampling", lambda value: value in ("round_robin", "proportional"), "round_robin or proportional"),

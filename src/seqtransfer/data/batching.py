@@ -31,6 +31,7 @@ class EncodedSentences:
     targets: dict[str, list[np.ndarray]]
     form_characters: list[np.ndarray]
     lengths: np.ndarray
+    features: list[np.ndarray] | None = None  # per sentence (T, L + 1, H) float16 encoder vectors of every layer, when the model has an encoder
 
 
 @dataclass
@@ -57,6 +58,7 @@ class Batch:
     form_ids: torch.Tensor
     indices: np.ndarray
     companion: "Batch | None" = None
+    features: torch.Tensor | None = None  # (B, T, L + 1, H) encoder vectors of every layer (float32), or None
 
     def to(self, device: torch.device) -> "Batch":
         """The batch on ``device`` (built on the CPU, moved once; pinned, non-blocking copies to a GPU)."""
@@ -70,7 +72,7 @@ class Batch:
         # character lengths choose the encoder's slices on the host: they stay on the CPU (no sync to read them)
         return Batch(move(self.words), {name: move(target) for name, target in self.targets.items()}, move(self.mask), move(self.lengths),
                      move(self.characters), self.character_lengths, move(self.form_index), move(self.form_ids), self.indices,
-                     self.companion.to(device) if self.companion is not None else None)
+                     self.companion.to(device) if self.companion is not None else None, move(self.features) if self.features is not None else None)
 
     @property
     def labels(self) -> torch.Tensor | None:
@@ -93,7 +95,12 @@ def encode_sentences(
     if labels is not None:
         targets = {"labels": [encode_labels(vocabularies.labels, sentence) for sentence in labels]}
     lengths = np.array([len(sentence) for sentence in tokens], dtype=np.int64)
-    return EncodedSentences(word_ids, form_ids, targets or {}, form_characters, lengths)
+    features = None
+    if vocabularies.encoder:
+        from seqtransfer.embeddings.transformer import cached_features
+
+        features = cached_features(vocabularies.encoder, tokens, vocabularies.encoder_pooling)
+    return EncodedSentences(word_ids, form_ids, targets or {}, form_characters, lengths, features)
 
 
 def encode_labels(labels: Vocabulary, sentence: Sequence[str]) -> np.ndarray:
@@ -137,7 +144,16 @@ def make_batch(data: EncodedSentences, indices: np.ndarray) -> Batch:
         form_index=torch.from_numpy(form_index),
         form_ids=torch.from_numpy(form_matrix),
         indices=np.asarray(indices),
+        features=None if data.features is None else pad_features([data.features[i] for i in indices], width),
     )
+
+
+def pad_features(arrays: list[np.ndarray], width: int) -> torch.Tensor:
+    """(T_i, L + 1, H) float16 arrays -> (B, width, L + 1, H) float32, zero-padded."""
+    padded = np.zeros((len(arrays), width, *arrays[0].shape[1:]), dtype=np.float32)
+    for row, array in enumerate(arrays):
+        padded[row, : len(array)] = array
+    return torch.from_numpy(padded)
 
 
 def training_batches(data: EncodedSentences, batch_size: int, generator: np.random.Generator, pool_batches: int = 50) -> Iterator[Batch]:

@@ -77,6 +77,8 @@ class Vocabularies:
     lowercase: bool = True
     twitter: bool = False
     task_labels: dict[str, Vocabulary] | None = None  # a multi-task model's labels, per task (``labels`` is then empty)
+    encoder: str | None = None  # a Transformer whose token vectors every encoded sentence carries (embeddings/transformer.py)
+    encoder_pooling: str = "first"
 
     def word_keys(self, tokens: Sequence[str]) -> list[str]:
         return [word_key(token, self.lowercase, self.twitter) for token in tokens]
@@ -89,6 +91,7 @@ class Vocabularies:
             "lowercase": self.lowercase,
             "twitter": self.twitter,
             **({"task_labels": {task: labels.items for task, labels in self.task_labels.items()}} if self.task_labels else {}),
+            **({"encoder": self.encoder, "encoder_pooling": self.encoder_pooling} if self.encoder else {}),
         }
 
     @classmethod
@@ -100,6 +103,8 @@ class Vocabularies:
             lowercase=bool(data["lowercase"]),
             twitter=bool(data["twitter"]),
             task_labels={str(task): Vocabulary(list(items)) for task, items in data["task_labels"].items()} if data.get("task_labels") else None,
+            encoder=data.get("encoder"),
+            encoder_pooling=str(data.get("encoder_pooling", "first")),
         )
 
 

@@ -26,7 +26,7 @@ from seqtransfer.config import ModelConfig
 from seqtransfer.data.batching import Batch
 from seqtransfer.models.bilstm import StackedBiLSTM
 from seqtransfer.models.dropout import Dropout
-from seqtransfer.models.representation import WordRepresentation
+from seqtransfer.models.representation import word_representation_of
 from seqtransfer.models.spanning_tree import maximum_spanning_tree
 
 
@@ -124,9 +124,7 @@ class BiaffineParser(nn.Module):
 
     def __init__(self, config: ModelConfig, word_count: int, character_count: int, label_count: int) -> None:
         super().__init__()
-        self.word_representation = WordRepresentation(
-            word_count, config.word_dimension, character_count, config.char_dimension, config.char_hidden, config.dropout
-        )
+        self.word_representation = word_representation_of(config, word_count, character_count)
         self.feature_extractor = RootedBiLSTM(self.word_representation.output_size, config.parser_hidden, config.parser_layers, config.dropout)
         self.dropout = Dropout(config.dropout)
         self.classifier = BiaffineClassifier(config.parser_hidden, config.arc_hidden, config.relation_hidden, label_count, config.dropout)

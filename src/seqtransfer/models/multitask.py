@@ -29,7 +29,7 @@ from seqtransfer.models.biaffine import BiaffineClassifier, RootedBiLSTM
 from seqtransfer.models.bilstm import BiLSTM
 from seqtransfer.models.dropout import Dropout
 from seqtransfer.models.outputs import OUTPUTS
-from seqtransfer.models.representation import WordRepresentation
+from seqtransfer.models.representation import word_representation_of
 from seqtransfer.models.tagger import check_classifier
 
 TARGET_SEPARATOR = "."
@@ -138,9 +138,7 @@ class HierarchicalMultiTask(nn.Module):
         self.hierarchy = {task: list(inputs) for task, inputs in config.tasks.items()}
         self.order = task_order(self.hierarchy)
         self.kinds = dict(config.task_kinds)
-        self.word_representation = WordRepresentation(
-            word_count, config.word_dimension, character_count, config.char_dimension, config.char_hidden, config.dropout
-        )
+        self.word_representation = word_representation_of(config, word_count, character_count)
         self.branches = nn.ModuleDict()
         for task in self.order:
             input_size = self.word_representation.output_size + config.projection * len(self.hierarchy[task])

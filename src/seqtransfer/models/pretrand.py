@@ -22,7 +22,7 @@ from seqtransfer.data.batching import Batch
 from seqtransfer.models.bilstm import BiLSTM
 from seqtransfer.models.dropout import Dropout
 from seqtransfer.models.outputs import OUTPUTS
-from seqtransfer.models.representation import WordRepresentation
+from seqtransfer.models.representation import word_representation_of
 from seqtransfer.models.tagger import SequenceLabeller, check_classifier
 
 
@@ -59,9 +59,7 @@ class PretRand(SequenceLabeller):
     def __init__(self, config: ModelConfig, word_count: int, character_count: int, label_count: int) -> None:
         super().__init__()
         check_classifier(config)
-        self.word_representation = WordRepresentation(
-            word_count, config.word_dimension, character_count, config.char_dimension, config.char_hidden, config.dropout
-        )
+        self.word_representation = word_representation_of(config, word_count, character_count)
         self.feature_extractor = BiLSTM(self.word_representation.output_size, config.hidden)  # Phi_p
         self.classifier = nn.Linear(config.hidden, label_count)  # Psi_p
         self.random_feature_extractor = BiLSTM(self.word_representation.output_size, config.random_hidden)  # Phi_r

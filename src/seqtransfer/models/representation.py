@@ -126,13 +126,19 @@ class CharacterEncoder(nn.Module):
 class WordRepresentation(nn.Module):
     """x_t = [word_embedding(lower(w_t)); char_bilstm(w_t)] with dropout: (B, T) -> (B, T, D + hidden)."""
 
-    def __init__(self, word_count: int, word_dimension: int, character_count: int, char_dimension: int, char_hidden: int, dropout: float) -> None:
+    def __init__(self, word_count: int, word_dimension: int, character_count: int, char_dimension: int, char_hidden: int, dropout: float,
+                 encoder_layers: int = 0, encoder_dimension: int = 0) -> None:
         super().__init__()
         # sparse: the gradient lists the batch's rows only; the optimizer updates just those
         self.word_embedding = nn.Embedding(word_count, word_dimension, padding_idx=0, sparse=True)
         self.character_encoder = CharacterEncoder(character_count, char_dimension, char_hidden)
         self.dropout = Dropout(dropout)
         self.output_size = word_dimension + char_hidden
+        if encoder_layers:  # x_t also holds gamma * sum_l s_l h_l of a frozen Transformer's token vectors
+            from seqtransfer.embeddings.transformer import ScalarMix
+
+            self.encoder_mix = ScalarMix(encoder_layers)
+            self.output_size += encoder_dimension
         self.form_table: torch.Tensor | None = None  # (F, hidden) while ``forms_of`` is active
 
     def forward(self, batch: Batch) -> torch.Tensor:
@@ -143,7 +149,12 @@ class WordRepresentation(nn.Module):
         else:
             forms = self.character_encoder(batch.characters, batch.character_lengths)  # (U, hidden)
             characters = forms[batch.form_index]  # (B, T, hidden)
-        return self.dropout(torch.cat([words, characters], dim=-1))
+        parts = [words, characters]
+        if hasattr(self, "encoder_mix"):
+            if batch.features is None:
+                raise RuntimeError("this model reads encoder features: encode sentences with the run's vocabularies (they name the encoder)")
+            parts.append(self.encoder_mix(batch.features))  # (B, T, L + 1, H) -> (B, T, H)
+        return self.dropout(torch.cat(parts, dim=-1))
 
     def load_vectors(self, matrix: np.ndarray) -> None:
         """Copy a (V, D) embedding matrix into the word embedding."""
@@ -169,3 +180,10 @@ class WordRepresentation(nn.Module):
             yield
         finally:
             self.form_table = None
+
+
+def word_representation_of(config, word_count: int, character_count: int) -> WordRepresentation:
+    """The WRE a model config describes (words, characters, and a Transformer's layers when ``config.encoder`` is set)."""
+    layers = config.encoder_layers if config.encoder else 0
+    return WordRepresentation(word_count, config.word_dimension, character_count, config.char_dimension, config.char_hidden, config.dropout,
+                              layers, config.encoder_dimension if layers else 0)

@@ -20,7 +20,7 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.bilstm import BiLSTM
 from seqtransfer.models.dropout import Dropout
 from seqtransfer.models.outputs import OUTPUTS
-from seqtransfer.models.representation import WordRepresentation
+from seqtransfer.models.representation import WordRepresentation, word_representation_of
 
 
 class SequenceLabeller(nn.Module):
@@ -67,9 +67,7 @@ class Tagger(SequenceLabeller):
     def __init__(self, config: ModelConfig, word_count: int, character_count: int, label_count: int) -> None:
         super().__init__()
         check_classifier(config)
-        self.word_representation = WordRepresentation(
-            word_count, config.word_dimension, character_count, config.char_dimension, config.char_hidden, config.dropout
-        )
+        self.word_representation = word_representation_of(config, word_count, character_count)
         self.feature_extractor = BiLSTM(self.word_representation.output_size, config.hidden)
         self.dropout = Dropout(config.dropout)
         self.classifier = nn.Linear(config.hidden, label_count)

