@@ -94,12 +94,10 @@ def synchronize(model) -> None:
 
 
 def train_timed(model: Tagger, train, config: RunConfig, epochs: int) -> list[float]:
-    """Seconds of each training epoch; the learning rate decays per epoch exactly as in ``fit``."""
+    """Seconds of each training epoch (train_epoch applies the learning-rate schedule, as in ``fit``)."""
     optimizer = make_optimizer([{"params": list(model.parameters())}], config.train)
     seconds = []
     for epoch in range(1, epochs + 1):
-        for group in optimizer.param_groups:  # the schedule of fit(): lr / (1 + decay * (epoch - 1))
-            group["lr"] = group["base_lr"] / (1.0 + config.train.learning_rate_decay * (epoch - 1))
         started = time.perf_counter()
         train_epoch(model, optimizer, ShuffledBatches(train, config.train.batch_size, config.train.seed), config.train, epoch, show_progress=False)
         synchronize(model)

@@ -86,3 +86,13 @@ def test_rows_a_batch_does_not_use_are_left_alone_until_read():
     # dense SGD would have moved row 1 by lr * (0.9 + 0.9**2 + 0.9**3) * its buffer (0.9 + 1)
     expected = row_one - 0.1 * (0.9 + 0.9**2 + 0.9**3) * 1.9
     assert torch.allclose(embedding.weight[1], expected)
+
+
+def test_schedules_inverse_time_per_epoch_and_linear_warmup_then_decay():
+    from seqtransfer.config import TrainConfig
+    from seqtransfer.training.schedules import Position, inverse_time, linear_warmup
+
+    config = TrainConfig(learning_rate_decay=0.05, max_epochs=2, warmup=0.25)
+    assert [inverse_time(0.015, Position(epoch, 3, 10), config) for epoch in (1, 2, 3)] == [0.015 / 1.0, 0.015 / 1.05, 0.015 / 1.1]
+    rates = [linear_warmup(1.0, Position(epoch, step, 4), config) for epoch in (1, 2) for step in range(4)]
+    assert rates == [0.5, 1.0, 5 / 6, 4 / 6, 3 / 6, 2 / 6, 1 / 6, 0.0]  # 8 steps: 2 warming up, then down to 0 at the last

@@ -89,6 +89,8 @@ class TrainConfig:
     momentum: float = 0.9  # sgd
     betas: list[float] = field(default_factory=lambda: [0.9, 0.95])  # adam (Stanza's parser)
     learning_rate_decay: float = 0.0  # lr_epoch = lr / (1 + decay * epoch); NCRF++ uses 0.05, the paper none
+    schedule: str | None = None  # inverse_time (uses learning_rate_decay) | linear_warmup; None = the model's (linear_warmup for fine-tuned encoders)
+    warmup: float = 0.1  # linear_warmup: share of all steps spent warming up
     weight_decay: float = 0.0
     gradient_clip: float = 5.0
     batch_size: int = 16
@@ -247,6 +249,8 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("train.betas", lambda value: len(value) == 2 and all(isinstance(beta, (int, float)) and not isinstance(beta, bool) and 0.0 <= beta < 1.0 for beta in value), "two numbers in [0, 1)"),
     ("train.momentum", lambda value: 0.0 <= value < 1.0, "in [0, 1)"),
     ("train.learning_rate_decay", lambda value: value >= 0, "zero or positive"),
+    ("train.warmup", lambda value: 0.0 <= value < 1.0, "in [0, 1)"),
+    ("train.schedule", lambda value: value is None or value in ("inverse_time", "linear_warmup"), "inverse_time or linear_warmup (or null)"),
     ("train.weight_decay", lambda value: value >= 0, "zero or positive"),
     ("train.gradient_clip", lambda value: value >= 0, "zero (no clipping) or positive"),
     ("train.batch_size", lambda value: value >= 1, "at least 1"),

@@ -27,6 +27,7 @@ from seqtransfer.tasks import kind_of
 from seqtransfer.training.metrics import evaluate, main_score
 from seqtransfer.training.optimizer import LazyMomentumSGD, clip_gradient_norm
 from seqtransfer.training.optimizers import make_optimizer
+from seqtransfer.training.schedules import Position, get_schedule
 
 EpochHook = Callable[[int, nn.Module, torch.optim.Optimizer], None]
 
@@ -88,9 +89,10 @@ def score(model: nn.Module, evaluation: EvaluationSet, labels: Vocabulary, metri
     return main_score(metric, scores), scores
 
 
-def _set_learning_rate(optimizer: torch.optim.Optimizer, epoch: int, decay: float) -> None:
+def set_learning_rates(optimizer: torch.optim.Optimizer, schedule, position: Position, config: TrainConfig) -> None:
+    """Every parameter group's rate at this step, from its base rate."""
     for group in optimizer.param_groups:
-        group["lr"] = group["base_lr"] / (1.0 + decay * epoch)
+        group["lr"] = schedule(group["base_lr"], position, config)
 
 
 class BatchSource(Protocol):
@@ -124,9 +126,11 @@ def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, source: Batc
     parameters = [parameter for group in optimizer.param_groups for parameter in group["params"]]
     device = model_device(model)
     total_loss = 0.0
+    schedule = get_schedule(config.schedule or "inverse_time")
     # Embedding rows are brought up to date as batches read them, and all of them at the end.
     with optimizer.track_rows(model) if isinstance(optimizer, LazyMomentumSGD) else nullcontext():
-        for batch in tqdm(source.batches(epoch), total=source.batch_count, desc=f"epoch {epoch}", leave=False, disable=not show_progress, unit="batch"):
+        for step, batch in enumerate(tqdm(source.batches(epoch), total=source.batch_count, desc=f"epoch {epoch}", leave=False, disable=not show_progress, unit="batch")):
+            set_learning_rates(optimizer, schedule, Position(epoch, step, source.batch_count), config)
             optimizer.zero_grad(set_to_none=True)
             batch = batch.to(device)
             loss = model.loss(batch)
@@ -171,7 +175,6 @@ def fit(
         epoch = state.epoch + 1
         for hook in epoch_hooks:
             hook(epoch, model, optimizer)
-        _set_learning_rate(optimizer, epoch - 1, config.learning_rate_decay)
         started = time.perf_counter()
         loss = train_epoch(model, optimizer, train, config, epoch, show_progress, extra_losses)
         train_seconds = time.perf_counter() - started

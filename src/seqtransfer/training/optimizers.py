@@ -49,9 +49,27 @@ class OptimizerKind:
     default_learning_rate: float
 
 
+def build_adamw(groups: list[dict], config: TrainConfig) -> torch.optim.Optimizer:
+    # decoupled weight decay (train.weight_decay, e.g. 0.01) as BERT fine-tuning; sparse gradients made dense as in DenseAdam
+    return DenseAdamW(groups, lr=config.learning_rate, betas=tuple(config.betas), weight_decay=config.weight_decay, fused=True)
+
+
+class DenseAdamW(torch.optim.AdamW):
+    """AdamW that first makes sparse gradients dense (see DenseAdam)."""
+
+    @torch.no_grad()
+    def step(self, closure=None):  # noqa: ANN001 - torch's signature
+        for group in self.param_groups:
+            for parameter in group["params"]:
+                if parameter.grad is not None and parameter.grad.is_sparse:
+                    parameter.grad = parameter.grad.to_dense()
+        return super().step(closure)
+
+
 OPTIMIZERS: dict[str, OptimizerKind] = {
     "sgd": OptimizerKind("sgd", build_sgd, 0.015),
     "adam": OptimizerKind("adam", build_adam, 0.003),
+    "adamw": OptimizerKind("adamw", build_adamw, 5e-5),  # fine-tuned Transformer encoders (Devlin et al. 2019)
 }
 
 

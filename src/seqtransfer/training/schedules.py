@@ -1,0 +1,52 @@
+"""Learning-rate schedules: each parameter group's rate at each training step, from its base rate.
+
+    inverse_time    lr / (1 + decay * (epoch - 1)), per epoch (``train.learning_rate_decay``; 0 = constant:
+                    the PretRand paper's SGD, NCRF++ uses 0.05)
+    linear_warmup   linear warm-up over the first ``train.warmup`` share of all steps
+                    (``max_epochs`` epochs), then linear decay to 0 at the last step (BERT fine-tuning)
+
+A schedule is a function of the step alone, so a resumed run continues it exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from seqtransfer.config import TrainConfig
+from seqtransfer.errors import SeqTransferError
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where training is: epoch (1-based), step within the epoch (0-based), steps per epoch."""
+
+    epoch: int
+    step: int
+    steps_per_epoch: int
+
+
+def inverse_time(base: float, position: Position, config: TrainConfig) -> float:
+    return base / (1.0 + config.learning_rate_decay * (position.epoch - 1))  # the expression of earlier versions: the same rates to the bit
+
+
+def linear_warmup(base: float, position: Position, config: TrainConfig) -> float:
+    return base * warmup_factor(position, config)
+
+
+def warmup_factor(position: Position, config: TrainConfig) -> float:
+    total = max(config.max_epochs * position.steps_per_epoch, 1)
+    done = (position.epoch - 1) * position.steps_per_epoch + position.step + 1
+    warmup = max(int(config.warmup * total), 1)
+    if done <= warmup:
+        return done / warmup
+    return max(0.0, (total - done) / max(total - warmup, 1))
+
+
+SCHEDULES: dict[str, Callable[[float, Position, TrainConfig], float]] = {"inverse_time": inverse_time, "linear_warmup": linear_warmup}
+
+
+def get_schedule(name: str) -> Callable[[float, Position, TrainConfig], float]:
+    if name not in SCHEDULES:
+        raise SeqTransferError(f"unknown learning-rate schedule '{name}'", hint=f"use train.schedule={' or '.join(SCHEDULES)}")
+    return SCHEDULES[name]
