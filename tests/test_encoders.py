@@ -137,3 +137,44 @@ def test_bad_encoder_folders_are_one_line(encoder, tmp_path, capsys, damage, mes
                  "--epochs", "1", "--output", str(tmp_path / "run"), "--quiet", *TINY_MODEL, f"model.encoder={folder}"])
     error = capsys.readouterr().err
     assert code == 2 and message in error and len(error.strip().splitlines()) == 1
+
+
+def test_subword_batches_point_each_token_at_its_first_subword_across_windows(encoder):
+    from seqtransfer.data.batching import encode_sentences, make_batch
+    from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
+
+    vocabularies = Vocabularies(Vocabulary.build(["abc"]), Vocabulary.build("abc"), Vocabulary(["O"]), encoder=str(encoder), encoder_mode="finetune")
+    sentences = [["john"], ["abc"] * 9]  # the second: 27 sub-words; 12 + 12 + 3 in windows of at most 14 (16 positions - [CLS], [SEP])
+    encoded = encode_sentences(sentences, vocabularies)
+    assert [len(windows) for windows in encoded.subwords] == [1, 3]
+    batch = make_batch(encoded, np.arange(2))
+    assert tuple(batch.subword_ids.shape) == (4, 14) and batch.subword_mask.sum().item() == 3 + 14 + 14 + 5
+    flat = batch.subword_ids.reshape(-1)
+    first_pieces = flat[batch.token_index[1]]
+    assert first_pieces.tolist() == [5] * 9  # "a", the first sub-word of every "abc"
+    assert flat[batch.token_index[0, 0]].item() == VOCAB.index("john")
+
+
+def test_fine_tuning_an_encoder_tagger_trains_the_encoder_and_saves_it_with_the_run(encoder, tmp_path, capsys):
+    output = tmp_path / "run"
+    assert main(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
+                 "--epochs", "2", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune",
+                 "train.learning_rate=0.001"]) == 0
+    config = (output / "config.yaml").read_text()
+    assert "architecture: encoder_tagger" in config and "optimizer: adamw" in config and "schedule: linear_warmup" in config
+    from safetensors.torch import load_file
+    from transformers import AutoModel
+
+    weights = load_file(str(output / "model.safetensors"))
+    pretrained = AutoModel.from_pretrained(str(encoder)).state_dict()
+    assert not torch_equal(weights["encoder.encoder.layer.0.attention.self.query.weight"], pretrained["encoder.layer.0.attention.self.query.weight"])
+    import seqtransfer
+
+    predicted = seqtransfer.load(output, device="cpu").predict([["abc"] * 9 + ["John", "\u200b"]])[0]
+    assert len(predicted) == 11
+
+
+def torch_equal(first, second) -> bool:
+    import torch
+
+    return bool(torch.equal(first, second))

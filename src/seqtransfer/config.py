@@ -74,7 +74,8 @@ class ModelConfig:
     # A pretrained Transformer's token vectors joined to the word representation (frozen features,
     # a learned scalar mix of its layers; embeddings/transformer.py): a Hugging Face folder or minilm.
     encoder: str | None = None
-    encoder_pooling: str = "first"  # a token's vector: its first sub-word | the mean of its sub-words
+    encoder_pooling: str = "first"  # a token's vector (features): its first sub-word | the mean of its sub-words
+    encoder_mode: str = "features"  # features: frozen, cached, scalar mix joined to the word representation | finetune: the encoder trains, with a light head
     encoder_layers: int = 0  # filled from the encoder: its layers + 1 (embeddings)
     encoder_dimension: int = 0  # filled from the encoder: its hidden size
     discriminator_hidden: int = 0  # >0: a domain discriminator with this many hidden units (adversarial pretraining; filled when train.adversarial_data is set)
@@ -239,6 +240,7 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("model.dropout", lambda value: 0.0 <= value < 1.0, "in [0, 1)"),
     ("model.projection", lambda value: value > 0, "a positive integer"),
     ("model.encoder_pooling", lambda value: value in ("first", "mean"), "first or mean"),
+    ("model.encoder_mode", lambda value: value in ("features", "finetune"), "features or finetune"),
     ("model.discriminator_hidden", lambda value: value >= 0, "zero (no discriminator) or a positive integer"),
     ("train.adversarial_weight", lambda value: value > 0, "positive"),
     ("multitask.sampling", lambda value: value in ("round_robin", "proportional"), "round_robin or proportional"),

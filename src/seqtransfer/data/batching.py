@@ -32,6 +32,8 @@ class EncodedSentences:
     form_characters: list[np.ndarray]
     lengths: np.ndarray
     features: list[np.ndarray] | None = None  # per sentence (T, L + 1, H) float16 encoder vectors of every layer, when the model has an encoder
+    subwords: list[list[np.ndarray]] | None = None  # fine-tuned encoder: per sentence its windows of sub-word ids
+    subword_positions: list[np.ndarray] | None = None  # per sentence (T, 2): each token's window and first sub-word position
 
 
 @dataclass
@@ -59,6 +61,9 @@ class Batch:
     indices: np.ndarray
     companion: "Batch | None" = None
     features: torch.Tensor | None = None  # (B, T, L + 1, H) encoder vectors of every layer (float32), or None
+    subword_ids: torch.Tensor | None = None  # (W, S) sub-word ids of the batch's W windows (fine-tuned encoder), padded with 0
+    subword_mask: torch.Tensor | None = None  # (W, S) 1 for real sub-words
+    token_index: torch.Tensor | None = None  # (B, T) row of the flattened (W * S) encoder output holding each token's first sub-word
 
     def to(self, device: torch.device) -> "Batch":
         """The batch on ``device`` (built on the CPU, moved once; pinned, non-blocking copies to a GPU)."""
@@ -72,7 +77,8 @@ class Batch:
         # character lengths choose the encoder's slices on the host: they stay on the CPU (no sync to read them)
         return Batch(move(self.words), {name: move(target) for name, target in self.targets.items()}, move(self.mask), move(self.lengths),
                      move(self.characters), self.character_lengths, move(self.form_index), move(self.form_ids), self.indices,
-                     self.companion.to(device) if self.companion is not None else None, move(self.features) if self.features is not None else None)
+                     self.companion.to(device) if self.companion is not None else None, *(move(tensor) if tensor is not None else None
+                     for tensor in (self.features, self.subword_ids, self.subword_mask, self.token_index)))
 
     @property
     def labels(self) -> torch.Tensor | None:
@@ -95,12 +101,16 @@ def encode_sentences(
     if labels is not None:
         targets = {"labels": [encode_labels(vocabularies.labels, sentence) for sentence in labels]}
     lengths = np.array([len(sentence) for sentence in tokens], dtype=np.int64)
-    features = None
-    if vocabularies.encoder:
+    features = subwords = positions = None
+    if vocabularies.encoder and vocabularies.encoder_mode == "finetune":
+        from seqtransfer.embeddings.transformer import subword_windows
+
+        subwords, positions = subword_windows(vocabularies.encoder, tokens)
+    elif vocabularies.encoder:
         from seqtransfer.embeddings.transformer import cached_features
 
         features = cached_features(vocabularies.encoder, tokens, vocabularies.encoder_pooling)
-    return EncodedSentences(word_ids, form_ids, targets or {}, form_characters, lengths, features)
+    return EncodedSentences(word_ids, form_ids, targets or {}, form_characters, lengths, features, subwords, positions)
 
 
 def encode_labels(labels: Vocabulary, sentence: Sequence[str]) -> np.ndarray:
@@ -145,7 +155,23 @@ def make_batch(data: EncodedSentences, indices: np.ndarray) -> Batch:
         form_ids=torch.from_numpy(form_matrix),
         indices=np.asarray(indices),
         features=None if data.features is None else pad_features([data.features[i] for i in indices], width),
+        **({} if data.subwords is None else subword_fields(data, indices, width)),
     )
+
+
+def subword_fields(data: EncodedSentences, indices: np.ndarray, width: int) -> dict[str, torch.Tensor]:
+    """The batch's sub-word windows (W, S), their mask, and each token's row in the flattened (W * S) encoder output."""
+    rows = [window for i in indices for window in data.subwords[i]]
+    size = max(len(window) for window in rows)
+    ids = pad_arrays(rows, size)
+    token_index = np.zeros((len(indices), width), dtype=np.int64)
+    offset = 0
+    for row, i in enumerate(indices):
+        positions = data.subword_positions[i]
+        token_index[row, : len(positions)] = (offset + positions[:, 0]) * size + positions[:, 1]
+        offset += len(data.subwords[i])
+    return {"subword_ids": torch.from_numpy(ids), "subword_mask": torch.from_numpy((np.arange(size) < np.array([len(w) for w in rows])[:, None]).astype(np.int64)),
+            "token_index": torch.from_numpy(token_index)}
 
 
 def pad_features(arrays: list[np.ndarray], width: int) -> torch.Tensor:

@@ -79,6 +79,7 @@ class Vocabularies:
     task_labels: dict[str, Vocabulary] | None = None  # a multi-task model's labels, per task (``labels`` is then empty)
     encoder: str | None = None  # a Transformer whose token vectors every encoded sentence carries (embeddings/transformer.py)
     encoder_pooling: str = "first"
+    encoder_mode: str = "features"  # features: cached frozen vectors | finetune: sub-word ids for an encoder inside the model
 
     def word_keys(self, tokens: Sequence[str]) -> list[str]:
         return [word_key(token, self.lowercase, self.twitter) for token in tokens]
@@ -91,7 +92,7 @@ class Vocabularies:
             "lowercase": self.lowercase,
             "twitter": self.twitter,
             **({"task_labels": {task: labels.items for task, labels in self.task_labels.items()}} if self.task_labels else {}),
-            **({"encoder": self.encoder, "encoder_pooling": self.encoder_pooling} if self.encoder else {}),
+            **({"encoder": self.encoder, "encoder_pooling": self.encoder_pooling, "encoder_mode": self.encoder_mode} if self.encoder else {}),
         }
 
     @classmethod
@@ -105,6 +106,7 @@ class Vocabularies:
             task_labels={str(task): Vocabulary(list(items)) for task, items in data["task_labels"].items()} if data.get("task_labels") else None,
             encoder=data.get("encoder"),
             encoder_pooling=str(data.get("encoder_pooling", "first")),
+            encoder_mode=str(data.get("encoder_mode", "features")),
         )
 
 

@@ -149,6 +149,50 @@ def encode_sentences_with(tokenizer, model, sentences: Sequence[Sequence[str]], 
     return result
 
 
+_TOKENIZERS: dict[str, object] = {}
+
+
+def tokenizer_of(name: str):
+    """The encoder's tokenizer, loaded once per process."""
+    if name not in _TOKENIZERS:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from transformers import AutoTokenizer
+
+        try:
+            _TOKENIZERS[name] = AutoTokenizer.from_pretrained(str(encoder_path(name)), local_files_only=True)
+        except (OSError, ValueError, KeyError) as error:
+            raise SeqTransferError(f"cannot load the encoder's tokenizer ({str(error).splitlines()[0][:160]})", path=name, hint="the folder needs its tokenizer files") from None
+    return _TOKENIZERS[name]
+
+
+def encoder_limit(name: str, tokenizer) -> int:
+    """Sub-words per window: the encoder's maximum positions (and the tokenizer's) minus the two special tokens."""
+    config = json.loads((encoder_path(name) / "config.json").read_text(encoding="utf-8"))
+    return min(int(config.get("max_position_embeddings", 512)), int(min(getattr(tokenizer, "model_max_length", 512) or 512, 10**6))) - 2
+
+
+def subword_windows(name: str, sentences: Sequence[Sequence[str]]) -> tuple[list[list[np.ndarray]], list[np.ndarray]]:
+    """For fine-tuning: per sentence, its windows of sub-word ids (with [CLS] ... [SEP]) and, per
+    token, (window, position of its first sub-word)."""
+    tokenizer = tokenizer_of(name)
+    limit = encoder_limit(name, tokenizer)
+    specials = ([tokenizer.cls_token_id] if tokenizer.cls_token_id is not None else [], [tokenizer.sep_token_id] if tokenizer.sep_token_id is not None else [])
+    all_windows, all_positions = [], []
+    for tokens in sentences:
+        pieces = [token_pieces[:limit] for token_pieces in subword_pieces(tokenizer, tokens)]
+        windows_of_sentence, positions = [], []
+        for number, (start, end) in enumerate(windows(pieces, limit)):
+            ids, position = list(specials[0]), len(specials[0])
+            for token_pieces in pieces[start:end]:
+                positions.append((number, position))
+                ids += token_pieces
+                position += len(token_pieces)
+            windows_of_sentence.append(np.asarray(ids + specials[1], dtype=np.int64))
+        all_windows.append(windows_of_sentence)
+        all_positions.append(np.asarray(positions, dtype=np.int64).reshape(-1, 2))
+    return all_windows, all_positions
+
+
 def cache_root() -> Path:
     return Path(os.environ.get("SEQTRANSFER_CACHE", Path.home() / ".cache" / "seqtransfer" / "features"))
 

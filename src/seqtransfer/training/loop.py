@@ -62,7 +62,8 @@ def predict_labels(model: nn.Module, data: EncodedSentences, labels: Vocabulary 
     model.eval()
     predictions: list = [None] * len(data.lengths)
     device = model_device(model)
-    with torch.inference_mode(), model.word_representation.forms_of(data):
+    forms = model.word_representation.forms_of(data) if model.word_representation is not None else nullcontext()  # character vectors once per form
+    with torch.inference_mode(), forms:
         for batch in evaluation_batches(data, batch_size):
             decoded = kind.read_decoded(to_host(model.decode(batch.to(device))), data.lengths[batch.indices], labels)
             for sentence_index, prediction in zip(batch.indices, decoded):

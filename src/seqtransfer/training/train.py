@@ -75,8 +75,9 @@ def build_word_vocabularies(config: RunConfig, train_tokens: list, evaluation_to
         from seqtransfer.embeddings.transformer import encoder_shape
 
         model_config.encoder_layers, model_config.encoder_dimension = encoder_shape(model_config.encoder)
-        vocabularies.encoder, vocabularies.encoder_pooling = model_config.encoder, model_config.encoder_pooling
-        log(f"encoder {model_config.encoder}: {model_config.encoder_layers} layers of {model_config.encoder_dimension} units, {model_config.encoder_pooling} sub-word, frozen, scalar mix")
+        vocabularies.encoder, vocabularies.encoder_pooling, vocabularies.encoder_mode = model_config.encoder, model_config.encoder_pooling, model_config.encoder_mode
+        how = "fine-tuned, first sub-word" if model_config.encoder_mode == "finetune" else f"frozen, {model_config.encoder_pooling} sub-word, scalar mix"
+        log(f"encoder {model_config.encoder}: {model_config.encoder_layers} layers of {model_config.encoder_dimension} units, {how}")
     matrix, found = build_embedding_matrix(vocabularies.words.items, vectors, model_config.word_dimension, seed=config.train.seed)
     log(f"vocabulary: {len(vocabularies.words)} words ({found} pre-trained), {len(vocabularies.characters)} characters, {len(vocabularies.labels)} labels")
     return vocabularies, matrix
@@ -116,7 +117,10 @@ def load_source(config: RunConfig, scheme: Scheme) -> rundir.LoadedRun | None:
 def build_target_model(config: RunConfig, scheme: Scheme, vocabularies: Vocabularies, matrix: np.ndarray, source, log: Log) -> nn.Module:
     """A fresh model of ``config.model.architecture``, with the source's weights where the scheme says."""
     model = build_model(config.model, vocabularies)
-    model.word_representation.load_vectors(matrix)
+    if model.word_representation is not None:
+        model.word_representation.load_vectors(matrix)
+    if hasattr(model, "load_pretrained"):  # a fine-tuned encoder starts from its pretrained weights
+        model.load_pretrained()
     if source is not None:
         source_state = source.model.state_dict()
         copied = transfer_weights(model, source_state, scheme.transferred)
@@ -191,6 +195,13 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
         log(f"warning: {note}")
     config.data.scheme, config.data.metric = data.scheme, data.metric  # what was used, inferred or not
     config.model.architecture = model_architecture(scheme, data)
+    if config.model.encoder and config.model.encoder_mode == "finetune":
+        if config.model.architecture != "tagger":
+            raise SeqTransferError(f"a fine-tuned encoder serves tagging from scratch for now, not {data.kind.name} / {scheme.name}",
+                                   hint="use model.encoder_mode=features (frozen encoder vectors) for this model")
+        config.model.architecture = "encoder_tagger"
+        fill_optimizer(config.train, "adamw")
+        config.train.schedule = config.train.schedule or "linear_warmup"
     if config.train.adversarial_data and not config.model.discriminator_hidden:
         config.model.discriminator_hidden = 100  # saved with the run: the discriminator is part of the model
     fill_optimizer(config.train, data.kind.optimizer)
