@@ -178,3 +178,26 @@ def torch_equal(first, second) -> bool:
     import torch
 
     return bool(torch.equal(first, second))
+
+
+@pytest.mark.parametrize("extra", [
+    ["--task", "dependency", "model.parser_hidden=8", "model.parser_layers=1", "model.arc_hidden=6", "model.relation_hidden=4"],  # parser
+])
+def test_encoder_features_join_the_parser(encoder, tmp_path, extra):
+    output = tmp_path / "parser"
+    assert main(["train", "--train", str(FIXTURES / "tiny_dep_train.conllu"), "--dev", str(FIXTURES / "tiny_dep_dev.conllu"), "--epochs", "1",
+                 "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", *extra]) == 0
+    from safetensors.torch import load_file
+
+    assert "word_representation.encoder_mix.weights" in load_file(str(output / "model.safetensors"))
+
+
+def test_encoder_features_join_pretrand_from_a_source_with_them(encoder, tmp_path):
+    source = tmp_path / "source"
+    common = ["--epochs", "1", "--quiet", *TINY_MODEL, "model.random_hidden=6"]
+    assert main(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
+                 "--output", str(source), *common, f"model.encoder={encoder}"]) == 0
+    target = tmp_path / "target"
+    assert main(["transfer", "--source", str(source), "--method", "pretrand", "--train", str(FIXTURES / "tiny_pos_train.conll"),
+                 "--dev", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos", "--output", str(target), *common]) == 0
+    assert f"encoder: {encoder}" in (target / "config.yaml").read_text()  # the target reads the words as its source did
