@@ -172,6 +172,31 @@ def test_fine_tuning_an_encoder_tagger_trains_the_encoder_and_saves_it_with_the_
 
     predicted = seqtransfer.load(output, device="cpu").predict([["abc"] * 9 + ["John", "\u200b"]])[0]
     assert len(predicted) == 11
+    from seqtransfer.cli import run as run_command
+
+    probes = run_command(["analyze", "probes", str(output), "--output", str(tmp_path / "probes")])
+    assert probes["layers"] == 3 and len(probes["before"]) == len(probes["after"]) == 3
+    assert all(0 <= score <= 100 for score in probes["before"] + probes["after"])
+    assert (tmp_path / "probes" / "probes.png").is_file()
+    from seqtransfer.analysis.probes import layer_vectors
+    from seqtransfer.rundir import load_run
+
+    run = load_run(output)
+    before, after = (layer_vectors(run, [["john", "abc"]], which)[0] for which in ("before", "after"))
+    assert before.shape == after.shape and not np.array_equal(before[:, -1], after[:, -1])  # fine-tuning changed the top layer
+
+
+def test_a_probe_learns_what_a_layer_holds_and_nothing_more():
+    import torch
+
+    from seqtransfer.analysis.probes import probe_accuracy
+
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(400, 5, generator=generator)
+    separable = (x[:, 0] > 0).long()
+    assert probe_accuracy(x[:300], separable[:300], x[300:], separable[300:], 2) > 95
+    noise = torch.randint(0, 2, (400,), generator=generator)
+    assert probe_accuracy(x[:300], noise[:300], x[300:], noise[300:], 2) < 70
 
 
 def torch_equal(first, second) -> bool:

@@ -47,6 +47,12 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     units.add_argument("--top-k", type=int, default=10, help="words listed for each task's most important unit (default 10)")
     units.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
     units.add_argument("--output", help="folder for units.json, units.md and units.png/svg")
+    probes = analyses.add_parser("probes", help="run with a Transformer encoder: a logistic probe per layer, before and after fine-tuning (To-tune paper, Figure 1)")
+    probes.add_argument("run", metavar="RUN", help="a tagging run trained with model.encoder")
+    probes.add_argument("--split", default="dev", help="split the probes are scored on (default dev)")
+    probes.add_argument("--max-train-sentences", type=int, help="train the probes on the first N training sentences (faster)")
+    probes.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
+    probes.add_argument("--output", help="folder for probes.json and probes.png/svg")
     report = analyses.add_parser("report", help="one self-contained HTML report of the analyses")
     report.add_argument("--transfer", nargs=2, action="append", default=[], metavar=("RUN_A", "RUN_B"), help="a pair to compare (repeatable)")
     report.add_argument("--neurons", metavar="RUN", help="run whose units to analyse")
@@ -210,7 +216,23 @@ def run_units(arguments: argparse.Namespace) -> dict:
     return result
 
 
-ANALYSES = {"transfer": run_transfer, "neurons": run_neurons, "curve": run_curve, "units": run_units, "report": run_report}
+def run_probes(arguments: argparse.Namespace) -> dict:
+    from seqtransfer.analysis.probes import draw_probes, probe_layers
+    from seqtransfer.files import write_json
+
+    result = probe_layers(arguments.run, arguments.split, arguments.max_train_sentences, arguments.data_dir)
+    for which in ("before", "after"):
+        if which in result:
+            print(f"{which:6s} " + "  ".join(f"L{layer} {score:5.2f}" for layer, score in enumerate(result[which])))
+    if arguments.output:
+        output = Path(arguments.output)
+        output.mkdir(parents=True, exist_ok=True)
+        write_json(output / "probes.json", result)
+        draw_probes(result, output / "probes.png")
+    return result
+
+
+ANALYSES = {"transfer": run_transfer, "neurons": run_neurons, "curve": run_curve, "units": run_units, "probes": run_probes, "report": run_report}
 
 
 def run(arguments: argparse.Namespace):
