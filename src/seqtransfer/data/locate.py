@@ -122,6 +122,10 @@ def read_split(
     path = split_path(spec, split, data_dir, downloader)
     if spec.format == "conllu":
         sentences = read_conllu(path)
+    elif spec.format == "tsv":
+        from seqtransfer.data.tsv import read_tsv_sentences
+
+        sentences = read_tsv_sentences(path, spec.columns, header=spec.header)
     else:
         sentences = read_conll(path, spec.columns, separator=getattr(spec, "separator", "auto"))
     if spec.dev_from_train and "dev" not in spec.splits and split in ("train", "dev"):

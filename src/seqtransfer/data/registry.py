@@ -39,7 +39,7 @@ class DatasetSpec:
 
     name: str  # short name used on the CLI
     folder: str  # folder under the data root, e.g. "wnut17"; "" for a user's own files
-    format: str  # "conll" | "conllu"
+    format: str  # "conll" | "conllu" | "tsv" (one sentence per line: a text field and label fields, data/tsv.py)
     splits: Mapping[str, str]  # split -> file path relative to folder (absolute for user files)
     columns: tuple[str, ...] | None  # column names for conll files (None: conllu, or inferred)
     tasks: Mapping[str, str]  # task name -> column holding its labels; first = default task
@@ -52,6 +52,7 @@ class DatasetSpec:
     dev_from_train: bool = False  # no official dev split: carve one from train
     kinds: Mapping[str, str] = field(default_factory=dict)  # task -> kind (seqtransfer.tasks); default tagging
     separator: str = "auto"  # column files: auto | tab | space (see conll.py)
+    header: bool = False  # tsv: the first line names the fields
 
     @property
     def default_task(self) -> str:
@@ -259,6 +260,40 @@ TCHUNK = DatasetSpec(
     description="T-Chunk (Ritter et al. 2011), lower-case IOB2-style tags with 17 i- chunk starts; derived split following T-POS.",
 )
 
+TREC6 = DatasetSpec(
+    name="trec6",
+    folder="trec6",
+    format="tsv",
+    splits={"train": "derived/train.tsv", "test": "derived/test.tsv"},
+    columns=("coarse", "fine", "text"),
+    header=True,
+    tasks={"coarse": "coarse", "fine": "fine"},
+    schemes={},
+    metric={"coarse": "accuracy", "fine": "accuracy"},
+    kinds={"coarse": "sentence", "fine": "sentence"},
+    url="https://cogcomp.seas.upenn.edu/Data/QA/QC/",
+    downloads={},  # derived TSV (UTF-8, from the Latin-1 originals), made for this project
+    license="none stated",
+    description="TREC question classification (Li & Roth 2002): 6 coarse / 50 fine question types." + CARVE_NOTE,
+    dev_from_train=True,
+)
+
+SST2 = DatasetSpec(
+    name="sst2",
+    folder="sst2",
+    format="tsv",
+    splits={"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
+    columns=("text", "label"),
+    tasks={"sentiment": "label"},
+    schemes={},
+    metric={"sentiment": "accuracy"},
+    kinds={"sentiment": "sentence"},
+    url="https://nlp.stanford.edu/sentiment/",
+    downloads={},
+    license="none stated",
+    description="SST-2, binary sentiment of movie-review sentences (0 negative, 1 positive); labelled test (SentEval).",
+)
+
 DATASETS: dict[str, DatasetSpec] = {
     "conll2000": CONLL2000,
     "conll2003": CONLL2003,
@@ -271,6 +306,8 @@ DATASETS: dict[str, DatasetSpec] = {
     "ark": ARK,
     "ark_oct27": ARK_OCT27,
     "tchunk": TCHUNK,
+    "trec6": TREC6,
+    "sst2": SST2,
 }
 
 
@@ -320,6 +357,8 @@ def custom_dataset(
         if not path.is_file():
             problem = "is a folder, not a file" if path.is_dir() else "not found"
             raise SeqTransferError(f"{split} file {problem}", path=path, hint=f"pass an existing file with --{split} PATH")
+    if paths["train"].suffix.lower() == ".tsv":
+        return custom_tsv_dataset(paths, columns, task, dev is None)
     file_format = "conllu" if paths["train"].suffix.lower() in CONLLU_EXTENSIONS else "conll"
     names = custom_columns(columns, file_format)
     label_column = choose_label_column(names, task, file_format)
@@ -347,6 +386,31 @@ def custom_dataset(
         dev_from_train=dev is None,
         kinds={DEPENDENCY: DEPENDENCY} if parsing else {},
         separator=separator,
+    )
+
+
+def custom_tsv_dataset(paths: dict[str, Path], columns: Sequence[str] | str | None, task: str | None, carve_dev: bool) -> DatasetSpec:
+    """A user's sentence-classification TSV files: fields named by ``columns`` (one of them ``text``),
+    else by the train file's first line (a header); the task is ``task`` or the first label field."""
+    from seqtransfer.data.tsv import TEXT
+
+    header = columns is None
+    if header:
+        first = paths["train"].read_text(encoding="utf-8-sig", errors="replace").split("\n", 1)[0]
+        names = tuple(name.strip() for name in first.split("\t"))
+    else:
+        names = tuple(columns.split(",") if isinstance(columns, str) else columns)
+    labels = [name for name in names if name != TEXT]
+    if TEXT not in names or not labels:
+        raise SeqTransferError(f"TSV fields {', '.join(names)} need a 'text' field and a label field", path=paths["train"],
+                               hint="name them in a header line (e.g. text<TAB>label) or with --columns text,label")
+    column = task if task in labels else labels[0]
+    if task is not None and task not in labels:
+        raise SeqTransferError(f"no field '{task}' in the TSV files", path=paths["train"], hint=f"use --task with one of: {', '.join(labels)}")
+    return DatasetSpec(
+        name="custom", folder="", format="tsv", splits={split: str(path) for split, path in paths.items()}, columns=names, header=header,
+        tasks={column: column}, schemes={}, metric={column: "accuracy"}, url="", downloads={}, license="user files",
+        description="user files: " + ", ".join(f"{split}={path}" for split, path in paths.items()), dev_from_train=carve_dev, kinds={column: "sentence"},
     )
 
 

@@ -141,6 +141,8 @@ class HierarchicalMultiTask(nn.Module):
         self.word_representation = word_representation_of(config, word_count, character_count)
         self.branches = nn.ModuleDict()
         for task in self.order:
+            if self.kinds[task] not in BRANCHES:
+                raise SeqTransferError(f"task {task} is a {self.kinds[task]} task, which a multi-task branch cannot serve yet", hint=f"branches serve: {', '.join(BRANCHES)}")
             input_size = self.word_representation.output_size + config.projection * len(self.hierarchy[task])
             self.branches[task] = BRANCHES[self.kinds[task]](config, input_size, label_counts[task])
         read = [task for task in self.order if any(task in inputs for inputs in self.hierarchy.values())]

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.tasks.dependency import DEPENDENCY
+from seqtransfer.tasks.sentence import SENTENCE
 from seqtransfer.tasks.tagging import TAGGING
 
-TASK_KINDS = {"tagging": TAGGING, "dependency": DEPENDENCY}
+TASK_KINDS = {"tagging": TAGGING, "dependency": DEPENDENCY, "sentence": SENTENCE}
 
 
 def get_task_kind(name: str):

@@ -31,7 +31,7 @@ class Tagging:
     name = "tagging"
     metrics = ("accuracy", "span_f1")
     optimizer = "sgd"  # the PretRand paper's (section 6.3)
-    architectures = {"tagger": "tagger", "pretrand": "pretrand"}  # scheme's architecture -> model
+    architectures = {"tagger": "tagger", "pretrand": "pretrand", "encoder": "encoder_tagger"}  # scheme's architecture (or a fine-tuned encoder) -> model
 
     def gold(self, sentences: Sequence[Sentence], column: str) -> list[Labels]:
         return [sentence.labels(column) for sentence in sentences]

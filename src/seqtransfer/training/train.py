@@ -94,7 +94,7 @@ def model_architecture(scheme: Scheme, data: TaskData) -> str:
     if scheme.architecture not in architectures:
         raise SeqTransferError(
             f"scheme '{scheme.name}' does not apply to {data.kind.name} task '{data.task}'",
-            hint=f"use a scheme that builds one of: {', '.join(architectures)} (e.g. --method finetune or features)",
+            hint=f"use a scheme that builds one of: {', '.join(name for name in architectures if name != 'encoder')} (e.g. --method finetune or features)",
         )
     return architectures[scheme.architecture]
 
@@ -196,10 +196,10 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     config.data.scheme, config.data.metric = data.scheme, data.metric  # what was used, inferred or not
     config.model.architecture = model_architecture(scheme, data)
     if config.model.encoder and config.model.encoder_mode == "finetune":
-        if config.model.architecture != "tagger":
-            raise SeqTransferError(f"a fine-tuned encoder serves tagging from scratch for now, not {data.kind.name} / {scheme.name}",
+        if "encoder" not in data.kind.architectures or scheme.uses_source:
+            raise SeqTransferError(f"a fine-tuned encoder serves tagging and sentence tasks from scratch for now, not {data.kind.name} / {scheme.name}",
                                    hint="use model.encoder_mode=features (frozen encoder vectors) for this model")
-        config.model.architecture = "encoder_tagger"
+        config.model.architecture = data.kind.architectures["encoder"]
         fill_optimizer(config.train, "adamw")
         config.train.schedule = config.train.schedule or "linear_warmup"
     if config.train.adversarial_data and not config.model.discriminator_hidden:

@@ -1,0 +1,36 @@
+"""Sentence-level datasets in TSV files (TREC-6, SST-2): a text field and label fields per line.
+
+A sentence's tokens are its text split at whitespace (these corpora are tokenised); each label
+field becomes a one-value column (``sentence.columns["coarse"] == ["DESC"]``): the sentence kind
+(``tasks/sentence.py``) reads it as the sentence's label.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from seqtransfer.data.corpus import Sentence, decode_lines
+from seqtransfer.errors import SeqTransferError
+
+TEXT = "text"
+
+
+def read_tsv_sentences(path: str | Path, fields: tuple[str, ...], header: bool = False, encoding: str = "utf-8") -> list[Sentence]:
+    """One sentence per line of ``fields`` (one of them ``text``); a line with another field count is a one-line error."""
+    path = Path(path)
+    if not path.is_file():
+        raise SeqTransferError("file not found", path=path, hint="check the path")
+    sentences = []
+    for number, line in enumerate(decode_lines(path.read_bytes(), path, encoding), start=1):
+        if (header and number == 1) or not line.strip():
+            continue
+        values = line.split("\t")
+        if len(values) != len(fields):
+            raise SeqTransferError(f"{len(values)} TAB-separated fields, expected {len(fields)} ({', '.join(fields)})", path=path, line=number,
+                                   hint="one sentence per line with its fields separated by TABs")
+        row = dict(zip(fields, (value.strip() for value in values)))
+        tokens = row.pop(TEXT).split()
+        if not tokens:
+            raise SeqTransferError("empty text", path=path, line=number, hint="remove the line or give it a sentence")
+        sentences.append(Sentence(tokens, columns={name: [value] for name, value in row.items()}, source=str(path), line=number))
+    return sentences

@@ -1,0 +1,71 @@
+"""Sentence classifiers: one label per sentence (``tasks/sentence.py``).
+
+    SentenceClassifier   WRE (words, characters, frozen encoder mix when model.encoder is set)
+                         -> BiLSTM -> mean over tokens -> dropout -> linear          (B, L)
+    EncoderClassifier    fine-tuned Transformer -> [CLS] of the sentence's first window
+                         -> dropout -> linear                                         (B, L)
+
+Both put the label scores at token 0 of a (B, T, L) emission tensor, so the loss and decoding
+read column 0 of the batch's ``labels`` target; decoding gives (B, T) with the label in column 0.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as functional
+from torch import nn
+
+from seqtransfer.config import ModelConfig
+from seqtransfer.data.batching import Batch
+from seqtransfer.models.bilstm import BiLSTM
+from seqtransfer.models.dropout import Dropout
+from seqtransfer.models.encoder_tagger import EncoderTagger
+from seqtransfer.models.representation import word_representation_of
+
+
+class SentenceHead:
+    """Loss and decoding of sentence scores (B, L) against column 0 of the labels."""
+
+    task_kind = "sentence"
+
+    def sentence_scores(self, batch: Batch) -> torch.Tensor:
+        raise NotImplementedError
+
+    def loss(self, batch: Batch) -> torch.Tensor:
+        return functional.cross_entropy(self.sentence_scores(batch), batch.labels[:, 0], ignore_index=-1, reduction="sum")
+
+    def decode(self, batch: Batch) -> torch.Tensor:
+        predicted = torch.zeros_like(batch.mask, dtype=torch.long)
+        predicted[:, 0] = self.sentence_scores(batch).argmax(-1)
+        return predicted
+
+
+class SentenceClassifier(SentenceHead, nn.Module):
+    def __init__(self, config: ModelConfig, word_count: int, character_count: int, label_count: int) -> None:
+        super().__init__()
+        self.word_representation = word_representation_of(config, word_count, character_count)
+        self.feature_extractor = BiLSTM(self.word_representation.output_size, config.hidden)
+        self.dropout = Dropout(config.dropout)
+        self.classifier = nn.Linear(config.hidden, label_count)
+
+    @classmethod
+    def from_vocabularies(cls, config: ModelConfig, vocabularies) -> "SentenceClassifier":
+        return cls(config, len(vocabularies.words), len(vocabularies.characters), len(vocabularies.labels))
+
+    def features(self, batch: Batch) -> torch.Tensor:
+        """(B, T, H) BiLSTM states."""
+        return self.feature_extractor(self.word_representation(batch), batch.lengths)
+
+    def sentence_scores(self, batch: Batch) -> torch.Tensor:
+        states = self.features(batch) * batch.mask.unsqueeze(-1)
+        pooled = states.sum(1) / batch.lengths.unsqueeze(-1).to(states.dtype)  # (B, H) mean over the sentence's tokens
+        return self.classifier(self.dropout(pooled))
+
+
+class EncoderClassifier(SentenceHead, EncoderTagger):
+    """A fine-tuned encoder's [CLS] vector of each sentence's first window -> linear."""
+
+    def sentence_scores(self, batch: Batch) -> torch.Tensor:
+        states = self.encoder(input_ids=batch.subword_ids, attention_mask=batch.subword_mask).last_hidden_state  # (W, S, H)
+        first_windows = batch.token_index[:, 0] // states.size(1)  # each sentence's first window (its first token lies there)
+        return self.classifier(self.dropout(states[first_windows, 0]))

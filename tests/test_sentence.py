@@ -1,0 +1,67 @@
+"""Sentence classification: TSV datasets, the sentence kind, a BiLSTM classifier and a fine-tuned encoder's [CLS]."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import DATA_ROOT, FIXTURES, TINY_MODEL
+from seqtransfer.cli import main, run
+
+TRAIN, DEV = str(FIXTURES / "tiny_sentiment_train.tsv"), str(FIXTURES / "tiny_sentiment_dev.tsv")
+
+
+def test_a_sentence_classifier_trains_evaluates_and_predicts(tmp_path, capsys):
+    output = tmp_path / "run"
+    metrics = run(["train", "--train", TRAIN, "--dev", DEV, "--test", DEV, "--epochs", "3", "--output", str(output), "--quiet", *TINY_MODEL])
+    assert metrics["task"] == "label" and metrics["metric"] == "accuracy" and 0 <= metrics["test"]["accuracy"] <= 100
+    assert "architecture: sentence_classifier" in (output / "config.yaml").read_text()
+    lines = (output / "predictions" / "test.tsv").read_text().splitlines()
+    assert len(lines) == 2 and lines[0].split("\t")[0] == "pos" and lines[0].split("\t")[2] == "great acting"
+    scores = run(["evaluate", str(output), "--file", DEV])
+    assert scores["accuracy"] == metrics["test"]["accuracy"]
+    import seqtransfer
+
+    assert seqtransfer.load(output, device="cpu").predict(["what a movie", ["so", "bad"]])[0] in ("pos", "neg")
+    text = tmp_path / "in.txt"
+    text.write_text("what a movie\n")
+    capsys.readouterr()
+    assert main(["predict", str(output), str(text)]) == 0
+    assert capsys.readouterr().out.split("\t")[1] == "what a movie\n"
+
+
+def test_tsv_files_with_a_wrong_field_count_or_no_text_field_are_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("text\tlabel\nfine line\tpos\nno label here\n")
+    assert main(["train", "--train", str(bad), "--output", str(tmp_path / "run"), "--quiet", *TINY_MODEL]) == 2
+    error = capsys.readouterr().err
+    assert "bad.tsv:3" in error and "1 TAB-separated fields, expected 2" in error and len(error.strip().splitlines()) == 1
+    unnamed = tmp_path / "unnamed.tsv"
+    unnamed.write_text("sentence\tlabel\nfine\tpos\n")
+    assert main(["train", "--train", str(unnamed), "--output", str(tmp_path / "run2"), "--quiet", *TINY_MODEL]) == 2
+    assert "need a 'text' field" in capsys.readouterr().err
+
+
+def test_a_fine_tuned_encoder_classifies_sentences_from_its_cls_vector(tmp_path, monkeypatch):
+    pytest.importorskip("transformers")
+    from test_encoders import save_tiny_encoder
+
+    monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))
+    encoder = save_tiny_encoder(tmp_path / "encoder")
+    output = tmp_path / "run"
+    metrics = run(["train", "--train", TRAIN, "--dev", DEV, "--epochs", "2", "--output", str(output), "--quiet", *TINY_MODEL,
+                   f"model.encoder={encoder}", "model.encoder_mode=finetune", "train.learning_rate=0.001"])
+    assert "architecture: encoder_classifier" in (output / "config.yaml").read_text() and 0 <= metrics["dev"]["accuracy"] <= 100
+    import seqtransfer
+
+    assert seqtransfer.load(output, device="cpu").predict(["abc " * 20])[0] in ("pos", "neg")  # a sentence longer than the encoder: windows
+
+
+@pytest.mark.skipif(not (DATA_ROOT / "trec6").is_dir(), reason="shared datasets not found")
+def test_trec6_and_sst2_counts_are_the_manifests():
+    from seqtransfer.data.summary import summarize
+
+    trec = {row["split"]: row for row in summarize("trec6")}
+    assert (trec["train"]["sentences"] + trec["dev"]["sentences"], trec["test"]["sentences"]) == (5452, 500)
+    assert (trec["train"]["coarse labels"], trec["test"]["coarse labels"], trec["test"]["fine labels"]) == (6, 6, 42)
+    sst = {row["split"]: row["sentences"] for row in summarize("sst2")}
+    assert sst == {"train": 67349, "dev": 872, "test": 1821}
