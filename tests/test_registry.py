@@ -101,11 +101,11 @@ def loaded():
 @pytest.mark.parametrize("name", sorted(DATASETS))
 def test_spec_contract(name):
     spec = DATASETS[name]
-    assert spec.name == name and spec.format in ("conll", "conllu")
+    assert spec.name == name and spec.format in ("conll", "conllu", "tsv")
     assert "train" in spec.splits and "test" in spec.splits
     assert ("dev" in spec.splits) != spec.dev_from_train
     assert (spec.columns is None) == (spec.format == "conllu")
-    assert spec.columns is None or spec.columns.count("word") == 1
+    assert spec.columns is None or spec.columns.count("text" if spec.format == "tsv" else "word") == 1
     for task, column in spec.tasks.items():
         assert spec.columns is None or column in spec.columns
         kind = TASK_KINDS[spec.kinds.get(task, "tagging")]
@@ -224,8 +224,10 @@ def test_manifest_label_sets(loaded):
 @needs_data
 def test_every_task_column_is_present(loaded):
     for (name, split), sentences in loaded.items():
-        for column in DATASETS[name].tasks.values():
-            assert all(len(sentence.labels(column)) == len(sentence.tokens) for sentence in sentences), (name, split)
+        spec = DATASETS[name]
+        for task, column in spec.tasks.items():
+            per_sentence = spec.kinds.get(task) == "sentence"  # one label per sentence, else one per token
+            assert all(len(sentence.labels(column)) == (1 if per_sentence else len(sentence.tokens)) for sentence in sentences), (name, split)
 
 
 @needs_data
