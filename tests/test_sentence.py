@@ -65,3 +65,27 @@ def test_trec6_and_sst2_counts_are_the_manifests():
     assert (trec["train"]["coarse labels"], trec["test"]["coarse labels"], trec["test"]["fine labels"]) == (6, 6, 42)
     sst = {row["split"]: row["sentences"] for row in summarize("sst2")}
     assert sst == {"train": 67349, "dev": 872, "test": 1821}
+
+
+def test_sentence_pairs_are_one_sequence_joined_by_the_encoders_separator(tmp_path):
+    from seqtransfer.data.tsv import PAIR_SEPARATOR, read_tsv_sentences
+
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("\ufefflabel\t_id\ttext\ttext_b\r\n1\t7\tA man plays .\tSomeone plays .\r\n")
+    sentence, = read_tsv_sentences(pairs, ("label", "_id", "text", "text_b"), header=True)
+    assert sentence.tokens == ["A", "man", "plays", ".", PAIR_SEPARATOR, "Someone", "plays", "."] and sentence.columns == {"label": ["1"]}
+    pytest.importorskip("transformers")
+    from test_encoders import VOCAB, save_tiny_encoder
+
+    from seqtransfer.embeddings.transformer import load_encoder, subword_pieces
+
+    tokenizer, _ = load_encoder(str(save_tiny_encoder(tmp_path / "encoder")))
+    assert subword_pieces(tokenizer, ["john", PAIR_SEPARATOR, "john"]) == [[VOCAB.index("john")], [VOCAB.index("[SEP]")], [VOCAB.index("john")]]
+
+
+@pytest.mark.skipif(not (DATA_ROOT / "mrpc").is_dir(), reason="shared datasets not found")
+def test_mrpc_and_sick_counts_are_the_manifests():
+    from seqtransfer.data.summary import summarize
+
+    assert {row["split"]: row["sentences"] for row in summarize("mrpc")} == {"train": 3668, "dev": 408, "test": 1725}
+    assert {row["split"]: row["sentences"] for row in summarize("sick")} == {"train": 4500, "dev": 500, "test": 4927}

@@ -125,7 +125,7 @@ def read_split(
     elif spec.format == "tsv":
         from seqtransfer.data.tsv import read_tsv_sentences
 
-        sentences = read_tsv_sentences(path, spec.columns, header=spec.header)
+        sentences = read_tsv_sentences(path, spec.columns, header=spec.header, extra_fields=spec.extra_fields)
     else:
         sentences = read_conll(path, spec.columns, separator=getattr(spec, "separator", "auto"))
     if spec.dev_from_train and "dev" not in spec.splits and split in ("train", "dev"):

@@ -53,6 +53,7 @@ class DatasetSpec:
     kinds: Mapping[str, str] = field(default_factory=dict)  # task -> kind (seqtransfer.tasks); default tagging
     separator: str = "auto"  # column files: auto | tab | space (see conll.py)
     header: bool = False  # tsv: the first line names the fields
+    extra_fields: bool = False  # tsv: lines may carry more fields than ``columns`` (ignored)
 
     @property
     def default_task(self) -> str:
@@ -294,6 +295,40 @@ SST2 = DatasetSpec(
     description="SST-2, binary sentiment of movie-review sentences (0 negative, 1 positive); labelled test (SentEval).",
 )
 
+MRPC = DatasetSpec(
+    name="mrpc",
+    folder="mrpc",
+    format="tsv",
+    splits={"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
+    columns=("quality", "_id1", "_id2", "text", "text_b"),
+    header=True,
+    tasks={"paraphrase": "quality"},
+    schemes={},
+    metric={"paraphrase": "accuracy"},  # per-class F1 of "1" is the paraphrase F1
+    kinds={"paraphrase": "sentence"},
+    url="https://www.microsoft.com/en-us/download/details.aspx?id=52398",
+    downloads={},
+    license="Microsoft Shared Source License (LICENSE-SOURCE.htm)",
+    description="MRPC (GLUE split; labelled original test): sentence pairs, 1 = paraphrase; untokenised text split at spaces.",
+)
+
+SICK = DatasetSpec(
+    name="sick",
+    folder="sick",
+    format="tsv",
+    splits={"train": "train.txt", "dev": "dev.txt", "test": "test.txt"},
+    columns=("_pair", "text", "text_b", "relatedness", "entailment"),
+    header=True,
+    tasks={"entailment": "entailment"},
+    schemes={},
+    metric={"entailment": "accuracy"},
+    kinds={"entailment": "sentence"},
+    url="https://marcobaroni.org/composes/sick.html",
+    downloads={},
+    license="CC BY-NC-SA 3.0",
+    description="SICK (SemEval-2014 Task 1): sentence pairs, entailment (NEUTRAL / ENTAILMENT / CONTRADICTION); relatedness 1-5 not yet a task.",
+)
+
 DATASETS: dict[str, DatasetSpec] = {
     "conll2000": CONLL2000,
     "conll2003": CONLL2003,
@@ -308,6 +343,8 @@ DATASETS: dict[str, DatasetSpec] = {
     "tchunk": TCHUNK,
     "trec6": TREC6,
     "sst2": SST2,
+    "mrpc": MRPC,
+    "sick": SICK,
 }
 
 

@@ -1,8 +1,10 @@
-"""Sentence-level datasets in TSV files (TREC-6, SST-2): a text field and label fields per line.
+"""Sentence-level datasets in TSV files (TREC-6, SST-2, MRPC, SICK): text fields and label fields per line.
 
-A sentence's tokens are its text split at whitespace (these corpora are tokenised); each label
-field becomes a one-value column (``sentence.columns["coarse"] == ["DESC"]``): the sentence kind
-(``tasks/sentence.py``) reads it as the sentence's label.
+A sentence's tokens are its text split at whitespace; each label field becomes a one-value column
+(``sentence.columns["coarse"] == ["DESC"]``): the sentence kind (``tasks/sentence.py``) reads it as
+the sentence's label. A pair (a ``text_b`` field: paraphrase, entailment) is one sequence, the two
+texts joined by the token ``[SEP]``: a fine-tuned encoder reads it as its own separator (the pair
+encoded jointly, as BERT does), a BiLSTM as a word. Fields named ``_...`` are ignored.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ from pathlib import Path
 from seqtransfer.data.corpus import Sentence, decode_lines
 from seqtransfer.errors import SeqTransferError
 
-TEXT = "text"
+TEXT, TEXT_B = "text", "text_b"
+PAIR_SEPARATOR = "[SEP]"
 
 
-def read_tsv_sentences(path: str | Path, fields: tuple[str, ...], header: bool = False, encoding: str = "utf-8") -> list[Sentence]:
-    """One sentence per line of ``fields`` (one of them ``text``); a line with another field count is a one-line error."""
+def read_tsv_sentences(path: str | Path, fields: tuple[str, ...], header: bool = False, encoding: str = "utf-8", extra_fields: bool = False) -> list[Sentence]:
+    """One sentence (or pair) per line of ``fields`` (one of them ``text``); a line with another
+    field count is a one-line error (more fields are ignored with ``extra_fields``: STS-B)."""
     path = Path(path)
     if not path.is_file():
         raise SeqTransferError("file not found", path=path, hint="check the path")
@@ -25,11 +29,15 @@ def read_tsv_sentences(path: str | Path, fields: tuple[str, ...], header: bool =
         if (header and number == 1) or not line.strip():
             continue
         values = line.split("\t")
+        if extra_fields and len(values) > len(fields):
+            values = values[: len(fields)]
         if len(values) != len(fields):
             raise SeqTransferError(f"{len(values)} TAB-separated fields, expected {len(fields)} ({', '.join(fields)})", path=path, line=number,
                                    hint="one sentence per line with its fields separated by TABs")
-        row = dict(zip(fields, (value.strip() for value in values)))
+        row = {name: value.strip() for name, value in zip(fields, values) if not name.startswith("_")}
         tokens = row.pop(TEXT).split()
+        if TEXT_B in row:
+            tokens += [PAIR_SEPARATOR, *row.pop(TEXT_B).split()]
         if not tokens:
             raise SeqTransferError("empty text", path=path, line=number, hint="remove the line or give it a sentence")
         sentences.append(Sentence(tokens, columns={name: [value] for name, value in row.items()}, source=str(path), line=number))

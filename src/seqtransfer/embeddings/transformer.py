@@ -102,9 +102,12 @@ def encoder_fingerprint(name: str) -> str:
 
 def subword_pieces(tokenizer, tokens: Sequence[str]) -> list[list[int]]:
     """Sub-word ids of each token tokenised alone; a token that yields none gets the unknown id."""
+    from seqtransfer.data.tsv import PAIR_SEPARATOR
+
     encoded = tokenizer(list(tokens), add_special_tokens=False)["input_ids"] if tokens else []
     unknown = tokenizer.unk_token_id if tokenizer.unk_token_id is not None else 0
-    return [pieces if pieces else [unknown] for pieces in encoded]
+    separator = [tokenizer.sep_token_id] if tokenizer.sep_token_id is not None else None
+    return [separator if token == PAIR_SEPARATOR and separator else pieces if pieces else [unknown] for token, pieces in zip(tokens, encoded)]
 
 
 def windows(pieces: list[list[int]], limit: int) -> list[tuple[int, int]]:
