@@ -89,3 +89,47 @@ def test_mrpc_and_sick_counts_are_the_manifests():
 
     assert {row["split"]: row["sentences"] for row in summarize("mrpc")} == {"train": 3668, "dev": 408, "test": 1725}
     assert {row["split"]: row["sentences"] for row in summarize("sick")} == {"train": 4500, "dev": 500, "test": 4927}
+
+
+def test_pearson_and_spearman_equal_scipys():
+    scipy_stats = pytest.importorskip("scipy.stats")
+    import numpy as np
+
+    from seqtransfer.training.metrics import correlation_scores
+
+    generator = np.random.default_rng(0)
+    gold = np.round(generator.uniform(0, 5, 200), 1)  # many ties, as STS-B scores
+    predicted = gold + generator.normal(0, 1, 200)
+    scores = correlation_scores([[value] for value in gold], [[value] for value in predicted])
+    assert abs(scores["pearson"] - 100 * scipy_stats.pearsonr(gold, predicted)[0]) < 1e-9
+    assert abs(scores["spearman"] - 100 * scipy_stats.spearmanr(gold, predicted)[0]) < 1e-9
+
+
+def test_a_sentence_pair_regressor_trains_and_scores_correlation(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from seqtransfer.data import registry
+
+    spec = replace(registry.STSB, name="tiny_sts", folder="", columns=("text", "text_b", "score"), extra_fields=False,
+                   splits={split: str(FIXTURES / "tiny_similarity.tsv") for split in ("train", "dev", "test")})
+    monkeypatch.setitem(registry.DATASETS, "tiny_sts", spec)
+    output = tmp_path / "run"
+    metrics = run(["train", "--dataset", "tiny_sts", "--epochs", "3", "--output", str(output), "--quiet", *TINY_MODEL])
+    assert metrics["metric"] == "correlation" and -100 <= metrics["test"]["pearson"] <= 100 and "spearman" in metrics["test"]
+    assert "architecture: sentence_regressor" in (output / "config.yaml").read_text()
+    gold, predicted, text = (output / "predictions" / "test.tsv").read_text().splitlines()[0].split("\t")
+    assert gold == "4.5" and float(predicted) == float(predicted) and text == "a man plays a guitar [SEP] a man plays music"
+    import seqtransfer
+
+    assert isinstance(seqtransfer.load(output, device="cpu").predict(["a man plays [SEP] a man sings"])[0], float)
+
+
+@pytest.mark.skipif(not (DATA_ROOT / "stsb").is_dir(), reason="shared datasets not found")
+def test_stsb_counts_and_scores():
+    from seqtransfer.data.registry import load_split
+    from seqtransfer.tasks import REGRESSION
+
+    sentences = {split: load_split("stsb", split) for split in ("train", "dev", "test")}
+    assert {split: len(values) for split, values in sentences.items()} == {"train": 5749, "dev": 1500, "test": 1379}
+    scores = [score for (score,) in REGRESSION.gold(sentences["train"], "score")]
+    assert min(scores) == 0.0 and max(scores) == 5.0

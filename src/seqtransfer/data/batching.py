@@ -119,8 +119,9 @@ def encode_labels(labels: Vocabulary, sentence: Sequence[str]) -> np.ndarray:
 
 
 def pad_arrays(arrays: list[np.ndarray], width: int, fill: int = 0) -> np.ndarray:
-    """(len(arrays), width) int64 matrix: each array, right-padded with ``fill``."""
-    padded = np.full((len(arrays), width), fill, dtype=np.int64)
+    """(len(arrays), width) matrix (int64, or float32 for float arrays): each array, right-padded with ``fill``."""
+    dtype = np.float32 if arrays and arrays[0].dtype.kind == "f" else np.int64
+    padded = np.full((len(arrays), width), fill, dtype=dtype)
     lengths = np.fromiter((len(array) for array in arrays), np.int64, len(arrays))
     positions = np.arange(width) < lengths[:, None]
     if len(arrays):

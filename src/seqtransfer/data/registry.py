@@ -319,14 +319,31 @@ SICK = DatasetSpec(
     splits={"train": "train.txt", "dev": "dev.txt", "test": "test.txt"},
     columns=("_pair", "text", "text_b", "relatedness", "entailment"),
     header=True,
-    tasks={"entailment": "entailment"},
+    tasks={"entailment": "entailment", "relatedness": "relatedness"},
     schemes={},
-    metric={"entailment": "accuracy"},
-    kinds={"entailment": "sentence"},
+    metric={"entailment": "accuracy", "relatedness": "correlation"},
+    kinds={"entailment": "sentence", "relatedness": "regression"},
     url="https://marcobaroni.org/composes/sick.html",
     downloads={},
     license="CC BY-NC-SA 3.0",
-    description="SICK (SemEval-2014 Task 1): sentence pairs, entailment (NEUTRAL / ENTAILMENT / CONTRADICTION); relatedness 1-5 not yet a task.",
+    description="SICK (SemEval-2014 Task 1): sentence pairs, entailment (NEUTRAL / ENTAILMENT / CONTRADICTION) and relatedness (1-5).",
+)
+
+STSB = DatasetSpec(
+    name="stsb",
+    folder="stsb",
+    format="tsv",
+    splits={"train": "train.csv", "dev": "dev.csv", "test": "test.csv"},
+    columns=("_genre", "_file", "_year", "_id", "score", "text", "text_b"),
+    extra_fields=True,  # some rows carry two more source fields
+    tasks={"similarity": "score"},
+    schemes={},
+    metric={"similarity": "correlation"},
+    kinds={"similarity": "regression"},
+    url="https://ixa2.si.ehu.eus/stswiki/index.php/STSbenchmark",
+    downloads={},
+    license="mixed sources, research use (LICENSE-SOURCE.txt)",
+    description="STS Benchmark (Cer et al. 2017): sentence pairs scored 0-5 for similarity (TAB-separated despite .csv).",
 )
 
 DATASETS: dict[str, DatasetSpec] = {
@@ -345,6 +362,7 @@ DATASETS: dict[str, DatasetSpec] = {
     "sst2": SST2,
     "mrpc": MRPC,
     "sick": SICK,
+    "stsb": STSB,
 }
 
 

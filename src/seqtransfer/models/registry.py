@@ -9,14 +9,15 @@ from seqtransfer.data.vocabulary import Vocabularies
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.biaffine import BiaffineParser
 from seqtransfer.models.encoder_tagger import EncoderTagger
-from seqtransfer.models.sentence import EncoderClassifier, SentenceClassifier
+from seqtransfer.models.sentence import EncoderClassifier, EncoderRegressor, SentenceClassifier, SentenceRegressor
 from seqtransfer.models.multitask import HierarchicalMultiTask
 from seqtransfer.models.pretrand import PretRand
 from seqtransfer.models.tagger import Tagger
 from seqtransfer.transfer.adversarial import attach_discriminator
 
 ARCHITECTURES: dict[str, type[nn.Module]] = {"tagger": Tagger, "pretrand": PretRand, "parser": BiaffineParser, "multitask": HierarchicalMultiTask, "encoder_tagger": EncoderTagger,
-                                               "sentence_classifier": SentenceClassifier, "encoder_classifier": EncoderClassifier}
+                                               "sentence_classifier": SentenceClassifier, "encoder_classifier": EncoderClassifier,
+                                               "sentence_regressor": SentenceRegressor, "encoder_regressor": EncoderRegressor}
 
 
 def build_model(config: ModelConfig, vocabularies: Vocabularies) -> nn.Module:

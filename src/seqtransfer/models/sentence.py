@@ -1,5 +1,6 @@
 """Sentence classifiers: one label per sentence (``tasks/sentence.py``).
 
+    (Regressors: the same with one output, a score, and a squared-error loss.)
     SentenceClassifier   WRE (words, characters, frozen encoder mix when model.encoder is set)
                          -> BiLSTM -> mean over tokens -> dropout -> linear          (B, L)
     EncoderClassifier    fine-tuned Transformer -> [CLS] of the sentence's first window
@@ -40,6 +41,20 @@ class SentenceHead:
         return predicted
 
 
+class RegressionHead(SentenceHead):
+    """Squared error of one score per sentence (targets ``scores``, column 0); decoding gives the score in column 0."""
+
+    task_kind = "regression"
+
+    def loss(self, batch: Batch) -> torch.Tensor:
+        return functional.mse_loss(self.sentence_scores(batch)[:, 0], batch.targets["scores"][:, 0], reduction="sum")
+
+    def decode(self, batch: Batch) -> torch.Tensor:
+        predicted = torch.zeros(batch.mask.shape, dtype=torch.float32, device=batch.mask.device)
+        predicted[:, 0] = self.sentence_scores(batch)[:, 0]
+        return predicted
+
+
 class SentenceClassifier(SentenceHead, nn.Module):
     def __init__(self, config: ModelConfig, word_count: int, character_count: int, label_count: int) -> None:
         super().__init__()
@@ -69,3 +84,17 @@ class EncoderClassifier(SentenceHead, EncoderTagger):
         states = self.encoder(input_ids=batch.subword_ids, attention_mask=batch.subword_mask).last_hidden_state  # (W, S, H)
         first_windows = batch.token_index[:, 0] // states.size(1)  # each sentence's first window (its first token lies there)
         return self.classifier(self.dropout(states[first_windows, 0]))
+
+
+class SentenceRegressor(RegressionHead, SentenceClassifier):
+    """The BiLSTM sentence model with one output: a score."""
+
+    def __init__(self, config: ModelConfig, word_count: int, character_count: int, label_count: int) -> None:
+        super().__init__(config, word_count, character_count, 1)
+
+
+class EncoderRegressor(RegressionHead, EncoderClassifier):
+    """A fine-tuned encoder's [CLS] vector -> one score."""
+
+    def __init__(self, config: ModelConfig, word_count: int, character_count: int, label_count: int) -> None:
+        super().__init__(config, word_count, character_count, 1)

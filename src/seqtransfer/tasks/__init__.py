@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.tasks.dependency import DEPENDENCY
+from seqtransfer.tasks.regression import REGRESSION
 from seqtransfer.tasks.sentence import SENTENCE
 from seqtransfer.tasks.tagging import TAGGING
 
-TASK_KINDS = {"tagging": TAGGING, "dependency": DEPENDENCY, "sentence": SENTENCE}
+TASK_KINDS = {"tagging": TAGGING, "dependency": DEPENDENCY, "sentence": SENTENCE, "regression": REGRESSION}
 
 
 def get_task_kind(name: str):

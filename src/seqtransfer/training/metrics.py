@@ -14,6 +14,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
+import numpy as np
+
 from seqtransfer.data.schemes import chunks
 from seqtransfer.errors import SeqTransferError
 
@@ -147,10 +149,35 @@ class Metric:
     title: str
 
 
+def correlation_scores(gold, predicted) -> dict:
+    """Pearson (``pearson``) and Spearman (``spearman``) correlation x 100 of one score per sentence."""
+    first = np.array([scores[0] for scores in gold], dtype=np.float64)
+    second = np.array([scores[0] for scores in predicted], dtype=np.float64)
+    return {"pearson": 100.0 * pearson(first, second), "spearman": 100.0 * pearson(average_ranks(first), average_ranks(second)), "sentences": len(first)}
+
+
+def pearson(first: np.ndarray, second: np.ndarray) -> float:
+    """Pearson's r; 0 when either side is constant."""
+    first, second = first - first.mean(), second - second.mean()
+    denominator = np.sqrt((first**2).sum() * (second**2).sum())
+    return float((first * second).sum() / denominator) if denominator > 0 else 0.0
+
+
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks 1..n, ties sharing their average rank (as Spearman's rho needs)."""
+    order = np.argsort(values, kind="stable")
+    ranks = np.empty(len(values))
+    ranks[order] = np.arange(1, len(values) + 1)
+    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    sums = np.bincount(inverse, weights=ranks)
+    return sums[inverse] / counts[inverse]
+
+
 METRICS: dict[str, Metric] = {
     "accuracy": Metric("accuracy", accuracy_scores, "accuracy", "acc."),
     "span_f1": Metric("span_f1", span_f1_scores, "f1", "F1"),
     "attachment": Metric("attachment", attachment, "las", "LAS"),
+    "correlation": Metric("correlation", correlation_scores, "pearson", "Pearson"),
 }
 
 
