@@ -226,7 +226,7 @@ def test_every_task_column_is_present(loaded):
     for (name, split), sentences in loaded.items():
         spec = DATASETS[name]
         for task, column in spec.tasks.items():
-            per_sentence = spec.kinds.get(task) == "sentence"  # one label per sentence, else one per token
+            per_sentence = spec.kinds.get(task) in ("sentence", "regression")  # one label per sentence, else one per token
             assert all(len(sentence.labels(column)) == (1 if per_sentence else len(sentence.tokens)) for sentence in sentences), (name, split)
 
 
