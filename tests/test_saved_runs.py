@@ -30,3 +30,11 @@ def test_saved_run_reproduces_its_predictions(run_directory):
 
 def test_both_saved_architectures_are_present():
     assert {path.name for path in SAVED_RUNS} == {"v0_tagger_crf", "v0_pretrand"}
+
+
+def test_a_multitask_config_of_an_earlier_version_loads():
+    from seqtransfer.config import config_from_dict
+    from seqtransfer.rundir import upgrade_saved
+
+    config = config_from_dict(upgrade_saved({"multitask": {"unified": False, "sampling": "round_robin"}}))
+    assert config.multitask.unified is None

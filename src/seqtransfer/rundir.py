@@ -97,7 +97,15 @@ def read_saved_config(directory: Path) -> RunConfig:
         raise SeqTransferError(f"config.yaml is not readable YAML ({type(error).__name__})", path=path, hint=DAMAGED) from None
     if not isinstance(values, dict):
         raise SeqTransferError("config.yaml does not hold a mapping of settings", path=path, hint=DAMAGED)
-    return config_from_dict(values, str(path))
+    return config_from_dict(upgrade_saved(values), str(path))
+
+
+def upgrade_saved(values: dict) -> dict:
+    """Settings as earlier versions saved them, in today's form."""
+    multitask = values.get("multitask")
+    if isinstance(multitask, dict) and multitask.get("unified") is False:  # a flag before it named the unified data's folder
+        multitask["unified"] = None
+    return values
 
 
 def read_run_config(directory: Path) -> RunConfig:
