@@ -226,3 +226,18 @@ def test_encoder_features_join_pretrand_from_a_source_with_them(encoder, tmp_pat
     assert main(["transfer", "--source", str(source), "--method", "pretrand", "--train", str(FIXTURES / "tiny_pos_train.conll"),
                  "--dev", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos", "--output", str(target), *common]) == 0
     assert f"encoder: {encoder}" in (target / "config.yaml").read_text()  # the target reads the words as its source did
+
+
+def test_runs_record_trainable_parameters_and_peak_memory(encoder, tmp_path):
+    from seqtransfer.cli import run as run_command
+
+    common = ["--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner", "--epochs", "1", "--quiet", *TINY_MODEL]
+    frozen = run_command(["train", *common, "--output", str(tmp_path / "fe"), f"model.encoder={encoder}"])
+    tuned = run_command(["train", *common, "--output", str(tmp_path / "ft"), f"model.encoder={encoder}", "model.encoder_mode=finetune"])
+    assert frozen["trainable_parameters"] == frozen["parameters"]  # the frozen encoder is not part of the model, its mix is
+    assert tuned["trainable_parameters"] == tuned["parameters"] > frozen["parameters"]
+    assert frozen["peak_rss_megabytes"] > 0 and tuned["peak_rss_megabytes"] > 0
+    source = tmp_path / "fe"
+    features = run_command(["transfer", "--source", str(source), "--method", "features", "--train", str(FIXTURES / "tiny_pos_train.conll"),
+                            "--dev", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos", "--epochs", "1", "--output", str(tmp_path / "sfe"), "--quiet", *TINY_MODEL])
+    assert 0 < features["trainable_parameters"] < features["parameters"]  # SFE trains the classifier only

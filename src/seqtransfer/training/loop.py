@@ -49,6 +49,7 @@ class FitResult:
     best_score: float
     history: list[dict] = field(default_factory=list)
     restored_seconds: float = 0.0  # time of the epochs restored from a checkpoint (run by an earlier process)
+    trained_parameters: int = 0  # parameters that trained in at least one phase
 
 
 def predict_labels(model: nn.Module, data: EncodedSentences, labels: Vocabulary | dict[str, Vocabulary], batch_size: int) -> list:

@@ -40,6 +40,7 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.multitask import HierarchicalMultiTask, TaskView, target_name, task_levels, task_order
 from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import count_parameters
+from seqtransfer.resources import peak_rss_megabytes
 from seqtransfer.training.loop import Evaluate, EvaluationSet, FitResult, predict_labels, score
 from seqtransfer.training.metrics import evaluate, main_score
 from seqtransfer.training.optimizers import fill_optimizer
@@ -347,7 +348,8 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
         metrics = {
             "dataset": "+".join(data.dataset for data in distinct_datasets(tasks)), "task": "multitask", "metric": config.multitask.early_stopping,
             "scheme": scheme.name, "best_epoch": result.best_epoch, "tasks": task_results, "parameters": count_parameters(model),
-            "history": result.history, "seconds": round(seconds, 1), "device": describe_device(device),
+            "trainable_parameters": result.trained_parameters, "history": result.history, "seconds": round(seconds, 1), "device": describe_device(device),
+            "peak_rss_megabytes": peak_rss_megabytes(),
         }
         if peak_memory_megabytes(device) is not None:
             metrics["gpu_peak_megabytes"] = peak_memory_megabytes(device)

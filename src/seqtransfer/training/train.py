@@ -21,6 +21,7 @@ from seqtransfer.data.vocabulary import Vocabularies, build_vocabularies, word_k
 from seqtransfer.embeddings.static import build_embedding_matrix, load_vectors
 from seqtransfer.device import describe_device, out_of_memory_error, peak_memory_megabytes, prepare_device, resolve_device
 from seqtransfer.errors import SeqTransferError, SeqTransferWarning
+from seqtransfer.resources import peak_rss_megabytes, reset_peak_rss
 from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import count_parameters
 from seqtransfer.training.loop import BatchSource, Evaluate, EvaluationSet, FitResult, ShuffledBatches, dev_evaluation, fit, predict_labels
@@ -136,8 +137,10 @@ def train_phases(model: nn.Module, scheme: Scheme, config: RunConfig, train: Bat
     """Run the scheme's phases one after the other, each from the previous phase's best weights."""
     history: list[dict] = []
     restored_seconds = 0.0
+    trained: set[str] = set()
     for phase in scheme.phases(config.transfer):
         trainable = set_trainable(model, phase.trainable)
+        trained.update(trainable)
         log(f"phase '{phase.name}': {sum(p.numel() for p in model.parameters() if p.requires_grad)} trainable parameters ({len(trainable)} tensors)")
         hooks = (*epoch_hooks, *(recorder.start_phase(phase.name) if recorder else ()))
         result = fit(model, train, evaluate_dev, config.train, epoch_hooks=hooks, extra_losses=extra_losses, checkpoint_dir=directory / "checkpoint" / phase.name, log=log, show_progress=show_progress)
@@ -147,7 +150,8 @@ def train_phases(model: nn.Module, scheme: Scheme, config: RunConfig, train: Bat
         history += [{"phase": phase.name, **record} for record in result.history]
         restored_seconds += result.restored_seconds
     set_trainable(model, ("",))
-    return FitResult(result.best_state, result.best_epoch, result.best_score, history, restored_seconds)
+    trained_parameters = sum(parameter.numel() for name, parameter in model.named_parameters() if name in trained)
+    return FitResult(result.best_state, result.best_epoch, result.best_score, history, restored_seconds, trained_parameters)
 
 
 def evaluation_set(data: TaskData, split: str, vocabularies: Vocabularies) -> EvaluationSet:
@@ -173,6 +177,7 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     if (directory / rundir.METRICS).exists():
         raise SeqTransferError("run directory already holds a finished run", path=directory, hint="choose another --output")
     started = time.perf_counter()
+    reset_peak_rss()  # this run's peak, not an earlier run's in the same process (a Ray worker)
     check_values(config)
     seed_everything(config.train.seed, config.train.threads)
     if config.model.tasks:  # a hierarchical multi-task model: several tasks and datasets
@@ -304,7 +309,8 @@ def fit_and_save(config: RunConfig, directory: Path, data: TaskData, vocabularie
         raise out_of_memory_error(config.train.evaluation_batch_size, "while scoring dev and test") from None
     # Epochs restored from a checkpoint ran in an earlier process: count their time too.
     seconds = time.perf_counter() - started + result.restored_seconds
-    metrics.update(parameters=count_parameters(model), history=result.history, seconds=round(seconds, 1), device=describe_device(device))
+    metrics.update(parameters=count_parameters(model), trainable_parameters=result.trained_parameters, history=result.history, seconds=round(seconds, 1),
+                   device=describe_device(device), peak_rss_megabytes=peak_rss_megabytes())
     if peak_memory_megabytes(device) is not None:
         metrics["gpu_peak_megabytes"] = peak_memory_megabytes(device)
     rundir.save_weights(directory, result.best_state)

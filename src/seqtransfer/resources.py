@@ -1,0 +1,25 @@
+"""What a run costs in memory: the process's peak resident memory (Linux), reset when a run starts."""
+
+from __future__ import annotations
+
+import resource
+from pathlib import Path
+
+
+def reset_peak_rss() -> bool:
+    """Reset the kernel's high-water mark (VmHWM) so that a run's peak excludes earlier runs of the same process (Linux only)."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss_megabytes() -> float:
+    """Peak resident memory since the last reset (else since the process started), in MB."""
+    status = Path("/proc/self/status")
+    if status.is_file():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
