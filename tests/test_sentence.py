@@ -133,3 +133,21 @@ def test_stsb_counts_and_scores():
     assert {split: len(values) for split, values in sentences.items()} == {"train": 5749, "dev": 1500, "test": 1379}
     scores = [score for (score,) in REGRESSION.gold(sentences["train"], "score")]
     assert min(scores) == 0.0 and max(scores) == 5.0
+
+
+def test_the_bilstm_pools_the_two_texts_of_a_pair_apart():
+    import numpy as np
+
+    from seqtransfer.data.batching import encode_sentences, make_batch
+    from seqtransfer.data.tsv import PAIR_SEPARATOR
+    from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
+
+    vocabularies = Vocabularies(Vocabulary.build(["a", "b"]), Vocabulary.build("ab"), Vocabulary([]))
+    batch = make_batch(encode_sentences([["a", "a", PAIR_SEPARATOR, "b"], ["a"]], vocabularies), np.arange(2))
+    assert batch.segments.tolist() == [[0, 0, 2, 1], [0, 2, 2, 2]]
+    assert encode_sentences([["a"]], vocabularies).segments is None  # no pair, no segments
+    from seqtransfer.models.sentence import mean_over
+    import torch
+
+    states = torch.arange(8, dtype=torch.float32).view(1, 4, 2)
+    assert mean_over(states, batch.segments[:1] == 0).tolist() == [[1.0, 2.0]] and mean_over(states, batch.segments[:1] == 1).tolist() == [[6.0, 7.0]]

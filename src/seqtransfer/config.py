@@ -78,6 +78,7 @@ class ModelConfig:
     encoder_mode: str = "features"  # features: frozen, cached, scalar mix joined to the word representation | finetune: the encoder trains, with a light head
     encoder_layers: int = 0  # filled from the encoder: its layers + 1 (embeddings)
     encoder_dimension: int = 0  # filled from the encoder: its hidden size
+    sentence_pairs: bool | None = None  # sentence tasks: the data are pairs (A [SEP] B): the BiLSTM model pools A and B apart; None = from the data
     discriminator_hidden: int = 0  # >0: a domain discriminator with this many hidden units (adversarial pretraining; filled when train.adversarial_data is set)
 
 

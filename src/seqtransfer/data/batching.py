@@ -34,6 +34,7 @@ class EncodedSentences:
     features: list[np.ndarray] | None = None  # per sentence (T, L + 1, H) float16 encoder vectors of every layer, when the model has an encoder
     subwords: list[list[np.ndarray]] | None = None  # fine-tuned encoder: per sentence its windows of sub-word ids
     subword_positions: list[np.ndarray] | None = None  # per sentence (T, 2): each token's window and first sub-word position
+    segments: list[np.ndarray] | None = None  # sentence pairs: per token 0 (first text), 2 (the [SEP] between), 1 (second text)
 
 
 @dataclass
@@ -64,6 +65,7 @@ class Batch:
     subword_ids: torch.Tensor | None = None  # (W, S) sub-word ids of the batch's W windows (fine-tuned encoder), padded with 0
     subword_mask: torch.Tensor | None = None  # (W, S) 1 for real sub-words
     token_index: torch.Tensor | None = None  # (B, T) row of the flattened (W * S) encoder output holding each token's first sub-word
+    segments: torch.Tensor | None = None  # (B, T) sentence pairs: 0 first text, 2 separator, 1 second text (padding 2)
 
     def to(self, device: torch.device) -> "Batch":
         """The batch on ``device`` (built on the CPU, moved once; pinned, non-blocking copies to a GPU)."""
@@ -78,7 +80,7 @@ class Batch:
         return Batch(move(self.words), {name: move(target) for name, target in self.targets.items()}, move(self.mask), move(self.lengths),
                      move(self.characters), self.character_lengths, move(self.form_index), move(self.form_ids), self.indices,
                      self.companion.to(device) if self.companion is not None else None, *(move(tensor) if tensor is not None else None
-                     for tensor in (self.features, self.subword_ids, self.subword_mask, self.token_index)))
+                     for tensor in (self.features, self.subword_ids, self.subword_mask, self.token_index, self.segments)))
 
     @property
     def labels(self) -> torch.Tensor | None:
@@ -110,7 +112,22 @@ def encode_sentences(
         from seqtransfer.embeddings.transformer import cached_features
 
         features = cached_features(vocabularies.encoder, tokens, vocabularies.encoder_pooling)
-    return EncodedSentences(word_ids, form_ids, targets or {}, form_characters, lengths, features, subwords, positions)
+    return EncodedSentences(word_ids, form_ids, targets or {}, form_characters, lengths, features, subwords, positions, pair_segments(tokens))
+
+
+def pair_segments(tokens: Sequence[Sequence[str]]) -> list[np.ndarray] | None:
+    """Per sentence pair (tokens A [SEP] B): 0 for A, 2 for the separator, 1 for B; None when no sentence is a pair."""
+    from seqtransfer.data.tsv import PAIR_SEPARATOR
+
+    if not any(PAIR_SEPARATOR in sentence for sentence in tokens):
+        return None
+    segments = []
+    for sentence in tokens:
+        after = np.cumsum([token == PAIR_SEPARATOR for token in sentence]) > 0
+        values = after.astype(np.int64)
+        values[[index for index, token in enumerate(sentence) if token == PAIR_SEPARATOR]] = 2
+        segments.append(values)
+    return segments
 
 
 def encode_labels(labels: Vocabulary, sentence: Sequence[str]) -> np.ndarray:
@@ -157,6 +174,7 @@ def make_batch(data: EncodedSentences, indices: np.ndarray) -> Batch:
         indices=np.asarray(indices),
         features=None if data.features is None else pad_features([data.features[i] for i in indices], width),
         **({} if data.subwords is None else subword_fields(data, indices, width)),
+        segments=None if data.segments is None else torch.from_numpy(pad_arrays([data.segments[i] for i in indices], width, fill=2)),
     )
 
 

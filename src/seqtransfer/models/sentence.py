@@ -3,6 +3,7 @@
     (Regressors: the same with one output, a score, and a squared-error loss.)
     SentenceClassifier   WRE (words, characters, frozen encoder mix when model.encoder is set)
                          -> BiLSTM -> mean over tokens -> dropout -> linear          (B, L)
+                         (pairs A [SEP] B: means u over A and v over B, [u; v; |u-v|; u*v] -> linear)
     EncoderClassifier    fine-tuned Transformer -> [CLS] of the sentence's first window
                          -> dropout -> linear                                         (B, L)
 
@@ -22,6 +23,12 @@ from seqtransfer.models.bilstm import BiLSTM
 from seqtransfer.models.dropout import Dropout
 from seqtransfer.models.encoder_tagger import EncoderTagger
 from seqtransfer.models.representation import word_representation_of
+
+
+def mean_over(states: torch.Tensor, selected: torch.Tensor) -> torch.Tensor:
+    """(B, T, H) states, (B, T) bool -> (B, H) mean of the selected positions (0 where none is)."""
+    weights = selected.to(states.dtype).unsqueeze(-1)
+    return (states * weights).sum(1) / weights.sum(1).clamp(min=1.0)
 
 
 class SentenceHead:
@@ -61,7 +68,8 @@ class SentenceClassifier(SentenceHead, nn.Module):
         self.word_representation = word_representation_of(config, word_count, character_count)
         self.feature_extractor = BiLSTM(self.word_representation.output_size, config.hidden)
         self.dropout = Dropout(config.dropout)
-        self.classifier = nn.Linear(config.hidden, label_count)
+        self.pairs = bool(config.sentence_pairs)
+        self.classifier = nn.Linear(config.hidden * (4 if self.pairs else 1), label_count)
 
     @classmethod
     def from_vocabularies(cls, config: ModelConfig, vocabularies) -> "SentenceClassifier":
@@ -72,9 +80,12 @@ class SentenceClassifier(SentenceHead, nn.Module):
         return self.feature_extractor(self.word_representation(batch), batch.lengths)
 
     def sentence_scores(self, batch: Batch) -> torch.Tensor:
-        states = self.features(batch) * batch.mask.unsqueeze(-1)
-        pooled = states.sum(1) / batch.lengths.unsqueeze(-1).to(states.dtype)  # (B, H) mean over the sentence's tokens
-        return self.classifier(self.dropout(pooled))
+        states = self.features(batch)
+        if not self.pairs:
+            return self.classifier(self.dropout(mean_over(states, batch.mask)))  # (B, H) mean over the sentence's tokens
+        # a pair A [SEP] B: u, v = mean over A, over B; [u; v; |u - v|; u * v] (Conneau et al. 2017)
+        first, second = mean_over(states, batch.segments == 0), mean_over(states, batch.segments == 1)
+        return self.classifier(self.dropout(torch.cat([first, second, (first - second).abs(), first * second], dim=-1)))
 
 
 class EncoderClassifier(SentenceHead, EncoderTagger):

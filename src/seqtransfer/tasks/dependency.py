@@ -79,7 +79,7 @@ class Dependency:
         """[(head, relation), ...] per token; head 0 is the root."""
         return list(zip(prediction.heads, prediction.relations))
 
-    def fill_config(self, model: ModelConfig, gold: Sequence[Tree]) -> str | None:
+    def fill_config(self, model: ModelConfig, gold: Sequence[Tree], sentences: Sequence[Sentence] = ()) -> str | None:
         """Decode single-rooted trees unless the training trees have several roots (original Tweebank v2)."""
         if model.single_root is None:
             model.single_root = all(tree.root_count == 1 for tree in gold)

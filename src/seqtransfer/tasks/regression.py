@@ -63,8 +63,10 @@ class SentenceRegression:
     def for_user(self, prediction: list[float]) -> float:
         return prediction[0]
 
-    def fill_config(self, model, gold) -> str | None:
-        return None
+    def fill_config(self, model, gold, sentences: Sequence[Sentence] = ()) -> str | None:
+        from seqtransfer.tasks.sentence import fill_pairs
+
+        return fill_pairs(model, sentences)
 
 
 REGRESSION = SentenceRegression()

@@ -58,8 +58,18 @@ class SentenceClassification:
     def for_user(self, prediction: list[str]) -> str:
         return prediction[0]
 
-    def fill_config(self, model, gold) -> str | None:
-        return None
+    def fill_config(self, model, gold, sentences: Sequence[Sentence] = ()) -> str | None:
+        return fill_pairs(model, sentences)
+
+
+def fill_pairs(model, sentences: Sequence[Sentence]) -> str | None:
+    """``model.sentence_pairs`` from the training sentences: pairs hold the ``[SEP]`` token."""
+    from seqtransfer.data.tsv import PAIR_SEPARATOR
+
+    if model.sentence_pairs is None:
+        model.sentence_pairs = any(PAIR_SEPARATOR in sentence.tokens for sentence in sentences)
+        return f"sentence pairs: {'yes' if model.sentence_pairs else 'no'} (model.sentence_pairs, from the training data)"
+    return None
 
 
 SENTENCE = SentenceClassification()

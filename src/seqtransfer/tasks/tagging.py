@@ -90,7 +90,7 @@ class Tagging:
     def for_user(self, prediction: Labels) -> Labels:
         return prediction
 
-    def fill_config(self, model, gold: Sequence[Labels]) -> str | None:
+    def fill_config(self, model, gold: Sequence[Labels], sentences: Sequence[Sentence] = ()) -> str | None:
         """Nothing of the model's configuration depends on tagging data."""
         return None
 

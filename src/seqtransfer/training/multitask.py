@@ -317,7 +317,7 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
     config.model.task_kinds = {task: data.kind.name for task, data in tasks.items()}
     fill_optimizer(config.train, "adam" if "dependency" in config.model.task_kinds.values() else "sgd")
     for data in tasks.values():
-        filled = data.kind.fill_config(config.model, data.gold("train"))
+        filled = data.kind.fill_config(config.model, data.gold("train"), data.splits["train"])
         if filled:
             log(filled)
     weights = initial_weights(config)

@@ -210,7 +210,7 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     if config.train.adversarial_data and not config.model.discriminator_hidden:
         config.model.discriminator_hidden = 100  # saved with the run: the discriminator is part of the model
     fill_optimizer(config.train, data.kind.optimizer)
-    filled = data.kind.fill_config(config.model, data.gold("train"))
+    filled = data.kind.fill_config(config.model, data.gold("train"), data.splits["train"])
     if filled:
         log(filled)
     adversarial_tokens = unlabelled_target(config)
