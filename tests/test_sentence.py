@@ -81,6 +81,11 @@ def test_sentence_pairs_are_one_sequence_joined_by_the_encoders_separator(tmp_pa
 
     tokenizer, _ = load_encoder(str(save_tiny_encoder(tmp_path / "encoder")))
     assert subword_pieces(tokenizer, ["john", PAIR_SEPARATOR, "john"]) == [[VOCAB.index("john")], [VOCAB.index("[SEP]")], [VOCAB.index("john")]]
+    from seqtransfer.embeddings.transformer import subword_windows
+
+    windows, _, types = subword_windows(str(tmp_path / "encoder"), [["john", PAIR_SEPARATOR, "abc"]])
+    assert windows[0][0].tolist() == [2, VOCAB.index("john"), 3, 5, VOCAB.index("##b"), VOCAB.index("##c"), 3]  # [CLS] A [SEP] B [SEP]
+    assert types[0][0].tolist() == [0, 0, 0, 1, 1, 1, 1]  # BERT's token types
 
 
 @pytest.mark.skipif(not (DATA_ROOT / "mrpc").is_dir(), reason="shared datasets not found")

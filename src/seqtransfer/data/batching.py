@@ -35,6 +35,7 @@ class EncodedSentences:
     subwords: list[list[np.ndarray]] | None = None  # fine-tuned encoder: per sentence its windows of sub-word ids
     subword_positions: list[np.ndarray] | None = None  # per sentence (T, 2): each token's window and first sub-word position
     segments: list[np.ndarray] | None = None  # sentence pairs: per token 0 (first text), 2 (the [SEP] between), 1 (second text)
+    subword_types: list[list[np.ndarray]] | None = None  # fine-tuned encoder: per sentence and window, each sub-word's segment (token type)
 
 
 @dataclass
@@ -66,6 +67,7 @@ class Batch:
     subword_mask: torch.Tensor | None = None  # (W, S) 1 for real sub-words
     token_index: torch.Tensor | None = None  # (B, T) row of the flattened (W * S) encoder output holding each token's first sub-word
     segments: torch.Tensor | None = None  # (B, T) sentence pairs: 0 first text, 2 separator, 1 second text (padding 2)
+    subword_types: torch.Tensor | None = None  # (W, S) token type of each sub-word (1: the second text of a pair)
 
     def to(self, device: torch.device) -> "Batch":
         """The batch on ``device`` (built on the CPU, moved once; pinned, non-blocking copies to a GPU)."""
@@ -80,7 +82,7 @@ class Batch:
         return Batch(move(self.words), {name: move(target) for name, target in self.targets.items()}, move(self.mask), move(self.lengths),
                      move(self.characters), self.character_lengths, move(self.form_index), move(self.form_ids), self.indices,
                      self.companion.to(device) if self.companion is not None else None, *(move(tensor) if tensor is not None else None
-                     for tensor in (self.features, self.subword_ids, self.subword_mask, self.token_index, self.segments)))
+                     for tensor in (self.features, self.subword_ids, self.subword_mask, self.token_index, self.segments, self.subword_types)))
 
     @property
     def labels(self) -> torch.Tensor | None:
@@ -103,16 +105,16 @@ def encode_sentences(
     if labels is not None:
         targets = {"labels": [encode_labels(vocabularies.labels, sentence) for sentence in labels]}
     lengths = np.array([len(sentence) for sentence in tokens], dtype=np.int64)
-    features = subwords = positions = None
+    features = subwords = positions = types = None
     if vocabularies.encoder and vocabularies.encoder_mode == "finetune":
         from seqtransfer.embeddings.transformer import subword_windows
 
-        subwords, positions = subword_windows(vocabularies.encoder, tokens)
+        subwords, positions, types = subword_windows(vocabularies.encoder, tokens)
     elif vocabularies.encoder:
         from seqtransfer.embeddings.transformer import cached_features
 
         features = cached_features(vocabularies.encoder, tokens, vocabularies.encoder_pooling)
-    return EncodedSentences(word_ids, form_ids, targets or {}, form_characters, lengths, features, subwords, positions, pair_segments(tokens))
+    return EncodedSentences(word_ids, form_ids, targets or {}, form_characters, lengths, features, subwords, positions, pair_segments(tokens), types)
 
 
 def pair_segments(tokens: Sequence[Sequence[str]]) -> list[np.ndarray] | None:
@@ -189,8 +191,9 @@ def subword_fields(data: EncodedSentences, indices: np.ndarray, width: int) -> d
         positions = data.subword_positions[i]
         token_index[row, : len(positions)] = (offset + positions[:, 0]) * size + positions[:, 1]
         offset += len(data.subwords[i])
+    types = pad_arrays([window for i in indices for window in data.subword_types[i]], size)
     return {"subword_ids": torch.from_numpy(ids), "subword_mask": torch.from_numpy((np.arange(size) < np.array([len(w) for w in rows])[:, None]).astype(np.int64)),
-            "token_index": torch.from_numpy(token_index)}
+            "token_index": torch.from_numpy(token_index), "subword_types": torch.from_numpy(types)}
 
 
 def pad_features(arrays: list[np.ndarray], width: int) -> torch.Tensor:

@@ -174,26 +174,34 @@ def encoder_limit(name: str, tokenizer) -> int:
     return min(int(config.get("max_position_embeddings", 512)), int(min(getattr(tokenizer, "model_max_length", 512) or 512, 10**6))) - 2
 
 
-def subword_windows(name: str, sentences: Sequence[Sequence[str]]) -> tuple[list[list[np.ndarray]], list[np.ndarray]]:
-    """For fine-tuning: per sentence, its windows of sub-word ids (with [CLS] ... [SEP]) and, per
-    token, (window, position of its first sub-word)."""
+def subword_windows(name: str, sentences: Sequence[Sequence[str]]) -> tuple[list[list[np.ndarray]], list[np.ndarray], list[list[np.ndarray]]]:
+    """For fine-tuning: per sentence, its windows of sub-word ids (with [CLS] ... [SEP]), per
+    token (window, position of its first sub-word), and per window the segment of each sub-word
+    (1 after a pair's [SEP], as BERT's token types)."""
+    from seqtransfer.data.tsv import PAIR_SEPARATOR
+
     tokenizer = tokenizer_of(name)
     limit = encoder_limit(name, tokenizer)
     specials = ([tokenizer.cls_token_id] if tokenizer.cls_token_id is not None else [], [tokenizer.sep_token_id] if tokenizer.sep_token_id is not None else [])
-    all_windows, all_positions = [], []
+    all_windows, all_positions, all_types = [], [], []
     for tokens in sentences:
         pieces = [token_pieces[:limit] for token_pieces in subword_pieces(tokenizer, tokens)]
-        windows_of_sentence, positions = [], []
+        windows_of_sentence, positions, types_of_sentence = [], [], []
+        segment = 0
         for number, (start, end) in enumerate(windows(pieces, limit)):
-            ids, position = list(specials[0]), len(specials[0])
-            for token_pieces in pieces[start:end]:
+            ids, types, position = list(specials[0]), [segment] * len(specials[0]), len(specials[0])
+            for token, token_pieces in zip(tokens[start:end], pieces[start:end]):
                 positions.append((number, position))
                 ids += token_pieces
+                types += [segment] * len(token_pieces)
                 position += len(token_pieces)
+                segment = 1 if token == PAIR_SEPARATOR else segment  # the second text of a pair (the [SEP] itself is still segment 0)
             windows_of_sentence.append(np.asarray(ids + specials[1], dtype=np.int64))
+            types_of_sentence.append(np.asarray(types + [segment] * len(specials[1]), dtype=np.int64))
         all_windows.append(windows_of_sentence)
         all_positions.append(np.asarray(positions, dtype=np.int64).reshape(-1, 2))
-    return all_windows, all_positions
+        all_types.append(types_of_sentence)
+    return all_windows, all_positions, all_types
 
 
 def cache_root() -> Path:

@@ -51,9 +51,14 @@ class EncoderTagger(SequenceLabeller):
         _, pretrained = load_encoder(self.encoder_name)
         self.encoder.load_state_dict(pretrained.state_dict())
 
+    def encode(self, batch: Batch) -> torch.Tensor:
+        """(W, S, H) the encoder's last layer over the batch's windows (token types for pairs, where the encoder has them)."""
+        types = {"token_type_ids": batch.subword_types} if batch.subword_types is not None and getattr(self.encoder.config, "type_vocab_size", 0) > 1 else {}
+        return self.encoder(input_ids=batch.subword_ids, attention_mask=batch.subword_mask, **types).last_hidden_state
+
     def features(self, batch: Batch) -> torch.Tensor:
         """Batch -> (B, T, H) the encoder's last layer at each token's first sub-word."""
-        states = self.encoder(input_ids=batch.subword_ids, attention_mask=batch.subword_mask).last_hidden_state  # (W, S, H)
+        states = self.encode(batch)  # (W, S, H)
         return states.reshape(-1, states.size(-1))[batch.token_index]
 
     def emissions(self, batch: Batch) -> torch.Tensor:

@@ -92,7 +92,7 @@ class EncoderClassifier(SentenceHead, EncoderTagger):
     """A fine-tuned encoder's [CLS] vector of each sentence's first window -> linear."""
 
     def sentence_scores(self, batch: Batch) -> torch.Tensor:
-        states = self.encoder(input_ids=batch.subword_ids, attention_mask=batch.subword_mask).last_hidden_state  # (W, S, H)
+        states = self.encode(batch)  # (W, S, H)
         first_windows = batch.token_index[:, 0] // states.size(1)  # each sentence's first window (its first token lies there)
         return self.classifier(self.dropout(states[first_windows, 0]))
 
