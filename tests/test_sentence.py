@@ -15,6 +15,7 @@ def test_a_sentence_classifier_trains_evaluates_and_predicts(tmp_path, capsys):
     metrics = run(["train", "--train", TRAIN, "--dev", DEV, "--test", DEV, "--epochs", "3", "--output", str(output), "--quiet", *TINY_MODEL])
     assert metrics["task"] == "label" and metrics["metric"] == "accuracy" and 0 <= metrics["test"]["accuracy"] <= 100
     assert "architecture: sentence_classifier" in (output / "config.yaml").read_text()
+    assert (output / "predictions" / "test.conll").read_text().splitlines()[0] == "sentence-1 pos " + lines_predicted(output)
     lines = (output / "predictions" / "test.tsv").read_text().splitlines()
     assert len(lines) == 2 and lines[0].split("\t")[0] == "pos" and lines[0].split("\t")[2] == "great acting"
     scores = run(["evaluate", str(output), "--file", DEV])
@@ -156,3 +157,7 @@ def test_the_bilstm_pools_the_two_texts_of_a_pair_apart():
 
     states = torch.arange(8, dtype=torch.float32).view(1, 4, 2)
     assert mean_over(states, batch.segments[:1] == 0).tolist() == [[1.0, 2.0]] and mean_over(states, batch.segments[:1] == 1).tolist() == [[6.0, 7.0]]
+
+
+def lines_predicted(output) -> str:
+    return (output / "predictions" / "test.tsv").read_text().splitlines()[0].split("\t")[1]

@@ -46,11 +46,17 @@ class SentenceClassification:
         return [labels.decode(decoded[:, :1].numpy()[row]) for row in range(len(lengths))]
 
     def write_predictions(self, directory: Path, name: str, sentences: Sequence[Sentence], gold, predicted) -> None:
-        """``predictions/NAME.tsv``: [gold TAB] predicted TAB text per sentence."""
+        """``predictions/NAME.tsv``: [gold TAB] predicted TAB text per sentence; and ``NAME.conll``,
+        one line per sentence (``sentence-N gold predicted``), which significance tests and
+        ``analyze transfer`` read as they read tagging runs."""
+        from seqtransfer.rundir import write_predictions
+
         with atomic_write(directory / f"{name}.tsv") as handle:
             for index, sentence in enumerate(sentences):
                 fields = ([gold[index][0]] if gold is not None else []) + [predicted[index][0], " ".join(sentence.tokens)]
                 handle.write("\t".join(fields) + "\n")
+        names = [[f"sentence-{index + 1}"] for index in range(len(sentences))]
+        write_predictions(directory / f"{name}.conll", names, None if gold is None else list(gold), list(predicted))
 
     def format_output(self, sentences: Sequence[Sentence], predicted: Sequence[list[str]]) -> str:
         return "".join(f"{labels[0]}\t{' '.join(sentence.tokens)}\n" for sentence, labels in zip(sentences, predicted))
