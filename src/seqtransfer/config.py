@@ -115,6 +115,9 @@ class TransferConfig:
     source: str | None = None  # run directory of the source model
     copy_shared_labels: bool = False  # also copy classifier rows of labels the source and target share
     random_plus_plus: bool = True  # PretRand: train the random units alone first, then jointly
+    adaptations: list[str] = field(default_factory=list)  # discriminative | gradual_unfreezing | l2sp, combinable (transfer/adaptations.py)
+    discriminative_factor: float = 2.6  # each layer group below the top trains at 1/factor of the rate above (ULMFiT)
+    l2sp_weight: float = 0.01  # alpha of L2-SP, per batch
 
 
 @dataclass
@@ -244,6 +247,8 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("model.encoder_mode", lambda value: value in ("features", "finetune"), "features or finetune"),
     ("model.discriminator_hidden", lambda value: value >= 0, "zero (no discriminator) or a positive integer"),
     ("train.adversarial_weight", lambda value: value > 0, "positive"),
+    ("transfer.discriminative_factor", lambda value: value >= 1.0, "at least 1"),
+    ("transfer.l2sp_weight", lambda value: value > 0, "positive"),
     ("multitask.sampling", lambda value: value in ("round_robin", "proportional"), "round_robin or proportional"),
     ("multitask.weight_growth", lambda value: value >= 1.0, "at least 1 (1 = constant weights)"),
     ("multitask.loss_weights", lambda value: value is None or all(isinstance(weight, (int, float)) and not isinstance(weight, bool) and weight > 0 for weight in value.values()),

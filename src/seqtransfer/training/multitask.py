@@ -303,6 +303,8 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
     from seqtransfer.training.train import check_resumable, train_phases
 
     scheme = get_scheme(config.transfer.scheme)
+    if config.transfer.adaptations:
+        raise SeqTransferError("transfer.adaptations are not available for multi-task models yet", hint="leave transfer.adaptations empty")
     if config.train.adversarial_data or config.model.discriminator_hidden:
         raise SeqTransferError("adversarial training is not available for multi-task models yet", hint="train mono-task sources with train.adversarial_data")
     watched = config.multitask.early_stopping

@@ -134,16 +134,23 @@ def build_target_model(config: RunConfig, scheme: Scheme, vocabularies: Vocabula
 
 def train_phases(model: nn.Module, scheme: Scheme, config: RunConfig, train: BatchSource, evaluate_dev: Evaluate, directory: Path, log: Log, show_progress: bool,
                  recorder: ActivationRecorder | None = None, epoch_hooks: tuple = (), extra_losses: tuple = ()) -> FitResult:
-    """Run the scheme's phases one after the other, each from the previous phase's best weights."""
+    """Run the scheme's phases one after the other, each from the previous phase's best weights
+    (with the adaptations of ``transfer.adaptations``: layer-group rates, gradual unfreezing)."""
+    from seqtransfer.transfer.adaptations import parameter_groups, unfreezing_hook
+
     history: list[dict] = []
     restored_seconds = 0.0
     trained: set[str] = set()
+    adaptations = config.transfer.adaptations
     for phase in scheme.phases(config.transfer):
         trainable = set_trainable(model, phase.trainable)
         trained.update(trainable)
         log(f"phase '{phase.name}': {sum(p.numel() for p in model.parameters() if p.requires_grad)} trainable parameters ({len(trainable)} tensors)")
         hooks = (*epoch_hooks, *(recorder.start_phase(phase.name) if recorder else ()))
-        result = fit(model, train, evaluate_dev, config.train, epoch_hooks=hooks, extra_losses=extra_losses, checkpoint_dir=directory / "checkpoint" / phase.name, log=log, show_progress=show_progress)
+        if "gradual_unfreezing" in adaptations:
+            hooks = (unfreezing_hook(model, set(trainable)), *hooks)
+        groups = parameter_groups(model, config.transfer, config.train.learning_rate) if adaptations else None
+        result = fit(model, train, evaluate_dev, config.train, parameter_groups=groups, epoch_hooks=hooks, extra_losses=extra_losses, checkpoint_dir=directory / "checkpoint" / phase.name, log=log, show_progress=show_progress)
         if recorder:
             recorder.finish_phase(model, len(result.history))
         model.load_state_dict(result.best_state)
@@ -216,6 +223,10 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     adversarial_tokens = unlabelled_target(config)
     vocabularies, matrix = prepare_vocabularies(config, data, log, base=source.vocabularies if source else None, extra_tokens=adversarial_tokens)
     model = build_target_model(config, scheme, vocabularies, matrix, source, log)
+    if config.transfer.adaptations:
+        from seqtransfer.transfer.adaptations import check_adaptations
+
+        check_adaptations(config.transfer, model, source is not None)
     device = resolve_device(config.train.device)
     prepare_device(device)
     model.to(device)
@@ -261,6 +272,19 @@ def config_differences(first: RunConfig, second: RunConfig) -> list[str]:
     return differing
 
 
+def source_penalties(config: RunConfig, model: nn.Module, scheme: Scheme, log: Log) -> tuple:
+    """L2-SP towards the source run's weights, when ``transfer.adaptations`` asks for it."""
+    if "l2sp" not in config.transfer.adaptations:
+        return ()
+    from seqtransfer.transfer.adaptations import L2SP
+
+    source_state = rundir.load_run(config.transfer.source).model.state_dict()
+    names = [name for name in source_state if name.startswith(scheme.transferred)]
+    penalty = L2SP(model, source_state, names, config.transfer.l2sp_weight)
+    log(f"L2-SP (alpha {config.transfer.l2sp_weight}) over {len(penalty.pairs)} transferred tensors")
+    return (penalty,)
+
+
 def unlabelled_target(config: RunConfig) -> list[list[str]]:
     """The unlabelled target sentences of adversarial training (none without ``train.adversarial_data``)."""
     if not config.train.adversarial_data:
@@ -297,6 +321,7 @@ def fit_and_save(config: RunConfig, directory: Path, data: TaskData, vocabularie
     try:
         evaluate_dev = dev_evaluation(dev, vocabularies.labels, data.metric, config.train.evaluation_batch_size)
         source, extra_losses = adversarial_training(config, model, vocabularies, ShuffledBatches(train, config.train.batch_size, config.train.seed), log)
+        extra_losses = (*extra_losses, *source_penalties(config, model, scheme, log))
         result = train_phases(model, scheme, config, source, evaluate_dev, directory, log, show_progress, recorder, extra_losses=extra_losses)
     except torch.cuda.OutOfMemoryError:
         raise out_of_memory_error(config.train.batch_size, "while training") from None

@@ -1,0 +1,117 @@
+"""Adaptation schemes that combine with any transfer scheme: parameter groups, epoch hooks, extra losses.
+
+    transfer.adaptations=[discriminative, gradual_unfreezing, l2sp]
+
+- ``discriminative`` (ULMFiT): each layer group trains at the rate of the group above divided by
+  ``transfer.discriminative_factor`` (2.6): the top (the classifier) at the base rate.
+- ``gradual_unfreezing`` (ULMFiT): epoch 1 trains the top group only, each epoch one more group
+  below it, until everything trains.
+- ``l2sp`` (Li et al. 2018): alpha/2 * ||w - w_source||^2 over the weights copied from the source
+  (``transfer.l2sp_weight``, per batch; the word and character tables are left out: their rows
+  of new words have no source value), pulling the fine-tuned weights towards the pretrained ones.
+
+A model's layer groups, bottom to top (``layer_groups``): a Transformer's embeddings, then each of
+its layers; or the word representation, then each BiLSTM layer; then everything else (the head).
+The optimizer holds every parameter from the start; a frozen one just gets no gradient.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from seqtransfer.config import TransferConfig
+from seqtransfer.errors import SeqTransferError
+
+LayerGroup = tuple[str, list[str]]  # (name, parameter names)
+EMBEDDING_TABLES = ("word_representation.word_embedding.weight", "word_representation.character_encoder.embedding.weight")
+
+
+def layer_groups(model: nn.Module) -> list[LayerGroup]:
+    """Parameter names by layer group, bottom to top; whatever no lower group takes is the top group (the head)."""
+    names = [name for name, _ in model.named_parameters()]
+    prefixes: list[str] = []
+    if any(name.startswith("encoder.encoder.layer.") for name in names):  # a Hugging Face encoder inside the model
+        layers = sorted({int(match.group(1)) for name in names if (match := re.match(r"encoder\.encoder\.layer\.(\d+)\.", name))})
+        prefixes = ["encoder.embeddings.", *(f"encoder.encoder.layer.{layer}." for layer in layers)]
+    elif any(name.startswith("word_representation.") for name in names):
+        stacked = sorted({int(match.group(1)) for name in names if (match := re.match(r"feature_extractor\.(?:lstm\.)?layers\.(\d+)\.", name))})
+        extractor = [f"feature_extractor.lstm.layers.{layer}." if any(n.startswith("feature_extractor.lstm.") for n in names) else f"feature_extractor.layers.{layer}."
+                     for layer in stacked] or ["feature_extractor."]
+        prefixes = ["word_representation.", *extractor]
+    groups, taken = [], set()
+    for prefix in prefixes:
+        members = [name for name in names if name.startswith(prefix) and name not in taken]
+        if members:
+            groups.append((prefix.rstrip("."), members))
+            taken.update(members)
+    groups.append(("head", [name for name in names if name not in taken]))
+    return [group for group in groups if group[1]]
+
+
+@dataclass(frozen=True)
+class Adaptation:
+    name: str
+    description: str
+    minimum_groups: int = 1
+
+
+ADAPTATIONS: dict[str, Adaptation] = {
+    "discriminative": Adaptation("discriminative", "discriminative learning rates: each layer group below the top at 1/factor of the one above", 2),
+    "gradual_unfreezing": Adaptation("gradual_unfreezing", "gradual unfreezing: the top group first, one more group per epoch", 2),
+    "l2sp": Adaptation("l2sp", "L2-SP: a pull towards the source run's weights"),
+}
+
+
+def check_adaptations(config: TransferConfig, model: nn.Module, has_source: bool) -> list[Adaptation]:
+    """The configured adaptations; one that cannot apply to this model or scheme is a one-line error."""
+    chosen = []
+    groups = len(layer_groups(model))
+    for name in config.adaptations:
+        if name not in ADAPTATIONS:
+            raise SeqTransferError(f"unknown adaptation '{name}'", hint=f"use transfer.adaptations=[{', '.join(ADAPTATIONS)}]")
+        adaptation = ADAPTATIONS[name]
+        if groups < adaptation.minimum_groups:
+            raise SeqTransferError(f"adaptation '{name}' needs at least {adaptation.minimum_groups} layer groups; this model has {groups}", hint="drop it for this model")
+        if name == "l2sp" and not has_source:
+            raise SeqTransferError("adaptation 'l2sp' pulls towards a source run's weights, and this scheme has none", hint="use it with --method finetune (a source run)")
+        chosen.append(adaptation)
+    return chosen
+
+
+def parameter_groups(model: nn.Module, config: TransferConfig, learning_rate: float) -> list[dict]:
+    """One optimizer group per layer group, every parameter included; rates divided by the factor per group below the top."""
+    parameters = dict(model.named_parameters())
+    groups = layer_groups(model)
+    factor = config.discriminative_factor if "discriminative" in config.adaptations else 1.0
+    return [{"params": [parameters[name] for name in names], "lr": learning_rate / factor ** (len(groups) - 1 - depth), "name": group}
+            for depth, (group, names) in enumerate(groups)]
+
+
+def unfreezing_hook(model: nn.Module, allowed: set[str]) -> Callable:
+    """Epoch hook: at epoch e the top e layer groups train (within what the phase lets train)."""
+    groups = layer_groups(model)
+
+    def unfreeze(epoch: int, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
+        open_names = {name for _, names in groups[max(len(groups) - epoch, 0):] for name in names}
+        for name, parameter in model.named_parameters():
+            parameter.requires_grad = name in open_names and name in allowed
+
+    return unfreeze
+
+
+class L2SP:
+    """alpha/2 * sum ||w - w_source||^2 over the transferred weights (an extra loss term, per batch)."""
+
+    def __init__(self, model: nn.Module, source_state: dict[str, torch.Tensor], names: list[str], weight: float) -> None:
+        parameters = dict(model.named_parameters())
+        self.pairs = [(parameters[name], source_state[name].to(parameters[name].device)) for name in names
+                      if name in parameters and name not in EMBEDDING_TABLES and parameters[name].shape == source_state[name].shape]
+        self.weight = weight
+
+    def __call__(self, model: nn.Module, batch) -> torch.Tensor:
+        return 0.5 * self.weight * sum(((parameter - start) ** 2).sum() for parameter, start in self.pairs)

@@ -1,0 +1,71 @@
+"""Adaptations combined with transfer schemes: what trains in which epoch, at which rate; L2-SP's pull; bad combinations."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from conftest import FIXTURES, TINY_MODEL, tiny_train_arguments
+from seqtransfer.cli import main, run
+from seqtransfer.config import RunConfig, apply_overrides
+from seqtransfer.transfer.adaptations import layer_groups, parameter_groups
+
+POS = ["--train", str(FIXTURES / "tiny_pos_train.conll"), "--dev", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos", "--quiet", *TINY_MODEL]
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("adaptations") / "source"
+    assert main(tiny_train_arguments(folder, epochs=2)) == 0
+    return folder
+
+
+def tiny_tagger():
+    from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
+    from seqtransfer.models.registry import build_model
+
+    config = apply_overrides(RunConfig(), TINY_MODEL).model
+    return build_model(config, Vocabularies(Vocabulary.build(["a"]), Vocabulary.build("a"), Vocabulary(["X", "Y"])))
+
+
+def test_layer_groups_of_a_tagger_and_discriminative_rates():
+    model = tiny_tagger()
+    assert [name for name, _ in layer_groups(model)] == ["word_representation", "feature_extractor", "head"]
+    config = apply_overrides(RunConfig(), ["transfer.adaptations=[discriminative]"]).transfer
+    rates = [group["lr"] for group in parameter_groups(model, config, 0.026)]
+    assert rates == pytest.approx([0.026 / 2.6**2, 0.026 / 2.6, 0.026])
+    assert sum(len(group["params"]) for group in parameter_groups(model, config, 0.026)) == len(list(model.parameters()))
+
+
+def test_gradual_unfreezing_trains_the_top_group_first_then_one_more_per_epoch(source, tmp_path):
+    snapshots = []
+    for epochs in (1, 2):
+        output = tmp_path / f"target{epochs}"
+        assert main(["transfer", "--source", str(source), "--method", "finetune", *POS, "--epochs", str(epochs), "--output", str(output),
+                     "transfer.adaptations=[gradual_unfreezing]", "train.patience=10"]) == 0
+        snapshots.append(load_file(str(output / "model.safetensors")))
+    start = load_file(str(source / "model.safetensors"))
+    lstm, embedding = "feature_extractor.forward_lstm.weight_ih_l0", "word_representation.character_encoder.lstm.forward_lstm.weight_ih_l0"
+    assert torch.equal(snapshots[0][lstm], start[lstm]) and torch.equal(snapshots[0][embedding], start[embedding])  # epoch 1: the head only
+    assert not torch.equal(snapshots[1][lstm], start[lstm]) and torch.equal(snapshots[1][embedding], start[embedding])  # epoch 2: + the BiLSTM
+
+
+def test_l2sp_keeps_the_fine_tuned_weights_nearer_the_source(source, tmp_path):
+    distances = {}
+    start = load_file(str(source / "model.safetensors"))
+    for name, extra in (("plain", []), ("l2sp", ["transfer.adaptations=[l2sp]", "transfer.l2sp_weight=50"])):
+        output = tmp_path / name
+        assert main(["transfer", "--source", str(source), "--method", "finetune", *POS, "--epochs", "3", "--output", str(output),
+                     "train.learning_rate=0.05", "train.patience=10", *extra]) == 0
+        weights = load_file(str(output / "model.safetensors"))
+        distances[name] = float((weights["feature_extractor.forward_lstm.weight_ih_l0"] - start["feature_extractor.forward_lstm.weight_ih_l0"]).norm())
+    assert distances["l2sp"] < distances["plain"]
+
+
+def test_adaptations_that_cannot_apply_are_one_line(source, tmp_path, capsys):
+    assert main(["train", *POS, "--output", str(tmp_path / "a"), "transfer.adaptations=[l2sp]"]) == 2
+    assert "this scheme has none" in capsys.readouterr().err
+    assert main(["train", *POS, "--output", str(tmp_path / "b"), "transfer.adaptations=[chain_thaw]"]) == 2
+    error = capsys.readouterr().err
+    assert "unknown adaptation 'chain_thaw'" in error and len(error.strip().splitlines()) == 1
