@@ -69,3 +69,23 @@ def test_adaptations_that_cannot_apply_are_one_line(source, tmp_path, capsys):
     assert main(["train", *POS, "--output", str(tmp_path / "b"), "transfer.adaptations=[chain_thaw]"]) == 2
     error = capsys.readouterr().err
     assert "unknown adaptation 'chain_thaw'" in error and len(error.strip().splitlines()) == 1
+
+
+def test_ewc_stores_the_sources_fisher_information_and_weighs_the_pull_by_it(source, tmp_path):
+    output = tmp_path / "ewc"
+    assert main(["transfer", "--source", str(source), "--method", "finetune", *POS, "--epochs", "1", "--output", str(output),
+                 "transfer.adaptations=[ewc]", "transfer.ewc_batches=2"]) == 0
+    fisher = load_file(str(source / "fisher.safetensors"))
+    assert fisher["__batches__"].item() == 2 and all((tensor >= 0).all() for tensor in fisher.values())
+    assert fisher["feature_extractor.forward_lstm.weight_ih_l0"].sum() > 0
+    assert "EWC (lambda 1.0) over" in (output / "log.txt").read_text()
+    from seqtransfer.transfer.adaptations import EWC
+
+    model = tiny_tagger()
+    state = {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}
+    name = "classifier.weight"
+    importance = {name: torch.full_like(state[name], 2.0)}
+    with torch.no_grad():
+        dict(model.named_parameters())[name].add_(1.0)
+    penalty = EWC(model, state, importance, [name], weight=0.5)
+    assert penalty(model, None).item() == pytest.approx(0.5 * 0.5 * 2.0 * state[name].numel())

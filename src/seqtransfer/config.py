@@ -118,6 +118,8 @@ class TransferConfig:
     adaptations: list[str] = field(default_factory=list)  # discriminative | gradual_unfreezing | l2sp, combinable (transfer/adaptations.py)
     discriminative_factor: float = 2.6  # each layer group below the top trains at 1/factor of the rate above (ULMFiT)
     l2sp_weight: float = 0.01  # alpha of L2-SP, per batch
+    ewc_weight: float = 1.0  # lambda of EWC, per batch
+    ewc_batches: int = 100  # source training batches the Fisher information is estimated on
 
 
 @dataclass
@@ -249,6 +251,8 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("train.adversarial_weight", lambda value: value > 0, "positive"),
     ("transfer.discriminative_factor", lambda value: value >= 1.0, "at least 1"),
     ("transfer.l2sp_weight", lambda value: value > 0, "positive"),
+    ("transfer.ewc_weight", lambda value: value > 0, "positive"),
+    ("transfer.ewc_batches", lambda value: value >= 1, "at least 1"),
     ("multitask.sampling", lambda value: value in ("round_robin", "proportional"), "round_robin or proportional"),
     ("multitask.weight_growth", lambda value: value >= 1.0, "at least 1 (1 = constant weights)"),
     ("multitask.loss_weights", lambda value: value is None or all(isinstance(weight, (int, float)) and not isinstance(weight, bool) and weight > 0 for weight in value.values()),

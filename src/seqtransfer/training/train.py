@@ -273,16 +273,24 @@ def config_differences(first: RunConfig, second: RunConfig) -> list[str]:
 
 
 def source_penalties(config: RunConfig, model: nn.Module, scheme: Scheme, log: Log) -> tuple:
-    """L2-SP towards the source run's weights, when ``transfer.adaptations`` asks for it."""
-    if "l2sp" not in config.transfer.adaptations:
+    """L2-SP and EWC towards the source run's weights, when ``transfer.adaptations`` asks for them."""
+    wanted = [name for name in ("l2sp", "ewc") if name in config.transfer.adaptations]
+    if not wanted:
         return ()
-    from seqtransfer.transfer.adaptations import L2SP
+    from seqtransfer.transfer.adaptations import EWC, L2SP, source_fisher
 
-    source_state = rundir.load_run(config.transfer.source).model.state_dict()
+    source = rundir.load_run(config.transfer.source)
+    source_state = {name: tensor.detach().clone() for name, tensor in source.model.state_dict().items()}
     names = [name for name in source_state if name.startswith(scheme.transferred)]
-    penalty = L2SP(model, source_state, names, config.transfer.l2sp_weight)
-    log(f"L2-SP (alpha {config.transfer.l2sp_weight}) over {len(penalty.pairs)} transferred tensors")
-    return (penalty,)
+    penalties = []
+    if "l2sp" in wanted:
+        penalties.append(L2SP(model, source_state, names, config.transfer.l2sp_weight))
+        log(f"L2-SP (alpha {config.transfer.l2sp_weight}) over {len(penalties[-1].pairs)} transferred tensors")
+    if "ewc" in wanted:
+        fisher = source_fisher(source, config.transfer.ewc_batches, log)
+        penalties.append(EWC(model, source_state, fisher, names, config.transfer.ewc_weight))
+        log(f"EWC (lambda {config.transfer.ewc_weight}) over {len(penalties[-1].pairs)} transferred tensors")
+    return tuple(penalties)
 
 
 def unlabelled_target(config: RunConfig) -> list[list[str]]:

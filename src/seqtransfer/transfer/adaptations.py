@@ -9,6 +9,10 @@
 - ``l2sp`` (Li et al. 2018): alpha/2 * ||w - w_source||^2 over the weights copied from the source
   (``transfer.l2sp_weight``, per batch; the word and character tables are left out: their rows
   of new words have no source value), pulling the fine-tuned weights towards the pretrained ones.
+- ``ewc`` (Kirkpatrick et al. 2017): lambda/2 * sum_i F_i (w_i - w_source,i)^2, F the diagonal
+  empirical Fisher information of the source model on its own training data (mean squared
+  gradient over ``transfer.ewc_batches`` batches), computed once and stored in the source run
+  directory (``fisher.safetensors``); ``transfer.ewc_weight`` is lambda.
 
 A model's layer groups, bottom to top (``layer_groups``): a Transformer's embeddings, then each of
 its layers; or the word representation, then each BiLSTM layer; then everything else (the head).
@@ -64,7 +68,9 @@ ADAPTATIONS: dict[str, Adaptation] = {
     "discriminative": Adaptation("discriminative", "discriminative learning rates: each layer group below the top at 1/factor of the one above", 2),
     "gradual_unfreezing": Adaptation("gradual_unfreezing", "gradual unfreezing: the top group first, one more group per epoch", 2),
     "l2sp": Adaptation("l2sp", "L2-SP: a pull towards the source run's weights"),
+    "ewc": Adaptation("ewc", "EWC: a pull towards the source weights, weighted by their Fisher information on the source data"),
 }
+SOURCE_PENALTIES = ("l2sp", "ewc")
 
 
 def check_adaptations(config: TransferConfig, model: nn.Module, has_source: bool) -> list[Adaptation]:
@@ -77,8 +83,8 @@ def check_adaptations(config: TransferConfig, model: nn.Module, has_source: bool
         adaptation = ADAPTATIONS[name]
         if groups < adaptation.minimum_groups:
             raise SeqTransferError(f"adaptation '{name}' needs at least {adaptation.minimum_groups} layer groups; this model has {groups}", hint="drop it for this model")
-        if name == "l2sp" and not has_source:
-            raise SeqTransferError("adaptation 'l2sp' pulls towards a source run's weights, and this scheme has none", hint="use it with --method finetune (a source run)")
+        if name in SOURCE_PENALTIES and not has_source:
+            raise SeqTransferError(f"adaptation '{name}' pulls towards a source run's weights, and this scheme has none", hint="use it with --method finetune (a source run)")
         chosen.append(adaptation)
     return chosen
 
@@ -115,3 +121,55 @@ class L2SP:
 
     def __call__(self, model: nn.Module, batch) -> torch.Tensor:
         return 0.5 * self.weight * sum(((parameter - start) ** 2).sum() for parameter, start in self.pairs)
+
+
+class EWC(L2SP):
+    """lambda/2 * sum F (w - w_source)^2 over the transferred weights (an extra loss term, per batch)."""
+
+    def __init__(self, model: nn.Module, source_state: dict[str, torch.Tensor], fisher: dict[str, torch.Tensor], names: list[str], weight: float) -> None:
+        super().__init__(model, source_state, [name for name in names if name in fisher], weight)
+        parameters = dict(model.named_parameters())
+        lookup = {id(parameters[name]): fisher[name].to(parameters[name].device) for name in names if name in fisher and name in parameters}
+        self.importance = [lookup[id(parameter)] for parameter, _ in self.pairs]
+
+    def __call__(self, model: nn.Module, batch) -> torch.Tensor:
+        return 0.5 * self.weight * sum((importance * (parameter - start) ** 2).sum() for (parameter, start), importance in zip(self.pairs, self.importance))
+
+
+FISHER = "fisher.safetensors"
+
+
+def source_fisher(source, batches: int, log: Callable[[str], None]) -> dict[str, torch.Tensor]:
+    """The diagonal empirical Fisher of a source run on its training data: read from its run directory, or computed and stored there."""
+    import numpy as np
+    from safetensors.torch import load_file
+
+    from seqtransfer.data.batching import training_batches
+    from seqtransfer.data.task_data import load_task_data
+    from seqtransfer.training.checkpoint import save_tensors
+
+    path = source.directory / FISHER
+    if path.is_file():
+        stored = load_file(str(path))
+        if stored.get("__batches__", torch.zeros(1)).item() == batches:
+            return {name: tensor for name, tensor in stored.items() if name != "__batches__"}
+    data = load_task_data(source.config.data, ("train",))
+    encoded = data.encode("train", source.vocabularies)
+    model = source.model
+    model.train()
+    sums = {name: torch.zeros_like(parameter) for name, parameter in model.named_parameters()}
+    counted = 0
+    for batch in training_batches(encoded, source.config.train.batch_size, np.random.default_rng([source.config.train.seed, 0])):
+        if counted == batches:
+            break
+        model.zero_grad(set_to_none=True)
+        model.loss(batch).backward()
+        for name, parameter in model.named_parameters():
+            if parameter.grad is not None:
+                sums[name] += parameter.grad.to_dense() ** 2
+        counted += 1
+    model.eval()
+    fisher = {name: total / max(counted, 1) for name, total in sums.items()}
+    save_tensors(path, {**fisher, "__batches__": torch.tensor([float(batches)])})
+    log(f"EWC: Fisher information of the source over {counted} batches of its training data, stored in {path}")
+    return fisher
