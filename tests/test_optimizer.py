@@ -96,3 +96,14 @@ def test_schedules_inverse_time_per_epoch_and_linear_warmup_then_decay():
     assert [inverse_time(0.015, Position(epoch, 3, 10), config) for epoch in (1, 2, 3)] == [0.015 / 1.0, 0.015 / 1.05, 0.015 / 1.1]
     rates = [linear_warmup(1.0, Position(epoch, step, 4), config) for epoch in (1, 2) for step in range(4)]
     assert rates == [0.5, 1.0, 5 / 6, 4 / 6, 3 / 6, 2 / 6, 1 / 6, 0.0]  # 8 steps: 2 warming up, then down to 0 at the last
+
+
+def test_slanted_triangular_rises_for_cut_frac_then_falls_from_lr_to_lr_over_32():
+    from seqtransfer.config import TrainConfig
+    from seqtransfer.training.schedules import Position, slanted_triangular
+
+    config = TrainConfig(max_epochs=1, warmup=0.1)
+    rates = [slanted_triangular(3.2, Position(1, step, 100), config) for step in range(100)]
+    assert rates[0] == pytest.approx(0.1) and rates[10] == pytest.approx(3.2) and max(rates) == rates[10]
+    assert all(a < b for a, b in zip(rates[:10], rates[1:11])) and all(a > b for a, b in zip(rates[10:-1], rates[11:]))
+    assert rates[-1] == pytest.approx(0.1 + 3.1 / 90, rel=1e-6)  # one step before the end of the decay to lr/32

@@ -91,7 +91,7 @@ class TrainConfig:
     momentum: float = 0.9  # sgd
     betas: list[float] = field(default_factory=lambda: [0.9, 0.95])  # adam (Stanza's parser)
     learning_rate_decay: float = 0.0  # lr_epoch = lr / (1 + decay * epoch); NCRF++ uses 0.05, the paper none
-    schedule: str | None = None  # inverse_time (uses learning_rate_decay) | linear_warmup; None = the model's (linear_warmup for fine-tuned encoders)
+    schedule: str | None = None  # inverse_time (uses learning_rate_decay) | linear_warmup | slanted_triangular; None = the model's (linear_warmup for fine-tuned encoders)
     warmup: float = 0.1  # linear_warmup: share of all steps spent warming up
     weight_decay: float = 0.0
     gradient_clip: float = 5.0
@@ -262,7 +262,7 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("train.momentum", lambda value: 0.0 <= value < 1.0, "in [0, 1)"),
     ("train.learning_rate_decay", lambda value: value >= 0, "zero or positive"),
     ("train.warmup", lambda value: 0.0 <= value < 1.0, "in [0, 1)"),
-    ("train.schedule", lambda value: value is None or value in ("inverse_time", "linear_warmup"), "inverse_time or linear_warmup (or null)"),
+    ("train.schedule", lambda value: value is None or value in ("inverse_time", "linear_warmup", "slanted_triangular"), "inverse_time, linear_warmup or slanted_triangular (or null)"),
     ("train.weight_decay", lambda value: value >= 0, "zero or positive"),
     ("train.gradient_clip", lambda value: value >= 0, "zero (no clipping) or positive"),
     ("train.batch_size", lambda value: value >= 1, "at least 1"),

@@ -4,6 +4,8 @@
                     the PretRand paper's SGD, NCRF++ uses 0.05)
     linear_warmup   linear warm-up over the first ``train.warmup`` share of all steps
                     (``max_epochs`` epochs), then linear decay to 0 at the last step (BERT fine-tuning)
+    slanted_triangular  ULMFiT's: up for the first ``train.warmup`` share (cut_frac), then down;
+                    from lr/32 to lr and back to lr/32 (ratio 32, Howard & Ruder 2018, eq. 3)
 
 A schedule is a function of the step alone, so a resumed run continues it exactly.
 """
@@ -43,7 +45,19 @@ def warmup_factor(position: Position, config: TrainConfig) -> float:
     return max(0.0, (total - done) / max(total - warmup, 1))
 
 
-SCHEDULES: dict[str, Callable[[float, Position, TrainConfig], float]] = {"inverse_time": inverse_time, "linear_warmup": linear_warmup}
+SLANTED_RATIO = 32
+
+
+def slanted_triangular(base: float, position: Position, config: TrainConfig) -> float:
+    total = max(config.max_epochs * position.steps_per_epoch, 1)
+    step = (position.epoch - 1) * position.steps_per_epoch + position.step  # t, from 0
+    cut = max(int(total * config.warmup), 1)
+    proportion = step / cut if step < cut else 1 - (step - cut) / max(cut * (1 / config.warmup - 1), 1)
+    return base * (1 + max(proportion, 0.0) * (SLANTED_RATIO - 1)) / SLANTED_RATIO
+
+
+SCHEDULES: dict[str, Callable[[float, Position, TrainConfig], float]] = {"inverse_time": inverse_time, "linear_warmup": linear_warmup,
+                                                                          "slanted_triangular": slanted_triangular}
 
 
 def get_schedule(name: str) -> Callable[[float, Position, TrainConfig], float]:
