@@ -66,9 +66,9 @@ def test_l2sp_keeps_the_fine_tuned_weights_nearer_the_source(source, tmp_path):
 def test_adaptations_that_cannot_apply_are_one_line(source, tmp_path, capsys):
     assert main(["train", *POS, "--output", str(tmp_path / "a"), "transfer.adaptations=[l2sp]"]) == 2
     assert "this scheme has none" in capsys.readouterr().err
-    assert main(["train", *POS, "--output", str(tmp_path / "b"), "transfer.adaptations=[chain_thaw]"]) == 2
+    assert main(["train", *POS, "--output", str(tmp_path / "b"), "transfer.adaptations=[telepathy]"]) == 2
     error = capsys.readouterr().err
-    assert "unknown adaptation 'chain_thaw'" in error and len(error.strip().splitlines()) == 1
+    assert "unknown adaptation 'telepathy'" in error and len(error.strip().splitlines()) == 1
 
 
 def test_ewc_stores_the_sources_fisher_information_and_weighs_the_pull_by_it(source, tmp_path):
@@ -89,3 +89,15 @@ def test_ewc_stores_the_sources_fisher_information_and_weighs_the_pull_by_it(sou
         dict(model.named_parameters())[name].add_(1.0)
     penalty = EWC(model, state, importance, [name], weight=0.5)
     assert penalty(model, None).item() == pytest.approx(0.5 * 0.5 * 2.0 * state[name].numel())
+
+
+def test_chain_thaw_trains_the_head_then_each_group_alone_then_everything(source, tmp_path):
+    output = tmp_path / "chain"
+    metrics = run(["transfer", "--source", str(source), "--method", "finetune", *POS, "--epochs", "1", "--output", str(output), "transfer.adaptations=[chain_thaw]"])
+    assert [record["phase"] for record in metrics["history"]] == ["head", "word_representation", "feature_extractor", "all"]
+    log = (output / "log.txt").read_text()
+    counts = [int(line.split(": ")[1].split()[0]) for line in log.splitlines() if line.startswith("phase '")]
+    assert counts[-1] == sum(counts[:-1]) == metrics["parameters"]  # the groups partition the model; the last phase trains all
+    code = main(["transfer", "--source", str(source), "--method", "pretrand", *POS, "--output", str(tmp_path / "p"), "transfer.adaptations=[chain_thaw]",
+                 "model.random_hidden=6"])
+    assert code == 2 and not (tmp_path / "p").exists()  # PretRand has two phases of its own: refused before anything is written

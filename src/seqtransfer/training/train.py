@@ -136,13 +136,16 @@ def train_phases(model: nn.Module, scheme: Scheme, config: RunConfig, train: Bat
                  recorder: ActivationRecorder | None = None, epoch_hooks: tuple = (), extra_losses: tuple = ()) -> FitResult:
     """Run the scheme's phases one after the other, each from the previous phase's best weights
     (with the adaptations of ``transfer.adaptations``: layer-group rates, gradual unfreezing)."""
-    from seqtransfer.transfer.adaptations import parameter_groups, unfreezing_hook
+    from seqtransfer.transfer.adaptations import chain_thaw_phases, parameter_groups, unfreezing_hook
 
     history: list[dict] = []
     restored_seconds = 0.0
     trained: set[str] = set()
     adaptations = config.transfer.adaptations
-    for phase in scheme.phases(config.transfer):
+    phases = scheme.phases(config.transfer)
+    if "chain_thaw" in adaptations:
+        phases = chain_thaw_phases(model, phases)
+    for phase in phases:
         trainable = set_trainable(model, phase.trainable)
         trained.update(trainable)
         log(f"phase '{phase.name}': {sum(p.numel() for p in model.parameters() if p.requires_grad)} trainable parameters ({len(trainable)} tensors)")
@@ -226,7 +229,7 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     if config.transfer.adaptations:
         from seqtransfer.transfer.adaptations import check_adaptations
 
-        check_adaptations(config.transfer, model, source is not None)
+        check_adaptations(config.transfer, model, source is not None, len(scheme.phases(config.transfer)))
     device = resolve_device(config.train.device)
     prepare_device(device)
     model.to(device)

@@ -9,6 +9,9 @@
 - ``l2sp`` (Li et al. 2018): alpha/2 * ||w - w_source||^2 over the weights copied from the source
   (``transfer.l2sp_weight``, per batch; the word and character tables are left out: their rows
   of new words have no source value), pulling the fine-tuned weights towards the pretrained ones.
+- ``chain_thaw`` (Felbo et al. 2017; ULMFiT): phases instead of one: the head alone, then each
+  layer group alone from the bottom up, then everything; each phase trains to early stopping
+  from the previous phase's best weights.
 - ``ewc`` (Kirkpatrick et al. 2017): lambda/2 * sum_i F_i (w_i - w_source,i)^2, F the diagonal
   empirical Fisher information of the source model on its own training data (mean squared
   gradient over ``transfer.ewc_batches`` batches), computed once and stored in the source run
@@ -68,12 +71,13 @@ ADAPTATIONS: dict[str, Adaptation] = {
     "discriminative": Adaptation("discriminative", "discriminative learning rates: each layer group below the top at 1/factor of the one above", 2),
     "gradual_unfreezing": Adaptation("gradual_unfreezing", "gradual unfreezing: the top group first, one more group per epoch", 2),
     "l2sp": Adaptation("l2sp", "L2-SP: a pull towards the source run's weights"),
+    "chain_thaw": Adaptation("chain_thaw", "chain-thaw: the head, then each layer group alone bottom-up, then all", 2),
     "ewc": Adaptation("ewc", "EWC: a pull towards the source weights, weighted by their Fisher information on the source data"),
 }
 SOURCE_PENALTIES = ("l2sp", "ewc")
 
 
-def check_adaptations(config: TransferConfig, model: nn.Module, has_source: bool) -> list[Adaptation]:
+def check_adaptations(config: TransferConfig, model: nn.Module, has_source: bool, phases: int = 1) -> list[Adaptation]:
     """The configured adaptations; one that cannot apply to this model or scheme is a one-line error."""
     chosen = []
     groups = len(layer_groups(model))
@@ -83,6 +87,8 @@ def check_adaptations(config: TransferConfig, model: nn.Module, has_source: bool
         adaptation = ADAPTATIONS[name]
         if groups < adaptation.minimum_groups:
             raise SeqTransferError(f"adaptation '{name}' needs at least {adaptation.minimum_groups} layer groups; this model has {groups}", hint="drop it for this model")
+        if name == "chain_thaw" and phases != 1:
+            raise SeqTransferError("chain-thaw replaces a one-phase scheme's phase; this scheme has several", hint="use it with --method finetune or scratch")
         if name in SOURCE_PENALTIES and not has_source:
             raise SeqTransferError(f"adaptation '{name}' pulls towards a source run's weights, and this scheme has none", hint="use it with --method finetune (a source run)")
         chosen.append(adaptation)
@@ -96,6 +102,16 @@ def parameter_groups(model: nn.Module, config: TransferConfig, learning_rate: fl
     factor = config.discriminative_factor if "discriminative" in config.adaptations else 1.0
     return [{"params": [parameters[name] for name in names], "lr": learning_rate / factor ** (len(groups) - 1 - depth), "name": group}
             for depth, (group, names) in enumerate(groups)]
+
+
+def chain_thaw_phases(model: nn.Module, phases: list) -> list:
+    """The head, each lower layer group bottom-up, then everything (a one-phase scheme only)."""
+    from seqtransfer.transfer.schemes import EVERYTHING, Phase
+
+    if len(phases) != 1:
+        raise SeqTransferError("chain-thaw replaces a one-phase scheme's phase; this scheme has several", hint="use it with --method finetune or scratch")
+    groups = layer_groups(model)
+    return [Phase("head", tuple(groups[-1][1])), *(Phase(name, tuple(names)) for name, names in groups[:-1]), Phase("all", EVERYTHING)]
 
 
 def unfreezing_hook(model: nn.Module, allowed: set[str]) -> Callable:
