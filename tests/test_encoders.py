@@ -241,3 +241,33 @@ def test_runs_record_trainable_parameters_and_peak_memory(encoder, tmp_path):
     features = run_command(["transfer", "--source", str(source), "--method", "features", "--train", str(FIXTURES / "tiny_pos_train.conll"),
                             "--dev", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos", "--epochs", "1", "--output", str(tmp_path / "sfe"), "--quiet", *TINY_MODEL])
     assert 0 < features["trainable_parameters"] < features["parameters"]  # SFE trains the classifier only
+
+
+def test_lora_trains_only_its_matrices_and_the_head_and_the_run_keeps_only_them(encoder, tmp_path, capsys):
+    pytest.importorskip("peft")
+    folder = tmp_path / "encoder"
+    shutil.copytree(encoder, folder)
+    output = tmp_path / "lora"
+    from seqtransfer.cli import run as run_command
+
+    metrics = run_command(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--test", str(FIXTURES / "tiny_ner_test.conll"),
+                           "--columns", "word,ner", "--epochs", "2", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={folder}",
+                           "model.encoder_mode=finetune", "model.encoder_adapter=lora", "model.lora_rank=2", "train.learning_rate=0.01"])
+    from safetensors.torch import load_file
+
+    saved = load_file(str(output / "model.safetensors"))
+    assert all("lora_" in name or not name.startswith("encoder.") for name in saved) and any("lora_A" in name for name in saved)
+    assert metrics["trainable_parameters"] == sum(tensor.numel() for name, tensor in saved.items() if not name.startswith("output.")) + \
+        sum(tensor.numel() for name, tensor in saved.items() if name.startswith("output."))
+    assert metrics["trainable_parameters"] < metrics["parameters"] / 2
+    predicted = run_command(["evaluate", str(output), "--file", str(FIXTURES / "tiny_ner_test.conll"), "--columns", "word,ner"])
+    assert predicted["f1"] == metrics["test"]["f1"]  # rebuilt from the encoder folder + the adapter: the same predictions
+    from transformers import AutoModel
+
+    changed = AutoModel.from_pretrained(str(folder))
+    with __import__("torch").no_grad():
+        changed.embeddings.word_embeddings.weight.add_(1.0)
+    changed.save_pretrained(folder)
+    capsys.readouterr()
+    assert main(["evaluate", str(output), "--file", str(FIXTURES / "tiny_ner_test.conll"), "--columns", "word,ner"]) == 2
+    assert "differs from the one this run was trained on" in capsys.readouterr().err

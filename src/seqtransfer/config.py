@@ -76,6 +76,10 @@ class ModelConfig:
     encoder: str | None = None
     encoder_pooling: str = "first"  # a token's vector (features): its first sub-word | the mean of its sub-words
     encoder_mode: str = "features"  # features: frozen, cached, scalar mix joined to the word representation | finetune: the encoder trains, with a light head
+    encoder_adapter: str | None = None  # finetune: lora (PEFT; the encoder's own weights stay frozen, only the adapter's train and are saved)
+    lora_rank: int = 8
+    lora_alpha: int = 16
+    encoder_hash: str | None = None  # filled: a hash of the encoder folder, checked when a run that saved only its adapter loads
     encoder_layers: int = 0  # filled from the encoder: its layers + 1 (embeddings)
     encoder_dimension: int = 0  # filled from the encoder: its hidden size
     sentence_pairs: bool | None = None  # sentence tasks: the data are pairs (A [SEP] B): the BiLSTM model pools A and B apart; None = from the data
@@ -247,6 +251,8 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("model.projection", lambda value: value > 0, "a positive integer"),
     ("model.encoder_pooling", lambda value: value in ("first", "mean"), "first or mean"),
     ("model.encoder_mode", lambda value: value in ("features", "finetune"), "features or finetune"),
+    ("model.encoder_adapter", lambda value: value in (None, "lora"), "lora (or null)"),
+    ("model.lora_rank", lambda value: value >= 1, "at least 1"),
     ("model.discriminator_hidden", lambda value: value >= 0, "zero (no discriminator) or a positive integer"),
     ("train.adversarial_weight", lambda value: value > 0, "positive"),
     ("transfer.discriminative_factor", lambda value: value >= 1.0, "at least 1"),

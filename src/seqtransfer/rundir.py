@@ -139,7 +139,9 @@ def check_weights_fit(config: RunConfig, vocabularies: Vocabularies, shapes: dic
     """Compare the saved weights with the model the config describes, built on the meta device
     (no memory): a config edited to huge sizes is refused before anything is allocated."""
     with torch.device("meta"):
-        expected = {name: tuple(tensor.shape) for name, tensor in build_model(config.model, vocabularies).state_dict().items()}
+        model = build_model(config.model, vocabularies)
+        stored = getattr(model, "stored", lambda name: True)
+        expected = {name: tuple(tensor.shape) for name, tensor in model.state_dict().items() if stored(name)}
     missing, unexpected = sorted(expected.keys() - shapes.keys()), sorted(shapes.keys() - expected.keys())
     wrong = [name for name in sorted(expected.keys() & shapes.keys()) if expected[name] != shapes[name]]
     if missing or unexpected or wrong:
@@ -155,8 +157,10 @@ def save_setup(directory: Path, config: RunConfig, vocabularies: Vocabularies) -
     write_json(directory / VOCABULARY, vocabularies.to_json())
 
 
-def save_weights(directory: Path, state: dict[str, torch.Tensor]) -> None:
-    save_tensors(directory / WEIGHTS, state)
+def save_weights(directory: Path, state: dict[str, torch.Tensor], model: torch.nn.Module | None = None) -> None:
+    """The weights a run directory holds (all, or what ``model.stored`` keeps: an adapter, not its frozen encoder)."""
+    stored = getattr(model, "stored", lambda name: True)
+    save_tensors(directory / WEIGHTS, {name: tensor for name, tensor in state.items() if stored(name)})
 
 
 def save_metrics(directory: Path, metrics: dict) -> None:
@@ -201,6 +205,16 @@ def check_run_directory(directory: Path) -> None:
         )
 
 
+def check_encoder_hash(config: RunConfig, directory: Path) -> None:
+    """The encoder folder must be the one the run was trained on (its adapter fits no other)."""
+    from seqtransfer.embeddings.transformer import encoder_fingerprint
+
+    found = encoder_fingerprint(config.model.encoder)
+    if config.model.encoder_hash and found != config.model.encoder_hash:
+        raise SeqTransferError(f"the encoder at {config.model.encoder} differs from the one this run was trained on (hash {found}, expected {config.model.encoder_hash})",
+                               path=directory, hint="point model.encoder in config.yaml at the run's encoder folder")
+
+
 def load_run(directory: str | Path, device: str | None = "cpu") -> LoadedRun:
     """Rebuild the model of a run directory (safetensors + YAML + JSON, no pickle) on ``device``
     (``auto``: the first GPU, else the CPU); a run trained on any device loads on any other."""
@@ -214,7 +228,12 @@ def load_run(directory: str | Path, device: str | None = "cpu") -> LoadedRun:
         state = load_file(str(directory / WEIGHTS))
     except Exception as error:  # offsets past the end of the file, truncated data
         raise SeqTransferError(f"model.safetensors is damaged ({str(error).splitlines()[0][:120]})", path=directory / WEIGHTS, hint=DAMAGED) from None
-    model.load_state_dict(state)
+    if hasattr(model, "stored") and len(state) < len(model.state_dict()):  # an adapter's run: the frozen encoder comes from its folder
+        check_encoder_hash(config, directory)
+        model.load_pretrained()
+        model.load_state_dict(state, strict=False)
+    else:
+        model.load_state_dict(state)
     model.to(resolve_device(device))
     model.eval()
     try:

@@ -20,6 +20,7 @@ all-MiniLM-L6-v2 package of PyPI). Nothing is downloaded: every load is ``local_
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -91,12 +92,21 @@ def load_encoder(name: str):
 
 
 def encoder_fingerprint(name: str) -> str:
-    """A hash of the encoder folder's files (names, sizes, config): a cache written by another encoder never matches."""
+    """A hash of the encoder folder's files (names and contents): a cache or an adapter made with
+    another encoder never matches. Computed once per process and state of the folder."""
     path = encoder_path(name)
+    files = tuple((str(item.relative_to(path)), item.stat().st_size, item.stat().st_mtime_ns) for item in sorted(path.rglob("*")) if item.is_file())
+    return folder_hash(str(path), files)
+
+
+@functools.lru_cache(maxsize=16)
+def folder_hash(path: str, files: tuple) -> str:
     digest = hashlib.sha256()
-    for file in sorted(item for item in path.rglob("*") if item.is_file()):
-        digest.update(f"{file.relative_to(path)}:{file.stat().st_size}".encode())
-    digest.update((path / "config.json").read_bytes())
+    for name, _, _ in files:
+        digest.update(name.encode())
+        with open(Path(path) / name, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
     return digest.hexdigest()[:16]
 
 

@@ -8,6 +8,11 @@ The encoder's architecture comes from its folder's config.json (``model.encoder`
 pretrained weights are loaded once, when training starts (``load_pretrained``), and saved with
 the run, so a run directory holds the fine-tuned encoder. Trained by default with AdamW and a
 linear warm-up then decay (``train.optimizer`` and ``train.schedule``).
+
+With ``model.encoder_adapter=lora`` (PEFT's LoRA on the attention's query and value, rank
+``model.lora_rank``), the encoder's own weights stay frozen (``frozen``): only the LoRA matrices
+and the head train, and only they are saved (``stored``); loading rebuilds the encoder from its
+folder, checked against the hash the run recorded.
 """
 
 from __future__ import annotations
@@ -40,6 +45,15 @@ class EncoderTagger(SequenceLabeller):
         self.encoder_name = config.encoder
         self.encoder = AutoModel.from_config(AutoConfig.from_pretrained(str(encoder_path(config.encoder)), local_files_only=True))
         size = self.encoder.config.hidden_size
+        self.adapter = config.encoder_adapter
+        if self.adapter == "lora":
+            import warnings
+
+            from peft import LoraConfig, get_peft_model  # the model type's default targets (BERT: query and value)
+
+            with warnings.catch_warnings():  # peft 0.21 calls a transformers method that 5.x deprecates: nothing for our users to act on
+                warnings.simplefilter("ignore", FutureWarning)
+                self.encoder = get_peft_model(self.encoder, LoraConfig(r=config.lora_rank, lora_alpha=config.lora_alpha, lora_dropout=0.1))
         self.dropout = Dropout(config.dropout)
         self.classifier = nn.Linear(size, label_count)
         self.output = OUTPUTS[config.classifier](label_count)
@@ -49,7 +63,20 @@ class EncoderTagger(SequenceLabeller):
         from seqtransfer.embeddings.transformer import load_encoder
 
         _, pretrained = load_encoder(self.encoder_name)
-        self.encoder.load_state_dict(pretrained.state_dict())
+        state = pretrained.state_dict()
+        if self.adapter is None:
+            self.encoder.load_state_dict(state)
+            return
+        base = {name: state[name.removeprefix("base_model.model.").replace(".base_layer.", ".")] for name in self.encoder.state_dict() if "lora_" not in name}
+        self.encoder.load_state_dict(base, strict=False)
+
+    def frozen(self, name: str) -> bool:
+        """A parameter that never trains: the encoder's own weights under an adapter."""
+        return self.adapter is not None and name.startswith("encoder.") and "lora_" not in name
+
+    def stored(self, name: str) -> bool:
+        """A weight the run directory holds (an adapter's run: not the frozen encoder, rebuilt from its folder)."""
+        return not self.frozen(name)
 
     def encode(self, batch: Batch) -> torch.Tensor:
         """(W, S, H) the encoder's last layer over the batch's windows (token types for pairs, where the encoder has them)."""

@@ -75,7 +75,10 @@ def build_word_vocabularies(config: RunConfig, train_tokens: list, evaluation_to
     if model_config.encoder:  # every sentence encoded with these vocabularies carries the encoder's vectors
         from seqtransfer.embeddings.transformer import encoder_shape
 
+        from seqtransfer.embeddings.transformer import encoder_fingerprint
+
         model_config.encoder_layers, model_config.encoder_dimension = encoder_shape(model_config.encoder)
+        model_config.encoder_hash = encoder_fingerprint(model_config.encoder)
         vocabularies.encoder, vocabularies.encoder_pooling, vocabularies.encoder_mode = model_config.encoder, model_config.encoder_pooling, model_config.encoder_mode
         how = "fine-tuned, first sub-word" if model_config.encoder_mode == "finetune" else f"frozen, {model_config.encoder_pooling} sub-word, scalar mix"
         log(f"encoder {model_config.encoder}: {model_config.encoder_layers} layers of {model_config.encoder_dimension} units, {how}")
@@ -349,7 +352,7 @@ def fit_and_save(config: RunConfig, directory: Path, data: TaskData, vocabularie
                    device=describe_device(device), peak_rss_megabytes=peak_rss_megabytes())
     if peak_memory_megabytes(device) is not None:
         metrics["gpu_peak_megabytes"] = peak_memory_megabytes(device)
-    rundir.save_weights(directory, result.best_state)
+    rundir.save_weights(directory, result.best_state, model)
     rundir.save_metrics(directory, metrics)
     shutil.rmtree(directory / "checkpoint", ignore_errors=True)
     return metrics

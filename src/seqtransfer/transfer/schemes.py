@@ -80,8 +80,9 @@ def set_trainable(model: nn.Module, trainable: tuple[str, ...]) -> list[str]:
     Returns the names that train.
     """
     names = []
+    frozen = getattr(model, "frozen", lambda name: False)  # weights a model never trains (an encoder under an adapter)
     for name, parameter in model.named_parameters():
-        parameter.requires_grad = name.startswith(trainable)
+        parameter.requires_grad = name.startswith(trainable) and not frozen(name)
         if parameter.requires_grad:
             names.append(name)
     return names
