@@ -178,6 +178,8 @@ def test_fine_tuning_an_encoder_tagger_trains_the_encoder_and_saves_it_with_the_
     assert probes["layers"] == 3 and len(probes["before"]) == len(probes["after"]) == 3
     assert all(0 <= score <= 100 for score in probes["before"] + probes["after"])
     assert (tmp_path / "probes" / "probes.png").is_file()
+    run_command(["analyze", "report", "--probes", str(output), "--output", str(tmp_path / "report.html")])
+    assert '<h2 id="probes">' in (tmp_path / "report.html").read_text()
     from seqtransfer.analysis.probes import layer_vectors
     from seqtransfer.rundir import load_run
 

@@ -57,6 +57,7 @@ class ReportContent:
     units: list[int] = field(default_factory=list)
     curve_points: list[CurvePoint] = field(default_factory=list)
     unit_ablation: dict | None = None  # analysis/units.py: a multi-task run's units ablated one at a time
+    probes: dict | None = None  # analysis/probes.py: a logistic probe per encoder layer
     title: str = "seqtransfer: what transfer did"
 
 
@@ -183,6 +184,20 @@ def ablation_section(result: dict) -> str:
     ])
 
 
+def probes_section(result: dict) -> str:
+    """The To-tune paper's Figure 1: what each encoder layer holds for the task, before and after fine-tuning."""
+    from seqtransfer.analysis.probes import probes_figure
+
+    rows = [[layer, *(result[which][layer] for which in ("before", "after") if which in result)] for layer in range(result["layers"])]
+    headers = ["layer", *(f"{which} fine-tuning" for which in ("before", "after") if which in result)]
+    return "\n".join([
+        '<h2 id="probes">Encoder layers: diagnostic probes</h2>',
+        f'<p class="note">A logistic regression per layer learns the run\'s labels from that layer\'s token vectors; token accuracy on {escape(result["split"])}.</p>',
+        embedded_figure(probes_figure(result), "Probe accuracy per encoder layer (0 = embeddings)."),
+        table(headers, rows),
+    ])
+
+
 def render_report(content: ReportContent) -> str:
     """The whole report as one HTML string."""
     sections = []
@@ -194,6 +209,8 @@ def render_report(content: ReportContent) -> str:
         sections.append(curve_section(content.curve_points))
     if content.unit_ablation:
         sections.append(ablation_section(content.unit_ablation))
+    if content.probes:
+        sections.append(probes_section(content.probes))
     body = "\n".join(sections) or "<p>Nothing to show: pass --transfer, --neurons, --curve or --ablation.</p>"
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

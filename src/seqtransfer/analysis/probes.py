@@ -79,6 +79,16 @@ def probe_layers(run_directory: str | Path, split: str = "dev", max_train_senten
 
 
 def draw_probes(result: dict, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    figure = probes_figure(result)
+    for suffix in (".png", ".svg"):
+        figure.savefig(path.with_suffix(suffix), dpi=120)
+    plt.close(figure)
+
+
+def probes_figure(result: dict):
+    """Probe accuracy per layer, before (and after) fine-tuning (the To-tune paper's Figure 1)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -92,6 +102,4 @@ def draw_probes(result: dict, path: Path) -> None:
     axis.set_ylabel(f"probe accuracy on {result['split']} (%)")
     axis.legend()
     figure.tight_layout()
-    for suffix in (".png", ".svg"):
-        figure.savefig(path.with_suffix(suffix), dpi=120)
-    plt.close(figure)
+    return figure

@@ -59,6 +59,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     report.add_argument("--curve", nargs="+", default=[], metavar="RUN", help="runs for the training-size figure")
     report.add_argument("--ablation", metavar="RUN", help="multi-task run whose lowest task's units to ablate (as `analyze units`)")
     report.add_argument("--ablation-max-sentences", type=int, help="score the ablations on the first N sentences of each dev set")
+    report.add_argument("--probes", metavar="RUN", help="run with a Transformer encoder whose layers to probe (as `analyze probes`)")
     report.add_argument("--split", default="dev", help="split of the prediction files (default dev)")
     add_neuron_options(report)
     report.add_argument("--title", default="seqtransfer: what transfer did", help="title of the page")
@@ -178,8 +179,8 @@ def run_report(arguments: argparse.Namespace):
     from seqtransfer.analysis.negative_transfer import compare_runs
     from seqtransfer.files import write_text
 
-    if not (arguments.transfer or arguments.neurons or arguments.curve or arguments.ablation):
-        raise SeqTransferError("nothing to report", hint="pass --transfer RUN_A RUN_B, --neurons RUN, --curve RUN ... and/or --ablation RUN")
+    if not (arguments.transfer or arguments.neurons or arguments.curve or arguments.ablation or arguments.probes):
+        raise SeqTransferError("nothing to report", hint="pass --transfer RUN_A RUN_B, --neurons RUN, --curve RUN ..., --ablation RUN and/or --probes RUN")
     content = ReportContent(title=arguments.title)
     content.comparisons = [compare_runs(reference, transferred, arguments.split) for reference, transferred in arguments.transfer]
     if arguments.neurons:
@@ -190,6 +191,10 @@ def run_report(arguments: argparse.Namespace):
         from seqtransfer.analysis.units import ablate_units
 
         content.unit_ablation = ablate_units(arguments.ablation, max_sentences=arguments.ablation_max_sentences)
+    if arguments.probes:
+        from seqtransfer.analysis.probes import probe_layers
+
+        content.probes = probe_layers(arguments.probes)
     write_text(arguments.output, render_report(content))
     print(f"report written to {arguments.output}")
     return content
