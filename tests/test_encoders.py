@@ -273,3 +273,32 @@ def test_lora_trains_only_its_matrices_and_the_head_and_the_run_keeps_only_them(
     capsys.readouterr()
     assert main(["evaluate", str(output), "--file", str(FIXTURES / "tiny_ner_test.conll"), "--columns", "word,ner"]) == 2
     assert "differs from the one this run was trained on" in capsys.readouterr().err
+
+
+def test_houlsby_adapters_start_as_the_pretrained_encoder_and_train_alone(encoder, tmp_path):
+    import torch
+    from transformers import AutoModel
+
+    from seqtransfer.models.adapters import add_houlsby_adapters
+
+    pretrained = AutoModel.from_pretrained(str(encoder))
+    adapted = AutoModel.from_pretrained(str(encoder))
+    assert add_houlsby_adapters(adapted, 4) == 2 * 2  # attention output and feed-forward output, in each of the 2 layers
+    ids = torch.tensor([[2, 60, 61, 3]])
+    with torch.no_grad():
+        assert torch.allclose(pretrained(input_ids=ids).last_hidden_state, adapted(input_ids=ids).last_hidden_state)  # W_up starts at 0
+    from seqtransfer.cli import run as run_command
+
+    output = tmp_path / "houlsby"
+    metrics = run_command(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
+                           "--epochs", "1", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune",
+                           "model.encoder_adapter=houlsby", "model.adapter_size=4"])
+    from safetensors.torch import load_file
+
+    saved = load_file(str(output / "model.safetensors"))
+    assert any(".adapter.down." in name for name in saved) and not any(name.endswith("dense.base.weight") for name in saved)
+    assert any("LayerNorm" in name for name in saved)  # Houlsby also trains the layer norms
+    assert metrics["trainable_parameters"] == sum(tensor.numel() for tensor in saved.values())
+    import seqtransfer
+
+    assert len(seqtransfer.load(output, device="cpu").predict([["john", "lives"]])[0]) == 2

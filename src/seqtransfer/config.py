@@ -76,7 +76,8 @@ class ModelConfig:
     encoder: str | None = None
     encoder_pooling: str = "first"  # a token's vector (features): its first sub-word | the mean of its sub-words
     encoder_mode: str = "features"  # features: frozen, cached, scalar mix joined to the word representation | finetune: the encoder trains, with a light head
-    encoder_adapter: str | None = None  # finetune: lora (PEFT; the encoder's own weights stay frozen, only the adapter's train and are saved)
+    encoder_adapter: str | None = None  # finetune: lora (PEFT) | houlsby (bottlenecks); the encoder's own weights stay frozen, only the adapter's train and are saved
+    adapter_size: int = 64  # houlsby: bottleneck units
     lora_rank: int = 8
     lora_alpha: int = 16
     encoder_hash: str | None = None  # filled: a hash of the encoder folder, checked when a run that saved only its adapter loads
@@ -251,7 +252,8 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("model.projection", lambda value: value > 0, "a positive integer"),
     ("model.encoder_pooling", lambda value: value in ("first", "mean"), "first or mean"),
     ("model.encoder_mode", lambda value: value in ("features", "finetune"), "features or finetune"),
-    ("model.encoder_adapter", lambda value: value in (None, "lora"), "lora (or null)"),
+    ("model.encoder_adapter", lambda value: value in (None, "lora", "houlsby"), "lora or houlsby (or null)"),
+    ("model.adapter_size", lambda value: value >= 1, "at least 1"),
     ("model.lora_rank", lambda value: value >= 1, "at least 1"),
     ("model.discriminator_hidden", lambda value: value >= 0, "zero (no discriminator) or a positive integer"),
     ("train.adversarial_weight", lambda value: value > 0, "positive"),

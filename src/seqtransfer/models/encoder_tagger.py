@@ -10,9 +10,10 @@ the run, so a run directory holds the fine-tuned encoder. Trained by default wit
 linear warm-up then decay (``train.optimizer`` and ``train.schedule``).
 
 With ``model.encoder_adapter=lora`` (PEFT's LoRA on the attention's query and value, rank
-``model.lora_rank``), the encoder's own weights stay frozen (``frozen``): only the LoRA matrices
-and the head train, and only they are saved (``stored``); loading rebuilds the encoder from its
-folder, checked against the hash the run recorded.
+``model.lora_rank``) or ``houlsby`` (bottlenecks after each layer's output projections,
+``models/adapters.py``), the encoder's own weights stay frozen (``frozen``): only the adapter
+(and for Houlsby the layer norms) and the head train, and only they are saved (``stored``);
+loading rebuilds the encoder from its folder, checked against the hash the run recorded.
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ class EncoderTagger(SequenceLabeller):
             with warnings.catch_warnings():  # peft 0.21 calls a transformers method that 5.x deprecates: nothing for our users to act on
                 warnings.simplefilter("ignore", FutureWarning)
                 self.encoder = get_peft_model(self.encoder, LoraConfig(r=config.lora_rank, lora_alpha=config.lora_alpha, lora_dropout=0.1))
+        elif self.adapter == "houlsby":
+            from seqtransfer.models.adapters import add_houlsby_adapters
+
+            add_houlsby_adapters(self.encoder, config.adapter_size)
         self.dropout = Dropout(config.dropout)
         self.classifier = nn.Linear(size, label_count)
         self.output = OUTPUTS[config.classifier](label_count)
@@ -67,12 +72,18 @@ class EncoderTagger(SequenceLabeller):
         if self.adapter is None:
             self.encoder.load_state_dict(state)
             return
-        base = {name: state[name.removeprefix("base_model.model.").replace(".base_layer.", ".")] for name in self.encoder.state_dict() if "lora_" not in name}
+        from seqtransfer.models.adapters import adapter_weight, pretrained_name
+
+        base = {name: state[pretrained_name(name)] for name in self.encoder.state_dict() if not adapter_weight(name)}
         self.encoder.load_state_dict(base, strict=False)
 
     def frozen(self, name: str) -> bool:
-        """A parameter that never trains: the encoder's own weights under an adapter."""
-        return self.adapter is not None and name.startswith("encoder.") and "lora_" not in name
+        """A parameter that never trains: the encoder's own weights under an adapter (Houlsby's also train the layer norms)."""
+        from seqtransfer.models.adapters import adapter_weight
+
+        if self.adapter is None or not name.startswith("encoder.") or adapter_weight(name):
+            return False
+        return not (self.adapter == "houlsby" and "LayerNorm" in name)
 
     def stored(self, name: str) -> bool:
         """A weight the run directory holds (an adapter's run: not the frozen encoder, rebuilt from its folder)."""
