@@ -101,3 +101,23 @@ def test_chain_thaw_trains_the_head_then_each_group_alone_then_everything(source
     code = main(["transfer", "--source", str(source), "--method", "pretrand", *POS, "--output", str(tmp_path / "p"), "transfer.adaptations=[chain_thaw]",
                  "model.random_hidden=6"])
     assert code == 2 and not (tmp_path / "p").exists()  # PretRand has two phases of its own: refused before anything is written
+
+
+def test_distillation_averages_the_teachers_soft_targets_and_trains_the_student_on_them(source, tmp_path):
+    import numpy as np
+
+    from seqtransfer.rundir import load_run
+    from seqtransfer.transfer.distillation import Distillation
+
+    other = tmp_path / "teacher2"
+    assert main(tiny_train_arguments(other, epochs=2, seed=7)) == 0
+    teachers = [load_run(source), load_run(other)]
+    tokens = [["John", "lives", "in", "Paris"], ["Mary"]]
+    labels = teachers[0].vocabularies.labels
+    term = Distillation(teachers, tokens, labels, temperature=2.0, weight=1.0)
+    assert [soft.shape for soft in term.soft] == [(4, len(labels)), (1, len(labels))]
+    assert np.allclose(term.soft[0].sum(-1), 1.0)
+    student = tmp_path / "student"
+    arguments = tiny_train_arguments(student, epochs=2)
+    assert main([*arguments, f"transfer.distill_from=[{source}, {other}]", "transfer.distillation_weight=2"]) == 0
+    assert "distilling 2 teacher run(s) at temperature 2.0" in (student / "log.txt").read_text()

@@ -125,6 +125,9 @@ class TransferConfig:
     l2sp_weight: float = 0.01  # alpha of L2-SP, per batch
     ewc_weight: float = 1.0  # lambda of EWC, per batch
     ewc_batches: int = 100  # source training batches the Fisher information is estimated on
+    distill_from: list[str] = field(default_factory=list)  # teacher run directories (an ensemble) distilled into this model (transfer/distillation.py)
+    distillation_temperature: float = 2.0
+    distillation_weight: float = 1.0
 
 
 @dataclass
@@ -261,6 +264,8 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("transfer.l2sp_weight", lambda value: value > 0, "positive"),
     ("transfer.ewc_weight", lambda value: value > 0, "positive"),
     ("transfer.ewc_batches", lambda value: value >= 1, "at least 1"),
+    ("transfer.distillation_temperature", lambda value: value > 0, "positive"),
+    ("transfer.distillation_weight", lambda value: value > 0, "positive"),
     ("multitask.sampling", lambda value: value in ("round_robin", "proportional"), "round_robin or proportional"),
     ("multitask.weight_growth", lambda value: value >= 1.0, "at least 1 (1 = constant weights)"),
     ("multitask.loss_weights", lambda value: value is None or all(isinstance(weight, (int, float)) and not isinstance(weight, bool) and weight > 0 for weight in value.values()),

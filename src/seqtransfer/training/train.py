@@ -299,6 +299,18 @@ def source_penalties(config: RunConfig, model: nn.Module, scheme: Scheme, log: L
     return tuple(penalties)
 
 
+def distillation(config: RunConfig, data: TaskData, vocabularies: Vocabularies, log: Log) -> tuple:
+    """The distillation term when ``transfer.distill_from`` names teacher runs."""
+    if not config.transfer.distill_from:
+        return ()
+    from seqtransfer.transfer.distillation import Distillation
+
+    teachers = [rundir.load_run(directory) for directory in config.transfer.distill_from]
+    term = Distillation(teachers, data.tokens("train"), vocabularies.labels, config.transfer.distillation_temperature, config.transfer.distillation_weight)
+    log(f"distilling {len(teachers)} teacher run(s) at temperature {config.transfer.distillation_temperature}, weight {config.transfer.distillation_weight}")
+    return (term,)
+
+
 def unlabelled_target(config: RunConfig) -> list[list[str]]:
     """The unlabelled target sentences of adversarial training (none without ``train.adversarial_data``)."""
     if not config.train.adversarial_data:
@@ -335,7 +347,7 @@ def fit_and_save(config: RunConfig, directory: Path, data: TaskData, vocabularie
     try:
         evaluate_dev = dev_evaluation(dev, vocabularies.labels, data.metric, config.train.evaluation_batch_size)
         source, extra_losses = adversarial_training(config, model, vocabularies, ShuffledBatches(train, config.train.batch_size, config.train.seed), log)
-        extra_losses = (*extra_losses, *source_penalties(config, model, scheme, log))
+        extra_losses = (*extra_losses, *source_penalties(config, model, scheme, log), *distillation(config, data, vocabularies, log))
         result = train_phases(model, scheme, config, source, evaluate_dev, directory, log, show_progress, recorder, extra_losses=extra_losses)
     except torch.cuda.OutOfMemoryError:
         raise out_of_memory_error(config.train.batch_size, "while training") from None

@@ -1,0 +1,69 @@
+"""Distillation of runs (an ensemble, or one bigger model) into the model being trained (Hinton et al. 2015).
+
+    transfer.distill_from=[RUN, RUN, ...]  transfer.distillation_temperature=2  transfer.distillation_weight=1
+
+The teachers' label distributions at temperature T, averaged over the teachers, are computed once
+for every training token (their labels mapped onto the student's by name; a label the student
+does not have is dropped and the rest renormalised). An extra loss term of the one training loop
+adds weight * T^2 * sum over tokens of the cross-entropy between those soft targets and the
+student's distribution at temperature T (the KL divergence up to a constant). The student's
+emissions are computed a second time for this term (another dropout draw): about one more
+forward pass per batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from seqtransfer.data.batching import Batch, encode_sentences, evaluation_batches
+from seqtransfer.data.vocabulary import Vocabulary
+from seqtransfer.errors import SeqTransferError
+
+
+def teacher_distributions(run, tokens: Sequence[Sequence[str]], labels: Vocabulary, temperature: float, batch_size: int = 256) -> list[np.ndarray]:
+    """Per sentence (T, L_student): one teacher's label distribution at ``temperature``, on the student's labels."""
+    model = run.model
+    if not hasattr(model, "emissions"):
+        raise SeqTransferError("a teacher must be a tagging run (it gives per-token label scores)", path=run.directory, hint="pass tagger or PretRand runs")
+    mapping = np.array([labels.index.get(label, -1) for label in run.vocabularies.labels.items])
+    if not (mapping >= 0).any():
+        raise SeqTransferError("the teacher's labels share none with this task's", path=run.directory, hint="distil from runs of the same task")
+    encoded = encode_sentences(tokens, run.vocabularies)
+    result: list[np.ndarray | None] = [None] * len(tokens)
+    model.eval()
+    with torch.inference_mode():
+        for batch in evaluation_batches(encoded, batch_size):
+            probabilities = (model.emissions(batch) / temperature).softmax(-1).numpy()  # (B, T, L_teacher)
+            for row, index in enumerate(batch.indices):
+                length = len(tokens[index])
+                student = np.zeros((length, len(labels)), dtype=np.float32)
+                kept = mapping >= 0
+                student[:, mapping[kept]] = probabilities[row, :length][:, kept]
+                result[index] = student / np.maximum(student.sum(-1, keepdims=True), 1e-12)
+    return result
+
+
+class Distillation:
+    """The extra loss term: weight * T^2 * cross-entropy(teachers' soft targets, student at T) over the batch's tokens."""
+
+    def __init__(self, teachers: list, tokens: Sequence[Sequence[str]], labels: Vocabulary, temperature: float, weight: float) -> None:
+        per_teacher = [teacher_distributions(teacher, tokens, labels, temperature) for teacher in teachers]
+        self.soft = [np.mean([distributions[index] for distributions in per_teacher], axis=0) for index in range(len(tokens))]
+        self.temperature, self.weight = temperature, weight
+
+    def targets(self, batch: Batch) -> torch.Tensor:
+        """(B, T, L) soft targets of the batch's sentences (zeros on padding)."""
+        width, labels = batch.mask.shape[1], self.soft[0].shape[1]
+        padded = np.zeros((len(batch.indices), width, labels), dtype=np.float32)
+        for row, index in enumerate(batch.indices):
+            padded[row, : len(self.soft[index])] = self.soft[index]
+        return torch.from_numpy(padded).to(batch.mask.device)
+
+    def __call__(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        log_student = (model.emissions(batch) / self.temperature).log_softmax(-1)  # (B, T, L)
+        cross_entropy = -(self.targets(batch) * log_student).sum(-1)[batch.mask].sum()
+        return self.weight * self.temperature**2 * cross_entropy
