@@ -302,3 +302,15 @@ def test_houlsby_adapters_start_as_the_pretrained_encoder_and_train_alone(encode
     import seqtransfer
 
     assert len(seqtransfer.load(output, device="cpu").predict([["john", "lives"]])[0]) == 2
+
+
+def test_encoder_features_may_replace_the_word_and_character_vectors(encoder, tmp_path):
+    output = tmp_path / "alone"
+    assert main(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
+                 "--epochs", "1", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_join=false"]) == 0
+    from safetensors.torch import load_file
+
+    assert load_file(str(output / "model.safetensors"))["feature_extractor.forward_lstm.weight_ih_l0"].shape[1] == 16  # the encoder's mix alone
+    import seqtransfer
+
+    assert len(seqtransfer.load(output, device="cpu").predict([["john", "lives"]])[0]) == 2

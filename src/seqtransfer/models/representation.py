@@ -127,7 +127,7 @@ class WordRepresentation(nn.Module):
     """x_t = [word_embedding(lower(w_t)); char_bilstm(w_t)] with dropout: (B, T) -> (B, T, D + hidden)."""
 
     def __init__(self, word_count: int, word_dimension: int, character_count: int, char_dimension: int, char_hidden: int, dropout: float,
-                 encoder_layers: int = 0, encoder_dimension: int = 0) -> None:
+                 encoder_layers: int = 0, encoder_dimension: int = 0, encoder_only: bool = False) -> None:
         super().__init__()
         # sparse: the gradient lists the batch's rows only; the optimizer updates just those
         self.word_embedding = nn.Embedding(word_count, word_dimension, padding_idx=0, sparse=True)
@@ -138,11 +138,14 @@ class WordRepresentation(nn.Module):
             from seqtransfer.embeddings.transformer import ScalarMix
 
             self.encoder_mix = ScalarMix(encoder_layers)
-            self.output_size += encoder_dimension
+            self.output_size = encoder_dimension if encoder_only else self.output_size + encoder_dimension
+        self.encoder_only = bool(encoder_layers) and encoder_only  # the word and character tables stay (tiny) but are not read
         self.form_table: torch.Tensor | None = None  # (F, hidden) while ``forms_of`` is active
 
     def forward(self, batch: Batch) -> torch.Tensor:
         """Batch -> (B, T, output_size)."""
+        if self.encoder_only:
+            return self.dropout(self.encoder_mix(self.require_features(batch)))
         words = self.word_embedding(batch.words)  # (B, T, D)
         if self.form_table is not None:
             characters = self.form_table[batch.form_ids]  # (B, T, hidden)
@@ -151,10 +154,14 @@ class WordRepresentation(nn.Module):
             characters = forms[batch.form_index]  # (B, T, hidden)
         parts = [words, characters]
         if hasattr(self, "encoder_mix"):
-            if batch.features is None:
-                raise RuntimeError("this model reads encoder features: encode sentences with the run's vocabularies (they name the encoder)")
-            parts.append(self.encoder_mix(batch.features))  # (B, T, L + 1, H) -> (B, T, H)
+            parts.append(self.encoder_mix(self.require_features(batch)))  # (B, T, L + 1, H) -> (B, T, H)
         return self.dropout(torch.cat(parts, dim=-1))
+
+    @staticmethod
+    def require_features(batch: Batch) -> torch.Tensor:
+        if batch.features is None:
+            raise RuntimeError("this model reads encoder features: encode sentences with the run's vocabularies (they name the encoder)")
+        return batch.features
 
     def load_vectors(self, matrix: np.ndarray) -> None:
         """Copy a (V, D) embedding matrix into the word embedding."""
@@ -186,4 +193,4 @@ def word_representation_of(config, word_count: int, character_count: int) -> Wor
     """The WRE a model config describes (words, characters, and a Transformer's layers when ``config.encoder`` is set)."""
     layers = config.encoder_layers if config.encoder else 0
     return WordRepresentation(word_count, config.word_dimension, character_count, config.char_dimension, config.char_hidden, config.dropout,
-                              layers, config.encoder_dimension if layers else 0)
+                              layers, config.encoder_dimension if layers else 0, encoder_only=not config.encoder_join)
