@@ -149,6 +149,11 @@ significance: [[MuTSPad, Multi-task]]
     assert "(0, 0, 0 to train)" in capsys.readouterr().out
     report = run(["report", str(experiment), "--results", str(results), "--trials", "100"])
     assert "| MuTSPad |" in report and "| ner | MuTSPad | Multi-task |" in report
+    mono = sum(record["network_parameters"] for record in records if record["method"] == "Mono-task")
+    row = next(line for line in report.splitlines() if line.startswith("| Multi-task |"))
+    from seqtransfer.experiments.report import _ratio
+
+    assert f"| {_ratio(multitask[0]['network_parameters'] / mono)} |" in row  # one model against the mono-task models together
 
 
 def test_unified_sources_and_methods_unify_with_finished_runs_first(tmp_path, capsys):

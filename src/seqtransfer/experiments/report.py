@@ -42,6 +42,7 @@ class Summary:
     scores: list[float]
     seconds_mean: float
     parameters: int
+    shared_model: bool = False  # one multi-task model scores every target of its method
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,7 @@ def aggregate(records: Iterable[dict], split: str = "test") -> dict[tuple[str, s
             scores=scores,
             seconds_mean=statistics.fmean(float(record["seconds"]) for record in cell),
             parameters=int(cell[0].get("network_parameters", cell[0]["parameters"])),
+            shared_model=bool(cell[0].get("multitask")),
         )
     return summaries
 
@@ -170,7 +172,12 @@ def _target_header(spec: ReportSpec, records: Sequence[dict]) -> list[str]:
 
 
 def _parameter_ratio(spec: ReportSpec, summaries: Mapping[tuple[str, str], Summary], method: str) -> str:
-    """Mean over shared targets of the method's parameter count / the reference's."""
+    """Mean over shared targets of the method's parameter count / the reference's; a multi-task
+    method's one model against the reference's models of those targets together."""
+    targets = [target for target in spec.targets if (method, target) in summaries and (spec.reference_method, target) in summaries]
+    if targets and summaries[method, targets[0]].shared_model:
+        together = sum(summaries[spec.reference_method, target].parameters for target in targets)
+        return _ratio(summaries[method, targets[0]].parameters / together) if together else MISSING
     ratios = [
         summaries[method, target].parameters / summaries[spec.reference_method, target].parameters
         for target in spec.targets
@@ -281,7 +288,8 @@ def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
     lines += ["", f"## Our results ({spec.split})", ""]
     lines += [f"Mean ± sample std (number of seeds). #params, aNRG and mNRG are relative to {spec.reference_method}; "
               f"{MISSING} marks a cell with no finished run, † a gain over fewer targets than the table has. "
-              "#params leaves out the word and character embedding tables (a transferred model's tables also hold the source's words).", ""]
+              "#params leaves out the word and character embedding tables (a transferred model's tables also hold the source's words); "
+              "a multi-task method's one model is compared with the reference's models of all targets together.", ""]
     lines += _ours_table(spec, records, summaries)
     if spec.paper_results:
         lines += ["", "## Paper (Δ = ours − paper)", "", *_paper_table(spec, summaries)]
