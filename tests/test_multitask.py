@@ -308,3 +308,10 @@ def test_unit_ablation_measures_each_tasks_max_class_drop(tmp_path, capsys):
 
     model = load_run(tmp_path / "run").model
     assert [tuple(weight.shape) for weight in outgoing_weights(model, "pos")] == [(3, 16), (8, 16)]  # projection T_pos (P=3), classifier (8 labels) read the 16 units
+
+
+def test_a_fine_tuned_encoder_in_a_multitask_model_is_refused_in_one_line(tmp_path, capsys):
+    config = write_config(tmp_path, TASKS, {"pos": POS, "ner": NER, "dp": DP})
+    code = main(["train", "--config", str(config), "--output", str(tmp_path / "run"), "--quiet", *TINY_MODEL, "model.encoder=minilm", "model.encoder_mode=finetune"])
+    error = capsys.readouterr().err
+    assert code == 2 and "not a fine-tuned encoder" in error and not (tmp_path / "run").exists()

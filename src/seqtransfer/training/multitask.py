@@ -305,6 +305,8 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
     scheme = get_scheme(config.transfer.scheme)
     if config.transfer.adaptations:
         raise SeqTransferError("transfer.adaptations are not available for multi-task models yet", hint="leave transfer.adaptations empty")
+    if config.model.encoder and config.model.encoder_mode == "finetune":
+        raise SeqTransferError("a multi-task model reads a frozen encoder's features, not a fine-tuned encoder, for now", hint="use model.encoder_mode=features")
     if config.train.adversarial_data or config.model.discriminator_hidden:
         raise SeqTransferError("adversarial training is not available for multi-task models yet", hint="train mono-task sources with train.adversarial_data")
     watched = config.multitask.early_stopping
