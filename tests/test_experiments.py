@@ -203,3 +203,43 @@ def test_a_method_may_name_a_source_per_target(tmp_path):
     (tmp_path / "bad.yaml").write_text(text.replace("  finetune: {scheme: finetune}", "  finetune: {scheme: finetune, source: {pos: nowhere}}"), encoding="utf-8")
     with pytest.raises(SeqTransferError, match="unknown source 'nowhere'"):
         load_experiment(tmp_path / "bad.yaml")
+
+
+def test_kept_records_let_a_fresh_store_go_on_with_the_next_seed(tmp_path, capsys):
+    """Seed 1 on one machine, its records committed; seed 2 on a fresh store trains only what seed 2 needs."""
+    experiment = tiny_experiment(tmp_path)
+    kept = tmp_path / "tiny.records.jsonl"
+    first = run(["experiment", "run", str(experiment), "--only", "scratch,finetune", "--results", str(tmp_path / "first"), "--records", str(kept)])
+    lines = kept.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == len(first) == 3  # scratch, finetune, the source
+    capsys.readouterr()
+    fresh = tmp_path / "fresh"
+    second = run(["experiment", "run", str(experiment), "--only", "scratch,finetune", "--seeds", "2", "--results", str(fresh), "--records", str(kept)])
+    out = capsys.readouterr().out
+    assert "(1, 2, 0 to train, 2 kept)" in out  # seed 2's fine-tuning needs the source again
+    assert len(list((fresh / "runs").iterdir())) == 2
+    assert sorted((record["method"], record["seed"]) for record in second if record["method"]) == [("finetune", 1), ("finetune", 2), ("scratch", 1), ("scratch", 2)]
+    by_cell = {(record["method"], record["seed"]): record["test"] for record in second}
+    assert all(by_cell[("scratch", 1)] == record["test"] for record in first if record["method"] == "scratch")
+    assert len(kept.read_text(encoding="utf-8").splitlines()) == 5
+    report = run(["report", str(experiment), "--results", str(tmp_path / "empty"), "--records", str(kept), "--trials", "10"])
+    assert "(2) |" in report and "\n| ner | " in report
+
+
+def test_a_kept_record_of_other_settings_is_trained_again(tmp_path, capsys):
+    experiment = tiny_experiment(tmp_path)
+    kept = tmp_path / "kept.jsonl"
+    run(["experiment", "run", str(experiment), "--only", "scratch", "--results", str(tmp_path / "first"), "--records", str(kept)])
+    changed = experiment.read_text(encoding="utf-8").replace("train.max_epochs=2", "train.max_epochs=1")
+    experiment.write_text(changed, encoding="utf-8")
+    capsys.readouterr()
+    run(["experiment", "run", str(experiment), "--only", "scratch", "--results", str(tmp_path / "second"), "--records", str(kept)])
+    assert "(0, 1, 0 to train)" in capsys.readouterr().out
+
+
+def test_a_broken_kept_file_is_one_line(tmp_path):
+    experiment = tiny_experiment(tmp_path)
+    kept = tmp_path / "kept.jsonl"
+    kept.write_text('{"experiment": "tiny", "run_directory": "x"}\nnot json\n', encoding="utf-8")
+    with pytest.raises(SeqTransferError, match=r"kept.jsonl:2: not a JSON record"):
+        run(["report", str(experiment), "--results", str(tmp_path / "r"), "--records", str(kept)])

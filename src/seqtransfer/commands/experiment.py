@@ -15,6 +15,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", help="comma-separated method names to run (default: all)")
     parser.add_argument("--targets", help="comma-separated target names to run (default: all)")
     parser.add_argument("--results", default="results", help="results store folder (default ./results)")
+    parser.add_argument("--records", metavar="FILE", help="kept records (JSON lines, small: commit it): cells it holds from runs of the same settings are not trained again; "
+                        "every record of the experiment is written back to it")
     parser.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
     parser.add_argument("--ray", metavar="ADDRESS", help="run on Ray: auto, local, or HOST:PORT of a cluster head")
     parser.add_argument("--gpus-per-run", type=float, default=0.0, help="with --ray: GPUs each run asks Ray for (e.g. 0.25: four BiLSTM runs share a GPU; default 0)")
@@ -25,6 +27,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 def run(arguments: argparse.Namespace) -> list[dict]:
     from seqtransfer.experiments.backends import LocalBackend, RayBackend
     from seqtransfer.experiments.runner import describe, run_experiment
+    from seqtransfer.experiments.kept import merge, read_kept, write_kept
     from seqtransfer.experiments.spec import load_experiment
     from seqtransfer.experiments.store import ResultsStore
 
@@ -44,15 +47,20 @@ def run(arguments: argparse.Namespace) -> list[dict]:
             raise SeqTransferError(f"unknown target(s) {', '.join(missing)}", path=arguments.file, hint=f"targets: {', '.join(spec.targets)}")
         spec.targets = {name: spec.targets[name] for name in wanted}
     store = ResultsStore(arguments.results)
+    kept = read_kept(arguments.records, spec.name) if arguments.records else []
     if arguments.action == "list":
-        records = store.records(spec.name)
+        records = merge(kept, store.records(spec.name))
         for record in records:
             print(describe(record))
         return records
     if arguments.gpus_per_run and not arguments.ray:
         raise SeqTransferError("--gpus-per-run asks Ray for GPUs: it needs --ray", hint="add --ray local (or --ray HOST:PORT), or use --device for an in-process grid")
     backend = RayBackend(arguments.ray, gpus_per_run=arguments.gpus_per_run) if arguments.ray else LocalBackend()
-    return run_experiment(spec, store, list(range(1, arguments.seeds + 1)), backend, arguments.data_dir, only, log=lambda line: print(line, flush=True))
+    records = run_experiment(spec, store, list(range(1, arguments.seeds + 1)), backend, arguments.data_dir, only, log=lambda line: print(line, flush=True), kept=kept)
+    if arguments.records:
+        write_kept(arguments.records, records)
+        print(f"{len(records)} records kept in {arguments.records}")
+    return records
 
 
 COMMAND = Command("run an experiment grid (resumable; in-process or on Ray) or list its finished runs", arguments, run)

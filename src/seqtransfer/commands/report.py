@@ -12,6 +12,7 @@ from seqtransfer.commands.base import Command
 def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="experiment YAML file")
     parser.add_argument("--results", default="results", help="results store folder (default ./results)")
+    parser.add_argument("--records", metavar="FILE", help="also the records kept in FILE (by `experiment run --records`) for cells the store does not hold")
     parser.add_argument("--output", help="write the Markdown here (and a .csv beside it) instead of printing it")
     parser.add_argument("--dev", action="store_true", help="also add the tables of the dev split")
     parser.add_argument("--trials", type=int, default=10000, help="randomisation-test trials (default 10000)")
@@ -27,6 +28,7 @@ def dev_section(spec, records) -> str:
 
 def run(arguments: argparse.Namespace) -> str:
     from seqtransfer.experiments.report import render_csv, render_markdown, render_sources, report_spec
+    from seqtransfer.experiments.kept import merge, read_kept
     from seqtransfer.experiments.spec import load_experiment
     from seqtransfer.experiments.store import ResultsStore
     from seqtransfer.files import write_text
@@ -34,6 +36,8 @@ def run(arguments: argparse.Namespace) -> str:
     experiment = load_experiment(arguments.file)
     spec = report_spec(experiment, trials=arguments.trials)
     stored = ResultsStore(arguments.results).records(experiment.name)
+    if arguments.records:
+        stored = merge(read_kept(arguments.records, experiment.name), stored)
     records = [record for record in stored if not record.get("source")]
     text = render_markdown(spec, records)
     sources = [record for record in stored if record.get("source")]

@@ -20,6 +20,7 @@ from seqtransfer.config import RunConfig, apply_overrides, check_values, config_
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.training.metrics import get_metric
 from seqtransfer.experiments.ensemble import build_ensemble
+from seqtransfer.experiments.kept import cell_key, merge, run_id_of
 from seqtransfer.experiments.spec import ExperimentSpec
 from seqtransfer.experiments.store import ResultsStore, content_id
 from seqtransfer.files import read_json
@@ -312,19 +313,55 @@ def is_finished(task: RunTask) -> bool:
     return (Path(task.directory) / rundir.METRICS).is_file()
 
 
-def run_experiment(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], backend, data_dir: str | None = None, only: set[str] = frozenset(), log: Log = print) -> list[dict]:
-    """Run whatever of the grid is not finished yet; returns every record of the experiment."""
+def kept_records_of(task: RunTask, kept: dict[tuple, dict]) -> list[dict] | None:
+    """The kept records of a task's cells (one per target of a multi-task run), if a run of the
+    same settings made every one of them; else None."""
+    cells = [{**task.record, "target": target} for target in task.record["targets"]] if "targets" in task.record else [task.record]
+    cells = [{key: value for key, value in cell.items() if key != "targets"} for cell in cells]
+    records = [kept.get(cell_key(cell)) for cell in cells]
+    if all(record is not None and run_id_of(record) == task.run_id for record in records):
+        return records
+    return None
+
+
+def skippable(tasks: list[RunTask], kept: dict[tuple, dict], needed: set[str]) -> dict[str, list[dict]]:
+    """directory -> kept records of the unfinished tasks that need no training: their cells are kept
+    and no run still to train depends on their directory (a filler of unified data)."""
+    skip = {task.directory: records for task in tasks if not is_finished(task) and (records := kept_records_of(task, kept)) is not None}
+    while True:
+        dependencies = {directory for task in tasks if task.directory not in skip and not is_finished(task) for directory in task.dependencies}
+        blocked = (dependencies | needed) & set(skip)
+        if not blocked:
+            return skip
+        for directory in blocked:
+            del skip[directory]
+
+
+def run_experiment(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], backend, data_dir: str | None = None, only: set[str] = frozenset(), log: Log = print,
+                   kept: list[dict] = ()) -> list[dict]:
+    """Run whatever of the grid is not finished (or kept, see :mod:`~seqtransfer.experiments.kept`) yet;
+    returns every record of the experiment."""
+    kept_cells = {cell_key(record): record for record in kept if record["experiment"] == spec.name}
     sources = source_tasks(spec, store, data_dir)
     targets = method_tasks(spec, store, data_dir, seeds, sources, only)
-    needed = {directory for task in targets for directory in task.dependencies}
+    ensembles = ensemble_tasks(spec, store, data_dir, seeds, sources, only)
+    kept_ensembles = [records for task, _ in ensembles if not is_finished(task) and (records := kept_records_of(task, kept_cells)) is not None]
+    ensembles = [(task, members) for task, members in ensembles if is_finished(task) or kept_records_of(task, kept_cells) is None]
+    members_needed = {member.directory for task, members in ensembles if not is_finished(task) for member in members}
+    skipped = skippable(targets, kept_cells, members_needed)
+    to_train = [task for task in targets if task.directory not in skipped]
+    needed = {directory for task in to_train for directory in task.dependencies}
     needed |= {directory for task in sources.values() if task.directory in needed for directory in task.dependencies}
     source_stage = [task for task in sources.values() if task.directory in needed]
-    ensembles = ensemble_tasks(spec, store, data_dir, seeds, sources, only)
-    todo = [[task for task in stage if not is_finished(task)] for stage in (source_stage, targets, [task for task, _ in ensembles])]
+    todo = [[task for task in stage if not is_finished(task)] for stage in (source_stage, to_train, [task for task, _ in ensembles])]
+    kept_note = f", {len(skipped) + len(kept_ensembles)} kept" if skipped or kept_ensembles else ""
     log(f"{spec.name}: {len(source_stage)} source runs, {len(targets)} target runs, {len(ensembles)} ensembles "
-        f"({', '.join(str(len(stage)) for stage in todo)} to train)")
+        f"({', '.join(str(len(stage)) for stage in todo)} to train{kept_note})")
     started = time.perf_counter()
-    for task in targets:  # cells whose run already exists (trained by this or another experiment)
+    for records in [*skipped.values(), *kept_ensembles]:
+        for record in records:
+            store.save_record(record)
+    for task in to_train:  # cells whose run already exists (trained by this or another experiment)
         if is_finished(task):
             for record in finish_records(task, Path(task.directory)):
                 store.save_record(record)
@@ -338,7 +375,7 @@ def run_experiment(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], 
         if task in todo[2]:
             log(describe(record))
     log(f"{spec.name}: done in {time.perf_counter() - started:.0f} s")
-    return store.records(spec.name)
+    return merge(kept_cells.values(), store.records(spec.name))
 
 
 def describe(record: dict) -> str:

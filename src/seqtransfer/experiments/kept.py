@@ -1,0 +1,78 @@
+"""Kept records: an experiment's finished cells in one small JSON-lines file that can be committed.
+
+A results store holds run directories (models, hundreds of MB) and is never committed; a grid
+of 3 seeds over several sessions, each on a fresh machine, would start again every time. The
+kept file holds only the records (scores, seconds, parameter counts: one line per cell):
+
+    seqtransfer experiment run FILE --seeds 3 --records docs/results/FILE.records.jsonl
+    seqtransfer report FILE --records docs/results/FILE.records.jsonl
+
+``experiment run`` skips a cell whose kept record was made by a run of the same settings (the
+run id, a hash of the settings and of its source's, matches), unless a run still to train needs
+that run's directory (an ensemble member, the filler of a unified dataset); it trains only the
+sources that the remaining runs need, and writes every record of the experiment back to the file.
+``report`` shows kept cells beside the store's; a kept cell's significance test needs its
+predictions, which stay with the run directory ("no predictions" where they are gone).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.files import atomic_write
+
+CELL_KEYS = ("method", "target", "seed", "source")
+
+
+def cell_key(record: dict) -> tuple:
+    """What makes a record one grid cell: method, target, seed (and the source name of a source run)."""
+    return tuple(str(record.get(key)) for key in CELL_KEYS)
+
+
+def record_order(record: dict) -> tuple:
+    return (str(record.get("method")), str(record.get("target")), record.get("seed") or 0, str(record.get("source")))
+
+
+def run_id_of(record: dict) -> str:
+    """The id of the run that made a record (its run directory's name)."""
+    return Path(record["run_directory"]).name
+
+
+def read_kept(path: str | Path, experiment: str | None = None) -> list[dict]:
+    """The records of a kept file (of one experiment); a missing file holds none."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    records = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise SeqTransferError(f"not a JSON record ({error.msg})", path=path, line=number, hint="each line is one record written by `experiment run --records`") from None
+        if not isinstance(record, dict) or "experiment" not in record or "run_directory" not in record:
+            raise SeqTransferError("a record needs 'experiment' and 'run_directory'", path=path, line=number, hint="each line is one record written by `experiment run --records`")
+        if experiment is None or record["experiment"] == experiment:
+            records.append(record)
+    return records
+
+
+def merge(kept: Iterable[dict], stored: Iterable[dict]) -> list[dict]:
+    """One record per cell: the store's where it has one (it is the newer), else the kept one."""
+    cells = {cell_key(record): record for record in kept}
+    cells.update({cell_key(record): record for record in stored})
+    return sorted(cells.values(), key=record_order)
+
+
+def write_kept(path: str | Path, records: Sequence[dict]) -> None:
+    """Write records as sorted JSON lines (atomically): the kept records of other experiments stay."""
+    path = Path(path)
+    experiments = {record["experiment"] for record in records}
+    others = [record for record in read_kept(path) if record["experiment"] not in experiments]
+    lines = [json.dumps(record, sort_keys=True, ensure_ascii=False) for record in sorted([*others, *records], key=lambda record: (record["experiment"], *record_order(record)))]
+    with atomic_write(path) as handle:
+        handle.write("".join(f"{line}\n" for line in lines))
