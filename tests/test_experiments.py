@@ -243,3 +243,28 @@ def test_a_broken_kept_file_is_one_line(tmp_path):
     kept.write_text('{"experiment": "tiny", "run_directory": "x"}\nnot json\n', encoding="utf-8")
     with pytest.raises(SeqTransferError, match=r"kept.jsonl:2: not a JSON record"):
         run(["report", str(experiment), "--results", str(tmp_path / "r"), "--records", str(kept)])
+
+
+def test_published_rows_render_above_ours_with_our_best_per_column(tmp_path):
+    experiment = tiny_experiment(tmp_path)
+    text = experiment.read_text(encoding="utf-8") + 'published:\n  - {name: "Big model (X, 2020)", source: "X 2020, Table 1", flags: [bert, crf], scores: {pos: 99.5}}\n'
+    experiment.write_text(text, encoding="utf-8")
+    results = tmp_path / "results"
+    run(["experiment", "run", str(experiment), "--only", "scratch", "--results", str(results)])
+    report = run(["report", str(experiment), "--results", str(results), "--trials", "10"])
+    published, ours = report.split("## Published results (not ours) and our best")[1].split("## Our results")
+    assert "| Big model (X, 2020) | X 2020, Table 1 | bert, crf | 99.50 |" in published
+    assert "(scratch) |" in published.split("Ours: best mean per column")[1]
+
+
+@pytest.mark.parametrize("row, message", [
+    ('{name: A, source: S, scores: {POS: 1.0}}', "published row 'A' names column 'POS', which the table does not have"),
+    ('{name: A, source: S, flags: [elmo], scores: {pos: 1.0}}', "unknown flag"),
+    ('{name: A, source: S, scores: {pos: high}}', "must be a number or n/a"),
+    ('{name: A, scores: {pos: 1.0}}', "'published\\[0\\]' is incomplete"),
+])
+def test_a_bad_published_row_is_one_line(tmp_path, row, message):
+    experiment = tiny_experiment(tmp_path)
+    experiment.write_text(experiment.read_text(encoding="utf-8") + f"published:\n  - {row}\n", encoding="utf-8")
+    with pytest.raises(SeqTransferError, match=message):
+        load_experiment(experiment)

@@ -22,7 +22,7 @@ def dev_section(spec, records) -> str:
     """The same tables on the dev split (no paper numbers, no significance tests)."""
     from seqtransfer.experiments.report import render_markdown
 
-    dev_spec = dataclasses.replace(spec, title=f"{spec.title} — dev split", paper_results={}, significance_pairs=[], split="dev")
+    dev_spec = dataclasses.replace(spec, title=f"{spec.title} — dev split", paper_results={}, significance_pairs=[], split="dev", published=[])
     return render_markdown(dev_spec, records)
 
 

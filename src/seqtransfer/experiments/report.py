@@ -59,6 +59,7 @@ class ReportSpec:
     paper_table: str = ""  # the table reproduced, e.g. "PretRand paper, Table 4 (test)"
     trials: int = 10000
     split: str = "test"  # which score of the records the tables show
+    published: Sequence = ()  # PublishedSpec rows: published results that are not ours
 
 
 def report_spec(experiment, trials: int = 10000) -> ReportSpec:
@@ -73,6 +74,7 @@ def report_spec(experiment, trials: int = 10000) -> ReportSpec:
         paper_results=experiment.paper,
         significance_pairs=[tuple(pair) for pair in experiment.significance],
         trials=trials,
+        published=list(experiment.published),
     )
 
 
@@ -242,6 +244,31 @@ def _paper_table(spec: ReportSpec, summaries: Mapping[tuple[str, str], Summary])
     return _table(["Method", *spec.targets, "aNRG", "mNRG"], rows)
 
 
+def _best_cell(spec: ReportSpec, means: Means, target: str) -> str:
+    """Our best mean on a target and the method that reached it: ``95.22 (PretRand)``."""
+    scored = [(means[method][target], method) for method in spec.methods if target in means.get(method, {})]
+    if not scored:
+        return MISSING
+    score, method = max(scored, key=lambda item: item[0])
+    return f"**{score:.2f}** ({method})"
+
+
+def _published_section(spec: ReportSpec, summaries: Mapping[tuple[str, str], Summary]) -> list[str]:
+    """Published results that are not ours, above our best mean per column."""
+    from seqtransfer.experiments.spec import PUBLISHED_FLAGS
+
+    rows = []
+    for row in spec.published:
+        cells = ["n/a" if row.scores.get(target) is None else f"{row.scores[target]:.2f}" for target in spec.targets]
+        rows.append([row.name, row.source + (f" ({row.note})" if row.note else ""), ", ".join(row.flags) or "none", *cells])
+    means = means_by_method(summaries)
+    rows.append(["**Ours: best mean per column**", f"this report ({spec.split})", "", *[_best_cell(spec, means, target) for target in spec.targets]])
+    legend = "; ".join(f"{flag}: {meaning}" for flag, meaning in PUBLISHED_FLAGS.items())
+    intro = (f"Published numbers, not ours: copied from the source named on each row (n/a: not reported there); "
+             f"they come from other set-ups (data versions, pretrained resources, tuning). Flags: {legend}.")
+    return ["## Published results (not ours) and our best", "", intro, "", *_table(["Method", "Source", "Flags", *spec.targets], rows)]
+
+
 def _test_predictions(record: dict) -> tuple[list[list[str]], list[list[str]]]:
     folder = record.get("predictions") or Path(record["run_directory"]) / "predictions"  # a multi-task run: predictions/TASK
     return read_predictions(Path(folder) / "test.conll")
@@ -285,6 +312,8 @@ def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
     summaries = aggregate(records, spec.split)
     source = f"Reproduces {spec.paper_table}. " if spec.paper_table else ""
     lines = [f"# {spec.title}", "", f"{source}Experiment `{spec.experiment}`, {len(records)} finished runs."]
+    if spec.published:
+        lines += ["", *_published_section(spec, summaries)]
     lines += ["", f"## Our results ({spec.split})", ""]
     lines += [f"Mean ± sample std (number of seeds). #params, aNRG and mNRG are relative to {spec.reference_method}; "
               f"{MISSING} marks a cell with no finished run, † a gain over fewer targets than the table has. "

@@ -33,6 +33,13 @@ Dataset unification (``seqtransfer unify``) as part of a grid: a multi-task sour
 a multi-task method with ``unify_with: Mono-task`` trains on the targets unified by that method's
 runs of the same seed.
 
+Published results that are not ours (shown above our rows by ``report``), each with its source,
+the flags of the PretRand paper's Table 7 legend and ``n/a`` (or null) where it reports nothing:
+
+    published:
+      - {name: "ARK tagger (Owoputi et al., 2013)", source: "PretRand paper, Table 7", flags: [external],
+         scores: {TPoS: 90.40, ArK: 93.2, TweeBank: 94.6, TChunk: n/a, WNUT: n/a}}
+
 Nothing in the file is executed: it is read with YAML's safe loader and checked key by key.
 """
 
@@ -78,6 +85,25 @@ class MethodSpec:
     unify_with: str | None = None  # a multi-task method trained on unified target data, filled by this method's runs (same seed)
 
 
+PUBLISHED_FLAGS = {  # the legend of the PretRand paper's Table 7
+    "contextual": "contextualised representations",
+    "bert": "a pretrained BERT",
+    "crf": "a CRF classifier",
+    "external": "normalisation dictionaries, regular expressions or external knowledge",
+}
+
+
+@dataclass
+class PublishedSpec:
+    """A published result row (not ours): score per target, None where the publication has none."""
+
+    name: str
+    source: str
+    scores: dict[str, float | str | None]
+    flags: list[str] = field(default_factory=list)
+    note: str = ""
+
+
 @dataclass
 class ExperimentSpec:
     name: str
@@ -90,6 +116,7 @@ class ExperimentSpec:
     overrides: list[str] = field(default_factory=list)
     significance: list[list[str]] = field(default_factory=list)
     paper: dict[str, dict[str, float]] = field(default_factory=dict)
+    published: list[PublishedSpec] = field(default_factory=list)
     notes: str = ""
     hierarchy: dict[str, list[str]] = field(default_factory=dict)  # target -> targets it reads (multi-task methods)
     path: str = ""
@@ -160,6 +187,23 @@ def _check_references(spec: ExperimentSpec, path: Path) -> None:
         raise SeqTransferError(f"reference method '{spec.reference}' is not among the methods", path=path)
 
 
+def _published(values: object, index: int, targets: dict, path: Path) -> PublishedSpec:
+    """One ``published`` row, checked: known columns and flags, numbers or n/a."""
+    row = _build(PublishedSpec, values, f"published[{index}]", path)
+    if not isinstance(row.scores, dict) or not isinstance(row.flags, list):
+        raise SeqTransferError(f"published row '{row.name}': 'scores' must map columns to numbers and 'flags' be a list", path=path)
+    for target, score in row.scores.items():
+        if target not in targets:
+            raise SeqTransferError(f"published row '{row.name}' names column '{target}', which the table does not have", path=path, hint=f"columns: {', '.join(targets)}")
+        if not (score is None or score == "n/a" or (isinstance(score, (int, float)) and not isinstance(score, bool))):
+            raise SeqTransferError(f"published row '{row.name}': score of '{target}' must be a number or n/a, got {score!r}", path=path)
+    unknown = [flag for flag in row.flags if flag not in PUBLISHED_FLAGS]
+    if unknown:
+        raise SeqTransferError(f"published row '{row.name}': unknown flag(s) {', '.join(map(str, unknown))}", path=path, hint=f"flags: {', '.join(PUBLISHED_FLAGS)}")
+    row.scores = {target: None if score in (None, "n/a") else float(score) for target, score in row.scores.items()}
+    return row
+
+
 def load_experiment(path: str | Path) -> ExperimentSpec:
     """Read and check an experiment file."""
     path = Path(path)
@@ -167,6 +211,10 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
     spec.sources = {name: _build(SourceSpec, item, f"sources.{name}", path) for name, item in (spec.sources or {}).items()}
     spec.targets = {name: _build(TargetSpec, item, f"targets.{name}", path) for name, item in spec.targets.items()}
     spec.methods = {name: _build(MethodSpec, item, f"methods.{name}", path) for name, item in spec.methods.items()}
+    spec.published = spec.published or []
+    if not isinstance(spec.published, list):
+        raise SeqTransferError("'published' must be a list of rows", path=path, hint="- {name: ..., source: ..., flags: [...], scores: {TARGET: number or n/a}}")
+    spec.published = [_published(row, index, spec.targets, path) for index, row in enumerate(spec.published)]
     spec.path = str(path)
     _check_references(spec, path)
     return spec
