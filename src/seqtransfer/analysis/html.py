@@ -58,6 +58,7 @@ class ReportContent:
     curve_points: list[CurvePoint] = field(default_factory=list)
     unit_ablation: dict | None = None  # analysis/units.py: a multi-task run's units ablated one at a time
     probes: dict | None = None  # analysis/probes.py: a logistic probe per encoder layer
+    similarity: dict | None = None  # commands/analyze.py similarity_analysis: distances between corpora
     title: str = "seqtransfer: what transfer did"
 
 
@@ -198,6 +199,30 @@ def probes_section(result: dict) -> str:
     ])
 
 
+def similarity_section(result: dict) -> str:
+    """Distances between corpora (heat-map and sortable tables), sources ranked, distance vs gain."""
+    from seqtransfer.analysis.similarity import MEASURES, few_pairs_note, gains_figure, heatmap_figure
+
+    measure = result["measure"]
+    names = list(result["table"][measure])
+    parts = ['<h2 id="similarity">Distances between corpora</h2>',
+             f'<p class="note">Rows: P (target); columns: Q (source). Tokens: {escape(", ".join(f"{name} {count:,}" for name, count in result["tokens"].items()))}.</p>',
+             embedded_figure(heatmap_figure(result["table"], measure), f"{MEASURES[measure][0]} between every pair of corpora.")]
+    for name, rows in result["table"].items():
+        body = table(["P \\ Q", *names], [[escape(first), *(rows[first][second] for second in names)] for first in names], digits=3)
+        parts.append(f"<details><summary>{escape(MEASURES[name][0])} ({escape(MEASURES[name][1])})</summary>{body}</details>")
+    if result.get("ranking"):
+        rows = [[rank, escape(name), value] for rank, (name, value) in enumerate(result["ranking"], start=1)]
+        parts += [f"<h3>Sources ranked for {escape(result['target'])}</h3>", table(["rank", "source", MEASURES[measure][0]], rows, digits=3)]
+    if result.get("pairs"):
+        summary = result["correlation"]
+        parts += ["<h3>Distance and transfer gain</h3>", f'<p class="note">{escape(few_pairs_note(summary["pairs"]))}</p>',
+                  embedded_figure(gains_figure(result["pairs"], measure, summary), "Each source→target pair: distance against NRG of transfer over From-scratch."),
+                  table(["source", "target", "distance", "From-scratch", "transferred", "NRG (%)"],
+                        [[escape(p["source"]), escape(p["target"]), p["distance"], p["scratch"], p["transferred"], p["gain"]] for p in result["pairs"]], digits=3)]
+    return "\n".join(parts)
+
+
 def render_report(content: ReportContent) -> str:
     """The whole report as one HTML string."""
     sections = []
@@ -211,6 +236,8 @@ def render_report(content: ReportContent) -> str:
         sections.append(ablation_section(content.unit_ablation))
     if content.probes:
         sections.append(probes_section(content.probes))
+    if content.similarity:
+        sections.append(similarity_section(content.similarity))
     body = "\n".join(sections) or "<p>Nothing to show: pass --transfer, --neurons, --curve or --ablation.</p>"
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -4,6 +4,7 @@
     analyze neurons RUN [--top-k 10] [--units 3,7] [--output DIR]   unit charge, top-k words
     analyze curve RUN... [--split dev] --output DIR             score vs training-set size
     analyze units RUN [--task POS] [--split dev] [--output DIR]  multi-task: ablate each unit of h_POS (MuTSPad §5.5)
+    analyze similarity CORPUS... [--target T] [--gains CSV] [--output DIR]  KL / JS / OOV / LM cross-entropy between corpora
     analyze report --transfer A B [--transfer C D ...] [--neurons RUN] [--curve RUN ...] --output report.html
 """
 
@@ -53,6 +54,10 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     probes.add_argument("--max-train-sentences", type=int, help="train the probes on the first N training sentences (faster)")
     probes.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
     probes.add_argument("--output", help="folder for probes.json and probes.png/svg")
+    similarity = analyses.add_parser("similarity", help="how far apart corpora are: JS / KL of word distributions, OOV rate, trigram-LM cross-entropy; ranks sources for a target")
+    similarity.add_argument("corpora", nargs="+", metavar="CORPUS", help="a dataset (NAME[:SPLIT], default train), tweets_unlabeled, or a text file (one sentence per line) or CoNLL file")
+    add_similarity_options(similarity)
+    similarity.add_argument("--output", help="folder for similarity.json, similarity.md and the figures")
     report = analyses.add_parser("report", help="one self-contained HTML report of the analyses")
     report.add_argument("--transfer", nargs=2, action="append", default=[], metavar=("RUN_A", "RUN_B"), help="a pair to compare (repeatable)")
     report.add_argument("--neurons", metavar="RUN", help="run whose units to analyse")
@@ -60,10 +65,73 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     report.add_argument("--ablation", metavar="RUN", help="multi-task run whose lowest task's units to ablate (as `analyze units`)")
     report.add_argument("--ablation-max-sentences", type=int, help="score the ablations on the first N sentences of each dev set")
     report.add_argument("--probes", metavar="RUN", help="run with a Transformer encoder whose layers to probe (as `analyze probes`)")
+    report.add_argument("--similarity", nargs="+", default=[], metavar="CORPUS", help="corpora to compare (as `analyze similarity`)")
+    add_similarity_options(report)
     report.add_argument("--split", default="dev", help="split of the prediction files (default dev)")
     add_neuron_options(report)
     report.add_argument("--title", default="seqtransfer: what transfer did", help="title of the page")
     report.add_argument("--output", required=True, help="HTML file to write")
+
+
+def add_similarity_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", help="the target corpus whose candidate sources are ranked (one of the corpora)")
+    parser.add_argument("--gains", metavar="CSV", help="measured scores per pair (source,target,scratch,transferred): relate distance to transfer gain")
+    parser.add_argument("--measure", default="js", choices=["js", "kl", "oov", "cross_entropy"], help="distance used to rank and relate to gains (default js)")
+    parser.add_argument("--tokenizer", choices=["whitespace", "tweet"], default="whitespace", help="how raw-text files are split (default whitespace)")
+    parser.add_argument("--word-column", type=int, help="a column file's word column (1-based; its other columns are ignored)")
+    parser.add_argument("--alpha", type=float, default=0.01, help="Lidstone smoothing of KL (default 0.01)")
+    parser.add_argument("--no-lm", action="store_true", help="skip the trigram language models (faster)")
+    parser.add_argument("--sample-tokens", type=int, help="compare random samples of whole sentences of about N tokens each (divergences grow as samples shrink: equal sizes compare fairly)")
+    parser.add_argument("--seed", type=int, default=1, help="seed of --sample-tokens (default 1)")
+    parser.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
+
+
+def similarity_analysis(arguments: argparse.Namespace, corpora: list[str]) -> dict:
+    """The tables, ranking and gains of `analyze similarity` (also a section of `analyze report`)."""
+    from seqtransfer.analysis.similarity import compare, correlations, rank_sources, read_gains, sample_sentences
+    from seqtransfer.data.unlabeled import read_unlabeled
+
+    if arguments.alpha <= 0:
+        raise SeqTransferError(f"--alpha must be positive, got {arguments.alpha}", hint="e.g. --alpha 0.01")
+    if arguments.measure == "cross_entropy" and arguments.no_lm:
+        raise SeqTransferError("--measure cross_entropy needs the language models", hint="drop --no-lm")
+    gains = read_gains(arguments.gains) if arguments.gains else []
+    names = list(dict.fromkeys([*corpora, *(row[key] for row in gains for key in ("target", "source"))]))
+    if arguments.target and arguments.target not in names:
+        raise SeqTransferError(f"--target '{arguments.target}' is not among the corpora", hint=f"corpora: {', '.join(names)}")
+    if len(names) < 2:
+        raise SeqTransferError("give at least two corpora to compare")
+    if arguments.sample_tokens is not None and arguments.sample_tokens < 1:
+        raise SeqTransferError(f"--sample-tokens must be at least 1, got {arguments.sample_tokens}")
+    sentences = {name: read_unlabeled(name, arguments.data_dir, arguments.tokenizer, arguments.word_column) for name in names}
+    if arguments.sample_tokens:
+        sentences = {name: sample_sentences(items, arguments.sample_tokens, arguments.seed) for name, items in sentences.items()}
+    table = compare(sentences, arguments.alpha, language_models=not arguments.no_lm)
+    pairs = [{**row, "distance": table[arguments.measure][row["target"]][row["source"]]} for row in gains]
+    result = {"measure": arguments.measure, "sample_tokens": arguments.sample_tokens, "tokens": {name: sum(map(len, items)) for name, items in sentences.items()}, "table": table, "pairs": pairs,
+              "correlation": correlations([pair["distance"] for pair in pairs], [pair["gain"] for pair in pairs]) if pairs else None}
+    if arguments.target:
+        result["target"], result["ranking"] = arguments.target, rank_sources(table, arguments.target, arguments.measure)
+    return result
+
+
+def run_similarity(arguments: argparse.Namespace) -> dict:
+    from seqtransfer.analysis import figures
+    from seqtransfer.analysis.similarity import gains_figure, heatmap_figure, markdown
+    from seqtransfer.files import write_json, write_text
+
+    result = similarity_analysis(arguments, arguments.corpora)
+    text = markdown(result["table"], result.get("target"), result["pairs"], result["correlation"])
+    print(text, end="")
+    if arguments.output:
+        output = Path(arguments.output)
+        write_json(output / "similarity.json", result)
+        write_text(output / "similarity.md", text)
+        figures.save_figure(heatmap_figure(result["table"], arguments.measure), output / "similarity")
+        if result["pairs"]:
+            figures.save_figure(gains_figure(result["pairs"], arguments.measure, result["correlation"]), output / "distance_gain")
+        print(f"written to {output}")
+    return result
 
 
 def parse_units(text: str | None, analysis) -> list[int]:
@@ -179,8 +247,8 @@ def run_report(arguments: argparse.Namespace):
     from seqtransfer.analysis.negative_transfer import compare_runs
     from seqtransfer.files import write_text
 
-    if not (arguments.transfer or arguments.neurons or arguments.curve or arguments.ablation or arguments.probes):
-        raise SeqTransferError("nothing to report", hint="pass --transfer RUN_A RUN_B, --neurons RUN, --curve RUN ..., --ablation RUN and/or --probes RUN")
+    if not (arguments.transfer or arguments.neurons or arguments.curve or arguments.ablation or arguments.probes or arguments.similarity):
+        raise SeqTransferError("nothing to report", hint="pass --transfer RUN_A RUN_B, --neurons RUN, --curve RUN ..., --ablation RUN, --probes RUN and/or --similarity CORPUS ...")
     content = ReportContent(title=arguments.title)
     content.comparisons = [compare_runs(reference, transferred, arguments.split) for reference, transferred in arguments.transfer]
     if arguments.neurons:
@@ -195,6 +263,8 @@ def run_report(arguments: argparse.Namespace):
         from seqtransfer.analysis.probes import probe_layers
 
         content.probes = probe_layers(arguments.probes)
+    if arguments.similarity:
+        content.similarity = similarity_analysis(arguments, arguments.similarity)
     write_text(arguments.output, render_report(content))
     print(f"report written to {arguments.output}")
     return content
@@ -237,7 +307,7 @@ def run_probes(arguments: argparse.Namespace) -> dict:
     return result
 
 
-ANALYSES = {"transfer": run_transfer, "neurons": run_neurons, "curve": run_curve, "units": run_units, "probes": run_probes, "report": run_report}
+ANALYSES = {"transfer": run_transfer, "neurons": run_neurons, "curve": run_curve, "units": run_units, "probes": run_probes, "similarity": run_similarity, "report": run_report}
 
 
 def run(arguments: argparse.Namespace):

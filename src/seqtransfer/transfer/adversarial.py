@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -115,17 +114,12 @@ class DomainLoss:
 
 
 def unlabelled_tokens(entry: str, data_dir: str | None) -> list[list[str]]:
-    """Target sentences: a text file (one sentence per line, whitespace tokens) or a dataset's training split."""
-    if Path(entry).is_file():
-        lines = Path(entry).read_text(encoding="utf-8").splitlines()
-        return [line.split() for line in lines if line.split()]
-    from seqtransfer.config import DataConfig
-    from seqtransfer.data.task_data import load_task_data
+    """Target sentences: a dataset's training split, ``tweets_unlabeled``, or a text file (one
+    whitespace-tokenised sentence per line); see :mod:`seqtransfer.data.unlabeled`."""
+    from seqtransfer.data.unlabeled import read_unlabeled
 
-    dataset, _, task = entry.partition(":")
     try:
-        data = load_task_data(DataConfig(dataset=dataset, task=task or None, data_dir=data_dir), ("train",))
+        return read_unlabeled(entry, data_dir)
     except SeqTransferError as error:
         raise SeqTransferError(f"train.adversarial_data '{entry}' is neither a file nor a dataset ({error.message})",
-                               hint="give a text file (one sentence per line) or DATASET[:TASK]") from None
-    return data.tokens("train")
+                               hint="give a text file (one sentence per line), tweets_unlabeled or DATASET[:TASK]") from None

@@ -1,0 +1,150 @@
+"""Unlabelled text in: the words of sentences, from wherever a user has them.
+
+Every command that takes unlabelled target text (``analyze similarity``, adversarial pretraining,
+self-labelling) reads it with :func:`read_unlabeled`. An entry is one of:
+
+- a registered dataset, ``NAME`` or ``NAME:SPLIT`` (default the training split; ``NAME:TASK``
+  also works): its words, labels ignored;
+- a registered raw-text corpus (:data:`RAW_CORPORA`, e.g. ``tweets_unlabeled``);
+- a raw-text file, one sentence per line, split by ``tokenizer`` (``whitespace`` or ``tweet``,
+  see :mod:`seqtransfer.data.tokenize`);
+- a CoNLL-U file (``.conllu``/``.conllup``: the FORM column) or a column file with
+  ``word_column`` (1-based: the column holding the words; the other columns are ignored).
+
+A column file read without ``word_column`` (it would be taken for raw text with labels inside
+the sentences), an empty file and a non-UTF-8 file are each one error line.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from seqtransfer.data.corpus import read_lines
+from seqtransfer.data.tokenize import TOKENIZERS
+from seqtransfer.errors import SeqTransferError
+
+
+@dataclass(frozen=True)
+class RawCorpus:
+    """A registered folder of raw-text files, one sentence per line."""
+
+    folder: str  # under the data root
+    pattern: str  # glob of its text files
+    tokenizer: str
+    description: str
+
+
+RAW_CORPORA = {
+    "tweets_unlabeled": RawCorpus("tweets_unlabeled/tweeteval", "**/*_text.txt", "tweet",
+                                  "TweetEval tweets, text only: 55,170 lines in 29 files (labels not shipped)"),
+}
+
+
+def read_unlabeled(entry: str, data_dir: str | Path | None = None, tokenizer: str = "whitespace", word_column: int | None = None) -> list[list[str]]:
+    """The sentences (lists of words) of an unlabelled-text entry; see the module docstring."""
+    if tokenizer not in TOKENIZERS:
+        raise SeqTransferError(f"unknown tokenizer '{tokenizer}'", hint=f"tokenizers: {', '.join(TOKENIZERS)}")
+    path = Path(entry)
+    if path.is_file():
+        sentences = read_file(path, tokenizer, word_column)
+    elif entry in RAW_CORPORA:
+        sentences = read_raw_corpus(RAW_CORPORA[entry], data_dir)
+    elif path.suffix or "/" in entry:
+        raise SeqTransferError("file not found", path=entry, hint="check the path, or name a registered dataset")
+    else:
+        sentences = read_dataset(entry, data_dir)
+    if not sentences:
+        raise SeqTransferError("holds no sentences", path=entry, hint="give a file with one sentence per line (or a CoNLL file with --word-column)")
+    return sentences
+
+
+def read_dataset(entry: str, data_dir: str | Path | None) -> list[list[str]]:
+    """Words of a registered dataset's split: ``NAME[+NAME...][:SPLIT]`` (default train; ``NAME:TASK`` reads train)."""
+    from seqtransfer.config import DataConfig
+    from seqtransfer.data.registry import get_dataset
+    from seqtransfer.data.task_data import load_task_data
+
+    names, _, part = entry.partition(":")
+    sentences = []
+    for name in names.split("+"):
+        spec = get_dataset(name)
+        split = part if part in spec.split_names() else "train"
+        task = part if part and part not in spec.split_names() else None
+        data = load_task_data(DataConfig(dataset=name, task=task, data_dir=None if data_dir is None else str(data_dir)), (split,))
+        sentences += data.tokens(split)
+    return sentences
+
+
+def read_raw_corpus(corpus: RawCorpus, data_dir: str | Path | None) -> list[list[str]]:
+    """Every line of the corpus's files, found as datasets are (--data-dir, $SEQTRANSFER_DATA, the cache)."""
+    import os
+
+    from seqtransfer.data.locate import cache_root
+
+    roots = [Path(data_dir).expanduser()] if data_dir is not None else []
+    roots += [Path(os.environ["SEQTRANSFER_DATA"]).expanduser()] if os.environ.get("SEQTRANSFER_DATA") else []
+    roots.append(cache_root())
+    files = next((found for root in roots if (found := sorted((root / corpus.folder).glob(corpus.pattern)))), [])
+    if not files:
+        looked = ", ".join(str(root / corpus.folder) for root in roots)
+        raise SeqTransferError(f"no text files of {corpus.folder} in {looked}", hint="set --data-dir or $SEQTRANSFER_DATA to the folder holding the datasets")
+    split = TOKENIZERS[corpus.tokenizer]
+    return [tokens for file in files for line in read_lines(file) if (tokens := split(line))]
+
+
+def read_file(path: Path, tokenizer: str, word_column: int | None) -> list[list[str]]:
+    """Raw text (one sentence per line) or the word column of a column / CoNLL-U file."""
+    lines = read_lines(path)
+    if path.suffix in (".conllu", ".conllup"):
+        return column_sentences(path, lines, 2 if word_column is None else word_column, conllu=True)
+    if word_column is not None:
+        return column_sentences(path, lines, word_column, conllu=False)
+    columns = looks_like_columns(lines)
+    if columns:
+        count, line = columns
+        raise SeqTransferError(f"looks like a column file ({count} columns per line, sentences separated by blank lines), not raw text", path=path, line=line,
+                               hint=f"pass --word-column N (1..{count}) to read the words of column N (the other columns are ignored), or give one sentence per line")
+    split = TOKENIZERS[tokenizer]
+    return [tokens for line in lines if (tokens := split(line))]
+
+
+def split_fields(line: str) -> list[str]:
+    return line.split("\t") if "\t" in line else line.split()
+
+
+def looks_like_columns(lines: list[str]) -> tuple[int, int] | None:
+    """(columns, first line) when the lines are a column file: blank lines between groups and at
+    least 90 % of the other lines with one and the same number (2..20) of fields."""
+    filled = [(number, len(split_fields(line))) for number, line in enumerate(lines, start=1) if line.strip() and not line.startswith("#")]
+    if not filled or len(filled) == len(lines):
+        return None
+    count, times = Counter(fields for _, fields in filled).most_common(1)[0]
+    if 2 <= count <= 20 and times >= 0.9 * len(filled):
+        return count, filled[0][0]
+    return None
+
+
+def column_sentences(path: Path, lines: list[str], word_column: int, conllu: bool) -> list[list[str]]:
+    """The words of column ``word_column`` (1-based), sentences separated by blank lines."""
+    if word_column < 1:
+        raise SeqTransferError(f"--word-column must be 1 or more, got {word_column}", path=path)
+    sentences, current = [], []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            if current:
+                sentences.append(current)
+            current = []
+            continue
+        if line.startswith("#"):
+            continue
+        fields = split_fields(line)
+        if conllu and ("-" in fields[0] or "." in fields[0]):  # multiword-token range or empty node
+            continue
+        if len(fields) < word_column:
+            raise SeqTransferError(f"line has {len(fields)} columns, no column {word_column}", path=path, line=number, hint="check --word-column")
+        current.append(fields[word_column - 1])
+    if current:
+        sentences.append(current)
+    return sentences
