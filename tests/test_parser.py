@@ -283,3 +283,12 @@ def test_biaffine_scores_are_the_bilinear_forms():
     heads = torch.randn(2, 7, 3)
     expected = torch.einsum("bxi,ij,byj->bxy", torch.cat([left, torch.ones(2, 6, 1)], -1), pairwise.weight[0], torch.cat([heads, torch.ones(2, 7, 1)], -1))
     assert torch.allclose(pairwise.pairwise(left, heads), expected, atol=1e-5)
+
+
+def test_a_parser_trains_with_selected_and_weighted_sentences(tmp_path):
+    target = tmp_path / "target.txt"
+    target.write_text("the dog sleeps\nmy cat eats fish\n", encoding="utf-8")
+    output = tmp_path / "weighted"
+    run(parser_arguments(output, 1, 1, f"data.select_like={target}", "data.select_top=80", "data.select_weighting=true"))
+    log = (output / "log.txt").read_text(encoding="utf-8")
+    assert "selection: kept" in log and "weighted by likeness" in log and (output / "metrics.json").is_file()

@@ -38,6 +38,11 @@ class DataConfig:
     data_dir: str | None = None  # root holding dataset folders; else $SEQTRANSFER_DATA
     max_train_sentences: int | None = None  # keep the first N training sentences (learning curves)
     twitter_normalization: bool = False  # map @user, URLs, numbers to placeholders for the word embedding
+    select_like: str | None = None  # unlabelled target text the training sentences are ranked against (data/selection.py)
+    select_by: str = "moore_lewis"  # moore_lewis (cross-entropy difference) | js (Jensen-Shannon to the target's words)
+    select_top: float | None = None  # hard selection: keep this percentage (0, 100] of the most target-like training sentences
+    select_weighting: bool = False  # soft selection: weight each training sentence's loss by its likeness rank (mean 1)
+    select_tokenizer: str = "whitespace"  # how select_like's raw-text lines are split: whitespace | tweet
 
 
 @dataclass
@@ -284,6 +289,9 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("train.max_epochs", lambda value: value >= 0, "zero or more"),
     ("train.patience", lambda value: value >= 1, "at least 1"),
     ("train.threads", lambda value: value >= 1, "at least 1"),
+    ("data.select_by", lambda value: value in ("moore_lewis", "js"), "moore_lewis or js"),
+    ("data.select_top", lambda value: value is None or 0 < value <= 100, "a percentage in (0, 100] (or null)"),
+    ("data.select_tokenizer", lambda value: value in ("whitespace", "tweet"), "whitespace or tweet"),
     ("data.max_train_sentences", lambda value: value is None or value >= 1, "at least 1 (or null for all)"),
     ("train.record_activations", lambda value: value is None or all(isinstance(epoch, int) and not isinstance(epoch, bool) and epoch >= 0 for epoch in value),
      "a list of epoch numbers, 0 = before training (or null)"),

@@ -36,6 +36,7 @@ class EncodedSentences:
     subword_positions: list[np.ndarray] | None = None  # per sentence (T, 2): each token's window and first sub-word position
     segments: list[np.ndarray] | None = None  # sentence pairs: per token 0 (first text), 2 (the [SEP] between), 1 (second text)
     subword_types: list[list[np.ndarray]] | None = None  # fine-tuned encoder: per sentence and window, each sub-word's segment (token type)
+    weights: np.ndarray | None = None  # (N,) float32 loss weight of each sentence (soft selection, data/selection.py), or None (all 1)
 
 
 @dataclass
@@ -68,6 +69,7 @@ class Batch:
     token_index: torch.Tensor | None = None  # (B, T) row of the flattened (W * S) encoder output holding each token's first sub-word
     segments: torch.Tensor | None = None  # (B, T) sentence pairs: 0 first text, 2 separator, 1 second text (padding 2)
     subword_types: torch.Tensor | None = None  # (W, S) token type of each sub-word (1: the second text of a pair)
+    weights: torch.Tensor | None = None  # (B,) loss weight of each sentence, or None (all 1)
 
     def to(self, device: torch.device) -> "Batch":
         """The batch on ``device`` (built on the CPU, moved once; pinned, non-blocking copies to a GPU)."""
@@ -82,7 +84,7 @@ class Batch:
         return Batch(move(self.words), {name: move(target) for name, target in self.targets.items()}, move(self.mask), move(self.lengths),
                      move(self.characters), self.character_lengths, move(self.form_index), move(self.form_ids), self.indices,
                      self.companion.to(device) if self.companion is not None else None, *(move(tensor) if tensor is not None else None
-                     for tensor in (self.features, self.subword_ids, self.subword_mask, self.token_index, self.segments, self.subword_types)))
+                     for tensor in (self.features, self.subword_ids, self.subword_mask, self.token_index, self.segments, self.subword_types, self.weights)))
 
     @property
     def labels(self) -> torch.Tensor | None:
@@ -177,6 +179,7 @@ def make_batch(data: EncodedSentences, indices: np.ndarray) -> Batch:
         features=None if data.features is None else pad_features([data.features[i] for i in indices], width),
         **({} if data.subwords is None else subword_fields(data, indices, width)),
         segments=None if data.segments is None else torch.from_numpy(pad_arrays([data.segments[i] for i in indices], width, fill=2)),
+        weights=None if data.weights is None else torch.from_numpy(data.weights[indices]),
     )
 
 

@@ -28,6 +28,7 @@ class TaskData:
     splits: dict[str, list[Sentence]]
     kind: object = field(default=TAGGING)  # a task kind of ``seqtransfer.tasks``
     notes: list[str] = field(default_factory=list)  # what was inferred or repaired while reading, for the user
+    train_weights: object = None  # (N,) loss weight of each training sentence (soft selection, data/selection.py), or None
 
     def tokens(self, split: str) -> list[list[str]]:
         return [sentence.tokens for sentence in self.splits[split]]
@@ -43,7 +44,10 @@ class TaskData:
     def encode(self, split: str, vocabularies: Vocabularies, with_targets: bool = True) -> EncodedSentences:
         """Index arrays of a split, with the task's targets (labels unseen in training: -1)."""
         targets = self.kind.encode_targets(self.gold(split), vocabularies.labels) if with_targets else None
-        return encode_sentences(self.tokens(split), vocabularies, targets=targets)
+        encoded = encode_sentences(self.tokens(split), vocabularies, targets=targets)
+        if split == "train" and with_targets:
+            encoded.weights = self.train_weights
+        return encoded
 
 
 def resolve_spec(config: DataConfig):

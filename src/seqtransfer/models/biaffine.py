@@ -99,12 +99,17 @@ class BiaffineClassifier(nn.Module):
         index = heads.clamp(min=0).unsqueeze(-1).expand(-1, -1, head_states.size(-1))
         return self.relation_scorer.aligned(self.relation_dependent(states[:, 1:]), head_states.gather(1, index))
 
-    def loss(self, states: torch.Tensor, heads: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """(B, T+1, H) states, (B, T) gold heads and relations (-1: unseen), mask -> summed cross-entropies."""
-        arc_loss = functional.cross_entropy(self.arc_scores(states, lengths)[mask], heads[mask], reduction="sum")
-        relation_scores = self.relation_scores(states, heads)
-        relation_loss = functional.cross_entropy(relation_scores[mask], labels[mask], ignore_index=-1, reduction="sum")
-        return arc_loss + relation_loss
+    def loss(self, states: torch.Tensor, heads: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor,
+             weights: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, T+1, H) states, (B, T) gold heads and relations (-1: unseen), mask [, (B,) sentence weights] -> summed cross-entropies."""
+        arc_scores = self.arc_scores(states, lengths)[mask]  # before the relation MLPs: their dropout draws come second
+        relation_scores = self.relation_scores(states, heads)[mask]
+        if weights is None:
+            return functional.cross_entropy(arc_scores, heads[mask], reduction="sum") + functional.cross_entropy(relation_scores, labels[mask], ignore_index=-1, reduction="sum")
+        token_weights = weights[:, None].expand_as(mask)[mask]
+        arc_losses = functional.cross_entropy(arc_scores, heads[mask], reduction="none")
+        relation_losses = functional.cross_entropy(relation_scores, labels[mask], ignore_index=-1, reduction="none")
+        return ((arc_losses + relation_losses) * token_weights).sum()
 
     def decode(self, states: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor, single_root: bool) -> dict[str, torch.Tensor]:
         """(B, T+1, H) -> {"heads": (B, T) maximum spanning trees, "labels": (B, T) relation indices}."""
@@ -140,7 +145,7 @@ class BiaffineParser(nn.Module):
 
     def loss(self, batch: Batch) -> torch.Tensor:
         """Summed cross-entropy of the gold heads and of the gold arcs' relations."""
-        return self.classifier.loss(self.states(batch), batch.targets["heads"], batch.targets["labels"], batch.mask, batch.lengths)
+        return self.classifier.loss(self.states(batch), batch.targets["heads"], batch.targets["labels"], batch.mask, batch.lengths, batch.weights)
 
     def decode(self, batch: Batch) -> dict[str, torch.Tensor]:
         """{"heads": (B, T) maximum spanning trees, "labels": (B, T) relation indices}."""

@@ -32,13 +32,14 @@ class CRF(nn.Module):
         self.start = nn.Parameter(torch.zeros(label_count))
         self.end = nn.Parameter(torch.zeros(label_count))
 
-    def negative_log_likelihood(self, emissions: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """Sum over the batch of -log p(labels | emissions).
+    def negative_log_likelihood(self, emissions: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
+        """Sum over the batch of -log p(labels | emissions), each sentence times its weight when (B,) ``weights`` are given.
 
         emissions (B, T, L), labels (B, T) (any value where masked), mask (B, T) bool with
         every row's valid positions first and at least one valid position.
         """
-        return (self.log_partition(emissions, mask) - self.path_score(emissions, labels, mask)).sum()
+        losses = self.log_partition(emissions, mask) - self.path_score(emissions, labels, mask)
+        return losses.sum() if weights is None else (losses * weights).sum()
 
     def path_score(self, emissions: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """(B,) score of the given label paths."""

@@ -21,9 +21,12 @@ class SoftmaxOutput(nn.Module):
         super().__init__()
         self.label_count = label_count
 
-    def loss(self, emissions: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """(B, T, L), (B, T), (B, T) -> scalar sum of token losses."""
-        return functional.cross_entropy(emissions[mask], labels[mask], reduction="sum")
+    def loss(self, emissions: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, T, L), (B, T), (B, T) [, (B,) sentence weights] -> scalar (weighted) sum of token losses."""
+        if weights is None:
+            return functional.cross_entropy(emissions[mask], labels[mask], reduction="sum")
+        token_weights = weights[:, None].expand_as(mask)[mask]
+        return (functional.cross_entropy(emissions[mask], labels[mask], reduction="none") * token_weights).sum()
 
     def decode(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """(B, T, L) -> (B, T) arg-max labels."""
@@ -41,8 +44,9 @@ class CRFOutput(nn.Module):
         super().__init__()
         self.crf = CRF(label_count)
 
-    def loss(self, emissions: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        return self.crf.negative_log_likelihood(emissions, labels, mask)
+    def loss(self, emissions: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
+        """Summed (weighted, with (B,) sentence ``weights``) negative log-likelihood of the sentences."""
+        return self.crf.negative_log_likelihood(emissions, labels, mask, weights)
 
     def decode(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         return self.crf.decode(emissions, mask)

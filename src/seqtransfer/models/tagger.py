@@ -36,7 +36,9 @@ class SequenceLabeller(nn.Module):
 
     def loss(self, batch: Batch) -> torch.Tensor:
         """Summed loss of the batch (labels must be present)."""
-        return self.output.loss(self.emissions(batch), batch.labels, batch.mask)
+        if batch.weights is None:
+            return self.output.loss(self.emissions(batch), batch.labels, batch.mask)
+        return self.output.loss(self.emissions(batch), batch.labels, batch.mask, batch.weights)
 
     def decode(self, batch: Batch) -> torch.Tensor:
         """(B, T) predicted label indices."""

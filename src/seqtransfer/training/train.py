@@ -196,6 +196,9 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     if config.model.tasks:  # a hierarchical multi-task model: several tasks and datasets
         from seqtransfer.training.multitask import train_multitask
 
+        if config.data.select_like:
+            raise SeqTransferError("data.select_* (selecting source sentences) applies to one task, not to a multi-task model", hint="drop data.select_like")
+
         return train_multitask(config, directory, started, log, show_progress)
     scheme = get_scheme(config.transfer.scheme)
     source = load_source(config, scheme)
@@ -223,6 +226,7 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     if config.train.adversarial_data and not config.model.discriminator_hidden:
         config.model.discriminator_hidden = 100  # saved with the run: the discriminator is part of the model
     fill_optimizer(config.train, data.kind.optimizer)
+    data.train_weights = training_selection(config, data, log)
     filled = data.kind.fill_config(config.model, data.gold("train"), data.splits["train"])
     if filled:
         log(filled)
@@ -309,6 +313,15 @@ def distillation(config: RunConfig, data: TaskData, vocabularies: Vocabularies, 
     term = Distillation(teachers, data.tokens("train"), vocabularies.labels, config.transfer.distillation_temperature, config.transfer.distillation_weight)
     log(f"distilling {len(teachers)} teacher run(s) at temperature {config.transfer.distillation_temperature}, weight {config.transfer.distillation_weight}")
     return (term,)
+
+
+def training_selection(config: RunConfig, data: TaskData, log: Log):
+    """Hard and soft selection of the training sentences (``data.select_*``); the soft weights or None."""
+    if config.data.select_weighting and not data.kind.sentence_weights:
+        raise SeqTransferError(f"data.select_weighting weights token losses: {data.kind.name} tasks do not take it", hint="use data.select_top (hard selection) instead")
+    from seqtransfer.data.selection import select_training_data
+
+    return select_training_data(config, data, log)
 
 
 def unlabelled_target(config: RunConfig) -> list[list[str]]:
