@@ -43,6 +43,9 @@ class DataConfig:
     select_top: float | None = None  # hard selection: keep this percentage (0, 100] of the most target-like training sentences
     select_weighting: bool = False  # soft selection: weight each training sentence's loss by its likeness rank (mean 1)
     select_tokenizer: str = "whitespace"  # how select_like's raw-text lines are split: whitespace | tweet
+    bootstrap: int | None = None  # train on a bootstrap sample (with replacement, same size) of the training split drawn with this seed (tri-training)
+    pseudo_train: str | None = None  # a CoNLL file (word, label) of pseudo-labelled target sentences added to the training split (transfer/selflabel.py)
+    pseudo_weight: float = 1.0  # loss weight of each pseudo-labelled sentence (gold sentences weigh 1)
 
 
 @dataclass
@@ -289,6 +292,8 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("train.max_epochs", lambda value: value >= 0, "zero or more"),
     ("train.patience", lambda value: value >= 1, "at least 1"),
     ("train.threads", lambda value: value >= 1, "at least 1"),
+    ("data.pseudo_weight", lambda value: value > 0, "positive"),
+    ("data.bootstrap", lambda value: value is None or value >= 0, "a seed, 0 or more (or null)"),
     ("data.select_by", lambda value: value in ("moore_lewis", "js"), "moore_lewis or js"),
     ("data.select_top", lambda value: value is None or 0 < value <= 100, "a percentage in (0, 100] (or null)"),
     ("data.select_tokenizer", lambda value: value in ("whitespace", "tweet"), "whitespace or tweet"),

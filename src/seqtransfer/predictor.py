@@ -80,4 +80,38 @@ def load(run_directory: str | Path, tokenizer: str = "whitespace", device: str =
     """Load a run directory written by ``seqtransfer train`` onto ``device`` (auto: the first GPU, else the CPU)."""
     if batch_size < 1:
         raise SeqTransferError(f"batch size must be at least 1, got {batch_size}", hint="pass --batch-size 1 or more")
+    members = Path(run_directory) / "members.json"
+    if members.is_file():  # several models that predict together (tri-training: a majority vote)
+        return VotingPredictor(members, tokenizer, device, batch_size)
     return Predictor(load_run(run_directory, device), tokenizer, batch_size)
+
+
+class VotingPredictor:
+    """The models of a ``members.json`` (written by ``seqtransfer selflabel``), predicting together:
+    per token the label most of them give (a tie: the first model's); one model predicts alone."""
+
+    def __init__(self, path: Path, tokenizer: str, device: str, batch_size: int) -> None:
+        from seqtransfer.files import read_json
+
+        described = read_json(path)
+        if not isinstance(described, dict) or not described.get("members") or described.get("combination") not in ("single", "vote"):
+            raise SeqTransferError("members.json must list 'members' and a 'combination' (single or vote)", path=path, hint="it is written by `seqtransfer selflabel`")
+        self.members = [Predictor(load_run(path.parent / member, device), tokenizer, batch_size) for member in described["members"]]
+        self.combination = described["combination"]
+        self.run, self.kind, self.tokenize = self.members[0].run, self.members[0].kind, self.members[0].tokenize
+
+    @property
+    def labels(self) -> list[str]:
+        return sorted({label for member in self.members for label in member.labels})
+
+    def tokenized(self, sentences):
+        return self.members[0].tokenized(sentences)
+
+    def predict_raw(self, sentences: Sequence[Sequence[str] | str]) -> list[list[str]]:
+        from seqtransfer.transfer.selflabel import vote
+
+        tokens = self.tokenized(sentences)
+        return vote([member.predict_raw(tokens) for member in self.members])
+
+    def predict(self, sentences: Sequence[Sequence[str] | str]) -> list[list]:
+        return [self.kind.for_user(prediction) for prediction in self.predict_raw(sentences)]

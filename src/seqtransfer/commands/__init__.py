@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from seqtransfer.commands import analyze, datasets, evaluate, experiment, predict, report, train, unify
+from seqtransfer.commands import analyze, datasets, evaluate, experiment, predict, report, selflabel, train, unify
 from seqtransfer.commands.base import Command
 
 COMMANDS: dict[str, Command] = {
@@ -15,4 +15,5 @@ COMMANDS: dict[str, Command] = {
     "report": report.COMMAND,
     "analyze": analyze.COMMAND,
     "unify": unify.COMMAND,
+    "selflabel": selflabel.COMMAND,
 }

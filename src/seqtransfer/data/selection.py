@@ -111,3 +111,17 @@ def select_training_data(config, data, log: Log) -> np.ndarray | None:
     weights = rank_weights(scores)
     log(f"selection: training sentences weighted by likeness to {data_config.select_like} ({data_config.select_by}; weights {weights.min():.2f}–{weights.max():.2f}, mean 1)")
     return weights
+
+
+def bootstrap_sample(sentences: list, seed: int) -> list:
+    """As many sentences as given, drawn with replacement (seeded): tri-training's samples."""
+    generator = np.random.default_rng(seed)
+    return [sentences[index] for index in generator.integers(0, len(sentences), len(sentences))]
+
+
+def pseudo_labelled(path: str, data) -> list:
+    """The sentences of a pseudo-labelled file (TAB-separated ``word label``), labelled in the task's
+    column (their labels join the label vocabulary as gold ones do)."""
+    from seqtransfer.data.conll import read_conll
+
+    return read_conll(path, columns=["word", data.column], separator="tab")

@@ -226,7 +226,7 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     if config.train.adversarial_data and not config.model.discriminator_hidden:
         config.model.discriminator_hidden = 100  # saved with the run: the discriminator is part of the model
     fill_optimizer(config.train, data.kind.optimizer)
-    data.train_weights = training_selection(config, data, log)
+    data.train_weights = training_sentences(config, data, log)
     filled = data.kind.fill_config(config.model, data.gold("train"), data.splits["train"])
     if filled:
         log(filled)
@@ -315,13 +315,28 @@ def distillation(config: RunConfig, data: TaskData, vocabularies: Vocabularies, 
     return (term,)
 
 
-def training_selection(config: RunConfig, data: TaskData, log: Log):
-    """Hard and soft selection of the training sentences (``data.select_*``); the soft weights or None."""
-    if config.data.select_weighting and not data.kind.sentence_weights:
-        raise SeqTransferError(f"data.select_weighting weights token losses: {data.kind.name} tasks do not take it", hint="use data.select_top (hard selection) instead")
-    from seqtransfer.data.selection import select_training_data
+def training_sentences(config: RunConfig, data: TaskData, log: Log):
+    """The training split as the options make it: a bootstrap sample (``data.bootstrap``), hard and
+    soft selection (``data.select_*``), pseudo-labelled sentences (``data.pseudo_train``); returns
+    the per-sentence loss weights, or None when every sentence weighs 1."""
+    from seqtransfer.data.selection import bootstrap_sample, pseudo_labelled, select_training_data
 
-    return select_training_data(config, data, log)
+    weighted = config.data.select_weighting or (config.data.pseudo_train and config.data.pseudo_weight != 1.0)
+    if weighted and not data.kind.sentence_weights:
+        raise SeqTransferError(f"data.select_weighting and data.pseudo_weight weight token losses: {data.kind.name} tasks do not take them", hint="use data.select_top (hard selection) instead")
+    if config.data.bootstrap is not None:
+        data.splits["train"] = bootstrap_sample(data.splits["train"], config.data.bootstrap)
+        log(f"bootstrap sample (seed {config.data.bootstrap}): {len({id(sentence) for sentence in data.splits['train']})} distinct of {len(data.splits['train'])} training sentences")
+    weights = select_training_data(config, data, log)
+    if not config.data.pseudo_train:
+        return weights
+    pseudo = pseudo_labelled(config.data.pseudo_train, data)
+    gold_weights = weights if weights is not None else np.ones(len(data.splits["train"]), dtype=np.float32)
+    data.splits["train"] = data.splits["train"] + pseudo
+    log(f"pseudo-labelled: {len(pseudo)} sentences, {sum(map(len, pseudo))} tokens from {config.data.pseudo_train} (weight {config.data.pseudo_weight:g})")
+    if weights is None and config.data.pseudo_weight == 1.0:
+        return None
+    return np.concatenate([gold_weights, np.full(len(pseudo), config.data.pseudo_weight, dtype=np.float32)])
 
 
 def unlabelled_target(config: RunConfig) -> list[list[str]]:

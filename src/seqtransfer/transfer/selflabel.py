@@ -1,0 +1,315 @@
+"""Self-labelling on unlabelled target text: rounds of training around the one training loop.
+
+Each round draws a pool of unlabelled target sentences (default 5,000; seeded per round), labels
+it with the current model(s), keeps the sentences a method trusts, and trains the next round's
+model(s) on the gold training data plus those pseudo-labelled sentences (``data.pseudo_train``,
+weighted by ``data.pseudo_weight``), warm-started from the previous round (``transfer.scheme=
+finetune`` from the previous round's run). Registered methods (:data:`METHODS`):
+
+- ``self_training``: one model; a sentence joins when its confidence — the lowest probability
+  the model gives one of its predicted labels — reaches ``threshold``, or it is among the
+  ``top_n`` most confident of the pool. Pseudo-labelled sentences accumulate over rounds and
+  leave the unlabelled set.
+- ``tri_training`` (Zhou & Li 2005): three models, each first trained on its own bootstrap
+  sample of the gold data; in a round, model i learns the pool sentences on which the other two
+  agree (every token), with their labels. As Zhou & Li, each round's set replaces the last.
+- ``tri_training_disagreement`` (Søgaard 2010): as tri-training, but only the sentences on which
+  model i disagrees with the two others.
+
+Model selection reads no target label: early stopping uses the gold (source) dev set and the
+number of rounds is fixed. Where the unlabelled text is a registered dataset's split, the
+accuracy of the pseudo labels is measured against its gold labels and recorded (never used),
+and ``target`` scores every round's combined prediction on a labelled target split (recorded,
+never used).
+
+Layout of the output folder (resumable: a finished round is never trained again):
+
+    selflabel.json                       the method and settings (a rerun must use the same)
+    round-0/model-1/ ...                 run directories (tri-training: model-1..3)
+    round-R/pseudo-I.conll               the sentences model I learned in round R (word TAB label)
+    rounds.json                          per round: pool, sentences and tokens added, pseudo-label accuracy, scores
+    members.json                         the final models and how they combine (load() predicts with it)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from seqtransfer.config import RunConfig, config_to_dict
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.files import read_json, write_json, write_text
+
+Log = Callable[[str], None]
+MEMBERS = "members.json"
+
+
+@dataclass(frozen=True)
+class SelfLabelSettings:
+    method: str
+    unlabeled: str
+    rounds: int = 3
+    pool: int = 5000
+    threshold: float | None = 0.9  # self-training: minimum sentence confidence
+    top_n: int | None = None  # self-training: instead of a threshold, the N most confident pool sentences
+    pseudo_weight: float = 1.0
+    tokenizer: str = "whitespace"
+    word_column: int | None = None
+    target: str | None = None  # DATASET[:TASK] scored after every round (recorded, never used)
+
+
+@dataclass(frozen=True)
+class Method:
+    models: int
+    combination: str  # how the final models predict together: single | vote
+    choose: Callable  # (settings, predictions of every model, confidences, pool indices, model index) -> chosen pool positions
+    accumulates: bool  # pseudo-labelled sentences stay from round to round (and leave the unlabelled set)
+
+
+def choose_confident(settings: SelfLabelSettings, labels: list[list[list[str]]], confidence: np.ndarray, model: int) -> list[int]:
+    """Self-training: the pool positions whose confidence reaches the threshold, or the top n."""
+    if settings.top_n is not None:
+        return sorted(np.argsort(-confidence, kind="stable")[: settings.top_n].tolist())
+    return [position for position, value in enumerate(confidence) if value >= settings.threshold]
+
+
+def choose_agreed(settings: SelfLabelSettings, labels: list[list[list[str]]], confidence: np.ndarray, model: int, disagreement: bool = False) -> list[int]:
+    """Tri-training: positions where the two other models agree (and, with disagreement, model ``model`` does not)."""
+    first, second = [other for other in range(3) if other != model]
+    return [position for position in range(len(labels[model]))
+            if labels[first][position] == labels[second][position] and (not disagreement or labels[model][position] != labels[first][position])]
+
+
+METHODS = {
+    "self_training": Method(1, "single", choose_confident, accumulates=True),
+    "tri_training": Method(3, "vote", choose_agreed, accumulates=False),
+    "tri_training_disagreement": Method(3, "vote", lambda *arguments: choose_agreed(*arguments, disagreement=True), accumulates=False),
+}
+
+
+def check_settings(settings: SelfLabelSettings) -> None:
+    if settings.method not in METHODS:
+        raise SeqTransferError(f"unknown self-labelling method '{settings.method}'", hint=f"methods: {', '.join(METHODS)}")
+    if settings.rounds < 0 or settings.pool < 1:
+        raise SeqTransferError("--rounds must be 0 or more and --pool at least 1")
+    if settings.top_n is not None and settings.top_n < 1:
+        raise SeqTransferError(f"--top-n must be at least 1, got {settings.top_n}")
+    if settings.threshold is not None and not 0.0 < settings.threshold <= 1.0:
+        raise SeqTransferError(f"--threshold must be in (0, 1], got {settings.threshold}")
+    if settings.pseudo_weight <= 0:
+        raise SeqTransferError(f"--pseudo-weight must be positive, got {settings.pseudo_weight}")
+
+
+def model_predictions(directory: Path, tokens: Sequence[Sequence[str]]) -> tuple[list[list[str]], np.ndarray]:
+    """A run's labels for every sentence and each sentence's confidence (its lowest probability of a predicted label)."""
+    import torch
+
+    from seqtransfer.data.batching import encode_sentences, evaluation_batches
+    from seqtransfer.predictor import Predictor
+    from seqtransfer.rundir import load_run
+
+    run = load_run(directory)
+    labels = Predictor(run).predict([list(sentence) for sentence in tokens])
+    index = run.vocabularies.labels.index
+    confidence = np.ones(len(tokens))
+    encoded = encode_sentences(tokens, run.vocabularies)
+    run.model.eval()
+    with torch.inference_mode():
+        for batch in evaluation_batches(encoded, 256):
+            probabilities = run.model.probabilities(batch)  # (B, T, L)
+            for row, sentence in enumerate(batch.indices):
+                chosen = torch.tensor([index[label] for label in labels[sentence]])
+                confidence[sentence] = float(probabilities[row, torch.arange(len(chosen)), chosen].min())
+    return labels, confidence
+
+
+def vote(predictions: Sequence[list[list[str]]]) -> list[list[str]]:
+    """Per token, the label most models give (a tie: the first model's label)."""
+    from collections import Counter
+
+    voted = []
+    for sentences in zip(*predictions):
+        voted.append([max(Counter(column).items(), key=lambda item: (item[1], -column.index(item[0])))[0] for column in zip(*sentences)])
+    return voted
+
+
+def token_accuracy(predicted: Sequence[Sequence[str]], gold: Sequence[Sequence[str]]) -> float | None:
+    total = sum(map(len, gold))
+    return None if not total else 100.0 * sum(p == g for ps, gs in zip(predicted, gold) for p, g in zip(ps, gs)) / total
+
+
+def unlabeled_gold(entry: str, data_dir: str | None, task: str) -> list[list[str]] | None:
+    """Gold labels of the unlabelled sentences when they are a registered dataset's split annotated
+    for a task of the same name as the model's (``ud_ewt`` upos → ``tweebank:upos``); else None."""
+    from seqtransfer.data.unlabeled import RAW_CORPORA
+
+    from seqtransfer.data.registry import get_dataset
+
+    if Path(entry).is_file() or entry in RAW_CORPORA or "+" in entry:
+        return None
+    name, _, part = entry.partition(":")
+    try:
+        spec = get_dataset(name)
+        entry_task = part if part and part not in spec.split_names() else spec.default_task
+        if entry_task != task:  # another task's labels (or tag set): nothing to compare with
+            return None
+        return labelled_split(f"{name}:{entry_task}", data_dir, part if part in spec.split_names() else "train")[1]
+    except SeqTransferError:
+        return None
+
+
+def labelled_split(entry: str, data_dir: str | None, split: str = "train") -> tuple[list[list[str]], list[list[str]]]:
+    """(tokens, gold labels) of ``DATASET[:TASK]``'s split."""
+    from seqtransfer.config import DataConfig
+    from seqtransfer.data.task_data import load_task_data
+
+    name, _, task = entry.partition(":")
+    data = load_task_data(DataConfig(dataset=name, task=task or None, data_dir=data_dir), (split,))
+    return data.tokens(split), data.gold(split)
+
+
+def write_pseudo(path: Path, tokens: Sequence[Sequence[str]], labels: Sequence[Sequence[str]]) -> None:
+    """``word TAB label`` lines, a blank line after each sentence."""
+    write_text(path, "".join("".join(f"{word}\t{label}\n" for word, label in zip(sentence, tags)) + "\n" for sentence, tags in zip(tokens, labels)))
+
+
+class SelfLabelling:
+    """The rounds of one method in one output folder."""
+
+    def __init__(self, base: RunConfig, settings: SelfLabelSettings, output: Path, log: Log) -> None:
+        check_settings(settings)
+        self.base, self.settings, self.output, self.log = base, settings, Path(output), log
+        self.method = METHODS[settings.method]
+        self.check_resumable()
+
+    def check_resumable(self) -> None:
+        saved_path = self.output / "selflabel.json"
+        wanted = {"settings": dataclasses.asdict(self.settings), "config": config_to_dict(self.base)}
+        wanted["config"]["data"].pop("data_dir")
+        if saved_path.is_file() and read_json(saved_path) != wanted:
+            raise SeqTransferError("this folder holds self-labelling rounds with other settings", path=saved_path, hint="run the same command to resume, or choose another --output")
+        self.saved = wanted
+
+    def model_directory(self, round_number: int, model: int) -> Path:
+        return self.output / f"round-{round_number}" / f"model-{model + 1}"
+
+    def round_config(self, round_number: int, model: int, pseudo: Path | None) -> RunConfig:
+        config = RunConfig(**{section.name: dataclasses.replace(getattr(self.base, section.name)) for section in dataclasses.fields(RunConfig)})
+        if self.method.models > 1:
+            config.data.bootstrap = config.train.seed * 100 + model
+        if round_number > 0:
+            config.transfer.scheme, config.transfer.source = "finetune", str(self.model_directory(round_number - 1, model))
+            config.data.pseudo_train, config.data.pseudo_weight = (str(pseudo), self.settings.pseudo_weight) if pseudo else (None, 1.0)
+        return config
+
+    def train(self, round_number: int, model: int, pseudo: Path | None) -> None:
+        from seqtransfer import rundir
+        from seqtransfer.training.train import train_tagger
+
+        directory = self.model_directory(round_number, model)
+        if (directory / rundir.METRICS).is_file():
+            return
+        self.log(f"round {round_number}, model {model + 1}: training {directory}")
+        directory.mkdir(parents=True, exist_ok=True)
+        with open(directory / "log.txt", "a", encoding="utf-8") as handle:
+            train_tagger(self.round_config(round_number, model, pseudo), directory, log=lambda line: print(line, file=handle, flush=True), show_progress=False)
+
+    def run(self) -> list[dict]:
+        """Train every round not yet finished; returns the per-round records."""
+        from seqtransfer.data.unlabeled import read_unlabeled
+
+        settings = self.settings
+        unlabeled = read_unlabeled(settings.unlabeled, self.base.data.data_dir, settings.tokenizer, settings.word_column)
+        gold = unlabeled_gold(settings.unlabeled, self.base.data.data_dir, self.task_name())
+        if gold is not None and [len(sentence) for sentence in gold] != [len(sentence) for sentence in unlabeled]:
+            gold = None
+        write_json(self.output / "selflabel.json", self.saved)
+        records = read_json(self.output / "rounds.json") if (self.output / "rounds.json").is_file() else []
+        for model in range(self.method.models):
+            self.train(0, model, None)
+        if not records:
+            records.append(self.round_record(0, pool=0, added=[]))
+        used: set[int] = set()
+        for round_number in range(1, settings.rounds + 1):
+            if round_number < len(records):
+                used |= set(records[round_number].get("pool_used", []))
+                continue
+            record = self.next_round(round_number, unlabeled, gold, used)
+            records.append(record)
+            write_json(self.output / "rounds.json", records)
+        write_json(self.output / "rounds.json", records)
+        self.write_members(settings.rounds)
+        return records
+
+    def task_name(self) -> str | None:
+        """The model's task name (a registered dataset's default task when none is given)."""
+        from seqtransfer.data.registry import get_dataset
+
+        data = self.base.data
+        return data.task or (get_dataset(data.dataset.split("+")[0]).default_task if data.dataset and not data.train else None)
+
+    def next_round(self, round_number: int, unlabeled: list[list[str]], gold, used: set[int]) -> dict:
+        """Label a pool with the previous round's models, write each model's pseudo-labelled data, train."""
+        settings, method = self.settings, self.method
+        generator = np.random.default_rng(self.base.train.seed * 1000 + round_number)
+        candidates = np.array([index for index in range(len(unlabeled)) if index not in used])
+        pool = np.sort(generator.choice(candidates, min(settings.pool, len(candidates)), replace=False)) if len(candidates) else np.array([], dtype=int)
+        tokens = [unlabeled[index] for index in pool]
+        predictions = [model_predictions(self.model_directory(round_number - 1, model), tokens) for model in range(method.models)]
+        labels = [labels for labels, _ in predictions]
+        added = []
+        for model in range(method.models):
+            chosen = method.choose(settings, labels, predictions[model][1], model)
+            source = model if method.models == 1 else [other for other in range(3) if other != model][0]
+            new_tokens, new_labels = [tokens[position] for position in chosen], [labels[source][position] for position in chosen]
+            previous = self.output / f"round-{round_number - 1}" / f"pseudo-{model + 1}.conll"
+            path = self.output / f"round-{round_number}" / f"pseudo-{model + 1}.conll"
+            text = previous.read_text(encoding="utf-8") if method.accumulates and previous.is_file() else ""
+            write_pseudo(path, new_tokens, new_labels)
+            if text:
+                write_text(path, text + path.read_text(encoding="utf-8"))
+            accuracy = token_accuracy(new_labels, [gold[pool[position]] for position in chosen]) if gold is not None else None
+            added.append({"model": model + 1, "sentences": len(chosen), "tokens": sum(map(len, new_tokens)), "pseudo_accuracy": accuracy,
+                          "pool_indices": [int(pool[position]) for position in chosen]})
+            self.log(f"round {round_number}, model {model + 1}: {len(chosen)} of {len(pool)} pool sentences added ({added[-1]['tokens']} tokens"
+                     + (f", pseudo-label accuracy {accuracy:.2f}" if accuracy is not None else "") + ")")
+        if method.accumulates:
+            used |= {index for item in added for index in item["pool_indices"]}
+        for model in range(method.models):
+            pseudo = self.output / f"round-{round_number}" / f"pseudo-{model + 1}.conll"
+            self.train(round_number, model, pseudo if pseudo.read_text(encoding="utf-8").strip() else None)  # nothing added: gold data alone
+        record = self.round_record(round_number, len(pool), added)
+        record["pool_used"] = sorted(used)
+        return record
+
+    def round_record(self, round_number: int, pool: int, added: list[dict]) -> dict:
+        """What a round did and how its models score (source dev; the target split with ``target``)."""
+        from seqtransfer.rundir import METRICS
+
+        directories = [self.model_directory(round_number, model) for model in range(self.method.models)]
+        record = {"round": round_number, "pool": pool, "added": [{key: value for key, value in item.items() if key != "pool_indices"} for item in added],
+                  "source_dev": [read_json(directory / METRICS)["dev"] for directory in directories]}
+        if self.settings.target:
+            record["target"] = self.score_target(directories)
+            self.log(f"round {round_number}: {self.settings.target} test {record['target']:.2f} (recorded, not used)")
+        return record
+
+    def score_target(self, directories: list[Path]) -> float:
+        from seqtransfer.config import DataConfig
+        from seqtransfer.data.task_data import load_task_data
+        from seqtransfer.predictor import load
+        from seqtransfer.training.metrics import evaluate, get_metric
+
+        name, _, task = self.settings.target.partition(":")
+        data = load_task_data(DataConfig(dataset=name, task=task or None, data_dir=self.base.data.data_dir), ("test",))
+        predicted = vote([load(directory, device="cpu").predict(data.tokens("test")) for directory in directories])
+        scores = evaluate(data.gold("test"), predicted, data.metric)
+        return scores[get_metric(data.metric).main]
+
+    def write_members(self, last_round: int) -> None:
+        members = [str(self.model_directory(last_round, model).relative_to(self.output)) for model in range(self.method.models)]
+        write_json(self.output / MEMBERS, {"method": self.settings.method, "combination": self.method.combination, "members": members})

@@ -1,0 +1,92 @@
+"""Self-training and tri-training rounds on unlabelled text: resumable, recorded, voting."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import FIXTURES, TINY_MODEL
+from seqtransfer.cli import main, run
+from seqtransfer.predictor import load
+from seqtransfer.transfer.selflabel import choose_agreed, token_accuracy, vote
+
+
+UNLABELED = ["Peter lives in Berlin", "Mary visited Paris today", "John works for Google", "we met Anna in Rome", "Paul flew to London",
+             "the team of Madrid won", "Sara likes New York", "Tom left Oslo", "I saw Ben at IBM", "Lisa moved to Vienna"]
+
+
+def selflabel_arguments(method: str, output, *extra: str) -> list[str]:
+    unlabeled = output.parent / "unlabeled.txt"
+    unlabeled.parent.mkdir(parents=True, exist_ok=True)
+    unlabeled.write_text("\n".join(UNLABELED) + "\n", encoding="utf-8")
+    return ["selflabel", method, "--unlabeled", str(unlabeled), "--rounds", "2", "--pool", "4",
+            "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner", "--scheme", "iob2",
+            "--epochs", "2", "--output", str(output), *extra, *TINY_MODEL]
+
+
+def test_vote_agreement_and_accuracy():
+    assert vote([[["A", "B"]], [["A", "C"]], [["D", "C"]]]) == [["A", "C"]]
+    assert vote([[["A"]], [["B"]], [["C"]]]) == [["A"]]  # a three-way tie: the first model's label
+    labels = [[["A"], ["B"]], [["A"], ["C"]], [["A"], ["B"]]]
+    assert choose_agreed(None, labels, None, 1) == [0, 1]
+    assert choose_agreed(None, labels, None, 1, disagreement=True) == [1]
+    assert choose_agreed(None, labels, None, 0) == [0]
+    assert token_accuracy([["A", "B"]], [["A", "C"]]) == pytest.approx(50.0)
+
+
+def test_tri_training_rounds_resume_and_predict_by_vote(tmp_path, capsys):
+    output = tmp_path / "tri"
+    records = run(selflabel_arguments("tri_training", output))
+    assert [record["round"] for record in records] == [0, 1, 2]
+    assert all(len(record["source_dev"]) == 3 for record in records)
+    assert {item["model"] for item in records[1]["added"]} == {1, 2, 3}
+    trained = sorted(path.stat().st_mtime_ns for path in output.glob("round-*/model-*/metrics.json"))
+    capsys.readouterr()
+    again = run(selflabel_arguments("tri_training", output))
+    assert again == json.loads((output / "rounds.json").read_text(encoding="utf-8"))
+    assert sorted(path.stat().st_mtime_ns for path in output.glob("round-*/model-*/metrics.json")) == trained
+    assert ": training " not in capsys.readouterr().out
+    predictor = load(output)
+    members = [load(output / "round-2" / f"model-{number}") for number in (1, 2, 3)]
+    sentence = [["Peter", "lives", "in", "Berlin"]]
+    assert predictor.predict(sentence) == vote([member.predict(sentence) for member in members])
+
+
+def test_self_training_accumulates_confident_sentences(tmp_path):
+    output = tmp_path / "self"
+    records = run(selflabel_arguments("self_training", output, "--top-n", "2", "--pseudo-weight", "0.5"))
+    assert [item["sentences"] for record in records[1:] for item in record["added"]] == [2, 2]
+    pseudo = [(output / f"round-{number}" / "pseudo-1.conll").read_text(encoding="utf-8").strip().split("\n\n") for number in (1, 2)]
+    assert len(pseudo[0]) == 2 and len(pseudo[1]) == 4 and pseudo[1][:2] == pseudo[0]
+    assert "weight 0.5" in (output / "round-2" / "model-1" / "log.txt").read_text(encoding="utf-8")
+    assert json.loads((output / "members.json").read_text(encoding="utf-8"))["combination"] == "single"
+
+
+def test_other_settings_in_the_same_folder_are_refused(tmp_path, capsys):
+    output = tmp_path / "self"
+    run(selflabel_arguments("self_training", output, "--rounds", "0"))
+    capsys.readouterr()
+    code = main(selflabel_arguments("self_training", output, "--rounds", "0", "--threshold", "0.5"))
+    error = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(error) == 1 and "other settings" in error[0]
+
+
+@pytest.mark.parametrize("extra, message", [(["--threshold", "1.5"], "--threshold must be in (0, 1]"), (["--pool", "0"], "--pool at least 1"),
+                                             (["--unlabeled", "nothing.txt"], "nothing.txt: file not found")])
+def test_bad_self_labelling_settings_are_one_line(tmp_path, capsys, extra, message):
+    code = main(selflabel_arguments("self_training", tmp_path / "out", *extra))
+    error = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(error) == 1 and message in error[0], error
+    assert not list((tmp_path / "out").glob("round-*/model-*/metrics.json"))
+
+
+@pytest.mark.slow
+def test_pseudo_label_accuracy_and_target_scores_are_recorded_on_real_data(tmp_path):
+    """UD-EWT UPOS -> TweeBank UPOS (same tag set): tiny model, 300 source sentences, 1 epoch, a pool of 50 tweets."""
+    output = tmp_path / "ewt-tweebank"
+    records = run(["selflabel", "self_training", "--unlabeled", "tweebank:upos", "--target", "tweebank:upos", "--rounds", "1", "--pool", "50", "--top-n", "20",
+                   "--dataset", "ud_ewt", "--task", "upos", "--epochs", "1", "--output", str(output), *TINY_MODEL, "data.max_train_sentences=300"])
+    added = records[1]["added"][0]
+    assert added["sentences"] == 20 and 0 < added["pseudo_accuracy"] <= 100
+    assert all(0 < record["target"] <= 100 for record in records)
