@@ -10,6 +10,7 @@ from seqtransfer.cli import run
 from seqtransfer.config import RunConfig, apply_overrides
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.task_data import load_task_data
+from seqtransfer.errors import SeqTransferError
 from seqtransfer.rundir import load_run
 from seqtransfer.training.loop import ShuffledBatches, train_epoch
 from seqtransfer.training.optimizers import make_optimizer
@@ -95,3 +96,21 @@ def test_transfer_command_end_to_end(tiny_run, tmp_path):
     import seqtransfer
 
     assert len(seqtransfer.load(tmp_path / "pretrand").predict([["Mary", "loves", "NYC"]])[0]) == 3
+
+
+def test_absorption_of_pretrand_runs_is_measured(tiny_run, tmp_path):
+    outputs = {}
+    for name, extra in (("normalised", []), ("plain", ["model.normalize_branches=false", "model.branch_weighting=false"])):
+        outputs[name] = tmp_path / name
+        run(["transfer", "--source", str(tiny_run), "--method", "pretrand", "--train", str(FIXTURES / "tiny_pos_train.conll"), "--dev", str(FIXTURES / "tiny_pos_dev.conll"),
+             "--columns", "word,pos", "--epochs", "1", "--output", str(outputs[name]), "--quiet", "model.random_hidden=6", *TINY_MODEL, *extra])
+    results = run(["analyze", "absorption", str(outputs["normalised"]), str(outputs["plain"]), "--output", str(tmp_path / "absorption")])
+    normalised, plain = results
+    assert normalised["setting"].startswith("normalise on") and plain["setting"].startswith("normalise off, learnable u/v off")
+    # unit vectors per branch, u and v near 1 after one tiny epoch: the normalised scores stay within about [-2, 2]
+    assert -3.0 < normalised["combined"]["min"] and normalised["combined"]["max"] < 3.0
+    assert normalised["u_v"]["u_mean"] > 0 and 0 <= normalised["random_share"] <= 1
+    assert plain["u_v"] == {"u_mean": 1.0, "v_mean": 1.0}
+    assert (tmp_path / "absorption" / "absorption.png").is_file() and "| normalised |" in (tmp_path / "absorption" / "absorption.md").read_text(encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="not a PretRand run"):
+        run(["analyze", "absorption", str(tiny_run)])

@@ -4,6 +4,7 @@
     analyze neurons RUN [--top-k 10] [--units 3,7] [--output DIR]   unit charge, top-k words
     analyze curve RUN... [--split dev] --output DIR             score vs training-set size
     analyze units RUN [--task POS] [--split dev] [--output DIR]  multi-task: ablate each unit of h_POS (MuTSPad §5.5)
+    analyze absorption RUN... [--split dev] [--output DIR]      PretRand: do pre-trained units absorb the random ones (Figure 5)
     analyze similarity CORPUS... [--target T] [--gains CSV] [--output DIR]  KL / JS / OOV / LM cross-entropy between corpora
     analyze report --transfer A B [--transfer C D ...] [--neurons RUN] [--curve RUN ...] --output report.html
 """
@@ -54,6 +55,11 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     probes.add_argument("--max-train-sentences", type=int, help="train the probes on the first N training sentences (faster)")
     probes.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
     probes.add_argument("--output", help="folder for probes.json and probes.png/svg")
+    absorption = analyses.add_parser("absorption", help="PretRand runs: weights and outputs of the pre-trained and random FC layers, each branch alone (Figure 5)")
+    absorption.add_argument("runs", nargs="+", metavar="RUN", help="PretRand run directories (e.g. with and without model.normalize_branches)")
+    absorption.add_argument("--split", default="dev", help="split the outputs are measured on (default dev)")
+    absorption.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
+    absorption.add_argument("--output", help="folder for absorption.json, absorption.md and absorption.png/svg")
     similarity = analyses.add_parser("similarity", help="how far apart corpora are: JS / KL of word distributions, OOV rate, trigram-LM cross-entropy; ranks sources for a target")
     similarity.add_argument("corpora", nargs="+", metavar="CORPUS", help="a dataset (NAME[:SPLIT], default train), tweets_unlabeled, or a text file (one sentence per line) or CoNLL file")
     add_similarity_options(similarity)
@@ -113,6 +119,22 @@ def similarity_analysis(arguments: argparse.Namespace, corpora: list[str]) -> di
     if arguments.target:
         result["target"], result["ranking"] = arguments.target, rank_sources(table, arguments.target, arguments.measure)
     return result
+
+
+def run_absorption(arguments: argparse.Namespace) -> list[dict]:
+    from seqtransfer.analysis import figures
+    from seqtransfer.analysis.absorption import absorption_figure, describe_run, markdown, public
+    from seqtransfer.files import write_json, write_text
+
+    results = [describe_run(run, arguments.split, arguments.data_dir) for run in arguments.runs]
+    print(markdown(results), end="")
+    if arguments.output:
+        output = Path(arguments.output)
+        write_json(output / "absorption.json", [public(result) for result in results])
+        write_text(output / "absorption.md", markdown(results))
+        figures.save_figure(absorption_figure(results), output / "absorption")
+        print(f"written to {output}")
+    return [public(result) for result in results]
 
 
 def run_similarity(arguments: argparse.Namespace) -> dict:
@@ -307,7 +329,7 @@ def run_probes(arguments: argparse.Namespace) -> dict:
     return result
 
 
-ANALYSES = {"transfer": run_transfer, "neurons": run_neurons, "curve": run_curve, "units": run_units, "probes": run_probes, "similarity": run_similarity, "report": run_report}
+ANALYSES = {"transfer": run_transfer, "neurons": run_neurons, "curve": run_curve, "units": run_units, "probes": run_probes, "similarity": run_similarity, "absorption": run_absorption, "report": run_report}
 
 
 def run(arguments: argparse.Namespace):
