@@ -268,3 +268,16 @@ def test_a_bad_published_row_is_one_line(tmp_path, row, message):
     experiment.write_text(experiment.read_text(encoding="utf-8") + f"published:\n  - {row}\n", encoding="utf-8")
     with pytest.raises(SeqTransferError, match=message):
         load_experiment(experiment)
+
+
+def test_a_method_may_run_on_some_targets_only(tmp_path):
+    experiment = tiny_experiment(tmp_path)
+    text = experiment.read_text(encoding="utf-8").replace("  pos: {dataset: null, source: ner, overrides: ", "  other: {dataset: null, source: ner, overrides: PLACEHOLDER}\n  pos: {dataset: null, source: ner, overrides: ")
+    pos_overrides = text.split("  pos: {dataset: null, source: ner, overrides: ")[1].split("}\n")[0]
+    text = text.replace("PLACEHOLDER", pos_overrides).replace("  scratch: {scheme: scratch}", "  scratch: {scheme: scratch, targets: [pos]}")
+    experiment.write_text(text, encoding="utf-8")
+    records = run(["experiment", "run", str(experiment), "--only", "scratch", "--results", str(tmp_path / "results")])
+    assert [record["target"] for record in records] == ["pos"]
+    experiment.write_text(text.replace("targets: [pos]", "targets: [nothing]"), encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="unknown target"):
+        load_experiment(experiment)

@@ -39,7 +39,10 @@ def build(scheme_name: str, source):
     return config, scheme, model, train
 
 
-@pytest.mark.parametrize("scheme_name", list(SCHEMES))
+TRAINING_SCHEMES = [name for name, scheme in SCHEMES.items() if scheme.phases(RunConfig().transfer)]  # source_only trains nothing (its own test below)
+
+
+@pytest.mark.parametrize("scheme_name", TRAINING_SCHEMES)
 def test_scheme_copies_what_it_transfers(scheme_name, tiny_run):
     _, scheme, model, _ = build(scheme_name, tiny_run)
     source_state = load_run(tiny_run).model.state_dict()
@@ -53,7 +56,7 @@ def test_scheme_copies_what_it_transfers(scheme_name, tiny_run):
         assert model.word_representation.word_embedding.weight.shape[0] > len(source_words)
 
 
-@pytest.mark.parametrize("scheme_name", list(SCHEMES))
+@pytest.mark.parametrize("scheme_name", TRAINING_SCHEMES)
 def test_scheme_trains_exactly_its_claimed_parameters(scheme_name, tiny_run):
     config, scheme, model, train = build(scheme_name, tiny_run)
     for phase in scheme.phases(config.transfer):
@@ -114,3 +117,14 @@ def test_absorption_of_pretrand_runs_is_measured(tiny_run, tmp_path):
     assert (tmp_path / "absorption" / "absorption.png").is_file() and "| normalised |" in (tmp_path / "absorption" / "absorption.md").read_text(encoding="utf-8")
     with pytest.raises(SeqTransferError, match="not a PretRand run"):
         run(["analyze", "absorption", str(tiny_run)])
+
+
+def test_source_only_scores_the_source_model_as_it_is(tiny_run, tmp_path):
+    output = tmp_path / "source-only"
+    metrics = run(["transfer", "--source", str(tiny_run), "--method", "source_only", "--train", str(FIXTURES / "tiny_ner_train.conll"),
+                   "--dev", str(FIXTURES / "tiny_ner_test.conll"), "--columns", "word,ner", "--scheme", "iob2", "--output", str(output), "--quiet", *TINY_MODEL])
+    evaluated = run(["evaluate", str(tiny_run), "--file", str(FIXTURES / "tiny_ner_test.conll"), "--columns", "word,ner", "--scheme", "iob2"])
+    assert metrics["dev"]["f1"] == evaluated["f1"] and metrics["history"] == [] and metrics["trainable_parameters"] == 0
+    source, copied = load_run(tiny_run), load_run(output)
+    assert copied.vocabularies.words.items == source.vocabularies.words.items
+    assert all(torch.equal(copied.model.state_dict()[name], tensor) for name, tensor in source.model.state_dict().items())

@@ -155,6 +155,8 @@ def method_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None
             tasks += [multitask_method_task(spec, store, data_dir, method_name, seed, sources, tasks) for seed in seeds]
             continue
         for target_name, target in spec.targets.items():
+            if spec.methods[method_name].targets is not None and target_name not in spec.methods[method_name].targets:
+                continue
             for seed in seeds:
                 task = method_task(spec, store, data_dir, method_name, target_name, seed + offset, sources)
                 if offset:  # an extra ensemble member: its own grid cell, not a row of its method

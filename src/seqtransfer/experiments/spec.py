@@ -83,6 +83,7 @@ class MethodSpec:
     multitask: bool = False  # one hierarchical model over every target (``hierarchy``)
     source: str | dict[str, str] | None = None  # a key of ``sources`` used instead of each target's own (a multi-task source), or target -> source
     unify_with: str | None = None  # a multi-task method trained on unified target data, filled by this method's runs (same seed)
+    targets: list[str] | None = None  # only these targets (e.g. where the source's labels are the target's); None = all
 
 
 PUBLISHED_FLAGS = {  # the legend of the PretRand paper's Table 7
@@ -183,6 +184,12 @@ def _check_references(spec: ExperimentSpec, path: Path) -> None:
             filler = spec.methods.get(method.unify_with)
             if not method.multitask or filler is None or not filler.scheme or filler.multitask:
                 raise SeqTransferError(f"method '{name}': unify_with needs a multi-task method and names a mono-task method, got '{method.unify_with}'", path=path)
+    for name, method in spec.methods.items():
+        unknown = [target for target in method.targets or [] if target not in spec.targets]
+        if unknown:
+            raise SeqTransferError(f"method '{name}' names unknown target(s) {', '.join(map(str, unknown))}", path=path, hint=f"targets: {', '.join(spec.targets)}")
+        if method.targets is not None and method.multitask:
+            raise SeqTransferError(f"multi-task method '{name}' trains one model over every target: it takes no 'targets'", path=path)
     if spec.reference is not None and spec.reference not in spec.methods:
         raise SeqTransferError(f"reference method '{spec.reference}' is not among the methods", path=path)
 

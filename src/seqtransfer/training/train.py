@@ -215,6 +215,8 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     for note in data.notes:
         log(f"warning: {note}")
     config.data.scheme, config.data.metric = data.scheme, data.metric  # what was used, inferred or not
+    if not scheme.phases(config.transfer):  # nothing trains: the source model as it is
+        return source_as_is(config, directory, data, source, started, log)
     config.model.architecture = model_architecture(scheme, data)
     if config.model.encoder and config.model.encoder_mode == "finetune":
         if "encoder" not in data.kind.architectures or scheme.uses_source:
@@ -247,6 +249,27 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
         rundir.remove_partial_files(directory)
         rundir.save_setup(directory, config, vocabularies)
         return fit_and_save(config, directory, data, vocabularies, model, scheme, started, log, show_progress)
+
+
+def source_as_is(config: RunConfig, directory: Path, data: TaskData, source: rundir.LoadedRun, started: float, log: Log) -> dict:
+    """A run directory holding the source model unchanged (its vocabularies and labels: target words
+    it never saw are unknown words, target labels it lacks are never predicted), scored on the target's splits."""
+    config.model = source.config.model
+    log(f"source only: {config.transfer.source} applied to {data.dataset}/{data.task} without training")
+    target_labels = {label for sentence in data.kind.label_strings(data.gold("dev")) for label in sentence}
+    missing = sorted(target_labels - set(source.vocabularies.labels.items))
+    if missing:
+        log(f"warning: the source model never predicts {len(missing)} dev label(s) of the target: {', '.join(missing[:20])}")
+    with rundir.writer_lock(directory):
+        rundir.remove_partial_files(directory)
+        rundir.save_setup(directory, config, source.vocabularies)
+        metrics = {"dataset": data.dataset, "task": data.task, "metric": data.metric, "scheme": "source_only", "best_epoch": 0}
+        metrics.update(score_splits(source.model, data, source.vocabularies, config, directory))
+        metrics.update(parameters=count_parameters(source.model), trainable_parameters=0, history=[], seconds=round(time.perf_counter() - started, 1),
+                       device=describe_device(next(source.model.parameters()).device), peak_rss_megabytes=peak_rss_megabytes())
+        rundir.save_weights(directory, source.model.state_dict(), source.model)
+        rundir.save_metrics(directory, metrics)
+    return metrics
 
 
 def check_resumable(directory: Path, config: RunConfig) -> None:

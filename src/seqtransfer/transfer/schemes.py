@@ -6,6 +6,7 @@ A scheme never has its own training loop. It names
 - ``transferred``: module-name prefixes whose weights come from the source run;
 - ``phases``: one or more training phases, each the set of module-name prefixes that train in
   it (everything else is frozen); each phase runs the one training loop with early stopping.
+  No phase at all (``source_only``): the source model is scored on the target data as it is.
 
 Adding a scheme = one function returning phases plus one entry in ``SCHEMES``.
 """
@@ -65,6 +66,9 @@ SCHEMES: dict[str, Scheme] = {
     "finetune": Scheme("finetune", "SFT: WRE and FE copied from the source, classifier random, all fine-tuned", "tagger", TRANSFERRED, single_phase(EVERYTHING)),
     "features": Scheme("features", "SFE: WRE and FE copied from the source and frozen; only the classifier trains", "tagger", TRANSFERRED, single_phase(("classifier.", "output."))),
     "pretrand": Scheme("pretrand", "PretRand: pre-trained branch + random branch, normalised, weighted, random++", "pretrand", TRANSFERRED, pretrand_phases),
+    # No phase: the source model as it is (its vocabularies and labels), scored on the target data.
+    "source_only": Scheme("source_only", "Source only: the source model applied to the target data, no training (MuTSPad's Mono-Task Pre-Training*)",
+                          "tagger", EVERYTHING, lambda config: []),
 }
 
 
