@@ -50,6 +50,27 @@ MANIFEST_COUNTS = {
     ("tchunk", "train"): (551, 10652),
     ("tchunk", "dev"): (118, 2242),
     ("tchunk", "test"): (118, 2291),
+    # MANIFEST §10 (MTT substitutes)
+    ("mtt_sl_news", "train"): (4969, 104840),
+    ("mtt_sl_news", "dev"): (1250, 26500),
+    ("mtt_sl_news", "test"): (1282, 25442),
+    ("mtt_hr_news", "train"): (5040, 112374),
+    ("mtt_hr_news", "dev"): (960, 22292),
+    ("mtt_hr_news", "test"): (1136, 24260),
+    ("mtt_sr_news", "train"): (3177, 70171),
+    ("mtt_sr_news", "dev"): (395, 9338),
+    ("mtt_sr_news", "test"): (319, 7217),
+    ("mtt_sr_news_ud", "train"): (2482, 55646),
+    ("mtt_sr_news_ud", "dev"): (536, 11993),
+    ("mtt_sr_news_ud", "test"): (520, 11421),
+    ("mtt_sl_sm", "train"): (6273, 60956),
+    ("mtt_sl_sm", "dev"): (762, 7353),
+    ("mtt_sl_sm", "test"): (749, 6980),
+    ("mtt_hr_sm", "train"): (6339, 71107),
+    ("mtt_hr_sm", "dev"): (815, 8962),
+    ("mtt_hr_sm", "test"): (785, 9035),
+    ("mtt_sr_sm", "dev"): (691, 9190),
+    ("mtt_sr_sm", "test"): (668, 9108),
 }
 CARVED_TRAIN_FILES = {"conll2000": (8936, 211727), "ark": (1827, 26594)}
 
@@ -82,6 +103,18 @@ MANIFEST_LABELS = {
     ("ark", "test", "pos"): 25,
     ("ark_oct27", "train", "pos"): 25,
     ("ark_oct27", "dev", "pos"): 23,
+    ("mtt_sl_news", "train", "xpos"): 1007,
+    ("mtt_sl_news", "dev", "xpos"): 729,
+    ("mtt_sl_news", "test", "xpos"): 747,
+    ("mtt_hr_news", "train", "xpos"): 1005,
+    ("mtt_hr_news", "dev", "xpos"): 447,
+    ("mtt_sr_news", "train", "xpos"): 535,
+    ("mtt_sl_sm", "train", "xpos"): 891,  # incl. merged (space-joined) tags
+    ("mtt_sl_sm", "dev", "xpos"): 424,
+    ("mtt_hr_sm", "train", "xpos"): 655,
+    ("mtt_hr_sm", "test", "xpos"): 374,
+    ("mtt_sr_sm", "dev", "xpos"): 364,
+    ("mtt_sr_sm", "test", "xpos"): 362,
 }
 needs_data = pytest.mark.skipif(not (DATA_ROOT / "wnut17").is_dir(), reason="SEQTRANSFER_DATA not available")
 
@@ -102,7 +135,7 @@ def loaded():
 def test_spec_contract(name):
     spec = DATASETS[name]
     assert spec.name == name and spec.format in ("conll", "conllu", "tsv")
-    assert "train" in spec.splits and "test" in spec.splits
+    assert "test" in spec.splits and ("train" in spec.splits or "dev" in spec.splits)  # an evaluation-only dataset (mtt_sr_sm) has dev and test
     assert ("dev" in spec.splits) != spec.dev_from_train
     assert (spec.columns is None) == (spec.format == "conllu")
     assert spec.columns is None or spec.columns.count("text" if spec.format == "tsv" else "word") == 1
@@ -248,3 +281,12 @@ def test_every_gold_tree_of_the_parsing_datasets_is_read(loaded):
         assert (several > 0) == (name == "tweebank"), name
     train_roots = [read_tree(sentence).root_count for sentence in loaded["tweebank", "train"]]
     assert train_roots.count(1) == 1079  # MANIFEST: 1,079 / 1,639 train tweets have one root
+
+
+@needs_data
+def test_an_evaluation_only_dataset_refuses_training_in_one_line():
+    from seqtransfer.config import DataConfig
+    from seqtransfer.data.task_data import load_task_data
+
+    with pytest.raises(SeqTransferError, match="has no split 'train' \\(splits: dev, test\\)"):
+        load_task_data(DataConfig(dataset="mtt_sr_sm", task="msd"))

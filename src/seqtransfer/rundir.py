@@ -182,12 +182,14 @@ def write_predictions(path: Path, tokens: list[list[str]], gold: list[list[str]]
     """One ``token [gold] predicted`` line per token, blank line between sentences.
 
     Fields are separated by one space, conlleval's default delimiter; a space or TAB inside a
-    token (possible in CoNLL-U) is written as ``_`` so the line keeps its three fields.
+    token (possible in CoNLL-U) or a label (MTT's merged tags, ``Q Vmpr1s``) is written as ``_``
+    so the line keeps its three fields.
     """
     with atomic_write(path) as handle:
         for index, sentence in enumerate(tokens):
             for position, token in enumerate(sentence):
-                columns = [_SPACES.sub("_", token)] + ([gold[index][position]] if gold is not None else []) + [predicted[index][position]]
+                columns = [token] + ([gold[index][position]] if gold is not None else []) + [predicted[index][position]]
+                columns = [_SPACES.sub("_", field) for field in columns]
                 handle.write(" ".join(columns) + "\n")
             handle.write("\n")
 

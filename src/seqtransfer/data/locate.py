@@ -109,7 +109,7 @@ def split_path(
             f"dataset '{spec.name}' has no split '{split}' (splits: {', '.join(spec.split_names())})",
             hint="pick one of the listed splits",
         )
-    relative = Path(spec.splits.get(split, spec.splits["train"]))
+    relative = Path(spec.splits[split] if split in spec.splits else spec.splits["train"])  # a carved dev split reads the train file
     if relative.is_absolute():
         return relative
     return find_dataset_folder(spec, data_dir, downloader) / relative

@@ -18,55 +18,15 @@ WSJ text, shipped only gzipped) have none, and their ``url`` says where to obtai
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 
 from seqtransfer.data.conll import check_columns
 from seqtransfer.data.corpus import Sentence
+from seqtransfer.data.dataset_spec import CARVE_NOTE, CONLLU_EXTENSIONS, DEPENDENCY, SCHEMES, TRAIN_DEV_TEST, DatasetSpec, standard_splits  # noqa: F401 - re-exported
+from seqtransfer.data.mtt import MTT_HR_NEWS, MTT_HR_SM, MTT_SL_NEWS, MTT_SL_SM, MTT_SR_NEWS, MTT_SR_NEWS_UD, MTT_SR_SM
 from seqtransfer.data.locate import Downloader, read_split
 from seqtransfer.errors import SeqTransferError
-
-SCHEMES = ("iob1", "iob2", "bioes", "none")
-DEPENDENCY = "dependency"  # the task name (and kind) of HEAD + DEPREL in CoNLL-U files
-CONLLU_EXTENSIONS = (".conllu", ".conllup")
-CARVE_NOTE = " No official dev split: dev = every 10th train sentence (index % 10 == 9), train = the rest."
-
-
-@dataclass(frozen=True)
-class DatasetSpec:
-    """Where a dataset lives, how to read it and which tasks/metrics it serves."""
-
-    name: str  # short name used on the CLI
-    folder: str  # folder under the data root, e.g. "wnut17"; "" for a user's own files
-    format: str  # "conll" | "conllu" | "tsv" (one sentence per line: a text field and label fields, data/tsv.py)
-    splits: Mapping[str, str]  # split -> file path relative to folder (absolute for user files)
-    columns: tuple[str, ...] | None  # column names for conll files (None: conllu, or inferred)
-    tasks: Mapping[str, str]  # task name -> column holding its labels; first = default task
-    schemes: Mapping[str, str]  # column -> tag scheme: "iob1" | "iob2" | "bioes" | "none"
-    metric: Mapping[str, str]  # task -> "accuracy" | "span_f1" (what the paper reports)
-    url: str  # canonical page / download URL
-    downloads: Mapping[str, str]  # relative file -> direct URL; empty when not downloadable
-    license: str
-    description: str
-    dev_from_train: bool = False  # no official dev split: carve one from train
-    kinds: Mapping[str, str] = field(default_factory=dict)  # task -> kind (seqtransfer.tasks); default tagging
-    separator: str = "auto"  # column files: auto | tab | space (see conll.py)
-    header: bool = False  # tsv: the first line names the fields
-    extra_fields: bool = False  # tsv: lines may carry more fields than ``columns`` (ignored)
-
-    @property
-    def default_task(self) -> str:
-        """The first task, used when none is asked for."""
-        return next(iter(self.tasks))
-
-    def split_names(self) -> list[str]:
-        """The splits that can be loaded, including a carved dev split."""
-        names = list(self.splits)
-        if self.dev_from_train and "dev" not in names:
-            names.insert(1, "dev")
-        return names
-
 
 UD_EWT_RAW = "https://raw.githubusercontent.com/UniversalDependencies/UD_English-EWT/r2.16/"
 TWEEBANK_RAW = "https://raw.githubusercontent.com/Oneplus/Tweebank/2bdd029fb16321c715c00480b7df58df22901e18/"
@@ -74,14 +34,6 @@ WNUT17_RAW = "https://raw.githubusercontent.com/leondz/emerging_entities_17/e52a
 ARK_RAW = (
     "https://raw.githubusercontent.com/brendano/ark-tweet-nlp/72755ccd1b29ba8e1dbbb49efe57ba9723c0013b/data/twpos-data-v0.3/"
 )
-TRAIN_DEV_TEST = {"train": "train", "dev": "dev", "test": "test"}
-
-
-def standard_splits(extension: str) -> dict[str, str]:
-    """``{"train": "train.EXT", "dev": "dev.EXT", "test": "test.EXT"}``."""
-    return {split: f"{stem}.{extension}" for split, stem in TRAIN_DEV_TEST.items()}
-
-
 CONLL2000 = DatasetSpec(
     name="conll2000",
     folder="conll2000",
@@ -363,6 +315,13 @@ DATASETS: dict[str, DatasetSpec] = {
     "mrpc": MRPC,
     "sick": SICK,
     "stsb": STSB,
+    "mtt_sl_news": MTT_SL_NEWS,
+    "mtt_hr_news": MTT_HR_NEWS,
+    "mtt_sr_news": MTT_SR_NEWS,
+    "mtt_sr_news_ud": MTT_SR_NEWS_UD,
+    "mtt_sl_sm": MTT_SL_SM,
+    "mtt_hr_sm": MTT_HR_SM,
+    "mtt_sr_sm": MTT_SR_SM,
 }
 
 

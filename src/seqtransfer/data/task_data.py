@@ -101,6 +101,9 @@ def load_task_data(config: DataConfig, splits: tuple[str, ...] = SPLITS) -> Task
     task = resolve_task(spec, config.task)
     column = spec.tasks[task]
     kind = get_task_kind(spec.kinds.get(task, TAGGING.name))
+    if "train" in splits and "train" not in spec.splits:
+        raise SeqTransferError(f"dataset '{spec.name}' has no split 'train' (splits: {', '.join(spec.split_names())})",
+                               hint=f"it serves evaluation only: score a model trained elsewhere with `seqtransfer evaluate RUN --dataset {spec.name}`")
     loaded = {}
     for split in splits:
         if split in spec.splits or (split == "dev" and getattr(spec, "dev_from_train", False)):
