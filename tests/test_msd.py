@@ -18,3 +18,26 @@ def test_an_msd_tagger_trains_on_social_media_and_scores_serbian_zero_shot(tmp_p
     assert any("_" in label for sentence in predictions.gold for label in sentence)
     scores = run(["evaluate", str(output), "--dataset", "mtt_sr_sm", "--split", "test"])
     assert 0 <= scores["accuracy"] <= 100
+
+
+def test_serbian_cyrillic_transliterates_to_latin():
+    from seqtransfer.data.script import cyrillic_share, script_mismatch, transliterate
+
+    assert transliterate("Љубав њиховог џепа, Ђорђе!") == "Ljubav njihovog džepa, Đorđe!"
+    assert cyrillic_share(["Београд", "je"]) > 0.7
+    assert "Cyrillic" in script_mismatch([["Добар", "дан"]], ["dobar", "dan", "je"])
+    assert script_mismatch([["Dobar", "dan"]], ["dobar", "dan"]) is None
+
+
+def test_a_cyrillic_sentence_through_a_latin_model_warns_once_and_transliteration_reads_it(tiny_run, tmp_path, capsys):
+    from seqtransfer.cli import main
+
+    text = tmp_path / "sr.txt"
+    text.write_text("Петар живи у Београду\n", encoding="utf-8")
+    assert main(["predict", str(tiny_run), str(text)]) == 0
+    captured = capsys.readouterr()
+    assert "Cyrillic" in captured.err and len([line for line in captured.err.splitlines() if line.strip()]) == 1
+    assert captured.out.splitlines()[0].startswith("Петар\t")
+    assert main(["predict", str(tiny_run), str(text), "--transliterate", "sr"]) == 0
+    captured = capsys.readouterr()
+    assert "Cyrillic" not in captured.err and captured.out.splitlines()[0].startswith("Петар\t")

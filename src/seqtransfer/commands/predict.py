@@ -19,6 +19,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--separator", choices=["auto", "tab", "space"], default="auto", help="field separator of a CoNLL input (default auto: TAB if token lines hold TABs)")
     parser.add_argument("--device", default="auto", help="auto (first GPU, else CPU), cpu, cuda, cuda:N or mps")
     parser.add_argument("--batch-size", type=int, default=256, help="sentences per batch (default 256)")
+    parser.add_argument("--transliterate", choices=["sr"], help="read Serbian Cyrillic input as Latin script (the output keeps the input's words)")
     parser.add_argument("--output", help="write here (atomically) instead of standard output (a parser writes CoNLL-U)")
 
 
@@ -66,13 +67,27 @@ def read_sentences(arguments: argparse.Namespace, tokenize) -> list:
     return read_conll(arguments.input, columns, separator=arguments.separator)
 
 
+def model_tokens(predictor, tokens: list[list[str]], language: str | None) -> list[list[str]]:
+    """The words the model reads: transliterated with ``--transliterate``; a script the model never saw is warned about."""
+    from seqtransfer.data.script import script_mismatch, transliterate
+    from seqtransfer.errors import warn
+
+    if language:
+        tokens = [[transliterate(token, language) for token in sentence] for sentence in tokens]
+    mismatch = script_mismatch(tokens, predictor.run.vocabularies.words.items)
+    if mismatch:
+        warn(mismatch)
+    return tokens
+
+
 def run(arguments: argparse.Namespace) -> list:
     from seqtransfer.files import write_text
     from seqtransfer.predictor import load
 
     predictor = load(arguments.run_directory, arguments.tokenizer, arguments.device, arguments.batch_size)
     sentences = read_sentences(arguments, predictor.tokenize)
-    predicted = predictor.predict_raw([sentence.tokens for sentence in sentences])
+    tokens = model_tokens(predictor, [sentence.tokens for sentence in sentences], arguments.transliterate)
+    predicted = predictor.predict_raw(tokens)
     text = predictor.kind.format_output(sentences, predicted)
     if arguments.output:
         if Path(arguments.output).is_dir():
