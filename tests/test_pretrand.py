@@ -32,3 +32,11 @@ def test_gradients_reach_u_and_v():
     weighting = BranchWeighting(3, learnable=True)
     combine_branches(torch.randn(2, 4, 3), torch.randn(2, 4, 3), weighting, normalize=True).sum().backward()
     assert weighting.pretrained.grad is not None and weighting.random.grad is not None
+
+
+def test_a_scale_multiplies_the_normalised_scores_only():
+    weighting = BranchWeighting(2, learnable=False)
+    pretrained, random = torch.tensor([[[3.0, 4.0]]]), torch.tensor([[[0.0, -2.0]]])
+    scaled = combine_branches(pretrained, random, weighting, normalize=True, scale=10.0)
+    assert torch.allclose(scaled, 10.0 * combine_branches(pretrained, random, weighting, normalize=True))
+    assert torch.allclose(combine_branches(pretrained, random, weighting, normalize=False, scale=10.0), torch.tensor([[[3.0, 2.0]]]))

@@ -63,6 +63,7 @@ class ModelConfig:
     architecture: str = "tagger"  # tagger | pretrand (set by the transfer scheme)
     random_hidden: int = 200  # PretRand: units k of the random branch's BiLSTM
     normalize_branches: bool = True  # PretRand: l2-normalise each branch's scores (equation 10)
+    normalized_scale: float = 1.0  # PretRand: multiply the normalised scores by this (1 = equation 10; >1 lets the softmax be confident without u, v)
     branch_weighting: bool = True  # PretRand: learnable per-class weights u, v (equation 11)
     # Biaffine parser (dependency tasks). Sizes of Stanza's parser (Qi et al. 2018), which the
     # MuTSPad paper follows (section 5.3): a 3-layer BiLSTM of 400 units per direction, arc MLPs
@@ -262,6 +263,7 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("model.relation_hidden", lambda value: value > 0, "a positive integer"),
     ("model.dropout", lambda value: 0.0 <= value < 1.0, "in [0, 1)"),
     ("model.projection", lambda value: value > 0, "a positive integer"),
+    ("model.normalized_scale", lambda value: value > 0, "positive"),
     ("model.encoder_pooling", lambda value: value in ("first", "mean"), "first or mean"),
     ("model.encoder_mode", lambda value: value in ("features", "finetune"), "features or finetune"),
     ("model.encoder_adapter", lambda value: value in (None, "lora", "houlsby"), "lora or houlsby (or null)"),

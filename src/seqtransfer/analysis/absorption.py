@@ -39,7 +39,7 @@ def branch_outputs(run, split: str, data_dir: str | None) -> dict[str, np.ndarra
     with torch.inference_mode():
         for batch in evaluation_batches(encoded, 256):
             pretrained, random = run.model.branch_emissions(batch)
-            combined = combine_branches(pretrained, random, run.model.weighting, run.model.normalize)
+            combined = combine_branches(pretrained, random, run.model.weighting, run.model.normalize, run.model.scale)
             mask = batch.mask
             for name, values in (("pretrained", pretrained), ("random", random), ("combined", combined)):
                 parts[name].append(values[mask].numpy())
@@ -64,7 +64,8 @@ def describe_run(directory: str | Path, split: str = "dev", data_dir: str | None
     config = run.config.model
     return {
         "run": str(directory),
-        "setting": f"normalise {'on' if config.normalize_branches else 'off'}, learnable u/v {'on' if config.branch_weighting else 'off'}, "
+        "setting": f"normalise {'on' if config.normalize_branches else 'off'}{f' x{config.normalized_scale:g}' if config.normalized_scale != 1.0 else ''}, "
+                   f"learnable u/v {'on' if config.branch_weighting else 'off'}, "
                    f"random++ {'on' if run.config.transfer.random_plus_plus else 'off'}",
         "tokens": int(len(gold)),
         "weights": {name: {"mean_absolute": float(np.abs(values).mean()), "std": float(values.std())} for name, values in weights.items()},

@@ -45,11 +45,14 @@ class BranchWeighting(nn.Module):
         return self.pretrained * pretrained_scores + self.random * random_scores
 
 
-def combine_branches(pretrained_scores: torch.Tensor, random_scores: torch.Tensor, weighting: BranchWeighting, normalize: bool) -> torch.Tensor:
-    """Equation 11 (or 9 without normalisation and with fixed unit weights)."""
+def combine_branches(pretrained_scores: torch.Tensor, random_scores: torch.Tensor, weighting: BranchWeighting, normalize: bool, scale: float = 1.0) -> torch.Tensor:
+    """Equation 11 (or 9 without normalisation and with fixed unit weights); ``scale`` multiplies
+    the unit-norm scores (1 = the paper; the softmax of a sum of two unit vectors is never confident)."""
     if normalize:
         pretrained_scores = functional.normalize(pretrained_scores, p=2.0, dim=-1)
         random_scores = functional.normalize(random_scores, p=2.0, dim=-1)
+        if scale != 1.0:
+            pretrained_scores, random_scores = pretrained_scores * scale, random_scores * scale
     return weighting(pretrained_scores, random_scores)
 
 
@@ -66,6 +69,7 @@ class PretRand(SequenceLabeller):
         self.random_classifier = nn.Linear(config.random_hidden, label_count)  # Psi_r
         self.weighting = BranchWeighting(label_count, learnable=config.branch_weighting)
         self.normalize = config.normalize_branches
+        self.scale = config.normalized_scale
         self.dropout = Dropout(config.dropout)
         self.output = OUTPUTS[config.classifier](label_count)
 
@@ -81,4 +85,4 @@ class PretRand(SequenceLabeller):
         return pretrained, random
 
     def emissions(self, batch: Batch) -> torch.Tensor:
-        return combine_branches(*self.branch_emissions(batch), self.weighting, self.normalize)
+        return combine_branches(*self.branch_emissions(batch), self.weighting, self.normalize, self.scale)
