@@ -281,3 +281,30 @@ def test_a_method_may_run_on_some_targets_only(tmp_path):
     experiment.write_text(text.replace("targets: [pos]", "targets: [nothing]"), encoding="utf-8")
     with pytest.raises(SeqTransferError, match="unknown target"):
         load_experiment(experiment)
+
+
+@pytest.mark.parametrize("search, message", [
+    ("{space: {train.learnig_rate: [0.1]}}", "unknown config key 'train.learnig_rate'"),
+    ("{space: {}}", "the search space is empty"),
+    ("{trials: 0, space: {train.learning_rate: [0.1]}}", "the trial budget must be a positive integer"),
+    ("{algorithm: grid, trials: 2, space: {train.learning_rate: [0.1, 0.2], model.dropout: [0.1, 0.5]}}", "the grid has 4 points, more than the budget of 2"),
+    ("{algorithm: grid, space: {train.learning_rate: {uniform: [0.1, 0.2]}}}", "a grid takes lists of values"),
+    ("{space: {model.hidden: [big]}}", "must be int"),
+])
+def test_a_bad_search_is_one_line(tmp_path, search, message):
+    experiment = tiny_experiment(tmp_path)
+    experiment.write_text(experiment.read_text(encoding="utf-8") + f"search:\n  scratch:\n    pos: {search}\n", encoding="utf-8")
+    with pytest.raises(SeqTransferError, match=message):
+        load_experiment(experiment)
+
+
+def test_a_search_names_known_methods_and_targets(tmp_path):
+    experiment = tiny_experiment(tmp_path)
+    base = experiment.read_text(encoding="utf-8")
+    for block, message in (("  nothing:\n    pos: {space: {model.dropout: [0.1]}}\n", "search names method 'nothing'"),
+                           ("  scratch:\n    tweets: {space: {model.dropout: [0.1]}}\n", "names target 'tweets'")):
+        experiment.write_text(base + "search:\n" + block, encoding="utf-8")
+        with pytest.raises(SeqTransferError, match=message):
+            load_experiment(experiment)
+    experiment.write_text(base + "search:\n  scratch:\n    '*': {algorithm: random, trials: 4, space: {model.dropout: {uniform: [0.1, 0.5]}}}\n", encoding="utf-8")
+    assert load_experiment(experiment).search["scratch"]["*"].trials == 4

@@ -9,7 +9,7 @@ from seqtransfer.errors import SeqTransferError
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=["run", "list"], help="run: train what is missing; list: show the grid and what is done")
+    parser.add_argument("action", choices=["run", "list", "search"], help="run: train what is missing; list: show the grid and what is done; search: the file's hyper-parameter searches on Ray Tune")
     parser.add_argument("file", help="experiment YAML file (see experiments/)")
     parser.add_argument("--seeds", type=int, default=1, help="number of seeds: 1..N (default 1)")
     parser.add_argument("--only", help="comma-separated method names to run (default: all)")
@@ -21,6 +21,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ray", metavar="ADDRESS", help="run on Ray: auto, local, or HOST:PORT of a cluster head")
     parser.add_argument("--gpus-per-run", type=float, default=0.0, help="with --ray: GPUs each run asks Ray for (e.g. 0.25: four BiLSTM runs share a GPU; default 0)")
     parser.add_argument("--device", help="device of every run: auto, cpu, cuda, cuda:N, mps (does not change results' identity)")
+    parser.add_argument("--cpus-per-trial", type=float, default=1.0, help="search: CPUs Ray gives each trial (default 1)")
     parser.add_argument("--threads", type=int, help="torch threads per run (does not change results' identity; default: the file's)")
 
 
@@ -53,6 +54,10 @@ def run(arguments: argparse.Namespace) -> list[dict]:
         for record in records:
             print(describe(record))
         return records
+    if arguments.action == "search":
+        from seqtransfer.experiments.search import run_searches
+
+        return run_searches(spec, store, arguments.data_dir, only, arguments.ray or "local", arguments.cpus_per_trial, log=lambda line: print(line, flush=True))
     if arguments.gpus_per_run and not arguments.ray:
         raise SeqTransferError("--gpus-per-run asks Ray for GPUs: it needs --ray", hint="add --ray local (or --ray HOST:PORT), or use --device for an in-process grid")
     backend = RayBackend(arguments.ray, gpus_per_run=arguments.gpus_per_run) if arguments.ray else LocalBackend()

@@ -43,6 +43,11 @@ def run(arguments: argparse.Namespace) -> str:
     sources = [record for record in stored if record.get("source")]
     if sources:
         text += "\n" + render_sources(sources)
+    from seqtransfer.experiments.search import render_searches, stored_summaries
+
+    searches = stored_summaries(arguments.results, experiment.name)
+    if searches:
+        text += "\n" + render_searches(searches)
     if arguments.dev:
         text += "\n" + dev_section(spec, records)
     if arguments.output:

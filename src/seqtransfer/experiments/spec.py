@@ -118,6 +118,7 @@ class ExperimentSpec:
     significance: list[list[str]] = field(default_factory=list)
     paper: dict[str, dict[str, float]] = field(default_factory=dict)
     published: list[PublishedSpec] = field(default_factory=list)
+    search: dict = field(default_factory=dict)  # method -> target (or "*") -> SearchSpec (experiments/search.py)
     notes: str = ""
     hierarchy: dict[str, list[str]] = field(default_factory=dict)  # target -> targets it reads (multi-task methods)
     path: str = ""
@@ -211,6 +212,26 @@ def _published(values: object, index: int, targets: dict, path: Path) -> Publish
     return row
 
 
+def _searches(values: object, spec: ExperimentSpec, path: Path) -> dict:
+    """``search``: method -> target (or "*") -> a checked SearchSpec."""
+    from seqtransfer.experiments.search import SearchSpec, check_search
+
+    if not isinstance(values, dict):
+        raise SeqTransferError("'search' must map methods to targets to searches", path=path)
+    searches = {}
+    for method, targets in values.items():
+        if method not in spec.methods or not spec.methods[method].scheme or spec.methods[method].multitask:
+            raise SeqTransferError(f"search names method '{method}', which is not a mono-task method of the file", path=path, hint=f"methods: {', '.join(spec.methods)}")
+        if not isinstance(targets, dict) or not targets:
+            raise SeqTransferError(f"search.{method} must map targets (or '*') to a search", path=path)
+        for target, search in targets.items():
+            if target != "*" and target not in spec.targets:
+                raise SeqTransferError(f"search.{method} names target '{target}', which the file does not have", path=path, hint=f"targets: {', '.join(spec.targets)} or '*'")
+            built = _build(SearchSpec, search, f"search.{method}.{target}", path)
+            searches.setdefault(method, {})[target] = check_search(built, f"search.{method}.{target}", path)
+    return searches
+
+
 def load_experiment(path: str | Path) -> ExperimentSpec:
     """Read and check an experiment file."""
     path = Path(path)
@@ -222,6 +243,7 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
     if not isinstance(spec.published, list):
         raise SeqTransferError("'published' must be a list of rows", path=path, hint="- {name: ..., source: ..., flags: [...], scores: {TARGET: number or n/a}}")
     spec.published = [_published(row, index, spec.targets, path) for index, row in enumerate(spec.published)]
+    spec.search = _searches(spec.search or {}, spec, path)
     spec.path = str(path)
     _check_references(spec, path)
     return spec

@@ -164,8 +164,10 @@ def fit(
     checkpoint_dir: Path | None = None,
     log: Callable[[str], None] = print,
     show_progress: bool = True,
+    epoch_reports: Sequence[Callable[[dict], None]] = (),
 ) -> FitResult:
-    """Train until the dev score has not improved for ``config.patience`` epochs."""
+    """Train until the dev score has not improved for ``config.patience`` epochs; each epoch's
+    record (epoch, loss, dev, seconds) goes to every ``epoch_reports`` callable (a tuning service)."""
     groups = parameter_groups or [{"params": [p for p in model.parameters() if p.requires_grad]}]
     optimizer = make_optimizer(groups, config)
     state = checkpoint.resume(checkpoint_dir, model, optimizer) if checkpoint_dir else None
@@ -194,4 +196,6 @@ def fit(
         log(f"epoch {epoch:3d}  loss {loss:8.3f}  dev {dev_score:6.2f}{' *' if improved else '  '}  {train_seconds:5.1f}s{tasks}")
         if checkpoint_dir:
             checkpoint.save(checkpoint_dir, model, optimizer, state)
+        for report in epoch_reports:
+            report(record)
     return FitResult(state.best_state, state.best_epoch, state.best_score, state.history, restored_seconds)

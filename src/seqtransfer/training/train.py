@@ -136,7 +136,7 @@ def build_target_model(config: RunConfig, scheme: Scheme, vocabularies: Vocabula
 
 
 def train_phases(model: nn.Module, scheme: Scheme, config: RunConfig, train: BatchSource, evaluate_dev: Evaluate, directory: Path, log: Log, show_progress: bool,
-                 recorder: ActivationRecorder | None = None, epoch_hooks: tuple = (), extra_losses: tuple = ()) -> FitResult:
+                 recorder: ActivationRecorder | None = None, epoch_hooks: tuple = (), extra_losses: tuple = (), epoch_reports: tuple = ()) -> FitResult:
     """Run the scheme's phases one after the other, each from the previous phase's best weights
     (with the adaptations of ``transfer.adaptations``: layer-group rates, gradual unfreezing)."""
     from seqtransfer.transfer.adaptations import chain_thaw_phases, parameter_groups, unfreezing_hook
@@ -156,7 +156,8 @@ def train_phases(model: nn.Module, scheme: Scheme, config: RunConfig, train: Bat
         if "gradual_unfreezing" in adaptations:
             hooks = (unfreezing_hook(model, set(trainable)), *hooks)
         groups = parameter_groups(model, config.transfer, config.train.learning_rate) if adaptations else None
-        result = fit(model, train, evaluate_dev, config.train, parameter_groups=groups, epoch_hooks=hooks, extra_losses=extra_losses, checkpoint_dir=directory / "checkpoint" / phase.name, log=log, show_progress=show_progress)
+        result = fit(model, train, evaluate_dev, config.train, parameter_groups=groups, epoch_hooks=hooks, extra_losses=extra_losses, checkpoint_dir=directory / "checkpoint" / phase.name,
+                     log=log, show_progress=show_progress, epoch_reports=epoch_reports)
         if recorder:
             recorder.finish_phase(model, len(result.history))
         model.load_state_dict(result.best_state)
@@ -184,8 +185,9 @@ def score_splits(model, data: TaskData, vocabularies: Vocabularies, config: RunC
     return scores
 
 
-def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print, show_progress: bool = True) -> dict:
-    """Train with the configured scheme, keep the best dev epoch, score dev and test, write the run directory."""
+def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print, show_progress: bool = True, epoch_reports: tuple = ()) -> dict:
+    """Train with the configured scheme, keep the best dev epoch, score dev and test, write the run directory
+    (``epoch_reports``: callables given each epoch's record, e.g. a tuning service's report)."""
     directory = Path(run_directory)
     if (directory / rundir.METRICS).exists():
         raise SeqTransferError("run directory already holds a finished run", path=directory, hint="choose another --output")
@@ -248,7 +250,7 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
             raise SeqTransferError("run directory already holds a finished run", path=directory, hint="choose another --output")
         rundir.remove_partial_files(directory)
         rundir.save_setup(directory, config, vocabularies)
-        return fit_and_save(config, directory, data, vocabularies, model, scheme, started, log, show_progress)
+        return fit_and_save(config, directory, data, vocabularies, model, scheme, started, log, show_progress, epoch_reports)
 
 
 def source_as_is(config: RunConfig, directory: Path, data: TaskData, source: rundir.LoadedRun, started: float, log: Log) -> dict:
@@ -387,7 +389,8 @@ def adversarial_training(config: RunConfig, model: nn.Module, vocabularies: Voca
     return paired, (DomainLoss(model, config.train.adversarial_weight),)
 
 
-def fit_and_save(config: RunConfig, directory: Path, data: TaskData, vocabularies: Vocabularies, model: nn.Module, scheme: Scheme, started: float, log: Log, show_progress: bool) -> dict:
+def fit_and_save(config: RunConfig, directory: Path, data: TaskData, vocabularies: Vocabularies, model: nn.Module, scheme: Scheme, started: float, log: Log, show_progress: bool,
+                 epoch_reports: tuple = ()) -> dict:
     """Train the scheme's phases, score every split, write weights and metrics (metrics last)."""
     train = data.encode("train", vocabularies)
     dev = evaluation_set(data, "dev", vocabularies)
@@ -399,7 +402,7 @@ def fit_and_save(config: RunConfig, directory: Path, data: TaskData, vocabularie
         evaluate_dev = dev_evaluation(dev, vocabularies.labels, data.metric, config.train.evaluation_batch_size)
         source, extra_losses = adversarial_training(config, model, vocabularies, ShuffledBatches(train, config.train.batch_size, config.train.seed), log)
         extra_losses = (*extra_losses, *source_penalties(config, model, scheme, log), *distillation(config, data, vocabularies, log))
-        result = train_phases(model, scheme, config, source, evaluate_dev, directory, log, show_progress, recorder, extra_losses=extra_losses)
+        result = train_phases(model, scheme, config, source, evaluate_dev, directory, log, show_progress, recorder, extra_losses=extra_losses, epoch_reports=epoch_reports)
     except torch.cuda.OutOfMemoryError:
         raise out_of_memory_error(config.train.batch_size, "while training") from None
     if recorder:

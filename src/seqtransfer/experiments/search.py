@@ -1,0 +1,262 @@
+"""Hyper-parameter search on Ray Tune (To-tune paper, Appendix A: settings chosen on dev).
+
+An experiment file may hold, per method and target (``"*"``: every target), a search::
+
+    search:
+      From-scratch200:
+        WNUT:
+          algorithm: asha            # grid | random | asha (random sampling, ASHA early stopping)
+          trials: 20                 # the budget (default 20; a grid runs each of its points once)
+          max_epochs: 30             # optional: caps train.max_epochs of every trial
+          space:
+            train.learning_rate: {loguniform: [0.005, 0.05]}
+            model.dropout: [0.3, 0.5]            # a list: choose among these
+            model.hidden: {choice: [200, 400]}
+            train.batch_size: {randint: [8, 33]} # upper bound excluded
+
+``seqtransfer experiment search FILE`` runs every search of the file on Ray Tune (``--ray local``
+or a cluster's address) with no scheduler of its own. Each trial is an ordinary run of the
+results store, identified by its settings: a trial with settings already trained (by the grid,
+or by an earlier, interrupted search) is read back, an interrupted one resumes from its last
+epoch, and random draws are seeded, so a search rerun after a crash goes on where it stopped. A
+transfer method's source run is trained once, before the trials, and shared by all of them.
+Selection reads the dev score only (the best epoch of each trial); the selected trial's
+``config.yaml`` is written as ``RESULTS/search/EXPERIMENT/METHOD--TARGET.yaml`` (pass it to
+``seqtransfer train --config``), and the summary (every trial's setting, dev score and status)
+beside it as ``.json``; ``seqtransfer report`` shows it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from seqtransfer.errors import SeqTransferError
+
+Log = Callable[[str], None]
+ALGORITHMS = ("grid", "random", "asha")
+DISTRIBUTIONS = ("choice", "uniform", "loguniform", "randint")
+
+
+@dataclass
+class SearchSpec:
+    space: dict[str, Any]
+    algorithm: str = "random"
+    trials: int = 20
+    max_epochs: int | None = None
+    grace_epochs: int = 3  # ASHA: epochs every trial runs before it may be stopped
+    seed: int = 1  # seed of the random draws (the runs' own seed is train.seed)
+
+
+def samples(values: Any) -> list:
+    """Values that show a key's type: the choices, or the bounds of a range."""
+    if isinstance(values, list):
+        return values
+    (kind, arguments), = values.items()
+    return list(arguments) if kind != "randint" else [int(arguments[0])]
+
+
+def check_search(search: SearchSpec, where: str, path: Path) -> SearchSpec:
+    """One-line errors for an unknown key, an empty space or budget, a malformed distribution."""
+    from seqtransfer.config import config_from_dict
+
+    if search.algorithm not in ALGORITHMS:
+        raise SeqTransferError(f"{where}: unknown search algorithm '{search.algorithm}'", path=path, hint=f"algorithms: {', '.join(ALGORITHMS)}")
+    if not isinstance(search.space, dict) or not search.space:
+        raise SeqTransferError(f"{where}: the search space is empty", path=path, hint="give space: {train.learning_rate: [0.01, 0.02], ...}")
+    if not isinstance(search.trials, int) or isinstance(search.trials, bool) or search.trials < 1:
+        raise SeqTransferError(f"{where}: the trial budget must be a positive integer, got {search.trials!r}", path=path, hint="e.g. trials: 20")
+    for key, values in search.space.items():
+        if not isinstance(key, str) or key.count(".") != 1:
+            raise SeqTransferError(f"{where}: search key '{key}' is not a dotted config key", path=path, hint="e.g. train.learning_rate or model.dropout")
+        if isinstance(values, dict):
+            if len(values) != 1 or next(iter(values)) not in DISTRIBUTIONS:
+                raise SeqTransferError(f"{where}: '{key}' must be a list or one of {', '.join(DISTRIBUTIONS)}", path=path, hint="e.g. {loguniform: [0.001, 0.1]}")
+            (kind, arguments), = values.items()
+            if not isinstance(arguments, list) or not arguments or (kind != "choice" and len(arguments) != 2):
+                raise SeqTransferError(f"{where}: '{key}: {kind}' needs {'a list' if kind == 'choice' else 'two bounds [low, high]'}", path=path)
+            if search.algorithm == "grid" and kind != "choice":
+                raise SeqTransferError(f"{where}: a grid takes lists of values, not '{kind}' for '{key}'", path=path, hint="use algorithm: random or asha for ranges")
+        elif not isinstance(values, list) or not values:
+            raise SeqTransferError(f"{where}: '{key}' needs a non-empty list of values or a distribution", path=path)
+        section, name = key.split(".")
+        for value in samples(values):
+            try:
+                config_from_dict({section: {name: value}})
+            except SeqTransferError as error:
+                raise SeqTransferError(f"{where}: search key {error.message}", path=path, hint=error.hint) from None
+    if search.algorithm == "grid":
+        size = math.prod(len(samples(values)) for values in search.space.values())
+        if size > search.trials:
+            raise SeqTransferError(f"{where}: the grid has {size} points, more than the budget of {search.trials} trials", path=path, hint=f"set trials: {size} or shrink the grid")
+    return search
+
+
+def tune_space(search: SearchSpec) -> dict:
+    """The Ray Tune search space of a spec."""
+    from ray import tune
+
+    space = {}
+    for key, values in search.space.items():
+        if isinstance(values, list) or "choice" in values:
+            choices = values if isinstance(values, list) else values["choice"]
+            space[key] = tune.grid_search(choices) if search.algorithm == "grid" else tune.choice(choices)
+        else:
+            (kind, (low, high)), = values.items()
+            space[key] = {"uniform": tune.uniform, "loguniform": tune.loguniform, "randint": tune.randint}[kind](low, high)
+    return space
+
+
+def trial_config(base: dict, values: dict[str, Any]):
+    """The run config of one trial: the base config with the trial's values."""
+    from seqtransfer.config import check_values, config_from_dict
+
+    merged = copy.deepcopy(base)
+    for key, value in values.items():
+        section, name = key.split(".")
+        merged[section][name] = value.item() if hasattr(value, "item") else value  # numpy scalars from Tune
+    return check_values(config_from_dict(merged))
+
+
+def make_trainable(base: dict, store_root: str, prefix: str, source_id: str | None, max_epochs: int | None):
+    """The Tune function trainable: train (or read back) the run of a trial's settings, reporting each epoch's dev score."""
+
+    def trainable(values: dict) -> None:
+        from ray import tune
+
+        from seqtransfer import rundir
+        from seqtransfer.experiments.runner import identity_of
+        from seqtransfer.experiments.store import ResultsStore, content_id
+        from seqtransfer.files import read_json
+        from seqtransfer.training.train import train_tagger
+
+        config = trial_config(base, values)
+        if max_epochs is not None:
+            config.train.max_epochs = min(config.train.max_epochs, max_epochs)
+        store = ResultsStore(store_root)
+        run_id = store.run_id(prefix, content_id(identity_of(config, source_id)))
+        directory = store.run_directory(run_id)
+        if (directory / rundir.METRICS).is_file():
+            for record in read_json(directory / rundir.METRICS)["history"]:
+                tune.report({"dev": record["dev"], "epoch": record["epoch"], "run_id": run_id})
+            return
+        directory.mkdir(parents=True, exist_ok=True)
+        with open(directory / "log.txt", "a", encoding="utf-8") as handle:
+            report = lambda record: tune.report({"dev": record["dev"], "epoch": record["epoch"], "run_id": run_id})  # noqa: E731
+            train_tagger(config, directory, log=lambda line: print(line, file=handle, flush=True), show_progress=False, epoch_reports=(report,))
+
+    return trainable
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")
+
+
+def run_search(task, search: SearchSpec, store, source_id: str | None, cpus_per_trial: float, log: Log) -> dict:
+    """Run one search (a RunTask of the grid as its base) on Ray Tune; returns and writes its summary."""
+    from ray import tune
+    from ray.tune.schedulers import ASHAScheduler
+    from ray.tune.search import BasicVariantGenerator
+
+    from seqtransfer import rundir
+    from seqtransfer.files import read_json, write_json, write_text
+
+    method, target = task.record["method"], task.record["target"]
+    prefix = re.sub(r"[0-9a-f]{12}$", "", Path(task.directory).name)
+    trainable = tune.with_resources(make_trainable(task.config, str(Path(store.root).resolve()), prefix, source_id, search.max_epochs), {"cpu": cpus_per_trial})
+    # max_t one past the last epoch: ASHA stops trials at its rungs only, never at the last epoch (the run must finish: score and save)
+    searched_epochs = max(samples(search.space["train.max_epochs"])) if "train.max_epochs" in search.space else task.config["train"]["max_epochs"]
+    last_epoch = min(search.max_epochs or searched_epochs, searched_epochs)
+    scheduler = ASHAScheduler(time_attr="epoch", grace_period=search.grace_epochs, max_t=last_epoch + 1) if search.algorithm == "asha" else None
+    tune_config = tune.TuneConfig(metric="dev", mode="max", num_samples=1 if search.algorithm == "grid" else search.trials, scheduler=scheduler,
+                                  search_alg=BasicVariantGenerator(random_state=search.seed))
+    folder = Path(store.root).resolve() / "search" / task.record["experiment"]
+    run_config = tune.RunConfig(name=f"{slug(method)}--{slug(target)}", storage_path=str(folder / "tune"), verbose=0)
+    log(f"search {method} / {target}: {search.algorithm}, {search.trials} trials, keys {', '.join(search.space)}")
+    results = tune.Tuner(trainable, param_space=tune_space(search), tune_config=tune_config, run_config=run_config).fit()
+    trials = []
+    for result in results:
+        history = result.metrics_dataframe
+        run_id = result.metrics.get("run_id") if result.metrics else None
+        directory = store.run_directory(run_id) if run_id else None
+        finished = bool(directory and (directory / rundir.METRICS).is_file())
+        metrics = read_json(directory / rundir.METRICS) if finished else {}
+        best_dev = float(history["dev"].max()) if history is not None and "dev" in history else None
+        trials.append({"setting": {key: result.config[key] for key in search.space}, "run_id": run_id, "status": "finished" if finished else "stopped",
+                       "dev": best_dev, "epochs": int(history["epoch"].max()) if history is not None and "epoch" in history else 0,
+                       "test": metrics.get("test", {}).get(main_score(metrics)) if finished else None})
+    chosen = max((trial for trial in trials if trial["status"] == "finished" and trial["dev"] is not None), key=lambda trial: trial["dev"], default=None)
+    if chosen is None:
+        raise SeqTransferError(f"search {method} / {target}: no trial finished", hint="raise the budget or max_epochs")
+    summary = {"experiment": task.record["experiment"], "method": method, "target": target, "algorithm": search.algorithm, "budget": search.trials,
+               "space": search.space, "trials": sorted(trials, key=lambda trial: -(trial["dev"] or 0.0)), "selected": chosen,
+               "config": str(folder / f"{slug(method)}--{slug(target)}.yaml")}
+    config_text = (store.run_directory(chosen["run_id"]) / rundir.CONFIG).read_text(encoding="utf-8")
+    write_text(summary["config"], f"# selected by `seqtransfer experiment search` on dev: {method} / {target}, trial {chosen['run_id']}\n{config_text}")
+    write_json(folder / f"{slug(method)}--{slug(target)}.json", json.loads(json.dumps(summary, default=float)))
+    log(f"search {method} / {target}: selected {chosen['setting']} (dev {chosen['dev']:.2f}, test {chosen['test']:.2f}) of {len(trials)} trials; config {summary['config']}")
+    return summary
+
+
+def run_searches(spec, store, data_dir: str | None, only: set[str], address: str, cpus_per_trial: float, log: Log) -> list[dict]:
+    """Every search of an experiment file (of the ``only`` methods), seed 1 of the grid as the base;
+    each transfer method's source is trained first (in this process) and fixed for every trial."""
+    from seqtransfer.experiments.backends import RayBackend
+    from seqtransfer.experiments.runner import execute_task, is_finished, method_task, source_tasks
+
+    RayBackend(address)  # starts or joins the Ray cluster
+    sources = source_tasks(spec, store, data_dir)
+    by_directory = {task.directory: task for task in sources.values()}
+    summaries = []
+    for method, targets in spec.search.items():
+        if only and method not in only:
+            continue
+        for target in spec.targets:
+            search = targets.get(target) or targets.get("*")
+            allowed = spec.methods[method].targets
+            if search is None or (allowed is not None and target not in allowed):
+                continue
+            task = method_task(spec, store, data_dir, method, target, 1, sources)
+            source = by_directory.get(task.source_directory)
+            if source is not None and not is_finished(source):
+                log(f"training source {source.record['source']} for the search of {method} / {target}")
+                execute_task(source, echo=log)
+            summaries.append(run_search(task, search, store, source.run_id if source else None, cpus_per_trial, log))
+    if not summaries:
+        raise SeqTransferError(f"{spec.path}: no search to run", hint="add a search: block (method -> target -> space), or check --only / --targets")
+    return summaries
+
+
+def main_score(metrics: dict) -> str:
+    from seqtransfer.training.metrics import get_metric
+
+    return get_metric(metrics["metric"]).main
+
+
+def stored_summaries(store_root: str | Path, experiment: str) -> list[dict]:
+    """The search summaries written for an experiment (for its report)."""
+    from seqtransfer.files import read_json
+
+    folder = Path(store_root) / "search" / experiment
+    return [read_json(path) for path in sorted(folder.glob("*.json"))] if folder.is_dir() else []
+
+
+def render_searches(summaries: list[dict]) -> str:
+    """The report's section: per search, the trials, the selected setting and its dev and test scores."""
+    rows = []
+    for summary in summaries:
+        chosen = summary["selected"]
+        finished = sum(trial["status"] == "finished" for trial in summary["trials"])
+        setting = ", ".join(f"{key}={value:.4g}" if isinstance(value, float) else f"{key}={value}" for key, value in chosen["setting"].items())
+        rows.append(f"| {summary['method']} | {summary['target']} | {summary['algorithm']} | {len(summary['trials'])} ({finished} finished) | {setting} | "
+                    f"{chosen['dev']:.2f} | {chosen['test']:.2f} | `{Path(summary['config']).name}` |")
+    intro = ("Settings chosen on the dev set by `seqtransfer experiment search` (Ray Tune; seed 1 of the grid as the base); test scores are of "
+             "the selected trial only. The selected config files lie in the results store's `search/` folder.")
+    header = "| Method | Target | algorithm | trials | selected setting | dev | test | config |\n|:---|:---|:---|---:|:---|---:|---:|:---|"
+    return "\n".join(["## Hyper-parameter search", "", intro, "", header, *rows]) + "\n"
