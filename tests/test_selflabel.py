@@ -29,9 +29,9 @@ def test_vote_agreement_and_accuracy():
     assert vote([[["A", "B"]], [["A", "C"]], [["D", "C"]]]) == [["A", "C"]]
     assert vote([[["A"]], [["B"]], [["C"]]]) == [["A"]]  # a three-way tie: the first model's label
     labels = [[["A"], ["B"]], [["A"], ["C"]], [["A"], ["B"]]]
-    assert choose_agreed(None, labels, None, 1) == [0, 1]
-    assert choose_agreed(None, labels, None, 1, disagreement=True) == [1]
-    assert choose_agreed(None, labels, None, 0) == [0]
+    assert choose_agreed(None, labels, None, 1, 0) == [0, 1]
+    assert choose_agreed(None, labels, None, 1, 0, disagreement=True) == [1]
+    assert choose_agreed(None, labels, None, 0, 1) == [0]
     assert token_accuracy([["A", "B"]], [["A", "C"]]) == pytest.approx(50.0)
 
 
@@ -90,3 +90,19 @@ def test_pseudo_label_accuracy_and_target_scores_are_recorded_on_real_data(tmp_p
     added = records[1]["added"][0]
     assert added["sentences"] == 20 and 0 < added["pseudo_accuracy"] <= 100
     assert all(0 < record["target"] <= 100 for record in records)
+
+
+def test_co_training_teaches_each_view_the_others_surest_sentences(tmp_path):
+    output = tmp_path / "co"
+    records = run(selflabel_arguments("co_training", output, "--top-n", "2"))
+    assert [item["sentences"] for item in records[1]["added"]] == [2, 2]
+    from seqtransfer.rundir import load_run
+
+    assert [load_run(output / "round-2" / f"model-{number}").config.model.inputs for number in (1, 2)] == ["words", "characters"]
+    members = json.loads((output / "members.json").read_text(encoding="utf-8"))
+    assert members["combination"] == "confident"
+    from seqtransfer.transfer.selflabel import model_predictions
+
+    sentence = [["Peter", "lives", "in", "Berlin"]]
+    (first, first_confidence), (second, second_confidence) = (model_predictions(output / "round-2" / f"model-{number}", sentence) for number in (1, 2))
+    assert load(output).predict(sentence) == (first if first_confidence[0] >= second_confidence[0] else second)

@@ -57,6 +57,7 @@ class ModelConfig:
     lowercase_words: bool = True  # lower-case for the word embedding only; characters keep case
     char_dimension: int = 50
     char_hidden: int = 100
+    inputs: str = "both"  # what represents a word: both (word vector and character BiLSTM) | words | characters (co-training's views)
     hidden: int = 200
     dropout: float = 0.5
     classifier: str = "softmax"  # softmax | crf
@@ -264,6 +265,7 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("model.dropout", lambda value: 0.0 <= value < 1.0, "in [0, 1)"),
     ("model.projection", lambda value: value > 0, "a positive integer"),
     ("model.normalized_scale", lambda value: value > 0, "positive"),
+    ("model.inputs", lambda value: value in ("both", "words", "characters"), "both, words or characters"),
     ("model.encoder_pooling", lambda value: value in ("first", "mean"), "first or mean"),
     ("model.encoder_mode", lambda value: value in ("features", "finetune"), "features or finetune"),
     ("model.encoder_adapter", lambda value: value in (None, "lora", "houlsby"), "lora or houlsby (or null)"),

@@ -88,14 +88,16 @@ def load(run_directory: str | Path, tokenizer: str = "whitespace", device: str =
 
 class VotingPredictor:
     """The models of a ``members.json`` (written by ``seqtransfer selflabel``), predicting together:
-    per token the label most of them give (a tie: the first model's); one model predicts alone."""
+    ``vote``: per token the label most of them give (a tie: the first model's); ``confident``: per
+    sentence the labels of the model surer of it (its lowest label probability is higher); one
+    model (``single``) predicts alone."""
 
     def __init__(self, path: Path, tokenizer: str, device: str, batch_size: int) -> None:
         from seqtransfer.files import read_json
 
         described = read_json(path)
-        if not isinstance(described, dict) or not described.get("members") or described.get("combination") not in ("single", "vote"):
-            raise SeqTransferError("members.json must list 'members' and a 'combination' (single or vote)", path=path, hint="it is written by `seqtransfer selflabel`")
+        if not isinstance(described, dict) or not described.get("members") or described.get("combination") not in ("single", "vote", "confident"):
+            raise SeqTransferError("members.json must list 'members' and a 'combination' (single, vote or confident)", path=path, hint="it is written by `seqtransfer selflabel`")
         self.members = [Predictor(load_run(path.parent / member, device), tokenizer, batch_size) for member in described["members"]]
         self.combination = described["combination"]
         self.run, self.kind, self.tokenize = self.members[0].run, self.members[0].kind, self.members[0].tokenize
@@ -108,9 +110,11 @@ class VotingPredictor:
         return self.members[0].tokenized(sentences)
 
     def predict_raw(self, sentences: Sequence[Sequence[str] | str]) -> list[list[str]]:
-        from seqtransfer.transfer.selflabel import vote
+        from seqtransfer.transfer.selflabel import combine, vote
 
         tokens = self.tokenized(sentences)
+        if self.combination == "confident":
+            return combine("confident", [member.run for member in self.members], tokens)
         return vote([member.predict_raw(tokens) for member in self.members])
 
     def predict(self, sentences: Sequence[Sequence[str] | str]) -> list[list]:

@@ -127,13 +127,15 @@ class WordRepresentation(nn.Module):
     """x_t = [word_embedding(lower(w_t)); char_bilstm(w_t)] with dropout: (B, T) -> (B, T, D + hidden)."""
 
     def __init__(self, word_count: int, word_dimension: int, character_count: int, char_dimension: int, char_hidden: int, dropout: float,
-                 encoder_layers: int = 0, encoder_dimension: int = 0, encoder_only: bool = False) -> None:
+                 encoder_layers: int = 0, encoder_dimension: int = 0, encoder_only: bool = False, inputs: str = "both") -> None:
         super().__init__()
         # sparse: the gradient lists the batch's rows only; the optimizer updates just those
         self.word_embedding = nn.Embedding(word_count, word_dimension, padding_idx=0, sparse=True)
         self.character_encoder = CharacterEncoder(character_count, char_dimension, char_hidden)
         self.dropout = Dropout(dropout)
-        self.output_size = word_dimension + char_hidden
+        # inputs: both, or one view alone (co-training's two views: words, characters); the unread table stays, unused
+        self.inputs = inputs
+        self.output_size = {"both": word_dimension + char_hidden, "words": word_dimension, "characters": char_hidden}[inputs]
         if encoder_layers:  # x_t also holds gamma * sum_l s_l h_l of a frozen Transformer's token vectors
             from seqtransfer.embeddings.transformer import ScalarMix
 
@@ -147,12 +149,14 @@ class WordRepresentation(nn.Module):
         if self.encoder_only:
             return self.dropout(self.encoder_mix(self.require_features(batch)))
         words = self.word_embedding(batch.words)  # (B, T, D)
+        if self.inputs == "words":
+            return self.dropout(words)
         if self.form_table is not None:
             characters = self.form_table[batch.form_ids]  # (B, T, hidden)
         else:
             forms = self.character_encoder(batch.characters, batch.character_lengths)  # (U, hidden)
             characters = forms[batch.form_index]  # (B, T, hidden)
-        parts = [words, characters]
+        parts = [characters] if self.inputs == "characters" else [words, characters]
         if hasattr(self, "encoder_mix"):
             parts.append(self.encoder_mix(self.require_features(batch)))  # (B, T, L + 1, H) -> (B, T, H)
         return self.dropout(torch.cat(parts, dim=-1))
@@ -193,4 +197,4 @@ def word_representation_of(config, word_count: int, character_count: int) -> Wor
     """The WRE a model config describes (words, characters, and a Transformer's layers when ``config.encoder`` is set)."""
     layers = config.encoder_layers if config.encoder else 0
     return WordRepresentation(word_count, config.word_dimension, character_count, config.char_dimension, config.char_hidden, config.dropout,
-                              layers, config.encoder_dimension if layers else 0, encoder_only=not config.encoder_join)
+                              layers, config.encoder_dimension if layers else 0, encoder_only=not config.encoder_join, inputs=config.inputs)

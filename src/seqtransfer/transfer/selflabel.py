@@ -15,6 +15,10 @@ finetune`` from the previous round's run). Registered methods (:data:`METHODS`):
   agree (every token), with their labels. As Zhou & Li, each round's set replaces the last.
 - ``tri_training_disagreement`` (Søgaard 2010): as tri-training, but only the sentences on which
   model i disagrees with the two others.
+- ``co_training`` (Blum & Mitchell 1998, two views of a word): a model that sees only the word
+  vectors and one that sees only the character BiLSTM (``model.inputs``); each learns the pool
+  sentences the other is surest of (``threshold`` / ``top_n`` as self-training), accumulating.
+  Together they predict each sentence with the model surer of it.
 
 Model selection reads no target label: early stopping uses the gold (source) dev set and the
 number of rounds is fixed. Where the unlabelled text is a registered dataset's split, the
@@ -65,29 +69,38 @@ class SelfLabelSettings:
 @dataclass(frozen=True)
 class Method:
     models: int
-    combination: str  # how the final models predict together: single | vote
-    choose: Callable  # (settings, predictions of every model, confidences, pool indices, model index) -> chosen pool positions
+    combination: str  # how the final models predict together: single | vote | confident (see predictor.VotingPredictor)
+    choose: Callable  # (settings, labels of every model, confidences of every model, model, its teacher) -> chosen pool positions
+    teacher: Callable[[int], int]  # the model whose labels model i learns
     accumulates: bool  # pseudo-labelled sentences stay from round to round (and leave the unlabelled set)
+    bootstrap: bool = False  # each model starts from its own bootstrap sample of the gold data
+    views: tuple[str, ...] = ()  # model.inputs of each model (co-training)
 
 
-def choose_confident(settings: SelfLabelSettings, labels: list[list[list[str]]], confidence: np.ndarray, model: int) -> list[int]:
-    """Self-training: the pool positions whose confidence reaches the threshold, or the top n."""
+def choose_confident(settings: SelfLabelSettings, labels: list, confidences: list[np.ndarray], model: int, teacher: int) -> list[int]:
+    """Self- and co-training: the pool positions whose teacher's confidence reaches the threshold, or its top n."""
+    confidence = confidences[teacher]
     if settings.top_n is not None:
         return sorted(np.argsort(-confidence, kind="stable")[: settings.top_n].tolist())
     return [position for position, value in enumerate(confidence) if value >= settings.threshold]
 
 
-def choose_agreed(settings: SelfLabelSettings, labels: list[list[list[str]]], confidence: np.ndarray, model: int, disagreement: bool = False) -> list[int]:
+def choose_agreed(settings: SelfLabelSettings, labels: list, confidences: list, model: int, teacher: int, disagreement: bool = False) -> list[int]:
     """Tri-training: positions where the two other models agree (and, with disagreement, model ``model`` does not)."""
     first, second = [other for other in range(3) if other != model]
     return [position for position in range(len(labels[model]))
             if labels[first][position] == labels[second][position] and (not disagreement or labels[model][position] != labels[first][position])]
 
 
+def first_other(model: int) -> int:
+    return 1 if model == 0 else 0
+
+
 METHODS = {
-    "self_training": Method(1, "single", choose_confident, accumulates=True),
-    "tri_training": Method(3, "vote", choose_agreed, accumulates=False),
-    "tri_training_disagreement": Method(3, "vote", lambda *arguments: choose_agreed(*arguments, disagreement=True), accumulates=False),
+    "self_training": Method(1, "single", choose_confident, teacher=lambda model: model, accumulates=True),
+    "tri_training": Method(3, "vote", choose_agreed, teacher=first_other, accumulates=False, bootstrap=True),
+    "tri_training_disagreement": Method(3, "vote", lambda *arguments: choose_agreed(*arguments, disagreement=True), teacher=first_other, accumulates=False, bootstrap=True),
+    "co_training": Method(2, "confident", choose_confident, teacher=first_other, accumulates=True, views=("words", "characters")),
 }
 
 
@@ -104,15 +117,16 @@ def check_settings(settings: SelfLabelSettings) -> None:
         raise SeqTransferError(f"--pseudo-weight must be positive, got {settings.pseudo_weight}")
 
 
-def model_predictions(directory: Path, tokens: Sequence[Sequence[str]]) -> tuple[list[list[str]], np.ndarray]:
-    """A run's labels for every sentence and each sentence's confidence (its lowest probability of a predicted label)."""
+def model_predictions(directory, tokens: Sequence[Sequence[str]]) -> tuple[list[list[str]], np.ndarray]:
+    """A run's (a directory or a loaded run) labels for every sentence and each sentence's
+    confidence (its lowest probability of a predicted label)."""
     import torch
 
     from seqtransfer.data.batching import encode_sentences, evaluation_batches
     from seqtransfer.predictor import Predictor
     from seqtransfer.rundir import load_run
 
-    run = load_run(directory)
+    run = load_run(directory) if isinstance(directory, (str, Path)) else directory
     labels = Predictor(run).predict([list(sentence) for sentence in tokens])
     index = run.vocabularies.labels.index
     confidence = np.ones(len(tokens))
@@ -135,6 +149,15 @@ def vote(predictions: Sequence[list[list[str]]]) -> list[list[str]]:
     for sentences in zip(*predictions):
         voted.append([max(Counter(column).items(), key=lambda item: (item[1], -column.index(item[0])))[0] for column in zip(*sentences)])
     return voted
+
+
+def combine(combination: str, runs: Sequence, tokens: Sequence[Sequence[str]]) -> list[list[str]]:
+    """The labels several runs (directories or loaded runs) give together: ``single`` (the first),
+    ``vote`` (per token, see :func:`vote`) or ``confident`` (per sentence, the surer run's labels)."""
+    predictions = [model_predictions(run, tokens) for run in runs]
+    if combination == "confident":
+        return [predictions[int(np.argmax([confidence[index] for _, confidence in predictions]))][0][index] for index in range(len(tokens))]
+    return vote([labels for labels, _ in predictions]) if combination == "vote" else predictions[0][0]
 
 
 def token_accuracy(predicted: Sequence[Sequence[str]], gold: Sequence[Sequence[str]]) -> float | None:
@@ -199,8 +222,10 @@ class SelfLabelling:
 
     def round_config(self, round_number: int, model: int, pseudo: Path | None) -> RunConfig:
         config = RunConfig(**{section.name: dataclasses.replace(getattr(self.base, section.name)) for section in dataclasses.fields(RunConfig)})
-        if self.method.models > 1:
+        if self.method.bootstrap:
             config.data.bootstrap = config.train.seed * 100 + model
+        if self.method.views:
+            config.model.inputs = self.method.views[model]
         if round_number > 0:
             config.transfer.scheme, config.transfer.source = "finetune", str(self.model_directory(round_number - 1, model))
             config.data.pseudo_train, config.data.pseudo_weight = (str(pseudo), self.settings.pseudo_weight) if pseudo else (None, 1.0)
@@ -260,12 +285,12 @@ class SelfLabelling:
         pool = np.sort(generator.choice(candidates, min(settings.pool, len(candidates)), replace=False)) if len(candidates) else np.array([], dtype=int)
         tokens = [unlabeled[index] for index in pool]
         predictions = [model_predictions(self.model_directory(round_number - 1, model), tokens) for model in range(method.models)]
-        labels = [labels for labels, _ in predictions]
+        labels, confidences = [labels for labels, _ in predictions], [confidence for _, confidence in predictions]
         added = []
         for model in range(method.models):
-            chosen = method.choose(settings, labels, predictions[model][1], model)
-            source = model if method.models == 1 else [other for other in range(3) if other != model][0]
-            new_tokens, new_labels = [tokens[position] for position in chosen], [labels[source][position] for position in chosen]
+            teacher = method.teacher(model)
+            chosen = method.choose(settings, labels, confidences, model, teacher)
+            new_tokens, new_labels = [tokens[position] for position in chosen], [labels[teacher][position] for position in chosen]
             previous = self.output / f"round-{round_number - 1}" / f"pseudo-{model + 1}.conll"
             path = self.output / f"round-{round_number}" / f"pseudo-{model + 1}.conll"
             text = previous.read_text(encoding="utf-8") if method.accumulates and previous.is_file() else ""
@@ -301,12 +326,11 @@ class SelfLabelling:
     def score_target(self, directories: list[Path]) -> float:
         from seqtransfer.config import DataConfig
         from seqtransfer.data.task_data import load_task_data
-        from seqtransfer.predictor import load
         from seqtransfer.training.metrics import evaluate, get_metric
 
         name, _, task = self.settings.target.partition(":")
         data = load_task_data(DataConfig(dataset=name, task=task or None, data_dir=self.base.data.data_dir), ("test",))
-        predicted = vote([load(directory, device="cpu").predict(data.tokens("test")) for directory in directories])
+        predicted = combine(self.method.combination, directories, data.tokens("test"))
         scores = evaluate(data.gold("test"), predicted, data.metric)
         return scores[get_metric(data.metric).main]
 
