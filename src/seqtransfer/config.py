@@ -38,6 +38,7 @@ class DataConfig:
     data_dir: str | None = None  # root holding dataset folders; else $SEQTRANSFER_DATA
     max_train_sentences: int | None = None  # keep the first N training sentences (learning curves)
     twitter_normalization: bool = False  # map @user, URLs, numbers to placeholders for the word embedding
+    label_map: str | None = None  # YAML file: dataset -> {its label: the shared label}, for datasets joined with + whose tag sets differ
     select_like: str | None = None  # unlabelled target text the training sentences are ranked against (data/selection.py)
     select_by: str = "moore_lewis"  # moore_lewis (cross-entropy difference) | js (Jensen-Shannon to the target's words)
     select_top: float | None = None  # hard selection: keep this percentage (0, 100] of the most target-like training sentences

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from seqtransfer.commands import analyze, datasets, evaluate, experiment, predict, report, selflabel, train, unify
+from seqtransfer.commands import analyze, datasets, evaluate, experiment, predict, pseudolabel, report, selflabel, train, unify
 from seqtransfer.commands.base import Command
 
 COMMANDS: dict[str, Command] = {
@@ -16,4 +16,5 @@ COMMANDS: dict[str, Command] = {
     "analyze": analyze.COMMAND,
     "unify": unify.COMMAND,
     "selflabel": selflabel.COMMAND,
+    "pseudolabel": pseudolabel.COMMAND,
 }

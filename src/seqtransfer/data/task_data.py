@@ -72,28 +72,69 @@ def resolve_task(spec, task: str | None) -> str:
     return task
 
 
-def combine(parts: list[TaskData]) -> TaskData:
-    """Concatenate the splits of several datasets labelled with the same task and tag set kind.
+UNSHARED_SHARE = 0.01  # a part whose training tokens carry more than 1 % of labels no other part has uses another tag set
+
+
+def combine(parts: list[TaskData], label_map: dict | None = None, map_path: str | None = None) -> TaskData:
+    """Concatenate the splits of several datasets labelled with the same task and tag set.
 
     ``conll2000+ptb_sample`` with task ``pos`` is the PTB-tagset POS source of the PretRand
-    experiments (the full WSJ is not available here).
+    experiments (the full WSJ is not available here). Parts whose tag sets differ (several
+    sources at once) are mapped by ``label_map`` (dataset -> {label: shared label}; labels it
+    does not name stay), else refused.
     """
     first = parts[0]
     if any((part.task, part.scheme, part.metric, part.kind) != (first.task, first.scheme, first.metric, first.kind) for part in parts):
         raise SeqTransferError("combined datasets must share task, tag scheme and metric", hint="pass --task with a task every part has")
     splits: dict[str, list[Sentence]] = {}
     for part in parts:
+        mapping = (label_map or {}).get(part.dataset, {})
         for split, sentences in part.splits.items():
-            relabelled = [replace(s, columns={**s.columns, first.task: s.labels(part.column)}) for s in sentences]
+            relabelled = [replace(s, columns={**s.columns, first.task: [mapping.get(label, label) for label in s.labels(part.column)]}) for s in sentences]
             splits.setdefault(split, []).extend(relabelled)
+    if first.kind.name == "tagging" and len(parts) > 1:
+        check_shared_labels(parts, label_map or {}, map_path)
     return TaskData("+".join(part.dataset for part in parts), first.task, first.task, first.scheme, first.metric, splits, first.kind)
+
+
+def check_shared_labels(parts: list[TaskData], label_map: dict, map_path: str | None) -> None:
+    """One line when a part's training labels (after the map) are mostly its own: another tag set."""
+    counts = {}
+    for part in parts:
+        mapping = label_map.get(part.dataset, {})
+        counts[part.dataset] = {}
+        for sentence in part.splits.get("train", []):
+            for label in sentence.labels(part.column):
+                mapped = mapping.get(label, label)
+                counts[part.dataset][mapped] = counts[part.dataset].get(mapped, 0) + 1
+    for name, labels in counts.items():
+        others = {label for other, values in counts.items() if other != name for label in values}
+        unshared = {label: count for label, count in labels.items() if label not in others}
+        total = sum(labels.values())
+        if total and sum(unshared.values()) / total > UNSHARED_SHARE:
+            shown = ", ".join(sorted(unshared, key=lambda label: -unshared[label])[:6])
+            raise SeqTransferError(f"the labels of {name} differ from the other datasets' ({100 * sum(unshared.values()) / total:.0f} % of its tokens: {shown} ...)",
+                                   path=map_path, hint="map them with data.label_map=FILE (YAML: DATASET: {its label: shared label}), or join datasets of one tag set")
+
+
+def read_label_map(path: str | None) -> dict | None:
+    """The YAML mapping of ``data.label_map`` (dataset -> {label: shared label}), checked."""
+    if not path:
+        return None
+    from seqtransfer.files import read_yaml_mapping
+
+    mapping = read_yaml_mapping(path, "label map")
+    for dataset, labels in mapping.items():
+        if not isinstance(labels, dict) or not all(isinstance(key, str) and isinstance(value, str) for key, value in labels.items()):
+            raise SeqTransferError(f"label map entry '{dataset}' must map labels to labels (strings)", path=path, hint="e.g. ark: {N: NOUN, V: VERB}")
+    return mapping
 
 
 def load_task_data(config: DataConfig, splits: tuple[str, ...] = SPLITS) -> TaskData:
     """Read and check the splits a run needs (``a+b`` datasets are concatenated split by split)."""
     if config.dataset and "+" in config.dataset and not config.train:
         parts = [load_task_data(replace(config, dataset=name, max_train_sentences=None), splits) for name in config.dataset.split("+")]
-        data = combine(parts)
+        data = combine(parts, read_label_map(config.label_map), config.label_map)
         if config.max_train_sentences and "train" in data.splits:
             data.splits["train"] = data.splits["train"][: config.max_train_sentences]
         return data

@@ -1,0 +1,52 @@
+"""Several labelled sources at once: joined tag sets (mapped or refused) and an ensemble's pseudo labels."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from conftest import FIXTURES, tiny_train_arguments
+from seqtransfer.cli import run
+from seqtransfer.config import DataConfig
+from seqtransfer.data.conll import read_conll
+from seqtransfer.data.task_data import combine, load_task_data, read_label_map
+from seqtransfer.errors import SeqTransferError
+
+
+def pos_data(name: str, mapping: dict | None = None):
+    data = load_task_data(DataConfig(dataset=None, train=str(FIXTURES / "tiny_pos_train.conll"), dev=str(FIXTURES / "tiny_pos_dev.conll"), columns=["word", "pos"]), ("train", "dev"))
+    if mapping:
+        data.splits = {split: [replace(s, columns={**s.columns, "pos": [mapping.get(label, label) for label in s.labels("pos")]}) for s in sentences]
+                       for split, sentences in data.splits.items()}
+    return replace(data, dataset=name)
+
+
+def test_sources_with_other_tag_sets_are_refused_or_mapped(tmp_path):
+    labels = {label for sentence in pos_data("a").splits["train"] for label in sentence.labels("pos")}
+    renamed = {label: f"x-{label}" for label in labels}
+    with pytest.raises(SeqTransferError, match="the labels of a differ from the other datasets'.*data.label_map=FILE"):
+        combine([pos_data("a"), pos_data("b", renamed)])
+    map_file = tmp_path / "map.yaml"
+    map_file.write_text("b:\n" + "".join(f"  {new}: {old}\n" for old, new in renamed.items()), encoding="utf-8")
+    joined = combine([pos_data("a"), pos_data("b", renamed)], read_label_map(str(map_file)), str(map_file))
+    assert {label for sentence in joined.splits["train"] for label in sentence.labels("pos")} == labels
+    map_file.write_text("b: [NN]\n", encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="must map labels to labels"):
+        read_label_map(str(map_file))
+
+
+def test_an_ensemble_of_sources_writes_pseudo_labels(tiny_run, tmp_path):
+    second = tmp_path / "second"
+    run([*tiny_train_arguments(second, epochs=2, seed=2)])
+    text = tmp_path / "target.txt"
+    text.write_text("Peter lives in Berlin\nMary visited Paris today\nJohn works for Google\n", encoding="utf-8")
+    for combination in ("average", "vote"):
+        output = tmp_path / f"{combination}.conll"
+        result = run(["pseudolabel", str(tiny_run), str(second), "--unlabeled", str(text), "--combination", combination, "--top-n", "2", "--output", str(output)])
+        sentences = read_conll(output, ["word", "ner"], separator="tab")
+        assert result["sentences"] == 2 and len(sentences) == 2 and all(sentence.labels("ner") for sentence in sentences)
+    metrics = run(["train", "--train", str(tmp_path / "average.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner", "--scheme", "iob2",
+                   "--epochs", "1", "--output", str(tmp_path / "target-model"), "--quiet", "model.embeddings=null", "model.word_dimension=8", "model.char_dimension=6",
+                   "model.char_hidden=8", "model.hidden=16", "train.threads=1"])
+    assert metrics["dev"] is not None
