@@ -308,3 +308,20 @@ def test_a_search_names_known_methods_and_targets(tmp_path):
             load_experiment(experiment)
     experiment.write_text(base + "search:\n  scratch:\n    '*': {algorithm: random, trials: 4, space: {model.dropout: {uniform: [0.1, 0.5]}}}\n", encoding="utf-8")
     assert load_experiment(experiment).search["scratch"]["*"].trials == 4
+
+
+def test_a_target_may_be_tested_on_another_dataset(tmp_path):
+    experiment = tiny_experiment(tmp_path)
+    other = tmp_path / "other.conll"
+    other.write_text((FIXTURES / "tiny_pos_dev.conll").read_text(encoding="utf-8").replace("NN", "VB"), encoding="utf-8")
+    from seqtransfer.experiments import runner
+
+    calls = []
+    original = runner.score_elsewhere
+    runner.score_elsewhere = lambda directory, entry, data_dir: calls.append(entry) or (12.5, str(directory))
+    try:
+        experiment.write_text(experiment.read_text(encoding="utf-8").replace("  pos: {dataset: null, source: ner,", "  pos: {dataset: null, source: ner, test_on: 'elsewhere:pos',"), encoding="utf-8")
+        records = run(["experiment", "run", str(experiment), "--only", "scratch", "--results", str(tmp_path / "results")])
+    finally:
+        runner.score_elsewhere = original
+    assert calls == ["elsewhere:pos"] and records[0]["test"] == 12.5 and records[0]["test_on"] == "elsewhere:pos"

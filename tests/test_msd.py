@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from conftest import TINY_MODEL
@@ -18,6 +20,12 @@ def test_an_msd_tagger_trains_on_social_media_and_scores_serbian_zero_shot(tmp_p
     assert any("_" in label for sentence in predictions.gold for label in sentence)
     scores = run(["evaluate", str(output), "--dataset", "mtt_sr_sm", "--split", "test"])
     assert 0 <= scores["accuracy"] <= 100
+    from seqtransfer.experiments.runner import score_elsewhere
+
+    score, folder = score_elsewhere(output, "mtt_sr_sm:msd", None)
+    assert score == scores["accuracy"] and (Path(folder) / "test.conll").is_file()
+    zero_shot = run(["transfer", "--source", str(output), "--method", "source_only", "--dataset", "mtt_sr_sm", "--task", "msd", "--output", str(tmp_path / "zero-shot"), "--quiet"])
+    assert zero_shot["test"]["accuracy"] == scores["accuracy"]
 
 
 def test_serbian_cyrillic_transliterates_to_latin():

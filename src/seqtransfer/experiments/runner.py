@@ -23,7 +23,7 @@ from seqtransfer.experiments.ensemble import build_ensemble
 from seqtransfer.experiments.kept import cell_key, merge, run_id_of
 from seqtransfer.experiments.spec import ExperimentSpec
 from seqtransfer.experiments.store import ResultsStore, content_id
-from seqtransfer.files import read_json
+from seqtransfer.files import read_json, write_json
 from seqtransfer.transfer.schemes import get_scheme
 
 Log = Callable[[str], None]
@@ -173,6 +173,8 @@ def method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None,
     config.transfer.source = source.directory if source else None
     run_id = store.run_id(f"{slug(target_name)}-{method.scheme}-", content_id(identity_of(config, source.run_id if source else None)))
     record = {"experiment": spec.name, "method": method_name, "target": target_name, "seed": seed}
+    if target.test_on:
+        record["test_on"] = target.test_on
     return RunTask(run_id, str(store.run_directory(run_id)), config_to_dict(config), record)
 
 
@@ -283,9 +285,35 @@ def finish_record(task: RunTask, directory: Path) -> dict:
     main = get_metric(metrics["metric"]).main
     members = [Path(member) for member in metrics.get("members", [])] or [directory]
     network = sum(rundir.parameters_without_embeddings(member) for member in members)
-    return {**task.record, "network_parameters": network, "dataset": metrics["dataset"], "task": metrics["task"], "metric": metrics["metric"], "run_directory": str(directory),
-            "dev": metrics["dev"][main], "test": metrics.get("test", {}).get(main), "parameters": metrics["parameters"], "seconds": metrics["seconds"],
-            "device": metrics.get("device", "cpu")}
+    record = {**task.record, "network_parameters": network, "dataset": metrics["dataset"], "task": metrics["task"], "metric": metrics["metric"], "run_directory": str(directory),
+              "dev": metrics["dev"][main], "test": metrics.get("test", {}).get(main), "parameters": metrics["parameters"], "seconds": metrics["seconds"],
+              "device": metrics.get("device", "cpu")}
+    if task.record.get("test_on"):
+        record["test"], record["predictions"] = score_elsewhere(directory, task.record["test_on"], task.config["data"]["data_dir"])
+    return record
+
+
+def score_elsewhere(directory: Path, entry: str, data_dir: str | None) -> tuple[float, str]:
+    """The run's main score on the test split of ``DATASET[:TASK]`` (cached in the run directory,
+    predictions in ``test-on-DATASET/test.conll``): a model trained on one dataset, tested on another."""
+    from seqtransfer.config import DataConfig
+    from seqtransfer.data.task_data import load_task_data
+    from seqtransfer.training.loop import predict_labels
+    from seqtransfer.training.metrics import evaluate
+
+    folder = directory / f"test-on-{slug(entry)}"
+    cached = folder / "score.json"
+    if cached.is_file():
+        return read_json(cached)["score"], str(folder)
+    name, _, task = entry.partition(":")
+    data = load_task_data(DataConfig(dataset=name, task=task or None, data_dir=data_dir), ("test",))
+    run = rundir.load_run(directory)
+    predicted = predict_labels(run.model, data.encode("test", run.vocabularies, with_targets=False), run.vocabularies.labels, run.config.train.evaluation_batch_size)
+    gold = data.gold("test")
+    score = evaluate(gold, predicted, data.metric)[get_metric(data.metric).main]
+    data.kind.write_predictions(folder, "test", data.splits["test"], gold, predicted)
+    write_json(cached, {"test_on": entry, "score": score})
+    return score, str(folder)
 
 
 def ensemble_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, seeds: list[int], sources: dict[str, RunTask], only: set[str]) -> list[tuple[RunTask, list[RunTask]]]:

@@ -73,6 +73,7 @@ class TargetSpec:
     task: str | None = None
     source: str | None = None  # a key of ``sources``
     overrides: list[str] = field(default_factory=list)
+    test_on: str | None = None  # "DATASET[:TASK]": the test split scored instead of the target's own (cross-lingual, cross-domain)
 
 
 @dataclass

@@ -16,7 +16,7 @@ from torch import nn
 from seqtransfer import rundir
 from seqtransfer.analysis.activations import ActivationRecorder, activation_recorder
 from seqtransfer.config import RunConfig, check_values, config_to_dict
-from seqtransfer.data.task_data import TaskData, load_task_data
+from seqtransfer.data.task_data import SPLITS, TaskData, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies, build_vocabularies, word_key
 from seqtransfer.embeddings.static import build_embedding_matrix, load_vectors
 from seqtransfer.device import describe_device, out_of_memory_error, peak_memory_megabytes, prepare_device, resolve_device
@@ -206,7 +206,7 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     source = load_source(config, scheme)
     with warnings.catch_warnings(record=True) as repairs:  # what reading repaired goes to the run's log too
         warnings.simplefilter("always", SeqTransferWarning)
-        data = load_task_data(config.data)
+        data = load_task_data(config.data, SPLITS if scheme.phases(config.transfer) else ("dev", "test"))  # nothing trains: no training split needed
     for repair in repairs:
         if issubclass(repair.category, SeqTransferWarning):
             log(f"warning: {repair.message}")
