@@ -173,3 +173,24 @@ def test_html_report_is_self_contained(tmp_path):
 def test_report_command_needs_something_to_show(tmp_path):
     with pytest.raises(SeqTransferError, match="nothing to report"):
         run(["analyze", "report", "--output", str(tmp_path / "report.html")])
+
+
+def test_hundreds_of_classes_stay_readable(tmp_path):
+    """MSD tag sets: the class figure keeps the 20 best and 20 worst frequent classes; the per-class table is folded."""
+    from seqtransfer.analysis.figures import FIGURE_CLASSES, class_improvement
+    from seqtransfer.analysis.html import class_table, collapsed
+    from seqtransfer.analysis.negative_transfer import TransferComparison
+
+    from seqtransfer.analysis.predictions import Predictions
+
+    labels = [f"T{index:03d}" for index in range(300)]
+    gold = [[label for label in labels for _ in range(12)]]
+    tokens = [[f"w{position}" for position in range(len(gold[0]))]]
+    reference = [[label if position % 3 else "T000" for position, label in enumerate(gold[0])]]
+    transferred = [[label if position % 4 else "T000" for position, label in enumerate(gold[0])]]
+    overall, per_class, falsified = compare_predictions(Predictions(Path("a"), tokens, gold, reference), Predictions(Path("b"), tokens, gold, transferred))
+    comparison = TransferComparison("a", "b", "dev", "many", "scratch", "finetune", overall, per_class, falsified)
+    figure = class_improvement(comparison)
+    assert len(figure.axes[0].patches) == FIGURE_CLASSES and "40 of 300 classes" in figure.axes[0].get_title()
+    folded = collapsed(f"Per gold class ({len(per_class)} classes)", class_table(comparison))
+    assert folded.startswith("<details><summary>Per gold class (300 classes)") and folded.count("<tr>") == 301

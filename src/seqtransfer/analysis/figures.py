@@ -105,9 +105,18 @@ def top_words_table(analysis: NeuronAnalysis, unit: int) -> Figure:
     return figure
 
 
+FIGURE_CLASSES = 40  # with more classes (MSD tags: hundreds) the figure shows the 20 best and 20 worst of the classes with 10+ tokens
+
+
 def class_improvement(comparison: TransferComparison) -> Figure:
     """Per-class accuracy gain of the transferred run over the reference, sorted (Figure 12)."""
     classes = sorted(comparison.per_class, key=lambda counts: counts.gain, reverse=True)
+    title = comparison.title
+    if len(classes) > FIGURE_CLASSES:
+        frequent = [counts for counts in classes if counts.tokens >= 10] or classes
+        half = FIGURE_CLASSES // 2
+        classes = frequent[:half] + frequent[-half:] if len(frequent) > FIGURE_CLASSES else frequent
+        title += f" ({len(classes)} of {len(comparison.per_class)} classes: the best and worst with 10+ tokens)"
     gains = np.array([counts.gain for counts in classes])
     figure = new_figure(max(5.0, 0.32 * len(classes) + 1.5), 3.8)
     axis = figure.subplots()
@@ -115,7 +124,7 @@ def class_improvement(comparison: TransferComparison) -> Figure:
     axis.axhline(0, color="black", linewidth=0.8)
     axis.set_xticks(np.arange(len(classes)), [counts.label for counts in classes], rotation=70, fontsize=7)
     axis.set_ylabel("class accuracy improvement (points)")
-    axis.set_title(comparison.title)
+    axis.set_title(title, fontsize=9)
     axis.grid(axis="y", alpha=0.3)
     figure.tight_layout()
     return figure

@@ -109,6 +109,11 @@ def class_table(comparison: TransferComparison) -> str:
     return table(headers, rows)
 
 
+def collapsed(summary: str, body: str) -> str:
+    """A section folded away until clicked (long per-class tables: hundreds of MSD tags)."""
+    return f"<details><summary>{escape(summary)}</summary>{body}</details>"
+
+
 def example_rows(tokens: list[FalsifiedToken]) -> list[list]:
     return [
         [f"<b>{escape(t.token)}</b>", escape(t.gold), escape(t.reference_label), escape(t.transferred_label),
@@ -134,7 +139,7 @@ def comparison_section(comparison: TransferComparison, number: int) -> str:
         f'<h3 id="comparison-{number}">{escape(comparison.title)} ({escape(comparison.split)})</h3>',
         f'<p class="note">reference {escape(comparison.reference)} &middot; transferred {escape(comparison.transferred)}</p>',
         embedded_figure(figures.class_improvement(comparison), f"Per-class accuracy improvement of {comparison.transferred_method} over {comparison.reference_method}, sorted (Figure 12)."),
-        "<h4>Per gold class</h4>", class_table(comparison),
+        collapsed(f"Per gold class ({len(comparison.per_class)} classes; click a column to sort)", class_table(comparison)),
         "<h4>Falsified tokens by mistake type (Table 3)</h4>", falsified_section(comparison),
     ])
 
