@@ -325,3 +325,15 @@ def test_a_target_may_be_tested_on_another_dataset(tmp_path):
     finally:
         runner.score_elsewhere = original
     assert calls == ["elsewhere:pos"] and records[0]["test"] == 12.5 and records[0]["test_on"] == "elsewhere:pos"
+
+
+def test_report_marks_cells_that_read_the_test_datas_dev_labels(tmp_path):
+    experiment = tiny_experiment(tmp_path)
+    experiment.write_text(experiment.read_text(encoding="utf-8").replace("  scratch: {scheme: scratch}", "  scratch: {scheme: scratch}\n  as_is: {scheme: source_only}"), encoding="utf-8")
+    results = tmp_path / "results"
+    records = run(["experiment", "run", str(experiment), "--only", "scratch,as_is", "--results", str(results)])
+    assert {record["method"]: record["target_dev_labels"] for record in records if record["method"]} == {"scratch": True, "as_is": False}
+    report = run(["report", str(experiment), "--results", str(results), "--trials", "10"])
+    ours = report.split("## Our results")[1].split("## ")[0]
+    rows = {line.split(" | ")[0]: line for line in ours.splitlines() if line.startswith("| scratch") or line.startswith("| as_is")}
+    assert "(1)°" in rows["| scratch"] and "°" not in rows["| as_is"] and "° early stopping read the labels" in report

@@ -43,6 +43,7 @@ class Summary:
     seconds_mean: float
     parameters: int
     shared_model: bool = False  # one multi-task model scores every target of its method
+    target_dev_labels: bool = True  # its runs stopped early on the labels of the test data's dev split
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,7 @@ def aggregate(records: Iterable[dict], split: str = "test") -> dict[tuple[str, s
             seconds_mean=statistics.fmean(float(record["seconds"]) for record in cell),
             parameters=int(cell[0].get("network_parameters", cell[0]["parameters"])),
             shared_model=bool(cell[0].get("multitask")),
+            target_dev_labels=any(record.get("target_dev_labels", True) for record in cell),
         )
     return summaries
 
@@ -203,7 +205,8 @@ def _ours_table(spec: ReportSpec, records: Sequence[dict], summaries: Mapping[tu
     rows = []
     for method in spec.methods:
         cells = [summaries.get((method, target)) for target in spec.targets]
-        scores = [f"{cell.mean:.2f} ± {cell.std:.2f} ({len(cell.seeds)})" if cell else MISSING for cell in cells]
+        mark = "°" if mixed_labels(summaries) else ""
+        scores = [f"{cell.mean:.2f} ± {cell.std:.2f} ({len(cell.seeds)}){mark if cell.target_dev_labels else ''}" if cell else MISSING for cell in cells]
         covered = len(means.get(method, {}))
         seconds = [cell.seconds_mean for cell in cells if cell]
         time = _duration(statistics.fmean(seconds)) if seconds else MISSING
@@ -211,6 +214,11 @@ def _ours_table(spec: ReportSpec, records: Sequence[dict], summaries: Mapping[tu
         rows.append([method, *scores, _parameter_ratio(spec, summaries, method), *gains, time])
     header = ["Method", *_target_header(spec, records), "#params", "aNRG", "mNRG", "time / run"]
     return _table(header, rows)
+
+
+def mixed_labels(summaries: Mapping[tuple[str, str], Summary]) -> bool:
+    """Some cells used the test data's dev labels and some did not (then the table marks the first with °)."""
+    return len({summary.target_dev_labels for summary in summaries.values()}) > 1
 
 
 def _spec_means(spec: ReportSpec, means: Means) -> dict[str, dict[str, float]]:
@@ -320,6 +328,9 @@ def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
               "#params leaves out the word and character embedding tables (a transferred model's tables also hold the source's words); "
               "a multi-task method's one model is compared with the reference's models of all targets together.", ""]
     lines += _ours_table(spec, records, summaries)
+    if mixed_labels(summaries):
+        lines += ["", "° early stopping read the labels of the test data's dev split; unmarked cells used none of the test data's labels "
+                  "(a source model as it is, or a dev set of other data)."]
     if spec.paper_results:
         lines += ["", "## Paper (Δ = ours − paper)", "", *_paper_table(spec, summaries)]
     if spec.significance_pairs:

@@ -288,6 +288,8 @@ def finish_record(task: RunTask, directory: Path) -> dict:
     record = {**task.record, "network_parameters": network, "dataset": metrics["dataset"], "task": metrics["task"], "metric": metrics["metric"], "run_directory": str(directory),
               "dev": metrics["dev"][main], "test": metrics.get("test", {}).get(main), "parameters": metrics["parameters"], "seconds": metrics["seconds"],
               "device": metrics.get("device", "cpu")}
+    # did early stopping read labels of the data the test score is on? (not for a source model as it is, nor for a test set elsewhere)
+    record["target_dev_labels"] = metrics.get("scheme") != "source_only" and not task.record.get("test_on")
     if task.record.get("test_on"):
         record["test"], record["predictions"] = score_elsewhere(directory, task.record["test_on"], task.config["data"]["data_dir"])
     return record
