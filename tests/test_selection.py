@@ -83,3 +83,14 @@ def test_bad_selection_settings_are_one_line(tmp_path, capsys, settings, message
     error = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == 2 and len(error) == 1 and message in error[0], error
     assert not (output / "metrics.json").exists()
+
+
+def test_a_training_fraction_is_the_same_subset_for_every_method_of_a_seed(tmp_path):
+    from seqtransfer.training.train import random_subset
+
+    sentences = list(range(100))
+    first, again, other = random_subset(sentences, 0.25, 1), random_subset(sentences, 0.25, 1), random_subset(sentences, 0.25, 2)
+    assert len(first) == 25 and first == again and first != other and first == sorted(first)
+    output = tmp_path / "quarter"
+    run([*tiny_train_arguments(output, epochs=1), "data.train_fraction=0.5"])
+    assert "training subset: 2 sentences (50%" in (output / "log.txt").read_text(encoding="utf-8")

@@ -37,6 +37,7 @@ class DataConfig:
     metric: str | None = None  # accuracy | span_f1; None = the dataset's metric
     data_dir: str | None = None  # root holding dataset folders; else $SEQTRANSFER_DATA
     max_train_sentences: int | None = None  # keep the first N training sentences (learning curves)
+    train_fraction: float | None = None  # keep a random share (0, 1] of the training sentences, drawn with train.seed (the same subset for every method of a seed)
     twitter_normalization: bool = False  # map @user, URLs, numbers to placeholders for the word embedding
     label_map: str | None = None  # YAML file: dataset -> {its label: the shared label}, for datasets joined with + whose tag sets differ
     select_like: str | None = None  # unlabelled target text the training sentences are ranked against (data/selection.py)
@@ -298,6 +299,7 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("train.patience", lambda value: value >= 1, "at least 1"),
     ("train.threads", lambda value: value >= 1, "at least 1"),
     ("data.pseudo_weight", lambda value: value > 0, "positive"),
+    ("data.train_fraction", lambda value: value is None or 0 < value <= 1, "a share in (0, 1] (or null for all)"),
     ("data.bootstrap", lambda value: value is None or value >= 0, "a seed, 0 or more (or null)"),
     ("data.select_by", lambda value: value in ("moore_lewis", "js"), "moore_lewis or js"),
     ("data.select_top", lambda value: value is None or 0 < value <= 100, "a percentage in (0, 100] (or null)"),

@@ -340,6 +340,14 @@ def distillation(config: RunConfig, data: TaskData, vocabularies: Vocabularies, 
     return (term,)
 
 
+def random_subset(sentences: list, fraction: float, seed: int) -> list:
+    """round(n * fraction) sentences (at least 1) drawn without replacement with ``seed``, in corpus order:
+    every method trained with the same seed sees the same subset."""
+    count = max(1, round(len(sentences) * fraction))
+    chosen = np.sort(np.random.default_rng(seed).choice(len(sentences), count, replace=False))
+    return [sentences[index] for index in chosen]
+
+
 def training_sentences(config: RunConfig, data: TaskData, log: Log):
     """The training split as the options make it: a bootstrap sample (``data.bootstrap``), hard and
     soft selection (``data.select_*``), pseudo-labelled sentences (``data.pseudo_train``); returns
@@ -349,6 +357,9 @@ def training_sentences(config: RunConfig, data: TaskData, log: Log):
     weighted = config.data.select_weighting or (config.data.pseudo_train and config.data.pseudo_weight != 1.0)
     if weighted and not data.kind.sentence_weights:
         raise SeqTransferError(f"data.select_weighting and data.pseudo_weight weight token losses: {data.kind.name} tasks do not take them", hint="use data.select_top (hard selection) instead")
+    if config.data.train_fraction is not None:
+        data.splits["train"] = random_subset(data.splits["train"], config.data.train_fraction, config.train.seed)
+        log(f"training subset: {len(data.splits['train'])} sentences ({config.data.train_fraction:.0%}, drawn with seed {config.train.seed})")
     if config.data.bootstrap is not None:
         data.splits["train"] = bootstrap_sample(data.splits["train"], config.data.bootstrap)
         log(f"bootstrap sample (seed {config.data.bootstrap}): {len({id(sentence) for sentence in data.splits['train']})} distinct of {len(data.splits['train'])} training sentences")
