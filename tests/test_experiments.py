@@ -337,3 +337,21 @@ def test_report_marks_cells_that_read_the_test_datas_dev_labels(tmp_path):
     ours = report.split("## Our results")[1].split("## ")[0]
     rows = {line.split(" | ")[0]: line for line in ours.splitlines() if line.startswith("| scratch") or line.startswith("| as_is")}
     assert "(1)°" in rows["| scratch"] and "°" not in rows["| as_is"] and "° early stopping read the labels" in report
+
+
+def test_a_self_labelling_method_runs_in_the_grid_and_is_tested_on_the_target(tmp_path):
+    experiment = tiny_experiment(tmp_path)
+    unlabeled = tmp_path / "target.txt"
+    unlabeled.write_text("Peter lives in Berlin\nMary visited Paris today\nJohn works for Google\n", encoding="utf-8")
+    text = experiment.read_text(encoding="utf-8")
+    text = text.replace("  scratch: {scheme: scratch}", f"  scratch: {{scheme: scratch}}\n  selftrained: {{scheme: scratch, selflabel: {{method: self_training, unlabeled: '{unlabeled}', rounds: 1, top_n: 2}}}}")
+    experiment.write_text(text, encoding="utf-8")
+    results = tmp_path / "results"
+    records = run(["experiment", "run", str(experiment), "--only", "selftrained", "--results", str(results)])
+    record = next(record for record in records if record["method"] == "selftrained")
+    directory = Path(record["run_directory"])
+    assert (directory / "members.json").is_file() and (directory / "round-1" / "model-1" / "metrics.json").is_file()
+    assert record["test"] is not None and record["network_parameters"] > 0
+    experiment.write_text(text.replace("top_n: 2", "top_n: 0"), encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="method 'selftrained': --top-n must be at least 1"):
+        load_experiment(experiment)

@@ -173,6 +173,8 @@ def parameters_without_embeddings(directory: Path) -> int:
     Model sizes are compared this way: a transferred model's tables hold the source's and the
     target's words and characters, which says nothing about the size of the network.
     """
+    if (directory / "members.json").is_file():  # several models predicting together (self-labelling): all of them
+        return sum(parameters_without_embeddings(directory / member) for member in read_json(directory / "members.json")["members"])
     with safe_open(str(directory / WEIGHTS), framework="pt") as weights:
         shapes = [weights.get_slice(name).get_shape() for name in weights.keys() if name not in EMBEDDING_TABLES]
     return sum(math.prod(shape) for shape in shapes)

@@ -42,6 +42,7 @@ class RunTask:
     config: dict
     record: dict
     unify: dict | None = None  # {"entries": task -> data, "runs": task -> run directory}: unify into DIRECTORY/unified first
+    selflabel: dict | None = None  # self-labelling settings: the run is rounds of models in DIRECTORY (transfer/selflabel.py)
 
     @property
     def source_directory(self) -> str | None:
@@ -171,11 +172,15 @@ def method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None,
     source_name = method.source.get(target_name, target.source) if isinstance(method.source, dict) else method.source or target.source
     source = sources.get(source_name) if source_name and get_scheme(method.scheme).uses_source else None
     config.transfer.source = source.directory if source else None
-    run_id = store.run_id(f"{slug(target_name)}-{method.scheme}-", content_id(identity_of(config, source.run_id if source else None)))
+    identity = identity_of(config, source.run_id if source else None)
+    if method.selflabel:
+        identity["selflabel"] = dict(method.selflabel)
+    kind = method.selflabel["method"] if method.selflabel else method.scheme
+    run_id = store.run_id(f"{slug(target_name)}-{kind}-", content_id(identity))
     record = {"experiment": spec.name, "method": method_name, "target": target_name, "seed": seed}
     if target.test_on:
         record["test_on"] = target.test_on
-    return RunTask(run_id, str(store.run_directory(run_id)), config_to_dict(config), record)
+    return RunTask(run_id, str(store.run_directory(run_id)), config_to_dict(config), record, selflabel=dict(method.selflabel) if method.selflabel else None)
 
 
 def multitask_method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, method_name: str, seed: int, sources: dict[str, RunTask],
@@ -225,7 +230,10 @@ def execute_task(task: RunTask, echo: Log | None = None) -> list[dict]:
         if not (directory / rundir.METRICS).is_file():
             if task.unify and not (directory / "unified" / "summary.json").is_file():  # summary.json is written last
                 unify_logged(task, directory, echo)
-            train_logged(config, directory, echo)
+            if task.selflabel:
+                selflabel_logged(task, config, directory, echo)
+            else:
+                train_logged(config, directory, echo)
     return finish_records(task, directory)
 
 
@@ -241,6 +249,20 @@ def unify_logged(task: RunTask, directory: Path, echo: Log | None) -> None:
                 echo(f"  unify: {message}")
 
         unify(task.unify["entries"], task.unify["runs"], directory / "unified", task.config["data"]["data_dir"], log=log)
+
+
+def selflabel_logged(task: RunTask, config: RunConfig, directory: Path, echo: Log | None) -> None:
+    """Self-labelling rounds into ``directory`` (resumable), its progress in log.txt."""
+    from seqtransfer.transfer.selflabel import SelfLabelling, SelfLabelSettings
+
+    with open(directory / "log.txt", "a", encoding="utf-8") as log_file:
+
+        def log(message: str) -> None:
+            print(message, file=log_file, flush=True)
+            if echo:
+                echo(f"  {message}")
+
+        SelfLabelling(config, SelfLabelSettings(**task.selflabel), directory, log).run()
 
 
 def train_logged(config: RunConfig, directory: Path, echo: Log | None) -> None:
@@ -300,17 +322,17 @@ def score_elsewhere(directory: Path, entry: str, data_dir: str | None) -> tuple[
     predictions in ``test-on-DATASET/test.conll``): a model trained on one dataset, tested on another."""
     from seqtransfer.config import DataConfig
     from seqtransfer.data.task_data import load_task_data
-    from seqtransfer.training.loop import predict_labels
     from seqtransfer.training.metrics import evaluate
 
     folder = directory / f"test-on-{slug(entry)}"
     cached = folder / "score.json"
     if cached.is_file():
         return read_json(cached)["score"], str(folder)
+    from seqtransfer.predictor import load
+
     name, _, task = entry.partition(":")
     data = load_task_data(DataConfig(dataset=name, task=task or None, data_dir=data_dir), ("test",))
-    run = rundir.load_run(directory)
-    predicted = predict_labels(run.model, data.encode("test", run.vocabularies, with_targets=False), run.vocabularies.labels, run.config.train.evaluation_batch_size)
+    predicted = load(directory, device="cpu").predict_raw(data.tokens("test"))  # one run, or the models of a self-labelling run together
     gold = data.gold("test")
     score = evaluate(gold, predicted, data.metric)[get_metric(data.metric).main]
     data.kind.write_predictions(folder, "test", data.splits["test"], gold, predicted)

@@ -85,6 +85,7 @@ class MethodSpec:
     source: str | dict[str, str] | None = None  # a key of ``sources`` used instead of each target's own (a multi-task source), or target -> source
     unify_with: str | None = None  # a multi-task method trained on unified target data, filled by this method's runs (same seed)
     targets: list[str] | None = None  # only these targets (e.g. where the source's labels are the target's); None = all
+    selflabel: dict | None = None  # rounds of self-labelling around the scheme (transfer/selflabel.py): {method, unlabeled, rounds, pool, top_n, ...}
 
 
 PUBLISHED_FLAGS = {  # the legend of the PretRand paper's Table 7
@@ -141,6 +142,22 @@ def _build(kind: type, values: object, where: str, path: Path):
         raise SeqTransferError(f"'{where}' is incomplete ({error})", path=path) from None
 
 
+def check_selflabel(name: str, values: object, path: Path) -> None:
+    """A method's ``selflabel`` block: the settings of :class:`~seqtransfer.transfer.selflabel.SelfLabelSettings` (target aside)."""
+    from seqtransfer.transfer.selflabel import SelfLabelSettings, check_settings
+
+    if not isinstance(values, dict) or "method" not in values or "unlabeled" not in values:
+        raise SeqTransferError(f"method '{name}': selflabel needs 'method' and 'unlabeled'", path=path, hint="e.g. selflabel: {method: self_training, unlabeled: tweebank, top_n: 500}")
+    allowed = [item.name for item in fields(SelfLabelSettings) if item.name != "target"]
+    unknown = [key for key in values if key not in allowed]
+    if unknown:
+        raise SeqTransferError(f"method '{name}': unknown selflabel key(s) {', '.join(map(str, unknown))}", path=path, hint=f"keys: {', '.join(allowed)}")
+    try:
+        check_settings(SelfLabelSettings(**values))
+    except SeqTransferError as error:
+        raise SeqTransferError(f"method '{name}': {error.message}", path=path, hint=error.hint) from None
+
+
 def _check_references(spec: ExperimentSpec, path: Path) -> None:
     for name, target in spec.targets.items():
         if target.source is not None and target.source not in spec.sources:
@@ -187,6 +204,8 @@ def _check_references(spec: ExperimentSpec, path: Path) -> None:
             if not method.multitask or filler is None or not filler.scheme or filler.multitask:
                 raise SeqTransferError(f"method '{name}': unify_with needs a multi-task method and names a mono-task method, got '{method.unify_with}'", path=path)
     for name, method in spec.methods.items():
+        if method.selflabel is not None:
+            check_selflabel(name, method.selflabel, path)
         unknown = [target for target in method.targets or [] if target not in spec.targets]
         if unknown:
             raise SeqTransferError(f"method '{name}' names unknown target(s) {', '.join(map(str, unknown))}", path=path, hint=f"targets: {', '.join(spec.targets)}")

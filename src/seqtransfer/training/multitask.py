@@ -41,8 +41,8 @@ from seqtransfer.models.multitask import HierarchicalMultiTask, TaskView, target
 from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import count_parameters
 from seqtransfer.resources import peak_rss_megabytes
-from seqtransfer.training.loop import Evaluate, EvaluationSet, FitResult, predict_labels, score
-from seqtransfer.training.metrics import evaluate, main_score
+from seqtransfer.training.loop import Evaluate, EvaluationSet, predict_labels, score
+from seqtransfer.training.metrics import evaluate
 from seqtransfer.training.optimizers import fill_optimizer
 from seqtransfer.transfer.schemes import Scheme, get_scheme
 from seqtransfer.transfer.weights import copy_shared_label_rows, transfer_weights

@@ -268,7 +268,29 @@ class SelfLabelling:
             write_json(self.output / "rounds.json", records)
         write_json(self.output / "rounds.json", records)
         self.write_members(settings.rounds)
+        self.write_metrics(settings.rounds, records)
         return records
+
+    def write_metrics(self, last_round: int, records: list[dict]) -> None:
+        """``metrics.json`` of the whole folder (written last: a finished self-labelling run): the first
+        final model's dev scores, the final models' combined scores on the training data's test split,
+        the parameters of all final models, the seconds of every model trained."""
+        from seqtransfer.data.task_data import load_task_data
+        from seqtransfer.rundir import METRICS
+        from seqtransfer.training.metrics import evaluate
+
+        finals = [self.model_directory(last_round, model) for model in range(self.method.models)]
+        first = read_json(finals[0] / METRICS)
+        data = load_task_data(self.base.data, ("test",))
+        test = {}
+        if "test" in data.splits:
+            test = evaluate(data.gold("test"), combine(self.method.combination, finals, data.tokens("test")), data.metric)
+            test.pop("per_class", None)
+        trained = [read_json(path) for path in sorted(self.output.glob("round-*/model-*/" + METRICS))]
+        metrics = {"dataset": first["dataset"], "task": first["task"], "metric": first["metric"], "scheme": f"selflabel:{self.settings.method}",
+                   "dev": first["dev"], "test": test, "parameters": sum(item["parameters"] for item in (read_json(path / METRICS) for path in finals)),
+                   "seconds": round(sum(item["seconds"] for item in trained), 1), "rounds": len(records) - 1, "members": [str(path) for path in finals]}
+        write_json(self.output / METRICS, metrics)
 
     def task_name(self) -> str | None:
         """The model's task name (a registered dataset's default task when none is given)."""
