@@ -126,7 +126,7 @@ def test_top_k_words_per_unit_on_a_toy_matrix():
 
 def test_curve_point_reads_metrics_and_config(tmp_path):
     run_directory = fake_run(tmp_path / "run", FIXTURES / "analysis_reference.conll", "pretrand")
-    assert curve_point(run_directory) == CurvePoint("pretrand", 100, 50.0, str(run_directory))
+    assert curve_point(run_directory) == CurvePoint("pretrand", 100, 50.0, str(run_directory), "tpos", 0)
     (run_directory / "log.txt").write_text("training pretrand on tpos/pos: 80 sentences, 1000 tokens; 5 parameters\n")
     assert curve_point(run_directory).size == 80
 
@@ -194,3 +194,18 @@ def test_hundreds_of_classes_stay_readable(tmp_path):
     assert len(figure.axes[0].patches) == FIGURE_CLASSES and "40 of 300 classes" in figure.axes[0].get_title()
     folded = collapsed(f"Per gold class ({len(per_class)} classes)", class_table(comparison))
     assert folded.startswith("<details><summary>Per gold class (300 classes)") and folded.count("<tr>") == 301
+
+
+def test_transfer_by_size_pairs_runs_of_one_seed(tmp_path):
+    from seqtransfer.analysis.curves import transfer_by_size, transfer_markdown
+
+    reference = fake_run(tmp_path / "scratch", FIXTURES / "analysis_reference.conll", "scratch")
+    transferred = fake_run(tmp_path / "finetune", FIXTURES / "analysis_transferred.conll", "finetune", source=reference)
+    points = [CurvePoint("scratch", 100, 80.0, str(reference), "tpos", 1), CurvePoint("finetune", 100, 40.0, str(transferred), "tpos", 1),
+              CurvePoint("finetune", 100, 40.0, str(transferred), "tpos", 2)]  # seed 2 has no scratch partner: left out
+    rows = transfer_by_size(points, "scratch")
+    assert len(rows) == 1 and rows[0]["seeds"] == 1
+    assert (rows[0]["positive_transfer"], rows[0]["negative_transfer"], rows[0]["gain"]) == pytest.approx((20.0, 60.0, -40.0))
+    assert "| tpos | 100 | finetune | scratch | 1 | 20.00 | 60.00 ± 0.00 | -40.00 |" in transfer_markdown(rows)
+    figure = figures.transfer_by_size_figure(rows)
+    assert len(figure.axes) == 1 and len(figure.axes[0].lines) == 2

@@ -25,12 +25,14 @@ _LOGGED_SIZE = re.compile(r"^training \S+ on \S+: (\d+) sentences", re.MULTILINE
 
 @dataclass
 class CurvePoint:
-    """One run: method, training sentences, score (percent)."""
+    """One run: method, training sentences, score (percent); its dataset and seed pair it with others."""
 
     method: str
     size: int
     score: float
     run: str
+    dataset: str = ""
+    seed: int = 0
 
 
 def training_size(run_directory: Path) -> int:
@@ -56,7 +58,9 @@ def curve_point(run_directory: str | Path, split: str = "dev") -> CurvePoint:
     if split not in metrics:
         raise SeqTransferError(f"the run has no {split} scores", path=metrics_path, hint="use --split dev or test")
     score_name = get_metric(metrics.get("metric", "accuracy")).main
-    return CurvePoint(str(metrics.get("scheme", "?")), training_size(run_directory), float(metrics[split][score_name]), str(run_directory))
+    config = yaml.safe_load((run_directory / "config.yaml").read_text(encoding="utf-8")) or {} if (run_directory / "config.yaml").is_file() else {}
+    seed = int(((config.get("train") or {}).get("seed")) or 0)
+    return CurvePoint(str(metrics.get("scheme", "?")), training_size(run_directory), float(metrics[split][score_name]), str(run_directory), str(metrics.get("dataset", "")), seed)
 
 
 def expand_runs(paths: list[str | Path]) -> list[Path]:
@@ -91,3 +95,32 @@ def mean_curves(points: list[CurvePoint]) -> dict[str, tuple[np.ndarray, np.ndar
         scores = [np.asarray(by_size[size]) for size in sizes]
         curves[method] = (sizes, np.array([values.mean() for values in scores]), np.array([values.std() for values in scores]))
     return curves
+
+
+def transfer_by_size(points: list[CurvePoint], reference: str, split: str = "dev") -> list[dict]:
+    """PT, NT and gain of every other method against ``reference`` at each (dataset, size), pairing
+    the runs of one seed (same subset of training sentences), then averaged over the seeds."""
+    from seqtransfer.analysis.negative_transfer import compare_runs
+
+    by_key = {(point.dataset, point.size, point.seed, point.method): point for point in points}
+    rows: dict[tuple[str, int, str], list] = defaultdict(list)
+    for (dataset, size, seed, method), point in sorted(by_key.items()):
+        partner = by_key.get((dataset, size, seed, reference))
+        if method == reference or partner is None:
+            continue
+        counts = compare_runs(partner.run, point.run, split).overall
+        rows[dataset, size, method].append((counts.positive_transfer, counts.negative_transfer, counts.gain))
+    result = []
+    for (dataset, size, method), values in sorted(rows.items()):
+        array = np.array(values)
+        result.append({"dataset": dataset, "size": size, "method": method, "reference": reference, "seeds": len(values),
+                       "positive_transfer": float(array[:, 0].mean()), "negative_transfer": float(array[:, 1].mean()), "gain": float(array[:, 2].mean()),
+                       "negative_transfer_std": float(array[:, 1].std())})
+    return result
+
+
+def transfer_markdown(rows: list[dict]) -> str:
+    lines = ["| dataset | training sentences | method | vs | seeds | PT % | NT % | gain % |", "|:---|---:|:---|:---|---:|---:|---:|---:|"]
+    lines += [f"| {row['dataset']} | {row['size']} | {row['method']} | {row['reference']} | {row['seeds']} | {row['positive_transfer']:.2f} | "
+              f"{row['negative_transfer']:.2f} ± {row['negative_transfer_std']:.2f} | {row['gain']:+.2f} |" for row in rows]
+    return "\n".join(lines) + "\n"

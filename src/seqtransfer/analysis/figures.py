@@ -131,12 +131,23 @@ def class_improvement(comparison: TransferComparison) -> Figure:
 
 
 def learning_curves(points: list[CurvePoint], methods: tuple[str, str] | None = None) -> Figure:
-    """Score vs training sentences per method; the gap between the first two methods shaded (Figure 13)."""
+    """Score vs training sentences per method (mean, a band of ± one std over seeds), one panel per
+    dataset; the gap between the first two methods shaded (Figure 13)."""
+    datasets = list(dict.fromkeys(point.dataset for point in points)) or [""]
+    figure = new_figure(5.6 * len(datasets), 3.8)
+    for axis, dataset in zip(figure.subplots(1, len(datasets), squeeze=False)[0], datasets):
+        draw_curves(axis, [point for point in points if point.dataset == dataset], methods)
+        axis.set_title(dataset, fontsize=9)
+    figure.tight_layout()
+    return figure
+
+
+def draw_curves(axis, points: list[CurvePoint], methods: tuple[str, str] | None) -> None:
     curves = mean_curves(points)
-    figure = new_figure(5.6, 3.8)
-    axis = figure.subplots()
     for method, (sizes, means, deviations) in curves.items():
-        axis.errorbar(sizes, means, yerr=deviations, marker="o", capsize=3, label=method)
+        line = axis.errorbar(sizes, means, yerr=deviations, marker="o", capsize=3, label=method)
+        if (deviations > 0).any():
+            axis.fill_between(sizes, means - deviations, means + deviations, color=line[0].get_color(), alpha=0.12)
     names = list(methods or curves)[:2]
     if len(names) == 2 and all(name in curves for name in names):
         first, second = curves[names[0]], curves[names[1]]
@@ -147,5 +158,22 @@ def learning_curves(points: list[CurvePoint], methods: tuple[str, str] | None = 
     axis.set_ylabel("score (%)")
     axis.grid(alpha=0.3)
     axis.legend(fontsize=8)
+
+
+def transfer_by_size_figure(rows: list[dict]) -> Figure:
+    """PT (solid) and NT (dashed) of each method against the reference vs training sentences, one panel per dataset."""
+    datasets = list(dict.fromkeys(row["dataset"] for row in rows))
+    figure = new_figure(5.0 * len(datasets), 3.6)
+    for axis, dataset in zip(figure.subplots(1, len(datasets), squeeze=False)[0], datasets):
+        for method in dict.fromkeys(row["method"] for row in rows if row["dataset"] == dataset):
+            chosen = [row for row in rows if row["dataset"] == dataset and row["method"] == method]
+            sizes = [row["size"] for row in chosen]
+            line, = axis.plot(sizes, [row["positive_transfer"] for row in chosen], marker="o", label=f"{method} PT")
+            axis.plot(sizes, [row["negative_transfer"] for row in chosen], marker="x", linestyle="--", color=line.get_color(), label=f"{method} NT")
+        axis.set_title(f"{dataset}: vs {rows[0]['reference']}", fontsize=9)
+        axis.set_xlabel("target training sentences")
+        axis.set_ylabel("% of tokens")
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=7)
     figure.tight_layout()
     return figure

@@ -39,7 +39,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     curve = analyses.add_parser("curve", help="score vs target training-set size per method (Figure 13)")
     curve.add_argument("runs", nargs="+", metavar="RUN", help="finished runs (one point each; seeds are averaged), or an experiment's records folder RESULTS/records/NAME")
     curve.add_argument("--split", default="dev", help="split whose score is plotted (default dev)")
-    curve.add_argument("--output", required=True, help="folder for curve.json and curve.png/svg")
+    curve.add_argument("--reference", help="a method (scheme, e.g. scratch): PT / NT / gain of the others against it at each size, pairing runs of one seed")
+    curve.add_argument("--output", required=True, help="folder for curve.json and curve.png/svg (and transfer_by_size.*)")
     units = analyses.add_parser("units", help="multi-task run: max class-score drop of every task when ablating each unit of a lower task (MuTSPad Figure 2, Table 4)")
     units.add_argument("run", metavar="RUN", help="a multi-task run directory")
     units.add_argument("--task", help="the lower task whose units are ablated (default: the lowest, e.g. POS)")
@@ -259,6 +260,17 @@ def run_curve(arguments: argparse.Namespace):
     output = Path(arguments.output)
     write_json(output / "curve.json", [asdict(point) for point in points])
     figures.save_figure(figures.learning_curves(points), output / "curve")
+    if arguments.reference:
+        from seqtransfer.analysis.curves import transfer_by_size, transfer_markdown
+        from seqtransfer.files import write_text
+
+        rows = transfer_by_size(points, arguments.reference, arguments.split)
+        if not rows:
+            raise SeqTransferError(f"no run pairs with reference method '{arguments.reference}' (same dataset, size and seed)", hint=f"methods: {', '.join(sorted({point.method for point in points}))}")
+        write_json(output / "transfer_by_size.json", rows)
+        write_text(output / "transfer_by_size.md", transfer_markdown(rows))
+        figures.save_figure(figures.transfer_by_size_figure(rows), output / "transfer_by_size")
+        print(transfer_markdown(rows), end="")
     print(f"{len(points)} points written to {output}")
     return points
 
