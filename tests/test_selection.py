@@ -86,7 +86,7 @@ def test_bad_selection_settings_are_one_line(tmp_path, capsys, settings, message
 
 
 def test_a_training_fraction_is_the_same_subset_for_every_method_of_a_seed(tmp_path):
-    from seqtransfer.training.train import random_subset
+    from seqtransfer.data.selection import random_subset
 
     sentences = list(range(100))
     first, again, other = random_subset(sentences, 0.25, 1), random_subset(sentences, 0.25, 1), random_subset(sentences, 0.25, 2)

@@ -1,4 +1,7 @@
-"""Selecting and weighting source training sentences by their likeness to the target domain.
+"""The training split as the options shape it (:func:`training_sentences`): a random subset
+(``data.train_fraction``), a bootstrap sample (``data.bootstrap``), pseudo-labelled sentences
+(``data.pseudo_train``), and the selection and weighting of source training sentences by their
+likeness to the target domain, described here.
 
 Options of the one training loop (``data.select_*``), applied to the training split before the
 vocabularies are built:
@@ -125,3 +128,36 @@ def pseudo_labelled(path: str, data) -> list:
     from seqtransfer.data.conll import read_conll
 
     return read_conll(path, columns=["word", data.column], separator="tab")
+
+
+def random_subset(sentences: list, fraction: float, seed: int) -> list:
+    """round(n * fraction) sentences (at least 1) drawn without replacement with ``seed``, in corpus order:
+    every method trained with the same seed sees the same subset."""
+    count = max(1, round(len(sentences) * fraction))
+    chosen = np.sort(np.random.default_rng(seed).choice(len(sentences), count, replace=False))
+    return [sentences[index] for index in chosen]
+
+
+def training_sentences(config, data, log: Log):
+    """The training split as the options make it: a bootstrap sample (``data.bootstrap``), hard and
+    soft selection (``data.select_*``), pseudo-labelled sentences (``data.pseudo_train``); returns
+    the per-sentence loss weights, or None when every sentence weighs 1."""
+    weighted = config.data.select_weighting or (config.data.pseudo_train and config.data.pseudo_weight != 1.0)
+    if weighted and not data.kind.sentence_weights:
+        raise SeqTransferError(f"data.select_weighting and data.pseudo_weight weight token losses: {data.kind.name} tasks do not take them", hint="use data.select_top (hard selection) instead")
+    if config.data.train_fraction is not None:
+        data.splits["train"] = random_subset(data.splits["train"], config.data.train_fraction, config.train.seed)
+        log(f"training subset: {len(data.splits['train'])} sentences ({config.data.train_fraction:.0%}, drawn with seed {config.train.seed})")
+    if config.data.bootstrap is not None:
+        data.splits["train"] = bootstrap_sample(data.splits["train"], config.data.bootstrap)
+        log(f"bootstrap sample (seed {config.data.bootstrap}): {len({id(sentence) for sentence in data.splits['train']})} distinct of {len(data.splits['train'])} training sentences")
+    weights = select_training_data(config, data, log)
+    if not config.data.pseudo_train:
+        return weights
+    pseudo = pseudo_labelled(config.data.pseudo_train, data)
+    gold_weights = weights if weights is not None else np.ones(len(data.splits["train"]), dtype=np.float32)
+    data.splits["train"] = data.splits["train"] + pseudo
+    log(f"pseudo-labelled: {len(pseudo)} sentences, {sum(map(len, pseudo))} tokens from {config.data.pseudo_train} (weight {config.data.pseudo_weight:g})")
+    if weights is None and config.data.pseudo_weight == 1.0:
+        return None
+    return np.concatenate([gold_weights, np.full(len(pseudo), config.data.pseudo_weight, dtype=np.float32)])

@@ -16,6 +16,7 @@ from torch import nn
 from seqtransfer import rundir
 from seqtransfer.analysis.activations import ActivationRecorder, activation_recorder
 from seqtransfer.config import RunConfig, check_values, config_to_dict
+from seqtransfer.data.selection import training_sentences
 from seqtransfer.data.task_data import SPLITS, TaskData, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies, build_vocabularies, word_key
 from seqtransfer.embeddings.static import build_embedding_matrix, load_vectors
@@ -230,7 +231,7 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     if config.train.adversarial_data and not config.model.discriminator_hidden:
         config.model.discriminator_hidden = 100  # saved with the run: the discriminator is part of the model
     fill_optimizer(config.train, data.kind.optimizer)
-    data.train_weights = training_sentences(config, data, log)
+    data.train_weights = training_sentences(config, data, log)  # subsets, selection, pseudo labels (data/selection.py)
     filled = data.kind.fill_config(config.model, data.gold("train"), data.splits["train"])
     if filled:
         log(filled)
@@ -338,41 +339,6 @@ def distillation(config: RunConfig, data: TaskData, vocabularies: Vocabularies, 
     term = Distillation(teachers, data.tokens("train"), vocabularies.labels, config.transfer.distillation_temperature, config.transfer.distillation_weight)
     log(f"distilling {len(teachers)} teacher run(s) at temperature {config.transfer.distillation_temperature}, weight {config.transfer.distillation_weight}")
     return (term,)
-
-
-def random_subset(sentences: list, fraction: float, seed: int) -> list:
-    """round(n * fraction) sentences (at least 1) drawn without replacement with ``seed``, in corpus order:
-    every method trained with the same seed sees the same subset."""
-    count = max(1, round(len(sentences) * fraction))
-    chosen = np.sort(np.random.default_rng(seed).choice(len(sentences), count, replace=False))
-    return [sentences[index] for index in chosen]
-
-
-def training_sentences(config: RunConfig, data: TaskData, log: Log):
-    """The training split as the options make it: a bootstrap sample (``data.bootstrap``), hard and
-    soft selection (``data.select_*``), pseudo-labelled sentences (``data.pseudo_train``); returns
-    the per-sentence loss weights, or None when every sentence weighs 1."""
-    from seqtransfer.data.selection import bootstrap_sample, pseudo_labelled, select_training_data
-
-    weighted = config.data.select_weighting or (config.data.pseudo_train and config.data.pseudo_weight != 1.0)
-    if weighted and not data.kind.sentence_weights:
-        raise SeqTransferError(f"data.select_weighting and data.pseudo_weight weight token losses: {data.kind.name} tasks do not take them", hint="use data.select_top (hard selection) instead")
-    if config.data.train_fraction is not None:
-        data.splits["train"] = random_subset(data.splits["train"], config.data.train_fraction, config.train.seed)
-        log(f"training subset: {len(data.splits['train'])} sentences ({config.data.train_fraction:.0%}, drawn with seed {config.train.seed})")
-    if config.data.bootstrap is not None:
-        data.splits["train"] = bootstrap_sample(data.splits["train"], config.data.bootstrap)
-        log(f"bootstrap sample (seed {config.data.bootstrap}): {len({id(sentence) for sentence in data.splits['train']})} distinct of {len(data.splits['train'])} training sentences")
-    weights = select_training_data(config, data, log)
-    if not config.data.pseudo_train:
-        return weights
-    pseudo = pseudo_labelled(config.data.pseudo_train, data)
-    gold_weights = weights if weights is not None else np.ones(len(data.splits["train"]), dtype=np.float32)
-    data.splits["train"] = data.splits["train"] + pseudo
-    log(f"pseudo-labelled: {len(pseudo)} sentences, {sum(map(len, pseudo))} tokens from {config.data.pseudo_train} (weight {config.data.pseudo_weight:g})")
-    if weights is None and config.data.pseudo_weight == 1.0:
-        return None
-    return np.concatenate([gold_weights, np.full(len(pseudo), config.data.pseudo_weight, dtype=np.float32)])
 
 
 def unlabelled_target(config: RunConfig) -> list[list[str]]:
