@@ -49,3 +49,20 @@ def test_a_cyrillic_sentence_through_a_latin_model_warns_once_and_transliteratio
     assert main(["predict", str(tiny_run), str(text), "--transliterate", "sr"]) == 0
     captured = capsys.readouterr()
     assert "Cyrillic" not in captured.err and captured.out.splitlines()[0].startswith("Петар\t")
+
+
+@pytest.mark.slow
+def test_croatian_news_tags_are_mapped_to_the_hr500k_tagset(data_root):
+    import warnings
+
+    from seqtransfer.data.mtt_mapping import TagMapping
+    from seqtransfer.data.registry import load_split
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        train = load_split("mtt_hr_news", "train")
+    assert any("11,438 of 112,374 tags (10.2 %) mapped" in str(item.message) for item in caught)
+    evaluation = {tag for split in ("dev", "test") for sentence in load_split("mtt_hr_news", split) for tag in sentence.labels("xpos")}
+    assert sum(tag not in evaluation for sentence in train for tag in sentence.labels("xpos")) == 543  # MANIFEST: 11,911 before mapping
+    mapping = TagMapping(load_split("mtt_hr_sm", "train"))
+    assert mapping.map("Pi", "Pi-msn--n-a") == "Pi-msn" and mapping.map("novi", "Agpmsn") in ("Agpmsny", "Agpmsnn")

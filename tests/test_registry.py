@@ -106,7 +106,7 @@ MANIFEST_LABELS = {
     ("mtt_sl_news", "train", "xpos"): 1007,
     ("mtt_sl_news", "dev", "xpos"): 729,
     ("mtt_sl_news", "test", "xpos"): 747,
-    ("mtt_hr_news", "train", "xpos"): 1005,
+    ("mtt_hr_news", "train", "xpos"): 664,  # MANIFEST: 1,005 as released; the MTE-v4 tags are mapped when read (data/mtt_mapping.py)
     ("mtt_hr_news", "dev", "xpos"): 447,
     ("mtt_sr_news", "train", "xpos"): 535,
     ("mtt_sl_sm", "train", "xpos"): 891,  # incl. merged (space-joined) tags

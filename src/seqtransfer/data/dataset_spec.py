@@ -32,6 +32,7 @@ class DatasetSpec:
     separator: str = "auto"  # column files: auto | tab | space (see conll.py)
     header: bool = False  # tsv: the first line names the fields
     extra_fields: bool = False  # tsv: lines may carry more fields than ``columns`` (ignored)
+    relabel_train: str | None = None  # a mapping of data/mtt_mapping.RELABELLINGS applied to the training split's tags
 
     @property
     def default_task(self) -> str:

@@ -130,6 +130,19 @@ def read_split(
         sentences = read_conll(path, spec.columns, separator=getattr(spec, "separator", "auto"))
     if spec.dev_from_train and "dev" not in spec.splits and split in ("train", "dev"):
         sentences = carve_dev(sentences, split)
+    if spec.relabel_train and split == "train":
+        sentences = relabelled(spec, sentences, data_dir)
+    return sentences
+
+
+def relabelled(spec: DatasetSpec, sentences: list[Sentence], data_dir: str | Path | None) -> list[Sentence]:
+    """The training sentences with their tags mapped (``DatasetSpec.relabel_train``), the change told."""
+    from seqtransfer.data.mtt_mapping import RELABELLINGS
+    from seqtransfer.errors import warn
+
+    sentences, counts = RELABELLINGS[spec.relabel_train](sentences, data_dir)
+    warn(f"{spec.name} train: {counts['changed']:,} of {counts['tokens']:,} tags ({100 * counts['changed'] / counts['tokens']:.1f} %) mapped to the "
+         f"tagset of its dev/test sets ({spec.relabel_train}); {counts['unknown']:,} ({100 * counts['unknown'] / counts['tokens']:.1f} %) have no counterpart")
     return sentences
 
 

@@ -9,8 +9,8 @@ as ``_``). The CoNLL-U Plus files name their columns in ``# global.columns`` (Ja
 trailing empty field is read as no field).
 
 - ``mtt_hr_news``'s training file is SETimes.HR+ in the older MTE-v4 style (10.6 % of its tokens
-  carry tags the UD/hr500k dev and test sets never use); its CPOS column is not UPOS, so it serves
-  ``msd`` only.
+  carry tags the UD/hr500k dev and test sets never use): its tags are mapped when read
+  (``data/mtt_mapping.py``); its CPOS column is not UPOS, so it serves ``msd`` only.
 - ``mtt_sr_news`` is SETimes.SR split by babushka-bench (FORM, LEMMA, XPOS only); its training set
   overlaps UD Serbian-SET dev/test, so ``mtt_sr_news_ud`` trains on the deduplicated file and
   evaluates on UD's dev and test.
@@ -26,12 +26,14 @@ BABUSHKA = "https://github.com/clarinsi/babushka-bench"
 MSD_UPOS = {"msd": "xpos", "upos": "upos"}
 
 
-def mtt_spec(name: str, folder: str, splits: dict[str, str], tasks: dict[str, str], url: str, license: str, description: str, ner: bool = False) -> DatasetSpec:
+def mtt_spec(name: str, folder: str, splits: dict[str, str], tasks: dict[str, str], url: str, license: str, description: str, ner: bool = False,
+             relabel_train: str | None = None) -> DatasetSpec:
     """An MTT dataset read as CoNLL-U (Plus): MSD/UPOS accuracy (and, with ``ner``, entity F1 of NER_TYPE)."""
     return DatasetSpec(
         name=name, folder=folder, format="conllu", splits=splits, columns=None, tasks=tasks,
         schemes={column: ("iob2" if task == "ner" else "none") for task, column in tasks.items()},
         metric={task: ("span_f1" if task == "ner" else "accuracy") for task in tasks}, url=url, downloads={}, license=license, description=description,
+        relabel_train=relabel_train,
     )
 
 
@@ -40,7 +42,8 @@ MTT_SL_NEWS = mtt_spec("mtt_sl_news", "mtt_sl_news", {"train": "derived/train.co
                        "Slovene standard: train = ssj500k 2.1 sample (babushka 10+10 %, minus UD dev/test sentences), dev/test = UD Slovenian-SSJ; MSD, UPOS.")
 MTT_HR_NEWS = mtt_spec("mtt_hr_news", "mtt_hr_news", {"train": "derived/train.conll", "dev": "dev.conllu", "test": "test.conllu"}, {"msd": "xpos"},
                        "https://github.com/ffnlp/sethr", "CC BY-NC-SA 4.0 (news.hr); dev/test CC BY-SA 4.0",
-                       "Croatian standard: train = SETimes.HR+ (older MTE-v4 MSDs), dev/test = UD Croatian-SET; MSD.")
+                       "Croatian standard: train = SETimes.HR+ (older MTE-v4 MSDs, mapped to the hr500k tagset: data/mtt_mapping.py), dev/test = UD Croatian-SET; MSD.",
+                       relabel_train="hr_news_to_hr500k")
 MTT_SR_NEWS = mtt_spec("mtt_sr_news", "mtt_sr_news", {"train": "train.conllu", "dev": "dev.conllu", "test": "test.conllu"}, {"msd": "xpos"},
                        BABUSHKA, "CC BY-SA 4.0", "Serbian standard: SETimes.SR 1.0, babushka-bench random document split; MSD.")
 MTT_SR_NEWS_UD = mtt_spec("mtt_sr_news_ud", "mtt_sr_news", {"train": "derived/train.dedup_vs_ud.conllu", "dev": "ud_sr_set/dev.conllu", "test": "ud_sr_set/test.conllu"},
