@@ -61,7 +61,8 @@ def run(arguments: argparse.Namespace) -> list[dict]:
     if arguments.gpus_per_run and not arguments.ray:
         raise SeqTransferError("--gpus-per-run asks Ray for GPUs: it needs --ray", hint="add --ray local (or --ray HOST:PORT), or use --device for an in-process grid")
     backend = RayBackend(arguments.ray, gpus_per_run=arguments.gpus_per_run) if arguments.ray else LocalBackend()
-    records = run_experiment(spec, store, list(range(1, arguments.seeds + 1)), backend, arguments.data_dir, only, log=lambda line: print(line, flush=True), kept=kept)
+    keep = (lambda record: write_kept(arguments.records, merge(read_kept(arguments.records, spec.name), [record]))) if arguments.records else None  # each finished cell at once
+    records = run_experiment(spec, store, list(range(1, arguments.seeds + 1)), backend, arguments.data_dir, only, log=lambda line: print(line, flush=True), kept=kept, on_record=keep)
     if arguments.records:
         write_kept(arguments.records, records)
         print(f"{len(records)} records kept in {arguments.records}")

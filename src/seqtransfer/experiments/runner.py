@@ -392,7 +392,7 @@ def skippable(tasks: list[RunTask], kept: dict[tuple, dict], needed: set[str]) -
 
 
 def run_experiment(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], backend, data_dir: str | None = None, only: set[str] = frozenset(), log: Log = print,
-                   kept: list[dict] = ()) -> list[dict]:
+                   kept: list[dict] = (), on_record: Callable[[dict], None] | None = None) -> list[dict]:
     """Run whatever of the grid is not finished (or kept, see :mod:`~seqtransfer.experiments.kept`) yet;
     returns every record of the experiment."""
     kept_cells = {cell_key(record): record for record in kept if record["experiment"] == spec.name}
@@ -419,13 +419,18 @@ def run_experiment(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], 
         if is_finished(task):
             for record in finish_records(task, Path(task.directory)):
                 store.save_record(record)
+    def save(record: dict) -> None:
+        store.save_record(record)
+        if on_record:
+            on_record(record)
+
     # One pool of work: a target run starts as soon as its own source is finished.
-    backend.run(todo[0] + todo[1], log, on_record=store.save_record)
+    backend.run(todo[0] + todo[1], log, on_record=save)
     for task in source_stage:  # source records too, so that analyses can find the source runs
         store.save_record(finish_record(task, Path(task.directory)))
     for task, members in ensembles:
         record = execute_ensemble(task, members)
-        store.save_record(record)
+        save(record)
         if task in todo[2]:
             log(describe(record))
     log(f"{spec.name}: done in {time.perf_counter() - started:.0f} s")
