@@ -66,16 +66,17 @@ def test_two_run_grid_through_a_local_ray_head(tmp_path, ray_head):
     assert all((Path(record["run_directory"]) / "model.safetensors").is_file() for record in records)
 
 
-def test_a_search_runs_on_ray_tune_resumes_and_writes_the_selected_config(tmp_path, ray_head):
+def test_a_search_runs_on_ray_tune_resumes_and_writes_the_selected_config(tmp_path, ray_head, monkeypatch):
     import ray
 
     experiment = tiny_experiment(tmp_path)
     search = "search:\n  finetune:\n    pos: {algorithm: asha, trials: 3, grace_epochs: 1, space: {train.learning_rate: {loguniform: [0.005, 0.05]}, model.dropout: [0.1, 0.3]}}\n"
     experiment.write_text(experiment.read_text(encoding="utf-8") + search, encoding="utf-8")
     results = tmp_path / "results"
+    monkeypatch.chdir(tmp_path)  # a relative results folder: every trial (Tune runs it elsewhere) must still find the source run
     try:
-        summaries = run(["experiment", "search", str(experiment), "--results", str(results), "--ray", ray_head])
-        again = run(["experiment", "search", str(experiment), "--results", str(results), "--ray", ray_head])  # every trial read back from the store
+        summaries = run(["experiment", "search", str(experiment), "--results", "results", "--ray", ray_head])
+        again = run(["experiment", "search", str(experiment), "--results", "results", "--ray", ray_head])  # every trial read back from the store
     finally:
         ray.shutdown()
     summary = summaries[0]
@@ -85,5 +86,5 @@ def test_a_search_runs_on_ray_tune_resumes_and_writes_the_selected_config(tmp_pa
     selected = Path(summary["config"])
     metrics = run(["train", "--config", str(selected), "--output", str(tmp_path / "again"), "--quiet"])
     assert metrics["dev"] is not None
-    report = run(["report", str(experiment), "--results", str(results), "--trials", "10"])
+    report = run(["report", str(experiment), "--results", "results", "--trials", "10"])
     assert "## Hyper-parameter search" in report and "finetune | pos | asha | 3" in report

@@ -154,6 +154,17 @@ def make_trainable(base: dict, store_root: str, prefix: str, source_id: str | No
     return trainable
 
 
+def absolute_paths(config: dict) -> dict:
+    """A config dict whose file and folder settings (source run, data files, data root) are absolute."""
+    config = copy.deepcopy(config)
+    for section, key in (("transfer", "source"), ("data", "train"), ("data", "dev"), ("data", "test"), ("data", "data_dir"), ("data", "label_map"),
+                         ("data", "pseudo_train")):
+        value = config.get(section, {}).get(key)
+        if isinstance(value, str) and value and not Path(value).is_absolute():
+            config[section][key] = str(Path(value).resolve())
+    return config
+
+
 def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")
 
@@ -169,7 +180,8 @@ def run_search(task, search: SearchSpec, store, source_id: str | None, cpus_per_
 
     method, target = task.record["method"], task.record["target"]
     prefix = re.sub(r"[0-9a-f]{12}$", "", Path(task.directory).name)
-    trainable = tune.with_resources(make_trainable(task.config, str(Path(store.root).resolve()), prefix, source_id, search.max_epochs), {"cpu": cpus_per_trial})
+    base = absolute_paths(task.config)  # Tune runs each trial in its own working folder
+    trainable = tune.with_resources(make_trainable(base, str(Path(store.root).resolve()), prefix, source_id, search.max_epochs), {"cpu": cpus_per_trial})
     # max_t one past the last epoch: ASHA stops trials at its rungs only, never at the last epoch (the run must finish: score and save)
     searched_epochs = max(samples(search.space["train.max_epochs"])) if "train.max_epochs" in search.space else task.config["train"]["max_epochs"]
     last_epoch = min(search.max_epochs or searched_epochs, searched_epochs)
