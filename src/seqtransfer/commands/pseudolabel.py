@@ -32,11 +32,9 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 def ensemble_labels(runs, tokens) -> tuple[list[list[str]], np.ndarray]:
     """Averaged distributions of the runs: arg-max labels and each sentence's lowest arg-max probability."""
-    from seqtransfer.experiments.ensemble import member_distributions
+    from seqtransfer.experiments.ensemble import averaged_distributions
 
-    labels = sorted({label for run in runs for label in run.vocabularies.labels.items})
-    members = [member_distributions(run, tokens, labels) for run in runs]
-    averaged = [sum(parts) / len(parts) for parts in zip(*members)]
+    labels, averaged = averaged_distributions(runs, tokens)
     return ([[labels[index] for index in sentence.argmax(-1).tolist()] for sentence in averaged],
             np.array([float(sentence.max(-1).values.min()) for sentence in averaged]))
 

@@ -36,11 +36,16 @@ def member_distributions(run: LoadedRun, tokens: list[list[str]], labels: list[s
     return distributions
 
 
-def ensemble_predict(runs: list[LoadedRun], tokens: list[list[str]]) -> list[list[str]]:
-    """Arg-max of the averaged member distributions, one label per token."""
+def averaged_distributions(runs: list[LoadedRun], tokens: list[list[str]]) -> tuple[list[str], list[torch.Tensor]]:
+    """The union of the members' labels and, per sentence, the (T, labels) mean of their distributions."""
     labels = sorted({label for run in runs for label in run.vocabularies.labels.items})
     members = [member_distributions(run, tokens, labels) for run in runs]
-    averaged = [torch.stack(parts).mean(0) for parts in zip(*members)]
+    return labels, [torch.stack(parts).mean(0) for parts in zip(*members)]
+
+
+def ensemble_predict(runs: list[LoadedRun], tokens: list[list[str]]) -> list[list[str]]:
+    """Arg-max of the averaged member distributions, one label per token."""
+    labels, averaged = averaged_distributions(runs, tokens)
     return [[labels[index] for index in sentence.argmax(-1).tolist()] for sentence in averaged]
 
 

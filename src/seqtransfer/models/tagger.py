@@ -36,9 +36,7 @@ class SequenceLabeller(nn.Module):
 
     def loss(self, batch: Batch) -> torch.Tensor:
         """Summed loss of the batch (labels must be present)."""
-        if batch.weights is None:
-            return self.output.loss(self.emissions(batch), batch.labels, batch.mask)
-        return self.output.loss(self.emissions(batch), batch.labels, batch.mask, batch.weights)
+        return self.output.loss(self.emissions(batch), batch.labels, batch.mask, batch.weights)  # weights: None, or soft selection's
 
     def decode(self, batch: Batch) -> torch.Tensor:
         """(B, T) predicted label indices."""

@@ -123,14 +123,14 @@ def model_predictions(directory, tokens: Sequence[Sequence[str]]) -> tuple[list[
     import torch
 
     from seqtransfer.data.batching import encode_sentences, evaluation_batches
-    from seqtransfer.predictor import Predictor
     from seqtransfer.rundir import load_run
+    from seqtransfer.training.loop import predict_labels
 
     run = load_run(directory) if isinstance(directory, (str, Path)) else directory
-    labels = Predictor(run).predict([list(sentence) for sentence in tokens])
+    encoded = encode_sentences(tokens, run.vocabularies)  # once, for the decoding and for the probabilities
+    labels = predict_labels(run.model, encoded, run.vocabularies.labels, 256)
     index = run.vocabularies.labels.index
     confidence = np.ones(len(tokens))
-    encoded = encode_sentences(tokens, run.vocabularies)
     run.model.eval()
     with torch.inference_mode():
         for batch in evaluation_batches(encoded, 256):
