@@ -76,6 +76,12 @@ class ModelConfig:
     arc_hidden: int = 400  # arc-dependent and arc-head MLPs
     relation_hidden: int = 100  # relation-dependent and relation-head MLPs
     single_root: bool | None = None  # decode one root per sentence; None = as the training trees (several roots in original Tweebank v2)
+    # A tag column read as an input feature (Stanza's parser joins a 50-dimensional UPOS embedding
+    # to each word; Qi et al. 2018): gold tags from the data's column, or predicted by a tagging run.
+    tag_feature: str | None = None  # the column, e.g. upos (CoNLL-U); None = no tag input
+    tag_tagger: str | None = None  # a tagging run directory whose predictions are the tags (every split, and at prediction time)
+    tag_dimension: int = 50  # Stanza's UPOS embedding size
+    tag_count: int = 0  # filled: rows of the tag embedding
     # Hierarchical multi-task model (MuTSPad paper, section 3.3): task -> the lower tasks whose
     # BiLSTM states it reads, e.g. {pos: [], chunk: [pos], ner: [pos, chunk], dp: [pos, chunk]}.
     # None = a single-task model. Each task's branch reads the shared word representation plus a
@@ -266,6 +272,7 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("model.relation_hidden", lambda value: value > 0, "a positive integer"),
     ("model.dropout", lambda value: 0.0 <= value < 1.0, "in [0, 1)"),
     ("model.projection", lambda value: value > 0, "a positive integer"),
+    ("model.tag_dimension", lambda value: value > 0, "a positive integer"),
     ("model.normalized_scale", lambda value: value > 0, "positive"),
     ("model.inputs", lambda value: value in ("both", "words", "characters"), "both, words or characters"),
     ("model.encoder_pooling", lambda value: value in ("first", "mean"), "first or mean"),

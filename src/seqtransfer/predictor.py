@@ -65,10 +65,11 @@ class Predictor:
                 raise SeqTransferError(f"sentence {number} is empty", hint="remove empty sentences (blank lines) from the input")
         return tokens
 
-    def predict_raw(self, sentences: Sequence[Sequence[str] | str]) -> list:
-        """Predictions as the task kind holds them (label lists, trees)."""
+    def predict_raw(self, sentences: Sequence[Sequence[str] | str], tags: Sequence[Sequence[str]] | None = None) -> list:
+        """Predictions as the task kind holds them (label lists, trees); ``tags``: input tags, for a
+        model that reads them and has no tagger of its own (``model.tag_feature``)."""
         tokens = self.tokenized(sentences)
-        encoded = encode_sentences(tokens, self.run.vocabularies)
+        encoded = encode_sentences(tokens, self.run.vocabularies, tags=tags)
         torch.set_num_threads(self.run.config.train.threads)
         try:
             return predict_labels(self.run.model, encoded, self.run.vocabularies.task_labels or self.run.vocabularies.labels, self.batch_size)
@@ -109,13 +110,13 @@ class VotingPredictor:
     def tokenized(self, sentences):
         return self.members[0].tokenized(sentences)
 
-    def predict_raw(self, sentences: Sequence[Sequence[str] | str]) -> list[list[str]]:
+    def predict_raw(self, sentences: Sequence[Sequence[str] | str], tags: Sequence[Sequence[str]] | None = None) -> list[list[str]]:
         from seqtransfer.transfer.selflabel import combine, vote
 
         tokens = self.tokenized(sentences)
         if self.combination == "confident":
             return combine("confident", [member.run for member in self.members], tokens)
-        return vote([member.predict_raw(tokens) for member in self.members])
+        return vote([member.predict_raw(tokens, tags) for member in self.members])
 
     def predict(self, sentences: Sequence[Sequence[str] | str]) -> list[list]:
         return [self.kind.for_user(prediction) for prediction in self.predict_raw(sentences)]

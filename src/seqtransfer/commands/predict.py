@@ -80,6 +80,16 @@ def model_tokens(predictor, tokens: list[list[str]], language: str | None) -> li
     return tokens
 
 
+def input_tags(predictor, arguments: argparse.Namespace, sentences: list) -> list | None:
+    """The input's own tags, for a model that reads a tag column and has no tagger (None otherwise)."""
+    vocabularies = predictor.run.vocabularies
+    if vocabularies.tags is None or vocabularies.tagger:
+        return None
+    from seqtransfer.data.tag_feature import feature_tags
+
+    return feature_tags(vocabularies, [sentence.tokens for sentence in sentences], None if arguments.format == "text" else sentences)
+
+
 def run(arguments: argparse.Namespace) -> list:
     from seqtransfer.files import write_text
     from seqtransfer.predictor import load
@@ -87,7 +97,7 @@ def run(arguments: argparse.Namespace) -> list:
     predictor = load(arguments.run_directory, arguments.tokenizer, arguments.device, arguments.batch_size)
     sentences = read_sentences(arguments, predictor.tokenize)
     tokens = model_tokens(predictor, [sentence.tokens for sentence in sentences], arguments.transliterate)
-    predicted = predictor.predict_raw(tokens)
+    predicted = predictor.predict_raw(tokens, input_tags(predictor, arguments, sentences))
     text = predictor.kind.format_output(sentences, predicted)
     if arguments.output:
         if Path(arguments.output).is_dir():

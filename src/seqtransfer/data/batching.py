@@ -37,6 +37,7 @@ class EncodedSentences:
     segments: list[np.ndarray] | None = None  # sentence pairs: per token 0 (first text), 2 (the [SEP] between), 1 (second text)
     subword_types: list[list[np.ndarray]] | None = None  # fine-tuned encoder: per sentence and window, each sub-word's segment (token type)
     weights: np.ndarray | None = None  # (N,) float32 loss weight of each sentence (soft selection, data/selection.py), or None (all 1)
+    tag_ids: list[np.ndarray] | None = None  # per sentence its input tags' indices (model.tag_feature), or None
 
 
 @dataclass
@@ -70,6 +71,7 @@ class Batch:
     segments: torch.Tensor | None = None  # (B, T) sentence pairs: 0 first text, 2 separator, 1 second text (padding 2)
     subword_types: torch.Tensor | None = None  # (W, S) token type of each sub-word (1: the second text of a pair)
     weights: torch.Tensor | None = None  # (B,) loss weight of each sentence, or None (all 1)
+    tags: torch.Tensor | None = None  # (B, T) input tag indices (model.tag_feature; padding 0), or None
 
     def to(self, device: torch.device) -> "Batch":
         """The batch on ``device`` (built on the CPU, moved once; pinned, non-blocking copies to a GPU)."""
@@ -84,7 +86,7 @@ class Batch:
         return Batch(move(self.words), {name: move(target) for name, target in self.targets.items()}, move(self.mask), move(self.lengths),
                      move(self.characters), self.character_lengths, move(self.form_index), move(self.form_ids), self.indices,
                      self.companion.to(device) if self.companion is not None else None, *(move(tensor) if tensor is not None else None
-                     for tensor in (self.features, self.subword_ids, self.subword_mask, self.token_index, self.segments, self.subword_types, self.weights)))
+                     for tensor in (self.features, self.subword_ids, self.subword_mask, self.token_index, self.segments, self.subword_types, self.weights, self.tags)))
 
     @property
     def labels(self) -> torch.Tensor | None:
@@ -97,8 +99,12 @@ def encode_sentences(
     vocabularies: Vocabularies,
     labels: Sequence[Sequence[str]] | None = None,
     targets: dict[str, list[np.ndarray]] | None = None,
+    tags: Sequence[Sequence[str]] | None = None,
 ) -> EncodedSentences:
-    """Encode tokens, and labels (unseen in training: -1) or a task's already encoded ``targets``."""
+    """Encode tokens, and labels (unseen in training: -1) or a task's already encoded ``targets``.
+
+    A model that reads input tags (``vocabularies.tags``) gets ``tags``, or its tagger's
+    predictions (data/tag_feature.py)."""
     forms: dict[str, int] = {}
     form_ids = [np.fromiter((forms.setdefault(token, len(forms)) for token in sentence), np.int64, len(sentence)) for sentence in tokens]
     characters = vocabularies.characters
@@ -116,7 +122,14 @@ def encode_sentences(
         from seqtransfer.embeddings.transformer import cached_features
 
         features = cached_features(vocabularies.encoder, tokens, vocabularies.encoder_pooling)
-    return EncodedSentences(word_ids, form_ids, targets or {}, form_characters, lengths, features, subwords, positions, pair_segments(tokens), types)
+    tag_ids = None
+    if vocabularies.tags is not None:
+        from seqtransfer.data.tag_feature import feature_tags
+
+        tags = tags if tags is not None else feature_tags(vocabularies, tokens)
+        tag_ids = [vocabularies.tags.encode(sentence) for sentence in tags]
+    return EncodedSentences(word_ids, form_ids, targets or {}, form_characters, lengths, features, subwords, positions, pair_segments(tokens), types,
+                            tag_ids=tag_ids)
 
 
 def pair_segments(tokens: Sequence[Sequence[str]]) -> list[np.ndarray] | None:
@@ -180,6 +193,7 @@ def make_batch(data: EncodedSentences, indices: np.ndarray) -> Batch:
         **({} if data.subwords is None else subword_fields(data, indices, width)),
         segments=None if data.segments is None else torch.from_numpy(pad_arrays([data.segments[i] for i in indices], width, fill=2)),
         weights=None if data.weights is None else torch.from_numpy(data.weights[indices]),
+        tags=None if data.tag_ids is None else torch.from_numpy(pad_arrays([data.tag_ids[i] for i in indices], width)),
     )
 
 

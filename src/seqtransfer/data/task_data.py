@@ -43,8 +43,11 @@ class TaskData:
 
     def encode(self, split: str, vocabularies: Vocabularies, with_targets: bool = True) -> EncodedSentences:
         """Index arrays of a split, with the task's targets (labels unseen in training: -1)."""
+        from seqtransfer.data.tag_feature import feature_tags
+
         targets = self.kind.encode_targets(self.gold(split), vocabularies.labels) if with_targets else None
-        encoded = encode_sentences(self.tokens(split), vocabularies, targets=targets)
+        tags = feature_tags(vocabularies, self.tokens(split), self.splits[split])  # input tags, when the model reads them
+        encoded = encode_sentences(self.tokens(split), vocabularies, targets=targets, tags=tags)
         if split == "train" and with_targets:
             encoded.weights = self.train_weights
         return encoded

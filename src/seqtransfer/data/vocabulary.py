@@ -69,7 +69,7 @@ class Vocabulary:
 
 @dataclass
 class Vocabularies:
-    """The three vocabularies a tagger needs, plus how word keys are formed."""
+    """The three vocabularies a tagger needs (and input tags when a model reads them), plus how word keys are formed."""
 
     words: Vocabulary
     characters: Vocabulary
@@ -80,6 +80,9 @@ class Vocabularies:
     encoder: str | None = None  # a Transformer whose token vectors every encoded sentence carries (embeddings/transformer.py)
     encoder_pooling: str = "first"
     encoder_mode: str = "features"  # features: cached frozen vectors | finetune: sub-word ids for an encoder inside the model
+    tags: Vocabulary | None = None  # input tags (model.tag_feature): padding, unknown, then the training tags
+    tag_column: str | None = None  # the column the tags are read from (gold tags)
+    tagger: str | None = None  # a tagging run directory that predicts the tags instead (data/tag_feature.py)
 
     def word_keys(self, tokens: Sequence[str]) -> list[str]:
         return [word_key(token, self.lowercase, self.twitter) for token in tokens]
@@ -93,6 +96,7 @@ class Vocabularies:
             "twitter": self.twitter,
             **({"task_labels": {task: labels.items for task, labels in self.task_labels.items()}} if self.task_labels else {}),
             **({"encoder": self.encoder, "encoder_pooling": self.encoder_pooling, "encoder_mode": self.encoder_mode} if self.encoder else {}),
+            **({"tags": self.tags.items, "tag_column": self.tag_column, "tagger": self.tagger} if self.tags is not None else {}),
         }
 
     @classmethod
@@ -107,6 +111,9 @@ class Vocabularies:
             encoder=data.get("encoder"),
             encoder_pooling=str(data.get("encoder_pooling", "first")),
             encoder_mode=str(data.get("encoder_mode", "features")),
+            tags=Vocabulary(list(data["tags"])) if data.get("tags") else None,
+            tag_column=data.get("tag_column"),
+            tagger=data.get("tagger"),
         )
 
 

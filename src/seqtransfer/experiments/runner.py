@@ -51,7 +51,8 @@ class RunTask:
     @property
     def dependencies(self) -> list[str]:
         """Run directories that must be finished before this run starts."""
-        return [directory for directory in [self.source_directory, *(self.unify or {}).get("runs", {}).values()] if directory]
+        tagger = self.config["model"].get("tag_tagger")
+        return [directory for directory in [self.source_directory, tagger, *(self.unify or {}).get("runs", {}).values()] if directory]
 
 
 def non_default(values: dict, defaults: dict) -> dict:
@@ -173,6 +174,9 @@ def method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None,
     source = sources.get(source_name) if source_name and get_scheme(method.scheme).uses_source else None
     config.transfer.source = source.directory if source else None
     identity = identity_of(config, source.run_id if source else None)
+    if method.tagger:  # a source run tags the input (model.tag_tagger): its id, not its folder, names the run
+        config.model.tag_tagger = sources[method.tagger].directory
+        identity.setdefault("model", {})["tag_tagger"] = sources[method.tagger].run_id
     if method.selflabel:
         identity["selflabel"] = dict(method.selflabel)
     kind = method.selflabel["method"] if method.selflabel else method.scheme

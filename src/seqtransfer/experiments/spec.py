@@ -86,6 +86,7 @@ class MethodSpec:
     unify_with: str | None = None  # a multi-task method trained on unified target data, filled by this method's runs (same seed)
     targets: list[str] | None = None  # only these targets (e.g. where the source's labels are the target's); None = all
     selflabel: dict | None = None  # rounds of self-labelling around the scheme (transfer/selflabel.py): {method, unlabeled, rounds, pool, top_n, ...}
+    tagger: str | None = None  # a key of ``sources``: a tagging run whose predicted tags the model reads as input (model.tag_tagger)
 
 
 PUBLISHED_FLAGS = {  # the legend of the PretRand paper's Table 7
@@ -180,6 +181,8 @@ def _check_references(spec: ExperimentSpec, path: Path) -> None:
                 if filler not in spec.sources or spec.sources[filler].multitask:
                     raise SeqTransferError(f"source '{name}': unify_with.{task} must name a mono-task source, got '{filler}'", path=path)
     for name, method in spec.methods.items():
+        if method.tagger is not None and method.tagger not in spec.sources:
+            raise SeqTransferError(f"method '{name}' names unknown tagger source '{method.tagger}'", path=path, hint=f"sources: {', '.join(spec.sources)}")
         named = list(method.source.values()) if isinstance(method.source, dict) else [method.source] if method.source else []
         for source in named:
             if source not in spec.sources:

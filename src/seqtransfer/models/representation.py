@@ -124,10 +124,11 @@ class CharacterEncoder(nn.Module):
 
 
 class WordRepresentation(nn.Module):
-    """x_t = [word_embedding(lower(w_t)); char_bilstm(w_t)] with dropout: (B, T) -> (B, T, D + hidden)."""
+    """x_t = [word_embedding(lower(w_t)); char_bilstm(w_t) (; tag_embedding(tag_t))] with dropout: (B, T) -> (B, T, D + hidden (+ tag dimension))."""
 
     def __init__(self, word_count: int, word_dimension: int, character_count: int, char_dimension: int, char_hidden: int, dropout: float,
-                 encoder_layers: int = 0, encoder_dimension: int = 0, encoder_only: bool = False, inputs: str = "both") -> None:
+                 encoder_layers: int = 0, encoder_dimension: int = 0, encoder_only: bool = False, inputs: str = "both",
+                 tag_count: int = 0, tag_dimension: int = 0) -> None:
         super().__init__()
         # sparse: the gradient lists the batch's rows only; the optimizer updates just those
         self.word_embedding = nn.Embedding(word_count, word_dimension, padding_idx=0, sparse=True)
@@ -142,24 +143,36 @@ class WordRepresentation(nn.Module):
             self.encoder_mix = ScalarMix(encoder_layers)
             self.output_size = encoder_dimension if encoder_only else self.output_size + encoder_dimension
         self.encoder_only = bool(encoder_layers) and encoder_only  # the word and character tables stay (tiny) but are not read
+        if tag_count:  # an input tag per word (model.tag_feature: Stanza's UPOS embedding), joined last
+            self.tag_embedding = nn.Embedding(tag_count, tag_dimension, padding_idx=0)
+            self.output_size += tag_dimension
         self.form_table: torch.Tensor | None = None  # (F, hidden) while ``forms_of`` is active
 
     def forward(self, batch: Batch) -> torch.Tensor:
         """Batch -> (B, T, output_size)."""
         if self.encoder_only:
-            return self.dropout(self.encoder_mix(self.require_features(batch)))
+            parts = [self.encoder_mix(self.require_features(batch))]
+        else:
+            parts = self.word_parts(batch)
+            if hasattr(self, "encoder_mix"):
+                parts.append(self.encoder_mix(self.require_features(batch)))  # (B, T, L + 1, H) -> (B, T, H)
+        if hasattr(self, "tag_embedding"):
+            if batch.tags is None:
+                raise RuntimeError("this model reads input tags: encode sentences with the run's vocabularies (they name the tag column or tagger)")
+            parts.append(self.tag_embedding(batch.tags))  # (B, T, tag dimension)
+        return self.dropout(torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0])
+
+    def word_parts(self, batch: Batch) -> list[torch.Tensor]:
+        """The word vector (B, T, D) and the character BiLSTM's (B, T, hidden), or the one of them ``inputs`` names."""
         words = self.word_embedding(batch.words)  # (B, T, D)
         if self.inputs == "words":
-            return self.dropout(words)
+            return [words]
         if self.form_table is not None:
             characters = self.form_table[batch.form_ids]  # (B, T, hidden)
         else:
             forms = self.character_encoder(batch.characters, batch.character_lengths)  # (U, hidden)
             characters = forms[batch.form_index]  # (B, T, hidden)
-        parts = [characters] if self.inputs == "characters" else [words, characters]
-        if hasattr(self, "encoder_mix"):
-            parts.append(self.encoder_mix(self.require_features(batch)))  # (B, T, L + 1, H) -> (B, T, H)
-        return self.dropout(torch.cat(parts, dim=-1))
+        return [characters] if self.inputs == "characters" else [words, characters]
 
     @staticmethod
     def require_features(batch: Batch) -> torch.Tensor:
@@ -197,4 +210,5 @@ def word_representation_of(config, word_count: int, character_count: int) -> Wor
     """The WRE a model config describes (words, characters, and a Transformer's layers when ``config.encoder`` is set)."""
     layers = config.encoder_layers if config.encoder else 0
     return WordRepresentation(word_count, config.word_dimension, character_count, config.char_dimension, config.char_hidden, config.dropout,
-                              layers, config.encoder_dimension if layers else 0, encoder_only=not config.encoder_join, inputs=config.inputs)
+                              layers, config.encoder_dimension if layers else 0, encoder_only=not config.encoder_join, inputs=config.inputs,
+                              tag_count=config.tag_count if config.tag_feature else 0, tag_dimension=config.tag_dimension)

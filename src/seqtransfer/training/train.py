@@ -50,8 +50,14 @@ def seed_everything(seed: int, threads: int) -> None:
 def prepare_vocabularies(config: RunConfig, data: TaskData, log: Log, base: Vocabularies | None = None, extra_tokens: list | None = None) -> tuple[Vocabularies, np.ndarray]:
     """Vocabularies (extending ``base``'s when transferring) and the initial word embedding matrix;
     ``extra_tokens`` (unlabelled sentences) count as evaluation words."""
+    from seqtransfer.data.tag_feature import add_tag_vocabulary
+
     evaluation_tokens = [tokens for split in data.splits if split != "train" for tokens in data.tokens(split)] + list(extra_tokens or [])
-    return build_word_vocabularies(config, data.tokens("train"), evaluation_tokens, data.kind.label_strings(data.gold("train")), log, base)
+    vocabularies, matrix = build_word_vocabularies(config, data.tokens("train"), evaluation_tokens, data.kind.label_strings(data.gold("train")), log, base)
+    described = add_tag_vocabulary(config.model, data, vocabularies, base)
+    if described:
+        log(described)
+    return vocabularies, matrix
 
 
 def build_word_vocabularies(config: RunConfig, train_tokens: list, evaluation_tokens: list, train_labels, log: Log, base: Vocabularies | None = None) -> tuple[Vocabularies, np.ndarray]:
@@ -90,7 +96,7 @@ def build_word_vocabularies(config: RunConfig, train_tokens: list, evaluation_to
 
 # Model settings a transferred model takes from its source run (the copied weights' shapes).
 SOURCE_SIZES = ("word_dimension", "char_dimension", "char_hidden", "hidden", "embeddings", "parser_hidden", "parser_layers", "arc_hidden", "relation_hidden",
-                "encoder", "encoder_pooling", "encoder_layers", "encoder_dimension")
+                "encoder", "encoder_pooling", "encoder_layers", "encoder_dimension", "tag_feature", "tag_dimension")
 
 
 def model_architecture(scheme: Scheme, data: TaskData) -> str:
