@@ -48,6 +48,11 @@ class DataConfig:
     bootstrap: int | None = None  # train on a bootstrap sample (with replacement, same size) of the training split drawn with this seed (tri-training)
     pseudo_train: str | None = None  # a CoNLL file (word, label) of pseudo-labelled target sentences added to the training split (transfer/selflabel.py)
     pseudo_weight: float = 1.0  # loss weight of each pseudo-labelled sentence (gold sentences weigh 1)
+    # Data annealing (Gu & Yu 2020; data/annealing.py): the source's labelled training sentences
+    # mixed into each epoch, their share anneal_start * anneal_decay^(epoch - 1).
+    anneal_source: str | None = None  # DATASET[:TASK] whose training split is mixed in (the target's tag set, or mapped by label_map)
+    anneal_start: float = 0.9  # the first epoch's source share (1 = all the source sentences)
+    anneal_decay: float = 0.9  # the share's factor per epoch
 
 
 @dataclass
@@ -306,6 +311,8 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("train.patience", lambda value: value >= 1, "at least 1"),
     ("train.threads", lambda value: value >= 1, "at least 1"),
     ("data.pseudo_weight", lambda value: value > 0, "positive"),
+    ("data.anneal_start", lambda value: 0 < value <= 1, "a share in (0, 1]"),
+    ("data.anneal_decay", lambda value: 0 < value <= 1, "in (0, 1]"),
     ("data.train_fraction", lambda value: value is None or 0 < value <= 1, "a share in (0, 1] (or null for all)"),
     ("data.bootstrap", lambda value: value is None or value >= 0, "a seed, 0 or more (or null)"),
     ("data.select_by", lambda value: value in ("moore_lewis", "js"), "moore_lewis or js"),

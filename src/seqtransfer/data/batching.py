@@ -221,9 +221,11 @@ def pad_features(arrays: list[np.ndarray], width: int) -> torch.Tensor:
     return torch.from_numpy(padded)
 
 
-def training_batches(data: EncodedSentences, batch_size: int, generator: np.random.Generator, pool_batches: int = 50) -> Iterator[Batch]:
-    """Shuffled batches of similar-length sentences (bucketing within pools of batches)."""
-    order = generator.permutation(len(data.lengths))
+def training_batches(data: EncodedSentences, batch_size: int, generator: np.random.Generator, pool_batches: int = 50,
+                     indices: np.ndarray | None = None) -> Iterator[Batch]:
+    """Shuffled batches of similar-length sentences (bucketing within pools of batches), of all
+    sentences or of those at ``indices``."""
+    order = generator.permutation(len(data.lengths)) if indices is None else indices[generator.permutation(len(indices))]
     pool_size = batch_size * pool_batches
     groups = []
     for start in range(0, len(order), pool_size):

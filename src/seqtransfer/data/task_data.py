@@ -29,6 +29,7 @@ class TaskData:
     kind: object = field(default=TAGGING)  # a task kind of ``seqtransfer.tasks``
     notes: list[str] = field(default_factory=list)  # what was inferred or repaired while reading, for the user
     train_weights: object = None  # (N,) loss weight of each training sentence (soft selection, data/selection.py), or None
+    target_count: int | None = None  # data annealing: the first N training sentences are the target's, the rest the source's (data/annealing.py)
 
     def tokens(self, split: str) -> list[list[str]]:
         return [sentence.tokens for sentence in self.splits[split]]

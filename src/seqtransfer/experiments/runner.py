@@ -170,6 +170,8 @@ def method_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None
 def method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, method_name: str, target_name: str, seed: int, sources: dict[str, RunTask]) -> RunTask:
     method, target = spec.methods[method_name], spec.targets[target_name]
     config = base_config(spec, data_dir, target.dataset, target.task, [*target.overrides, f"transfer.scheme={method.scheme}", f"train.seed={seed}", *method.overrides])
+    if method.anneal:  # data annealing from the target's source data (its training split)
+        config.data.anneal_source = spec.sources[target.source].training_data
     source_name = method.source.get(target_name, target.source) if isinstance(method.source, dict) else method.source or target.source
     source = sources.get(source_name) if source_name and get_scheme(method.scheme).uses_source else None
     config.transfer.source = source.directory if source else None

@@ -62,6 +62,13 @@ class SourceSpec:
     unify_with: dict[str, str] | None = None  # a multi-task source trained on unified data: task -> the mono-task source that fills it
 
     @property
+    def training_data(self) -> str | None:
+        """``dataset[:task]`` of the registry, or the training file a ``data.train=`` override names (data annealing reads it)."""
+        if self.dataset:
+            return f"{self.dataset}:{self.task}" if self.task else self.dataset
+        return next((override.split("=", 1)[1] for override in self.overrides if override.startswith("data.train=")), None)
+
+    @property
     def name(self) -> str:
         """What names the source's run folder."""
         return self.dataset or ("multitask" if self.multitask else "custom")
@@ -87,6 +94,7 @@ class MethodSpec:
     targets: list[str] | None = None  # only these targets (e.g. where the source's labels are the target's); None = all
     selflabel: dict | None = None  # rounds of self-labelling around the scheme (transfer/selflabel.py): {method, unlabeled, rounds, pool, top_n, ...}
     tagger: str | None = None  # a key of ``sources``: a tagging run whose predicted tags the model reads as input (model.tag_tagger)
+    anneal: bool = False  # data annealing: mix the training data of each target's source into its training (data.anneal_source)
 
 
 PUBLISHED_FLAGS = {  # the legend of the PretRand paper's Table 7
@@ -181,6 +189,11 @@ def _check_references(spec: ExperimentSpec, path: Path) -> None:
                 if filler not in spec.sources or spec.sources[filler].multitask:
                     raise SeqTransferError(f"source '{name}': unify_with.{task} must name a mono-task source, got '{filler}'", path=path)
     for name, method in spec.methods.items():
+        for target_name in (method.targets or spec.targets) if method.anneal else ():
+            source = spec.sources.get(spec.targets[target_name].source or "")
+            if source is None or not source.training_data:
+                raise SeqTransferError(f"method '{name}' anneals from each target's source data; target '{target_name}' has no mono-task source", path=path,
+                                       hint="give the target a source: NAME with a dataset, or list the method's targets:")
         if method.tagger is not None and method.tagger not in spec.sources:
             raise SeqTransferError(f"method '{name}' names unknown tagger source '{method.tagger}'", path=path, hint=f"sources: {', '.join(spec.sources)}")
         named = list(method.source.values()) if isinstance(method.source, dict) else [method.source] if method.source else []

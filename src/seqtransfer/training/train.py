@@ -16,6 +16,7 @@ from torch import nn
 from seqtransfer import rundir
 from seqtransfer.analysis.activations import ActivationRecorder, activation_recorder
 from seqtransfer.config import RunConfig, check_values, config_to_dict
+from seqtransfer.data.annealing import AnnealedBatches, add_annealing_sentences
 from seqtransfer.data.selection import training_sentences
 from seqtransfer.data.task_data import SPLITS, TaskData, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies, build_vocabularies, word_key
@@ -207,6 +208,8 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
 
         if config.data.select_like:
             raise SeqTransferError("data.select_* (selecting source sentences) applies to one task, not to a multi-task model", hint="drop data.select_like")
+        if config.data.anneal_source:
+            raise SeqTransferError("data.anneal_source (data annealing) applies to one task, not to a multi-task model", hint="drop data.anneal_source")
 
         return train_multitask(config, directory, started, log, show_progress)
     scheme = get_scheme(config.transfer.scheme)
@@ -238,6 +241,7 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
         config.model.discriminator_hidden = 100  # saved with the run: the discriminator is part of the model
     fill_optimizer(config.train, data.kind.optimizer)
     data.train_weights = training_sentences(config, data, log)  # subsets, selection, pseudo labels (data/selection.py)
+    data.target_count = add_annealing_sentences(config, data, log)  # data annealing: source sentences after the target's
     filled = data.kind.fill_config(config.model, data.gold("train"), data.splits["train"])
     if filled:
         log(filled)
@@ -372,6 +376,13 @@ def adversarial_training(config: RunConfig, model: nn.Module, vocabularies: Voca
     return paired, (DomainLoss(model, config.train.adversarial_weight),)
 
 
+def training_source(config: RunConfig, data: TaskData, train) -> BatchSource:
+    """The training set's batches: shuffled, or annealed from source to target (data/annealing.py)."""
+    if data.target_count is None:
+        return ShuffledBatches(train, config.train.batch_size, config.train.seed)
+    return AnnealedBatches(train, data.target_count, config.train.batch_size, config.train.seed, config.data.anneal_start, config.data.anneal_decay)
+
+
 def fit_and_save(config: RunConfig, directory: Path, data: TaskData, vocabularies: Vocabularies, model: nn.Module, scheme: Scheme, started: float, log: Log, show_progress: bool,
                  epoch_reports: tuple = ()) -> dict:
     """Train the scheme's phases, score every split, write weights and metrics (metrics last)."""
@@ -383,7 +394,7 @@ def fit_and_save(config: RunConfig, directory: Path, data: TaskData, vocabularie
     log(f"device: {describe_device(device)}")
     try:
         evaluate_dev = dev_evaluation(dev, vocabularies.labels, data.metric, config.train.evaluation_batch_size)
-        source, extra_losses = adversarial_training(config, model, vocabularies, ShuffledBatches(train, config.train.batch_size, config.train.seed), log)
+        source, extra_losses = adversarial_training(config, model, vocabularies, training_source(config, data, train), log)
         extra_losses = (*extra_losses, *source_penalties(config, model, scheme, log), *distillation(config, data, vocabularies, log))
         result = train_phases(model, scheme, config, source, evaluate_dev, directory, log, show_progress, recorder, extra_losses=extra_losses, epoch_reports=epoch_reports)
     except torch.cuda.OutOfMemoryError:
