@@ -314,3 +314,12 @@ def test_encoder_features_may_replace_the_word_and_character_vectors(encoder, tm
     import seqtransfer
 
     assert len(seqtransfer.load(output, device="cpu").predict([["john", "lives"]])[0]) == 2
+
+
+def test_an_auxiliary_lm_loss_on_a_fine_tuned_encoder_is_one_line(encoder, tmp_path, capsys):
+    arguments = ["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
+                 "--epochs", "1", "--output", str(tmp_path / "bad"), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune",
+                 "transfer.auxiliary_lm_weight=0.1"]
+    assert main(arguments) == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "BiLSTM feature extractor" in lines[0] and not (tmp_path / "bad").exists()

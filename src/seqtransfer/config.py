@@ -108,6 +108,7 @@ class ModelConfig:
     encoder_layers: int = 0  # filled from the encoder: its layers + 1 (embeddings)
     encoder_dimension: int = 0  # filled from the encoder: its hidden size
     sentence_pairs: bool | None = None  # sentence tasks: the data are pairs (A [SEP] B): the BiLSTM model pools A and B apart; None = from the data
+    language_model_words: int = 0  # >0: auxiliary LM softmax layers over this many words (filled when transfer.auxiliary_lm_weight is set)
     discriminator_hidden: int = 0  # >0: a domain discriminator with this many hidden units (adversarial pretraining; filled when train.adversarial_data is set)
 
 
@@ -152,6 +153,8 @@ class TransferConfig:
     distill_from: list[str] = field(default_factory=list)  # teacher run directories (an ensemble) distilled into this model (transfer/distillation.py)
     distillation_temperature: float = 2.0
     distillation_weight: float = 1.0
+    auxiliary_lm_weight: float = 0.0  # > 0: add this times a bidirectional LM loss on the training sentences (transfer/auxiliary_lm.py)
+    auxiliary_lm_words: int = 5000  # the LM predicts the most frequent words; the others as unknown
 
 
 @dataclass
@@ -293,6 +296,8 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("transfer.ewc_batches", lambda value: value >= 1, "at least 1"),
     ("transfer.distillation_temperature", lambda value: value > 0, "positive"),
     ("transfer.distillation_weight", lambda value: value > 0, "positive"),
+    ("transfer.auxiliary_lm_weight", lambda value: value >= 0, "zero (off) or positive"),
+    ("transfer.auxiliary_lm_words", lambda value: value >= 2, "at least 2"),
     ("multitask.sampling", lambda value: value in ("round_robin", "proportional"), "round_robin or proportional"),
     ("multitask.weight_growth", lambda value: value >= 1.0, "at least 1 (1 = constant weights)"),
     ("multitask.loss_weights", lambda value: value is None or all(isinstance(weight, (int, float)) and not isinstance(weight, bool) and weight > 0 for weight in value.values()),

@@ -14,6 +14,7 @@ from seqtransfer.models.multitask import HierarchicalMultiTask
 from seqtransfer.models.pretrand import PretRand
 from seqtransfer.models.tagger import Tagger
 from seqtransfer.transfer.adversarial import attach_discriminator
+from seqtransfer.transfer.auxiliary_lm import attach_language_model
 
 ARCHITECTURES: dict[str, type[nn.Module]] = {"tagger": Tagger, "pretrand": PretRand, "parser": BiaffineParser, "multitask": HierarchicalMultiTask, "encoder_tagger": EncoderTagger,
                                                "sentence_classifier": SentenceClassifier, "encoder_classifier": EncoderClassifier,
@@ -26,4 +27,5 @@ def build_model(config: ModelConfig, vocabularies: Vocabularies) -> nn.Module:
         raise SeqTransferError(f"unknown architecture '{config.architecture}'", hint=f"use one of: {', '.join(ARCHITECTURES)}")
     model = ARCHITECTURES[config.architecture].from_vocabularies(config, vocabularies)
     attach_discriminator(model, config.discriminator_hidden)
+    attach_language_model(model, config.language_model_words)
     return model

@@ -29,6 +29,7 @@ from seqtransfer.models.tagger import count_parameters
 from seqtransfer.training.loop import BatchSource, Evaluate, EvaluationSet, FitResult, ShuffledBatches, dev_evaluation, fit, predict_labels
 from seqtransfer.training.metrics import evaluate
 from seqtransfer.training.optimizers import fill_optimizer
+from seqtransfer.transfer.auxiliary_lm import auxiliary_language_model
 from seqtransfer.transfer.schemes import Scheme, get_scheme, set_trainable
 from seqtransfer.transfer.weights import copy_shared_label_rows, transfer_weights
 
@@ -210,6 +211,8 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
             raise SeqTransferError("data.select_* (selecting source sentences) applies to one task, not to a multi-task model", hint="drop data.select_like")
         if config.data.anneal_source:
             raise SeqTransferError("data.anneal_source (data annealing) applies to one task, not to a multi-task model", hint="drop data.anneal_source")
+        if config.transfer.auxiliary_lm_weight:
+            raise SeqTransferError("transfer.auxiliary_lm_weight (an auxiliary LM loss) applies to one task, not to a multi-task model", hint="drop transfer.auxiliary_lm_weight")
 
         return train_multitask(config, directory, started, log, show_progress)
     scheme = get_scheme(config.transfer.scheme)
@@ -247,6 +250,8 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
         log(filled)
     adversarial_tokens = unlabelled_target(config)
     vocabularies, matrix = prepare_vocabularies(config, data, log, base=source.vocabularies if source else None, extra_tokens=adversarial_tokens)
+    if config.transfer.auxiliary_lm_weight:  # saved with the run: the LM layers are part of the model
+        config.model.language_model_words = min(config.transfer.auxiliary_lm_words, len(vocabularies.words))
     model = build_target_model(config, scheme, vocabularies, matrix, source, log)
     if config.transfer.adaptations:
         from seqtransfer.transfer.adaptations import check_adaptations
@@ -395,7 +400,7 @@ def fit_and_save(config: RunConfig, directory: Path, data: TaskData, vocabularie
     try:
         evaluate_dev = dev_evaluation(dev, vocabularies.labels, data.metric, config.train.evaluation_batch_size)
         source, extra_losses = adversarial_training(config, model, vocabularies, training_source(config, data, train), log)
-        extra_losses = (*extra_losses, *source_penalties(config, model, scheme, log), *distillation(config, data, vocabularies, log))
+        extra_losses = (*extra_losses, *source_penalties(config, model, scheme, log), *distillation(config, data, vocabularies, log), *auxiliary_language_model(config, model, log))
         result = train_phases(model, scheme, config, source, evaluate_dev, directory, log, show_progress, recorder, extra_losses=extra_losses, epoch_reports=epoch_reports)
     except torch.cuda.OutOfMemoryError:
         raise out_of_memory_error(config.train.batch_size, "while training") from None

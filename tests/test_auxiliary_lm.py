@@ -1,0 +1,76 @@
+"""The auxiliary language-model loss: next/previous word from the feature extractor's two halves."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch.nn import functional
+
+import seqtransfer
+from conftest import FIXTURES, TINY_MODEL
+from seqtransfer.cli import run
+from seqtransfer.data.batching import make_batch
+from seqtransfer.data.task_data import load_task_data
+from seqtransfer.transfer.auxiliary_lm import AuxiliaryLanguageModelLoss, word_targets
+from test_parser import error_line, parser_arguments
+
+
+def tagger_arguments(output, *extra: str) -> list[str]:
+    return ["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
+            "--scheme", "iob2", "--epochs", "2", "--seed", "4", "--output", str(output), "--quiet", *TINY_MODEL, *extra]
+
+
+def test_word_targets_keep_frequent_words_and_drop_padding():
+    words = torch.tensor([[5, 2, 9, 0], [3, 0, 0, 0]])
+    assert word_targets(words, 6).tolist() == [[5, 2, 1, -1], [3, -1, -1, -1]]
+
+
+def test_the_loss_is_the_weighted_next_and_previous_word_cross_entropy(tmp_path):
+    run(tagger_arguments(tmp_path / "aux", "transfer.auxiliary_lm_weight=0.5", "transfer.auxiliary_lm_words=7"))
+    loaded = seqtransfer.load(tmp_path / "aux").run
+    model, vocabularies = loaded.model, loaded.vocabularies
+    assert model.language_model.words == 7 == loaded.config.model.language_model_words
+    data = load_task_data(loaded.config.data)
+    batch = make_batch(data.encode("train", vocabularies), np.arange(2))
+    term = AuxiliaryLanguageModelLoss(model, 0.5)
+    model.train()
+    torch.manual_seed(0)
+    model.loss(batch)  # the hook keeps the states
+    states = term.states
+    expected = 0.0
+    half = states.size(-1) // 2
+    for row, length in enumerate(batch.lengths.tolist()):
+        targets = [word if word < 7 else 1 for word in batch.words[row, :length].tolist()]
+        for position in range(length - 1):
+            expected += functional.cross_entropy(model.language_model.next_word(states[row, position, :half]), torch.tensor(targets[position + 1]), reduction="sum")
+            expected += functional.cross_entropy(model.language_model.previous_word(states[row, position + 1, half:]), torch.tensor(targets[position]), reduction="sum")
+    assert term(model, batch).item() == pytest.approx(0.5 * expected.item(), rel=1e-5)
+
+
+def test_auxiliary_lm_changes_training_reproducibly_and_predicts_as_a_tagger(tmp_path):
+    first = run(tagger_arguments(tmp_path / "a", "transfer.auxiliary_lm_weight=0.1"))
+    second = run(tagger_arguments(tmp_path / "b", "transfer.auxiliary_lm_weight=0.1"))
+    plain = run(tagger_arguments(tmp_path / "c"))
+    assert (tmp_path / "a" / "model.safetensors").read_bytes() == (tmp_path / "b" / "model.safetensors").read_bytes()
+    losses = [[epoch["loss"] for epoch in metrics["history"]] for metrics in (first, second, plain)]
+    assert losses[0] == losses[1] and losses[0] != losses[2]
+    assert "auxiliary LM loss: weight 0.1" in (tmp_path / "a" / "log.txt").read_text(encoding="utf-8")
+    predicted = seqtransfer.load(tmp_path / "a").predict([["John", "lives", "in", "Paris"]])
+    assert len(predicted[0]) == 4
+
+
+def test_a_parser_trains_with_an_auxiliary_lm(tmp_path):
+    metrics = run(parser_arguments(tmp_path / "parser", 1, 1, "transfer.auxiliary_lm_weight=0.2"))
+    assert "las" in metrics["test"] and hasattr(seqtransfer.load(tmp_path / "parser").run.model, "language_model")
+
+
+def test_a_negative_weight_is_one_line(tmp_path, capsys):
+    line = error_line(tagger_arguments(tmp_path / "bad", "transfer.auxiliary_lm_weight=-1"), capsys)
+    assert "transfer.auxiliary_lm_weight" in line and not (tmp_path / "bad").exists()
+
+
+def test_a_multitask_model_refuses_the_auxiliary_lm(tmp_path, capsys):
+    line = error_line(["train", "--output", str(tmp_path / "bad"), "multitask.data.pos=tweebank:upos", "multitask.data.dp=tweebank:dependency",
+                       "model.tasks={pos: [], dp: [pos]}", "transfer.auxiliary_lm_weight=0.1"], capsys)
+    assert "not to a multi-task model" in line
