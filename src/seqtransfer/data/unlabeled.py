@@ -78,7 +78,13 @@ def read_dataset(entry: str, data_dir: str | Path | None) -> list[list[str]]:
 
 
 def read_raw_corpus(corpus: RawCorpus, data_dir: str | Path | None) -> list[list[str]]:
-    """Every line of the corpus's files, found as datasets are (--data-dir, $SEQTRANSFER_DATA, the cache)."""
+    """Every line of the corpus's files, split by its tokenizer."""
+    split = TOKENIZERS[corpus.tokenizer]
+    return [tokens for file in raw_corpus_files(corpus, data_dir) for line in read_lines(file) if (tokens := split(line))]
+
+
+def raw_corpus_files(corpus: RawCorpus, data_dir: str | Path | None) -> list[Path]:
+    """The corpus's text files, found as datasets are (--data-dir, $SEQTRANSFER_DATA, the cache)."""
     import os
 
     from seqtransfer.data.locate import cache_root
@@ -90,8 +96,25 @@ def read_raw_corpus(corpus: RawCorpus, data_dir: str | Path | None) -> list[list
     if not files:
         looked = ", ".join(str(root / corpus.folder) for root in roots)
         raise SeqTransferError(f"no text files of {corpus.folder} in {looked}", hint="set --data-dir or $SEQTRANSFER_DATA to the folder holding the datasets")
-    split = TOKENIZERS[corpus.tokenizer]
-    return [tokens for file in files for line in read_lines(file) if (tokens := split(line))]
+    return files
+
+
+def read_text_lines(entry: str, data_dir: str | Path | None = None, keep_test: bool = False) -> tuple[list[str], list[str]]:
+    """Raw lines (untokenised, non-blank) of a text file or a registered raw corpus, and the files
+    left out: a corpus's ``test`` files unless ``keep_test`` (TweetEval's test tweets stay unseen)."""
+    path = Path(entry)
+    if path.is_file():
+        files, left_out = [path], []
+    elif entry in RAW_CORPORA:
+        every = raw_corpus_files(RAW_CORPORA[entry], data_dir)
+        left_out = [] if keep_test else [file for file in every if file.name.startswith("test")]
+        files = [file for file in every if file not in left_out]
+    else:
+        raise SeqTransferError("no such text file or raw corpus", path=entry, hint=f"give a file of one sentence per line, or one of: {', '.join(RAW_CORPORA)}")
+    lines = [line.strip() for file in files for line in read_lines(file) if line.strip()]
+    if not lines:
+        raise SeqTransferError("holds no text", path=entry, hint="give a file with one sentence per line")
+    return lines, [str(file) for file in left_out]
 
 
 def read_file(path: Path, tokenizer: str, word_column: int | None) -> list[list[str]]:

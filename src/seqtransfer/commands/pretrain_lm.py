@@ -1,0 +1,68 @@
+"""`seqtransfer pretrain-lm`: a small Transformer LM of our own on tweets, saved as an encoder folder."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from seqtransfer.commands.base import Command
+from seqtransfer.errors import SeqTransferError
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--text", default="tweets_unlabeled", help="a text file (one sentence per line) or a raw corpus (default tweets_unlabeled)")
+    parser.add_argument("--output", required=True, help="the Hugging Face folder to write (model.encoder=FOLDER reads it)")
+    parser.add_argument("--objective", choices=["masked", "causal"], default="masked", help="masked (BERT's) or causal (left to right) LM")
+    parser.add_argument("--keep-test", action="store_true", help="also train on the corpus's test files (default: TweetEval's test tweets stay out)")
+    parser.add_argument("--vocabulary-size", type=int, default=8000, help="BPE sub-words (default 8000)")
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--intermediate", type=int, default=1024, help="feed-forward units (default 1024)")
+    parser.add_argument("--max-length", type=int, default=64, help="sub-words per line, [CLS] and [SEP] included (default 64)")
+    parser.add_argument("--held-out", type=float, default=0.02, help="share of the distinct lines kept for perplexity (default 0.02)")
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--patience", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--learning-rate", type=float, default=5e-4)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
+    parser.add_argument("--data-dir", help="folder holding the datasets (default $SEQTRANSFER_DATA)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def check(arguments: argparse.Namespace) -> None:
+    rules = [("--vocabulary-size", arguments.vocabulary_size >= 100, "at least 100"), ("--hidden", arguments.hidden >= 8, "at least 8"),
+             ("--layers", arguments.layers >= 1, "at least 1"), ("--heads", arguments.heads >= 1 and arguments.hidden % arguments.heads == 0, "at least 1 and divide --hidden"),
+             ("--intermediate", arguments.intermediate >= 1, "at least 1"), ("--max-length", arguments.max_length >= 4, "at least 4"),
+             ("--held-out", 0 < arguments.held_out < 1, "in (0, 1)"), ("--epochs", arguments.epochs >= 1, "at least 1"), ("--patience", arguments.patience >= 1, "at least 1"),
+             ("--batch-size", arguments.batch_size >= 1, "at least 1"), ("--learning-rate", arguments.learning_rate > 0, "positive"), ("--threads", arguments.threads >= 1, "at least 1")]
+    for option, holds, requirement in rules:
+        if not holds:
+            raise SeqTransferError(f"{option} must be {requirement}", hint=f"pass {option} with a valid value")
+    if Path(arguments.output).exists():
+        raise SeqTransferError("--output already exists", path=arguments.output, hint="choose a new folder (an interrupted run resumes from OUTPUT.partial)")
+
+
+def run(arguments: argparse.Namespace) -> dict:
+    from seqtransfer.config import TrainConfig
+    from seqtransfer.data.unlabeled import read_text_lines
+    from seqtransfer.embeddings.pretrain import LanguageModelSettings, pretrain
+
+    check(arguments)
+    lines, left_out = read_text_lines(arguments.text, arguments.data_dir, arguments.keep_test)
+    if left_out:
+        print(f"left out (test files): {len(left_out)} files, e.g. {left_out[0]}")
+    settings = LanguageModelSettings(arguments.objective, arguments.vocabulary_size, arguments.hidden, arguments.layers, arguments.heads, arguments.intermediate,
+                                     arguments.max_length, arguments.held_out)
+    train_config = TrainConfig(optimizer="adamw", learning_rate=arguments.learning_rate, schedule="linear_warmup", weight_decay=0.01, gradient_clip=1.0,
+                               batch_size=arguments.batch_size, max_epochs=arguments.epochs, patience=arguments.patience, seed=arguments.seed,
+                               threads=arguments.threads, device=arguments.device, evaluation_batch_size=max(arguments.batch_size, 64))
+    summary = pretrain(lines, settings, train_config, Path(arguments.output), print, show_progress=not arguments.quiet, device=arguments.device)
+    summary["left_out"] = left_out
+    print(f"wrote {arguments.output}: use it with model.encoder={arguments.output}")
+    return summary
+
+
+COMMAND = Command("pretrain a small Transformer LM (masked or causal) with its own tokenizer, saved as an encoder folder", arguments, run)

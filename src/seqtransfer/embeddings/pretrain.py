@@ -1,0 +1,242 @@
+"""A small Transformer language model of our own, pretrained on tweets (``seqtransfer pretrain-lm``).
+
+The tutorial's pretrain -> adapt path with nothing downloaded: a BPE tokenizer trained with
+the ``tokenizers`` library on the text, then a small BERT (a few million parameters) trained as a
+masked LM (BERT's 15 %: 80 % [MASK], 10 % a random token, 10 % kept) or a causal LM (the same
+network with a left-to-right mask), by the one training loop (``training/loop.fit``: AdamW, linear
+warm-up and decay, early stopping on the held-out perplexity, a checkpoint per epoch so that an
+interrupted run resumes). The result is a Hugging Face folder (``config.json``,
+``model.safetensors``, the tokenizer files, ``pretraining.json``) that ``model.encoder=FOLDER``
+reads like MiniLM, with every scheme.
+
+Shapes: B sequences of at most S sub-words, V sub-word types.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional
+
+from seqtransfer.errors import SeqTransferError
+
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+IGNORED = -100  # positions the loss skips
+
+
+@dataclass
+class LanguageModelSettings:
+    objective: str = "masked"  # masked | causal
+    vocabulary_size: int = 8000
+    hidden: int = 256
+    layers: int = 4
+    heads: int = 4
+    intermediate: int = 1024
+    max_length: int = 64  # sub-words per tweet, [CLS] and [SEP] included
+    held_out: float = 0.02  # share of the lines kept for perplexity
+    mask_share: float = 0.15
+
+
+def train_tokenizer(lines: Sequence[str], vocabulary_size: int):
+    """A lower-casing BPE tokenizer trained on ``lines``, as a ``transformers`` fast tokenizer.
+
+    BPE rather than BERT's WordPiece: the WordPiece trainer of ``tokenizers`` 0.23 numbers its
+    ``##`` sub-words in hash-map order, so the same text gives different vocabularies from run
+    to run (huggingface/tokenizers#1794; measured here: 4 vocabularies in 5 runs). Plain BPE gave
+    one in every run. Words are split on spaces and punctuation first (BERT's pre-tokenizer).
+    """
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = Tokenizer(models.BPE(unk_token="[UNK]"))
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenizer.train_from_iterator(lines, trainers.BpeTrainer(vocab_size=vocabulary_size, special_tokens=SPECIAL_TOKENS, show_progress=False))
+    cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    tokenizer.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+
+
+def build_language_model(settings: LanguageModelSettings, vocabulary_size: int) -> nn.Module:
+    """A BERT of the settings' sizes with a masked-LM head, or a left-to-right one (``is_decoder``)."""
+    from transformers import BertConfig, BertForMaskedLM, BertLMHeadModel
+
+    config = BertConfig(vocab_size=vocabulary_size, hidden_size=settings.hidden, num_hidden_layers=settings.layers, num_attention_heads=settings.heads,
+                        intermediate_size=settings.intermediate, max_position_embeddings=settings.max_length, is_decoder=settings.objective == "causal",
+                        tie_word_embeddings=False)  # untied: every weight is its own tensor in the safetensors checkpoints
+    return BertLMHeadModel(config) if settings.objective == "causal" else BertForMaskedLM(config)
+
+
+@dataclass
+class LanguageModelBatch:
+    """input_ids (B, S), attention_mask (B, S), labels (B, S): the token to predict, or -100."""
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    labels: torch.Tensor
+
+    def to(self, device: torch.device) -> "LanguageModelBatch":
+        return LanguageModelBatch(self.input_ids.to(device), self.attention_mask.to(device), self.labels.to(device))
+
+
+def padded(sequences: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(B, S) ids padded with 0 ([PAD]) and the (B, S) attention mask."""
+    width = max(len(sequence) for sequence in sequences)
+    ids = np.zeros((len(sequences), width), dtype=np.int64)
+    mask = np.zeros((len(sequences), width), dtype=np.int64)
+    for row, sequence in enumerate(sequences):
+        ids[row, : len(sequence)] = sequence
+        mask[row, : len(sequence)] = 1
+    return ids, mask
+
+
+def masked_batch(sequences: Sequence[np.ndarray], generator: np.random.Generator, settings: LanguageModelSettings, mask_id: int, vocabulary_size: int,
+                 special_ids: np.ndarray) -> LanguageModelBatch:
+    """BERT's masking, drawn with ``generator`` (hand-written rather than transformers' collator, whose
+    draws come from torch's global generator: here a resumed run masks as an uninterrupted one)."""
+    ids, mask = padded(sequences)
+    candidates = (mask == 1) & ~np.isin(ids, special_ids)
+    chosen = candidates & (generator.random(ids.shape) < settings.mask_share)
+    labels = np.where(chosen, ids, IGNORED)
+    action = generator.random(ids.shape)
+    inputs = ids.copy()
+    inputs[chosen & (action < 0.8)] = mask_id
+    replace = chosen & (action >= 0.8) & (action < 0.9)
+    inputs[replace] = generator.integers(len(SPECIAL_TOKENS), vocabulary_size, size=int(replace.sum()))
+    return LanguageModelBatch(torch.from_numpy(inputs), torch.from_numpy(mask), torch.from_numpy(labels))
+
+
+def causal_batch(sequences: Sequence[np.ndarray]) -> LanguageModelBatch:
+    """Every real sub-word after the first is predicted from those before it (the loss shifts)."""
+    ids, mask = padded(sequences)
+    return LanguageModelBatch(torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(np.where(mask == 1, ids, IGNORED)))
+
+
+class LanguageModelBatches:
+    """The training sequences in batches of similar length, shuffled and masked by (seed, epoch)."""
+
+    def __init__(self, sequences: list[np.ndarray], settings: LanguageModelSettings, tokenizer, batch_size: int, seed: int) -> None:
+        self.sequences, self.settings, self.batch_size, self.seed = sequences, settings, batch_size, seed
+        self.mask_id, self.vocabulary_size = tokenizer.mask_token_id, len(tokenizer)
+        self.special_ids = np.array(tokenizer.all_special_ids)
+        self.sentence_count = len(sequences)
+        self.batch_count = -(-len(sequences) // batch_size)
+
+    def make(self, rows: Sequence[int], generator: np.random.Generator) -> LanguageModelBatch:
+        chosen = [self.sequences[row] for row in rows]
+        if self.settings.objective == "causal":
+            return causal_batch(chosen)
+        return masked_batch(chosen, generator, self.settings, self.mask_id, self.vocabulary_size, self.special_ids)
+
+    def batches(self, epoch: int) -> Iterator[LanguageModelBatch]:
+        generator = np.random.default_rng([self.seed, epoch])
+        order = generator.permutation(len(self.sequences))
+        lengths = np.array([len(sequence) for sequence in self.sequences])
+        groups = []
+        for start in range(0, len(order), self.batch_size * 50):  # bucket by length within pools of 50 batches
+            pool = order[start : start + self.batch_size * 50]
+            pool = pool[np.argsort(lengths[pool], kind="stable")]
+            groups += [pool[index : index + self.batch_size] for index in range(0, len(pool), self.batch_size)]
+        for number in generator.permutation(len(groups)):
+            yield self.make(groups[number], generator)
+
+
+class Pretraining(nn.Module):
+    """The Hugging Face LM as the training loop sees it: ``loss(batch)`` summed over predicted sub-words."""
+
+    def __init__(self, language_model: nn.Module, causal: bool) -> None:
+        super().__init__()
+        self.language_model, self.causal = language_model, causal
+
+    def loss(self, batch: LanguageModelBatch) -> torch.Tensor:
+        return self.losses(batch)[0]
+
+    def losses(self, batch: LanguageModelBatch) -> tuple[torch.Tensor, int]:
+        """(summed cross-entropy, number of predicted sub-words)."""
+        logits = self.language_model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits  # (B, S, V)
+        labels = batch.labels
+        if self.causal:  # position s predicts sub-word s + 1
+            logits, labels = logits[:, :-1], labels[:, 1:]
+        loss = functional.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORED, reduction="sum")
+        return loss, int((labels != IGNORED).sum())
+
+
+def perplexity(model: Pretraining, batches: list[LanguageModelBatch]) -> float:
+    """exp(mean cross-entropy per predicted sub-word) on fixed held-out batches (masked: a pseudo-perplexity of the masked positions)."""
+    model.eval()
+    total, count = 0.0, 0
+    device = next(model.parameters()).device
+    with torch.inference_mode():
+        for batch in batches:
+            loss, predicted = model.losses(batch.to(device))
+            total, count = total + loss.item(), count + predicted
+    return math.exp(total / max(count, 1))
+
+
+def encode_lines(tokenizer, lines: Sequence[str], max_length: int) -> list[np.ndarray]:
+    """Sub-word ids of each line with [CLS] and [SEP], cut at ``max_length``; lines of no sub-word dropped."""
+    encoded = tokenizer(list(lines), truncation=True, max_length=max_length)["input_ids"]
+    return [np.asarray(ids, dtype=np.int64) for ids in encoded if len(ids) > 2]
+
+
+def split_held_out(lines: list[str], share: float, seed: int) -> tuple[list[str], list[str]]:
+    """(training lines, held-out lines): a seeded share of the distinct lines, at least one each."""
+    distinct = list(dict.fromkeys(lines))
+    if len(distinct) < 2:
+        raise SeqTransferError("the text has fewer than two distinct lines", hint="give more text: one sentence or tweet per line")
+    order = np.random.default_rng(seed).permutation(len(distinct))
+    held = max(1, int(round(share * len(distinct))))
+    held_set = {distinct[index] for index in order[:held]}
+    return [line for line in lines if line not in held_set], [distinct[index] for index in order[:held]]
+
+
+def pretrain(lines: list[str], settings: LanguageModelSettings, train_config, output: Path, log, show_progress: bool = True, device: str = "auto") -> dict:
+    """Train the tokenizer and the LM on ``lines``; write the Hugging Face folder ``output``
+    (built in ``output.partial``, renamed when complete; an interrupted run resumes from there)."""
+    from seqtransfer.training.loop import fit
+    from seqtransfer.training.train import seed_everything
+
+    work = output.with_name(output.name + ".partial")
+    work.mkdir(parents=True, exist_ok=True)
+    seed_everything(train_config.seed, train_config.threads)
+    training_lines, held_out_lines = split_held_out(lines, settings.held_out, train_config.seed)
+    tokenizer = train_tokenizer(training_lines, settings.vocabulary_size)
+    language_model = build_language_model(settings, len(tokenizer))
+    model = Pretraining(language_model, settings.objective == "causal")
+    from seqtransfer.device import prepare_device, resolve_device
+
+    target = resolve_device(device)
+    prepare_device(target)
+    model.to(target)
+    sequences = encode_lines(tokenizer, training_lines, settings.max_length)
+    source = LanguageModelBatches(sequences, settings, tokenizer, train_config.batch_size, train_config.seed)
+    held_out_source = LanguageModelBatches(encode_lines(tokenizer, held_out_lines, settings.max_length), settings, tokenizer, train_config.evaluation_batch_size, train_config.seed)
+    held_out = list(held_out_source.batches(0))  # masked once: every epoch is scored on the same positions
+    parameters = sum(parameter.numel() for parameter in language_model.parameters())
+    log(f"language model: {settings.objective}, {parameters:,} parameters, {len(tokenizer)} sub-words; "
+        f"{len(sequences):,} training lines, {len(held_out_lines):,} held out; {sum(map(len, sequences)):,} training sub-words")
+    result = fit(model, source, lambda trained: (-perplexity(trained, held_out), {}), train_config, checkpoint_dir=work, log=log, show_progress=show_progress)
+    model.load_state_dict(result.best_state)
+    final = perplexity(model, held_out)
+    log(f"held-out perplexity {final:.2f} (best epoch {result.best_epoch})")
+    if not show_progress:
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
+    language_model.save_pretrained(work / "model")
+    tokenizer.save_pretrained(work / "model")
+    summary = {"objective": settings.objective, "parameters": parameters, "held_out_perplexity": round(final, 3), "best_epoch": result.best_epoch,
+               "training_lines": len(sequences), "held_out_lines": len(held_out_lines), "settings": settings.__dict__,
+               "history": [{key: value for key, value in record.items() if key != "dev"} | {"held_out_perplexity": -record["dev"]} for record in result.history]}
+    (work / "model" / "pretraining.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    (work / "model").rename(output)
+    shutil.rmtree(work)
+    return summary

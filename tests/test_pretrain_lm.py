@@ -1,0 +1,97 @@
+"""`seqtransfer pretrain-lm`: our own tokenizer and small Transformer LM, saved as an encoder folder."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import seqtransfer
+from conftest import FIXTURES, TINY_MODEL
+from seqtransfer.cli import run
+from seqtransfer.embeddings.pretrain import LanguageModelSettings, masked_batch, train_tokenizer
+from test_parser import error_line
+
+LINES = ["I love this so much", "@user lol that was great", "what a day !!", "see you at the game tonight", "no way this is real",
+         "good morning everyone", "the cat sleeps on the sofa", "we are going to the beach", "John lives in New York", "Mary works for Apple"]
+TINY_LM = ["--vocabulary-size", "120", "--hidden", "16", "--layers", "1", "--heads", "2", "--intermediate", "32", "--epochs", "2", "--held-out", "0.2", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def text(tmp_path_factory):
+    path = tmp_path_factory.mktemp("lm") / "tweets.txt"
+    path.write_text("\n".join(LINES * 4) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("objective", ["masked", "causal"])
+def test_a_pretrained_lm_is_an_encoder_for_features_and_fine_tuning(text, tmp_path, objective):
+    summary = run(["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "lm"), "--objective", objective, *TINY_LM])
+    folder = tmp_path / "lm"
+    assert {"config.json", "model.safetensors", "tokenizer.json", "pretraining.json"} <= {path.name for path in folder.iterdir()}
+    assert not (tmp_path / "lm.partial").exists()
+    saved = json.loads((folder / "pretraining.json").read_text(encoding="utf-8"))
+    assert saved["objective"] == objective and saved["held_out_perplexity"] == summary["held_out_perplexity"] > 1
+    assert 0 < summary["parameters"] < 100_000 and len(saved["history"]) == 2
+    for mode in ("features", "finetune"):
+        run(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
+             "--epochs", "1", "--output", str(tmp_path / mode), "--quiet", *TINY_MODEL, f"model.encoder={folder}", f"model.encoder_mode={mode}"])
+        assert len(seqtransfer.load(tmp_path / mode).predict([["John", "loves", "Paris"]])[0]) == 3
+
+
+def test_same_seed_same_language_model(text, tmp_path):
+    first = run(["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "a"), *TINY_LM])
+    second = run(["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "b"), *TINY_LM])
+    assert first["held_out_perplexity"] == second["held_out_perplexity"]
+    assert (tmp_path / "a" / "model.safetensors").read_bytes() == (tmp_path / "b" / "model.safetensors").read_bytes()
+
+
+def test_an_interrupted_pretraining_resumes_from_its_partial_folder(text, tmp_path, monkeypatch, capsys):
+    from seqtransfer.embeddings import pretrain as module
+
+    original = module.perplexity
+    calls = {"count": 0}
+
+    def failing(model, batches):
+        calls["count"] += 1
+        if calls["count"] == 3:  # after both epochs were scored and checkpointed: the final scoring
+            raise KeyboardInterrupt
+        return original(model, batches)
+
+    monkeypatch.setattr(module, "perplexity", failing)
+    with pytest.raises(KeyboardInterrupt):
+        run(["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "lm"), *TINY_LM])
+    assert (tmp_path / "lm.partial").is_dir() and not (tmp_path / "lm").exists()
+    monkeypatch.setattr(module, "perplexity", original)
+    capsys.readouterr()
+    summary = run(["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "lm"), *TINY_LM])
+    assert "resuming after epoch 2" in capsys.readouterr().out and summary["best_epoch"] >= 1 and (tmp_path / "lm" / "config.json").is_file()
+
+
+def test_masking_follows_bert_and_skips_special_tokens():
+    tokenizer = train_tokenizer(LINES, 120)
+    sequences = [np.asarray(ids) for ids in tokenizer(LINES * 20)["input_ids"]]
+    batch = masked_batch(sequences, np.random.default_rng(0), LanguageModelSettings(), tokenizer.mask_token_id, len(tokenizer), np.array(tokenizer.all_special_ids))
+    chosen = batch.labels != -100
+    share = chosen.sum().item() / (batch.attention_mask.sum().item() - 2 * len(sequences))
+    assert 0.1 < share < 0.2
+    assert not np.isin(batch.labels[chosen].numpy(), tokenizer.all_special_ids).any()
+    masked = (batch.input_ids[chosen] == tokenizer.mask_token_id).float().mean().item()
+    assert 0.7 < masked < 0.9
+
+
+def test_the_test_tweets_stay_out_of_tweets_unlabeled():
+    from seqtransfer.data.unlabeled import read_text_lines
+
+    lines, left_out = read_text_lines("tweets_unlabeled")
+    assert left_out and all(path.split("/")[-1].startswith("test") for path in left_out)
+    kept, none = read_text_lines("tweets_unlabeled", keep_test=True)
+    assert none == [] and len(kept) > len(lines) > 10_000
+
+
+@pytest.mark.parametrize("option, value, expected", [("--heads", "3", "--heads must be"), ("--held-out", "1.5", "--held-out must be"), ("--text", "missing.txt", "no such text file")])
+def test_bad_pretraining_settings_are_one_line(text, tmp_path, capsys, option, value, expected):
+    arguments = ["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "lm"), *TINY_LM]
+    arguments[arguments.index(option) + 1] = value
+    assert expected in error_line(arguments, capsys) and not (tmp_path / "lm").exists()
