@@ -93,6 +93,12 @@ def test_report_command_renders_markdown_and_csv(tmp_path):
     assert "dev split" in text
     assert "| ner | " in text.split("## Source runs")[1].split("## ")[0]
     assert output.with_suffix(".csv").read_text(encoding="utf-8").startswith("method,target")
+    cost = text.split("## Cost")[1].split("## ")[0]
+    rows = {line.split(" | ")[0].strip("| "): line for line in cost.splitlines() if line.startswith("| ") and " | pos | " in line}
+    assert {"scratch", "finetune", "pretrand"} <= set(rows)
+    trainable = {method: int(row.split(" | ")[3].replace(",", "")) for method, row in rows.items()}
+    assert trainable["pretrand"] > trainable["finetune"] > 0  # PretRand adds a random branch
+    assert (tmp_path / "report.cost.svg").is_file() and (tmp_path / "report.cost.png").is_file() and "report.cost.svg" in cost
 
 
 def test_same_settings_under_another_target_name_reuse_the_run(tmp_path, capsys):

@@ -5,6 +5,7 @@
     top_words_table        top-k words of one unit over the recorded epochs         Figures 8, 9
     class_improvement      sorted per-class gain of one run over another            Figure 12
     learning_curves        score vs training-set size, the gap between two methods  Figure 13
+    cost_tradeoff          score vs trainable parameters and time, per method and target (reports)
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from pathlib import Path
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import NullFormatter
 
 from seqtransfer.analysis.curves import CurvePoint, mean_curves
 from seqtransfer.analysis.negative_transfer import TransferComparison
@@ -176,4 +179,31 @@ def transfer_by_size_figure(rows: list[dict]) -> Figure:
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7)
     figure.tight_layout()
+    return figure
+
+
+def cost_tradeoff(points: list[dict]) -> Figure:
+    """Test score against trainable parameters (left) and time per run (right), one marker per
+    method, one colour per target; ``points``: {method, target, score, trainable, seconds} (means over seeds)."""
+    targets = list(dict.fromkeys(point["target"] for point in points))
+    methods = list(dict.fromkeys(point["method"] for point in points))
+    markers = "osD^v<>pPX*h"
+    figure = new_figure(11, 4.2)
+    axes = figure.subplots(1, 2, sharey=False)
+    colours = {target: f"C{index % 10}" for index, target in enumerate(targets)}
+    for axis, key, label in zip(axes, ("trainable", "seconds"), ("trainable parameters", "time per run, seconds")):
+        for point in points:
+            axis.scatter(point[key], point["score"], color=colours[point["target"]], marker=markers[methods.index(point["method"]) % len(markers)], s=40)
+        values = [point[key] for point in points]
+        logarithmic = max(values) >= 10 * min(values)  # a log axis only where the costs span a decade or more
+        if logarithmic:
+            axis.set_xscale("log")
+            axis.xaxis.set_minor_formatter(NullFormatter())
+        axis.set_xlabel(label + (" (log)" if logarithmic else ""))
+        axis.set_ylabel("test score")
+        axis.grid(alpha=0.3)
+    handles = [axes[0].scatter([], [], color="grey", marker=markers[index % len(markers)], label=method) for index, method in enumerate(methods)]
+    handles += [Patch(color=colours[target], label=target) for target in targets]
+    figure.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
+    figure.suptitle("Score against cost (mean over seeds)")
     return figure

@@ -40,6 +40,17 @@ def run(arguments: argparse.Namespace) -> str:
         stored = merge(read_kept(arguments.records, experiment.name), stored)
     records = [record for record in stored if not record.get("source")]
     text = render_markdown(spec, records)
+    from seqtransfer.experiments.report import cost_points, render_cost
+
+    points = cost_points(spec, records)
+    figure = Path(arguments.output).with_suffix("").name + ".cost.svg" if arguments.output and points else None
+    cost = render_cost(spec, records, figure)
+    if cost:
+        text += "\n" + cost
+    if figure:
+        from seqtransfer.analysis.figures import cost_tradeoff, save_figure
+
+        save_figure(cost_tradeoff(points), Path(arguments.output).with_suffix("").with_name(Path(arguments.output).with_suffix("").name + ".cost"))
     sources = [record for record in stored if record.get("source")]
     if sources:
         text += "\n" + render_sources(sources)

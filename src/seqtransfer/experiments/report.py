@@ -338,6 +338,38 @@ def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def cost_points(spec: ReportSpec, records: Sequence[dict]) -> list[dict]:
+    """Per (method, target) with cost records: mean test score, trainable parameters, seconds and peak memory."""
+    points = []
+    for method in spec.methods:
+        for target in spec.targets:
+            runs = [record for record in records if record.get("method") == method and record.get("target") == target
+                    and record.get("trainable_parameters") is not None and record.get(spec.split) is not None]
+            if runs:
+                memory = [record["peak_rss_megabytes"] for record in runs if record.get("peak_rss_megabytes") is not None]
+                points.append({"method": method, "target": target, "score": statistics.fmean(float(record[spec.split]) for record in runs),
+                               "trainable": max(statistics.fmean(record["trainable_parameters"] for record in runs), 1.0),
+                               "parameters": statistics.fmean(record["parameters"] for record in runs),
+                               "seconds": max(statistics.fmean(float(record["seconds"]) for record in runs), 0.1),
+                               "memory": statistics.fmean(memory) if memory else None, "runs": len(runs)})
+    return points
+
+
+def render_cost(spec: ReportSpec, records: Sequence[dict], figure_name: str | None = None) -> str:
+    """Trainable and total parameters, time and peak memory per method and target ("" without cost records)."""
+    points = cost_points(spec, [record for record in records if record["experiment"] == spec.experiment])
+    if not points:
+        return ""
+    rows = [[point["method"], point["target"], f"{point['score']:.2f}", f"{point['trainable']:,.0f}", f"{point['parameters']:,.0f}",
+             _duration(point["seconds"]), MISSING if point["memory"] is None else f"{point['memory']:,.0f}", str(point["runs"])] for point in points]
+    lines = ["## Cost", "", f"Means over seeds of the runs that recorded their cost ({spec.split} score). Time and memory are this machine's, "
+             "with whatever else ran beside them (see the notes); peak memory is the process's resident set.", ""]
+    lines += _table(["Method", "Target", "score", "trainable params", "all params", "time / run", "peak MB", "runs"], rows)
+    if figure_name:
+        lines += ["", f"![score against trainable parameters and time]({figure_name})"]
+    return "\n".join(lines) + "\n"
+
+
 def render_sources(records: Sequence[dict]) -> str:
     """The source runs the experiment's transfer methods start from: data, scores, training time."""
     rows = [[record["source"], f"{record['dataset']}/{record['task']}", f"{float(record['dev']):.2f}",

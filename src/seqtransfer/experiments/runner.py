@@ -303,6 +303,12 @@ def finish_records(task: RunTask, directory: Path) -> list[dict]:
     return records
 
 
+def cost_of(metrics: dict) -> dict:
+    """What a run cost beyond its time: trainable parameters and peak memory (those the metrics hold)."""
+    keys = ("trainable_parameters", "peak_rss_megabytes", "gpu_peak_megabytes")
+    return {key: metrics[key] for key in keys if metrics.get(key) is not None}
+
+
 def finish_record(task: RunTask, directory: Path) -> dict:
     """The grid cell's record, from the finished run's metrics."""
     metrics = read_json(directory / rundir.METRICS)
@@ -315,7 +321,7 @@ def finish_record(task: RunTask, directory: Path) -> dict:
     network = sum(rundir.parameters_without_embeddings(member) for member in members)
     record = {**task.record, "network_parameters": network, "dataset": metrics["dataset"], "task": metrics["task"], "metric": metrics["metric"], "run_directory": str(directory),
               "dev": metrics["dev"][main], "test": metrics.get("test", {}).get(main), "parameters": metrics["parameters"], "seconds": metrics["seconds"],
-              "device": metrics.get("device", "cpu")}
+              "device": metrics.get("device", "cpu"), **cost_of(metrics)}
     # did early stopping read labels of the data the test score is on? (not for a source model as it is, nor for a test set elsewhere)
     record["target_dev_labels"] = metrics.get("scheme") != "source_only" and not task.record.get("test_on")
     if task.record.get("test_on"):
