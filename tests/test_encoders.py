@@ -323,3 +323,30 @@ def test_an_auxiliary_lm_loss_on_a_fine_tuned_encoder_is_one_line(encoder, tmp_p
     assert main(arguments) == 2
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(lines) == 1 and "BiLSTM feature extractor" in lines[0] and not (tmp_path / "bad").exists()
+
+
+def test_mean_pooling_averages_each_tokens_subwords_across_windows(encoder):
+    import torch
+
+    from seqtransfer.config import ModelConfig
+    from seqtransfer.data.batching import encode_sentences, make_batch
+    from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
+    from seqtransfer.models.encoder_tagger import EncoderTagger
+
+    vocabularies = Vocabularies(Vocabulary.build(["abc"]), Vocabulary.build("abc"), Vocabulary(["O"]), encoder=str(encoder), encoder_mode="finetune")
+    batch = make_batch(encode_sentences([["john", "abc"], ["abc"] * 9], vocabularies), np.arange(2))
+    assert batch.token_sizes.tolist() == [[1, 3, 1, 1, 1, 1, 1, 1, 1], [3] * 9]  # "abc" = a ##b ##c; padding counts 1
+    models = {}
+    for pooling in ("first", "mean"):
+        models[pooling] = EncoderTagger(ModelConfig(encoder=str(encoder), encoder_mode="finetune", encoder_pooling=pooling, dropout=0.0), 3, 3, 1)
+        models[pooling].load_pretrained()
+        models[pooling].eval()
+    with torch.inference_mode():
+        states = models["mean"].encode(batch).reshape(-1, 16)
+        mean = models["mean"].features(batch)
+        first = models["first"].features(batch)
+    assert torch.allclose(first, states[batch.token_index])
+    for row, column in [(0, 1), (1, 0), (1, 4), (1, 8)]:  # "abc" in the first sentence; the second's in its three windows
+        start = batch.token_index[row, column].item()
+        assert torch.allclose(mean[row, column], states[start : start + 3].mean(0), atol=1e-5)
+    assert torch.allclose(mean[0, 0], states[batch.token_index[0, 0]], atol=1e-5)  # one sub-word: its own vector

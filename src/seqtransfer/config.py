@@ -97,7 +97,7 @@ class ModelConfig:
     # A pretrained Transformer's token vectors joined to the word representation (frozen features,
     # a learned scalar mix of its layers; embeddings/transformer.py): a Hugging Face folder or minilm.
     encoder: str | None = None
-    encoder_pooling: str = "first"  # a token's vector (features): its first sub-word | the mean of its sub-words
+    encoder_pooling: str = "first"  # a token's vector (features and fine-tuning): its first sub-word | the mean of its sub-words
     encoder_join: bool = True  # features: join the word and character vectors (true) or replace them (false: the encoder's mix alone)
     encoder_mode: str = "features"  # features: frozen, cached, scalar mix joined to the word representation | finetune: the encoder trains, with a light head
     encoder_adapter: str | None = None  # finetune: lora (PEFT) | houlsby (bottlenecks); the encoder's own weights stay frozen, only the adapter's train and are saved

@@ -33,7 +33,7 @@ class EncodedSentences:
     lengths: np.ndarray
     features: list[np.ndarray] | None = None  # per sentence (T, L + 1, H) float16 encoder vectors of every layer, when the model has an encoder
     subwords: list[list[np.ndarray]] | None = None  # fine-tuned encoder: per sentence its windows of sub-word ids
-    subword_positions: list[np.ndarray] | None = None  # per sentence (T, 2): each token's window and first sub-word position
+    subword_positions: list[np.ndarray] | None = None  # per sentence (T, 3): each token's window, first sub-word position and sub-word count
     segments: list[np.ndarray] | None = None  # sentence pairs: per token 0 (first text), 2 (the [SEP] between), 1 (second text)
     subword_types: list[list[np.ndarray]] | None = None  # fine-tuned encoder: per sentence and window, each sub-word's segment (token type)
     weights: np.ndarray | None = None  # (N,) float32 loss weight of each sentence (soft selection, data/selection.py), or None (all 1)
@@ -68,6 +68,7 @@ class Batch:
     subword_ids: torch.Tensor | None = None  # (W, S) sub-word ids of the batch's W windows (fine-tuned encoder), padded with 0
     subword_mask: torch.Tensor | None = None  # (W, S) 1 for real sub-words
     token_index: torch.Tensor | None = None  # (B, T) row of the flattened (W * S) encoder output holding each token's first sub-word
+    token_sizes: torch.Tensor | None = None  # (B, T) number of sub-words of each token (its rows follow token_index's; padding 1)
     segments: torch.Tensor | None = None  # (B, T) sentence pairs: 0 first text, 2 separator, 1 second text (padding 2)
     subword_types: torch.Tensor | None = None  # (W, S) token type of each sub-word (1: the second text of a pair)
     weights: torch.Tensor | None = None  # (B,) loss weight of each sentence, or None (all 1)
@@ -86,7 +87,7 @@ class Batch:
         return Batch(move(self.words), {name: move(target) for name, target in self.targets.items()}, move(self.mask), move(self.lengths),
                      move(self.characters), self.character_lengths, move(self.form_index), move(self.form_ids), self.indices,
                      self.companion.to(device) if self.companion is not None else None, *(move(tensor) if tensor is not None else None
-                     for tensor in (self.features, self.subword_ids, self.subword_mask, self.token_index, self.segments, self.subword_types, self.weights, self.tags)))
+                     for tensor in (self.features, self.subword_ids, self.subword_mask, self.token_index, self.token_sizes, self.segments, self.subword_types, self.weights, self.tags)))
 
     @property
     def labels(self) -> torch.Tensor | None:
@@ -203,14 +204,16 @@ def subword_fields(data: EncodedSentences, indices: np.ndarray, width: int) -> d
     size = max(len(window) for window in rows)
     ids = pad_arrays(rows, size)
     token_index = np.zeros((len(indices), width), dtype=np.int64)
+    token_sizes = np.ones((len(indices), width), dtype=np.int64)
     offset = 0
     for row, i in enumerate(indices):
         positions = data.subword_positions[i]
         token_index[row, : len(positions)] = (offset + positions[:, 0]) * size + positions[:, 1]
+        token_sizes[row, : len(positions)] = positions[:, 2]
         offset += len(data.subwords[i])
     types = pad_arrays([window for i in indices for window in data.subword_types[i]], size)
     return {"subword_ids": torch.from_numpy(ids), "subword_mask": torch.from_numpy((np.arange(size) < np.array([len(w) for w in rows])[:, None]).astype(np.int64)),
-            "token_index": torch.from_numpy(token_index), "subword_types": torch.from_numpy(types)}
+            "token_index": torch.from_numpy(token_index), "token_sizes": torch.from_numpy(token_sizes), "subword_types": torch.from_numpy(types)}
 
 
 def pad_features(arrays: list[np.ndarray], width: int) -> torch.Tensor:

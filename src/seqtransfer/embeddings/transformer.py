@@ -186,8 +186,8 @@ def encoder_limit(name: str, tokenizer) -> int:
 
 def subword_windows(name: str, sentences: Sequence[Sequence[str]]) -> tuple[list[list[np.ndarray]], list[np.ndarray], list[list[np.ndarray]]]:
     """For fine-tuning: per sentence, its windows of sub-word ids (with [CLS] ... [SEP]), per
-    token (window, position of its first sub-word), and per window the segment of each sub-word
-    (1 after a pair's [SEP], as BERT's token types)."""
+    token (window, position of its first sub-word, number of its sub-words), and per window the
+    segment of each sub-word (1 after a pair's [SEP], as BERT's token types)."""
     from seqtransfer.data.tsv import PAIR_SEPARATOR
 
     tokenizer = tokenizer_of(name)
@@ -201,7 +201,7 @@ def subword_windows(name: str, sentences: Sequence[Sequence[str]]) -> tuple[list
         for number, (start, end) in enumerate(windows(pieces, limit)):
             ids, types, position = list(specials[0]), [segment] * len(specials[0]), len(specials[0])
             for token, token_pieces in zip(tokens[start:end], pieces[start:end]):
-                positions.append((number, position))
+                positions.append((number, position, len(token_pieces)))
                 ids += token_pieces
                 types += [segment] * len(token_pieces)
                 position += len(token_pieces)
@@ -209,7 +209,7 @@ def subword_windows(name: str, sentences: Sequence[Sequence[str]]) -> tuple[list
             windows_of_sentence.append(np.asarray(ids + specials[1], dtype=np.int64))
             types_of_sentence.append(np.asarray(types + [segment] * len(specials[1]), dtype=np.int64))
         all_windows.append(windows_of_sentence)
-        all_positions.append(np.asarray(positions, dtype=np.int64).reshape(-1, 2))
+        all_positions.append(np.asarray(positions, dtype=np.int64).reshape(-1, 3))
         all_types.append(types_of_sentence)
     return all_windows, all_positions, all_types
 

@@ -1,7 +1,7 @@
 """A fine-tuned Transformer encoder with a light tagging head (To-tune-or-not-to-tune paper, "FT").
 
     h        = Encoder(sub-word windows)          every window of the batch at once      (W, S, H)
-    x_t      = h[first sub-word of token t]       tokens of long sentences span windows  (B, T, H)
+    x_t      = h[first sub-word of token t]       (or the mean of its sub-words)         (B, T, H)
     y        = softmax or CRF(Linear(dropout(x)))                                        (B, T, L)
 
 The encoder's architecture comes from its folder's config.json (``model.encoder``); its
@@ -31,7 +31,7 @@ from seqtransfer.models.tagger import SequenceLabeller, check_classifier
 
 
 class EncoderTagger(SequenceLabeller):
-    """Transformer encoder + linear (+ CRF) on each token's first sub-word."""
+    """Transformer encoder + linear (+ CRF) on each token's first sub-word (or mean of its sub-words)."""
 
     word_representation = None  # no word or character tables (nothing to precompute per form)
 
@@ -59,6 +59,7 @@ class EncoderTagger(SequenceLabeller):
             from seqtransfer.models.adapters import add_houlsby_adapters
 
             add_houlsby_adapters(self.encoder, config.adapter_size)
+        self.pooling = config.encoder_pooling  # a token's vector: its first sub-word's, or the mean of its sub-words'
         self.dropout = Dropout(config.dropout)
         self.classifier = nn.Linear(size, label_count)
         self.output = OUTPUTS[config.classifier](label_count)
@@ -95,9 +96,15 @@ class EncoderTagger(SequenceLabeller):
         return self.encoder(input_ids=batch.subword_ids, attention_mask=batch.subword_mask, **types).last_hidden_state
 
     def features(self, batch: Batch) -> torch.Tensor:
-        """Batch -> (B, T, H) the encoder's last layer at each token's first sub-word."""
+        """Batch -> (B, T, H) the encoder's last layer at each token's first sub-word, or the mean
+        of its sub-words (``model.encoder_pooling=mean``)."""
         states = self.encode(batch)  # (W, S, H)
-        return states.reshape(-1, states.size(-1))[batch.token_index]
+        flat = states.reshape(-1, states.size(-1))  # (W * S, H)
+        if self.pooling == "first":
+            return flat[batch.token_index]
+        # a token's sub-words are consecutive rows: the mean is a difference of prefix sums
+        sums = torch.cat([flat.new_zeros(1, flat.size(-1)), flat.cumsum(0)])  # (W * S + 1, H)
+        return (sums[batch.token_index + batch.token_sizes] - sums[batch.token_index]) / batch.token_sizes.unsqueeze(-1)
 
     def emissions(self, batch: Batch) -> torch.Tensor:
         return self.classifier(self.dropout(self.features(batch)))
