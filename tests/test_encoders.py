@@ -350,3 +350,30 @@ def test_mean_pooling_averages_each_tokens_subwords_across_windows(encoder):
         start = batch.token_index[row, column].item()
         assert torch.allclose(mean[row, column], states[start : start + 3].mean(0), atol=1e-5)
     assert torch.allclose(mean[0, 0], states[batch.token_index[0, 0]], atol=1e-5)  # one sub-word: its own vector
+
+
+def test_sentence_and_pair_probes(encoder, tmp_path, monkeypatch):
+    import torch
+    from dataclasses import replace
+
+    from seqtransfer.analysis.probes import probe_correlation, sentence_vectors
+    from seqtransfer.cli import run as run_command
+    from seqtransfer.data import registry
+
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(200, 5, generator=generator)
+    y = x @ torch.tensor([1.0, -2.0, 0.5, 0.0, 3.0]) + 0.01 * torch.randn(200, generator=generator)
+    assert probe_correlation(x[:150], y[:150], x[150:], y[150:]) > 99.0
+    vectors = [np.arange(12, dtype=np.float32).reshape(3, 2, 2)]  # tokens a [SEP] b; 2 layers of 2 units
+    pair = sentence_vectors(vectors, [["a", "[SEP]", "b"]])
+    assert pair.shape == (1, 2, 8) and pair[0, 0].tolist() == [0, 1, 8, 9, 8, 8, 0, 9]  # u, v, |u - v|, u * v of layer 0
+    spec = replace(registry.STSB, name="tiny_sts", folder="", columns=("text", "text_b", "score"), extra_fields=False,
+                   splits={split: str(FIXTURES / "tiny_similarity.tsv") for split in ("train", "dev", "test")})
+    monkeypatch.setitem(registry.DATASETS, "tiny_sts", spec)
+    run_command(["train", "--dataset", "tiny_sts", "--epochs", "1", "--output", str(tmp_path / "sts"), "--quiet", *TINY_MODEL, f"model.encoder={encoder}"])
+    probes = run_command(["analyze", "probes", str(tmp_path / "sts"), "--output", str(tmp_path / "probes")])
+    assert probes["metric"] == "pearson" and probes["layers"] == 3 and all(-100 <= score <= 100 for score in probes["before"])
+    run_command(["train", "--train", str(FIXTURES / "tiny_sentiment_train.tsv"), "--dev", str(FIXTURES / "tiny_sentiment_dev.tsv"), "--epochs", "1",
+                 "--output", str(tmp_path / "sentiment"), "--quiet", *TINY_MODEL, f"model.encoder={encoder}"])
+    probes = run_command(["analyze", "probes", str(tmp_path / "sentiment")])
+    assert probes["metric"] == "accuracy" and probes["sentence"] and all(0 <= score <= 100 for score in probes["before"])

@@ -198,10 +198,19 @@ def probes_section(result: dict) -> str:
     headers = ["layer", *(f"{which} fine-tuning" for which in ("before", "after") if which in result)]
     return "\n".join([
         '<h2 id="probes">Encoder layers: diagnostic probes</h2>',
-        f'<p class="note">A logistic regression per layer learns the run\'s labels from that layer\'s token vectors; token accuracy on {escape(result["split"])}.</p>',
-        embedded_figure(probes_figure(result), "Probe accuracy per encoder layer (0 = embeddings)."),
+        f'<p class="note">{escape(probe_description(result))}</p>',
+        embedded_figure(probes_figure(result), "Probe score per encoder layer (0 = embeddings)."),
         table(headers, rows),
     ])
+
+
+def probe_description(result: dict) -> str:
+    """What the probes learnt from what, and how they are scored."""
+    if result.get("metric") == "pearson":
+        return f"A ridge regression per layer learns the run's scores from that layer's sentence vectors (the mean of its token vectors; a pair's [u; v; |u - v|; u * v]); Pearson's r x 100 on {result['split']}."
+    if result.get("labels") is not None and result.get("sentence"):
+        return f"A logistic regression per layer learns the run's sentence labels from that layer's sentence vectors; accuracy on {result['split']}."
+    return f"A logistic regression per layer learns the run's labels from that layer's token vectors; token accuracy on {result['split']}."
 
 
 def similarity_section(result: dict) -> str:

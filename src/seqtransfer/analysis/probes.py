@@ -1,10 +1,16 @@
 """Diagnostic probes of an encoder's layers (To-tune-or-not-to-tune paper, Figure 1).
 
 For a run with a Transformer encoder (``model.encoder``): for every layer (the embeddings and each
-of the L layers), a logistic-regression probe (one linear layer, full-batch L-BFGS) learns the
-run's token labels from that layer's token vectors on the training set and is scored (token
-accuracy) on a split. "before" probes the pretrained encoder; for a fine-tuned run, "after"
+of the L layers), a probe learns the run's labels from that layer's vectors on the training set
+and is scored on a split. "before" probes the pretrained encoder; for a fine-tuned run, "after"
 probes the run's own encoder: how fine-tuning changed what each layer holds.
+
+- tagging runs: a logistic-regression probe (one linear layer, full-batch L-BFGS) on each token's
+  vector, scored by token accuracy;
+- sentence classification: the same probe on each sentence's vector (the mean of its token
+  vectors; a pair A [SEP] B: [u; v; |u - v|; u * v] of the two texts' means), scored by accuracy;
+- regression (STS-B, SICK-R): a linear probe (ridge regression, closed form) on the same sentence
+  vectors, scored by Pearson's r (x 100).
 """
 
 from __future__ import annotations
@@ -49,8 +55,54 @@ def probe_accuracy(train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.T
         return 100.0 * float((probe(test_x).argmax(-1) == test_y).float().mean())
 
 
+def probe_correlation(train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor, ridge: float = 1.0) -> float:
+    """Pearson's r (x 100) of a ridge regression (standardised inputs, closed form) on the test vectors."""
+    mean, scale = train_x.mean(0), train_x.std(0) + 1e-6
+    train_x, test_x = (train_x - mean) / scale, (test_x - mean) / scale
+    train_x, test_x = (torch.cat([x, x.new_ones(len(x), 1)], 1).double() for x in (train_x, test_x))
+    weights = torch.linalg.solve(train_x.T @ train_x + ridge * torch.eye(train_x.size(1), dtype=train_x.dtype), train_x.T @ train_y.double())
+    predicted = test_x @ weights
+    return 100.0 * float(torch.corrcoef(torch.stack([predicted, test_y.double()]))[0, 1])
+
+
+def mean_or_zeros(vectors: np.ndarray) -> np.ndarray:
+    """(T, L + 1, H) -> (L + 1, H): the mean over tokens (zeros for none)."""
+    return vectors.mean(0) if len(vectors) else np.zeros(vectors.shape[1:], dtype=vectors.dtype)
+
+
+def sentence_vectors(vectors: list[np.ndarray], tokens: list[list[str]]) -> np.ndarray:
+    """Per sentence (L + 1, F): the mean of its token vectors; a pair's [u; v; |u - v|; u * v]."""
+    from seqtransfer.data.tsv import PAIR_SEPARATOR
+
+    rows = []
+    for sentence, words in zip(vectors, tokens):
+        if PAIR_SEPARATOR in words:
+            cut = words.index(PAIR_SEPARATOR)
+            first, second = mean_or_zeros(sentence[:cut]), mean_or_zeros(sentence[cut + 1 :])
+            rows.append(np.concatenate([first, second, np.abs(first - second), first * second], axis=-1))
+        else:
+            rows.append(mean_or_zeros(sentence))
+    return np.stack(rows)
+
+
+PROBED_KINDS = ("tagging", "sentence", "regression")
+
+
+def probe_data(run, data, split: str) -> tuple:
+    """(the probe's training targets, its test targets, the number of classes or None, per-split vectors from layer vectors)."""
+    kind = run.model.task_kind
+    if kind == "regression":
+        targets = [torch.tensor([scores[0] for scores in data.gold(name)], dtype=torch.float32) for name in ("train", split)]
+        return (*targets, None, sentence_vectors)
+    flat = [[label for sentence in data.gold(name) for label in sentence] for name in ("train", split)]
+    labels = {label: index for index, label in enumerate(sorted(set(flat[0])))}
+    targets = [torch.tensor([labels.get(label, -1) for label in values]) for values in flat]
+    vectors = (lambda layers, tokens: np.concatenate(layers)) if kind == "tagging" else sentence_vectors
+    return (*targets, len(labels), vectors)
+
+
 def probe_layers(run_directory: str | Path, split: str = "dev", max_train_sentences: int | None = None, data_dir: str | None = None) -> dict:
-    """{"layers": L + 1, "before": [accuracy per layer], "after": [...] for a fine-tuned run}."""
+    """{"layers": L + 1, "metric": ..., "before": [score per layer], "after": [...] for a fine-tuned run}."""
     from dataclasses import replace
 
     from seqtransfer.data.task_data import load_task_data
@@ -59,22 +111,25 @@ def probe_layers(run_directory: str | Path, split: str = "dev", max_train_senten
     run = load_run(run_directory)
     if not run.config.model.encoder:
         raise SeqTransferError("probes read a Transformer encoder's layers; this run has none", path=run_directory, hint="pass a run trained with model.encoder")
-    if run.model.task_kind != "tagging":
-        raise SeqTransferError("probes learn token labels: pass a tagging run", path=run_directory)
+    if run.model.task_kind not in PROBED_KINDS:
+        raise SeqTransferError(f"probes learn tags, sentence labels or scores; this is a {run.model.task_kind} run", path=run_directory,
+                               hint="pass a tagging, sentence classification or regression run")
     data = load_task_data(replace(run.config.data, data_dir=data_dir or run.config.data.data_dir, max_train_sentences=max_train_sentences), ("train", split))
     if split not in data.splits:
         raise SeqTransferError(f"the run's data has no {split} split", hint="pass --split dev or test")
-    labels = {label: index for index, label in enumerate(sorted({label for sentence in data.gold("train") for label in sentence}))}
-    train_y = torch.tensor([labels[label] for sentence in data.gold("train") for label in sentence])
-    test_gold = [label for sentence in data.gold(split) for label in sentence]
-    test_y = torch.tensor([labels.get(label, -1) for label in test_gold])
-    result = {"run": str(run_directory), "split": split, "labels": len(labels)}
+    train_y, test_y, classes, vectors_of = probe_data(run, data, split)
+    metric = "pearson" if classes is None else "accuracy"
+    result = {"run": str(run_directory), "split": split, "metric": metric, "labels": classes, "sentence": run.model.task_kind != "tagging"}
     for which in ("before", "after") if run.config.model.encoder_mode == "finetune" else ("before",):
-        train_vectors = np.concatenate(layer_vectors(run, data.tokens("train"), which)).astype(np.float32)  # (N, L + 1, H)
-        test_vectors = np.concatenate(layer_vectors(run, data.tokens(split), which)).astype(np.float32)
+        train_vectors = vectors_of(layer_vectors(run, data.tokens("train"), which), data.tokens("train")).astype(np.float32)  # (N, L + 1, F)
+        test_vectors = vectors_of(layer_vectors(run, data.tokens(split), which), data.tokens(split)).astype(np.float32)
         result["layers"] = train_vectors.shape[1]
-        result[which] = [round(probe_accuracy(torch.from_numpy(train_vectors[:, layer]), train_y, torch.from_numpy(test_vectors[:, layer]), test_y, len(labels)), 2)
-                         for layer in range(train_vectors.shape[1])]
+        scores = []
+        for layer in range(train_vectors.shape[1]):
+            train_x, test_x = torch.from_numpy(train_vectors[:, layer]), torch.from_numpy(test_vectors[:, layer])
+            score = probe_correlation(train_x, train_y, test_x, test_y) if classes is None else probe_accuracy(train_x, train_y, test_x, test_y, classes)
+            scores.append(round(score, 2))
+        result[which] = scores
     return result
 
 
@@ -99,7 +154,8 @@ def probes_figure(result: dict):
         if which in result:
             axis.plot(range(result["layers"]), result[which], style, label=f"{which} fine-tuning" if "after" in result else "pretrained encoder")
     axis.set_xlabel("layer (0 = embeddings)")
-    axis.set_ylabel(f"probe accuracy on {result['split']} (%)")
+    measure = "Pearson's r x 100" if result.get("metric") == "pearson" else "accuracy (%)"
+    axis.set_ylabel(f"probe {measure} on {result['split']}")
     axis.legend()
     figure.tight_layout()
     return figure
