@@ -50,3 +50,14 @@ def test_an_ensemble_of_sources_writes_pseudo_labels(tiny_run, tmp_path):
                    "--epochs", "1", "--output", str(tmp_path / "target-model"), "--quiet", "model.embeddings=null", "model.word_dimension=8", "model.char_dimension=6",
                    "model.char_hidden=8", "model.hidden=16", "train.threads=1"])
     assert metrics["dev"] is not None
+
+
+def test_parts_may_name_their_own_task_and_ptb_tags_map_to_upos():
+    upos = {"ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN", "PUNCT", "SCONJ", "SYM", "VERB", "X"}
+    config = DataConfig(dataset="tweebank:upos+conll2000:pos", label_map="experiments/configs/ptb_to_upos.yaml")
+    data = load_task_data(config, ("train", "dev"))
+    assert data.dataset == "tweebank+conll2000" and data.task == "upos"
+    assert len(data.splits["train"]) == 1639 + 8043
+    assert {label for sentence in data.splits["train"] for label in sentence.labels("upos")} <= upos
+    with pytest.raises(SeqTransferError, match="the labels of (tweebank|conll2000) differ"):
+        load_task_data(replace(config, label_map=None), ("train",))
