@@ -12,7 +12,7 @@ from conftest import FIXTURES, TINY_MODEL
 from seqtransfer.cli import run
 from seqtransfer.data.batching import make_batch
 from seqtransfer.data.task_data import load_task_data
-from seqtransfer.transfer.auxiliary_lm import AuxiliaryLanguageModelLoss, word_targets
+from seqtransfer.transfer.auxiliary_lm import AuxiliaryLanguageModelLoss, LanguageModelHead
 from test_parser import error_line, parser_arguments
 
 
@@ -21,9 +21,11 @@ def tagger_arguments(output, *extra: str) -> list[str]:
             "--scheme", "iob2", "--epochs", "2", "--seed", "4", "--output", str(output), "--quiet", *TINY_MODEL, *extra]
 
 
-def test_word_targets_keep_frequent_words_and_drop_padding():
-    words = torch.tensor([[5, 2, 9, 0], [3, 0, 0, 0]])
-    assert word_targets(words, 6).tolist() == [[5, 2, 1, -1], [3, -1, -1, -1]]
+def test_word_classes_are_the_most_frequent_training_words():
+    head = LanguageModelHead(4, 5, 10)  # 3 frequent words, unknown, padding
+    head.set_word_classes([np.array([7, 7, 7, 3, 3, 9, 1]), np.array([9, 9, 2, 5])])
+    assert head.word_classes.tolist() == [0, 1, 1, 4, 1, 1, 1, 2, 1, 3]  # 7 (x3), 9 (x3, higher index), 3 (x2); 2 and 5 (x1) unknown
+    assert head.targets(torch.tensor([[7, 2, 0]])).tolist() == [[2, 1, -1]]
 
 
 def test_the_loss_is_the_weighted_next_and_previous_word_cross_entropy(tmp_path):
@@ -31,6 +33,7 @@ def test_the_loss_is_the_weighted_next_and_previous_word_cross_entropy(tmp_path)
     loaded = seqtransfer.load(tmp_path / "aux").run
     model, vocabularies = loaded.model, loaded.vocabularies
     assert model.language_model.words == 7 == loaded.config.model.language_model_words
+    assert sorted(model.language_model.word_classes.tolist())[-5:] == [2, 3, 4, 5, 6]  # 5 frequent training words, saved with the run
     data = load_task_data(loaded.config.data)
     batch = make_batch(data.encode("train", vocabularies), np.arange(2))
     term = AuxiliaryLanguageModelLoss(model, 0.5)
@@ -41,7 +44,7 @@ def test_the_loss_is_the_weighted_next_and_previous_word_cross_entropy(tmp_path)
     expected = 0.0
     half = states.size(-1) // 2
     for row, length in enumerate(batch.lengths.tolist()):
-        targets = [word if word < 7 else 1 for word in batch.words[row, :length].tolist()]
+        targets = model.language_model.word_classes[batch.words[row, :length]].tolist()
         for position in range(length - 1):
             expected += functional.cross_entropy(model.language_model.next_word(states[row, position, :half]), torch.tensor(targets[position + 1]), reduction="sum")
             expected += functional.cross_entropy(model.language_model.previous_word(states[row, position + 1, half:]), torch.tensor(targets[position]), reduction="sum")
@@ -55,14 +58,26 @@ def test_auxiliary_lm_changes_training_reproducibly_and_predicts_as_a_tagger(tmp
     assert (tmp_path / "a" / "model.safetensors").read_bytes() == (tmp_path / "b" / "model.safetensors").read_bytes()
     losses = [[epoch["loss"] for epoch in metrics["history"]] for metrics in (first, second, plain)]
     assert losses[0] == losses[1] and losses[0] != losses[2]
-    assert "auxiliary LM loss: weight 0.1" in (tmp_path / "a" / "log.txt").read_text(encoding="utf-8")
+    assert "auxiliary LM loss: weight 0.1, the" in (tmp_path / "a" / "log.txt").read_text(encoding="utf-8")
     predicted = seqtransfer.load(tmp_path / "a").predict([["John", "lives", "in", "Paris"]])
     assert len(predicted[0]) == 4
 
 
-def test_a_parser_trains_with_an_auxiliary_lm(tmp_path):
+def test_a_parser_trains_with_an_auxiliary_lm_on_its_first_layer(tmp_path):
+    from seqtransfer.transfer.auxiliary_lm import language_model_layer
+
     metrics = run(parser_arguments(tmp_path / "parser", 1, 1, "transfer.auxiliary_lm_weight=0.2"))
-    assert "las" in metrics["test"] and hasattr(seqtransfer.load(tmp_path / "parser").run.model, "language_model")
+    model = seqtransfer.load(tmp_path / "parser").run.model
+    assert "las" in metrics["test"] and hasattr(model, "language_model")
+    # above the first layer a forward state has read the backward states, which saw the next word
+    assert language_model_layer(model) is model.feature_extractor.lstm.layers[0] and len(model.feature_extractor.lstm.layers) == 2
+
+
+def test_the_auxiliary_lm_reads_the_labelled_batch_beside_adversarial_training(tmp_path):
+    text = tmp_path / "tweets.txt"
+    text.write_text("a b c\nd e\nf g h i j k\n", encoding="utf-8")  # other lengths than the labelled batch
+    metrics = run(tagger_arguments(tmp_path / "both", "transfer.auxiliary_lm_weight=0.2", f"train.adversarial_data={text}"))
+    assert metrics["dev"] is not None
 
 
 def test_a_negative_weight_is_one_line(tmp_path, capsys):

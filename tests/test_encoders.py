@@ -377,3 +377,21 @@ def test_sentence_and_pair_probes(encoder, tmp_path, monkeypatch):
                  "--output", str(tmp_path / "sentiment"), "--quiet", *TINY_MODEL, f"model.encoder={encoder}"])
     probes = run_command(["analyze", "probes", str(tmp_path / "sentiment")])
     assert probes["metric"] == "accuracy" and probes["sentence"] and all(0 <= score <= 100 for score in probes["before"])
+
+
+def test_input_tags_with_a_fine_tuned_encoder_are_one_line(encoder, tmp_path, capsys):
+    arguments = ["train", "--train", str(FIXTURES / "tiny_dep_train.conllu"), "--dev", str(FIXTURES / "tiny_dep_dev.conllu"), "--task", "xpos",
+                 "--epochs", "1", "--output", str(tmp_path / "bad"), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune",
+                 "model.tag_feature=upos"]
+    assert main(arguments) == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "reads sub-words only" in lines[0]
+
+
+def test_a_fine_tuned_run_saved_before_mean_pooling_keeps_first_subwords():
+    from seqtransfer.rundir import upgrade_saved
+
+    old = {"model": {"encoder": "x", "encoder_mode": "finetune", "encoder_pooling": "mean"}}
+    assert upgrade_saved(old)["model"]["encoder_pooling"] == "first"
+    new = {"model": {"encoder": "x", "encoder_mode": "finetune", "encoder_pooling": "mean", "tag_count": 0}}
+    assert upgrade_saved(new)["model"]["encoder_pooling"] == "mean"

@@ -154,3 +154,30 @@ def test_a_multitask_model_refuses_input_tags():
     config = apply_overrides(RunConfig(), ["multitask.data.pos=tweebank:upos", "multitask.data.dp=tweebank:dependency", "model.tasks={pos: [], dp: [pos]}", "model.tag_feature=upos"])
     with pytest.raises(seqtransfer.SeqTransferError, match="for single-task models"):
         load_multitask_data(config)
+
+
+def test_a_tagger_run_is_loaded_without_touching_the_random_state(tagger_run, tmp_path):
+    from seqtransfer.data.tag_feature import tagger
+
+    tagger.cache_clear()
+    torch.manual_seed(11)
+    expected = torch.rand(3)
+    torch.manual_seed(11)
+    tagger(str(tagger_run.resolve()))
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_same_seed_same_parser_with_a_tagger_in_one_process(tagger_run, tmp_path):
+    from seqtransfer.data.tag_feature import tagger
+
+    tagger.cache_clear()
+    run(parser_arguments(tmp_path / "a", 1, 3, f"model.tag_tagger={tagger_run}"))  # loads the tagger
+    run(parser_arguments(tmp_path / "b", 1, 3, f"model.tag_tagger={tagger_run}"))  # finds it loaded
+    assert (tmp_path / "a" / "model.safetensors").read_bytes() == (tmp_path / "b" / "model.safetensors").read_bytes()
+
+
+def test_transfer_refuses_other_tags_than_the_sources(tmp_path, capsys):
+    run(parser_arguments(tmp_path / "plain", 1))
+    arguments = parser_arguments(tmp_path / "bad", 1, 1, "model.tag_feature=upos")
+    line = error_line(["transfer", "--source", str(tmp_path / "plain"), "--method", "finetune", *arguments[1:]], capsys)
+    assert "the source run reads no input tags" in line and not (tmp_path / "bad").exists()

@@ -105,6 +105,11 @@ def upgrade_saved(values: dict) -> dict:
     multitask = values.get("multitask")
     if isinstance(multitask, dict) and multitask.get("unified") is False:  # a flag before it named the unified data's folder
         multitask["unified"] = None
+    model = values.get("model")
+    if isinstance(model, dict) and "tag_count" not in model and model.get("encoder_mode") == "finetune":
+        # saved before fine-tuned encoders read encoder_pooling (the same change added tag_count):
+        # such a run was trained on first sub-words whatever its encoder_pooling said
+        model["encoder_pooling"] = "first"
     return values
 
 

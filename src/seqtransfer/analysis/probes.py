@@ -33,7 +33,7 @@ def layer_vectors(run, tokens: list[list[str]], which: str) -> list[np.ndarray]:
     encoder = run.model.encoder
     encoder.config.output_hidden_states = True
     encoder.eval()
-    return encode_sentences_with(tokenizer_of(config.encoder), encoder, tokens, "first")
+    return encode_sentences_with(tokenizer_of(config.encoder), encoder, tokens, config.encoder_pooling)
 
 
 def probe_accuracy(train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor, classes: int, steps: int = 100) -> float:

@@ -58,7 +58,7 @@ def add_annealing_sentences(config, data, log) -> int | None:
 
 
 def check_source_labels(entry: str, name: str, sentences: list, data, map_path: str | None) -> None:
-    """One line when more than 1 % of the source's tokens carry labels the target never uses: another tag set."""
+    """One line when more than ``UNSHARED_SHARE`` (5 %) of the source's tokens carry labels the target never uses: another tag set."""
     from collections import Counter
 
     from seqtransfer.data.task_data import UNSHARED_SHARE
@@ -79,6 +79,8 @@ def source_data_config(entry: str, target: DataConfig) -> DataConfig:
 
     if Path(entry).is_file():
         return DataConfig(dataset=None, task=target.task, train=entry, columns=target.columns, scheme=target.scheme, separator=target.separator)
+    if "+" in entry:  # joined datasets, each part NAME or NAME:TASK (task_data.part_config reads them)
+        return DataConfig(dataset=entry, task=None, data_dir=target.data_dir, label_map=target.label_map)
     dataset, _, task = entry.partition(":")
     return DataConfig(dataset=dataset, task=task or None, data_dir=target.data_dir)
 

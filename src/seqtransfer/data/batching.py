@@ -229,14 +229,20 @@ def training_batches(data: EncodedSentences, batch_size: int, generator: np.rand
     """Shuffled batches of similar-length sentences (bucketing within pools of batches), of all
     sentences or of those at ``indices``."""
     order = generator.permutation(len(data.lengths)) if indices is None else indices[generator.permutation(len(indices))]
+    groups = length_groups_of(order, data.lengths, batch_size, pool_batches)
+    for group_number in generator.permutation(len(groups)):
+        yield make_batch(data, groups[group_number])
+
+
+def length_groups_of(order: np.ndarray, lengths: np.ndarray, batch_size: int, pool_batches: int = 50) -> list[np.ndarray]:
+    """The rows of ``order`` in batches of similar length: sorted by length within pools of ``pool_batches`` batches."""
     pool_size = batch_size * pool_batches
     groups = []
     for start in range(0, len(order), pool_size):
         pool = order[start : start + pool_size]
-        pool = pool[np.argsort(data.lengths[pool], kind="stable")]
+        pool = pool[np.argsort(lengths[pool], kind="stable")]
         groups.extend(pool[i : i + batch_size] for i in range(0, len(pool), batch_size))
-    for group_number in generator.permutation(len(groups)):
-        yield make_batch(data, groups[group_number])
+    return groups
 
 
 def evaluation_batches(data: EncodedSentences, batch_size: int) -> Iterator[Batch]:

@@ -64,7 +64,10 @@ def tagger(directory: str):
 
     if not (Path(directory) / "config.yaml").is_file():
         raise SeqTransferError("model.tag_tagger is not a run directory", path=directory, hint="pass the folder of a tagging run (seqtransfer train --task upos ...)")
-    predictor = load(directory)
+    import torch
+
+    with torch.random.fork_rng(devices=[]):  # building the model draws initial weights: the caller's random state stays as it was
+        predictor = load(directory)
     if predictor.kind.name != "tagging":
         raise SeqTransferError(f"model.tag_tagger must be a tagging run; this one is a {predictor.kind.name} run", path=directory,
                                hint="train a tagger first, e.g. seqtransfer train --dataset ud_ewt --task upos")
@@ -81,11 +84,15 @@ def add_tag_vocabulary(model_config, data, vocabularies, base=None) -> str | Non
     data, when ``model.tag_feature`` or ``model.tag_tagger`` asks for them; a line for the log."""
     if model_config.tag_tagger:
         model_config.tag_tagger = str(Path(model_config.tag_tagger).resolve())
-        tagger_task = tagger(model_config.tag_tagger).run.config.data.task
-        model_config.tag_feature = model_config.tag_feature or tagger_task
+        tagging = tagger(model_config.tag_tagger).run
+        model_config.tag_feature = model_config.tag_feature or tagging.config.data.task or tagging.metrics.get("task")
+        if not model_config.tag_feature:
+            raise SeqTransferError("the tagger run names no task: which column do its tags stand for?", path=model_config.tag_tagger, hint="set model.tag_feature=COLUMN (e.g. upos)")
     column = model_config.tag_feature
     if not column:
         return None
+    if model_config.encoder and model_config.encoder_mode == "finetune":
+        raise SeqTransferError("a fine-tuned encoder reads sub-words only, not input tags", hint="drop model.tag_feature, or use model.encoder_mode=features (the tags join the word representation)")
     if column == data.column:
         raise SeqTransferError(f"model.tag_feature '{column}' is the column this run learns to predict", hint="read another column (e.g. upos for a parser), or drop model.tag_feature")
     tags = input_tags(column, model_config.tag_tagger, data.tokens("train"), data.splits["train"])

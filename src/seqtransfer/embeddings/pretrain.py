@@ -26,6 +26,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
+from seqtransfer.data.batching import length_groups_of, pad_arrays
 from seqtransfer.errors import SeqTransferError
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -89,13 +90,9 @@ class LanguageModelBatch:
 
 def padded(sequences: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """(B, S) ids padded with 0 ([PAD]) and the (B, S) attention mask."""
-    width = max(len(sequence) for sequence in sequences)
-    ids = np.zeros((len(sequences), width), dtype=np.int64)
-    mask = np.zeros((len(sequences), width), dtype=np.int64)
-    for row, sequence in enumerate(sequences):
-        ids[row, : len(sequence)] = sequence
-        mask[row, : len(sequence)] = 1
-    return ids, mask
+    lengths = np.array([len(sequence) for sequence in sequences])
+    width = int(lengths.max())
+    return pad_arrays(list(sequences), width), (np.arange(width) < lengths[:, None]).astype(np.int64)
 
 
 def masked_batch(sequences: Sequence[np.ndarray], generator: np.random.Generator, settings: LanguageModelSettings, mask_id: int, vocabulary_size: int,
@@ -139,12 +136,7 @@ class LanguageModelBatches:
     def batches(self, epoch: int) -> Iterator[LanguageModelBatch]:
         generator = np.random.default_rng([self.seed, epoch])
         order = generator.permutation(len(self.sequences))
-        lengths = np.array([len(sequence) for sequence in self.sequences])
-        groups = []
-        for start in range(0, len(order), self.batch_size * 50):  # bucket by length within pools of 50 batches
-            pool = order[start : start + self.batch_size * 50]
-            pool = pool[np.argsort(lengths[pool], kind="stable")]
-            groups += [pool[index : index + self.batch_size] for index in range(0, len(pool), self.batch_size)]
+        groups = length_groups_of(order, np.array([len(sequence) for sequence in self.sequences]), self.batch_size)
         for number in generator.permutation(len(groups)):
             yield self.make(groups[number], generator)
 

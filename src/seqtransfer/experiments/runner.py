@@ -298,7 +298,7 @@ def finish_records(task: RunTask, directory: Path) -> list[dict]:
         record = {key: value for key, value in task.record.items() if key != "targets"}
         records.append({**record, "target": target, "network_parameters": network, "dataset": scores["dataset"], "task": scores["task"], "metric": scores["metric"],
                         "run_directory": str(directory), "dev": scores["dev"][main], "test": scores.get("test", {}).get(main), "parameters": metrics["parameters"],
-                        "seconds": metrics["seconds"], "device": metrics.get("device", "cpu"), "best_epoch": scores.get("best_epoch"), "multitask": True,
+                        "seconds": metrics["seconds"], "device": metrics.get("device", "cpu"), "best_epoch": scores.get("best_epoch"), "multitask": True, **cost_of(metrics),
                         "predictions": str(directory / "predictions" / target)})
     return records
 

@@ -190,6 +190,8 @@ def _check_references(spec: ExperimentSpec, path: Path) -> None:
                     raise SeqTransferError(f"source '{name}': unify_with.{task} must name a mono-task source, got '{filler}'", path=path)
     for name, method in spec.methods.items():
         for target_name in (method.targets or spec.targets) if method.anneal else ():
+            if target_name not in spec.targets:
+                raise SeqTransferError(f"method '{name}' names unknown target '{target_name}'", path=path, hint=f"targets: {', '.join(spec.targets)}")
             source = spec.sources.get(spec.targets[target_name].source or "")
             if source is None or not source.training_data:
                 raise SeqTransferError(f"method '{name}' anneals from each target's source data; target '{target_name}' has no mono-task source", path=path,

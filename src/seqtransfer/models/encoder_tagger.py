@@ -22,6 +22,7 @@ import os
 
 import torch
 from torch import nn
+from torch.nn import functional
 
 from seqtransfer.config import ModelConfig
 from seqtransfer.data.batching import Batch
@@ -102,9 +103,13 @@ class EncoderTagger(SequenceLabeller):
         flat = states.reshape(-1, states.size(-1))  # (W * S, H)
         if self.pooling == "first":
             return flat[batch.token_index]
-        # a token's sub-words are consecutive rows: the mean is a difference of prefix sums
-        sums = torch.cat([flat.new_zeros(1, flat.size(-1)), flat.cumsum(0)])  # (W * S + 1, H)
-        return (sums[batch.token_index + batch.token_sizes] - sums[batch.token_index]) / batch.token_sizes.unsqueeze(-1)
+        # a token's sub-words are consecutive rows of one window: the mean is a difference of prefix
+        # sums taken within each window (a sum over the whole batch would lose precision and tie a
+        # token's vector to what else the batch holds)
+        sums = functional.pad(states.cumsum(1), (0, 0, 1, 0)).reshape(-1, states.size(-1))  # (W * (S + 1), H): row 0 of each window is 0
+        width = states.size(1)
+        first = batch.token_index + batch.token_index // width  # the token's first row in the padded layout
+        return (sums[first + batch.token_sizes] - sums[first]) / batch.token_sizes.unsqueeze(-1)
 
     def emissions(self, batch: Batch) -> torch.Tensor:
         return self.classifier(self.dropout(self.features(batch)))

@@ -89,7 +89,7 @@ def build_word_vocabularies(config: RunConfig, train_tokens: list, evaluation_to
         model_config.encoder_layers, model_config.encoder_dimension = encoder_shape(model_config.encoder)
         model_config.encoder_hash = encoder_fingerprint(model_config.encoder)
         vocabularies.encoder, vocabularies.encoder_pooling, vocabularies.encoder_mode = model_config.encoder, model_config.encoder_pooling, model_config.encoder_mode
-        how = "fine-tuned, first sub-word" if model_config.encoder_mode == "finetune" else f"frozen, {model_config.encoder_pooling} sub-word, scalar mix"
+        how = f"fine-tuned, {model_config.encoder_pooling} sub-word" if model_config.encoder_mode == "finetune" else f"frozen, {model_config.encoder_pooling} sub-word, scalar mix"
         log(f"encoder {model_config.encoder}: {model_config.encoder_layers} layers of {model_config.encoder_dimension} units, {how}")
     matrix, found = build_embedding_matrix(vocabularies.words.items, vectors, model_config.word_dimension, seed=config.train.seed)
     log(f"vocabulary: {len(vocabularies.words)} words ({found} pre-trained), {len(vocabularies.characters)} characters, {len(vocabularies.labels)} labels")
@@ -122,9 +122,21 @@ def load_source(config: RunConfig, scheme: Scheme) -> rundir.LoadedRun | None:
     if source.model.task_kind == "multitask" and not config.model.tasks:
         raise SeqTransferError("the source run is a multi-task model; a mono-task model cannot take its weights", path=config.transfer.source,
                                hint="fine-tune it as a multi-task model (model.tasks and multitask.data), or pass a mono-task source run")
+    check_source_tags(config, source)
     for name in SOURCE_SIZES:
         setattr(config.model, name, getattr(source.config.model, name))
     return source
+
+
+def check_source_tags(config: RunConfig, source: rundir.LoadedRun) -> None:
+    """The target reads the tags its source read (the copied input layer's size depends on them);
+    it keeps the source's tagger unless it names its own."""
+    wanted, had = config.model.tag_feature, source.config.model.tag_feature
+    if wanted is not None and wanted != had:
+        raise SeqTransferError(f"the source run reads {f'{had!r} tags' if had else 'no input tags'}; this run asks for model.tag_feature={wanted}",
+                               path=config.transfer.source, hint="drop model.tag_feature (the target reads what its source read), or transfer from a source trained with it")
+    if had and not config.model.tag_tagger:
+        config.model.tag_tagger = source.config.model.tag_tagger
 
 
 def build_target_model(config: RunConfig, scheme: Scheme, vocabularies: Vocabularies, matrix: np.ndarray, source, log: Log) -> nn.Module:
@@ -400,7 +412,7 @@ def fit_and_save(config: RunConfig, directory: Path, data: TaskData, vocabularie
     try:
         evaluate_dev = dev_evaluation(dev, vocabularies.labels, data.metric, config.train.evaluation_batch_size)
         source, extra_losses = adversarial_training(config, model, vocabularies, training_source(config, data, train), log)
-        extra_losses = (*extra_losses, *source_penalties(config, model, scheme, log), *distillation(config, data, vocabularies, log), *auxiliary_language_model(config, model, log))
+        extra_losses = (*extra_losses, *source_penalties(config, model, scheme, log), *distillation(config, data, vocabularies, log), *auxiliary_language_model(config, model, train.word_ids, log))
         result = train_phases(model, scheme, config, source, evaluate_dev, directory, log, show_progress, recorder, extra_losses=extra_losses, epoch_reports=epoch_reports)
     except torch.cuda.OutOfMemoryError:
         raise out_of_memory_error(config.train.batch_size, "while training") from None

@@ -79,7 +79,14 @@ class PairedBatches:
 
     def __init__(self, source, target: EncodedSentences, batch_size: int, seed: int) -> None:
         self.source, self.target, self.batch_size, self.seed = source, target, batch_size, seed
-        self.sentence_count, self.batch_count = source.sentence_count, source.batch_count
+
+    @property
+    def sentence_count(self) -> int:  # the wrapped source's, which may change per epoch (data annealing)
+        return self.source.sentence_count
+
+    @property
+    def batch_count(self) -> int:
+        return self.source.batch_count
 
     def target_batches(self, epoch: int) -> Iterator[Batch]:
         cycle = 0

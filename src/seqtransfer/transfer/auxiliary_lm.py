@@ -2,85 +2,110 @@
 
 The task keeps its loss; ``transfer.auxiliary_lm_weight`` times a bidirectional language-model
 loss on the same sentences is added (Rei 2017's auxiliary objective for sequence labelling): the
-forward half of the feature extractor's state at token t predicts word t+1, the backward half
-predicts word t-1. Words are the model's word-vocabulary indices; those past the
-``transfer.auxiliary_lm_words`` most frequent ones (the vocabulary is ordered by training
-frequency) are predicted as the unknown word. The two softmax layers are part of the model
-(``language_model``), sized by ``model.language_model_words`` so that the run directory reloads;
-prediction never reads them.
+forward half of the first BiLSTM layer's state at token t predicts word t+1, its backward half
+predicts word t-1. The first layer, because above it a "forward" state has read the lower
+layer's backward states, which have seen word t+1 (a stacked parser would learn to copy).
 
-    states (B, T, H) = [forward (B, T, H/2); backward (B, T, H/2)]
-    loss = weight * (sum_t CE(W_f forward_t, w_{t+1}) + sum_t CE(W_b backward_t, w_{t-1}))
+The LM predicts the ``transfer.auxiliary_lm_words`` words most frequent in the run's own
+training sentences (not the source's, whose words come first in a transferred vocabulary);
+the others are one unknown class. ``word_classes`` maps the word vocabulary to those classes;
+it and the two softmax layers are part of the model (``language_model``, sized by
+``model.language_model_words``) so that the run directory reloads; prediction never reads them.
+
+    states (B, T, H) = [forward (B, T, H/2); backward (B, T, H/2)]      first BiLSTM layer
+    loss = weight * (sum_t CE(W_f forward_t, c(w_{t+1})) + sum_t CE(W_b backward_t, c(w_{t-1})))
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 import torch
 from torch import nn
 from torch.nn import functional
 
 from seqtransfer.data.batching import Batch
-from seqtransfer.data.vocabulary import PADDING, UNKNOWN
 from seqtransfer.errors import SeqTransferError
 
-UNKNOWN_INDEX = 1  # Vocabulary.build puts <pad>, <unk> first
+PADDING_CLASS, UNKNOWN_CLASS = 0, 1  # class 0 is never a target (padding); class 1 is every word past the frequent ones
 
 
 class LanguageModelHead(nn.Module):
     """Next-word and previous-word softmax layers over the states' two halves: (N, H/2) -> (N, words) each."""
 
-    def __init__(self, half: int, words: int) -> None:
+    def __init__(self, half: int, words: int, vocabulary_size: int) -> None:
         super().__init__()
         self.next_word = nn.Linear(half, words)
         self.previous_word = nn.Linear(half, words)
         self.words = words
+        # (V,) the LM class of each word index; filled from the training sentences (set_word_classes)
+        self.register_buffer("word_classes", torch.full((vocabulary_size,), UNKNOWN_CLASS, dtype=torch.long))
+
+    def set_word_classes(self, training_word_ids) -> None:
+        """Classes 2.. for the ``words - 2`` most frequent word indices of the training sentences (ties: lower index first)."""
+        counts = Counter(int(index) for sentence in training_word_ids for index in sentence if index > UNKNOWN_CLASS)
+        frequent = sorted(counts, key=lambda index: (-counts[index], index))[: self.words - 2]
+        classes = torch.full_like(self.word_classes, UNKNOWN_CLASS)
+        classes[PADDING_CLASS] = PADDING_CLASS
+        classes[torch.tensor(frequent, dtype=torch.long, device=classes.device)] = torch.arange(2, 2 + len(frequent), device=classes.device)
+        self.word_classes.copy_(classes)
+
+    def targets(self, words: torch.Tensor) -> torch.Tensor:
+        """(B, T) word indices -> (B, T) LM classes, -1 for padding."""
+        return self.word_classes[words].masked_fill(words == 0, -1)
+
+
+def language_model_layer(model: nn.Module) -> nn.Module:
+    """The first BiLSTM layer of the model's feature extractor (its only one for the tagger and PretRand)."""
+    extractor = model.feature_extractor
+    stacked = getattr(getattr(extractor, "lstm", extractor), "layers", None)
+    return stacked[0] if stacked is not None else extractor
 
 
 def attach_language_model(model: nn.Module, words: int) -> None:
     """Give ``model`` its auxiliary LM layers (``words`` > 0), as the model's config says."""
     if words > 0:
-        from seqtransfer.transfer.adversarial import feature_size
-
         if getattr(model, "feature_extractor", None) is None or getattr(model, "word_representation", None) is None:
             raise SeqTransferError(f"an auxiliary LM loss reads a BiLSTM feature extractor; this {type(model).__name__} has none",
                                    hint="drop transfer.auxiliary_lm_weight (it serves the BiLSTM tagger, PretRand and the parser)")
-        model.language_model = LanguageModelHead(feature_size(model) // 2, words)
-
-
-def word_targets(words: torch.Tensor, count: int) -> torch.Tensor:
-    """(B, T) word indices -> the LM's targets: unknown past the ``count`` most frequent words, -1 for padding."""
-    targets = torch.where(words < count, words, torch.full_like(words, UNKNOWN_INDEX))
-    return targets.masked_fill(words == 0, -1)
+        layer = language_model_layer(model)
+        half = layer.forward_lstm.hidden_size
+        model.language_model = LanguageModelHead(half, words, model.word_representation.word_embedding.num_embeddings)
 
 
 class AuxiliaryLanguageModelLoss:
-    """The extra loss term: reads the feature extractor's states of the batch through a forward hook."""
+    """The extra loss term: reads the first BiLSTM layer's states of the batch through a forward hook.
+
+    Only the first call of a training step is kept (the model's own batch): other terms may run the
+    feature extractor again on other sentences (adversarial training's unlabelled batch)."""
 
     def __init__(self, model: nn.Module, weight: float) -> None:
         self.weight = weight
         self.states: torch.Tensor | None = None
-        model.feature_extractor.register_forward_hook(self.keep)
+        language_model_layer(model).register_forward_hook(self.keep)
 
     def keep(self, module: nn.Module, inputs, output: torch.Tensor) -> None:  # noqa: ANN001 - hook signature
-        if module.training:
+        if module.training and self.states is None:
             self.states = output
 
     def __call__(self, model: nn.Module, batch: Batch) -> torch.Tensor:
-        states = self.states
+        states, self.states = self.states, None
         if states.size(1) == batch.mask.size(1) + 1:  # a parser's ROOT first
             states = states[:, 1:]
         forward, backward = states.chunk(2, dim=-1)  # (B, T, H/2) each
         head = model.language_model
-        targets = word_targets(batch.words, head.words)  # (B, T)
+        targets = head.targets(batch.words)  # (B, T)
         next_loss = functional.cross_entropy(head.next_word(forward[:, :-1]).flatten(0, 1), targets[:, 1:].flatten(), ignore_index=-1, reduction="sum")
         previous_targets = targets[:, :-1].masked_fill(batch.words[:, 1:] == 0, -1)  # a padding state predicts nothing
         previous_loss = functional.cross_entropy(head.previous_word(backward[:, 1:]).flatten(0, 1), previous_targets.flatten(), ignore_index=-1, reduction="sum")
         return self.weight * (next_loss + previous_loss)
 
 
-def auxiliary_language_model(config, model: nn.Module, log) -> tuple:
-    """The extra loss term when ``transfer.auxiliary_lm_weight`` is set, else nothing."""
+def auxiliary_language_model(config, model: nn.Module, training_word_ids, log) -> tuple:
+    """The extra loss term when ``transfer.auxiliary_lm_weight`` is set (its classes set from the training sentences), else nothing."""
     if not config.transfer.auxiliary_lm_weight:
         return ()
-    log(f"auxiliary LM loss: weight {config.transfer.auxiliary_lm_weight:g}, {model.language_model.words} words ({PADDING}, {UNKNOWN} and the most frequent)")
+    model.language_model.set_word_classes(training_word_ids)
+    log(f"auxiliary LM loss: weight {config.transfer.auxiliary_lm_weight:g}, the {model.language_model.words - 2} most frequent training words (+ unknown)")
     return (AuxiliaryLanguageModelLoss(model, config.transfer.auxiliary_lm_weight),)
+
