@@ -91,3 +91,9 @@ reference: scratch
     (tmp_path / "anneal.yaml").write_text(text.replace("source: news, ", ""), encoding="utf-8")
     with pytest.raises(SeqTransferError, match="has no mono-task source"):
         load_experiment(tmp_path / "anneal.yaml")
+
+
+def test_early_stopping_waits_for_min_epochs(tmp_path):
+    short = run(annealed_arguments(tmp_path / "short", "train.patience=1", "--epochs", "6"))
+    waited = run(annealed_arguments(tmp_path / "long", "train.patience=1", "train.min_epochs=5", "--epochs", "6"))
+    assert len(short["history"]) < 5 <= len(waited["history"])

@@ -128,6 +128,7 @@ class TrainConfig:
     batch_size: int = 16
     max_epochs: int = 100
     patience: int = 10
+    min_epochs: int = 0  # early stopping waits until this epoch (data annealing: until the source's share is small)
     seed: int = 1
     threads: int = 2
     device: str = "auto"  # auto (first GPU, else CPU) | cpu | cuda | cuda:N | mps; like threads, not part of a run's identity
@@ -314,6 +315,7 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("train.evaluation_batch_size", lambda value: value >= 1, "at least 1"),
     ("train.max_epochs", lambda value: value >= 0, "zero or more"),
     ("train.patience", lambda value: value >= 1, "at least 1"),
+    ("train.min_epochs", lambda value: value >= 0, "zero or more"),
     ("train.threads", lambda value: value >= 1, "at least 1"),
     ("data.pseudo_weight", lambda value: value > 0, "positive"),
     ("data.anneal_start", lambda value: 0 < value <= 1, "a share in (0, 1]"),

@@ -166,7 +166,8 @@ def fit(
     show_progress: bool = True,
     epoch_reports: Sequence[Callable[[dict], None]] = (),
 ) -> FitResult:
-    """Train until the dev score has not improved for ``config.patience`` epochs; each epoch's
+    """Train until the dev score has not improved for ``config.patience`` epochs (and at least
+    ``config.min_epochs`` epochs); each epoch's
     record (epoch, loss, dev, seconds) goes to every ``epoch_reports`` callable (a tuning service)."""
     groups = parameter_groups or [{"params": [p for p in model.parameters() if p.requires_grad]}]
     optimizer = make_optimizer(groups, config)
@@ -175,7 +176,7 @@ def fit(
     restored_seconds = sum(record.get("epoch_seconds", 0.0) for record in state.history)
     if state.epoch:
         log(f"resuming after epoch {state.epoch} (best dev {state.best_score:.2f} at epoch {state.best_epoch})")
-    while state.epoch < config.max_epochs and state.epoch - state.best_epoch < config.patience:
+    while state.epoch < config.max_epochs and (state.epoch < config.min_epochs or state.epoch - state.best_epoch < config.patience):
         epoch = state.epoch + 1
         for hook in epoch_hooks:
             hook(epoch, model, optimizer)
