@@ -51,6 +51,11 @@ def run(arguments: argparse.Namespace) -> dict:
     from seqtransfer.embeddings.pretrain import LanguageModelSettings, pretrain
 
     check(arguments)
+    try:
+        import tokenizers  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError:
+        raise SeqTransferError("pretrain-lm needs transformers and tokenizers, which are not installed", hint="pip install 'seqtransfer[encoders]'") from None
     lines, left_out = read_text_lines(arguments.text, arguments.data_dir, arguments.keep_test)
     if left_out:
         print(f"left out (test files): {len(left_out)} files, e.g. {left_out[0]}")
