@@ -395,3 +395,52 @@ def test_a_fine_tuned_run_saved_before_mean_pooling_keeps_first_subwords():
     assert upgrade_saved(old)["model"]["encoder_pooling"] == "first"
     new = {"model": {"encoder": "x", "encoder_mode": "finetune", "encoder_pooling": "mean", "tag_count": 0}}
     assert upgrade_saved(new)["model"]["encoder_pooling"] == "mean"
+
+
+def test_mixed_precision_trains_an_encoder_in_bf16_with_fp32_weights(encoder, tmp_path, capsys):
+    import torch
+
+    common = ["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
+              "--epochs", "2", "--seed", "3", "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune", "train.learning_rate=0.001",
+              "train.device=cpu"]  # the CPU's meaning of auto (fp32), also on a machine with a GPU
+    assert main([*common, "--output", str(tmp_path / "bf16"), "train.amp=bf16"]) == 0
+    assert "precision: bf16 autocast, fp32 weights" in (tmp_path / "bf16" / "log.txt").read_text(encoding="utf-8")
+    import seqtransfer
+
+    model = seqtransfer.load(tmp_path / "bf16", device="cpu").run.model
+    assert all(parameter.dtype == torch.float32 for parameter in model.parameters())
+    assert main([*common, "--output", str(tmp_path / "auto"), "train.amp=auto"]) == 0  # auto on a CPU: fp32, as off
+    assert main([*common, "--output", str(tmp_path / "off")]) == 0
+    assert (tmp_path / "auto" / "model.safetensors").read_bytes() == (tmp_path / "off" / "model.safetensors").read_bytes()
+    assert (tmp_path / "bf16" / "model.safetensors").read_bytes() != (tmp_path / "off" / "model.safetensors").read_bytes()
+    capsys.readouterr()
+    assert main([*common, "--output", str(tmp_path / "fp16"), "train.amp=fp16"]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().err and not (tmp_path / "fp16").exists()
+
+
+def test_mixed_precision_on_a_bilstm_is_one_line(tmp_path, capsys):
+    arguments = ["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
+                 "--epochs", "1", "--output", str(tmp_path / "bad"), "--quiet", *TINY_MODEL, "train.amp=bf16"]
+    assert main(arguments) == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "is for fine-tuned Transformer encoders" in lines[0] and not (tmp_path / "bad").exists()
+
+
+def test_mixed_precision_on_a_gpu(encoder, tmp_path):
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU here (scripts/gpu_check.sh runs this on one)")
+    import seqtransfer
+
+    for mode in ("auto", "fp16"):
+        output = tmp_path / mode
+        assert main(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
+                     "--epochs", "2", "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune", "train.device=cuda",
+                     f"train.amp={mode}", "--output", str(output)]) == 0
+        log = (output / "log.txt").read_text(encoding="utf-8")
+        assert "autocast, fp32 weights" in log and ("fp16" in log if mode == "fp16" else True)
+        history = json.loads((output / "metrics.json").read_text(encoding="utf-8"))["history"]
+        assert all(np.isfinite(epoch["loss"]) for epoch in history)
+        model = seqtransfer.load(output, device="cpu").run.model  # a GPU-trained mixed-precision run predicts on a CPU
+        assert all(parameter.dtype == torch.float32 for parameter in model.parameters())

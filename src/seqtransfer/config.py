@@ -132,6 +132,7 @@ class TrainConfig:
     seed: int = 1
     threads: int = 2
     device: str = "auto"  # auto (first GPU, else CPU) | cpu | cuda | cuda:N | mps; like threads, not part of a run's identity
+    amp: str = "off"  # mixed precision for fine-tuned encoders: off | auto (bf16 or fp16 on a CUDA GPU, else off) | bf16 | fp16 (training/precision.py)
     evaluation_batch_size: int = 512
     adversarial_data: str | None = None  # unlabelled target sentences for adversarial pretraining: DATASET[:TASK] (train split, labels ignored) or a text file
     adversarial_weight: float = 0.1  # lambda of the gradient-reversal layer (transfer/adversarial.py)
@@ -316,6 +317,7 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("train.max_epochs", lambda value: value >= 0, "zero or more"),
     ("train.patience", lambda value: value >= 1, "at least 1"),
     ("train.min_epochs", lambda value: value >= 0, "zero or more"),
+    ("train.amp", lambda value: value in ("off", "auto", "bf16", "fp16"), "off, auto, bf16 or fp16"),
     ("train.threads", lambda value: value >= 1, "at least 1"),
     ("data.pseudo_weight", lambda value: value > 0, "positive"),
     ("data.anneal_start", lambda value: 0 < value <= 1, "a share in (0, 1]"),

@@ -40,7 +40,7 @@ class SentenceHead:
         raise NotImplementedError
 
     def loss(self, batch: Batch) -> torch.Tensor:
-        return functional.cross_entropy(self.sentence_scores(batch), batch.labels[:, 0], ignore_index=-1, reduction="sum")
+        return functional.cross_entropy(self.sentence_scores(batch).float(), batch.labels[:, 0], ignore_index=-1, reduction="sum")
 
     def decode(self, batch: Batch) -> torch.Tensor:
         predicted = torch.zeros_like(batch.mask, dtype=torch.long)
@@ -54,7 +54,7 @@ class RegressionHead(SentenceHead):
     task_kind = "regression"
 
     def loss(self, batch: Batch) -> torch.Tensor:
-        return functional.mse_loss(self.sentence_scores(batch)[:, 0], batch.targets["scores"][:, 0], reduction="sum")
+        return functional.mse_loss(self.sentence_scores(batch)[:, 0].float(), batch.targets["scores"][:, 0], reduction="sum")
 
     def decode(self, batch: Batch) -> torch.Tensor:
         predicted = torch.zeros(batch.mask.shape, dtype=torch.float32, device=batch.mask.device)

@@ -35,16 +35,16 @@ class SequenceLabeller(nn.Module):
         raise NotImplementedError
 
     def loss(self, batch: Batch) -> torch.Tensor:
-        """Summed loss of the batch (labels must be present)."""
-        return self.output.loss(self.emissions(batch), batch.labels, batch.mask, batch.weights)  # weights: None, or soft selection's
+        """Summed loss of the batch (labels must be present); the output layer reads fp32 scores (mixed precision)."""
+        return self.output.loss(self.emissions(batch).float(), batch.labels, batch.mask, batch.weights)  # weights: None, or soft selection's
 
     def decode(self, batch: Batch) -> torch.Tensor:
         """(B, T) predicted label indices."""
-        return self.output.decode(self.emissions(batch), batch.mask)
+        return self.output.decode(self.emissions(batch).float(), batch.mask)
 
     def probabilities(self, batch: Batch) -> torch.Tensor:
         """(B, T, L) per-token label distributions (what ensembles average)."""
-        return self.output.probabilities(self.emissions(batch))
+        return self.output.probabilities(self.emissions(batch).float())
 
     @classmethod
     def from_vocabularies(cls, config: ModelConfig, vocabularies) -> "SequenceLabeller":

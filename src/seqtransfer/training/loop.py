@@ -27,6 +27,7 @@ from seqtransfer.tasks import kind_of
 from seqtransfer.training.metrics import evaluate, main_score
 from seqtransfer.training.optimizer import LazyMomentumSGD, clip_gradient_norm
 from seqtransfer.training.optimizers import make_optimizer
+from seqtransfer.training.precision import resolve_precision
 from seqtransfer.training.schedules import Position, get_schedule
 
 EpochHook = Callable[[int, nn.Module, torch.optim.Optimizer], None]
@@ -127,6 +128,8 @@ def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, source: Batc
     model.train()
     parameters = [parameter for group in optimizer.param_groups for parameter in group["params"]]
     device = model_device(model)
+    precision = resolve_precision(config.amp, model, device)
+    scaler = precision.scaler()
     total_loss = 0.0
     schedule = get_schedule(config.schedule or "inverse_time")
     # Embedding rows are brought up to date as batches read them, and all of them at the end.
@@ -135,11 +138,19 @@ def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, source: Batc
             set_learning_rates(optimizer, schedule, Position(epoch, step, source.batch_count), config)
             optimizer.zero_grad(set_to_none=True)
             batch = batch.to(device)
-            loss = model.loss(batch)
-            (loss + sum(term(model, batch) for term in extra_losses)).backward() if extra_losses else loss.backward()
+            with precision.autocast():
+                loss = model.loss(batch)
+                total = loss + sum(term(model, batch) for term in extra_losses) if extra_losses else loss
+            (scaler.scale(total) if scaler else total).backward()
+            if scaler:
+                scaler.unscale_(optimizer)  # clip the true gradients
             if config.gradient_clip > 0:
                 clip_gradient_norm(parameters, config.gradient_clip)
-            optimizer.step()
+            if scaler:
+                scaler.step(optimizer)  # skipped when the fp16 gradients overflowed
+                scaler.update()
+            else:
+                optimizer.step()
             total_loss += loss.item()
     return total_loss / max(source.sentence_count, 1)
 

@@ -35,6 +35,7 @@ from seqtransfer.config import RunConfig
 from seqtransfer.data.batching import Batch, EncodedSentences, encode_sentences, training_batches
 from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
+from seqtransfer.training.precision import resolve_precision
 from seqtransfer.device import describe_device, out_of_memory_error, peak_memory_megabytes, prepare_device, resolve_device
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.multitask import HierarchicalMultiTask, TaskView, target_name, task_levels, task_order
@@ -332,6 +333,9 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
     device = resolve_device(config.train.device)
     prepare_device(device)
     model.to(device)
+    precision = resolve_precision(config.train.amp, model, device)  # one line before anything is written when it cannot apply
+    if precision.dtype is not None:
+        log(f"precision: {precision.describe()}")
     check_resumable(directory, config)
     with rundir.writer_lock(directory):
         if (directory / rundir.METRICS).exists():

@@ -21,6 +21,7 @@ from seqtransfer.data.selection import training_sentences
 from seqtransfer.data.task_data import SPLITS, TaskData, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies, build_vocabularies, word_key
 from seqtransfer.embeddings.static import build_embedding_matrix, load_vectors
+from seqtransfer.training.precision import resolve_precision
 from seqtransfer.device import describe_device, out_of_memory_error, peak_memory_megabytes, prepare_device, resolve_device
 from seqtransfer.errors import SeqTransferError, SeqTransferWarning
 from seqtransfer.resources import peak_rss_megabytes, reset_peak_rss
@@ -272,6 +273,9 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     device = resolve_device(config.train.device)
     prepare_device(device)
     model.to(device)
+    precision = resolve_precision(config.train.amp, model, device)  # one line before anything is written when it cannot apply
+    if precision.dtype is not None:
+        log(f"precision: {precision.describe()}")
     check_resumable(directory, config)
     with rundir.writer_lock(directory):
         if (directory / rundir.METRICS).exists():  # finished by another process while this one prepared
