@@ -46,15 +46,26 @@ def column_tags(sentences: Sequence[Sentence], column: str) -> list[list[str]]:
     return [sentence.columns[column] for sentence in sentences]
 
 
+_RECENT: dict[tuple, list[list[str]]] = {}  # (tagger, sentences) -> tags: a run tags its training split for the vocabulary, then again to encode it
+
+
 def tagger_predictions(directory: str, tokens: Sequence[Sequence[str]]) -> list[list[str]]:
-    """The tags a tagging run predicts for ``tokens`` (the caller's thread count is kept)."""
+    """The tags a tagging run predicts for ``tokens`` (the caller's thread count is kept; the last
+    few answers are remembered)."""
     import torch
 
+    key = (directory, tuple(tuple(sentence) for sentence in tokens))
+    if key in _RECENT:
+        return [list(tags) for tags in _RECENT[key]]
     threads = torch.get_num_threads()
     try:
-        return [list(tags) for tags in tagger(directory).predict_raw([list(sentence) for sentence in tokens])]
+        tags = [list(tags) for tags in tagger(directory).predict_raw([list(sentence) for sentence in tokens])]
     finally:
         torch.set_num_threads(threads)
+    if len(_RECENT) >= 4:
+        _RECENT.pop(next(iter(_RECENT)))
+    _RECENT[key] = tags
+    return [list(sentence) for sentence in tags]
 
 
 @functools.lru_cache(maxsize=4)
