@@ -444,3 +444,23 @@ def test_mixed_precision_on_a_gpu(encoder, tmp_path):
         assert all(np.isfinite(epoch["loss"]) for epoch in history)
         model = seqtransfer.load(output, device="cpu").run.model  # a GPU-trained mixed-precision run predicts on a CPU
         assert all(parameter.dtype == torch.float32 for parameter in model.parameters())
+
+
+def test_l2sp_pulls_a_fine_tuned_encoder_towards_its_pretrained_weights(encoder, tmp_path):
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoModel
+
+    common = ["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
+              "--epochs", "3", "--seed", "2", "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune", "train.learning_rate=0.01",
+              "train.device=cpu", "train.patience=5"]
+    assert main([*common, "--output", str(tmp_path / "plain")]) == 0
+    assert main([*common, "--output", str(tmp_path / "l2sp"), "transfer.adaptations=[l2sp]", "transfer.l2sp_weight=100"]) == 0
+    assert "L2-SP (alpha 100.0) towards the pretrained encoder" in (tmp_path / "l2sp" / "log.txt").read_text(encoding="utf-8")
+    pretrained = AutoModel.from_pretrained(str(encoder)).state_dict()
+
+    def distance(run: str) -> float:
+        weights = load_file(str(tmp_path / run / "model.safetensors"))
+        return sum(float((weights[f"encoder.{name}"] - tensor).pow(2).sum()) for name, tensor in pretrained.items() if f"encoder.{name}" in weights and tensor.is_floating_point())
+
+    assert distance("l2sp") < 0.5 * distance("plain")

@@ -346,6 +346,11 @@ def source_penalties(config: RunConfig, model: nn.Module, scheme: Scheme, log: L
         return ()
     from seqtransfer.transfer.adaptations import EWC, L2SP, source_fisher
 
+    if config.transfer.source is None:  # a fine-tuned encoder, just loaded with its pretrained weights: the reference
+        reference = {name: tensor.detach().clone() for name, tensor in model.state_dict().items() if name.startswith("encoder.")}
+        penalty = L2SP(model, reference, list(reference), config.transfer.l2sp_weight)
+        log(f"L2-SP (alpha {config.transfer.l2sp_weight}) towards the pretrained encoder: {len(penalty.pairs)} tensors")
+        return (penalty,)
     source = rundir.load_run(config.transfer.source)
     source_state = {name: tensor.detach().clone() for name, tensor in source.model.state_dict().items()}
     names = [name for name in source_state if name.startswith(scheme.transferred)]

@@ -8,7 +8,8 @@
   below it, until everything trains.
 - ``l2sp`` (Li et al. 2018): alpha/2 * ||w - w_source||^2 over the weights copied from the source
   (``transfer.l2sp_weight``, per batch; the word and character tables are left out: their rows
-  of new words have no source value), pulling the fine-tuned weights towards the pretrained ones.
+  of new words have no source value), pulling the fine-tuned weights towards the pretrained ones;
+  without a source run, a fine-tuned encoder's weights towards its pretrained weights.
 - ``chain_thaw`` (Felbo et al. 2017; ULMFiT): phases instead of one: the head alone, then each
   layer group alone from the bottom up, then everything; each phase trains to early stopping
   from the previous phase's best weights.
@@ -89,8 +90,9 @@ def check_adaptations(config: TransferConfig, model: nn.Module, has_source: bool
             raise SeqTransferError(f"adaptation '{name}' needs at least {adaptation.minimum_groups} layer groups; this model has {groups}", hint="drop it for this model")
         if name == "chain_thaw" and phases != 1:
             raise SeqTransferError("chain-thaw replaces a one-phase scheme's phase; this scheme has several", hint="use it with --method finetune or scratch")
-        if name in SOURCE_PENALTIES and not has_source:
-            raise SeqTransferError(f"adaptation '{name}' pulls towards a source run's weights, and this scheme has none", hint="use it with --method finetune (a source run)")
+        if name in SOURCE_PENALTIES and not has_source and not (name == "l2sp" and pretrained_encoder(model)):
+            raise SeqTransferError(f"adaptation '{name}' pulls towards a source run's weights, and this scheme has none",
+                                   hint="use it with --method finetune (a source run); l2sp also pulls a fine-tuned encoder towards its pretrained weights")
         chosen.append(adaptation)
     return chosen
 
@@ -124,6 +126,11 @@ def unfreezing_hook(model: nn.Module, allowed: set[str]) -> Callable:
             parameter.requires_grad = name in open_names and name in allowed
 
     return unfreeze
+
+
+def pretrained_encoder(model: nn.Module) -> bool:
+    """The model fine-tunes a pretrained Transformer encoder (L2-SP can pull it towards its pretrained weights)."""
+    return getattr(model, "encoder", None) is not None and hasattr(model, "load_pretrained")
 
 
 class L2SP:
