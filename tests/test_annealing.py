@@ -44,13 +44,12 @@ def test_an_annealed_run_trains_on_both_and_is_reproducible(tmp_path):
     source.write_text(((FIXTURES / "tiny_pos_train.conll").read_text(encoding="utf-8").rstrip("\n") + "\n\n") * 2, encoding="utf-8")
     first = run(annealed_arguments(tmp_path / "a", f"data.anneal_source={source}", "data.anneal_decay=0.5"))
     second = run(annealed_arguments(tmp_path / "b", f"data.anneal_source={source}", "data.anneal_decay=0.5"))
-    plain = run(annealed_arguments(tmp_path / "c"))
+    run(annealed_arguments(tmp_path / "c"))
     assert first["dev"] == second["dev"] and (tmp_path / "a" / "model.safetensors").read_bytes() == (tmp_path / "b" / "model.safetensors").read_bytes()
     assert (tmp_path / "a" / "model.safetensors").read_bytes() != (tmp_path / "c" / "model.safetensors").read_bytes()
     assert "data annealing: 6 source sentences" in (tmp_path / "a" / "log.txt").read_text(encoding="utf-8")
     words = json.loads((tmp_path / "a" / "vocabulary.json").read_text(encoding="utf-8"))["words"]
     assert words == json.loads((tmp_path / "c" / "vocabulary.json").read_text(encoding="utf-8"))["words"]  # the source repeats the target's words
-    assert plain["dev"] is not None
 
 
 @pytest.mark.parametrize("extra, expected", [
