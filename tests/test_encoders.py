@@ -378,6 +378,41 @@ def test_sentence_and_pair_probes(encoder, tmp_path, monkeypatch):
     assert probes["metric"] == "accuracy" and probes["sentence"] and all(0 <= score <= 100 for score in probes["before"])
 
 
+def test_frozen_features_of_a_pair_read_the_token_types_fine_tuning_reads(encoder):
+    import torch
+
+    from seqtransfer.embeddings.transformer import encode_sentences_with, load_encoder, subword_windows
+
+    tokenizer, model = load_encoder(str(encoder))
+    pair = ["abc", "abc", "abc", "[SEP]", "abc", "abc", "abc", "abc", "abc"]  # 9 + 1 + 15 sub-words: windows of 13 (A, [SEP], B's first), then 12
+    typed, = encode_sentences_with(tokenizer, model, [pair], "first", segments=True)
+    untyped, = encode_sentences_with(tokenizer, model, [pair], "first")
+    windows, positions, types = (value[0] for value in subword_windows(str(encoder), [pair]))
+    assert len(windows) == 2 and [window_types.min() for window_types in types] == [0, 1]
+    with torch.inference_mode():
+        layers = [torch.stack(model(input_ids=torch.tensor([ids]), token_type_ids=torch.tensor([kinds])).hidden_states, dim=2)[0] for ids, kinds in zip(windows, types)]
+    expected = np.stack([layers[window][position].numpy() for window, position, _ in positions]).astype(np.float16)
+    assert np.array_equal(typed, expected)  # the fine-tuning path's ids and token types, window by window
+    assert not np.array_equal(typed[4:], untyped[4:])  # B reads type 1 (before this, features of pairs read 0 throughout)
+
+
+def test_pairs_get_their_own_cache_entry_and_old_runs_keep_untyped_features(encoder, feature_cache):
+    from seqtransfer.data.vocabulary import Vocabularies
+    from seqtransfer.embeddings import transformer
+
+    single = [["john", "lives"]]
+    transformer.cached_features(str(encoder), single, "first")
+    transformer.cached_features(str(encoder), single, "first", segments=True)
+    assert len(list(feature_cache.glob("*.safetensors"))) == 1  # no pair: token types change nothing, one entry serves both
+    pair = [["john", "[SEP]", "lives"]]
+    transformer.cached_features(str(encoder), pair, "first")
+    transformer.cached_features(str(encoder), pair, "first", segments=True)
+    assert len(list(feature_cache.glob("*.safetensors"))) == 3
+    saved = {"words": ["<pad>"], "characters": ["<pad>"], "labels": ["O"], "lowercase": True, "twitter": False, "encoder": "x"}
+    assert Vocabularies.from_json(saved).encoder_segments is False  # a run saved before: trained on untyped pairs, predicts so
+    assert Vocabularies.from_json(Vocabularies.from_json({**saved, "encoder_segments": True}).to_json()).encoder_segments is True
+
+
 def test_input_tags_with_a_fine_tuned_encoder_are_one_line(encoder, tmp_path, capsys):
     arguments = ["train", "--train", str(FIXTURES / "tiny_dep_train.conllu"), "--dev", str(FIXTURES / "tiny_dep_dev.conllu"), "--task", "xpos",
                  "--epochs", "1", "--output", str(tmp_path / "bad"), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune",

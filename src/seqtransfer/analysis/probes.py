@@ -28,12 +28,14 @@ def layer_vectors(run, tokens: list[list[str]], which: str) -> list[np.ndarray]:
     from seqtransfer.embeddings.transformer import cached_features, encode_sentences_with, tokenizer_of
 
     config = run.config.model
+    # pairs read the token types the run read: fine-tuning always gave them; features since encoder_segments
+    segments = config.encoder_mode == "finetune" or run.vocabularies.encoder_segments
     if which == "before":
-        return cached_features(config.encoder, tokens, config.encoder_pooling)
+        return cached_features(config.encoder, tokens, config.encoder_pooling, segments)
     encoder = run.model.encoder
     encoder.config.output_hidden_states = True
     encoder.eval()
-    return encode_sentences_with(tokenizer_of(config.encoder), encoder, tokens, config.encoder_pooling)
+    return encode_sentences_with(tokenizer_of(config.encoder), encoder, tokens, config.encoder_pooling, segments)
 
 
 def probe_accuracy(train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor, classes: int, steps: int = 100) -> float:

@@ -122,7 +122,7 @@ def encode_sentences(
     elif vocabularies.encoder:
         from seqtransfer.embeddings.transformer import cached_features
 
-        features = cached_features(vocabularies.encoder, tokens, vocabularies.encoder_pooling)
+        features = cached_features(vocabularies.encoder, tokens, vocabularies.encoder_pooling, vocabularies.encoder_segments)
     tag_ids = None
     if vocabularies.tags is not None:
         from seqtransfer.data.tag_feature import feature_tags

@@ -80,6 +80,7 @@ class Vocabularies:
     encoder: str | None = None  # a Transformer whose token vectors every encoded sentence carries (embeddings/transformer.py)
     encoder_pooling: str = "first"
     encoder_mode: str = "features"  # features: cached frozen vectors | finetune: sub-word ids for an encoder inside the model
+    encoder_segments: bool = False  # features: a pair's second text reads BERT token type 1 (false in runs saved before it did)
     tags: Vocabulary | None = None  # input tags (model.tag_feature): padding, unknown, then the training tags
     tag_column: str | None = None  # the column the tags are read from (gold tags)
     tagger: str | None = None  # a tagging run directory that predicts the tags instead (data/tag_feature.py)
@@ -95,7 +96,8 @@ class Vocabularies:
             "lowercase": self.lowercase,
             "twitter": self.twitter,
             **({"task_labels": {task: labels.items for task, labels in self.task_labels.items()}} if self.task_labels else {}),
-            **({"encoder": self.encoder, "encoder_pooling": self.encoder_pooling, "encoder_mode": self.encoder_mode} if self.encoder else {}),
+            **({"encoder": self.encoder, "encoder_pooling": self.encoder_pooling, "encoder_mode": self.encoder_mode, "encoder_segments": self.encoder_segments}
+               if self.encoder else {}),
             **({"tags": self.tags.items, "tag_column": self.tag_column, "tagger": self.tagger} if self.tags is not None else {}),
         }
 
@@ -111,6 +113,7 @@ class Vocabularies:
             encoder=data.get("encoder"),
             encoder_pooling=str(data.get("encoder_pooling", "first")),
             encoder_mode=str(data.get("encoder_mode", "features")),
+            encoder_segments=bool(data.get("encoder_segments", False)),
             tags=Vocabulary(list(data["tags"])) if data.get("tags") else None,
             tag_column=data.get("tag_column"),
             tagger=data.get("tagger"),

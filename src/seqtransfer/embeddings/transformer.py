@@ -134,14 +134,36 @@ def windows(pieces: list[list[int]], limit: int) -> list[tuple[int, int]]:
     return ranges
 
 
+def token_segments(tokens: Sequence[str]) -> list[int]:
+    """Per token its BERT segment, 0 up to a pair's separator (A [SEP]) and 1 after it (B), then
+    one more entry: the segment after the last token. (T + 1) values."""
+    from seqtransfer.data.tsv import PAIR_SEPARATOR
+
+    segments, segment = [], 0
+    for token in tokens:
+        segments.append(segment)
+        segment = 1 if token == PAIR_SEPARATOR else segment
+    return [*segments, segment]
+
+
 @torch.inference_mode()
-def encode_window(tokenizer, model, pieces: list[list[int]], pooling: str, limit: int) -> np.ndarray:
-    """Sub-words of one window -> (tokens, L + 1, H) float32 token vectors of every layer."""
+def encode_window(tokenizer, model, pieces: list[list[int]], pooling: str, limit: int, segments: list[int] | None = None) -> np.ndarray:
+    """Sub-words of one window -> (tokens, L + 1, H) float32 token vectors of every layer.
+
+    ``segments`` (one per token, then the segment after the window: ``token_segments``) become
+    BERT's token types when the encoder has them: a pair's second text reads type 1, [CLS] the
+    first token's segment and the closing [SEP] the one after the last, as in fine-tuning
+    (``subword_windows``)."""
     pieces = [token_pieces[:limit] for token_pieces in pieces]
     ids = [tokenizer.cls_token_id, *(piece for token_pieces in pieces for piece in token_pieces), tokenizer.sep_token_id]
+    keep = [piece is not None for piece in ids]
     ids = [piece for piece in ids if piece is not None]
     offset = 1 if tokenizer.cls_token_id is not None else 0
-    outputs = model(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long))
+    inputs = {"input_ids": torch.tensor([ids]), "attention_mask": torch.ones(1, len(ids), dtype=torch.long)}
+    if segments is not None and getattr(model.config, "type_vocab_size", 0) > 1:
+        types = [segments[0], *(segment for segment, token_pieces in zip(segments, pieces) for _ in token_pieces), segments[-1]]
+        inputs["token_type_ids"] = torch.tensor([[kind for kind, kept in zip(types, keep) if kept]])
+    outputs = model(**inputs)
     layers = torch.stack(outputs.hidden_states, dim=2)[0]  # (S, L + 1, H)
     vectors, position = [], offset
     for token_pieces in pieces:
@@ -151,13 +173,15 @@ def encode_window(tokenizer, model, pieces: list[list[int]], pooling: str, limit
     return torch.stack(vectors).float().numpy()
 
 
-def encode_sentences_with(tokenizer, model, sentences: Sequence[Sequence[str]], pooling: str) -> list[np.ndarray]:
-    """Per sentence a (T, L + 1, H) float16 array of token vectors (long sentences in windows)."""
+def encode_sentences_with(tokenizer, model, sentences: Sequence[Sequence[str]], pooling: str, segments: bool = False) -> list[np.ndarray]:
+    """Per sentence a (T, L + 1, H) float16 array of token vectors (long sentences in windows);
+    ``segments``: a pair's second text reads token type 1 (``encode_window``)."""
     limit = min(getattr(model.config, "max_position_embeddings", 512), getattr(tokenizer, "model_max_length", 512) or 512) - 2
     result = []
     for tokens in sentences:
         pieces = subword_pieces(tokenizer, tokens)
-        parts = [encode_window(tokenizer, model, pieces[start:end], pooling, limit) for start, end in windows(pieces, limit)]
+        kinds = token_segments(tokens) if segments else None
+        parts = [encode_window(tokenizer, model, pieces[start:end], pooling, limit, kinds[start : end + 1] if kinds else None) for start, end in windows(pieces, limit)]
         result.append(np.concatenate(parts).astype(np.float16))
     return result
 
@@ -187,27 +211,24 @@ def encoder_limit(name: str, tokenizer) -> int:
 def subword_windows(name: str, sentences: Sequence[Sequence[str]]) -> tuple[list[list[np.ndarray]], list[np.ndarray], list[list[np.ndarray]]]:
     """For fine-tuning: per sentence, its windows of sub-word ids (with [CLS] ... [SEP]), per
     token (window, position of its first sub-word, number of its sub-words), and per window the
-    segment of each sub-word (1 after a pair's [SEP], as BERT's token types)."""
-    from seqtransfer.data.tsv import PAIR_SEPARATOR
-
+    segment of each sub-word (1 after a pair's [SEP], as BERT's token types: ``token_segments``)."""
     tokenizer = tokenizer_of(name)
     limit = encoder_limit(name, tokenizer)
     specials = ([tokenizer.cls_token_id] if tokenizer.cls_token_id is not None else [], [tokenizer.sep_token_id] if tokenizer.sep_token_id is not None else [])
     all_windows, all_positions, all_types = [], [], []
     for tokens in sentences:
         pieces = [token_pieces[:limit] for token_pieces in subword_pieces(tokenizer, tokens)]
+        segments = token_segments(tokens)  # the pair's [SEP] itself is still segment 0
         windows_of_sentence, positions, types_of_sentence = [], [], []
-        segment = 0
         for number, (start, end) in enumerate(windows(pieces, limit)):
-            ids, types, position = list(specials[0]), [segment] * len(specials[0]), len(specials[0])
-            for token, token_pieces in zip(tokens[start:end], pieces[start:end]):
+            ids, types, position = list(specials[0]), [segments[start]] * len(specials[0]), len(specials[0])
+            for token_pieces, segment in zip(pieces[start:end], segments[start:end]):
                 positions.append((number, position, len(token_pieces)))
                 ids += token_pieces
                 types += [segment] * len(token_pieces)
                 position += len(token_pieces)
-                segment = 1 if token == PAIR_SEPARATOR else segment  # the second text of a pair (the [SEP] itself is still segment 0)
             windows_of_sentence.append(np.asarray(ids + specials[1], dtype=np.int64))
-            types_of_sentence.append(np.asarray(types + [segment] * len(specials[1]), dtype=np.int64))
+            types_of_sentence.append(np.asarray(types + [segments[end]] * len(specials[1]), dtype=np.int64))
         all_windows.append(windows_of_sentence)
         all_positions.append(np.asarray(positions, dtype=np.int64).reshape(-1, 3))
         all_types.append(types_of_sentence)
@@ -222,11 +243,16 @@ def sentences_hash(sentences: Sequence[Sequence[str]]) -> str:
     return hashlib.sha256(json.dumps([list(tokens) for tokens in sentences], ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
 
 
-def cached_features(name: str, sentences: Sequence[Sequence[str]], pooling: str) -> list[np.ndarray]:
-    """Token vectors of every layer for ``sentences``, from the disk cache or computed (and cached)."""
+def cached_features(name: str, sentences: Sequence[Sequence[str]], pooling: str, segments: bool = False) -> list[np.ndarray]:
+    """Token vectors of every layer for ``sentences``, from the disk cache or computed (and cached);
+    ``segments``: pairs read BERT token types (``encode_window``)."""
     from safetensors.numpy import load_file, save_file
 
-    key = f"v{CACHE_VERSION}-{encoder_fingerprint(name)}-{pooling}-{sentences_hash(sentences)}"
+    from seqtransfer.data.tsv import PAIR_SEPARATOR
+
+    # token types change only pairs' vectors: other sentences keep their cache entries
+    typed = "-segments" if segments and any(PAIR_SEPARATOR in tokens for tokens in sentences) else ""
+    key = f"v{CACHE_VERSION}-{encoder_fingerprint(name)}-{pooling}{typed}-{sentences_hash(sentences)}"
     path = cache_root() / f"{key}.safetensors"
     if path.is_file():
         try:
@@ -235,7 +261,7 @@ def cached_features(name: str, sentences: Sequence[Sequence[str]], pooling: str)
         except Exception:  # a damaged cache file is recomputed
             pass
     tokenizer, model = load_encoder(name)
-    features = encode_sentences_with(tokenizer, model, sentences, pooling)
+    features = encode_sentences_with(tokenizer, model, sentences, pooling, segments)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # written whole, then renamed: a reader never sees half a file
     save_file({str(index): array for index, array in enumerate(features)}, str(partial))
