@@ -82,10 +82,6 @@ def export_for_flair(arguments: argparse.Namespace, dataset: str, folder: Path):
     if words[:2] != [PADDING, UNKNOWN]:
         raise SystemExit(f"unexpected word vocabulary specials: {words[:2]}")
     np.save(folder / "vectors.npy", np.concatenate([matrix[2:], matrix[1:2]]))  # (V - 1, D)
-    splits = {
-        split: {"tokens": data.tokens(split), "spans": [chunks(tags) for tags in data.labels(split)]}
-        for split in ("train", "dev", "test")
-    }
     model, train = config.model, config.train
     settings = {
         "seed": train.seed, "learning_rate": train.learning_rate, "momentum": train.momentum,
@@ -94,9 +90,17 @@ def export_for_flair(arguments: argparse.Namespace, dataset: str, folder: Path):
         "char_dimension": model.char_dimension, "char_hidden": model.char_hidden,
     }
     characters = [character for character in vocabularies.characters.items if character not in (PADDING, UNKNOWN)]
-    document = {"dataset": dataset, "settings": settings, "words": words[2:], "characters": characters, "splits": splits}
+    document = {"dataset": dataset, "settings": settings, "words": words[2:], "characters": characters, "splits": splits_for_flair(data)}
     (folder / "data.json").write_text(json.dumps(document), encoding="utf-8")
     return data
+
+
+def splits_for_flair(data) -> dict:
+    """Tokens and gold spans ``[type, start, end)`` of each split, as flair's runners read them."""
+    return {
+        split: {"tokens": data.tokens(split), "spans": [chunks(tags) for tags in data.labels(split)]}
+        for split in ("train", "dev", "test")
+    }
 
 
 def run_json(command: list[str], threads: int) -> dict:
@@ -127,26 +131,44 @@ def summarize(result: dict, data, predictions_path: Path) -> dict:
     }
 
 
-def compare_dataset(arguments: argparse.Namespace, dataset: str, flair_python: Path, folder: Path) -> list[dict]:
-    folder.mkdir(parents=True, exist_ok=True)
-    data = export_for_flair(arguments, dataset, folder)
-    common = ["--epochs", str(arguments.epochs), "--threads", str(arguments.threads), "--device", arguments.device, "--batch-sizes", *map(str, arguments.batch_sizes)]
-    seqtransfer_command = [sys.executable, str(BENCHMARKS / "seqtransfer_runner.py"), "--dataset", dataset, "--seed", str(arguments.seed), *common]
+def runner_options(arguments: argparse.Namespace) -> list[str]:
+    """The options both runners take: epochs, threads, device, inference batch sizes."""
+    return ["--epochs", str(arguments.epochs), "--threads", str(arguments.threads), "--device", arguments.device, "--batch-sizes", *map(str, arguments.batch_sizes)]
+
+
+def seqtransfer_options(arguments: argparse.Namespace, dataset: str) -> list[str]:
+    """What the seqtransfer runner reads itself (flair gets the same through data.json): dataset, seed, subsets, data folder."""
+    options = ["--dataset", dataset, "--seed", str(arguments.seed)]
     if arguments.max_train_sentences:
-        seqtransfer_command += ["--max-train-sentences", str(arguments.max_train_sentences)]
+        options += ["--max-train-sentences", str(arguments.max_train_sentences)]
     if arguments.max_evaluation_sentences:
-        seqtransfer_command += ["--max-evaluation-sentences", str(arguments.max_evaluation_sentences)]
+        options += ["--max-evaluation-sentences", str(arguments.max_evaluation_sentences)]
     if arguments.data_dir:
-        seqtransfer_command += ["--data-dir", arguments.data_dir]
-    flair_command = [str(flair_python), str(BENCHMARKS / "flair_runner.py"), "--input", str(folder), *common]
+        options += ["--data-dir", arguments.data_dir]
+    return options
+
+
+def run_tools(dataset: str, commands: dict[str, list[str]], data, folder: Path, threads: int) -> list[dict]:
+    """Run each tool's runner in turn (seqtransfer first), score its predictions; check both read the same data."""
     rows = []
-    for tool, command in (("seqtransfer", seqtransfer_command), ("flair", flair_command)):
+    for tool, command in commands.items():
         print(f"{dataset}: running {tool} ...", file=sys.stderr, flush=True)
         predictions = folder / f"{tool}-predictions.json"
-        rows.append(summarize(run_json([*command, "--predictions", str(predictions)], arguments.threads), data, predictions))
+        rows.append(summarize(run_json([*command, "--predictions", str(predictions)], threads), data, predictions))
     if rows[0]["train_tokens"] != rows[1]["train_tokens"] or rows[0]["test_tokens"] != rows[1]["test_tokens"]:
         raise SystemExit(f"{dataset}: the two tools did not get the same data: {rows}")
     return rows
+
+
+def compare_dataset(arguments: argparse.Namespace, dataset: str, flair_python: Path, folder: Path) -> list[dict]:
+    folder.mkdir(parents=True, exist_ok=True)
+    data = export_for_flair(arguments, dataset, folder)
+    common = runner_options(arguments)
+    commands = {
+        "seqtransfer": [sys.executable, str(BENCHMARKS / "seqtransfer_runner.py"), *seqtransfer_options(arguments, dataset), *common],
+        "flair": [str(flair_python), str(BENCHMARKS / "flair_runner.py"), "--input", str(folder), *common],
+    }
+    return run_tools(dataset, commands, data, folder, arguments.threads)
 
 
 def print_table(rows: list[dict]) -> None:

@@ -1,11 +1,15 @@
 """The seqtransfer side of ``compare_flair.py``: train, time and predict in a process of its own.
 
     python benchmarks/seqtransfer_runner.py --dataset wnut17 --epochs 3 --predictions PATH
+    python benchmarks/seqtransfer_runner.py --dataset wnut17 --epochs 3 --encoder FOLDER --predictions PATH
 
-Builds the base tagger with library functions (as ``speed.py`` does) with the CRF output,
-trains ``--epochs`` epochs with the learning-rate decay of ``fit`` and no dev evaluation in
-between, times decoding of the test set at several batch sizes, writes dev and test
-predictions (IOB2 tags) to ``--predictions`` and prints one JSON line of measurements.
+Builds the base tagger with library functions (as ``speed.py`` does) with the CRF output, or,
+with ``--encoder`` (for ``compare_flair_encoder.py``), the fine-tuned encoder tagger with a
+softmax output on each token's first sub-word, trained as ``train_tagger`` trains it (AdamW,
+linear warm-up then decay over the ``--epochs`` epochs). Trains ``--epochs`` epochs with the
+learning-rate schedule of ``fit`` and no dev evaluation in between, times decoding of the test
+set at several batch sizes, writes dev and test predictions (IOB2 tags) to ``--predictions``
+and prints one JSON line of measurements.
 Labels are converted to IOB2 first (CoNLL-2003 files are IOB1) so that seqtransfer and flair
 learn exactly the same tags. ``compare_flair.py`` imports :func:`load_benchmark_data` so that
 the data it hands to flair is the same.
@@ -28,6 +32,7 @@ from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.corpus import Sentence
 from seqtransfer.data.schemes import convert
 from seqtransfer.data.task_data import TaskData, load_task_data
+from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import Tagger, count_parameters
 from seqtransfer.training.loop import ShuffledBatches, predict_labels, train_epoch
 from seqtransfer.device import resolve_device
@@ -37,15 +42,33 @@ from seqtransfer.training.train import prepare_vocabularies, seed_everything
 INFERENCE_BATCH_SIZES = [32, 128, 512, 2048]
 
 
-def benchmark_config(dataset: str, threads: int, max_train_sentences: int | None, data_dir: str | None, seed: int = 1) -> RunConfig:
-    """The reference configuration with a CRF output (the flair side copies these numbers)."""
+def benchmark_config(dataset: str, threads: int, max_train_sentences: int | None, data_dir: str | None, seed: int = 1,
+                     encoder: str | None = None, epochs: int | None = None) -> RunConfig:
+    """The reference configuration with a CRF output, or with ``encoder`` the fine-tuned encoder's
+    (``fine_tuned_encoder``); the flair side copies these numbers."""
     config = RunConfig()
     config.train.seed = seed
     config.data.dataset, config.data.data_dir = dataset, data_dir
     config.data.max_train_sentences = max_train_sentences
-    config.model.classifier, config.train.threads = "crf", threads
-    fill_optimizer(config.train, "sgd")
+    config.train.threads = threads
+    if encoder:
+        fine_tuned_encoder(config, encoder, epochs or config.train.max_epochs)
+    else:
+        config.model.classifier = "crf"
+        fill_optimizer(config.train, "sgd")
     return config
+
+
+def fine_tuned_encoder(config: RunConfig, encoder: str, epochs: int) -> None:
+    """What ``train_tagger`` sets for ``model.encoder_mode=finetune`` (AdamW at its default rate,
+    linear warm-up then decay), with a softmax on each token's first sub-word. The schedule runs
+    over the ``epochs`` the benchmark trains (``train.max_epochs``), so it reaches 0 at its last step."""
+    model = config.model
+    model.encoder, model.encoder_mode, model.encoder_pooling = encoder, "finetune", "first"
+    model.architecture, model.classifier = "encoder_tagger", "softmax"
+    model.embeddings = None  # the encoder tagger has no word table: no GloVe to read
+    fill_optimizer(config.train, "adamw")
+    config.train.schedule, config.train.max_epochs = "linear_warmup", epochs
 
 
 def load_benchmark_data(config: RunConfig, max_evaluation_sentences: int | None = None) -> TaskData:
@@ -105,6 +128,17 @@ def train_timed(model: Tagger, train, config: RunConfig, epochs: int) -> list[fl
     return seconds
 
 
+def build_benchmark_model(config: RunConfig, vocabularies, matrix) -> torch.nn.Module:
+    """The reference tagger with its initial word vectors, or the encoder tagger with the encoder's pretrained weights."""
+    if config.model.encoder:
+        model = build_model(config.model, vocabularies)
+        model.load_pretrained()
+        return model
+    model = Tagger(config.model, len(vocabularies.words), len(vocabularies.characters), len(vocabularies.labels))
+    model.load_word_vectors(matrix)
+    return model
+
+
 def time_inference(model: Tagger, encoded, labels, batch_sizes: list[int]) -> dict[int, float]:
     """Seconds of decoding ``encoded`` at each batch size (best of 2 passes)."""
     timings = {}
@@ -120,12 +154,12 @@ def time_inference(model: Tagger, encoded, labels, batch_sizes: list[int]) -> di
 
 def run(arguments: argparse.Namespace) -> dict:
     """Train and time one dataset; write predictions; return the measurements."""
-    config = benchmark_config(arguments.dataset, arguments.threads, arguments.max_train_sentences, arguments.data_dir, arguments.seed)
+    config = benchmark_config(arguments.dataset, arguments.threads, arguments.max_train_sentences, arguments.data_dir, arguments.seed,
+                              encoder=arguments.encoder, epochs=arguments.epochs)
     seed_everything(config.train.seed, config.train.threads)
     data = load_benchmark_data(config, arguments.max_evaluation_sentences)
     vocabularies, matrix = prepare_vocabularies(config, data, log=lambda message: None)
-    model = Tagger(config.model, len(vocabularies.words), len(vocabularies.characters), len(vocabularies.labels))
-    model.load_word_vectors(matrix)
+    model = build_benchmark_model(config, vocabularies, matrix)
     model.to(resolve_device(arguments.device))
     train = encode_sentences(data.tokens("train"), vocabularies, data.labels("train"))
     dev, test = (encode_sentences(data.tokens(split), vocabularies) for split in ("dev", "test"))
@@ -144,6 +178,7 @@ def run(arguments: argparse.Namespace) -> dict:
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "device": str(next(model.parameters()).device),
+        **(encoder_details(model) if config.model.encoder else {}),
         "train_sentences": len(train.lengths),
         "train_tokens": int(train.lengths.sum()),
         "test_tokens": int(test.lengths.sum()),
@@ -158,6 +193,13 @@ def run(arguments: argparse.Namespace) -> dict:
     }
 
 
+def encoder_details(model) -> dict:
+    """Which transformers and attention kernel ran the encoder (the flair venv has another transformers)."""
+    import transformers
+
+    return {"transformers": transformers.__version__, "attention": model.encoder.config._attn_implementation}
+
+
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", required=True)
@@ -169,6 +211,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-evaluation-sentences", type=int, default=None, help="keep the first N dev and test sentences")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=INFERENCE_BATCH_SIZES)
+    parser.add_argument("--encoder", default=None, help="fine-tune this encoder (a Hugging Face folder or minilm) with a softmax head instead of the BiLSTM-CRF tagger")
     parser.add_argument("--predictions", required=True, help="JSON file for the dev and test predictions")
     return parser.parse_args(argv)
 

@@ -181,3 +181,58 @@ def test_transfer_refuses_other_tags_than_the_sources(tmp_path, capsys):
     arguments = parser_arguments(tmp_path / "bad", 1, 1, "model.tag_feature=upos")
     line = error_line(["transfer", "--source", str(tmp_path / "plain"), "--method", "finetune", *arguments[1:]], capsys)
     assert "the source run reads no input tags" in line and not (tmp_path / "bad").exists()
+
+
+def test_jackknifed_training_tags_come_from_taggers_trained_on_the_other_folds(tagger_run, tmp_path):
+    import json
+
+    output = tmp_path / "jackknifed"
+    run(parser_arguments(output, 1, 1, f"model.tag_tagger={tagger_run}", "model.tag_jackknife=3"))
+    kept = json.loads((output / "jackknife" / "tags.json").read_text(encoding="utf-8"))
+    gold = read_conllu(FIXTURES / "tiny_dep_train.conllu")
+    assert kept["folds"] == 3 and kept["tokens"] == [sentence.tokens for sentence in gold]
+    assert [len(tags) for tags in kept["tags"]] == [len(sentence.tokens) for sentence in gold]
+    assert not list((output / "jackknife").glob("fold-*"))  # the fold runs are gone once their tags are kept
+    # fold 1 (sentences 1 and 4) was tagged by the tagger's settings trained without it: the same as training that tagger by hand
+    by_hand = tmp_path / "fold-1"
+    run(tagger_arguments(by_hand, "data.exclude_fold=1/3"))
+    expected = seqtransfer.load(by_hand).predict([gold[0].tokens, gold[3].tokens])
+    assert [kept["tags"][0], kept["tags"][3]] == [list(tags) for tags in expected]
+    loaded = seqtransfer.load(output).run
+    assert loaded.vocabularies.tagger == str(tagger_run.resolve()) and loaded.config.model.tag_jackknife == 3
+    assert "jackknifed" in (output / "log.txt").read_text(encoding="utf-8")
+
+
+def test_a_resumed_run_reads_its_kept_jackknifed_tags(tagger_run, tmp_path):
+    from seqtransfer.config import RunConfig
+    from seqtransfer.data.tag_feature import jackknife_tags
+    from seqtransfer.files import write_text
+
+    config = RunConfig()
+    config.model.tag_tagger, config.model.tag_jackknife = str(tagger_run), 2
+    gold = read_conllu(FIXTURES / "tiny_dep_train.conllu")
+
+    class Data:
+        def tokens(self, split):
+            return [sentence.tokens for sentence in gold]
+
+    kept = {"folds": 2, "tokens": Data().tokens("train"), "tags": [["X"] * len(sentence.tokens) for sentence in gold]}
+    (tmp_path / "jackknife").mkdir()
+    write_text(tmp_path / "jackknife" / "tags.json", __import__("json").dumps(kept))
+    logged = []
+    assert jackknife_tags(config, Data(), tmp_path, logged.append) == kept["tags"]
+    assert "read from" in logged[0]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["model.tag_jackknife=3"], "model.tag_tagger"),
+    (["model.tag_jackknife=1"], "model.tag_jackknife"),
+    (["data.exclude_fold=4/3"], "data.exclude_fold"),
+])
+def test_bad_jackknife_settings_are_one_line(extra, message, tmp_path, capsys):
+    assert message in error_line(parser_arguments(tmp_path / "bad", 1, 1, *extra), capsys)
+
+
+def test_jackknifing_a_changed_training_split_is_one_line(tagger_run, tmp_path, capsys):
+    line = error_line(parser_arguments(tmp_path / "bad", 1, 1, f"model.tag_tagger={tagger_run}", "model.tag_jackknife=2", "data.train_fraction=0.5"), capsys)
+    assert "changed it" in line

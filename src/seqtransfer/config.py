@@ -38,6 +38,7 @@ class DataConfig:
     data_dir: str | None = None  # root holding dataset folders; else $SEQTRANSFER_DATA
     max_train_sentences: int | None = None  # keep the first N training sentences (learning curves)
     train_fraction: float | None = None  # keep a random share (0, 1] of the training sentences, drawn with train.seed (the same subset for every method of a seed)
+    exclude_fold: str | None = None  # "k/K": the training split without its k-th of K folds (sentence i is in fold i mod K + 1); jackknifed input tags
     twitter_normalization: bool = False  # map @user, URLs, numbers to placeholders for the word embedding
     label_map: str | None = None  # YAML file: dataset -> {its label: the shared label}, for datasets joined with + whose tag sets differ
     select_like: str | None = None  # unlabelled target text the training sentences are ranked against (data/selection.py)
@@ -86,6 +87,7 @@ class ModelConfig:
     tag_feature: str | None = None  # the column, e.g. upos (CoNLL-U); None = no tag input
     tag_tagger: str | None = None  # a tagging run directory whose predictions are the tags (every split, and at prediction time)
     tag_dimension: int = 50  # Stanza's UPOS embedding size
+    tag_jackknife: int = 0  # with tag_tagger: the training split's tags come from K taggers trained like it on the other K - 1 folds (0 = the tagger tags it)
     tag_count: int = 0  # filled: rows of the tag embedding
     # Hierarchical multi-task model (MuTSPad paper, section 3.3): task -> the lower tasks whose
     # BiLSTM states it reads, e.g. {pos: [], chunk: [pos], ner: [pos, chunk], dp: [pos, chunk]}.
@@ -269,6 +271,15 @@ def apply_overrides(config: RunConfig, overrides: list[str]) -> RunConfig:
     return config
 
 
+def fold_of(value: str) -> tuple[int, int] | None:
+    """(k, K) of "k/K" with 1 <= k <= K and K >= 2, else None."""
+    number, _, count = str(value).partition("/")
+    if not (number.strip().isdigit() and count.strip().isdigit()):
+        return None
+    number, count = int(number), int(count)
+    return (number, count) if count >= 2 and 1 <= number <= count else None
+
+
 # (key, test, what the value must be): settings whose type is right but whose value cannot train.
 _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("model.word_dimension", lambda value: value > 0, "a positive integer"),
@@ -328,6 +339,8 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("data.select_top", lambda value: value is None or 0 < value <= 100, "a percentage in (0, 100] (or null)"),
     ("data.select_tokenizer", lambda value: value in ("whitespace", "tweet"), "whitespace or tweet"),
     ("data.max_train_sentences", lambda value: value is None or value >= 1, "at least 1 (or null for all)"),
+    ("data.exclude_fold", lambda value: value is None or fold_of(value) is not None, "k/K with 1 <= k <= K and K >= 2, e.g. 1/5 (or null)"),
+    ("model.tag_jackknife", lambda value: value == 0 or value >= 2, "0 (off) or a number of folds, at least 2"),
     ("train.record_activations", lambda value: value is None or all(isinstance(epoch, int) and not isinstance(epoch, bool) and epoch >= 0 for epoch in value),
      "a list of epoch numbers, 0 = before training (or null)"),
 ]

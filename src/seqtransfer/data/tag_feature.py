@@ -10,6 +10,7 @@ throughout, and raw text needs no tags.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -106,9 +107,94 @@ def add_tag_vocabulary(model_config, data, vocabularies, base=None) -> str | Non
         raise SeqTransferError("a fine-tuned encoder reads sub-words only, not input tags", hint="drop model.tag_feature, or use model.encoder_mode=features (the tags join the word representation)")
     if column == data.column:
         raise SeqTransferError(f"model.tag_feature '{column}' is the column this run learns to predict", hint="read another column (e.g. upos for a parser), or drop model.tag_feature")
-    tags = input_tags(column, model_config.tag_tagger, data.tokens("train"), data.splits["train"])
+    tags = data.train_tags if data.train_tags is not None else input_tags(column, model_config.tag_tagger, data.tokens("train"), data.splits["train"])
     vocabularies.tags = tag_vocabulary(tags, base.tags if base is not None and base.tags is not None else None)
     vocabularies.tag_column, vocabularies.tagger = column, model_config.tag_tagger
     model_config.tag_count = len(vocabularies.tags)
     origin = f"predicted by {model_config.tag_tagger}" if model_config.tag_tagger else f"the gold '{column}' column"
+    origin += f" (training tags jackknifed in {model_config.tag_jackknife} folds)" if data.train_tags is not None else ""
     return f"input tags: {len(vocabularies.tags) - 2} {column} tags, {origin}, {model_config.tag_dimension} dimensions"
+
+
+JACKKNIFE = "jackknife"  # the run directory's folder of the fold taggers (removed once their tags are kept)
+JACKKNIFE_TAGS = "tags.json"
+
+
+def jackknife_tags(config, data, directory: Path, log) -> list[list[str]]:
+    """The training split's input tags, jackknifed (``model.tag_jackknife`` = K): K taggers with the
+    settings of ``model.tag_tagger``, each trained on the other K - 1 folds of this training split
+    (``data.exclude_fold``), tag their own fold. The parser then trains on tags as wrong as those the
+    full tagger gives it at test time (Stanza's parser learns from predicted tags; a tagger tagging
+    its own training data is right too often). Kept in ``DIRECTORY/jackknife/tags.json``: a resumed
+    run reads them; the fold runs are removed once it is written."""
+    import shutil
+    from dataclasses import replace
+
+    from seqtransfer.config import fold_of
+    from seqtransfer.data.task_data import in_fold, load_task_data
+    from seqtransfer.files import read_json, write_text
+
+    count, column = config.model.tag_jackknife, config.model.tag_feature
+    if not config.model.tag_tagger:
+        raise SeqTransferError("model.tag_jackknife trains taggers like model.tag_tagger, which is not set", hint="set model.tag_tagger=TAGGER_RUN (or drop model.tag_jackknife)")
+    config.model.tag_tagger = str(Path(config.model.tag_tagger).resolve())
+    column = column or tagger(config.model.tag_tagger).run.config.data.task
+    folder = Path(directory) / JACKKNIFE
+    tokens = data.tokens("train")
+    if (folder / JACKKNIFE_TAGS).is_file():
+        kept = read_json(folder / JACKKNIFE_TAGS)
+        if kept.get("folds") == count and kept.get("tokens") == tokens:
+            log(f"input tags: jackknifed training tags read from {folder / JACKKNIFE_TAGS}")
+            return kept["tags"]
+    fold_data = replace(config.data, task=column, metric=None, scheme="auto")
+    gold = load_task_data(fold_data, ("train",))
+    if gold.tokens("train") != tokens:
+        raise SeqTransferError("model.tag_jackknife needs the data's own training split, and this run changed it (a subset, a selection, annealing or pseudo labels)",
+                               hint="drop model.tag_jackknife, or the setting that changes the training sentences")
+    tags: list[list[str] | None] = [None] * len(tokens)
+    scores = []
+    for number in range(1, count + 1):
+        run = folder / f"fold-{number}"
+        if not (run / "metrics.json").is_file():
+            log(f"input tags: jackknife fold {number}/{count}: training a tagger on the other folds ({run})")
+            train_fold_tagger(config, replace(fold_data, exclude_fold=f"{number}/{count}"), run)
+        indices = [index for index in range(len(tokens)) if in_fold(index, number, count)]
+        predicted = fold_predictions(run, [tokens[index] for index in indices])
+        for index, sentence_tags in zip(indices, predicted):
+            tags[index] = sentence_tags
+        scores.append(read_json(run / "metrics.json").get("dev", {}))
+    gold_tags = gold.gold("train")
+    right = sum(predicted == wanted for sentence, truth in zip(tags, gold_tags) for predicted, wanted in zip(sentence, truth))
+    accuracy = 100.0 * right / max(1, sum(len(sentence) for sentence in gold_tags))
+    log(f"input tags: jackknifed training tags ({count} folds) are {accuracy:.2f} % right")
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = {"folds": count, "tagger": config.model.tag_tagger, "accuracy": round(accuracy, 2), "fold_dev": scores, "tokens": tokens, "tags": tags}
+    write_text(folder / JACKKNIFE_TAGS, json.dumps(kept, ensure_ascii=False) + "\n")  # one line: a file of every training token
+    for number in range(1, count + 1):
+        shutil.rmtree(folder / f"fold-{number}", ignore_errors=True)
+    return tags
+
+
+def fold_predictions(run: Path, tokens: list[list[str]]) -> list[list[str]]:
+    """A fold tagger's tags (loaded here, not cached: the fold runs are removed afterwards)."""
+    import torch
+
+    from seqtransfer.predictor import load
+
+    threads = torch.get_num_threads()
+    try:
+        with torch.random.fork_rng(devices=[]):
+            return [list(tags) for tags in load(run).predict_raw(tokens)]
+    finally:
+        torch.set_num_threads(threads)
+
+
+def train_fold_tagger(config, fold_data, run: Path) -> None:
+    """Train one fold's tagger into ``run``: the tagger run's settings on ``fold_data``, with this run's seed, threads and device."""
+    from seqtransfer.rundir import read_run_config
+    from seqtransfer.training.train import train_tagger
+
+    settings = read_run_config(Path(config.model.tag_tagger))
+    settings.data = fold_data
+    settings.train.seed, settings.train.threads, settings.train.device = config.train.seed, config.train.threads, config.train.device
+    train_tagger(settings, run, log=lambda message: None, show_progress=False)

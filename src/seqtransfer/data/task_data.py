@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from seqtransfer.config import DataConfig
+from seqtransfer.config import DataConfig, fold_of
 from seqtransfer.data.batching import EncodedSentences, encode_sentences
 from seqtransfer.data.corpus import Sentence
 from seqtransfer.training.metrics import METRICS
@@ -30,6 +30,7 @@ class TaskData:
     notes: list[str] = field(default_factory=list)  # what was inferred or repaired while reading, for the user
     train_weights: object = None  # (N,) loss weight of each training sentence (soft selection, data/selection.py), or None
     target_count: int | None = None  # data annealing: the first N training sentences are the target's, the rest the source's (data/annealing.py)
+    train_tags: list[list[str]] | None = None  # input tags of the training sentences when they are not the tagger's (jackknifed: data/tag_feature.py)
 
     def tokens(self, split: str) -> list[list[str]]:
         return [sentence.tokens for sentence in self.splits[split]]
@@ -47,7 +48,7 @@ class TaskData:
         from seqtransfer.data.tag_feature import feature_tags
 
         targets = self.kind.encode_targets(self.gold(split), vocabularies.labels) if with_targets else None
-        tags = feature_tags(vocabularies, self.tokens(split), self.splits[split])  # input tags, when the model reads them
+        tags = self.train_tags if split == "train" and self.train_tags is not None else feature_tags(vocabularies, self.tokens(split), self.splits[split])  # input tags, when the model reads them
         encoded = encode_sentences(self.tokens(split), vocabularies, targets=targets, tags=tags)
         if split == "train" and with_targets:
             encoded.weights = self.train_weights
@@ -140,7 +141,7 @@ def read_label_map(path: str | None) -> dict | None:
 def part_config(config: DataConfig, part: str) -> DataConfig:
     """One part of ``a+b``: ``NAME`` (the config's task) or ``NAME:TASK`` (its own task, e.g. ud_ewt:upos+conll2000:pos)."""
     name, _, task = part.partition(":")
-    return replace(config, dataset=name, task=task or config.task, max_train_sentences=None)
+    return replace(config, dataset=name, task=task or config.task, max_train_sentences=None, exclude_fold=None)
 
 
 def load_task_data(config: DataConfig, splits: tuple[str, ...] = SPLITS) -> TaskData:
@@ -150,6 +151,8 @@ def load_task_data(config: DataConfig, splits: tuple[str, ...] = SPLITS) -> Task
         data = combine(parts, read_label_map(config.label_map), config.label_map)
         if config.max_train_sentences and "train" in data.splits:
             data.splits["train"] = data.splits["train"][: config.max_train_sentences]
+        if config.exclude_fold and "train" in data.splits:
+            data.splits["train"] = without_fold(data.splits["train"], config.exclude_fold)
         return data
     spec = resolve_spec(config)
     task = resolve_task(spec, config.task)
@@ -164,6 +167,8 @@ def load_task_data(config: DataConfig, splits: tuple[str, ...] = SPLITS) -> Task
             loaded[split] = load_split(spec, split, config.data_dir)
     if "train" in splits and config.max_train_sentences:
         loaded["train"] = loaded["train"][: config.max_train_sentences]
+    if "train" in splits and config.exclude_fold:
+        loaded["train"] = without_fold(loaded["train"], config.exclude_fold)
     scheme, note = kind.resolve_scheme([sentence for sentences in loaded.values() for sentence in sentences], column, spec.schemes.get(column, "none"))
     notes = [note] if note else []
     metric = config.metric or (spec.metric.get(task) if not note else None) or default_metric(kind, scheme)
@@ -174,6 +179,17 @@ def load_task_data(config: DataConfig, splits: tuple[str, ...] = SPLITS) -> Task
     for sentences in loaded.values():
         notes += kind.check(sentences, column, scheme, config.strict)
     return TaskData(spec.name, task, column, scheme, metric, loaded, kind, notes)
+
+
+def in_fold(index: int, number: int, count: int) -> bool:
+    """Whether sentence ``index`` is in fold ``number`` (1-based) of ``count`` interleaved folds."""
+    return index % count == number - 1
+
+
+def without_fold(sentences: list[Sentence], fold: str) -> list[Sentence]:
+    """The sentences outside fold "k/K" (``data.exclude_fold``)."""
+    number, count = fold_of(fold)
+    return [sentence for index, sentence in enumerate(sentences) if not in_fold(index, number, count)]
 
 
 def default_metric(kind, scheme: str) -> str:

@@ -259,6 +259,11 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     fill_optimizer(config.train, data.kind.optimizer)
     data.train_weights = training_sentences(config, data, log)  # subsets, selection, pseudo labels (data/selection.py)
     data.target_count = add_annealing_sentences(config, data, log)  # data annealing: source sentences after the target's
+    if config.model.tag_jackknife:  # input tags of the training split from fold taggers (data/tag_feature.py)
+        from seqtransfer.data.tag_feature import jackknife_tags
+
+        data.train_tags = jackknife_tags(config, data, directory, log)
+        seed_everything(config.train.seed, config.train.threads)  # the fold taggers drew random numbers (or, resumed, did not): start from the seed either way
     filled = data.kind.fill_config(config.model, data.gold("train"), data.splits["train"])
     if filled:
         log(filled)
