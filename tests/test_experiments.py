@@ -361,3 +361,21 @@ def test_a_self_labelling_method_runs_in_the_grid_and_is_tested_on_the_target(tm
     experiment.write_text(text.replace("top_n: 2", "top_n: 0"), encoding="utf-8")
     with pytest.raises(SeqTransferError, match="method 'selftrained': --top-n must be at least 1"):
         load_experiment(experiment)
+
+
+def test_target_text_in_a_method_is_the_targets_test_on_dataset(tmp_path):
+    from seqtransfer.experiments import runner
+    from seqtransfer.experiments.store import ResultsStore
+
+    experiment = tiny_experiment(tmp_path)
+    text = experiment.read_text(encoding="utf-8").replace("  scratch: {scheme: scratch}", "  scratch: {scheme: scratch}\n"
+        "  selected: {scheme: scratch, overrides: [data.select_like=target, data.select_top=50]}\n"
+        "  selftrained: {scheme: scratch, selflabel: {method: self_training, unlabeled: target, rounds: 1}}")
+    experiment.write_text(text, encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="target 'pos' has no test_on"):
+        runner.method_task(load_experiment(experiment), ResultsStore(tmp_path / "results"), None, "selected", "pos", 1, {})
+    experiment.write_text(text.replace("  pos: {dataset: null, source: ner,", "  pos: {dataset: null, source: ner, test_on: 'tweebank:upos',"), encoding="utf-8")
+    spec = load_experiment(experiment)
+    selected = runner.method_task(spec, ResultsStore(tmp_path / "results"), None, "selected", "pos", 1, {})
+    selftrained = runner.method_task(spec, ResultsStore(tmp_path / "results"), None, "selftrained", "pos", 1, {})
+    assert selected.config["data"]["select_like"] == "tweebank" and selftrained.selflabel["unlabeled"] == "tweebank"

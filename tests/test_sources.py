@@ -61,3 +61,12 @@ def test_parts_may_name_their_own_task_and_ptb_tags_map_to_upos():
     assert {label for sentence in data.splits["train"] for label in sentence.labels("upos")} <= upos
     with pytest.raises(SeqTransferError, match="the labels of (tweebank|conll2000) differ"):
         load_task_data(replace(config, label_map=None), ("train",))
+
+
+def test_one_dataset_is_read_in_another_datasets_tag_set():
+    config = DataConfig(dataset="conll2000", task="chunk", label_map="experiments/configs/annealing_labels.yaml", metric="accuracy")
+    mapped = {label for sentence in load_task_data(config, ("train",)).gold("train") for label in sentence}
+    tchunk = {label for sentence in load_task_data(DataConfig(dataset="tchunk", task="chunk"), ("train",)).gold("train") for label in sentence}
+    assert "b-np" in mapped and not any(label.isupper() for label in mapped) and mapped - tchunk == {"i-prt"}  # TChunk's training tweets have no i-prt
+    plain = {label for sentence in load_task_data(replace(config, label_map=None, metric=None), ("train",)).gold("train") for label in sentence}
+    assert "B-NP" in plain

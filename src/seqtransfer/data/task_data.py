@@ -178,7 +178,11 @@ def load_task_data(config: DataConfig, splits: tuple[str, ...] = SPLITS) -> Task
         raise SeqTransferError(f"metric '{metric}' does not score {kind.name} task '{task}'", hint=f"use data.metric={' or '.join(kind.metrics)}")
     for sentences in loaded.values():
         notes += kind.check(sentences, column, scheme, config.strict)
-    return TaskData(spec.name, task, column, scheme, metric, loaded, kind, notes)
+    data = TaskData(spec.name, task, column, scheme, metric, loaded, kind, notes)
+    mapping = read_label_map(config.label_map)
+    if mapping and spec.name in mapping:  # one dataset in another's tag set (a source scored on a target: label-free adaptation)
+        data = replace(combine([data], mapping, config.label_map), notes=notes)
+    return data
 
 
 def in_fold(index: int, number: int, count: int) -> bool:

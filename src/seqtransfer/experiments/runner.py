@@ -18,6 +18,7 @@ from pathlib import Path
 from seqtransfer import rundir
 from seqtransfer.config import RunConfig, apply_overrides, check_values, config_from_dict, config_to_dict
 from seqtransfer.data.task_data import load_task_data
+from seqtransfer.errors import SeqTransferError
 from seqtransfer.training.metrics import get_metric
 from seqtransfer.experiments.ensemble import build_ensemble
 from seqtransfer.experiments.kept import cell_key, merge, run_id_of
@@ -167,9 +168,26 @@ def method_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None
     return tasks
 
 
+TARGET_TEXT = "target"  # a method's data.select_like or selflabel unlabeled: the text of the target's test_on dataset
+
+
+def target_text(spec: ExperimentSpec, target_name: str) -> str:
+    """The dataset whose (unlabelled) training text ``target`` stands for: the target's ``test_on``."""
+    test_on = spec.targets[target_name].test_on
+    if not test_on:
+        raise SeqTransferError(f"target '{target_name}' has no test_on, so a method's '{TARGET_TEXT}' text names nothing", path=spec.path,
+                               hint="give the target test_on: DATASET[:TASK], or name the text's dataset in the method")
+    return test_on.partition(":")[0]
+
+
 def method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, method_name: str, target_name: str, seed: int, sources: dict[str, RunTask]) -> RunTask:
     method, target = spec.methods[method_name], spec.targets[target_name]
     config = base_config(spec, data_dir, target.dataset, target.task, [*target.overrides, f"transfer.scheme={method.scheme}", f"train.seed={seed}", *method.overrides])
+    selflabel = dict(method.selflabel) if method.selflabel else None
+    if config.data.select_like == TARGET_TEXT:
+        config.data.select_like = target_text(spec, target_name)
+    if selflabel and selflabel.get("unlabeled") == TARGET_TEXT:
+        selflabel["unlabeled"] = target_text(spec, target_name)
     if method.anneal:  # data annealing from the target's source data (its training split)
         config.data.anneal_source = spec.sources[target.source].training_data
     source_name = method.source.get(target_name, target.source) if isinstance(method.source, dict) else method.source or target.source
@@ -179,14 +197,14 @@ def method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None,
     if method.tagger:  # a source run tags the input (model.tag_tagger): its id, not its folder, names the run
         config.model.tag_tagger = sources[method.tagger].directory
         identity.setdefault("model", {})["tag_tagger"] = sources[method.tagger].run_id
-    if method.selflabel:
-        identity["selflabel"] = dict(method.selflabel)
-    kind = method.selflabel["method"] if method.selflabel else method.scheme
+    if selflabel:
+        identity["selflabel"] = selflabel
+    kind = selflabel["method"] if selflabel else method.scheme
     run_id = store.run_id(f"{slug(target_name)}-{kind}-", content_id(identity))
     record = {"experiment": spec.name, "method": method_name, "target": target_name, "seed": seed}
     if target.test_on:
         record["test_on"] = target.test_on
-    return RunTask(run_id, str(store.run_directory(run_id)), config_to_dict(config), record, selflabel=dict(method.selflabel) if method.selflabel else None)
+    return RunTask(run_id, str(store.run_directory(run_id)), config_to_dict(config), record, selflabel=selflabel)
 
 
 def multitask_method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, method_name: str, seed: int, sources: dict[str, RunTask],
