@@ -13,7 +13,7 @@ import pytest
 from conftest import FIXTURES, TINY_MODEL
 from seqtransfer.cli import main
 from seqtransfer.errors import SeqTransferError
-from test_parser import error_line
+from test_parser import error_line, parser_arguments
 
 transformers = pytest.importorskip("transformers")
 
@@ -411,6 +411,25 @@ def test_pairs_get_their_own_cache_entry_and_old_runs_keep_untyped_features(enco
     saved = {"words": ["<pad>"], "characters": ["<pad>"], "labels": ["O"], "lowercase": True, "twitter": False, "encoder": "x"}
     assert Vocabularies.from_json(saved).encoder_segments is False  # a run saved before: trained on untyped pairs, predicts so
     assert Vocabularies.from_json(Vocabularies.from_json({**saved, "encoder_segments": True}).to_json()).encoder_segments is True
+
+
+def test_table5_heads_features_with_a_crf_alone_and_a_fine_tuned_encoder_with_a_bilstm(encoder, tmp_path, capsys):
+    import seqtransfer
+    from seqtransfer.transfer.adaptations import layer_groups
+
+    common = ["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
+              "--epochs", "2", "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.classifier=crf"]
+    assert main([*common, "--output", str(tmp_path / "fe-crf"), "model.encoder_join=false", "model.feature_extractor=none"]) == 0
+    plain = seqtransfer.load(tmp_path / "fe-crf").run.model
+    assert not list(plain.feature_extractor.parameters()) and plain.classifier.in_features == 16  # the scalar mix feeds the CRF's emissions
+    assert main([*common, "--output", str(tmp_path / "ft-bilstm"), "model.encoder_mode=finetune", "model.feature_extractor=bilstm",
+                 "transfer.adaptations=[gradual_unfreezing]"]) == 0
+    model = seqtransfer.load(tmp_path / "ft-bilstm").run.model
+    assert model.classifier.in_features == 16 and sum(parameter.numel() for parameter in model.feature_extractor.parameters()) > 0  # TINY_MODEL's hidden 16
+    head = dict(layer_groups(model))["head"]
+    assert any(name.startswith("feature_extractor.") for name in head)  # the BiLSTM thaws first, with the classifier
+    assert len(seqtransfer.load(tmp_path / "ft-bilstm").predict([["john", "lives", "in", "new", "york"]])[0]) == 5
+    assert "model.feature_extractor" in error_line(parser_arguments(tmp_path / "parser", 1, 1, "model.feature_extractor=none"), capsys)
 
 
 def test_input_tags_with_a_fine_tuned_encoder_are_one_line(encoder, tmp_path, capsys):

@@ -67,6 +67,9 @@ class ModelConfig:
     char_hidden: int = 100
     inputs: str = "both"  # what represents a word: both (word vector and character BiLSTM) | words | characters (co-training's views)
     hidden: int = 200
+    # Between the representation and the classifier (To-tune paper, Table 5): None = the model's own
+    # (the tagger: a BiLSTM of hidden units; a fine-tuned encoder: nothing) | bilstm | none
+    feature_extractor: str | None = None
     dropout: float = 0.5
     classifier: str = "softmax"  # softmax | crf
     architecture: str = "tagger"  # tagger | pretrand (set by the transfer scheme)
@@ -296,6 +299,7 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("model.tag_dimension", lambda value: value > 0, "a positive integer"),
     ("model.normalized_scale", lambda value: value > 0, "positive"),
     ("model.inputs", lambda value: value in ("both", "words", "characters"), "both, words or characters"),
+    ("model.feature_extractor", lambda value: value in (None, "bilstm", "none"), "bilstm or none (or null: the model's own)"),
     ("model.encoder_pooling", lambda value: value in ("first", "mean"), "first or mean"),
     ("model.encoder_mode", lambda value: value in ("features", "finetune"), "features or finetune"),
     ("model.encoder_adapter", lambda value: value in (None, "lora", "houlsby"), "lora or houlsby (or null)"),

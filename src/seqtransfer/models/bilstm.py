@@ -79,3 +79,10 @@ class StackedBiLSTM(nn.Module):
         for number, layer in enumerate(self.layers):
             states = layer(self.dropout(states) if number else states, lengths)
         return states
+
+
+class NoFeatureExtractor(nn.Module):
+    """``model.feature_extractor=none``: the classifier reads the representation itself (B, T, D) -> (B, T, D)."""
+
+    def forward(self, inputs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        return inputs

@@ -3,6 +3,7 @@
     h        = Encoder(sub-word windows)          every window of the batch at once      (W, S, H)
     x_t      = h[first sub-word of token t]       (or the mean of its sub-words)         (B, T, H)
     y        = softmax or CRF(Linear(dropout(x)))                                        (B, T, L)
+               (model.feature_extractor=bilstm: a BiLSTM of model.hidden units reads x first)
 
 The encoder's architecture comes from its folder's config.json (``model.encoder``); its
 pretrained weights are loaded once, when training starts (``load_pretrained``), and saved with
@@ -26,6 +27,7 @@ from torch.nn import functional
 
 from seqtransfer.config import ModelConfig
 from seqtransfer.data.batching import Batch
+from seqtransfer.models.bilstm import BiLSTM
 from seqtransfer.models.dropout import Dropout
 from seqtransfer.models.outputs import OUTPUTS
 from seqtransfer.models.tagger import SequenceLabeller, check_classifier
@@ -61,6 +63,9 @@ class EncoderTagger(SequenceLabeller):
 
             add_houlsby_adapters(self.encoder, config.adapter_size)
         self.pooling = config.encoder_pooling  # a token's vector: its first sub-word's, or the mean of its sub-words'
+        self.feature_extractor = None
+        if config.feature_extractor == "bilstm":  # a BiLSTM between the encoder and the classifier (To-tune paper, Table 5)
+            self.feature_extractor, size = BiLSTM(size, config.hidden), config.hidden
         self.dropout = Dropout(config.dropout)
         self.classifier = nn.Linear(size, label_count)
         self.output = OUTPUTS[config.classifier](label_count)
@@ -112,4 +117,7 @@ class EncoderTagger(SequenceLabeller):
         return (sums[first + batch.token_sizes] - sums[first]) / batch.token_sizes.unsqueeze(-1)
 
     def emissions(self, batch: Batch) -> torch.Tensor:
-        return self.classifier(self.dropout(self.features(batch)))
+        features = self.features(batch)  # (B, T, H)
+        if self.feature_extractor is not None:
+            features = self.feature_extractor(features, batch.lengths)
+        return self.classifier(self.dropout(features))

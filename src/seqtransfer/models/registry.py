@@ -25,6 +25,9 @@ def build_model(config: ModelConfig, vocabularies: Vocabularies) -> nn.Module:
     """A freshly initialised model sized for ``vocabularies``."""
     if config.architecture not in ARCHITECTURES:
         raise SeqTransferError(f"unknown architecture '{config.architecture}'", hint=f"use one of: {', '.join(ARCHITECTURES)}")
+    if config.feature_extractor is not None and config.architecture not in ("tagger", "encoder_tagger"):
+        raise SeqTransferError(f"model.feature_extractor chooses a tagger's layer between representation and classifier; a {config.architecture} keeps its own",
+                               hint="drop model.feature_extractor for this model")
     model = ARCHITECTURES[config.architecture].from_vocabularies(config, vocabularies)
     attach_discriminator(model, config.discriminator_hidden)
     attach_language_model(model, config.language_model_words)

@@ -17,7 +17,7 @@ from torch import nn
 from seqtransfer.config import ModelConfig
 from seqtransfer.data.batching import Batch
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.models.bilstm import BiLSTM
+from seqtransfer.models.bilstm import BiLSTM, NoFeatureExtractor
 from seqtransfer.models.dropout import Dropout
 from seqtransfer.models.outputs import OUTPUTS
 from seqtransfer.models.representation import WordRepresentation, word_representation_of
@@ -68,9 +68,12 @@ class Tagger(SequenceLabeller):
         super().__init__()
         check_classifier(config)
         self.word_representation = word_representation_of(config, word_count, character_count)
-        self.feature_extractor = BiLSTM(self.word_representation.output_size, config.hidden)
+        if config.feature_extractor == "none":  # the representation feeds the classifier (To-tune paper: FE + CRF)
+            self.feature_extractor, size = NoFeatureExtractor(), self.word_representation.output_size
+        else:
+            self.feature_extractor, size = BiLSTM(self.word_representation.output_size, config.hidden), config.hidden
         self.dropout = Dropout(config.dropout)
-        self.classifier = nn.Linear(config.hidden, label_count)
+        self.classifier = nn.Linear(size, label_count)
         self.output = OUTPUTS[config.classifier](label_count)
 
     def features(self, batch: Batch) -> torch.Tensor:
