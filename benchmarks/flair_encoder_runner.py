@@ -1,0 +1,200 @@
+"""The flair side of ``compare_flair_encoder.py``: run with the python of the flair venv, never imports seqtransfer.
+
+    benchmarks/.flair-venv/bin/python benchmarks/flair_encoder_runner.py --input DIR --epochs 3 --predictions PATH
+
+``DIR/data.json`` is written by ``compare_flair_encoder.py``: tokens and gold spans of each
+split, the encoder folder (the same one seqtransfer fine-tunes) and seqtransfer's settings.
+
+The model mirrors seqtransfer's fine-tuned encoder tagger: ``TransformerWordEmbeddings`` over
+the folder (fine-tuned, last layer, each token's first sub-word) in a ``SequenceTagger`` with no
+RNN, no CRF and no re-projection, so a dropout and one linear layer over the token vectors.
+Trained with ``ModelTrainer.train_custom``: AdamW with seqtransfer's rate, betas and weight decay,
+gradient clipping, batches and epochs, and seqtransfer's linear warm-up then decay set before
+every batch by a plugin. No dev split, so nothing is evaluated between epochs. Prints one JSON
+line of measurements; dev and test predictions (IOB2 tags per token) go to ``--predictions``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import logging
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+import transformers
+
+import flair
+from flair.data import Corpus
+from flair.datasets import FlairDatapointDataset
+from flair.embeddings import TransformerWordEmbeddings
+from flair.models import SequenceTagger
+from flair.trainers import ModelTrainer
+from flair.trainers.plugins.base import TrainerPlugin
+from flair_runner import (
+    INFERENCE_BATCH_SIZES, LABEL_TYPE, make_sentences, peak_rss_megabytes, peak_rss_since_reset, predict, predicted_tags, reset_peak_rss,
+    seed_everything, time_inference,
+)
+
+
+class LinearWarmupPlugin(TrainerPlugin):
+    """seqtransfer's ``linear_warmup`` schedule, set before each batch, and the training time of each epoch.
+
+    The rate of step k (1-based, over all epochs) is lr * k / w during the first w = int(warmup * total)
+    steps, then lr * (total - k) / (total - w), reaching 0 at the last step. (flair's own
+    ``LinearSchedulerPlugin`` computes the same line one step later: its first batch trains at rate 0.)
+    ``before_training_epoch`` and ``after_training_epoch`` enclose exactly the batch loop of ``train_custom``.
+    """
+
+    def __init__(self, learning_rate: float, warmup: float, epochs: int) -> None:
+        super().__init__()
+        self.learning_rate, self.warmup, self.epochs = learning_rate, warmup, epochs
+        self.epoch_seconds: list[float] = []
+        self.started = 0.0
+
+    def factor(self, epoch: int, batch: int, batches_per_epoch: int) -> float:
+        total = max(self.epochs * batches_per_epoch, 1)
+        done = (epoch - 1) * batches_per_epoch + batch + 1
+        warmup = max(int(self.warmup * total), 1)
+        if done <= warmup:
+            return done / warmup
+        return max(0.0, (total - done) / max(total - warmup, 1))
+
+    @TrainerPlugin.hook
+    def before_training_epoch(self, epoch: int, **kwargs) -> None:
+        self.started = time.perf_counter()
+
+    @TrainerPlugin.hook
+    def before_training_batch(self, batch_no: int, total_number_of_batches: int, epoch: int, **kwargs) -> None:
+        for group in self.trainer.optimizer.param_groups:
+            group["lr"] = self.learning_rate * self.factor(epoch, batch_no, total_number_of_batches)
+
+    @TrainerPlugin.hook
+    def after_training_epoch(self, epoch: int, **kwargs) -> None:
+        self.epoch_seconds.append(time.perf_counter() - self.started)
+
+
+def once_applied_dropout(rate: float) -> float:
+    """flair's dropout rate that equals one dropout of ``rate``.
+
+    Without an RNN, ``SequenceTagger.forward`` applies its dropout twice to the same vectors
+    (before and after where the RNN would be). Two inverted dropouts of rate q keep a value with
+    probability (1 - q)^2 and scale it by 1 / (1 - q)^2: one dropout of rate 1 - (1 - q)^2.
+    seqtransfer applies ``rate`` once, so q = 1 - sqrt(1 - rate).
+    """
+    return 1.0 - (1.0 - rate) ** 0.5
+
+
+def build_tagger(data: dict, corpus: Corpus) -> SequenceTagger:
+    settings = data["settings"]
+    embeddings = TransformerWordEmbeddings(
+        data["encoder"],  # a local folder: nothing is downloaded (HF_HUB_OFFLINE=1 as well)
+        fine_tune=True,
+        layers="-1",
+        subtoken_pooling=settings["pooling"],
+        allow_long_sentences=True,
+        use_context=False,
+        use_context_separator=False,  # else flair adds a [FLERT] sub-word (one more embedding row) that only context uses
+    )
+    return SequenceTagger(
+        embeddings=embeddings,
+        tag_dictionary=corpus.make_label_dictionary(LABEL_TYPE, add_unk=False),
+        tag_type=LABEL_TYPE,
+        tag_format="BIO",  # = IOB2, the tags seqtransfer trains on
+        use_rnn=False,
+        use_crf=False,
+        reproject_embeddings=False,
+        dropout=once_applied_dropout(settings["dropout"]),
+        word_dropout=0.0,
+        locked_dropout=0.0,
+    )
+
+
+def train_timed(tagger: SequenceTagger, corpus: Corpus, settings: dict, epochs: int, base_path: Path) -> list[float]:
+    schedule = LinearWarmupPlugin(settings["learning_rate"], settings["warmup"], epochs)
+    ModelTrainer(tagger, corpus).train_custom(
+        base_path=base_path,
+        learning_rate=settings["learning_rate"],
+        mini_batch_size=settings["batch_size"],
+        max_epochs=epochs,
+        optimizer=torch.optim.AdamW,
+        betas=tuple(settings["betas"]),  # train_custom hands its other keyword arguments to the optimizer
+        weight_decay=settings["weight_decay"],  # torch's AdamW default is 0.01; seqtransfer's is 0
+        max_grad_norm=settings["gradient_clip"],
+        shuffle=True,
+        embeddings_storage_mode="none",
+        use_final_model_for_eval=True,
+        save_final_model=False,
+        create_file_logs=False,
+        create_loss_file=False,
+        plugins=[schedule],
+    )
+    return schedule.epoch_seconds
+
+
+def run(arguments: argparse.Namespace) -> dict:
+    data = json.loads((Path(arguments.input) / "data.json").read_text(encoding="utf-8"))
+    settings = data["settings"]
+    if settings["epochs"] != arguments.epochs:
+        raise SystemExit(f"--epochs {arguments.epochs}, but seqtransfer's schedule runs over {settings['epochs']} epochs")
+    flair.device = torch.device(arguments.device)
+    seed_everything(settings["seed"], arguments.threads)
+    train = make_sentences(data["splits"]["train"], with_labels=True)
+    dev, test = (make_sentences(data["splits"][split], with_labels=False) for split in ("dev", "test"))
+    corpus = Corpus(train=FlairDatapointDataset(train), dev=None, test=None, name=data["dataset"], sample_missing_splits=False)
+    tagger = build_tagger(data, corpus)
+    gc.collect()
+    peak_reset = reset_peak_rss()
+    with tempfile.TemporaryDirectory(prefix="flair-trainer-") as base_path:
+        epoch_seconds = train_timed(tagger, corpus, settings, arguments.epochs, Path(base_path))
+    train_peak_rss = peak_rss_since_reset() if peak_reset else None
+    tagger.eval()
+    inference = time_inference(tagger, test, arguments.batch_sizes)
+    best_batch = min(inference, key=inference.get)
+    predict(tagger, dev, best_batch)
+    predict(tagger, test, best_batch)
+    Path(arguments.predictions).write_text(json.dumps({"dev": predicted_tags(dev), "test": predicted_tags(test)}), encoding="utf-8")
+    return {
+        "tool": "flair",
+        "dataset": data["dataset"],
+        "flair": flair.__version__,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "attention": tagger.embeddings.model.config._attn_implementation,
+        "threads": torch.get_num_threads(),
+        "train_sentences": len(train),
+        "train_tokens": sum(len(sentence) for sentence in train),
+        "test_tokens": sum(len(sentence) for sentence in test),
+        "labels": tagger.label_dictionary.get_items(),
+        "parameters": sum(parameter.numel() for parameter in tagger.parameters()),
+        "epoch_seconds": epoch_seconds,
+        "inference_seconds": {str(size): seconds for size, seconds in inference.items()},
+        "peak_rss_mb": peak_rss_megabytes(),
+        "train_peak_rss_mb": train_peak_rss,
+    }
+
+
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--input", required=True, help="folder with data.json")
+    parser.add_argument("--epochs", type=int, default=3, help="must equal data.json's settings (the schedule's length)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=INFERENCE_BATCH_SIZES)
+    parser.add_argument("--predictions", required=True, help="JSON file for the dev and test predictions")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    logging.getLogger("flair").setLevel(logging.WARNING)  # flair logs to stdout, where the JSON goes
+    arguments = parse_arguments(argv)
+    result = run(arguments)
+    print(json.dumps(result), flush=True)
+    return result
+
+
+if __name__ == "__main__":
+    main()
