@@ -379,3 +379,12 @@ def test_target_text_in_a_method_is_the_targets_test_on_dataset(tmp_path):
     selected = runner.method_task(spec, ResultsStore(tmp_path / "results"), None, "selected", "pos", 1, {})
     selftrained = runner.method_task(spec, ResultsStore(tmp_path / "results"), None, "selftrained", "pos", 1, {})
     assert selected.config["data"]["select_like"] == "tweebank" and selftrained.selflabel["unlabeled"] == "tweebank"
+
+
+def test_names_given_on_the_command_line_may_hold_commas():
+    from seqtransfer.commands.experiment import named
+
+    known = ["Mono-task", "Mono-task + UPOS (predicted, jackknifed)", "TweeBank, no labels"]
+    assert named("Mono-task + UPOS (predicted, jackknifed),Mono-task", known) == ["Mono-task + UPOS (predicted, jackknifed)", "Mono-task"]
+    assert named("TweeBank, no labels", known) == ["TweeBank, no labels"]
+    assert named("Mono-task,nothing", known) == ["Mono-task", "nothing"]  # the unknown name is reported as given

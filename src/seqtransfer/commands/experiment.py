@@ -37,12 +37,12 @@ def run(arguments: argparse.Namespace) -> list[dict]:
         spec.overrides.append(f"train.threads={arguments.threads}")
     if arguments.device:
         spec.overrides.append(f"train.device={arguments.device}")
-    only = {name.strip() for name in arguments.only.split(",")} if arguments.only else set()
+    only = set(named(arguments.only, spec.methods)) if arguments.only else set()
     unknown = only - set(spec.methods)
     if unknown:
         raise SeqTransferError(f"unknown method(s) {', '.join(sorted(unknown))}", path=arguments.file, hint=f"methods: {', '.join(spec.methods)}")
     if arguments.targets:
-        wanted = [name.strip() for name in arguments.targets.split(",")]
+        wanted = named(arguments.targets, spec.targets)
         missing = [name for name in wanted if name not in spec.targets]
         if missing:
             raise SeqTransferError(f"unknown target(s) {', '.join(missing)}", path=arguments.file, hint=f"targets: {', '.join(spec.targets)}")
@@ -70,3 +70,17 @@ def run(arguments: argparse.Namespace) -> list[dict]:
 
 
 COMMAND = Command("run an experiment grid (resumable; in-process or on Ray) or list its finished runs", arguments, run)
+
+
+def named(text: str, known) -> list[str]:
+    """Comma-separated names, where a name may hold commas itself ("TweeBank, no labels"): pieces
+    are joined while they make no known name yet; an unknown name is returned as it was given."""
+    names, current = [], ""
+    for piece in (piece.strip() for piece in text.split(",")):
+        current = f"{current}, {piece}" if current else piece
+        if current in known:
+            names.append(current)
+            current = ""
+    if current:  # no known name: report the pieces as given
+        names += [piece.strip() for piece in current.split(",")]
+    return names
