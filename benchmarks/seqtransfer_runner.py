@@ -34,10 +34,11 @@ from seqtransfer.data.schemes import convert
 from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import Tagger, count_parameters
+from seqtransfer.tasks import TAGGING
 from seqtransfer.training.loop import ShuffledBatches, predict_labels, train_epoch
 from seqtransfer.device import resolve_device
 from seqtransfer.training.optimizers import fill_optimizer, make_optimizer
-from seqtransfer.training.train import prepare_vocabularies, seed_everything
+from seqtransfer.training.train import fill_fine_tuning, prepare_vocabularies, seed_everything
 
 INFERENCE_BATCH_SIZES = [32, 128, 512, 2048]
 
@@ -64,11 +65,10 @@ def fine_tuned_encoder(config: RunConfig, encoder: str, epochs: int) -> None:
     linear warm-up then decay), with a softmax on each token's first sub-word. The schedule runs
     over the ``epochs`` the benchmark trains (``train.max_epochs``), so it reaches 0 at its last step."""
     model = config.model
-    model.encoder, model.encoder_mode, model.encoder_pooling = encoder, "finetune", "first"
-    model.architecture, model.classifier = "encoder_tagger", "softmax"
+    model.encoder, model.encoder_mode, model.encoder_pooling, model.classifier = encoder, "finetune", "first", "softmax"
     model.embeddings = None  # the encoder tagger has no word table: no GloVe to read
-    fill_optimizer(config.train, "adamw")
-    config.train.schedule, config.train.max_epochs = "linear_warmup", epochs
+    fill_fine_tuning(config, TAGGING)
+    config.train.max_epochs = epochs
 
 
 def load_benchmark_data(config: RunConfig, max_evaluation_sentences: int | None = None) -> TaskData:

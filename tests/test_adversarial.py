@@ -66,3 +66,20 @@ def test_missing_adversarial_data_is_one_line(tmp_path, capsys):
     code = main([*tiny_train_arguments(tmp_path / "run"), "train.adversarial_data=nowhere:nothing"])
     error = capsys.readouterr().err
     assert code == 2 and "neither a file nor a dataset" in error and len(error.strip().splitlines()) == 1
+
+
+def test_a_tagger_without_bilstm_passes_it_on_and_refuses_a_discriminator(tmp_path, capsys):
+    import seqtransfer
+    from seqtransfer.models.bilstm import NoFeatureExtractor
+
+    source = tmp_path / "source"
+    assert main([*tiny_train_arguments(source, epochs=1), "model.feature_extractor=none"]) == 0
+    target = tmp_path / "target"
+    assert main(["transfer", "--source", str(source), "--method", "finetune", "--train", str(FIXTURES / "tiny_pos_train.conll"),
+                 "--dev", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos", "--epochs", "1", "--output", str(target), "--quiet", *TINY_MODEL]) == 0
+    assert isinstance(seqtransfer.load(target).run.model.feature_extractor, NoFeatureExtractor)  # the source's layers, not a fresh BiLSTM
+    text = tmp_path / "tweets.txt"
+    text.write_text("lol this is fun\n", encoding="utf-8")
+    assert main([*tiny_train_arguments(tmp_path / "bad", epochs=1), "model.feature_extractor=none", f"train.adversarial_data={text}"]) == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "no BiLSTM for the domain discriminator" in line and "Traceback" not in capsys.readouterr().err

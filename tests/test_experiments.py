@@ -379,6 +379,9 @@ def test_target_text_in_a_method_is_the_targets_test_on_dataset(tmp_path):
     selected = runner.method_task(spec, ResultsStore(tmp_path / "results"), None, "selected", "pos", 1, {})
     selftrained = runner.method_task(spec, ResultsStore(tmp_path / "results"), None, "selftrained", "pos", 1, {})
     assert selected.config["data"]["select_like"] == "tweebank" and selftrained.selflabel["unlabeled"] == "tweebank"
+    explicit = load_experiment(experiment)  # the same settings named outright: the same run (finished cells are not trained again)
+    explicit.methods["selected"].overrides = ["data.select_like=tweebank", "data.select_top=50"]
+    assert runner.method_task(explicit, ResultsStore(tmp_path / "results"), None, "selected", "pos", 1, {}).run_id == selected.run_id
 
 
 def test_names_given_on_the_command_line_may_hold_commas():

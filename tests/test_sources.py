@@ -52,7 +52,7 @@ def test_an_ensemble_of_sources_writes_pseudo_labels(tiny_run, tmp_path):
     assert metrics["dev"] is not None
 
 
-def test_parts_may_name_their_own_task_and_ptb_tags_map_to_upos():
+def test_parts_may_name_their_own_task_and_ptb_tags_map_to_upos(data_root):
     upos = {"ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN", "PUNCT", "SCONJ", "SYM", "VERB", "X"}
     config = DataConfig(dataset="tweebank:upos+conll2000:pos", label_map="experiments/configs/ptb_to_upos.yaml")
     data = load_task_data(config, ("train", "dev"))
@@ -63,10 +63,16 @@ def test_parts_may_name_their_own_task_and_ptb_tags_map_to_upos():
         load_task_data(replace(config, label_map=None), ("train",))
 
 
-def test_one_dataset_is_read_in_another_datasets_tag_set():
+def test_one_dataset_is_read_in_another_datasets_tag_set(data_root, tmp_path):
     config = DataConfig(dataset="conll2000", task="chunk", label_map="experiments/configs/annealing_labels.yaml", metric="accuracy")
     mapped = {label for sentence in load_task_data(config, ("train",)).gold("train") for label in sentence}
     tchunk = {label for sentence in load_task_data(DataConfig(dataset="tchunk", task="chunk"), ("train",)).gold("train") for label in sentence}
     assert "b-np" in mapped and not any(label.isupper() for label in mapped) and mapped - tchunk == {"i-prt"}  # TChunk's training tweets have no i-prt
     plain = {label for sentence in load_task_data(replace(config, label_map=None, metric=None), ("train",)).gold("train") for label in sentence}
     assert "B-NP" in plain
+    chained = tmp_path / "chained.yaml"  # a map whose second application would change its result: each part is mapped once
+    chained.write_text("tweebank:\n  SYM: X\n  X: INTJ\n", encoding="utf-8")
+    joined = load_task_data(DataConfig(dataset="tweebank:upos+ud_ewt:upos", label_map=str(chained)), ("train",))
+    tweets, web = (load_task_data(DataConfig(dataset=name, task="upos"), ("train",)).gold("train") for name in ("tweebank", "ud_ewt"))
+    others = sum(sentence.count("X") for sentence in joined.gold("train"))
+    assert others == sum(sentence.count("SYM") for sentence in tweets) + sum(sentence.count("X") for sentence in web) > 0  # tweets' SYM -> X, not on to INTJ

@@ -203,9 +203,11 @@ def test_jackknifed_training_tags_come_from_taggers_trained_on_the_other_folds(t
     assert "jackknifed" in (output / "log.txt").read_text(encoding="utf-8")
 
 
-def test_a_resumed_run_reads_its_kept_jackknifed_tags(tagger_run, tmp_path):
+def test_a_resumed_run_reads_its_kept_jackknifed_tags_only_when_they_are_its_own(tagger_run, tmp_path):
+    import json
+
     from seqtransfer.config import RunConfig
-    from seqtransfer.data.tag_feature import jackknife_tags
+    from seqtransfer.data.tag_feature import jackknife_tags, kept_jackknife
     from seqtransfer.files import write_text
 
     config = RunConfig()
@@ -213,15 +215,20 @@ def test_a_resumed_run_reads_its_kept_jackknifed_tags(tagger_run, tmp_path):
     gold = read_conllu(FIXTURES / "tiny_dep_train.conllu")
 
     class Data:
+        column = "head"
+
         def tokens(self, split):
             return [sentence.tokens for sentence in gold]
 
-    kept = {"folds": 2, "tokens": Data().tokens("train"), "tags": [["X"] * len(sentence.tokens) for sentence in gold]}
+    identity = {"folds": 2, "tagger": str(tagger_run.resolve()), "seed": config.train.seed, "tokens": Data().tokens("train")}
+    kept = {**identity, "tags": [["X"] * len(sentence.tokens) for sentence in gold]}
     (tmp_path / "jackknife").mkdir()
-    write_text(tmp_path / "jackknife" / "tags.json", __import__("json").dumps(kept))
+    write_text(tmp_path / "jackknife" / "tags.json", json.dumps(kept))
     logged = []
     assert jackknife_tags(config, Data(), tmp_path, logged.append) == kept["tags"]
     assert "read from" in logged[0]
+    for key, other in (("seed", 2), ("tagger", "/elsewhere"), ("folds", 3)):  # another seed, tagger or fold count: trained again
+        assert kept_jackknife(tmp_path / "jackknife", {**identity, key: other}) is None
 
 
 @pytest.mark.parametrize("extra, message", [
@@ -236,3 +243,17 @@ def test_bad_jackknife_settings_are_one_line(extra, message, tmp_path, capsys):
 def test_jackknifing_a_changed_training_split_is_one_line(tagger_run, tmp_path, capsys):
     line = error_line(parser_arguments(tmp_path / "bad", 1, 1, f"model.tag_tagger={tagger_run}", "model.tag_jackknife=2", "data.train_fraction=0.5"), capsys)
     assert "changed it" in line
+
+
+def test_a_training_split_with_jackknifed_tags_is_encoded_with_them():
+    from seqtransfer.config import DataConfig
+    from seqtransfer.data.task_data import load_task_data
+    from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
+
+    data = load_task_data(DataConfig(dataset=None, train=str(FIXTURES / "tiny_dep_train.conllu"), dev=str(FIXTURES / "tiny_dep_dev.conllu"), task="dependency"), ("train", "dev"))
+    vocabularies = Vocabularies(Vocabulary.build(["x"]), Vocabulary.build("x"), Vocabulary(["_"]), tags=Vocabulary.build(["NOUN", "X"]), tag_column="upos")
+    data.train_tags = [["X"] * len(tokens) for tokens in data.tokens("train")]
+    train = data.encode("train", vocabularies, with_targets=False)
+    dev = data.encode("dev", vocabularies, with_targets=False)
+    assert all(set(ids) == {vocabularies.tags.index["X"]} for ids in train.tag_ids)  # the kept tags, not the gold column
+    assert any(vocabularies.tags.index["X"] not in ids for ids in dev.tag_ids)  # other splits: the gold column (no X in it)

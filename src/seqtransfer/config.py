@@ -38,10 +38,10 @@ class DataConfig:
     data_dir: str | None = None  # root holding dataset folders; else $SEQTRANSFER_DATA
     max_train_sentences: int | None = None  # keep the first N training sentences (learning curves)
     train_fraction: float | None = None  # keep a random share (0, 1] of the training sentences, drawn with train.seed (the same subset for every method of a seed)
-    exclude_fold: str | None = None  # "k/K": the training split without its k-th of K folds (sentence i is in fold i mod K + 1); jackknifed input tags
+    exclude_fold: str | None = None  # "k/K": the training split without its k-th of K folds (sentence i, counted from 0, is in fold i mod K + 1); jackknifed input tags
     twitter_normalization: bool = False  # map @user, URLs, numbers to placeholders for the word embedding
-    label_map: str | None = None  # YAML file: dataset -> {its label: the shared label}, for datasets joined with + whose tag sets differ
-    select_like: str | None = None  # unlabelled target text the training sentences are ranked against (data/selection.py)
+    label_map: str | None = None  # YAML file: dataset -> {its label: the shared label}: datasets joined with + whose tag sets differ, or one read in another's tag set
+    select_like: str | None = None  # unlabelled target text the training sentences are ranked against (data/selection.py); in an experiment file, 'target' = the target's test_on dataset
     select_by: str = "moore_lewis"  # moore_lewis (cross-entropy difference) | js (Jensen-Shannon to the target's words)
     select_top: float | None = None  # hard selection: keep this percentage (0, 100] of the most target-like training sentences
     select_weighting: bool = False  # soft selection: weight each training sentence's loss by its likeness rank (mean 1)

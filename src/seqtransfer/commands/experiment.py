@@ -73,14 +73,13 @@ COMMAND = Command("run an experiment grid (resumable; in-process or on Ray) or l
 
 
 def named(text: str, known) -> list[str]:
-    """Comma-separated names, where a name may hold commas itself ("TweeBank, no labels"): pieces
-    are joined while they make no known name yet; an unknown name is returned as it was given."""
-    names, current = [], ""
-    for piece in (piece.strip() for piece in text.split(",")):
-        current = f"{current}, {piece}" if current else piece
-        if current in known:
-            names.append(current)
-            current = ""
-    if current:  # no known name: report the pieces as given
-        names += [piece.strip() for piece in current.split(",")]
+    """Comma-separated names, where a name may hold commas itself ("TweeBank, no labels"): at each
+    position the longest run of pieces that is a known name; a piece that starts none is returned
+    as given (an unknown name)."""
+    pieces = [piece.strip() for piece in text.split(",")]
+    names, start = [], 0
+    while start < len(pieces):
+        end = next((end for end in range(len(pieces), start, -1) if ", ".join(pieces[start:end]) in known), start + 1)
+        names.append(", ".join(pieces[start:end]))
+        start = end
     return names

@@ -87,7 +87,9 @@ def restart(output: Path) -> None:
 
     if not output.exists():
         return
-    if not ((output / "config.yaml").is_file() or (output / "checkpoint").is_dir()):
+    from seqtransfer.data.tag_feature import JACKKNIFE
+
+    if not ((output / "config.yaml").is_file() or (output / "checkpoint").is_dir() or (output / JACKKNIFE).is_dir()):  # a run, or one stopped while its fold taggers trained
         raise SeqTransferError("--restart deletes run directories only, and this folder is not one", path=output, hint="choose another --output")
     with rundir.writer_lock(output):  # refused while another process trains into it
         for entry in output.iterdir():

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import functools
 import json
+import shutil
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from seqtransfer.data.corpus import Sentence
 from seqtransfer.data.vocabulary import Vocabulary
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.files import read_json, write_text
 
 
 def feature_tags(vocabularies, tokens: Sequence[Sequence[str]], sentences: Sequence[Sentence] | None = None) -> list[list[str]] | None:
@@ -91,9 +94,9 @@ def tag_vocabulary(tags: Sequence[Sequence[str]], base: Vocabulary | None = None
     return Vocabulary.build((tag for sentence in tags for tag in sentence), base=base)
 
 
-def add_tag_vocabulary(model_config, data, vocabularies, base=None) -> str | None:
-    """Fill the input tags of ``vocabularies`` (and ``model_config.tag_count``) from the training
-    data, when ``model.tag_feature`` or ``model.tag_tagger`` asks for them; a line for the log."""
+def resolve_tag_column(model_config, data) -> str | None:
+    """The column whose tags the model reads (``model.tag_feature``, else the tagger's task; the
+    tagger's path made absolute), or None; a setting that cannot work is one line."""
     if model_config.tag_tagger:
         model_config.tag_tagger = str(Path(model_config.tag_tagger).resolve())
         tagging = tagger(model_config.tag_tagger).run
@@ -107,6 +110,15 @@ def add_tag_vocabulary(model_config, data, vocabularies, base=None) -> str | Non
         raise SeqTransferError("a fine-tuned encoder reads sub-words only, not input tags", hint="drop model.tag_feature, or use model.encoder_mode=features (the tags join the word representation)")
     if column == data.column:
         raise SeqTransferError(f"model.tag_feature '{column}' is the column this run learns to predict", hint="read another column (e.g. upos for a parser), or drop model.tag_feature")
+    return column
+
+
+def add_tag_vocabulary(model_config, data, vocabularies, base=None) -> str | None:
+    """Fill the input tags of ``vocabularies`` (and ``model_config.tag_count``) from the training
+    data, when ``model.tag_feature`` or ``model.tag_tagger`` asks for them; a line for the log."""
+    column = resolve_tag_column(model_config, data)
+    if not column:
+        return None
     tags = data.train_tags if data.train_tags is not None else input_tags(column, model_config.tag_tagger, data.tokens("train"), data.splits["train"])
     vocabularies.tags = tag_vocabulary(tags, base.tags if base is not None and base.tags is not None else None)
     vocabularies.tag_column, vocabularies.tagger = column, model_config.tag_tagger
@@ -126,53 +138,87 @@ def jackknife_tags(config, data, directory: Path, log) -> list[list[str]]:
     (``data.exclude_fold``), tag their own fold. The parser then trains on tags as wrong as those the
     full tagger gives it at test time (Stanza's parser learns from predicted tags; a tagger tagging
     its own training data is right too often). Kept in ``DIRECTORY/jackknife/tags.json``: a resumed
-    run reads them; the fold runs are removed once it is written."""
-    import shutil
-    from dataclasses import replace
-
-    from seqtransfer.config import fold_of
-    from seqtransfer.data.task_data import in_fold, load_task_data
-    from seqtransfer.files import read_json, write_text
-
-    count, column = config.model.tag_jackknife, config.model.tag_feature
-    if not config.model.tag_tagger:
+    run with the same tagger, seed and sentences reads them; the fold runs are removed once it is written."""
+    column = resolve_tag_column(config.model, data)  # the cheap checks, before any fold trains
+    if not config.model.tag_tagger or not column:
         raise SeqTransferError("model.tag_jackknife trains taggers like model.tag_tagger, which is not set", hint="set model.tag_tagger=TAGGER_RUN (or drop model.tag_jackknife)")
-    config.model.tag_tagger = str(Path(config.model.tag_tagger).resolve())
-    column = column or tagger(config.model.tag_tagger).run.config.data.task
     folder = Path(directory) / JACKKNIFE
-    tokens = data.tokens("train")
-    if (folder / JACKKNIFE_TAGS).is_file():
-        kept = read_json(folder / JACKKNIFE_TAGS)
-        if kept.get("folds") == count and kept.get("tokens") == tokens:
-            log(f"input tags: jackknifed training tags read from {folder / JACKKNIFE_TAGS}")
-            return kept["tags"]
-    fold_data = replace(config.data, task=column, metric=None, scheme="auto")
-    gold = load_task_data(fold_data, ("train",))
+    identity = {"folds": config.model.tag_jackknife, "tagger": config.model.tag_tagger, "seed": config.train.seed, "tokens": data.tokens("train")}
+    kept = kept_jackknife(folder, identity)
+    if kept is not None:
+        log(f"input tags: jackknifed training tags read from {folder / JACKKNIFE_TAGS}")
+        return kept
+    started = time.perf_counter()
+    sentences = fold_data_config(config, column)
+    gold = checked_training_split(sentences, identity["tokens"])
+    tags = tag_by_folds(config, sentences, identity["tokens"], folder, log)
+    accuracy = tag_accuracy(tags, gold)
+    seconds = round(time.perf_counter() - started, 1)
+    log(f"input tags: jackknifed training tags ({identity['folds']} folds, {seconds:.0f} s) are {accuracy:.2f} % right")
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = {**identity, "accuracy": round(accuracy, 2), "seconds": seconds, "tags": tags}
+    write_text(folder / JACKKNIFE_TAGS, json.dumps(kept, ensure_ascii=False) + "\n")  # one line: a file of every training token
+    for number in range(1, identity["folds"] + 1):
+        shutil.rmtree(folder / f"fold-{number}", ignore_errors=True)
+    return tags
+
+
+def kept_jackknife(folder: Path, identity: dict) -> list[list[str]] | None:
+    """The kept tags of an earlier start of this run, when its folds, tagger, seed and sentences are these."""
+    path = folder / JACKKNIFE_TAGS
+    if not path.is_file():
+        return None
+    kept = read_json(path)
+    return kept["tags"] if all(kept.get(key) == value for key, value in identity.items()) else None
+
+
+def fold_data_config(config, column: str):
+    """The fold taggers' data: this run's sentences (dataset or files) labelled with ``column``,
+    read as the tagger run reads its data (word normalisation, label map); nothing else changes
+    the training split."""
+    from seqtransfer.config import DataConfig
+    from seqtransfer.rundir import read_run_config
+
+    mine, tagging = config.data, read_run_config(Path(config.model.tag_tagger)).data
+    return DataConfig(dataset=mine.dataset, task=column, train=mine.train, dev=mine.dev, test=mine.test, columns=mine.columns, separator=mine.separator,
+                      strict=mine.strict, data_dir=mine.data_dir, max_train_sentences=mine.max_train_sentences,
+                      twitter_normalization=tagging.twitter_normalization, label_map=tagging.label_map)
+
+
+def checked_training_split(sentences, tokens: list[list[str]]) -> list[list[str]]:
+    """The gold tags of the training split, which must be this run's training sentences."""
+    from seqtransfer.data.task_data import load_task_data
+
+    gold = load_task_data(sentences, ("train",))
     if gold.tokens("train") != tokens:
         raise SeqTransferError("model.tag_jackknife needs the data's own training split, and this run changed it (a subset, a selection, annealing or pseudo labels)",
                                hint="drop model.tag_jackknife, or the setting that changes the training sentences")
+    return gold.gold("train")
+
+
+def tag_by_folds(config, sentences, tokens: list[list[str]], folder: Path, log) -> list[list[str]]:
+    """Each fold's sentences tagged by a tagger trained without them (trained now, or found finished in ``folder``)."""
+    from dataclasses import replace
+
+    from seqtransfer.data.task_data import in_fold
+
+    count = config.model.tag_jackknife
     tags: list[list[str] | None] = [None] * len(tokens)
-    scores = []
     for number in range(1, count + 1):
         run = folder / f"fold-{number}"
         if not (run / "metrics.json").is_file():
             log(f"input tags: jackknife fold {number}/{count}: training a tagger on the other folds ({run})")
-            train_fold_tagger(config, replace(fold_data, exclude_fold=f"{number}/{count}"), run)
+            train_fold_tagger(config, replace(sentences, exclude_fold=f"{number}/{count}"), run)
         indices = [index for index in range(len(tokens)) if in_fold(index, number, count)]
-        predicted = fold_predictions(run, [tokens[index] for index in indices])
-        for index, sentence_tags in zip(indices, predicted):
+        for index, sentence_tags in zip(indices, fold_predictions(run, [tokens[index] for index in indices])):
             tags[index] = sentence_tags
-        scores.append(read_json(run / "metrics.json").get("dev", {}))
-    gold_tags = gold.gold("train")
-    right = sum(predicted == wanted for sentence, truth in zip(tags, gold_tags) for predicted, wanted in zip(sentence, truth))
-    accuracy = 100.0 * right / max(1, sum(len(sentence) for sentence in gold_tags))
-    log(f"input tags: jackknifed training tags ({count} folds) are {accuracy:.2f} % right")
-    folder.mkdir(parents=True, exist_ok=True)
-    kept = {"folds": count, "tagger": config.model.tag_tagger, "accuracy": round(accuracy, 2), "fold_dev": scores, "tokens": tokens, "tags": tags}
-    write_text(folder / JACKKNIFE_TAGS, json.dumps(kept, ensure_ascii=False) + "\n")  # one line: a file of every training token
-    for number in range(1, count + 1):
-        shutil.rmtree(folder / f"fold-{number}", ignore_errors=True)
     return tags
+
+
+def tag_accuracy(tags: list[list[str]], gold: list[list[str]]) -> float:
+    """Percent of tokens whose tag is the gold one."""
+    right = sum(tag == wanted for sentence, truth in zip(tags, gold) for tag, wanted in zip(sentence, truth))
+    return 100.0 * right / max(1, sum(len(sentence) for sentence in gold))
 
 
 def fold_predictions(run: Path, tokens: list[list[str]]) -> list[list[str]]:
@@ -190,11 +236,14 @@ def fold_predictions(run: Path, tokens: list[list[str]]) -> list[list[str]]:
 
 
 def train_fold_tagger(config, fold_data, run: Path) -> None:
-    """Train one fold's tagger into ``run``: the tagger run's settings on ``fold_data``, with this run's seed, threads and device."""
+    """Train one fold's tagger into ``run``: the tagger run's settings on ``fold_data``, with this
+    run's seed, threads and device. An unfinished fold (a crash) starts over: a fold is minutes,
+    and this run's own scratch work."""
     from seqtransfer.rundir import read_run_config
     from seqtransfer.training.train import train_tagger
 
     settings = read_run_config(Path(config.model.tag_tagger))
     settings.data = fold_data
     settings.train.seed, settings.train.threads, settings.train.device = config.train.seed, config.train.threads, config.train.device
+    shutil.rmtree(run, ignore_errors=True)
     train_tagger(settings, run, log=lambda message: None, show_progress=False)

@@ -84,7 +84,7 @@ UNSHARED_SHARE = 0.05
 
 
 def combine(parts: list[TaskData], label_map: dict | None = None, map_path: str | None = None) -> TaskData:
-    """Concatenate the splits of several datasets labelled with the same task and tag set.
+    """Concatenate the splits of several datasets labelled with the same task and tag set (or relabel one).
 
     ``conll2000+ptb_sample`` with task ``pos`` is the PTB-tagset POS source of the PretRand
     experiments (the full WSJ is not available here). Parts whose tag sets differ (several
@@ -141,7 +141,7 @@ def read_label_map(path: str | None) -> dict | None:
 def part_config(config: DataConfig, part: str) -> DataConfig:
     """One part of ``a+b``: ``NAME`` (the config's task) or ``NAME:TASK`` (its own task, e.g. ud_ewt:upos+conll2000:pos)."""
     name, _, task = part.partition(":")
-    return replace(config, dataset=name, task=task or config.task, max_train_sentences=None, exclude_fold=None)
+    return replace(config, dataset=name, task=task or config.task, max_train_sentences=None, exclude_fold=None, label_map=None)  # combine() maps the parts
 
 
 def load_task_data(config: DataConfig, splits: tuple[str, ...] = SPLITS) -> TaskData:

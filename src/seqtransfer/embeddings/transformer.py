@@ -65,6 +65,14 @@ def encoder_shape(name: str) -> tuple[int, int]:
                                hint="pass a Transformer encoder folder saved with save_pretrained") from None
 
 
+def has_token_types(name: str) -> bool:
+    """Whether the encoder reads BERT token types (segments A and B), from its config.json."""
+    try:
+        return int(json.loads((encoder_path(name) / "config.json").read_text(encoding="utf-8")).get("type_vocab_size", 0)) > 1
+    except (ValueError, TypeError):
+        return False
+
+
 def load_encoder(name: str):
     """(tokenizer, model) of a local encoder folder, the model in eval mode with every hidden state returned."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -250,8 +258,8 @@ def cached_features(name: str, sentences: Sequence[Sequence[str]], pooling: str,
 
     from seqtransfer.data.tsv import PAIR_SEPARATOR
 
-    # token types change only pairs' vectors: other sentences keep their cache entries
-    typed = "-segments" if segments and any(PAIR_SEPARATOR in tokens for tokens in sentences) else ""
+    # token types change only pairs' vectors, and only for an encoder that has them: else the untyped entry serves
+    typed = "-segments" if segments and has_token_types(name) and any(PAIR_SEPARATOR in tokens for tokens in sentences) else ""
     key = f"v{CACHE_VERSION}-{encoder_fingerprint(name)}-{pooling}{typed}-{sentences_hash(sentences)}"
     path = cache_root() / f"{key}.safetensors"
     if path.is_file():

@@ -37,6 +37,7 @@ class EncoderTagger(SequenceLabeller):
     """Transformer encoder + linear (+ CRF) on each token's first sub-word (or mean of its sub-words)."""
 
     word_representation = None  # no word or character tables (nothing to precompute per form)
+    feature_extractors = ("bilstm", "none")  # what model.feature_extractor may choose (models/registry.py)
 
     def __init__(self, config: ModelConfig, word_count: int, character_count: int, label_count: int) -> None:
         super().__init__()
@@ -102,6 +103,12 @@ class EncoderTagger(SequenceLabeller):
         return self.encoder(input_ids=batch.subword_ids, attention_mask=batch.subword_mask, **types).last_hidden_state
 
     def features(self, batch: Batch) -> torch.Tensor:
+        """Batch -> (B, T, H) token states: the encoder's (``token_states``), through the BiLSTM when
+        there is one (``model.feature_extractor=bilstm``; H is then ``model.hidden``)."""
+        states = self.token_states(batch)
+        return states if self.feature_extractor is None else self.feature_extractor(states, batch.lengths)
+
+    def token_states(self, batch: Batch) -> torch.Tensor:
         """Batch -> (B, T, H) the encoder's last layer at each token's first sub-word, or the mean
         of its sub-words (``model.encoder_pooling=mean``)."""
         states = self.encode(batch)  # (W, S, H)
@@ -117,7 +124,4 @@ class EncoderTagger(SequenceLabeller):
         return (sums[first + batch.token_sizes] - sums[first]) / batch.token_sizes.unsqueeze(-1)
 
     def emissions(self, batch: Batch) -> torch.Tensor:
-        features = self.features(batch)  # (B, T, H)
-        if self.feature_extractor is not None:
-            features = self.feature_extractor(features, batch.lengths)
-        return self.classifier(self.dropout(features))
+        return self.classifier(self.dropout(self.features(batch)))

@@ -91,6 +91,8 @@ class SentenceClassifier(SentenceHead, nn.Module):
 class EncoderClassifier(SentenceHead, EncoderTagger):
     """A fine-tuned encoder's [CLS] vector of each sentence's first window -> linear."""
 
+    feature_extractors = ()  # its [CLS] vector feeds the classifier
+
     def sentence_scores(self, batch: Batch) -> torch.Tensor:
         states = self.encode(batch)  # (W, S, H)
         first_windows = batch.token_index[:, 0] // states.size(1)  # each sentence's first window (its first token lies there)

@@ -62,7 +62,9 @@ def check_classifier(config: ModelConfig) -> None:
 
 
 class Tagger(SequenceLabeller):
-    """Word+char BiLSTM tagger with a softmax or CRF output."""
+    """Word+char BiLSTM tagger with a softmax or CRF output (``model.feature_extractor=none``: no BiLSTM)."""
+
+    feature_extractors = ("bilstm", "none")  # what model.feature_extractor may choose (models/registry.py)
 
     def __init__(self, config: ModelConfig, word_count: int, character_count: int, label_count: int) -> None:
         super().__init__()

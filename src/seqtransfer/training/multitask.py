@@ -74,8 +74,8 @@ def data_config_of(config: RunConfig, entry, task: str):
 def load_multitask_data(config: RunConfig) -> dict[str, TaskData]:
     """Each task's data, low -> high; a task no dataset labels (or data for no task) is an error."""
     hierarchy = config.model.tasks
-    if config.model.tag_feature or config.model.tag_tagger:
-        raise SeqTransferError("model.tag_feature (input tags) is for single-task models", hint="a multi-task model learns the tags as a task of its own: drop model.tag_feature and model.tag_tagger")
+    if config.model.tag_feature or config.model.tag_tagger or config.model.tag_jackknife:
+        raise SeqTransferError("model.tag_feature (input tags) is for single-task models", hint="a multi-task model learns the tags as a task of its own: drop model.tag_feature, model.tag_tagger and model.tag_jackknife")
     order = task_order(hierarchy)
     entries = config.multitask.data or {}
     for task in order:

@@ -100,7 +100,7 @@ def build_word_vocabularies(config: RunConfig, train_tokens: list, evaluation_to
 
 # Model settings a transferred model takes from its source run (the copied weights' shapes).
 SOURCE_SIZES = ("word_dimension", "char_dimension", "char_hidden", "hidden", "embeddings", "parser_hidden", "parser_layers", "arc_hidden", "relation_hidden",
-                "encoder", "encoder_pooling", "encoder_layers", "encoder_dimension", "tag_feature", "tag_dimension")
+                "encoder", "encoder_pooling", "encoder_layers", "encoder_dimension", "tag_feature", "tag_dimension", "feature_extractor")
 
 
 def model_architecture(scheme: Scheme, data: TaskData) -> str:
@@ -251,9 +251,7 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
         if "encoder" not in data.kind.architectures or scheme.uses_source:
             raise SeqTransferError(f"a fine-tuned encoder serves tagging and sentence tasks from scratch for now, not {data.kind.name} / {scheme.name}",
                                    hint="use model.encoder_mode=features (frozen encoder vectors) for this model")
-        config.model.architecture = data.kind.architectures["encoder"]
-        fill_optimizer(config.train, "adamw")
-        config.train.schedule = config.train.schedule or "linear_warmup"
+        fill_fine_tuning(config, data.kind)
     if config.train.adversarial_data and not config.model.discriminator_hidden:
         config.model.discriminator_hidden = 100  # saved with the run: the discriminator is part of the model
     fill_optimizer(config.train, data.kind.optimizer)
@@ -287,8 +285,18 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
         if (directory / rundir.METRICS).exists():  # finished by another process while this one prepared
             raise SeqTransferError("run directory already holds a finished run", path=directory, hint="choose another --output")
         rundir.remove_partial_files(directory)
+        if vocabularies.encoder and (directory / rundir.VOCABULARY).is_file():  # resumed: the pair features its first epochs read
+            vocabularies.encoder_segments = rundir.read_vocabularies(directory).encoder_segments
         rundir.save_setup(directory, config, vocabularies)
         return fit_and_save(config, directory, data, vocabularies, model, scheme, started, log, show_progress, epoch_reports)
+
+
+def fill_fine_tuning(config: RunConfig, kind) -> None:
+    """A fine-tuned encoder's defaults: the task kind's encoder model, AdamW and a linear warm-up
+    then decay (each unless set)."""
+    config.model.architecture = kind.architectures["encoder"]
+    fill_optimizer(config.train, "adamw")
+    config.train.schedule = config.train.schedule or "linear_warmup"
 
 
 def source_as_is(config: RunConfig, directory: Path, data: TaskData, source: rundir.LoadedRun, started: float, log: Log) -> dict:
