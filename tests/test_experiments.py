@@ -99,6 +99,14 @@ def test_report_command_renders_markdown_and_csv(tmp_path):
     trainable = {method: int(row.split(" | ")[3].replace(",", "")) for method, row in rows.items()}
     assert trainable["pretrand"] > trainable["finetune"] > 0  # PretRand adds a random branch
     assert (tmp_path / "report.cost.svg").is_file() and (tmp_path / "report.cost.png").is_file() and "report.cost.svg" in cost
+    experiment.write_text(experiment.read_text(encoding="utf-8").replace("paper: {", "paper_split: dev\npaper: {"), encoding="utf-8")
+    records = {record["method"]: record for record in run(["experiment", "list", str(experiment), "--results", str(results)]) if record.get("target") == "pos"}
+    dev_first = run(["report", str(experiment), "--results", str(results), "--trials", "200"])  # the paper's numbers are dev scores
+    ours, rest = dev_first.split("## Our results (dev)")[1].split("## Our results (test)")
+    assert f"{records['scratch']['dev']:.2f}" in ours.split("## ")[0] and "50.00" in ours and "50.00" not in rest  # the paper beside the dev table only
+    experiment.write_text(experiment.read_text(encoding="utf-8").replace("paper_split: dev", "paper_split: train"), encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="paper_split must be dev or test"):
+        load_experiment(experiment)
 
 
 def test_same_settings_under_another_target_name_reuse_the_run(tmp_path, capsys):

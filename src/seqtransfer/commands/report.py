@@ -18,12 +18,12 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trials", type=int, default=10000, help="randomisation-test trials (default 10000)")
 
 
-def dev_section(spec, records) -> str:
-    """The same tables on the dev split (no paper numbers, no significance tests)."""
+def split_section(spec, records, split: str) -> str:
+    """The same tables on another split (no paper numbers, no significance tests)."""
     from seqtransfer.experiments.report import render_markdown
 
-    dev_spec = dataclasses.replace(spec, title=f"{spec.title} — dev split", paper_results={}, significance_pairs=[], split="dev", published=[])
-    return render_markdown(dev_spec, records)
+    other = dataclasses.replace(spec, title=f"{spec.title} — {split} split", paper_results={}, significance_pairs=[], split=split, published=[])
+    return render_markdown(other, records)
 
 
 def run(arguments: argparse.Namespace) -> str:
@@ -59,8 +59,10 @@ def run(arguments: argparse.Namespace) -> str:
     searches = stored_summaries(arguments.results, experiment.name)
     if searches:
         text += "\n" + render_searches(searches)
-    if arguments.dev:
-        text += "\n" + dev_section(spec, records)
+    if spec.split == "dev":  # the paper's numbers are dev scores: the main tables are dev, the test tables follow
+        text += "\n" + split_section(spec, records, "test")
+    elif arguments.dev:
+        text += "\n" + split_section(spec, records, "dev")
     if arguments.output:
         write_text(arguments.output, text)
         write_text(Path(arguments.output).with_suffix(".csv"), render_csv(spec, records))

@@ -74,6 +74,7 @@ def report_spec(experiment, trials: int = 10000) -> ReportSpec:
         reference_method=experiment.reference or methods[0],
         paper_results=experiment.paper,
         significance_pairs=[tuple(pair) for pair in experiment.significance],
+        split=experiment.paper_split,
         trials=trials,
         published=list(experiment.published),
     )

@@ -128,6 +128,7 @@ class ExperimentSpec:
     overrides: list[str] = field(default_factory=list)
     significance: list[list[str]] = field(default_factory=list)
     paper: dict[str, dict[str, float]] = field(default_factory=dict)
+    paper_split: str = "test"  # the split the paper's numbers are of (the To-tune paper's Table 5: dev): the report's main tables show it
     published: list[PublishedSpec] = field(default_factory=list)
     search: dict = field(default_factory=dict)  # method -> target (or "*") -> SearchSpec (experiments/search.py)
     notes: str = ""
@@ -283,5 +284,7 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
     spec.published = [_published(row, index, spec.targets, path) for index, row in enumerate(spec.published)]
     spec.search = _searches(spec.search or {}, spec, path)
     spec.path = str(path)
+    if spec.paper_split not in ("dev", "test"):
+        raise SeqTransferError(f"paper_split must be dev or test, got {spec.paper_split!r}", path=path, hint="paper_split: dev (the paper's numbers are dev scores) or test")
     _check_references(spec, path)
     return spec
