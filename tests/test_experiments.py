@@ -399,3 +399,12 @@ def test_names_given_on_the_command_line_may_hold_commas():
     assert named("Mono-task + UPOS (predicted, jackknifed),Mono-task", known) == ["Mono-task + UPOS (predicted, jackknifed)", "Mono-task"]
     assert named("TweeBank, no labels", known) == ["TweeBank, no labels"]
     assert named("Mono-task,nothing", known) == ["Mono-task", "nothing"]  # the unknown name is reported as given
+
+
+def test_a_significance_pair_that_yaml_split_at_a_comma_is_one_line(tmp_path):
+    text = tiny_experiment(tmp_path).read_text(encoding="utf-8").replace("  scratch: {scheme: scratch}", "  scratch: {scheme: scratch}\n  \"a (b, c)\": {scheme: scratch}")
+    (tmp_path / "bad.yaml").write_text(text + "significance:\n  - [a (b, c), scratch]\n", encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="must name two methods.*quote a name"):
+        load_experiment(tmp_path / "bad.yaml")
+    (tmp_path / "good.yaml").write_text(text + "significance:\n  - [\"a (b, c)\", scratch]\n", encoding="utf-8")
+    assert load_experiment(tmp_path / "good.yaml").significance == [["a (b, c)", "scratch"]]

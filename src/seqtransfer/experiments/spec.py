@@ -232,6 +232,10 @@ def _check_references(spec: ExperimentSpec, path: Path) -> None:
             raise SeqTransferError(f"multi-task method '{name}' trains one model over every target: it takes no 'targets'", path=path)
     if spec.reference is not None and spec.reference not in spec.methods:
         raise SeqTransferError(f"reference method '{spec.reference}' is not among the methods", path=path)
+    for pair in spec.significance:
+        if not isinstance(pair, list) or len(pair) != 2 or any(method not in spec.methods for method in pair):
+            raise SeqTransferError(f"significance pair {pair!r} must name two methods of the file", path=path,
+                                   hint="e.g. - [PretRand, Fine-tuning]; quote a name that holds a comma: - [\"A (b, c)\", D]")
 
 
 def _published(values: object, index: int, targets: dict, path: Path) -> PublishedSpec:
