@@ -72,6 +72,16 @@ def test_restart_refuses_a_folder_that_is_not_a_run(tmp_path, capsys):
     assert "not one" in message and (tmp_path / "mine" / "notes.txt").is_file()
 
 
+def test_restart_empties_a_run_stopped_while_its_fold_taggers_trained(tmp_path):
+    from seqtransfer.commands.train import restart
+
+    folds = tmp_path / "run" / "jackknife" / "fold-1"
+    folds.mkdir(parents=True)
+    (folds / "log.txt").write_text("epoch 1")
+    restart(tmp_path / "run")  # only the jackknife's scratch folder: still a run of ours
+    assert (tmp_path / "run").is_dir() and [path.name for path in (tmp_path / "run").iterdir()] in ([], ["train.lock"])
+
+
 def test_second_writer_is_refused(tmp_path, capsys):
     from seqtransfer import rundir
 
