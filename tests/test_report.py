@@ -160,3 +160,17 @@ def test_report_spec_from_an_experiment_file_spec():
     assert (spec.methods, spec.targets, spec.reference_method) == (["Scratch", "Tuned"], ["TPoS", "ArK"], "Scratch")
     assert spec.significance_pairs == [("Tuned", "Scratch")] and spec.trials == 100
     assert "| Tuned | – | – |" in render_markdown(spec, [])
+
+
+def test_randomization_of_pearson_scores_tells_a_better_regressor_from_noise():
+    import numpy as np
+
+    from seqtransfer.experiments.significance import paired_randomization_correlation
+
+    generator = np.random.default_rng(0)
+    gold = generator.normal(size=300)
+    good, noisy = gold + 0.3 * generator.normal(size=300), gold + 1.5 * generator.normal(size=300)
+    assert paired_randomization_correlation(gold, good, good, trials=200) == 1.0  # the same predictions: every shuffle ties
+    assert paired_randomization_correlation(gold, good, noisy, trials=200) < 0.01
+    other = gold + 0.3 * generator.normal(size=300)  # as good, other noise
+    assert paired_randomization_correlation(gold, good, other, trials=200) > 0.05

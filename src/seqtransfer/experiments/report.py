@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seqtransfer.analysis.predictions import read_predictions as read_prediction_file
-from seqtransfer.experiments.significance import paired_randomization_test
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.experiments.significance import paired_randomization_correlation, paired_randomization_test
 from seqtransfer.training.metrics import METRICS
 
 MISSING = "–"
@@ -278,6 +279,13 @@ def _published_section(spec: ReportSpec, summaries: Mapping[tuple[str, str], Sum
     return ["## Published results (not ours) and our best", "", intro, "", *_table(["Method", "Source", "Flags", *spec.targets], rows)]
 
 
+def _test_scores(record: dict) -> tuple[list[float], list[float]]:
+    """Gold and predicted scores of a regression run's ``predictions/test.tsv`` (gold TAB predicted TAB text)."""
+    folder = record.get("predictions") or Path(record["run_directory"]) / "predictions"
+    rows = [line.split("\t") for line in (Path(folder) / "test.tsv").read_text(encoding="utf-8").splitlines() if line]
+    return [float(row[0]) for row in rows], [float(row[1]) for row in rows]
+
+
 def _test_predictions(record: dict) -> tuple[list[list[str]], list[list[str]]]:
     folder = record.get("predictions") or Path(record["run_directory"]) / "predictions"  # a multi-task run: predictions/TASK
     return read_predictions(Path(folder) / "test.conll")
@@ -292,14 +300,18 @@ def _significance_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], d
         return [target, first, second, MISSING, MISSING, MISSING, MISSING, MISSING]
     record_a, record_b = by_seed[first, target, seeds[0]], by_seed[second, target, seeds[0]]
     scores = [f"{float(record_a['test']):.2f}", f"{float(record_b['test']):.2f}"]
+    read = _test_scores if record_a["metric"] == "correlation" else _test_predictions
     try:
-        gold, predicted_a = _test_predictions(record_a)
-        gold_b, predicted_b = _test_predictions(record_b)
-    except FileNotFoundError:
+        gold, predicted_a = read(record_a)
+        gold_b, predicted_b = read(record_b)
+    except (FileNotFoundError, SeqTransferError):  # a kept record (its predictions stayed with its run), or a run without them
         return [target, first, second, str(seeds[0]), *scores, "no predictions", MISSING]
-    if gold != gold_b:
+    if list(gold) != list(gold_b):
         return [target, first, second, str(seeds[0]), *scores, "gold differs", MISSING]
-    p_value = paired_randomization_test(gold, predicted_a, predicted_b, record_a["metric"], trials=spec.trials)
+    if record_a["metric"] == "correlation":
+        p_value = paired_randomization_correlation(gold, predicted_a, predicted_b, trials=spec.trials)
+    else:
+        p_value = paired_randomization_test(gold, predicted_a, predicted_b, record_a["metric"], trials=spec.trials)
     return [target, first, second, str(seeds[0]), *scores, f"{p_value:.4f}", "yes" if p_value < SIGNIFICANCE_LEVEL else "no"]
 
 

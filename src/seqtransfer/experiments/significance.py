@@ -91,6 +91,28 @@ def paired_randomization_test(
     return (at_least_as_large + 1) / (trials + 1)
 
 
+def paired_randomization_correlation(gold: np.ndarray, predicted_a: np.ndarray, predicted_b: np.ndarray, trials: int = 10000, seed: int = 0,
+                                     chunk: int = 500) -> float:
+    """The same test for one score per sentence, scored by Pearson's r (STS-B, SICK-R): each trial
+    swaps A's and B's scores of every sentence with probability 0.5. (N,) arrays; trials in
+    chunks of ``chunk`` rows, (chunk, N) at a time."""
+    gold, predicted_a, predicted_b = (np.asarray(values, dtype=np.float64) for values in (gold, predicted_a, predicted_b))
+    observed = abs(_pearson(gold, predicted_a[None])[0] - _pearson(gold, predicted_b[None])[0])
+    generator, at_least_as_large = np.random.default_rng(seed), 0
+    for start in range(0, trials, chunk):
+        swap = generator.random((min(chunk, trials - start), len(gold))) < 0.5
+        first, second = np.where(swap, predicted_b, predicted_a), np.where(swap, predicted_a, predicted_b)
+        at_least_as_large += int(np.count_nonzero(np.abs(_pearson(gold, first) - _pearson(gold, second)) >= observed - _TOLERANCE))
+    return (at_least_as_large + 1) / (trials + 1)
+
+
+def _pearson(gold: np.ndarray, predicted: np.ndarray) -> np.ndarray:
+    """Pearson's r of ``gold`` (N,) with each row of ``predicted`` (R, N): (R,)."""
+    gold_centred = gold - gold.mean()
+    centred = predicted - predicted.mean(axis=1, keepdims=True)
+    return (centred @ gold_centred) / (np.sqrt((centred ** 2).sum(axis=1)) * np.sqrt((gold_centred ** 2).sum()) + 1e-12)
+
+
 def bootstrap_confidence_interval(
     gold: Sentences, predicted: Sentences, metric: str, samples: int = 1000, confidence: float = 0.95, seed: int = 0
 ) -> tuple[float, float]:
