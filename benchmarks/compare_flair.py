@@ -195,36 +195,52 @@ def print_ratios(rows: list[dict]) -> None:
         )
 
 
-def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--datasets", nargs="+", default=["wnut17", "conll2003"])
-    parser.add_argument("--epochs", type=int, default=3, help="training epochs per tool (the median of their times is reported)")
+def comparison_parser(description: str, datasets: list[str], batch_sizes: list[int], epochs_help: str) -> argparse.ArgumentParser:
+    """The options every seqtransfer-against-flair comparison takes (``compare_flair_encoder.py`` adds its own)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--datasets", nargs="+", default=datasets)
+    parser.add_argument("--epochs", type=int, default=3, help=epochs_help)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu", help="cpu or cuda[:N]: both tools on that device (GPU timings need a machine with one)")
     parser.add_argument("--seed", type=int, default=1, help="seed of both tools (flair gets it through data.json)")
     parser.add_argument("--max-train-sentences", type=int, default=None, help="keep the first N training sentences (quick checks)")
     parser.add_argument("--max-evaluation-sentences", type=int, default=None, help="keep the first N dev and test sentences (quick checks)")
-    parser.add_argument("--batch-sizes", type=int, nargs="+", default=INFERENCE_BATCH_SIZES, help="inference batch sizes to try")
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=batch_sizes, help="inference batch sizes to try")
     parser.add_argument("--data-dir", default=os.environ.get("SEQTRANSFER_DATA") or str(DEFAULT_DATA))
     parser.add_argument("--flair-venv", default=str(BENCHMARKS / ".flair-venv"))
     parser.add_argument("--work-dir", default=None, help="keep flair's input and both tools' predictions here (default: a temporary folder)")
     parser.add_argument("--json", default=None, help="also write all measurements to this JSON file")
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    return comparison_parser(__doc__.split("\n\n")[0], ["wnut17", "conll2003"], INFERENCE_BATCH_SIZES,
+                             "training epochs per tool (the median of their times is reported)").parse_args(argv)
+
+
+def subset_description(arguments: argparse.Namespace) -> str:
+    """", first N training sentences, first M dev/test sentences" for a quick check, else ""."""
+    subset = f", first {arguments.max_train_sentences} training sentences" if arguments.max_train_sentences else ""
+    return subset + (f", first {arguments.max_evaluation_sentences} dev/test sentences" if arguments.max_evaluation_sentences else "")
+
+
+def report_rows(rows: list[dict], arguments: argparse.Namespace) -> None:
+    """The table, the ratios and (``--json``) every measurement."""
+    print_table(rows)
+    print_ratios(rows)
+    if arguments.json:
+        Path(arguments.json).write_text(json.dumps(rows, indent=1), encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
     arguments = parse_arguments(argv)
     flair_python = ensure_flair_venv(Path(arguments.flair_venv))
-    subset = f", first {arguments.max_train_sentences} training sentences" if arguments.max_train_sentences else ""
-    subset += f", first {arguments.max_evaluation_sentences} dev/test sentences" if arguments.max_evaluation_sentences else ""
     with tempfile.TemporaryDirectory(prefix="compare-flair-") as temporary:
         work = Path(arguments.work_dir or temporary)
         rows = [row for dataset in arguments.datasets for row in compare_dataset(arguments, dataset, flair_python, work / dataset)]
-    print(f"\nseqtransfer vs flair {rows[1]['flair']}: torch {rows[0]['torch']}, {arguments.threads} threads, CRF, {arguments.epochs} epochs, seed {arguments.seed}{subset}")
-    print_table(rows)
-    print_ratios(rows)
-    if arguments.json:
-        Path(arguments.json).write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    print(f"\nseqtransfer vs flair {rows[1]['flair']}: torch {rows[0]['torch']}, {arguments.threads} threads, CRF, {arguments.epochs} epochs, "
+          f"seed {arguments.seed}{subset_description(arguments)}")
+    report_rows(rows, arguments)
     return rows
 
 

