@@ -54,34 +54,43 @@ _RECENT: dict[tuple, list[list[str]]] = {}  # (tagger, sentences) -> tags: a run
 
 
 def tagger_predictions(directory: str, tokens: Sequence[Sequence[str]]) -> list[list[str]]:
-    """The tags a tagging run predicts for ``tokens`` (the caller's thread count is kept; the last
-    few answers are remembered)."""
-    import torch
-
+    """The tags a tagging run predicts for ``tokens`` (the last few answers are remembered)."""
     key = (directory, tuple(tuple(sentence) for sentence in tokens))
     if key in _RECENT:
         return [list(tags) for tags in _RECENT[key]]
-    threads = torch.get_num_threads()
-    try:
-        tags = [list(tags) for tags in tagger(directory).predict_raw([list(sentence) for sentence in tokens])]
-    finally:
-        torch.set_num_threads(threads)
+    tags = predicted_tags(tagger(directory), tokens)
     if len(_RECENT) >= 4:
         _RECENT.pop(next(iter(_RECENT)))
     _RECENT[key] = tags
     return [list(sentence) for sentence in tags]
 
 
+def predicted_tags(predictor, tokens: Sequence[Sequence[str]]) -> list[list[str]]:
+    """A loaded tagger's tags for ``tokens``; the caller's thread count is kept (loading a run sets its own)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    try:
+        return [list(tags) for tags in predictor.predict_raw([list(sentence) for sentence in tokens])]
+    finally:
+        torch.set_num_threads(threads)
+
+
 @functools.lru_cache(maxsize=4)
 def tagger(directory: str):
     """The tagging run at ``directory``, loaded once per process."""
+    return load_tagger(directory)
+
+
+def load_tagger(directory: str):
+    """The tagging run at ``directory`` as a predictor; the caller's random state stays as it was."""
     from seqtransfer.predictor import load
 
     if not (Path(directory) / "config.yaml").is_file():
         raise SeqTransferError("model.tag_tagger is not a run directory", path=directory, hint="pass the folder of a tagging run (seqtransfer train --task upos ...)")
     import torch
 
-    with torch.random.fork_rng(devices=[]):  # building the model draws initial weights: the caller's random state stays as it was
+    with torch.random.fork_rng(devices=[]):  # building the model draws initial weights
         predictor = load(directory)
     if predictor.kind.name != "tagging":
         raise SeqTransferError(f"model.tag_tagger must be a tagging run; this one is a {predictor.kind.name} run", path=directory,
@@ -149,9 +158,10 @@ def jackknife_tags(config, data, directory: Path, log) -> list[list[str]]:
         log(f"input tags: jackknifed training tags read from {folder / JACKKNIFE_TAGS}")
         return kept
     started = time.perf_counter()
-    sentences = fold_data_config(config, column)
+    settings = tagger(config.model.tag_tagger).run.config  # the tagger run's settings, which every fold takes
+    sentences = fold_data_config(config.data, column, settings.data)
     gold = checked_training_split(sentences, identity["tokens"])
-    tags = tag_by_folds(config, sentences, identity["tokens"], folder, log)
+    tags = tag_by_folds(config, settings, sentences, identity["tokens"], folder, log)
     accuracy = tag_accuracy(tags, gold)
     seconds = round(time.perf_counter() - started, 1)
     log(f"input tags: jackknifed training tags ({identity['folds']} folds, {seconds:.0f} s) are {accuracy:.2f} % right")
@@ -172,14 +182,12 @@ def kept_jackknife(folder: Path, identity: dict) -> list[list[str]] | None:
     return kept["tags"] if all(kept.get(key) == value for key, value in identity.items()) else None
 
 
-def fold_data_config(config, column: str):
-    """The fold taggers' data: this run's sentences (dataset or files) labelled with ``column``,
-    read as the tagger run reads its data (word normalisation, label map); nothing else changes
-    the training split."""
+def fold_data_config(mine, column: str, tagging):
+    """The fold taggers' data: this run's sentences (``mine``: a dataset or files) labelled with
+    ``column``, read as the tagger run reads its data (``tagging``: word normalisation, label map);
+    nothing else changes the training split."""
     from seqtransfer.config import DataConfig
-    from seqtransfer.rundir import read_run_config
 
-    mine, tagging = config.data, read_run_config(Path(config.model.tag_tagger)).data
     return DataConfig(dataset=mine.dataset, task=column, train=mine.train, dev=mine.dev, test=mine.test, columns=mine.columns, separator=mine.separator,
                       strict=mine.strict, data_dir=mine.data_dir, max_train_sentences=mine.max_train_sentences,
                       twitter_normalization=tagging.twitter_normalization, label_map=tagging.label_map)
@@ -196,7 +204,7 @@ def checked_training_split(sentences, tokens: list[list[str]]) -> list[list[str]
     return gold.gold("train")
 
 
-def tag_by_folds(config, sentences, tokens: list[list[str]], folder: Path, log) -> list[list[str]]:
+def tag_by_folds(config, settings, sentences, tokens: list[list[str]], folder: Path, log) -> list[list[str]]:
     """Each fold's sentences tagged by a tagger trained without them (trained now, or found finished in ``folder``)."""
     from dataclasses import replace
 
@@ -208,9 +216,10 @@ def tag_by_folds(config, sentences, tokens: list[list[str]], folder: Path, log) 
         run = folder / f"fold-{number}"
         if not (run / "metrics.json").is_file():
             log(f"input tags: jackknife fold {number}/{count}: training a tagger on the other folds ({run})")
-            train_fold_tagger(config, replace(sentences, exclude_fold=f"{number}/{count}"), run)
+            train_fold_tagger(config, settings, replace(sentences, exclude_fold=f"{number}/{count}"), run)
         indices = [index for index in range(len(tokens)) if in_fold(index, number, count)]
-        for index, sentence_tags in zip(indices, fold_predictions(run, [tokens[index] for index in indices])):
+        # loaded here, not through tagger()'s cache: the fold runs are removed afterwards
+        for index, sentence_tags in zip(indices, predicted_tags(load_tagger(str(run)), [tokens[index] for index in indices])):
             tags[index] = sentence_tags
     return tags
 
@@ -221,28 +230,15 @@ def tag_accuracy(tags: list[list[str]], gold: list[list[str]]) -> float:
     return 100.0 * right / max(1, sum(len(sentence) for sentence in gold))
 
 
-def fold_predictions(run: Path, tokens: list[list[str]]) -> list[list[str]]:
-    """A fold tagger's tags (loaded here, not cached: the fold runs are removed afterwards)."""
-    import torch
+def train_fold_tagger(config, settings, fold_data, run: Path) -> None:
+    """Train one fold's tagger into ``run``: the tagger run's ``settings`` on ``fold_data``, with
+    this run's seed, threads and device. An unfinished fold (a crash) starts over: a fold is
+    minutes, and this run's own scratch work."""
+    import copy
 
-    from seqtransfer.predictor import load
-
-    threads = torch.get_num_threads()
-    try:
-        with torch.random.fork_rng(devices=[]):
-            return [list(tags) for tags in load(run).predict_raw(tokens)]
-    finally:
-        torch.set_num_threads(threads)
-
-
-def train_fold_tagger(config, fold_data, run: Path) -> None:
-    """Train one fold's tagger into ``run``: the tagger run's settings on ``fold_data``, with this
-    run's seed, threads and device. An unfinished fold (a crash) starts over: a fold is minutes,
-    and this run's own scratch work."""
-    from seqtransfer.rundir import read_run_config
     from seqtransfer.training.train import train_tagger
 
-    settings = read_run_config(Path(config.model.tag_tagger))
+    settings = copy.deepcopy(settings)  # training fills it in
     settings.data = fold_data
     settings.train.seed, settings.train.threads, settings.train.device = config.train.seed, config.train.threads, config.train.device
     shutil.rmtree(run, ignore_errors=True)

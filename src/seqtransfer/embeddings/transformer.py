@@ -58,17 +58,22 @@ def encoder_shape(name: str) -> tuple[int, int]:
     """(layers + 1, hidden size) of an encoder, from its config.json (nothing loaded)."""
     path = encoder_path(name)
     try:
-        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        config = encoder_config(name)
         return int(config["num_hidden_layers"]) + 1, int(config["hidden_size"])
     except (ValueError, KeyError, TypeError):
         raise SeqTransferError("the encoder's config.json has no num_hidden_layers / hidden_size", path=path / "config.json",
                                hint="pass a Transformer encoder folder saved with save_pretrained") from None
 
 
+def encoder_config(name: str) -> dict:
+    """The encoder folder's config.json."""
+    return json.loads((encoder_path(name) / "config.json").read_text(encoding="utf-8"))
+
+
 def has_token_types(name: str) -> bool:
-    """Whether the encoder reads BERT token types (segments A and B), from its config.json."""
+    """Whether the encoder reads BERT token types (segments A and B)."""
     try:
-        return int(json.loads((encoder_path(name) / "config.json").read_text(encoding="utf-8")).get("type_vocab_size", 0)) > 1
+        return int(encoder_config(name).get("type_vocab_size", 0)) > 1
     except (ValueError, TypeError):
         return False
 
@@ -212,7 +217,7 @@ def tokenizer_of(name: str):
 
 def encoder_limit(name: str, tokenizer) -> int:
     """Sub-words per window: the encoder's maximum positions (and the tokenizer's) minus the two special tokens."""
-    config = json.loads((encoder_path(name) / "config.json").read_text(encoding="utf-8"))
+    config = encoder_config(name)
     return min(int(config.get("max_position_embeddings", 512)), int(min(getattr(tokenizer, "model_max_length", 512) or 512, 10**6))) - 2
 
 
