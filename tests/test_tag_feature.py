@@ -221,11 +221,11 @@ def test_a_resumed_run_reads_its_kept_jackknifed_tags_only_when_they_are_its_own
             return [sentence.tokens for sentence in gold]
 
     identity = {"folds": 2, "tagger": str(tagger_run.resolve()), "seed": config.train.seed, "tokens": Data().tokens("train")}
-    kept = {**identity, "tags": [["X"] * len(sentence.tokens) for sentence in gold]}
+    kept = {**identity, "seconds": 12.5, "tags": [["X"] * len(sentence.tokens) for sentence in gold]}
     (tmp_path / "jackknife").mkdir()
     write_text(tmp_path / "jackknife" / "tags.json", json.dumps(kept))
     logged = []
-    assert jackknife_tags(config, Data(), tmp_path, logged.append) == kept["tags"]
+    assert jackknife_tags(config, Data(), tmp_path, logged.append) == (kept["tags"], 12.5)  # the earlier start's time counts
     assert "read from" in logged[0]
     for key, other in (("seed", 2), ("tagger", "/elsewhere"), ("folds", 3)):  # another seed, tagger or fold count: trained again
         assert kept_jackknife(tmp_path / "jackknife", {**identity, key: other}) is None

@@ -141,13 +141,15 @@ JACKKNIFE = "jackknife"  # the run directory's folder of the fold taggers (remov
 JACKKNIFE_TAGS = "tags.json"
 
 
-def jackknife_tags(config, data, directory: Path, log) -> list[list[str]]:
+def jackknife_tags(config, data, directory: Path, log) -> tuple[list[list[str]], float]:
     """The training split's input tags, jackknifed (``model.tag_jackknife`` = K): K taggers with the
     settings of ``model.tag_tagger``, each trained on the other K - 1 folds of this training split
     (``data.exclude_fold``), tag their own fold. The parser then trains on tags as wrong as those the
     full tagger gives it at test time (Stanza's parser learns from predicted tags; a tagger tagging
     its own training data is right too often). Kept in ``DIRECTORY/jackknife/tags.json``: a resumed
-    run with the same tagger, seed and sentences reads them; the fold runs are removed once it is written."""
+    run with the same tagger, seed and sentences reads them; the fold runs are removed once it is written.
+    Returns the tags and the seconds an earlier process spent on them (0 when they were made now),
+    which the run's time counts as it counts epochs restored from a checkpoint."""
     column = resolve_tag_column(config.model, data)  # the cheap checks, before any fold trains
     if not config.model.tag_tagger or not column:
         raise SeqTransferError("model.tag_jackknife trains taggers like model.tag_tagger, which is not set", hint="set model.tag_tagger=TAGGER_RUN (or drop model.tag_jackknife)")
@@ -156,7 +158,7 @@ def jackknife_tags(config, data, directory: Path, log) -> list[list[str]]:
     kept = kept_jackknife(folder, identity)
     if kept is not None:
         log(f"input tags: jackknifed training tags read from {folder / JACKKNIFE_TAGS}")
-        return kept
+        return kept["tags"], kept.get("seconds", 0.0)
     started = time.perf_counter()
     settings = tagger(config.model.tag_tagger).run.config  # the tagger run's settings, which every fold takes
     sentences = fold_data_config(config.data, column, settings.data)
@@ -170,16 +172,16 @@ def jackknife_tags(config, data, directory: Path, log) -> list[list[str]]:
     write_text(folder / JACKKNIFE_TAGS, json.dumps(kept, ensure_ascii=False) + "\n")  # one line: a file of every training token
     for number in range(1, identity["folds"] + 1):
         shutil.rmtree(folder / f"fold-{number}", ignore_errors=True)
-    return tags
+    return tags, 0.0
 
 
-def kept_jackknife(folder: Path, identity: dict) -> list[list[str]] | None:
-    """The kept tags of an earlier start of this run, when its folds, tagger, seed and sentences are these."""
+def kept_jackknife(folder: Path, identity: dict) -> dict | None:
+    """What an earlier start of this run kept (``tags``, ``seconds``, ``accuracy``), when its folds, tagger, seed and sentences are these."""
     path = folder / JACKKNIFE_TAGS
     if not path.is_file():
         return None
     kept = read_json(path)
-    return kept["tags"] if all(kept.get(key) == value for key, value in identity.items()) else None
+    return kept if all(kept.get(key) == value for key, value in identity.items()) else None
 
 
 def fold_data_config(mine, column: str, tagging):

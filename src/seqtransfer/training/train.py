@@ -260,7 +260,8 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     if config.model.tag_jackknife:  # input tags of the training split from fold taggers (data/tag_feature.py)
         from seqtransfer.data.tag_feature import jackknife_tags
 
-        data.train_tags = jackknife_tags(config, data, directory, log)
+        data.train_tags, earlier_seconds = jackknife_tags(config, data, directory, log)
+        started -= earlier_seconds  # fold taggers trained by an earlier start of this run count as its time
         seed_everything(config.train.seed, config.train.threads)  # the fold taggers drew random numbers (or, resumed, did not): start from the seed either way
     filled = data.kind.fill_config(config.model, data.gold("train"), data.splits["train"])
     if filled:
