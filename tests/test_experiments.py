@@ -74,6 +74,32 @@ def test_tiny_grid_runs_resumes_and_ensembles(tmp_path, capsys):
     assert ensemble["network_parameters"] == finetune["network_parameters"] + scratch["network_parameters"]
 
 
+def test_list_shows_every_cell_of_the_grid_and_where_it_stands(tmp_path, capsys):
+    import torch
+
+    from seqtransfer.experiments.status import checkpoint_progress
+    from seqtransfer.training import checkpoint
+
+    experiment = tiny_experiment(tmp_path)
+    results, kept = tmp_path / "results", tmp_path / "kept.jsonl"
+    run(["experiment", "list", str(experiment), "--results", str(results)])
+    before = capsys.readouterr().out.splitlines()
+    assert "scratch / pos / seed 1: to train" in before and "source ner: to train when a run needs it" in before
+    assert before[-1] == "tiny: 6 to train (seeds 1..1)"  # scratch, finetune, pretrand, the ensemble's extra member and the ensemble; the source
+    run(["experiment", "run", str(experiment), "--only", "scratch", "--results", str(results), "--records", str(kept)])
+    capsys.readouterr()
+    run(["experiment", "list", str(experiment), "--results", str(results), "--seeds", "2"])
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("scratch / pos / seed 1: dev ") for line in lines) and "scratch / pos / seed 2: to train" in lines
+    run(["experiment", "list", str(experiment), "--results", str(tmp_path / "fresh"), "--records", str(kept)])  # another machine: the kept record holds the cell
+    assert any(line.startswith("scratch / pos / seed 1: dev ") and line.endswith("[kept record]") for line in capsys.readouterr().out.splitlines())
+    model = torch.nn.Linear(2, 2)
+    folder = tmp_path / "run" / "checkpoint" / "train"
+    folder.mkdir(parents=True)
+    checkpoint.save(folder, model, torch.optim.SGD(model.parameters(), lr=0.1), checkpoint.TrainingState({}, epoch=3, best_epoch=2, best_score=71.5))
+    assert checkpoint_progress(tmp_path / "run") == "after epoch 3 (best dev 71.50 at epoch 2)"
+
+
 def test_unknown_key_in_experiment_file(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("name: bad\ntitle: t\ncommand: c\ntargets: {}\nmethods: {}\nmethod: {}\n", encoding="utf-8")

@@ -9,7 +9,7 @@ from seqtransfer.errors import SeqTransferError
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=["run", "list", "search"], help="run: train what is missing; list: show the grid and what is done; search: the file's hyper-parameter searches on Ray Tune")
+    parser.add_argument("action", choices=["run", "list", "search"], help="run: train what is missing; list: every cell of the grid (with --seeds, --only, --targets) and whether it is done, kept, under way or to train; search: the file's hyper-parameter searches on Ray Tune")
     parser.add_argument("file", help="experiment YAML file (see experiments/)")
     parser.add_argument("--seeds", type=int, default=1, help="number of seeds: 1..N (default 1)")
     parser.add_argument("--only", help="comma-separated method names to run (default: all)")
@@ -50,10 +50,11 @@ def run(arguments: argparse.Namespace) -> list[dict]:
     store = ResultsStore(arguments.results)
     kept = read_kept(arguments.records, spec.name) if arguments.records else []
     if arguments.action == "list":
-        records = merge(kept, store.records(spec.name))
-        for record in records:
-            print(describe(record))
-        return records
+        from seqtransfer.experiments.status import grid_status
+
+        lines = grid_status(spec, store, list(range(1, arguments.seeds + 1)), arguments.data_dir, only, kept)
+        print("\n".join(lines))
+        return merge(kept, store.records(spec.name))
     if arguments.action == "search":
         from seqtransfer.experiments.search import run_searches
 
@@ -69,7 +70,7 @@ def run(arguments: argparse.Namespace) -> list[dict]:
     return records
 
 
-COMMAND = Command("run an experiment grid (resumable; in-process or on Ray) or list its finished runs", arguments, run)
+COMMAND = Command("run an experiment grid (resumable; in-process or on Ray) or list where its cells stand", arguments, run)
 
 
 def named(text: str, known) -> list[str]:
