@@ -397,6 +397,53 @@ def test_a_self_labelling_method_runs_in_the_grid_and_is_tested_on_the_target(tm
         load_experiment(experiment)
 
 
+def test_a_method_starts_from_another_methods_run_even_when_the_command_leaves_it_out(tmp_path, capsys):
+    """Label-free first, then a few labels: fine-tuning starts from a self-labelling run's first model, same seed."""
+    from seqtransfer.files import read_yaml_mapping
+
+    experiment = tiny_experiment(tmp_path)
+    unlabeled = tmp_path / "target.txt"
+    unlabeled.write_text("Peter lives in Berlin\nMary visited Paris today\nJohn works for Google\n", encoding="utf-8")
+    text = experiment.read_text(encoding="utf-8")
+    text = text.replace("  pos: {dataset: null,", "  few: {dataset: null, source: ner, overrides: [data.train_fraction=0.5, " + text.split("  pos: {dataset: null, source: ner, overrides: [")[1].split("\n")[0] + "\n  pos: {dataset: null,")
+    text = text.replace("  scratch: {scheme: scratch}", f"  scratch: {{scheme: scratch}}\n  selftrained: {{scheme: scratch, targets: [pos], selflabel: {{method: self_training, unlabeled: '{unlabeled}', rounds: 1, top_n: 2}}}}\n"
+                        "  after: {scheme: finetune, targets: [few], start_from: {method: selftrained, target: pos}}")
+    experiment.write_text(text, encoding="utf-8")
+    results = tmp_path / "results"
+    records = run(["experiment", "run", str(experiment), "--only", "after", "--targets", "few", "--seeds", "2", "--results", str(results)])
+    cells = [("after", "few", 1), ("after", "few", 2), ("selftrained", "pos", 1), ("selftrained", "pos", 2)]  # the runs started from are cells too
+    assert sorted((record["method"], record["target"], record["seed"]) for record in records) == cells
+    started = {}
+    for seed in (1, 2):
+        record = next(record for record in records if record["seed"] == seed and record["method"] == "after")
+        source = Path(read_yaml_mapping(Path(record["run_directory"]) / "config.yaml", "config")["transfer"]["source"])
+        assert source.parts[-2:] == ("round-1", "model-1") and (source.parents[1] / "members.json").is_file()
+        assert read_yaml_mapping(source / "config.yaml", "config")["train"]["seed"] == seed  # the self-labelling run of the same seed
+        started[seed] = source.parents[1]
+    assert started[1] != started[2]
+    capsys.readouterr()
+    run(["experiment", "list", str(experiment), "--only", "after", "--targets", "few", "--results", str(results)])
+    assert capsys.readouterr().out.splitlines()[-1].startswith("tiny: 2 done")  # the run started from, and the method's
+    for start, message in (("{method: nothing, target: pos}", "start_from must name another mono-task method"),
+                           ("{method: selftrained, target: few}", "has no run on target 'few'"),
+                           ("{method: selftrained}", "names a 'method' and a 'target'")):
+        experiment.write_text(text.replace("{method: selftrained, target: pos}", start), encoding="utf-8")
+        with pytest.raises(SeqTransferError, match=message):
+            load_experiment(experiment)
+    experiment.write_text(text.replace("after: {scheme: finetune,", "after: {scheme: scratch,"), encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="replaces the source of a mono-task scheme that transfers"):
+        load_experiment(experiment)
+    from seqtransfer.experiments import runner
+    from seqtransfer.experiments.store import ResultsStore
+
+    # the run started from reads its target's test_on text although --targets left that target out
+    experiment.write_text(text.replace("  pos: {dataset: null, source: ner,", "  pos: {dataset: null, source: ner, test_on: 'tweebank:upos',").replace(f"unlabeled: '{unlabeled}'", "unlabeled: target"), encoding="utf-8")
+    spec = load_experiment(experiment)
+    spec.targets = {"few": spec.targets["few"]}
+    after = runner.method_task(spec, ResultsStore(tmp_path / "other"), None, "after", "few", 1, {})
+    assert "/runs/pos-self_training-" in after.config["transfer"]["source"]
+
+
 def test_target_text_in_a_method_is_the_targets_test_on_dataset(tmp_path):
     from seqtransfer.experiments import runner
     from seqtransfer.experiments.store import ResultsStore

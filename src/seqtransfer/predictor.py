@@ -11,7 +11,7 @@ from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.tokenize import TOKENIZERS
 from seqtransfer.device import out_of_memory_error
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.rundir import LoadedRun, load_run
+from seqtransfer.rundir import MEMBERS, LoadedRun, load_run
 from seqtransfer.tasks import kind_of
 from seqtransfer.training.loop import predict_labels
 
@@ -81,7 +81,7 @@ def load(run_directory: str | Path, tokenizer: str = "whitespace", device: str =
     """Load a run directory written by ``seqtransfer train`` onto ``device`` (auto: the first GPU, else the CPU)."""
     if batch_size < 1:
         raise SeqTransferError(f"batch size must be at least 1, got {batch_size}", hint="pass --batch-size 1 or more")
-    members = Path(run_directory) / "members.json"
+    members = Path(run_directory) / MEMBERS
     if members.is_file():  # several models that predict together (tri-training: a majority vote)
         return VotingPredictor(members, tokenizer, device, batch_size)
     return Predictor(load_run(run_directory, device), tokenizer, batch_size)

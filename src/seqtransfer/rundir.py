@@ -38,6 +38,7 @@ CONFIG = "config.yaml"
 VOCABULARY = "vocabulary.json"
 WEIGHTS = "model.safetensors"
 METRICS = "metrics.json"
+MEMBERS = "members.json"  # a folder of models that predict together (a self-labelling run, transfer/selflabel.py)
 REQUIRED = (CONFIG, VOCABULARY, WEIGHTS, METRICS)
 _SPACES = re.compile(r"[ \t]")
 EMBEDDING_TABLES = ("word_representation.word_embedding.weight", "word_representation.character_encoder.embedding.weight")
@@ -178,8 +179,8 @@ def parameters_without_embeddings(directory: Path) -> int:
     Model sizes are compared this way: a transferred model's tables hold the source's and the
     target's words and characters, which says nothing about the size of the network.
     """
-    if (directory / "members.json").is_file():  # several models predicting together (self-labelling): all of them
-        return sum(parameters_without_embeddings(directory / member) for member in read_json(directory / "members.json")["members"])
+    if (directory / MEMBERS).is_file():  # several models predicting together (self-labelling): all of them
+        return sum(parameters_without_embeddings(directory / member) for member in read_json(directory / MEMBERS)["members"])
     with safe_open(str(directory / WEIGHTS), framework="pt") as weights:
         shapes = [weights.get_slice(name).get_shape() for name in weights.keys() if name not in EMBEDDING_TABLES]
     return sum(math.prod(shape) for shape in shapes)
@@ -222,6 +223,19 @@ def check_encoder_hash(config: RunConfig, directory: Path) -> None:
     if config.model.encoder_hash and found != config.model.encoder_hash:
         raise SeqTransferError(f"the encoder at {config.model.encoder} differs from the one this run was trained on (hash {found}, expected {config.model.encoder_hash})",
                                path=directory, hint="point model.encoder in config.yaml at the run's encoder folder")
+
+
+def first_member(directory: str | Path) -> Path:
+    """What a transfer from ``directory`` starts from: the run itself or, for a folder of models that
+    predict together (a self-labelling run), its first final model (tri-training's first of three;
+    self-training's only one)."""
+    directory = Path(directory)
+    if not (directory / MEMBERS).is_file():
+        return directory
+    members = read_json(directory / MEMBERS).get("members")
+    if not isinstance(members, list) or not members:
+        raise SeqTransferError("members.json lists no models", path=directory / MEMBERS, hint="it is written by `seqtransfer selflabel`: run it again")
+    return directory / members[0]
 
 
 def load_run(directory: str | Path, device: str | None = "cpu") -> LoadedRun:

@@ -22,7 +22,7 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.training.metrics import get_metric
 from seqtransfer.experiments.ensemble import build_ensemble
 from seqtransfer.experiments.kept import cell_key, merge, run_id_of
-from seqtransfer.experiments.spec import ExperimentSpec
+from seqtransfer.experiments.spec import ExperimentSpec, split_member
 from seqtransfer.experiments.store import ResultsStore, content_id
 from seqtransfer.files import read_json, write_json
 from seqtransfer.transfer.schemes import get_scheme
@@ -153,7 +153,8 @@ def method_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None
         if method.ensemble and selected(name, only):
             wanted |= {split_member(member) for member in method.ensemble}
     tasks = []
-    for method_name, offset in sorted(wanted, key=lambda item: (spec.methods[item[0]].unify_with is not None, item)):
+    later = lambda item: (spec.methods[item[0]].unify_with is not None or spec.methods[item[0]].start_from is not None, item)  # after the runs they read
+    for method_name, offset in sorted(wanted, key=later):
         if spec.methods[method_name].multitask:
             tasks += [multitask_method_task(spec, store, data_dir, method_name, seed, sources, tasks) for seed in seeds]
             continue
@@ -165,15 +166,34 @@ def method_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None
                 if offset:  # an extra ensemble member: its own grid cell, not a row of its method
                     task.record["method"] = f"{method_name}+{offset}"
                 tasks.append(task)
-    return tasks
+    return [*start_tasks(spec, store, data_dir, tasks, sources), *tasks]
+
+
+def start_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, tasks: list[RunTask], sources: dict[str, RunTask]) -> list[RunTask]:
+    """The runs that methods with ``start_from`` start from and that ``tasks`` lack (their method or
+    target left out by --only or --targets): they train first."""
+    have = {task.directory for task in tasks}
+    extra = {}
+    for task in tasks:
+        start = spec.methods[split_member(task.record["method"])[0]].start_from if task.record.get("method") else None
+        if start:
+            first = method_task(spec, store, data_dir, start["method"], start["target"], task.record["seed"], sources)
+            if first.directory not in have:
+                extra.setdefault(first.directory, first)
+    return list(extra.values())
 
 
 TARGET_TEXT = "target"  # a method's data.select_like or selflabel unlabeled: the text of the target's test_on dataset
 
 
+def target_spec(spec: ExperimentSpec, target_name: str):
+    """A target of the file, also one the command left out (the run a method starts from may be on it)."""
+    return spec.targets.get(target_name) or spec.all_targets[target_name]
+
+
 def target_text(spec: ExperimentSpec, target_name: str) -> str:
     """The dataset whose (unlabelled) training text ``target`` stands for: the target's ``test_on``."""
-    test_on = spec.targets[target_name].test_on
+    test_on = target_spec(spec, target_name).test_on
     if not test_on:
         raise SeqTransferError(f"target '{target_name}' has no test_on, so a method's '{TARGET_TEXT}' text names nothing", path=spec.path,
                                hint="give the target test_on: DATASET[:TASK], or name the text's dataset in the method")
@@ -181,7 +201,7 @@ def target_text(spec: ExperimentSpec, target_name: str) -> str:
 
 
 def method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, method_name: str, target_name: str, seed: int, sources: dict[str, RunTask]) -> RunTask:
-    method, target = spec.methods[method_name], spec.targets[target_name]
+    method, target = spec.methods[method_name], target_spec(spec, target_name)
     config = base_config(spec, data_dir, target.dataset, target.task, [*target.overrides, f"transfer.scheme={method.scheme}", f"train.seed={seed}", *method.overrides])
     selflabel = dict(method.selflabel) if method.selflabel else None
     if config.data.select_like == TARGET_TEXT:
@@ -192,6 +212,8 @@ def method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None,
         config.data.anneal_source = spec.sources[target.source].training_data
     source_name = method.source.get(target_name, target.source) if isinstance(method.source, dict) else method.source or target.source
     source = sources.get(source_name) if source_name and get_scheme(method.scheme).uses_source else None
+    if method.start_from:  # another method's run of this seed (training/train.py starts from a self-labelling run's first model)
+        source = method_task(spec, store, data_dir, method.start_from["method"], method.start_from["target"], seed, sources)
     config.transfer.source = source.directory if source else None
     identity = identity_of(config, source.run_id if source else None)
     if method.tagger:  # a source run tags the input (model.tag_tagger): its id, not its folder, names the run
@@ -233,11 +255,6 @@ def slug(name: str) -> str:
 def selected(name: str, only: set[str]) -> bool:
     return not only or name in only
 
-
-def split_member(member: str) -> tuple[str, int]:
-    """"Name+1000" -> ("Name", 1000); "Name" -> ("Name", 0)."""
-    name, _, offset = member.rpartition("+") if "+" in member else (member, "", "0")
-    return name, int(offset)
 
 
 def execute_task(task: RunTask, echo: Log | None = None) -> list[dict]:

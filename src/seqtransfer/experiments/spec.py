@@ -33,6 +33,12 @@ Dataset unification (``seqtransfer unify``) as part of a grid: a multi-task sour
 a multi-task method with ``unify_with: Mono-task`` trains on the targets unified by that method's
 runs of the same seed.
 
+A method may start from another method's run instead of a source (same seed), e.g. fine-tuning
+on a few target labels the model a label-free method made (a self-labelling run: its first model):
+
+    methods:
+      SFT after tri-training: {scheme: finetune, targets: [10 % labels], start_from: {method: Tri-training, target: no labels}}
+
 Published results that are not ours (shown above our rows by ``report``), each with its source,
 the flags of the PretRand paper's Table 7 legend and ``n/a`` (or null) where it reports nothing:
 
@@ -95,6 +101,7 @@ class MethodSpec:
     selflabel: dict | None = None  # rounds of self-labelling around the scheme (transfer/selflabel.py): {method, unlabeled, rounds, pool, top_n, ...}
     tagger: str | None = None  # a key of ``sources``: a tagging run whose predicted tags the model reads as input (model.tag_tagger)
     anneal: bool = False  # data annealing: mix the training data of each target's source into its training (data.anneal_source)
+    start_from: dict[str, str] | None = None  # {method: NAME, target: TARGET}: transfer from that method's run on that target, same seed (a label-free model, then a few labels)
 
 
 PUBLISHED_FLAGS = {  # the legend of the PretRand paper's Table 7
@@ -134,13 +141,17 @@ class ExperimentSpec:
     notes: str = ""
     hierarchy: dict[str, list[str]] = field(default_factory=dict)  # target -> targets it reads (multi-task methods)
     path: str = ""
+    all_targets: dict[str, TargetSpec] = field(default_factory=dict)  # every target of the file (``targets`` may be narrowed to those one command runs)
+
+
+INTERNAL = ("path", "all_targets")  # ExperimentSpec fields the file does not set
 
 
 def _build(kind: type, values: object, where: str, path: Path):
     """Instantiate a spec dataclass from a mapping, naming unknown keys and missing ones."""
     if not isinstance(values, dict):
         raise SeqTransferError(f"'{where}' must be a mapping", path=path)
-    names = [item.name for item in fields(kind) if item.name != "path"]
+    names = [item.name for item in fields(kind) if item.name not in INTERNAL]
     for key in values:
         if key not in names:
             close = difflib.get_close_matches(str(key), names, n=1)
@@ -168,6 +179,32 @@ def check_selflabel(name: str, values: object, path: Path) -> None:
         raise SeqTransferError(f"method '{name}': {error.message}", path=path, hint=error.hint) from None
 
 
+def split_member(member: str) -> tuple[str, int]:
+    """An ensemble member: "Name+1000" -> ("Name", 1000); "Name" or "A + B" -> (itself, 0)."""
+    name, _, offset = member.rpartition("+")
+    return (name, int(offset)) if name and offset.isdigit() else (member, 0)
+
+
+def check_start_from(spec: ExperimentSpec, name: str, method: MethodSpec, path: Path) -> None:
+    """A method's ``start_from``: a mono-task method's run on one of the file's targets, which a
+    transferring scheme of this mono-task method starts from instead of a source."""
+    from seqtransfer.transfer.schemes import get_scheme
+
+    start = method.start_from
+    example = 'e.g. start_from: {method: Tri-training, target: "TweeBank, no labels"}'
+    if not isinstance(start, dict) or set(start) != {"method", "target"}:
+        raise SeqTransferError(f"method '{name}': start_from names a 'method' and a 'target'", path=path, hint=example)
+    first = spec.methods.get(start["method"])
+    if first is None or not first.scheme or first.multitask or first.start_from is not None or start["method"] == name:
+        raise SeqTransferError(f"method '{name}': start_from must name another mono-task method of the file that starts from a source, got '{start['method']}'", path=path, hint=example)
+    if start["target"] not in spec.targets or (first.targets is not None and start["target"] not in first.targets):
+        raise SeqTransferError(f"method '{name}': method '{start['method']}' has no run on target '{start['target']}'", path=path,
+                               hint=f"its targets: {', '.join(first.targets or spec.targets)}")
+    if method.multitask or method.source is not None or method.anneal or not method.scheme or not get_scheme(method.scheme).uses_source:
+        raise SeqTransferError(f"method '{name}': start_from replaces the source of a mono-task scheme that transfers (finetune, pretrand, ...)", path=path,
+                               hint="give the method such a scheme, and no source:, anneal: or multitask:")
+
+
 def _check_references(spec: ExperimentSpec, path: Path) -> None:
     for name, target in spec.targets.items():
         if target.source is not None and target.source not in spec.sources:
@@ -176,7 +213,7 @@ def _check_references(spec: ExperimentSpec, path: Path) -> None:
         if bool(method.scheme) == bool(method.ensemble):
             raise SeqTransferError(f"method '{name}' needs exactly one of 'scheme' or 'ensemble'", path=path)
         for member in method.ensemble:
-            if member.split("+")[0] not in spec.methods:
+            if split_member(member)[0] not in spec.methods:
                 raise SeqTransferError(f"ensemble '{name}' names unknown method '{member}'", path=path)
     for name, source in spec.sources.items():
         if source.dataset and source.multitask:
@@ -215,7 +252,7 @@ def _check_references(spec: ExperimentSpec, path: Path) -> None:
         if not method.multitask and isinstance(method.source, str) and spec.sources.get(method.source) and spec.sources[method.source].multitask:
             raise SeqTransferError(f"mono-task method '{name}' names multi-task source '{method.source}'", path=path, hint="add multitask: true, or name a mono-task source")
         for member in method.ensemble:
-            member_method = spec.methods.get(member.split("+")[0])
+            member_method = spec.methods.get(split_member(member)[0])
             if member_method is not None and member_method.multitask:
                 raise SeqTransferError(f"ensemble '{name}' names multi-task method '{member}'", path=path, hint="ensembles average mono-task runs")
         if method.unify_with is not None:
@@ -223,6 +260,8 @@ def _check_references(spec: ExperimentSpec, path: Path) -> None:
             if not method.multitask or filler is None or not filler.scheme or filler.multitask:
                 raise SeqTransferError(f"method '{name}': unify_with needs a multi-task method and names a mono-task method, got '{method.unify_with}'", path=path)
     for name, method in spec.methods.items():
+        if method.start_from is not None:
+            check_start_from(spec, name, method, path)
         if method.selflabel is not None:
             check_selflabel(name, method.selflabel, path)
         unknown = [target for target in method.targets or [] if target not in spec.targets]
@@ -287,7 +326,7 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
         raise SeqTransferError("'published' must be a list of rows", path=path, hint="- {name: ..., source: ..., flags: [...], scores: {TARGET: number or n/a}}")
     spec.published = [_published(row, index, spec.targets, path) for index, row in enumerate(spec.published)]
     spec.search = _searches(spec.search or {}, spec, path)
-    spec.path = str(path)
+    spec.path, spec.all_targets = str(path), dict(spec.targets)
     if spec.paper_split not in ("dev", "test"):
         raise SeqTransferError(f"paper_split must be dev or test, got {spec.paper_split!r}", path=path, hint="paper_split: dev (the paper's numbers are dev scores) or test")
     _check_references(spec, path)

@@ -49,7 +49,6 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json, write_json, write_text
 
 Log = Callable[[str], None]
-MEMBERS = "members.json"
 
 
 @dataclass(frozen=True)
@@ -357,5 +356,7 @@ class SelfLabelling:
         return scores[get_metric(data.metric).main]
 
     def write_members(self, last_round: int) -> None:
+        from seqtransfer.rundir import MEMBERS
+
         members = [str(self.model_directory(last_round, model).relative_to(self.output)) for model in range(self.method.models)]
         write_json(self.output / MEMBERS, {"method": self.settings.method, "combination": self.method.combination, "members": members})
