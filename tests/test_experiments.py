@@ -77,7 +77,7 @@ def test_tiny_grid_runs_resumes_and_ensembles(tmp_path, capsys):
 def test_list_shows_every_cell_of_the_grid_and_where_it_stands(tmp_path, capsys):
     import torch
 
-    from seqtransfer.experiments.status import checkpoint_progress
+    from seqtransfer.experiments.status import describe_checkpoint
     from seqtransfer.training import checkpoint
 
     experiment = tiny_experiment(tmp_path)
@@ -85,7 +85,7 @@ def test_list_shows_every_cell_of_the_grid_and_where_it_stands(tmp_path, capsys)
     run(["experiment", "list", str(experiment), "--results", str(results)])
     before = capsys.readouterr().out.splitlines()
     assert "scratch / pos / seed 1: to train" in before and "source ner: to train when a run needs it" in before
-    assert before[-1] == "tiny: 6 to train (seeds 1..1)"  # scratch, finetune, pretrand, the ensemble's extra member and the ensemble; the source
+    assert before[-1] == "tiny: cells 5 to train; sources and runs started from 1 to train (seeds 1..1)"  # scratch, finetune, pretrand, the ensemble's extra member, the ensemble
     run(["experiment", "run", str(experiment), "--only", "scratch", "--results", str(results), "--records", str(kept)])
     capsys.readouterr()
     run(["experiment", "list", str(experiment), "--results", str(results), "--seeds", "2"])
@@ -94,10 +94,13 @@ def test_list_shows_every_cell_of_the_grid_and_where_it_stands(tmp_path, capsys)
     run(["experiment", "list", str(experiment), "--results", str(tmp_path / "fresh"), "--records", str(kept)])  # another machine: the kept record holds the cell
     assert any(line.startswith("scratch / pos / seed 1: dev ") and line.endswith("[kept record]") for line in capsys.readouterr().out.splitlines())
     model = torch.nn.Linear(2, 2)
-    folder = tmp_path / "run" / "checkpoint" / "train"
-    folder.mkdir(parents=True)
-    checkpoint.save(folder, model, torch.optim.SGD(model.parameters(), lr=0.1), checkpoint.TrainingState({}, epoch=3, best_epoch=2, best_score=71.5))
-    assert checkpoint_progress(tmp_path / "run") == "after epoch 3 (best dev 71.50 at epoch 2)"
+    for folder, epoch in (("jackknife/fold-1/checkpoint/train", 9), ("checkpoint/train", 3)):  # a fold tagger's checkpoint is not the run's
+        (tmp_path / "run" / folder).mkdir(parents=True)
+        checkpoint.save(tmp_path / "run" / folder, model, torch.optim.SGD(model.parameters(), lr=0.1), checkpoint.TrainingState({}, epoch=epoch, best_epoch=2, best_score=71.5))
+    assert describe_checkpoint(tmp_path / "run") == "phase 'train' after epoch 3 (best dev 71.50 at epoch 2)"
+    assert describe_checkpoint(tmp_path / "nothing") is None
+    with pytest.raises(SeqTransferError, match="--seeds must be at least 1"):
+        run(["experiment", "list", str(experiment), "--seeds", "0"])
 
 
 def test_unknown_key_in_experiment_file(tmp_path):
@@ -358,7 +361,7 @@ def test_a_target_may_be_tested_on_another_dataset(tmp_path):
 
     calls = []
     original = runner.score_elsewhere
-    runner.score_elsewhere = lambda directory, entry, data_dir: calls.append(entry) or (12.5, str(directory))
+    runner.score_elsewhere = lambda directory, entry, data_dir, score=True: calls.append(entry) or (12.5, str(directory))
     try:
         experiment.write_text(experiment.read_text(encoding="utf-8").replace("  pos: {dataset: null, source: ner,", "  pos: {dataset: null, source: ner, test_on: 'elsewhere:pos',"), encoding="utf-8")
         records = run(["experiment", "run", str(experiment), "--only", "scratch", "--results", str(tmp_path / "results")])
@@ -423,7 +426,14 @@ def test_a_method_starts_from_another_methods_run_even_when_the_command_leaves_i
     assert started[1] != started[2]
     capsys.readouterr()
     run(["experiment", "list", str(experiment), "--only", "after", "--targets", "few", "--results", str(results)])
-    assert capsys.readouterr().out.splitlines()[-1].startswith("tiny: 2 done")  # the run started from, and the method's
+    assert capsys.readouterr().out.splitlines()[-1] == "tiny: cells 1 done; sources and runs started from 1 done, 1 to train (seeds 1..1)"  # the run started from; the source nothing here needs
+    kept = tmp_path / "kept.jsonl"  # kept cells of the method: on a fresh store the runs it started from are not trained again
+    run(["experiment", "run", str(experiment), "--only", "after", "--targets", "few", "--results", str(results), "--records", str(kept)])
+    lines = kept.read_text(encoding="utf-8").splitlines()
+    kept.write_text("".join(f"{line}\n" for line in lines if '"method": "after"' in line), encoding="utf-8")  # the runs started from are not kept
+    capsys.readouterr()
+    run(["experiment", "run", str(experiment), "--only", "after", "--targets", "few", "--results", str(tmp_path / "fresh"), "--records", str(kept)])
+    assert "(0, 0, 0 to train, 1 kept)" in capsys.readouterr().out and not (tmp_path / "fresh" / "runs").exists()
     for start, message in (("{method: nothing, target: pos}", "start_from must name another mono-task method"),
                            ("{method: selftrained, target: few}", "has no run on target 'few'"),
                            ("{method: selftrained}", "names a 'method' and a 'target'")):
@@ -432,6 +442,9 @@ def test_a_method_starts_from_another_methods_run_even_when_the_command_leaves_i
             load_experiment(experiment)
     experiment.write_text(text.replace("after: {scheme: finetune,", "after: {scheme: scratch,"), encoding="utf-8")
     with pytest.raises(SeqTransferError, match="replaces the source of a mono-task scheme that transfers"):
+        load_experiment(experiment)
+    experiment.write_text(text + "search: {after: {few: {space: {train.learning_rate: [0.01, 0.1]}}}}\n", encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="starts from another method's runs"):
         load_experiment(experiment)
     from seqtransfer.experiments import runner
     from seqtransfer.experiments.store import ResultsStore
@@ -481,3 +494,23 @@ def test_a_significance_pair_that_yaml_split_at_a_comma_is_one_line(tmp_path):
         load_experiment(tmp_path / "bad.yaml")
     (tmp_path / "good.yaml").write_text(text + "significance:\n  - [\"a (b, c)\", scratch]\n", encoding="utf-8")
     assert load_experiment(tmp_path / "good.yaml").significance == [["a (b, c)", "scratch"]]
+
+
+def test_self_labelling_progress_counts_whole_rounds_and_a_bad_members_file_is_one_line(tmp_path):
+    from seqtransfer.experiments.runner import RunTask
+    from seqtransfer.experiments.status import count_rounds, describe_progress
+    from seqtransfer.rundir import first_member
+
+    task = RunTask("run", str(tmp_path / "run"), {}, {"method": "tri", "target": "t", "seed": 1}, selflabel={"method": "tri_training", "unlabeled": "x", "rounds": 2})
+    (tmp_path / "run").mkdir()
+    assert describe_progress(task) is None  # a folder with nothing trained in it
+    for model in (1, 2, 3):
+        (tmp_path / "run" / "round-0" / f"model-{model}").mkdir(parents=True)
+        (tmp_path / "run" / "round-0" / f"model-{model}" / "metrics.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "run" / "round-1" / "model-1").mkdir(parents=True)
+    (tmp_path / "run" / "round-1" / "model-1" / "metrics.json").write_text("{}", encoding="utf-8")
+    assert count_rounds(task) == "1 of 3 rounds trained"  # round 1 has one model of three
+    (tmp_path / "run" / "members.json").write_text('{"members": []}', encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="members.json lists no models"):
+        first_member(tmp_path / "run")
+    assert first_member(tmp_path / "round-0") == tmp_path / "round-0"  # a plain run is itself

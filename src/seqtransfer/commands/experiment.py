@@ -27,11 +27,13 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(arguments: argparse.Namespace) -> list[dict]:
     from seqtransfer.experiments.backends import LocalBackend, RayBackend
-    from seqtransfer.experiments.runner import describe, run_experiment
+    from seqtransfer.experiments.runner import run_experiment
     from seqtransfer.experiments.kept import merge, read_kept, write_kept
     from seqtransfer.experiments.spec import load_experiment
     from seqtransfer.experiments.store import ResultsStore
 
+    if arguments.seeds < 1:
+        raise SeqTransferError(f"--seeds must be at least 1, got {arguments.seeds}", hint="--seeds 3 runs seeds 1, 2 and 3")
     spec = load_experiment(arguments.file)
     if arguments.threads:
         spec.overrides.append(f"train.threads={arguments.threads}")

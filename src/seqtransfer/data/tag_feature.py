@@ -148,8 +148,9 @@ def jackknife_tags(config, data, directory: Path, log) -> tuple[list[list[str]],
     full tagger gives it at test time (Stanza's parser learns from predicted tags; a tagger tagging
     its own training data is right too often). Kept in ``DIRECTORY/jackknife/tags.json``: a resumed
     run with the same tagger, seed and sentences reads them; the fold runs are removed once it is written.
-    Returns the tags and the seconds an earlier process spent on them (0 when they were made now),
-    which the run's time counts as it counts epochs restored from a checkpoint."""
+    Returns the tags and the seconds an earlier start of the run spent on them (its kept tags, or
+    fold taggers it finished before a crash), which the run's time counts as it counts epochs
+    restored from a checkpoint."""
     column = resolve_tag_column(config.model, data)  # the cheap checks, before any fold trains
     if not config.model.tag_tagger or not column:
         raise SeqTransferError("model.tag_jackknife trains taggers like model.tag_tagger, which is not set", hint="set model.tag_tagger=TAGGER_RUN (or drop model.tag_jackknife)")
@@ -163,16 +164,16 @@ def jackknife_tags(config, data, directory: Path, log) -> tuple[list[list[str]],
     settings = tagger(config.model.tag_tagger).run.config  # the tagger run's settings, which every fold takes
     sentences = fold_data_config(config.data, column, settings.data)
     gold = checked_training_split(sentences, identity["tokens"])
-    tags = tag_by_folds(config, settings, sentences, identity["tokens"], folder, log)
+    tags, earlier_seconds = tag_by_folds(config, settings, sentences, identity["tokens"], folder, log)
     accuracy = tag_accuracy(tags, gold)
-    seconds = round(time.perf_counter() - started, 1)
+    seconds = round(time.perf_counter() - started + earlier_seconds, 1)
     log(f"input tags: jackknifed training tags ({identity['folds']} folds, {seconds:.0f} s) are {accuracy:.2f} % right")
     folder.mkdir(parents=True, exist_ok=True)
     kept = {**identity, "accuracy": round(accuracy, 2), "seconds": seconds, "tags": tags}
     write_text(folder / JACKKNIFE_TAGS, json.dumps(kept, ensure_ascii=False) + "\n")  # one line: a file of every training token
     for number in range(1, identity["folds"] + 1):
         shutil.rmtree(folder / f"fold-{number}", ignore_errors=True)
-    return tags, 0.0
+    return tags, earlier_seconds
 
 
 def kept_jackknife(folder: Path, identity: dict) -> dict | None:
@@ -206,24 +207,28 @@ def checked_training_split(sentences, tokens: list[list[str]]) -> list[list[str]
     return gold.gold("train")
 
 
-def tag_by_folds(config, settings, sentences, tokens: list[list[str]], folder: Path, log) -> list[list[str]]:
-    """Each fold's sentences tagged by a tagger trained without them (trained now, or found finished in ``folder``)."""
+def tag_by_folds(config, settings, sentences, tokens: list[list[str]], folder: Path, log) -> tuple[list[list[str]], float]:
+    """Each fold's sentences tagged by a tagger trained without them (trained now, or found finished
+    in ``folder`` by a start that crashed), and the training seconds of the folds found finished."""
     from dataclasses import replace
 
     from seqtransfer.data.task_data import in_fold
 
     count = config.model.tag_jackknife
     tags: list[list[str] | None] = [None] * len(tokens)
+    earlier_seconds = 0.0
     for number in range(1, count + 1):
         run = folder / f"fold-{number}"
-        if not (run / "metrics.json").is_file():
+        if (run / "metrics.json").is_file():
+            earlier_seconds += read_json(run / "metrics.json").get("seconds", 0.0)
+        else:
             log(f"input tags: jackknife fold {number}/{count}: training a tagger on the other folds ({run})")
             train_fold_tagger(config, settings, replace(sentences, exclude_fold=f"{number}/{count}"), run)
         indices = [index for index in range(len(tokens)) if in_fold(index, number, count)]
         # loaded here, not through tagger()'s cache: the fold runs are removed afterwards
         for index, sentence_tags in zip(indices, predicted_tags(load_tagger(str(run)), [tokens[index] for index in indices])):
             tags[index] = sentence_tags
-    return tags
+    return tags, earlier_seconds
 
 
 def tag_accuracy(tags: list[list[str]], gold: list[list[str]]) -> float:

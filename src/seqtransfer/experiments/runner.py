@@ -23,7 +23,7 @@ from seqtransfer.training.metrics import get_metric
 from seqtransfer.experiments.ensemble import build_ensemble
 from seqtransfer.experiments.kept import cell_key, merge, run_id_of
 from seqtransfer.experiments.spec import ExperimentSpec, split_member
-from seqtransfer.experiments.store import ResultsStore, content_id
+from seqtransfer.experiments.store import ResultsStore, content_id, digest_of
 from seqtransfer.files import read_json, write_json
 from seqtransfer.transfer.schemes import get_scheme
 
@@ -44,6 +44,7 @@ class RunTask:
     record: dict
     unify: dict | None = None  # {"entries": task -> data, "runs": task -> run directory}: unify into DIRECTORY/unified first
     selflabel: dict | None = None  # self-labelling settings: the run is rounds of models in DIRECTORY (transfer/selflabel.py)
+    when_needed: bool = False  # trained only for a run that needs it, as a source is (a run a start_from method starts from, its cell not asked for)
 
     @property
     def source_directory(self) -> str | None:
@@ -153,8 +154,7 @@ def method_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None
         if method.ensemble and selected(name, only):
             wanted |= {split_member(member) for member in method.ensemble}
     tasks = []
-    later = lambda item: (spec.methods[item[0]].unify_with is not None or spec.methods[item[0]].start_from is not None, item)  # after the runs they read
-    for method_name, offset in sorted(wanted, key=later):
+    for method_name, offset in sorted(wanted, key=lambda item: (stage_of(spec.methods[item[0]]), item)):
         if spec.methods[method_name].multitask:
             tasks += [multitask_method_task(spec, store, data_dir, method_name, seed, sources, tasks) for seed in seeds]
             continue
@@ -169,15 +169,27 @@ def method_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None
     return [*start_tasks(spec, store, data_dir, tasks, sources), *tasks]
 
 
+def stage_of(method) -> int:
+    """The order of methods in the grid: a method's runs come after the runs they read (the run a
+    ``start_from`` method starts from; the runs that fill a ``unify_with`` method's data)."""
+    return 2 if method.unify_with is not None else 1 if method.start_from is not None else 0
+
+
+def method_of(spec: ExperimentSpec, record: dict):
+    """The method of a record: its name, or an extra ensemble member's "Name+OFFSET"."""
+    return spec.methods.get(record["method"]) or spec.methods[split_member(record["method"])[0]]
+
+
 def start_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, tasks: list[RunTask], sources: dict[str, RunTask]) -> list[RunTask]:
     """The runs that methods with ``start_from`` start from and that ``tasks`` lack (their method or
-    target left out by --only or --targets): they train first."""
+    target left out by --only or --targets): trained first, and only when a run still needs them."""
     have = {task.directory for task in tasks}
     extra = {}
     for task in tasks:
-        start = spec.methods[split_member(task.record["method"])[0]].start_from if task.record.get("method") else None
+        start = method_of(spec, task.record).start_from if task.record.get("method") else None
         if start:
             first = method_task(spec, store, data_dir, start["method"], start["target"], task.record["seed"], sources)
+            first.when_needed = True
             if first.directory not in have:
                 extra.setdefault(first.directory, first)
     return list(extra.values())
@@ -215,7 +227,8 @@ def method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None,
     if method.start_from:  # another method's run of this seed (training/train.py starts from a self-labelling run's first model)
         source = method_task(spec, store, data_dir, method.start_from["method"], method.start_from["target"], seed, sources)
     config.transfer.source = source.directory if source else None
-    identity = identity_of(config, source.run_id if source else None)
+    # a method's run is named by its settings' digest alone: the folder's readable prefix depends on which file trained it first
+    identity = identity_of(config, (digest_of(source.run_id) if method.start_from else source.run_id) if source else None)
     if method.tagger:  # a source run tags the input (model.tag_tagger): its id, not its folder, names the run
         config.model.tag_tagger = sources[method.tagger].directory
         identity.setdefault("model", {})["tag_tagger"] = sources[method.tagger].run_id
@@ -254,7 +267,6 @@ def slug(name: str) -> str:
 
 def selected(name: str, only: set[str]) -> bool:
     return not only or name in only
-
 
 
 def execute_task(task: RunTask, echo: Log | None = None) -> list[dict]:
@@ -320,10 +332,10 @@ def train_logged(config: RunConfig, directory: Path, echo: Log | None) -> None:
         train_tagger(config, directory, log=log, show_progress=False)
 
 
-def finish_records(task: RunTask, directory: Path) -> list[dict]:
-    """The grid cells' records: one, or one per target (task) of a multi-task run."""
+def finish_records(task: RunTask, directory: Path, score: bool = True) -> list[dict]:
+    """The grid cells' records: one, or one per target (task) of a multi-task run (``score``: see :func:`finish_record`)."""
     if "targets" not in task.record:
-        return [finish_record(task, directory)]
+        return [finish_record(task, directory, score)]
     metrics = read_json(directory / rundir.METRICS)
     network = rundir.parameters_without_embeddings(directory)
     records = []
@@ -344,8 +356,9 @@ def cost_of(metrics: dict) -> dict:
     return {key: metrics[key] for key in keys if metrics.get(key) is not None}
 
 
-def finish_record(task: RunTask, directory: Path) -> dict:
-    """The grid cell's record, from the finished run's metrics."""
+def finish_record(task: RunTask, directory: Path, score: bool = True) -> dict:
+    """The grid cell's record, from the finished run's metrics (without ``score``, a test on another
+    dataset not cached yet is left None: nothing is loaded or predicted)."""
     metrics = read_json(directory / rundir.METRICS)
     if "tasks" in metrics:  # a multi-task source run: its record holds the mean dev score
         return {**task.record, "network_parameters": rundir.parameters_without_embeddings(directory), "dataset": metrics["dataset"], "task": metrics["task"],
@@ -360,13 +373,14 @@ def finish_record(task: RunTask, directory: Path) -> dict:
     # did early stopping read labels of the data the test score is on? (not for a source model as it is, nor for a test set elsewhere)
     record["target_dev_labels"] = metrics.get("scheme") != "source_only" and not task.record.get("test_on")
     if task.record.get("test_on"):
-        record["test"], record["predictions"] = score_elsewhere(directory, task.record["test_on"], task.config["data"]["data_dir"])
+        record["test"], record["predictions"] = score_elsewhere(directory, task.record["test_on"], task.config["data"]["data_dir"], score)
     return record
 
 
-def score_elsewhere(directory: Path, entry: str, data_dir: str | None) -> tuple[float, str]:
+def score_elsewhere(directory: Path, entry: str, data_dir: str | None, score: bool = True) -> tuple[float | None, str]:
     """The run's main score on the test split of ``DATASET[:TASK]`` (cached in the run directory,
-    predictions in ``test-on-DATASET/test.conll``): a model trained on one dataset, tested on another."""
+    predictions in ``test-on-DATASET/test.conll``): a model trained on one dataset, tested on another
+    (not cached and not ``score``: None)."""
     from seqtransfer.config import DataConfig
     from seqtransfer.data.task_data import load_task_data
     from seqtransfer.training.metrics import evaluate
@@ -375,6 +389,8 @@ def score_elsewhere(directory: Path, entry: str, data_dir: str | None) -> tuple[
     cached = folder / "score.json"
     if cached.is_file():
         return read_json(cached)["score"], str(folder)
+    if not score:
+        return None, str(folder)
     from seqtransfer.predictor import load
 
     name, _, task = entry.partition(":")
@@ -451,6 +467,8 @@ def run_experiment(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], 
     members_needed = {member.directory for task, members in ensembles if not is_finished(task) for member in members}
     skipped = skippable(targets, kept_cells, members_needed)
     to_train = [task for task in targets if task.directory not in skipped]
+    asked = {directory for task in to_train if not task.when_needed for directory in task.dependencies}
+    to_train = [task for task in to_train if not task.when_needed or task.directory in asked or is_finished(task)]
     needed = {directory for task in to_train for directory in task.dependencies}
     needed |= {directory for task in sources.values() if task.directory in needed for directory in task.dependencies}
     source_stage = [task for task in sources.values() if task.directory in needed]

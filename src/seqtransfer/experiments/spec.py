@@ -192,7 +192,7 @@ def check_start_from(spec: ExperimentSpec, name: str, method: MethodSpec, path: 
 
     start = method.start_from
     example = 'e.g. start_from: {method: Tri-training, target: "TweeBank, no labels"}'
-    if not isinstance(start, dict) or set(start) != {"method", "target"}:
+    if not isinstance(start, dict) or set(start) != {"method", "target"} or not all(isinstance(value, str) for value in start.values()):
         raise SeqTransferError(f"method '{name}': start_from names a 'method' and a 'target'", path=path, hint=example)
     first = spec.methods.get(start["method"])
     if first is None or not first.scheme or first.multitask or first.start_from is not None or start["method"] == name:
@@ -326,6 +326,10 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
         raise SeqTransferError("'published' must be a list of rows", path=path, hint="- {name: ..., source: ..., flags: [...], scores: {TARGET: number or n/a}}")
     spec.published = [_published(row, index, spec.targets, path) for index, row in enumerate(spec.published)]
     spec.search = _searches(spec.search or {}, spec, path)
+    for method in spec.search:
+        if spec.methods[method].start_from is not None:
+            raise SeqTransferError(f"search names method '{method}', which starts from another method's runs (start_from)", path=path,
+                                   hint="search a method that starts from a source; start_from methods take the settings found")
     spec.path, spec.all_targets = str(path), dict(spec.targets)
     if spec.paper_split not in ("dev", "test"):
         raise SeqTransferError(f"paper_split must be dev or test, got {spec.paper_split!r}", path=path, hint="paper_split: dev (the paper's numbers are dev scores) or test")

@@ -2,8 +2,9 @@
 
 A cell is done (its run finished here, or a kept record of a run with the same settings holds
 it), under way (a checkpoint after some epoch, or some self-labelling rounds finished), or still
-to train. Nothing is trained or loaded: the grid is built as ``experiment run`` builds it, and a
-checkpoint's progress is read from its metadata.
+to train. Nothing is trained, loaded or written: the grid is built as ``experiment run`` builds
+it, and a checkpoint's progress is read from its metadata. Source runs (and runs that are only
+started from) are listed apart: they train when a run needs them.
 """
 
 from __future__ import annotations
@@ -15,40 +16,60 @@ from seqtransfer.experiments.kept import cell_key, run_id_of
 from seqtransfer.experiments.runner import RunTask, describe, ensemble_tasks, finish_records, is_finished, kept_records_of, method_tasks, source_tasks
 from seqtransfer.experiments.spec import ExperimentSpec
 from seqtransfer.experiments.store import ResultsStore
+from seqtransfer.training.checkpoint import TENSORS_FILE
 
-CHECKPOINT_FILE = "tensors.safetensors"  # training/checkpoint.py: the epoch and scores are in its metadata
+STATES = ("done", "kept", "under way", "to train")
 
 
-def checkpoint_progress(directory: Path) -> str | None:
-    """"after epoch E (best dev S at epoch B)" of the newest checkpoint under ``directory``, or None."""
+def read_checkpoint_epoch(path: Path) -> str | None:
+    """"after epoch E (best dev S at epoch B)" from a checkpoint's metadata, or None."""
     from safetensors import safe_open
 
-    checkpoints = sorted(directory.glob(f"**/checkpoint/**/{CHECKPOINT_FILE}"), key=lambda path: path.stat().st_mtime)
-    if not checkpoints:
-        return None
-    with safe_open(str(checkpoints[-1]), framework="pt") as handle:
+    with safe_open(str(path), framework="numpy") as handle:
         state = json.loads((handle.metadata() or {}).get("state", "{}"))
     if "epoch" not in state:
         return None
     return f"after epoch {state['epoch']} (best dev {state['best_score']:.2f} at epoch {state['best_epoch']})"
 
 
-def progress(task: RunTask) -> str | None:
-    """Where an unfinished run stands: self-labelling rounds finished, and its newest checkpoint."""
-    directory = Path(task.directory)
-    if not directory.is_dir():
+def describe_checkpoint(directory: Path) -> str | None:
+    """The newest checkpoint of a run (a phase's, or a self-labelling round's model's; not a jackknife
+    fold tagger's): where it stands, and which phase or model it is."""
+    checkpoints = [*directory.glob(f"checkpoint/*/{TENSORS_FILE}"), *directory.glob(f"round-*/model-*/checkpoint/*/{TENSORS_FILE}")]
+    if not checkpoints:
         return None
-    parts = []
-    if task.selflabel:
-        rounds = {path.parent.parent.name for path in directory.glob("round-*/model-*/metrics.json")}
-        parts.append(f"{len(rounds)} of {task.selflabel.get('rounds', 3) + 1} rounds trained")
-    epoch = checkpoint_progress(directory)
-    if epoch:
-        parts.append(epoch)
-    return ", ".join(parts) or None
+    newest = max(checkpoints, key=lambda path: path.stat().st_mtime)
+    epoch = read_checkpoint_epoch(newest)
+    if epoch is None:
+        return None
+    owner = newest.parent.parent.parent.relative_to(directory)
+    where = f"phase '{newest.parent.name}'" + (f" of {owner}" if str(owner) != "." else "")
+    return f"{where} {epoch}"
 
 
-def label(task: RunTask) -> str:
+def count_rounds(task: RunTask) -> str:
+    """"R of N rounds trained" of a self-labelling run: a round counts once all its models are."""
+    from seqtransfer.transfer.selflabel import METHODS, SelfLabelSettings
+
+    settings = SelfLabelSettings(**task.selflabel)
+    models = METHODS[settings.method].models
+    directory = Path(task.directory)
+    rounds = sum(1 for number in range(settings.rounds + 1) if len(list(directory.glob(f"round-{number}/model-*/metrics.json"))) == models)
+    return f"{rounds} of {settings.rounds + 1} rounds trained"
+
+
+def describe_progress(task: RunTask) -> str | None:
+    """Where an unfinished run stands (its rounds, its newest checkpoint), or None when nothing of it is trained."""
+    directory = Path(task.directory)
+    checkpoint = describe_checkpoint(directory) if directory.is_dir() else None
+    rounds = count_rounds(task) if task.selflabel and directory.is_dir() else None
+    if checkpoint is None and (rounds is None or rounds.startswith("0 of")):
+        return None
+    return ", ".join(part for part in (rounds, checkpoint) if part)
+
+
+def name_cell(task: RunTask) -> str:
+    """A run's grid cell as the log names it: method / target(s) / seed, or the source's name."""
     record = task.record
     if record.get("source"):
         return f"source {record['source']}"
@@ -56,32 +77,50 @@ def label(task: RunTask) -> str:
     return f"{record['method']} / {targets} / seed {record['seed']}"
 
 
-def cell_lines(task: RunTask, kept: dict[tuple, dict]) -> tuple[str, list[str]]:
+def cell_count(task: RunTask) -> int:
+    """The grid cells a run fills: one, or one per target of a multi-task run."""
+    return len(task.record.get("targets", [None]))
+
+
+def describe_cells(task: RunTask, kept: dict[tuple, dict]) -> tuple[str, list[str]]:
     """(state, lines) of one run: done | kept | under way | to train."""
     if is_finished(task):
-        return "done", [describe(record) for record in finish_records(task, Path(task.directory))]
+        lines = []
+        for record in finish_records(task, Path(task.directory), score=False):
+            unscored = record.get("test_on") and record["test"] is None
+            lines.append(describe(record) + (f" [test on {record['test_on']} not scored yet]" if unscored else ""))
+        return "done", lines
     records = kept_records_of(task, kept)
     if records is not None:
         return "kept", [f"{describe(record)} [kept record]" for record in records]
-    under_way = progress(task)
-    if under_way:
-        return "under way", [f"{label(task)}: under way, {under_way}"]
+    progress = describe_progress(task)
+    if progress:
+        return "under way", [f"{name_cell(task)}: under way, {progress}"]
     stale = kept.get(cell_key(task.record)) if "targets" not in task.record else None
     note = f" (a kept record is of other settings: {run_id_of(stale)})" if stale else ""
-    return "to train", [f"{label(task)}: to train{note}"]
+    return "to train", [f"{name_cell(task)}: to train{note}"]
 
 
 def grid_status(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], data_dir: str | None, only: set[str], kept: list[dict]) -> list[str]:
-    """One line per grid cell (sources first, ensembles last), then a count of each state."""
+    """One line per run (sources and runs only started from first, then the grid's cells, ensembles
+    last), then a count of the cells in each state and of the sources."""
     kept_cells = {cell_key(record): record for record in kept if record["experiment"] == spec.name}
     sources = source_tasks(spec, store, data_dir)
-    tasks = [*sources.values(), *method_tasks(spec, store, data_dir, seeds, sources, only), *(task for task, _ in ensemble_tasks(spec, store, data_dir, seeds, sources, only))]
-    lines, counts = [], {}
-    for task in tasks:
-        state, described = cell_lines(task, kept_cells)
-        if state == "to train" and task.record.get("source"):
-            described = [f"{label(task)}: to train when a run needs it"]
-        counts[state] = counts.get(state, 0) + len(described)
+    methods = method_tasks(spec, store, data_dir, seeds, sources, only)
+    ensembles = [task for task, _ in ensemble_tasks(spec, store, data_dir, seeds, sources, only)]
+    supporting = [*sources.values(), *(task for task in methods if task.when_needed)]
+    lines, cells, support = [], dict.fromkeys(STATES, 0), dict.fromkeys(STATES, 0)
+    for task in supporting:
+        state, described = describe_cells(task, kept_cells)
+        support[state] += 1
+        lines += [line.replace(": to train", ": to train when a run needs it") for line in described]
+    for task in [*(task for task in methods if not task.when_needed), *ensembles]:
+        state, described = describe_cells(task, kept_cells)
+        cells[state] += cell_count(task)
         lines += described
-    summary = ", ".join(f"{counts[state]} {state}" for state in ("done", "kept", "under way", "to train") if state in counts)
-    return [*lines, f"{spec.name}: {summary} (seeds 1..{max(seeds)})"]
+    return [*lines, f"{spec.name}: cells {summarize(cells)}; sources and runs started from {summarize(support)} (seeds 1..{max(seeds)})"]
+
+
+def summarize(counts: dict[str, int]) -> str:
+    """"3 done, 2 to train" (the states with a count)."""
+    return ", ".join(f"{counts[state]} {state}" for state in STATES if counts[state]) or "none"

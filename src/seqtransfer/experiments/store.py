@@ -29,6 +29,11 @@ def content_id(values: dict, prefix: str = "") -> str:
     return f"{prefix}{digest}"
 
 
+def digest_of(run_id: str) -> str:
+    """The settings' digest that ends a run id ("TweeBank-tri_training-0123456789ab" -> "0123456789ab")."""
+    return run_id.rpartition("-")[2]
+
+
 class ResultsStore:
     """Finished runs of every experiment under one root folder."""
 

@@ -120,7 +120,8 @@ def load_source(config: RunConfig, scheme: Scheme) -> rundir.LoadedRun | None:
         return None
     if not config.transfer.source:
         raise SeqTransferError(f"scheme '{scheme.name}' needs a source run", hint="pass --source RUN_DIR (a run trained on the source data)")
-    config.transfer.source = str(rundir.first_member(config.transfer.source))  # a self-labelling run: its first final model
+    if (Path(config.transfer.source) / rundir.MEMBERS).is_file():  # a self-labelling run: its first final model
+        config.transfer.source = str(rundir.first_member(config.transfer.source))
     source = rundir.load_run(config.transfer.source)
     if source.model.task_kind == "multitask" and not config.model.tasks:
         raise SeqTransferError("the source run is a multi-task model; a mono-task model cannot take its weights", path=config.transfer.source,
