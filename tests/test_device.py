@@ -59,7 +59,7 @@ def test_resuming_on_another_device_is_the_same_run():
 
 def test_device_is_not_part_of_a_runs_identity():
     from seqtransfer.config import RunConfig
-    from seqtransfer.experiments.runner import identity_of
+    from seqtransfer.experiments.grid import identity_of
 
     config = RunConfig()
     before = identity_of(config, None)

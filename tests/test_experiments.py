@@ -446,19 +446,19 @@ def test_a_method_starts_from_another_methods_run_even_when_the_command_leaves_i
     experiment.write_text(text + "search: {after: {few: {space: {train.learning_rate: [0.01, 0.1]}}}}\n", encoding="utf-8")
     with pytest.raises(SeqTransferError, match="starts from another method's runs"):
         load_experiment(experiment)
-    from seqtransfer.experiments import runner
+    from seqtransfer.experiments import grid
     from seqtransfer.experiments.store import ResultsStore
 
     # the run started from reads its target's test_on text although --targets left that target out
     experiment.write_text(text.replace("  pos: {dataset: null, source: ner,", "  pos: {dataset: null, source: ner, test_on: 'tweebank:upos',").replace(f"unlabeled: '{unlabeled}'", "unlabeled: target"), encoding="utf-8")
     spec = load_experiment(experiment)
     spec.targets = {"few": spec.targets["few"]}
-    after = runner.method_task(spec, ResultsStore(tmp_path / "other"), None, "after", "few", 1, {})
+    after = grid.method_task(spec, ResultsStore(tmp_path / "other"), None, "after", "few", 1, {})
     assert "/runs/pos-self_training-" in after.config["transfer"]["source"]
 
 
 def test_target_text_in_a_method_is_the_targets_test_on_dataset(tmp_path):
-    from seqtransfer.experiments import runner
+    from seqtransfer.experiments import grid
     from seqtransfer.experiments.store import ResultsStore
 
     experiment = tiny_experiment(tmp_path)
@@ -467,15 +467,15 @@ def test_target_text_in_a_method_is_the_targets_test_on_dataset(tmp_path):
         "  selftrained: {scheme: scratch, selflabel: {method: self_training, unlabeled: target, rounds: 1}}")
     experiment.write_text(text, encoding="utf-8")
     with pytest.raises(SeqTransferError, match="target 'pos' has no test_on"):
-        runner.method_task(load_experiment(experiment), ResultsStore(tmp_path / "results"), None, "selected", "pos", 1, {})
+        grid.method_task(load_experiment(experiment), ResultsStore(tmp_path / "results"), None, "selected", "pos", 1, {})
     experiment.write_text(text.replace("  pos: {dataset: null, source: ner,", "  pos: {dataset: null, source: ner, test_on: 'tweebank:upos',"), encoding="utf-8")
     spec = load_experiment(experiment)
-    selected = runner.method_task(spec, ResultsStore(tmp_path / "results"), None, "selected", "pos", 1, {})
-    selftrained = runner.method_task(spec, ResultsStore(tmp_path / "results"), None, "selftrained", "pos", 1, {})
+    selected = grid.method_task(spec, ResultsStore(tmp_path / "results"), None, "selected", "pos", 1, {})
+    selftrained = grid.method_task(spec, ResultsStore(tmp_path / "results"), None, "selftrained", "pos", 1, {})
     assert selected.config["data"]["select_like"] == "tweebank" and selftrained.selflabel["unlabeled"] == "tweebank"
     explicit = load_experiment(experiment)  # the same settings named outright: the same run (finished cells are not trained again)
     explicit.methods["selected"].overrides = ["data.select_like=tweebank", "data.select_top=50"]
-    assert runner.method_task(explicit, ResultsStore(tmp_path / "results"), None, "selected", "pos", 1, {}).run_id == selected.run_id
+    assert grid.method_task(explicit, ResultsStore(tmp_path / "results"), None, "selected", "pos", 1, {}).run_id == selected.run_id
 
 
 def test_names_given_on_the_command_line_may_hold_commas():
@@ -497,7 +497,7 @@ def test_a_significance_pair_that_yaml_split_at_a_comma_is_one_line(tmp_path):
 
 
 def test_self_labelling_progress_counts_whole_rounds_and_a_bad_members_file_is_one_line(tmp_path):
-    from seqtransfer.experiments.runner import RunTask
+    from seqtransfer.experiments.grid import RunTask
     from seqtransfer.experiments.status import count_rounds, describe_progress
     from seqtransfer.rundir import first_member
 

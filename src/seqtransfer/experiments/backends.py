@@ -6,7 +6,8 @@ import os
 from collections.abc import Callable
 
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.experiments.runner import RunTask, describe, execute_task
+from seqtransfer.experiments.grid import RunTask
+from seqtransfer.experiments.runner import describe, execute_task
 
 Log = Callable[[str], None]
 

@@ -131,7 +131,7 @@ def make_trainable(base: dict, store_root: str, prefix: str, source_id: str | No
         from ray import tune
 
         from seqtransfer import rundir
-        from seqtransfer.experiments.runner import identity_of
+        from seqtransfer.experiments.grid import identity_of
         from seqtransfer.experiments.store import ResultsStore, content_id
         from seqtransfer.files import read_json
         from seqtransfer.training.train import train_tagger
@@ -220,7 +220,8 @@ def run_searches(spec, store, data_dir: str | None, only: set[str], address: str
     """Every search of an experiment file (of the ``only`` methods), seed 1 of the grid as the base;
     each transfer method's source is trained first (in this process) and fixed for every trial."""
     from seqtransfer.experiments.backends import RayBackend
-    from seqtransfer.experiments.runner import execute_task, is_finished, method_task, source_tasks
+    from seqtransfer.experiments.grid import method_task, source_tasks
+    from seqtransfer.experiments.runner import execute_task, is_finished
 
     RayBackend(address)  # starts or joins the Ray cluster
     sources = source_tasks(spec, store, data_dir)

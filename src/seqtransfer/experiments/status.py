@@ -13,7 +13,8 @@ import json
 from pathlib import Path
 
 from seqtransfer.experiments.kept import cell_key, run_id_of
-from seqtransfer.experiments.runner import RunTask, describe, ensemble_tasks, finish_records, is_finished, kept_records_of, method_tasks, source_tasks
+from seqtransfer.experiments.grid import RunTask, ensemble_tasks, method_tasks, source_tasks
+from seqtransfer.experiments.runner import describe, finish_records, is_finished, kept_records_of
 from seqtransfer.experiments.spec import ExperimentSpec
 from seqtransfer.experiments.store import ResultsStore
 from seqtransfer.training.checkpoint import TENSORS_FILE
