@@ -513,3 +513,22 @@ def test_l2sp_pulls_a_fine_tuned_encoder_towards_its_pretrained_weights(encoder,
         return sum(float((weights[f"encoder.{name}"] - tensor).pow(2).sum()) for name, tensor in pretrained.items() if f"encoder.{name}" in weights and tensor.is_floating_point())
 
     assert distance("l2sp") < 0.5 * distance("plain")
+
+
+@pytest.mark.parametrize("combination", [
+    ["transfer.adaptations=[gradual_unfreezing, discriminative]", "train.schedule=slanted_triangular"],  # ULMFiT's recipe
+    ["model.encoder_adapter=houlsby", "model.adapter_size=4", "transfer.adaptations=[discriminative]"],
+    ["model.encoder_adapter=lora", "model.lora_rank=2", "transfer.adaptations=[discriminative]"],
+])
+def test_adaptation_schemes_combine_on_a_fine_tuned_encoder(encoder, tmp_path, combination):
+    from seqtransfer.cli import run as run_command
+
+    output = tmp_path / "combined"
+    metrics = run_command(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
+                           "--epochs", "2", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune", *combination])
+    assert metrics["trainable_parameters"] > 0 and len(metrics["history"]) == 2
+    import seqtransfer
+    from seqtransfer.transfer.adaptations import layer_groups
+
+    groups = [name for name, _ in layer_groups(seqtransfer.load(output, device="cpu").run.model)]
+    assert len(groups) == 4 and groups[-1] == "head"  # embeddings, the tiny encoder's 2 layers (under LoRA too), the head

@@ -36,6 +36,7 @@ from seqtransfer.config import TransferConfig
 from seqtransfer.errors import SeqTransferError
 
 LayerGroup = tuple[str, list[str]]  # (name, parameter names)
+ENCODER_LAYER = re.compile(r"(encoder\.(?:base_model\.model\.)?)encoder\.layer\.(\d+)\.")  # (the encoder's root, its layer)
 EMBEDDING_TABLES = ("word_representation.word_embedding.weight", "word_representation.character_encoder.embedding.weight")
 
 
@@ -43,9 +44,11 @@ def layer_groups(model: nn.Module) -> list[LayerGroup]:
     """Parameter names by layer group, bottom to top; whatever no lower group takes is the top group (the head)."""
     names = [name for name, _ in model.named_parameters()]
     prefixes: list[str] = []
-    if any(name.startswith("encoder.encoder.layer.") for name in names):  # a Hugging Face encoder inside the model
-        layers = sorted({int(match.group(1)) for name in names if (match := re.match(r"encoder\.encoder\.layer\.(\d+)\.", name))})
-        prefixes = ["encoder.embeddings.", *(f"encoder.encoder.layer.{layer}." for layer in layers)]
+    roots = {match.group(1) for name in names if (match := ENCODER_LAYER.match(name))}
+    if roots:  # a Hugging Face encoder inside the model (under PEFT's LoRA: inside its base_model.model)
+        root = min(roots)
+        layers = sorted({int(match.group(2)) for name in names if (match := ENCODER_LAYER.match(name)) and match.group(1) == root})
+        prefixes = [f"{root}embeddings.", *(f"{root}encoder.layer.{layer}." for layer in layers)]
     elif any(name.startswith("word_representation.") for name in names):
         stacked = sorted({int(match.group(1)) for name in names if (match := re.match(r"feature_extractor\.(?:lstm\.)?layers\.(\d+)\.", name))})
         extractor = [f"feature_extractor.lstm.layers.{layer}." if any(n.startswith("feature_extractor.lstm.") for n in names) else f"feature_extractor.layers.{layer}."
