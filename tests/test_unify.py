@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,7 @@ from seqtransfer.errors import SeqTransferError
 
 POS = {"train": str(FIXTURES / "tiny_pos_train.conll"), "dev": str(FIXTURES / "tiny_pos_dev.conll"), "columns": ["word", "pos"], "scheme": "none"}
 NER = {"train": str(FIXTURES / "tiny_ner_train.conll"), "dev": str(FIXTURES / "tiny_ner_dev.conll"), "columns": ["word", "ner"], "scheme": "iob2"}
+NER_RUN = {**NER, "test": str(FIXTURES / "tiny_ner_test.conll")}  # its run has a test score
 DP = {"train": str(FIXTURES / "tiny_dep_train.conllu"), "dev": str(FIXTURES / "tiny_dep_dev.conllu"), "task": "dependency"}
 SMALL = ["model.parser_hidden=8", "model.parser_layers=1", "model.arc_hidden=6", "model.relation_hidden=4", "model.projection=3"]
 
@@ -25,6 +27,8 @@ def mono_run(tmp_path, name: str, files: dict) -> str:
         arguments += ["--columns", ",".join(files["columns"])]
     if "task" in files:
         arguments += ["--task", files["task"]]
+    if "test" in files:
+        arguments += ["--test", files["test"]]
     assert main(arguments) == 0
     return str(output)
 
@@ -32,7 +36,7 @@ def mono_run(tmp_path, name: str, files: dict) -> str:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("mono")
-    return {"pos": mono_run(folder, "pos", POS), "ner": mono_run(folder, "ner", NER), "dp": mono_run(folder, "dp", DP)}
+    return {"pos": mono_run(folder, "pos", POS), "ner": mono_run(folder, "ner", NER_RUN), "dp": mono_run(folder, "dp", DP)}
 
 
 def test_unify_keeps_gold_fills_the_rest_and_counts_what_it_filled(tmp_path, runs):
@@ -51,6 +55,9 @@ def test_unify_keeps_gold_fills_the_rest_and_counts_what_it_filled(tmp_path, run
         assert set(comments["gold"].split()) | set(comments["predicted"].split()) - {"-"} == {"pos", "ner", "dp"}
     assert summary["splits"]["train"]["predicted_sentences"] == {"pos": 11, "ner": 9, "dp": 8}
     assert json.loads((tmp_path / "unified" / "summary.json").read_text()) == summary
+    ner_test = json.loads((Path(runs["ner"]) / "metrics.json").read_text())["test"]["f1"]
+    assert summary["tasks"]["ner"]["filler_score"] == {"metric": "span_f1", "test": ner_test}  # the filler's own test score, read from its run
+    assert summary["tasks"]["pos"]["filler_score"] is None  # a run trained without a test split
 
 
 def test_unify_refuses_a_run_of_the_wrong_task(tmp_path, runs):

@@ -12,7 +12,9 @@ comments per sentence saying which columns are gold and which were predicted:
     # gold = POS DP
     # predicted = CK NER
 
-``summary.json`` counts, per dataset and task, the sentences and tokens filled by prediction.
+``summary.json`` counts, per dataset and task, the sentences and tokens filled by prediction, and
+gives each filling run's test score on its own data (``filler_score``): about how right the labels
+it fills are on text like its own (less on another domain's).
 """
 
 from __future__ import annotations
@@ -139,7 +141,10 @@ def unify(entries: dict[str, str | dict], runs: dict[str, str | Path], output: s
     columns = ("id", "word", *(column_of(task) for task in tagging), *((HEAD, RELATION) if dependency else ()))
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
-    summary = {"tasks": {task: {"data": entries[task] if isinstance(entries[task], str) else tasks[task].splits["train"][0].source, "run": str(runs[task]), "column": column_of(task) if task in tagging else "head+deprel"} for task in order}, "splits": {}}
+    summary = {"tasks": {task: {"data": entries[task] if isinstance(entries[task], str) else tasks[task].splits["train"][0].source, "run": str(runs[task]),
+                                "column": column_of(task) if task in tagging else "head+deprel", "filler_score": filler_score(runs[task])} for task in order}, "splits": {}}
+    log("fillers (their test score on their own data: about how right the labels they fill are, on text like it): "
+        + ", ".join(f"{task} {describe_score(summary['tasks'][task]['filler_score'])}" for task in order))
     for split in splits:
         sentences = gather(tasks, split)
         filled = {task: fill(sentences, task, loaded[task], batch_size) for task in order}
@@ -149,6 +154,22 @@ def unify(entries: dict[str, str | dict], runs: dict[str, str | Path], output: s
             + ", ".join(f"{task} {filled[task]} sentences ({summary['splits'][split]['predicted_tokens'][task]} tokens)" for task in order))
     write_json(output / "summary.json", summary)
     return summary
+
+
+def filler_score(run: str | Path) -> dict | None:
+    """{metric, test} of a filling run's metrics.json: its main score on its own test split (None when it has none)."""
+    from seqtransfer.files import read_json
+    from seqtransfer.rundir import METRICS
+    from seqtransfer.training.metrics import get_metric
+
+    metrics = read_json(Path(run) / METRICS)
+    test = metrics.get("test") or {}
+    main = get_metric(metrics["metric"]).main if metrics.get("metric") else None
+    return {"metric": metrics["metric"], "test": test[main]} if main in test else None
+
+
+def describe_score(score: dict | None) -> str:
+    return f"{score['test']:.2f} ({score['metric']})" if score else "(no test score)"
 
 
 def split_summary(sentences: list[UnifiedSentence], order: list[str], filled: dict[str, int]) -> dict:
