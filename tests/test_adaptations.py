@@ -9,6 +9,7 @@ from safetensors.torch import load_file
 from conftest import FIXTURES, TINY_MODEL, tiny_train_arguments
 from seqtransfer.cli import main, run
 from seqtransfer.config import RunConfig, apply_overrides
+from seqtransfer.errors import SeqTransferError
 from seqtransfer.transfer.adaptations import layer_groups, parameter_groups
 
 POS = ["--train", str(FIXTURES / "tiny_pos_train.conll"), "--dev", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos", "--quiet", *TINY_MODEL]
@@ -69,6 +70,15 @@ def test_adaptations_that_cannot_apply_are_one_line(source, tmp_path, capsys):
     assert main(["train", *POS, "--output", str(tmp_path / "b"), "transfer.adaptations=[telepathy]"]) == 2
     error = capsys.readouterr().err
     assert "unknown adaptation 'telepathy'" in error and len(error.strip().splitlines()) == 1
+    from seqtransfer.config import TransferConfig
+    from seqtransfer.transfer.adaptations import check_adaptations
+
+    for name in ("chain_thaw", "discriminative", "gradual_unfreezing"):  # a model of one layer group (the head): nothing to stage
+        with pytest.raises(SeqTransferError, match=f"adaptation '{name}' needs at least 2 layer groups; this model has 1"):
+            check_adaptations(TransferConfig(adaptations=[name]), torch.nn.Linear(2, 2), has_source=True)
+    assert main(["train", *POS, "--output", str(tmp_path / "c"), "model.encoder_adapter=lora"]) == 2  # a BiLSTM has no encoder to adapt
+    error = capsys.readouterr().err
+    assert "adapts a fine-tuned encoder; this run has no encoder" in error and len(error.strip().splitlines()) == 1 and not (tmp_path / "c").exists()
 
 
 def test_ewc_stores_the_sources_fisher_information_and_weighs_the_pull_by_it(source, tmp_path):

@@ -532,3 +532,10 @@ def test_adaptation_schemes_combine_on_a_fine_tuned_encoder(encoder, tmp_path, c
 
     groups = [name for name, _ in layer_groups(seqtransfer.load(output, device="cpu").run.model)]
     assert len(groups) == 4 and groups[-1] == "head"  # embeddings, the tiny encoder's 2 layers (under LoRA too), the head
+
+
+def test_adapters_on_frozen_features_are_one_line(encoder, tmp_path, capsys):
+    common = ["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
+              "--epochs", "1", "--quiet", *TINY_MODEL, f"model.encoder={encoder}"]
+    assert main([*common, "--output", str(tmp_path / "a"), "model.encoder_adapter=houlsby"]) == 2
+    assert "this run has encoder" in capsys.readouterr().err and not (tmp_path / "a").exists()

@@ -210,6 +210,15 @@ def score_splits(model, data: TaskData, vocabularies: Vocabularies, config: RunC
     return scores
 
 
+def check_adapter(config: RunConfig) -> None:
+    """Adapters (LoRA, Houlsby) live inside a fine-tuned encoder: elsewhere they would be silently ignored."""
+    adapter, model = config.model.encoder_adapter, config.model
+    if adapter and not (model.encoder and model.encoder_mode == "finetune"):
+        has = f"encoder {model.encoder} in mode {model.encoder_mode}" if model.encoder else "no encoder"
+        raise SeqTransferError(f"model.encoder_adapter={adapter} adapts a fine-tuned encoder; this run has {has}",
+                               hint="add model.encoder=NAME model.encoder_mode=finetune, or drop model.encoder_adapter")
+
+
 def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print, show_progress: bool = True, epoch_reports: tuple = ()) -> dict:
     """Train with the configured scheme, keep the best dev epoch, score dev and test, write the run directory
     (``epoch_reports``: callables given each epoch's record, e.g. a tuning service's report)."""
@@ -219,6 +228,7 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     started = time.perf_counter()
     reset_peak_rss()  # this run's peak, not an earlier run's in the same process (a Ray worker)
     check_values(config)
+    check_adapter(config)
     seed_everything(config.train.seed, config.train.threads)
     if config.model.tasks:  # a hierarchical multi-task model: several tasks and datasets
         from seqtransfer.training.multitask import train_multitask
