@@ -6,6 +6,7 @@ import pytest
 
 from conftest import DATA_ROOT, FIXTURES, TINY_MODEL
 from seqtransfer.cli import main, run
+from seqtransfer.errors import SeqTransferError
 
 TRAIN, DEV = str(FIXTURES / "tiny_sentiment_train.tsv"), str(FIXTURES / "tiny_sentiment_dev.tsv")
 
@@ -40,6 +41,17 @@ def test_tsv_files_with_a_wrong_field_count_or_no_text_field_are_one_line(tmp_pa
     unnamed.write_text("sentence\tlabel\nfine\tpos\n")
     assert main(["train", "--train", str(unnamed), "--output", str(tmp_path / "run2"), "--quiet", *TINY_MODEL]) == 2
     assert "need a 'text' field" in capsys.readouterr().err
+    from seqtransfer.data.tsv import read_tsv_sentences
+
+    pairs = tmp_path / "pairs.tsv"
+    fields = ("text", "text_b", "label")
+    for lines, message in (("a cat sits\ta cat is sitting\t1\na dog runs\t0\n", "pairs.tsv:2: 2 TAB-separated fields, expected 3 (text, text_b, label)"),
+                           ("a cat sits\ta cat is sitting\t1\na dog runs\t \t0\n", "pairs.tsv:2: empty second text of a pair"),
+                           ("\ta dog runs\t0\n", "pairs.tsv:1: empty text")):
+        pairs.write_text(lines, encoding="utf-8")
+        with pytest.raises(SeqTransferError) as caught:
+            read_tsv_sentences(pairs, fields)
+        assert message in str(caught.value)
 
 
 def test_a_fine_tuned_encoder_classifies_sentences_from_its_cls_vector(tmp_path, monkeypatch):

@@ -37,8 +37,11 @@ def read_tsv_sentences(path: str | Path, fields: tuple[str, ...], header: bool =
         row = {name: value.strip() for name, value in zip(fields, values) if not name.startswith("_")}
         tokens = row.pop(TEXT).split()
         if TEXT_B in row:
-            tokens += [PAIR_SEPARATOR, *row.pop(TEXT_B).split()]
-        if not tokens:
+            second = row.pop(TEXT_B).split()
+            if tokens and not second:
+                raise SeqTransferError("empty second text of a pair (text_b)", path=path, line=number, hint="each line holds two texts: remove the line or give it its second sentence")
+            tokens += [PAIR_SEPARATOR, *second]
+        if not tokens or tokens[0] == PAIR_SEPARATOR:
             raise SeqTransferError("empty text", path=path, line=number, hint="remove the line or give it a sentence")
         sentences.append(Sentence(tokens, columns={name: [value] for name, value in row.items()}, source=str(path), line=number))
     return sentences
