@@ -65,7 +65,16 @@ def test_adversarial_source_run_trains_saves_its_discriminator_and_fine_tunes_wi
 def test_missing_adversarial_data_is_one_line(tmp_path, capsys):
     code = main([*tiny_train_arguments(tmp_path / "run"), "train.adversarial_data=nowhere:nothing"])
     error = capsys.readouterr().err
-    assert code == 2 and "neither a file nor a dataset" in error and len(error.strip().splitlines()) == 1
+    assert code == 2 and "train.adversarial_data 'nowhere:nothing': unknown dataset" in error and len(error.strip().splitlines()) == 1
+
+
+def test_adversarial_text_from_a_column_file_needs_its_word_column(tmp_path, capsys):
+    columns = FIXTURES / "tiny_pos_train.conll"  # word TAB tag
+    assert main([*tiny_train_arguments(tmp_path / "run", epochs=1), f"train.adversarial_data={columns}"]) == 2
+    error = capsys.readouterr().err
+    assert "looks like a column file" in error and "set train.adversarial_word_column N" in error and len(error.strip().splitlines()) == 1
+    assert main([*tiny_train_arguments(tmp_path / "run", epochs=1), f"train.adversarial_data={columns}", "train.adversarial_word_column=1"]) == 0
+    assert "unlabelled target sentences" in (tmp_path / "run" / "log.txt").read_text(encoding="utf-8")
 
 
 def test_a_tagger_without_bilstm_passes_it_on_and_refuses_a_discriminator(tmp_path, capsys):

@@ -67,6 +67,9 @@ def test_hard_and_soft_selection_train(tmp_path):
     metrics = run([*tiny_train_arguments(soft, epochs=2, classifier="crf"), f"data.select_like={text}", "data.select_weighting=true", "data.select_by=js"])
     assert "weighted by likeness" in (soft / "log.txt").read_text(encoding="utf-8")
     assert read_json(soft / "metrics.json")["dev"] == metrics["dev"]
+    columns = tmp_path / "columns"  # the target text as a column file's words
+    run([*tiny_train_arguments(columns, epochs=1), f"data.select_like={FIXTURES / 'tiny_pos_train.conll'}", "data.select_word_column=1", "data.select_top=50"])
+    assert "selection: kept" in (columns / "log.txt").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("settings, message", [
@@ -75,9 +78,10 @@ def test_hard_and_soft_selection_train(tmp_path):
     (["data.select_top=50"], "need target text to compare with"),
     (["data.select_like=TARGET"], "neither data.select_top nor data.select_weighting"),
     (["data.select_like=missing.txt", "data.select_top=50"], "missing.txt: file not found"),
+    (["data.select_like=COLUMNS", "data.select_top=50"], "set data.select_word_column N"),
 ])
 def test_bad_selection_settings_are_one_line(tmp_path, capsys, settings, message):
-    settings = [setting.replace("TARGET", str(target_text(tmp_path))) for setting in settings]
+    settings = [setting.replace("TARGET", str(target_text(tmp_path))).replace("COLUMNS", str(FIXTURES / "tiny_pos_train.conll")) for setting in settings]
     output = tmp_path / "run"
     code = main([*tiny_train_arguments(output, epochs=1), *settings])
     error = [line for line in capsys.readouterr().err.splitlines() if line.strip()]

@@ -46,6 +46,7 @@ class DataConfig:
     select_top: float | None = None  # hard selection: keep this percentage (0, 100] of the most target-like training sentences
     select_weighting: bool = False  # soft selection: weight each training sentence's loss by its likeness rank (mean 1)
     select_tokenizer: str = "whitespace"  # how select_like's raw-text lines are split: whitespace | tweet
+    select_word_column: int | None = None  # select_like is a column (CoNLL) file: the column (1-based) holding its words
     bootstrap: int | None = None  # train on a bootstrap sample (with replacement, same size) of the training split drawn with this seed (tri-training)
     pseudo_train: str | None = None  # a CoNLL file (word, label) of pseudo-labelled target sentences added to the training split (transfer/selflabel.py)
     pseudo_weight: float = 1.0  # loss weight of each pseudo-labelled sentence (gold sentences weigh 1)
@@ -141,6 +142,8 @@ class TrainConfig:
     evaluation_batch_size: int = 512
     adversarial_data: str | None = None  # unlabelled target sentences for adversarial pretraining: DATASET[:TASK] (train split, labels ignored) or a text file
     adversarial_weight: float = 0.1  # lambda of the gradient-reversal layer (transfer/adversarial.py)
+    adversarial_tokenizer: str = "whitespace"  # how adversarial_data's raw-text lines are split: whitespace | tweet
+    adversarial_word_column: int | None = None  # adversarial_data is a column (CoNLL) file: the column (1-based) holding its words
     record_activations: list[int] | None = None  # epochs whose FE activations on dev are saved (0 = before training); see analysis/activations.py
 
 
@@ -342,6 +345,7 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("data.select_by", lambda value: value in ("moore_lewis", "js"), "moore_lewis or js"),
     ("data.select_top", lambda value: value is None or 0 < value <= 100, "a percentage in (0, 100] (or null)"),
     ("data.select_tokenizer", lambda value: value in ("whitespace", "tweet"), "whitespace or tweet"),
+    ("train.adversarial_tokenizer", lambda value: value in ("whitespace", "tweet"), "whitespace or tweet"),
     ("data.max_train_sentences", lambda value: value is None or value >= 1, "at least 1 (or null for all)"),
     ("data.exclude_fold", lambda value: value is None or fold_of(value) is not None, "k/K with 1 <= k <= K and K >= 2, e.g. 1/5 (or null)"),
     ("model.tag_jackknife", lambda value: value == 0 or value >= 2, "0 (off) or a number of folds, at least 2"),

@@ -101,7 +101,7 @@ def select_training_data(config, data, log: Log) -> np.ndarray | None:
         raise SeqTransferError("data.select_like is set but neither data.select_top nor data.select_weighting", hint="set data.select_top=PERCENT (hard) and/or data.select_weighting=true (soft)")
     from seqtransfer.data.unlabeled import read_unlabeled
 
-    target = read_unlabeled(data_config.select_like, data_config.data_dir, data_config.select_tokenizer)
+    target = read_unlabeled(data_config.select_like, data_config.data_dir, data_config.select_tokenizer, data_config.select_word_column, "data.select_word_column")
     sentences = data.splits["train"]
     scores = SCORES[data_config.select_by]([sentence.tokens for sentence in sentences], target, config.train.seed)
     if data_config.select_top is not None:

@@ -42,13 +42,15 @@ RAW_CORPORA = {
 }
 
 
-def read_unlabeled(entry: str, data_dir: str | Path | None = None, tokenizer: str = "whitespace", word_column: int | None = None) -> list[list[str]]:
-    """The sentences (lists of words) of an unlabelled-text entry; see the module docstring."""
+def read_unlabeled(entry: str, data_dir: str | Path | None = None, tokenizer: str = "whitespace", word_column: int | None = None,
+                   word_option: str = "--word-column") -> list[list[str]]:
+    """The sentences (lists of words) of an unlabelled-text entry; see the module docstring
+    (``word_option``: how the caller's user sets ``word_column``, named in error hints)."""
     if tokenizer not in TOKENIZERS:
         raise SeqTransferError(f"unknown tokenizer '{tokenizer}'", hint=f"tokenizers: {', '.join(TOKENIZERS)}")
     path = Path(entry)
     if path.is_file():
-        sentences = read_file(path, tokenizer, word_column)
+        sentences = read_file(path, tokenizer, word_column, word_option)
     elif entry in RAW_CORPORA:
         sentences = read_raw_corpus(RAW_CORPORA[entry], data_dir)
     elif path.suffix or "/" in entry:
@@ -56,7 +58,7 @@ def read_unlabeled(entry: str, data_dir: str | Path | None = None, tokenizer: st
     else:
         sentences = read_dataset(entry, data_dir)
     if not sentences:
-        raise SeqTransferError("holds no sentences", path=entry, hint="give a file with one sentence per line (or a CoNLL file with --word-column)")
+        raise SeqTransferError("holds no sentences", path=entry, hint=f"give a file with one sentence per line (or a CoNLL file with {word_option})")
     return sentences
 
 
@@ -117,18 +119,18 @@ def read_text_lines(entry: str, data_dir: str | Path | None = None, keep_test: b
     return lines, [str(file) for file in left_out]
 
 
-def read_file(path: Path, tokenizer: str, word_column: int | None) -> list[list[str]]:
+def read_file(path: Path, tokenizer: str, word_column: int | None, word_option: str = "--word-column") -> list[list[str]]:
     """Raw text (one sentence per line) or the word column of a column / CoNLL-U file."""
     lines = read_lines(path)
     if path.suffix in (".conllu", ".conllup"):
-        return column_sentences(path, lines, 2 if word_column is None else word_column, conllu=True)
+        return column_sentences(path, lines, 2 if word_column is None else word_column, conllu=True, word_option=word_option)
     if word_column is not None:
-        return column_sentences(path, lines, word_column, conllu=False)
+        return column_sentences(path, lines, word_column, conllu=False, word_option=word_option)
     columns = looks_like_columns(lines)
     if columns:
         count, line = columns
         raise SeqTransferError(f"looks like a column file ({count} columns per line, sentences separated by blank lines), not raw text", path=path, line=line,
-                               hint=f"pass --word-column N (1..{count}) to read the words of column N (the other columns are ignored), or give one sentence per line")
+                               hint=f"set {word_option} N (1..{count}) to read the words of column N (the other columns are ignored), or give one sentence per line")
     split = TOKENIZERS[tokenizer]
     return [tokens for line in lines if (tokens := split(line))]
 
@@ -149,10 +151,10 @@ def looks_like_columns(lines: list[str]) -> tuple[int, int] | None:
     return None
 
 
-def column_sentences(path: Path, lines: list[str], word_column: int, conllu: bool) -> list[list[str]]:
+def column_sentences(path: Path, lines: list[str], word_column: int, conllu: bool, word_option: str = "--word-column") -> list[list[str]]:
     """The words of column ``word_column`` (1-based), sentences separated by blank lines."""
     if word_column < 1:
-        raise SeqTransferError(f"--word-column must be 1 or more, got {word_column}", path=path)
+        raise SeqTransferError(f"{word_option} must be 1 or more, got {word_column}", path=path)
     sentences, current = [], []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -166,7 +168,7 @@ def column_sentences(path: Path, lines: list[str], word_column: int, conllu: boo
         if conllu and ("-" in fields[0] or "." in fields[0]):  # multiword-token range or empty node
             continue
         if len(fields) < word_column:
-            raise SeqTransferError(f"line has {len(fields)} columns, no column {word_column}", path=path, line=number, hint="check --word-column")
+            raise SeqTransferError(f"line has {len(fields)} columns, no column {word_column}", path=path, line=number, hint=f"check {word_option}")
         current.append(fields[word_column - 1])
     if current:
         sentences.append(current)

@@ -410,7 +410,7 @@ def unlabelled_target(config: RunConfig) -> list[list[str]]:
         return []
     from seqtransfer.transfer.adversarial import unlabelled_tokens
 
-    tokens = unlabelled_tokens(config.train.adversarial_data, config.data.data_dir)
+    tokens = unlabelled_tokens(config.train.adversarial_data, config.data.data_dir, config.train.adversarial_tokenizer, config.train.adversarial_word_column)
     if not tokens:
         raise SeqTransferError(f"train.adversarial_data '{config.train.adversarial_data}' holds no sentences", hint="give unlabelled target sentences")
     return tokens

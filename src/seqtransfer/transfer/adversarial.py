@@ -120,13 +120,13 @@ class DomainLoss:
         return functional.binary_cross_entropy_with_logits(model.domain_discriminator(states), domains, reduction="sum")
 
 
-def unlabelled_tokens(entry: str, data_dir: str | None) -> list[list[str]]:
-    """Target sentences: a dataset's training split, ``tweets_unlabeled``, or a text file (one
-    whitespace-tokenised sentence per line); see :mod:`seqtransfer.data.unlabeled`."""
+def unlabelled_tokens(entry: str, data_dir: str | None, tokenizer: str = "whitespace", word_column: int | None = None) -> list[list[str]]:
+    """Target sentences: a dataset's training split, ``tweets_unlabeled``, a text file (one sentence
+    per line, split by ``tokenizer``) or a column file's ``word_column``; see :mod:`seqtransfer.data.unlabeled`."""
     from seqtransfer.data.unlabeled import read_unlabeled
 
     try:
-        return read_unlabeled(entry, data_dir)
+        return read_unlabeled(entry, data_dir, tokenizer, word_column, "train.adversarial_word_column")
     except SeqTransferError as error:
-        raise SeqTransferError(f"train.adversarial_data '{entry}' is neither a file nor a dataset ({error.message})",
-                               hint="give a text file (one sentence per line), tweets_unlabeled or DATASET[:TASK]") from None
+        raise SeqTransferError(f"train.adversarial_data '{entry}': {error.message}", path=error.path, line=error.line,
+                               hint=error.hint or "give a text file (one sentence per line), tweets_unlabeled or DATASET[:TASK]") from None
