@@ -144,6 +144,7 @@ def test_render_markdown_and_csv_with_a_missing_cell(tmp_path):
     significance = next(line for line in markdown.splitlines() if line.startswith("| TPoS | Tuned | Scratch |"))
     assert significance.endswith("| 0.0050 | yes |")
     assert "| ArK | Tuned | Scratch | – |" in markdown
+    assert "| Tuned − Scratch | +65.67 | – |" in markdown  # 99.00 − 33.33 on TPoS; ArK has no Tuned run
     rows = render_csv(spec, records).splitlines()
     assert rows[0] == "method,target,metric,mean,std,n,paper,delta" and len(rows) == 5
     assert rows[4] == "Tuned,ArK,accuracy,,,0,92.09,"

@@ -254,6 +254,18 @@ def _paper_table(spec: ReportSpec, summaries: Mapping[tuple[str, str], Summary])
     return _table(["Method", *spec.targets, "aNRG", "mNRG"], rows)
 
 
+def _differences_table(spec: ReportSpec, summaries: Mapping[tuple[str, str], Summary]) -> list[str]:
+    """Mean A − mean B per target for each compared pair (the file's significance pairs): FT − FE,
+    a scheme against FT, ...; each mean over that method's seeds."""
+    means = means_by_method(summaries)
+    rows = []
+    for first, second in spec.significance_pairs:
+        cells = [_signed(means[first][target] - means[second][target]) if target in means.get(first, {}) and target in means.get(second, {}) else MISSING
+                 for target in spec.targets]
+        rows.append([f"{first} − {second}", *cells])
+    return _table(["Difference", *spec.targets], rows)
+
+
 def _best_cell(spec: ReportSpec, means: Means, target: str) -> str:
     """Our best mean on a target and the method that reached it: ``95.22 (PretRand)``."""
     scored = [(means[method][target], method) for method in spec.methods if target in means.get(method, {})]
@@ -344,6 +356,9 @@ def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
     if mixed_labels(summaries):
         lines += ["", "° early stopping read the labels of the test data's dev split; unmarked cells used none of the test data's labels "
                   "(a source model as it is, or a dev set of other data)."]
+    if spec.significance_pairs:
+        lines += ["", f"## Differences between methods ({spec.split}, ours)", "", "Mean of the first method minus mean of the second (each over its own seeds); "
+                  "the significance tests below pair their runs.", "", *_differences_table(spec, summaries)]
     if spec.paper_results:
         lines += ["", "## Paper (Δ = ours − paper)", "", *_paper_table(spec, summaries)]
     if spec.significance_pairs:
