@@ -514,3 +514,22 @@ def test_self_labelling_progress_counts_whole_rounds_and_a_bad_members_file_is_o
     with pytest.raises(SeqTransferError, match="members.json lists no models"):
         first_member(tmp_path / "run")
     assert first_member(tmp_path / "round-0") == tmp_path / "round-0"  # a plain run is itself
+
+
+def test_a_target_may_ask_for_other_metrics_scored_from_each_runs_predictions(tmp_path):
+    from seqtransfer.analysis.predictions import read_predictions
+    from seqtransfer.training.metrics import evaluate
+
+    experiment = tiny_experiment(tmp_path)
+    text = experiment.read_text(encoding="utf-8").replace("  pos: {dataset: null, source: ner,", "  pos: {dataset: null, source: ner, also: [span_f1],")
+    experiment.write_text(text, encoding="utf-8")
+    results = tmp_path / "results"
+    records = run(["experiment", "run", str(experiment), "--only", "scratch", "--results", str(results)])
+    record = next(record for record in records if record["method"] == "scratch")
+    predictions = read_predictions(Path(record["run_directory"]) / "predictions" / "test.conll")
+    assert record["other_scores"]["span_f1"]["test"] == evaluate(predictions.gold, predictions.predicted, "span_f1")["f1"]
+    report = run(["report", str(experiment), "--results", str(results), "--trials", "10"])
+    assert f"| scratch | {record['other_scores']['span_f1']['test']:.2f} ± 0.00 (1) |" in report.split("## Other metrics (test)")[1]
+    experiment.write_text(text.replace("also: [span_f1]", "also: [bleu]"), encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="'also' must list metrics, got bleu"):
+        load_experiment(experiment)

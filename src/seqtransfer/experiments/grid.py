@@ -228,6 +228,8 @@ def method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None,
     record = {"experiment": spec.name, "method": method_name, "target": target_name, "seed": seed}
     if target.test_on:
         record["test_on"] = target.test_on
+    if target.also:
+        record["also"] = list(target.also)
     return RunTask(run_id, str(store.run_directory(run_id)), config_to_dict(config), record, selflabel=selflabel)
 
 
@@ -246,6 +248,9 @@ def multitask_method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: s
         unify = {"entries": target_entries(spec), "runs": fillers}
     run_id = store.run_id(f"multitask-{method.scheme}-", content_id(identity_of(config, source.run_id if source else None, unified_by(unify, earlier))))
     record = {"experiment": spec.name, "method": method_name, "target": None, "targets": list(spec.targets), "seed": seed}
+    also = {name: list(target.also) for name, target in spec.targets.items() if target.also}
+    if also:
+        record["also"] = also  # target -> other metrics
     return with_unified(RunTask(run_id, str(store.run_directory(run_id)), config_to_dict(config), record, unify))
 
 

@@ -254,6 +254,25 @@ def _paper_table(spec: ReportSpec, summaries: Mapping[tuple[str, str], Summary])
     return _table(["Method", *spec.targets, "aNRG", "mNRG"], rows)
 
 
+def _other_metrics_section(spec: ReportSpec, records: Sequence[dict]) -> list[str]:
+    """Scores by the metrics a target also asks for (``also``), read from each run's predictions:
+    ``mean ± std (n)`` per method; a kept cell whose run predates this shows –."""
+    cells: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for record in records:
+        for metric, splits in (record.get("other_scores") or {}).items():
+            if splits.get(spec.split) is not None:
+                cells[metric, record["method"], record["target"]].append(splits[spec.split])
+    columns = sorted({(metric, target) for metric, _, target in cells}, key=lambda item: (spec.targets.index(item[1]) if item[1] in spec.targets else 99, item[0]))
+    if not columns:
+        return []
+    rows = []
+    for method in spec.methods:
+        values = [cells.get((metric, method, target)) for metric, target in columns]
+        rows.append([method, *(f"{statistics.fmean(v):.2f} ± {statistics.stdev(v) if len(v) > 1 else 0.0:.2f} ({len(v)})" if v else MISSING for v in values)])
+    header = ["Method", *(f"{target} ({METRICS[metric].title})" for metric, target in columns)]
+    return [f"## Other metrics ({spec.split})", "", "The same runs scored by other metrics from their predictions (a target's `also`).", "", *_table(header, rows)]
+
+
 def _differences_table(spec: ReportSpec, summaries: Mapping[tuple[str, str], Summary]) -> list[str]:
     """Mean A − mean B per target for each compared pair (the file's significance pairs): FT − FE,
     a scheme against FT, ...; each mean over that method's seeds."""
@@ -356,6 +375,9 @@ def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
     if mixed_labels(summaries):
         lines += ["", "° early stopping read the labels of the test data's dev split; unmarked cells used none of the test data's labels "
                   "(a source model as it is, or a dev set of other data)."]
+    other = _other_metrics_section(spec, records)
+    if other:
+        lines += ["", *other]
     if spec.significance_pairs:
         lines += ["", f"## Differences between methods ({spec.split}, ours)", "", "Mean of the first method minus mean of the second (each over its own seeds); "
                   "the significance tests below pair their runs.", "", *_differences_table(spec, summaries)]

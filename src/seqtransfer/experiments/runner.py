@@ -100,7 +100,10 @@ def finish_records(task: RunTask, directory: Path, score: bool = True) -> list[d
     for target in task.record["targets"]:
         scores = metrics["tasks"][target]
         main = get_metric(scores["metric"]).main
-        record = {key: value for key, value in task.record.items() if key != "targets"}
+        record = {key: value for key, value in task.record.items() if key not in ("targets", "also")}
+        if target in task.record.get("also", {}):
+            record["also"] = task.record["also"][target]
+            record["other_scores"] = other_scores(directory / "predictions" / target, directory / "predictions" / target, record["also"])
         records.append({**record, "target": target, "network_parameters": network, "dataset": scores["dataset"], "task": scores["task"], "metric": scores["metric"],
                         "run_directory": str(directory), "dev": scores["dev"][main], "test": scores.get("test", {}).get(main), "parameters": metrics["parameters"],
                         "seconds": metrics["seconds"], "device": metrics.get("device", "cpu"), "best_epoch": scores.get("best_epoch"), "multitask": True, **cost_of(metrics),
@@ -132,7 +135,26 @@ def finish_record(task: RunTask, directory: Path, score: bool = True) -> dict:
     record["target_dev_labels"] = metrics.get("scheme") != "source_only" and not task.record.get("test_on")
     if task.record.get("test_on"):
         record["test"], record["predictions"] = score_elsewhere(directory, task.record["test_on"], task.config["data"]["data_dir"], score)
+    if task.record.get("also"):
+        record["other_scores"] = other_scores(directory / "predictions", Path(record.get("predictions", directory / "predictions")), task.record["also"])
     return record
+
+
+def other_scores(dev_folder: Path, test_folder: Path, metrics: list[str]) -> dict[str, dict[str, float]]:
+    """metric -> split -> main score of the run's dev and test predictions (``token gold predicted``
+    files) by other metrics than its own: a target's ``also`` (MuTSPad's chunk F1 beside accuracy)."""
+    from seqtransfer.analysis.predictions import read_predictions
+    from seqtransfer.training.metrics import evaluate
+
+    scores: dict[str, dict[str, float]] = {}
+    for split, folder in (("dev", dev_folder), ("test", test_folder)):
+        path = folder / f"{split}.conll"
+        if not path.is_file():
+            continue
+        predictions = read_predictions(path)
+        for metric in metrics:
+            scores.setdefault(metric, {})[split] = evaluate(predictions.gold, predictions.predicted, metric)[get_metric(metric).main]
+    return scores
 
 
 def score_elsewhere(directory: Path, entry: str, data_dir: str | None, score: bool = True) -> tuple[float | None, str]:

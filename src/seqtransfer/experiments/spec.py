@@ -33,6 +33,9 @@ Dataset unification (``seqtransfer unify``) as part of a grid: a multi-task sour
 a multi-task method with ``unify_with: Mono-task`` trains on the targets unified by that method's
 runs of the same seed.
 
+A target may ask for other metrics than its own, scored from each run's predictions and reported
+in a table of their own: ``CK: {dataset: tchunk, source: chunk_news, also: [span_f1]}``.
+
 A method may start from another method's run instead of a source (same seed), e.g. fine-tuning
 on a few target labels the model a label-free method made (a self-labelling run: its first model):
 
@@ -87,6 +90,7 @@ class TargetSpec:
     source: str | None = None  # a key of ``sources``
     overrides: list[str] = field(default_factory=list)
     test_on: str | None = None  # "DATASET[:TASK]": the test split scored instead of the target's own (cross-lingual, cross-domain)
+    also: list[str] = field(default_factory=list)  # other metrics scored from each run's predictions and reported beside the main one (MuTSPad's chunk F1)
 
 
 @dataclass
@@ -206,7 +210,12 @@ def check_start_from(spec: ExperimentSpec, name: str, method: MethodSpec, path: 
 
 
 def _check_references(spec: ExperimentSpec, path: Path) -> None:
+    from seqtransfer.training.metrics import METRICS
+
     for name, target in spec.targets.items():
+        unknown = [metric for metric in target.also if metric not in METRICS] if isinstance(target.also, list) else [target.also]
+        if unknown:
+            raise SeqTransferError(f"target '{name}': 'also' must list metrics, got {', '.join(map(str, unknown))}", path=path, hint=f"metrics: {', '.join(METRICS)}")
         if target.source is not None and target.source not in spec.sources:
             raise SeqTransferError(f"target '{name}' names unknown source '{target.source}'", path=path, hint=f"sources: {', '.join(spec.sources)}")
     for name, method in spec.methods.items():
