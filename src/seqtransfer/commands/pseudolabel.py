@@ -1,21 +1,12 @@
-"""`seqtransfer pseudolabel RUN... --unlabeled TEXT --output FILE`: label unlabelled text with one or several runs.
-
-Several runs (one model per source, say) label together: ``average`` (their per-token label
-distributions averaged, labels matched by name, as the experiment grid's ensembles) or ``vote``.
-With ``--threshold`` or ``--top-n`` only the sentences the labeller is surest of are kept (its
-confidence: the lowest probability of a predicted label; averaged distributions for ``average``).
-The output is ``word TAB label`` CoNLL, ready for ``--train`` (a target model from pseudo labels
-alone) or ``data.pseudo_train`` (added to gold data).
-"""
+"""`seqtransfer pseudolabel RUN... --unlabeled TEXT --output FILE`: label unlabelled text with one or
+several runs (an ensemble of sources), keep the surest sentences, write ``word TAB label`` CoNLL
+(see :mod:`seqtransfer.transfer.pseudolabels`)."""
 
 from __future__ import annotations
 
 import argparse
 
-import numpy as np
-
 from seqtransfer.commands.base import Command
-from seqtransfer.errors import SeqTransferError
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,44 +21,15 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", required=True, help="CoNLL file to write (word TAB label)")
 
 
-def ensemble_labels(runs, tokens) -> tuple[list[list[str]], np.ndarray]:
-    """Averaged distributions of the runs: arg-max labels and each sentence's lowest arg-max probability."""
-    from seqtransfer.experiments.ensemble import averaged_distributions
-
-    labels, averaged = averaged_distributions(runs, tokens)
-    return ([[labels[index] for index in sentence.argmax(-1).tolist()] for sentence in averaged],
-            np.array([float(sentence.max(-1).values.min()) for sentence in averaged]))
-
-
 def run(arguments: argparse.Namespace) -> dict:
     from seqtransfer.data.unlabeled import read_unlabeled
-    from seqtransfer.rundir import load_run
-    from seqtransfer.transfer.selflabel import model_predictions, vote, write_pseudo
+    from seqtransfer.transfer.pseudolabels import check_selection, write_pseudo_labels
 
-    if arguments.threshold is not None and not 0 < arguments.threshold <= 1:
-        raise SeqTransferError(f"--threshold must be in (0, 1], got {arguments.threshold}")
-    if arguments.top_n is not None and arguments.top_n < 1:
-        raise SeqTransferError(f"--top-n must be at least 1, got {arguments.top_n}")
+    check_selection(arguments.threshold, arguments.top_n)
     tokens = read_unlabeled(arguments.unlabeled, arguments.data_dir, arguments.tokenizer, arguments.word_column)
-    runs = [load_run(directory) for directory in arguments.runs]
-    for loaded in runs:
-        if not hasattr(loaded.model, "probabilities"):
-            raise SeqTransferError("pseudo-labelling needs tagging runs (per-token label distributions)", path=loaded.directory)
-    if len(runs) == 1:
-        labels, confidence = model_predictions(runs[0], tokens)
-    elif arguments.combination == "average":
-        labels, confidence = ensemble_labels(runs, tokens)
-    else:
-        predictions = [model_predictions(loaded, tokens) for loaded in runs]
-        labels, confidence = vote([labels for labels, _ in predictions]), np.min([confidence for _, confidence in predictions], axis=0)
-    kept = list(range(len(tokens)))
-    if arguments.top_n is not None:
-        kept = sorted(np.argsort(-confidence, kind="stable")[: arguments.top_n].tolist())
-    elif arguments.threshold is not None:
-        kept = [index for index in kept if confidence[index] >= arguments.threshold]
-    write_pseudo(arguments.output, [tokens[index] for index in kept], [labels[index] for index in kept])
-    print(f"{len(kept)} of {len(tokens)} sentences ({sum(len(tokens[index]) for index in kept)} tokens) labelled by {len(runs)} run(s) -> {arguments.output}")
-    return {"sentences": len(kept), "of": len(tokens), "output": arguments.output}
+    written = write_pseudo_labels(arguments.output, arguments.runs, tokens, arguments.combination, arguments.threshold, arguments.top_n)
+    print(f"{written['sentences']} of {written['of']} sentences ({written['tokens']} tokens) labelled by {len(arguments.runs)} run(s) -> {arguments.output}")
+    return {key: written[key] for key in ("sentences", "of", "output")}
 
 
 COMMAND = Command("label unlabelled text with one or several runs (an ensemble of sources) and write it as CoNLL", arguments, run)

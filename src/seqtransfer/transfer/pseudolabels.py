@@ -1,0 +1,77 @@
+"""Pseudo labels from one or several runs (one model per source, say) for unlabelled text.
+
+Several runs label together: ``average`` (their per-token label distributions averaged, labels
+matched by name, as the experiment grid's ensembles) or ``vote``. With ``threshold`` or ``top_n``
+only the sentences the labeller is surest of are kept (its confidence: the lowest probability of
+a predicted label; of the averaged distributions for ``average``). The output is ``word TAB label``
+CoNLL, ready for ``--train`` (a target model from pseudo labels alone) or ``data.pseudo_train``
+(added to gold data). ``seqtransfer pseudolabel`` and the experiment grid's ``pseudo_labels``
+methods both write it here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from seqtransfer.errors import SeqTransferError
+
+COMBINATIONS = ("average", "vote")
+
+
+def ensemble_labels(runs, tokens) -> tuple[list[list[str]], np.ndarray]:
+    """Averaged distributions of the runs: arg-max labels and each sentence's lowest arg-max probability."""
+    from seqtransfer.experiments.ensemble import averaged_distributions
+
+    labels, averaged = averaged_distributions(runs, tokens)
+    return ([[labels[index] for index in sentence.argmax(-1).tolist()] for sentence in averaged],
+            np.array([float(sentence.max(-1).values.min()) for sentence in averaged]))
+
+
+def label_together(runs: Sequence, tokens: Sequence[Sequence[str]], combination: str = "average") -> tuple[list[list[str]], np.ndarray]:
+    """Every sentence's labels from the loaded ``runs`` together, and the labeller's confidence in each."""
+    from seqtransfer.transfer.selflabel import model_predictions, vote
+
+    for loaded in runs:
+        if not hasattr(loaded.model, "probabilities"):
+            raise SeqTransferError("pseudo-labelling needs tagging runs (per-token label distributions)", path=loaded.directory)
+    if combination not in COMBINATIONS:
+        raise SeqTransferError(f"unknown combination '{combination}'", hint=f"use one of: {', '.join(COMBINATIONS)}")
+    if len(runs) == 1:
+        return model_predictions(runs[0], tokens)
+    if combination == "average":
+        return ensemble_labels(runs, tokens)
+    predictions = [model_predictions(loaded, tokens) for loaded in runs]
+    return vote([labels for labels, _ in predictions]), np.min([confidence for _, confidence in predictions], axis=0)
+
+
+def check_selection(threshold: float | None, top_n: int | None) -> None:
+    if threshold is not None and not 0 < threshold <= 1:
+        raise SeqTransferError(f"--threshold must be in (0, 1], got {threshold}")
+    if top_n is not None and top_n < 1:
+        raise SeqTransferError(f"--top-n must be at least 1, got {top_n}")
+
+
+def kept_sentences(confidence: np.ndarray, threshold: float | None = None, top_n: int | None = None) -> list[int]:
+    """The sentences kept, in corpus order: the ``top_n`` surest, those at least ``threshold`` sure, or all."""
+    if top_n is not None:
+        return sorted(np.argsort(-confidence, kind="stable")[:top_n].tolist())
+    if threshold is not None:
+        return [index for index in range(len(confidence)) if confidence[index] >= threshold]
+    return list(range(len(confidence)))
+
+
+def write_pseudo_labels(output: str | Path, run_directories: Sequence[str | Path], tokens: Sequence[Sequence[str]], combination: str = "average",
+                        threshold: float | None = None, top_n: int | None = None) -> dict:
+    """Label ``tokens`` with the runs, keep the surest sentences, write them to ``output`` (whole or
+    not at all); returns how many sentences of how many were kept."""
+    from seqtransfer.rundir import load_run
+    from seqtransfer.transfer.selflabel import write_pseudo
+
+    check_selection(threshold, top_n)
+    labels, confidence = label_together([load_run(directory) for directory in run_directories], tokens, combination)
+    kept = kept_sentences(confidence, threshold, top_n)
+    write_pseudo(Path(output), [tokens[index] for index in kept], [labels[index] for index in kept])
+    return {"sentences": len(kept), "of": len(tokens), "tokens": sum(len(tokens[index]) for index in kept), "output": str(output)}
