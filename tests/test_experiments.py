@@ -444,7 +444,7 @@ def test_a_method_starts_from_another_methods_run_even_when_the_command_leaves_i
     with pytest.raises(SeqTransferError, match="replaces the source of a mono-task scheme that transfers"):
         load_experiment(experiment)
     experiment.write_text(text + "search: {after: {few: {space: {train.learning_rate: [0.01, 0.1]}}}}\n", encoding="utf-8")
-    with pytest.raises(SeqTransferError, match="starts from another method's runs"):
+    with pytest.raises(SeqTransferError, match="reads other methods' runs"):
         load_experiment(experiment)
     from seqtransfer.experiments import grid
     from seqtransfer.experiments.store import ResultsStore
@@ -533,3 +533,46 @@ def test_a_target_may_ask_for_other_metrics_scored_from_each_runs_predictions(tm
     experiment.write_text(text.replace("also: [span_f1]", "also: [bleu]"), encoding="utf-8")
     with pytest.raises(SeqTransferError, match="'also' must list metrics, got bleu"):
         load_experiment(experiment)
+
+
+def test_other_methods_runs_label_text_that_a_pseudo_labels_method_trains_on(tmp_path, capsys):
+    from seqtransfer.experiments import grid
+    from seqtransfer.experiments.store import ResultsStore
+
+    experiment = tiny_experiment(tmp_path)
+    unlabeled = tmp_path / "target.txt"
+    unlabeled.write_text("Peter lives in Berlin\nMary visited Paris today\nJohn works for Google\n", encoding="utf-8")
+    text = experiment.read_text(encoding="utf-8").replace("  scratch: {scheme: scratch}", "  scratch: {scheme: scratch}\n"
+        f"  mixed: {{scheme: scratch, pseudo_labels: {{from: [scratch, finetune], unlabeled: '{unlabeled}', top_n: 2}}}}")
+    experiment.write_text(text, encoding="utf-8")
+    results = tmp_path / "results"
+    records = run(["experiment", "run", str(experiment), "--only", "mixed", "--results", str(results)])
+    mixed = next(record for record in records if record["method"] == "mixed")
+    folder = Path(mixed["run_directory"])
+    pseudo = [block for block in (folder / "pseudo.conll").read_text(encoding="utf-8").split("\n\n") if block.strip()]
+    assert len(pseudo) == 2  # the two sentences the averaged labellers are surest of
+    log = (folder / "log.txt").read_text(encoding="utf-8")
+    assert "pseudo labels: 2 of 3 sentences" in log and "labelled by 2 run(s) (average)" in log and "pseudo-labelled: 2 sentences" in log
+    assert {record["method"] for record in records} >= {"scratch", "finetune"}  # the labellers of the same seed, trained first
+    spec = load_experiment(experiment)
+    spec.methods["mixed"].pseudo_labels["top_n"] = 1
+    assert grid.method_task(spec, ResultsStore(results), None, "mixed", "pos", 1, {}).run_id != folder.name  # other labels, another run
+    for labels, message in (("{from: [nothing], unlabeled: x}", "pseudo_labels.from must name other mono-task methods"),
+                            ("{from: [scratch]}", "needs 'from' .a list of methods. and 'unlabeled'"),
+                            ("{from: [scratch], unlabeled: x, top_n: 0}", "--top-n must be at least 1")):
+        experiment.write_text(text.replace(text.split("pseudo_labels: ")[1].split("}}")[0] + "}", labels), encoding="utf-8")
+        with pytest.raises(SeqTransferError, match=message):
+            load_experiment(experiment)
+
+
+def test_an_ensemble_predicts_another_datasets_test_split_with_its_members_averaged(tmp_path):
+    from seqtransfer import rundir
+    from seqtransfer.experiments.ensemble import ensemble_predict
+    from seqtransfer.experiments.runner import predict_elsewhere
+
+    experiment = tiny_experiment(tmp_path)
+    records = run(["experiment", "run", str(experiment), "--only", "ensemble", "--results", str(tmp_path / "results")])
+    ensemble = next(record for record in records if record["method"] == "ensemble")
+    members = json.loads((Path(ensemble["run_directory"]) / "metrics.json").read_text())["members"]
+    tokens = [["John", "lives", "in", "Paris"], ["a", "tweet"]]
+    assert predict_elsewhere(Path(ensemble["run_directory"]), tokens) == ensemble_predict([rundir.load_run(member) for member in members], tokens)

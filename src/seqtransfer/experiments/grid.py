@@ -33,7 +33,8 @@ class RunTask:
     record: dict
     unify: dict | None = None  # {"entries": task -> data, "runs": task -> run directory}: unify into DIRECTORY/unified first
     selflabel: dict | None = None  # self-labelling settings: the run is rounds of models in DIRECTORY (transfer/selflabel.py)
-    when_needed: bool = False  # trained only for a run that needs it, as a source is (a run a start_from method starts from, its cell not asked for)
+    when_needed: bool = False  # trained only for a run that needs it, as a source is (a run another method reads, its cell not asked for)
+    pseudo: dict | None = None  # {"runs": labelling run directories, "unlabeled", "combination", "threshold", "top_n", "tokenizer"}: label PSEUDO_FILE first
 
     @property
     def source_directory(self) -> str | None:
@@ -43,7 +44,8 @@ class RunTask:
     def dependencies(self) -> list[str]:
         """Run directories that must be finished before this run starts."""
         tagger = self.config["model"].get("tag_tagger")
-        return [directory for directory in [self.source_directory, tagger, *(self.unify or {}).get("runs", {}).values()] if directory]
+        read = [*(self.unify or {}).get("runs", {}).values(), *(self.pseudo or {}).get("runs", [])]
+        return [directory for directory in [self.source_directory, tagger, *read] if directory]
 
 
 def non_default(values: dict, defaults: dict) -> dict:
@@ -155,13 +157,14 @@ def method_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None
                 if offset:  # an extra ensemble member: its own grid cell, not a row of its method
                     task.record["method"] = f"{method_name}+{offset}"
                 tasks.append(task)
-    return [*start_tasks(spec, store, data_dir, tasks, sources), *tasks]
+    return [*read_tasks(spec, store, data_dir, tasks, sources), *tasks]
 
 
 def stage_of(method) -> int:
     """The order of methods in the grid: a method's runs come after the runs they read (the run a
-    ``start_from`` method starts from; the runs that fill a ``unify_with`` method's data)."""
-    return 2 if method.unify_with is not None else 1 if method.start_from is not None else 0
+    ``start_from`` method starts from, those that give a ``pseudo_labels`` method its labels; the
+    runs that fill a ``unify_with`` method's data)."""
+    return 2 if method.unify_with is not None else 1 if method.start_from is not None or method.pseudo_labels is not None else 0
 
 
 def method_of(spec: ExperimentSpec, record: dict):
@@ -169,19 +172,28 @@ def method_of(spec: ExperimentSpec, record: dict):
     return spec.methods.get(record["method"]) or spec.methods[split_member(record["method"])[0]]
 
 
-def start_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, tasks: list[RunTask], sources: dict[str, RunTask]) -> list[RunTask]:
-    """The runs that methods with ``start_from`` start from and that ``tasks`` lack (their method or
-    target left out by --only or --targets): trained first, and only when a run still needs them."""
+def read_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, tasks: list[RunTask], sources: dict[str, RunTask]) -> list[RunTask]:
+    """The runs of other methods that ``tasks`` read (the run a ``start_from`` method starts from; the
+    labellers of a ``pseudo_labels`` method) and lack, their method or target left out by --only or
+    --targets: trained first, and only when a run still needs them."""
     have = {task.directory for task in tasks}
     extra = {}
     for task in tasks:
-        start = method_of(spec, task.record).start_from if task.record.get("method") else None
-        if start:
-            first = method_task(spec, store, data_dir, start["method"], start["target"], task.record["seed"], sources)
-            first.when_needed = True
+        for first in runs_read(spec, store, data_dir, task, sources):
             if first.directory not in have:
+                first.when_needed = True
                 extra.setdefault(first.directory, first)
     return list(extra.values())
+
+
+def runs_read(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, task: RunTask, sources: dict[str, RunTask]) -> list[RunTask]:
+    """The runs of other methods one run reads (same seed)."""
+    if not task.record.get("method") or "targets" in task.record:
+        return []
+    method, seed = method_of(spec, task.record), task.record["seed"]
+    read = [(method.start_from["method"], method.start_from["target"])] if method.start_from else []
+    read += [(labeller, task.record["target"]) for labeller in (method.pseudo_labels or {}).get("from", [])]
+    return [method_task(spec, store, data_dir, name, target, seed, sources) for name, target in read]
 
 
 TARGET_TEXT = "target"  # a method's data.select_like or selflabel unlabeled: the text of the target's test_on dataset
@@ -223,14 +235,35 @@ def method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None,
         identity.setdefault("model", {})["tag_tagger"] = sources[method.tagger].run_id
     if selflabel:
         identity["selflabel"] = selflabel
+    pseudo = pseudo_settings(spec, store, data_dir, method, target_name, seed, sources)
+    if pseudo:  # the labellers' digests, not their folders, name the run
+        identity["pseudo_labels"] = {**pseudo, "runs": [digest_of(Path(directory).name) for directory in pseudo["runs"]]}
     kind = selflabel["method"] if selflabel else method.scheme
     run_id = store.run_id(f"{slug(target_name)}-{kind}-", content_id(identity))
+    if pseudo:
+        config.data.pseudo_train = str(store.run_directory(run_id) / PSEUDO_FILE)
     record = {"experiment": spec.name, "method": method_name, "target": target_name, "seed": seed}
     if target.test_on:
         record["test_on"] = target.test_on
     if target.also:
         record["also"] = list(target.also)
-    return RunTask(run_id, str(store.run_directory(run_id)), config_to_dict(config), record, selflabel=selflabel)
+    return RunTask(run_id, str(store.run_directory(run_id)), config_to_dict(config), record, selflabel=selflabel, pseudo=pseudo)
+
+
+PSEUDO_FILE = "pseudo.conll"  # a pseudo_labels run's labelled target text, in its own folder
+
+
+def pseudo_settings(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, method, target_name: str, seed: int, sources: dict[str, RunTask]) -> dict | None:
+    """What a ``pseudo_labels`` method's run labels its extra training text with: the labelling runs
+    of this target and seed, the unlabelled text (``target``: the target's test_on text), the selection."""
+    if not method.pseudo_labels:
+        return None
+    settings = {"combination": "average", "threshold": None, "top_n": None, "tokenizer": "whitespace", **method.pseudo_labels}
+    labellers = settings.pop("from")
+    if settings["unlabeled"] == TARGET_TEXT:
+        settings["unlabeled"] = target_text(spec, target_name)
+    settings["runs"] = [method_task(spec, store, data_dir, name, target_name, seed, sources).directory for name in labellers]
+    return settings
 
 
 def multitask_method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, method_name: str, seed: int, sources: dict[str, RunTask],
@@ -264,15 +297,19 @@ def selected(name: str, only: set[str]) -> bool:
 
 
 def ensemble_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, seeds: list[int], sources: dict[str, RunTask], only: set[str]) -> list[tuple[RunTask, list[RunTask]]]:
-    """(ensemble task, member tasks) for every ensemble method × target × seed."""
+    """(ensemble task, member tasks) for every ensemble method × target × seed (the targets the
+    ensemble and all its members run on)."""
     result = []
     for name, method in spec.methods.items():
         if not method.ensemble or not selected(name, only):
             continue
-        for target_name in spec.targets:
+        kinds = [method, *(spec.methods[split_member(member)[0]] for member in method.ensemble)]
+        for target_name in [target for target in spec.targets if all(kind.targets is None or target in kind.targets for kind in kinds)]:
             for seed in seeds:
                 members = [method_task(spec, store, data_dir, member, target_name, seed + offset, sources) for member, offset in map(split_member, method.ensemble)]
                 run_id = store.run_id(f"{slug(target_name)}-ensemble-", content_id({"ensemble": [member.run_id for member in members]}))
                 record = {"experiment": spec.name, "method": name, "target": target_name, "seed": seed}
+                if spec.targets[target_name].test_on:
+                    record["test_on"] = spec.targets[target_name].test_on
                 result.append((RunTask(run_id, str(store.run_directory(run_id)), members[0].config, record), members))
     return result

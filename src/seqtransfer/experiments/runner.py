@@ -17,7 +17,7 @@ from seqtransfer import rundir
 from seqtransfer.config import RunConfig, config_from_dict
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.experiments.ensemble import build_ensemble
-from seqtransfer.experiments.grid import RunTask, ensemble_tasks, method_tasks, slug, source_tasks
+from seqtransfer.experiments.grid import PSEUDO_FILE, RunTask, ensemble_tasks, method_tasks, slug, source_tasks
 from seqtransfer.experiments.kept import cell_key, merge, run_id_of
 from seqtransfer.experiments.spec import ExperimentSpec
 from seqtransfer.experiments.store import ResultsStore
@@ -41,6 +41,8 @@ def execute_task(task: RunTask, echo: Log | None = None) -> list[dict]:
         if not (directory / rundir.METRICS).is_file():
             if task.unify and not (directory / "unified" / "summary.json").is_file():  # summary.json is written last
                 unify_logged(task, directory, echo)
+            if task.pseudo and not (directory / PSEUDO_FILE).is_file():  # written whole or not at all
+                pseudo_label_logged(task, directory, echo)
             if task.selflabel:
                 selflabel_logged(task, config, directory, echo)
             else:
@@ -60,6 +62,22 @@ def unify_logged(task: RunTask, directory: Path, echo: Log | None) -> None:
                 echo(f"  unify: {message}")
 
         unify(task.unify["entries"], task.unify["runs"], directory / "unified", task.config["data"]["data_dir"], log=log)
+
+
+def pseudo_label_logged(task: RunTask, directory: Path, echo: Log | None) -> None:
+    """Label the run's unlabelled text with its labelling runs together into DIRECTORY/pseudo.conll."""
+    from seqtransfer.data.unlabeled import read_unlabeled
+    from seqtransfer.transfer.pseudolabels import write_pseudo_labels
+
+    settings = task.pseudo
+    tokens = read_unlabeled(settings["unlabeled"], task.config["data"]["data_dir"], settings["tokenizer"])
+    written = write_pseudo_labels(directory / PSEUDO_FILE, settings["runs"], tokens, settings["combination"], settings["threshold"], settings["top_n"])
+    message = (f"pseudo labels: {written['sentences']} of {written['of']} sentences of {settings['unlabeled']} ({written['tokens']} tokens) "
+               f"labelled by {len(settings['runs'])} run(s) ({settings['combination']})")
+    with open(directory / "log.txt", "a", encoding="utf-8") as log_file:
+        print(message, file=log_file, flush=True)
+    if echo:
+        echo(f"  {message}")
 
 
 def selflabel_logged(task: RunTask, config: RunConfig, directory: Path, echo: Log | None) -> None:
@@ -157,6 +175,18 @@ def other_scores(dev_folder: Path, test_folder: Path, metrics: list[str]) -> dic
     return scores
 
 
+def predict_elsewhere(directory: Path, tokens: list[list[str]]) -> list[list[str]]:
+    """Labels of a run (one, the models of a self-labelling run together, or an ensemble's members averaged) for ``tokens``."""
+    metrics = read_json(directory / rundir.METRICS)
+    if metrics.get("scheme") == "ensemble":
+        from seqtransfer.experiments.ensemble import ensemble_predict
+
+        return ensemble_predict([rundir.load_run(member) for member in metrics["members"]], tokens)
+    from seqtransfer.predictor import load
+
+    return load(directory, device="cpu").predict_raw(tokens)
+
+
 def score_elsewhere(directory: Path, entry: str, data_dir: str | None, score: bool = True) -> tuple[float | None, str]:
     """The run's main score on the test split of ``DATASET[:TASK]`` (cached in the run directory,
     predictions in ``test-on-DATASET/test.conll``): a model trained on one dataset, tested on another
@@ -171,11 +201,9 @@ def score_elsewhere(directory: Path, entry: str, data_dir: str | None, score: bo
         return read_json(cached)["score"], str(folder)
     if not score:
         return None, str(folder)
-    from seqtransfer.predictor import load
-
     name, _, task = entry.partition(":")
     data = load_task_data(DataConfig(dataset=name, task=task or None, data_dir=data_dir), ("test",))
-    predicted = load(directory, device="cpu").predict_raw(data.tokens("test"))  # one run, or the models of a self-labelling run together
+    predicted = predict_elsewhere(directory, data.tokens("test"))
     gold = data.gold("test")
     score = evaluate(gold, predicted, data.metric)[get_metric(data.metric).main]
     data.kind.write_predictions(folder, "test", data.splits["test"], gold, predicted)

@@ -33,6 +33,11 @@ Dataset unification (``seqtransfer unify``) as part of a grid: a multi-task sour
 a multi-task method with ``unify_with: Mono-task`` trains on the targets unified by that method's
 runs of the same seed.
 
+A method may add to its training data text that other methods' runs (same target and seed) label
+together (``seqtransfer pseudolabel`` inside the grid):
+
+    Multi-source pseudo-labels: {scheme: scratch, pseudo_labels: {from: [Source only, Source only (PTB)], unlabeled: target, top_n: 1000}}
+
 A target may ask for other metrics than its own, scored from each run's predictions and reported
 in a table of their own: ``CK: {dataset: tchunk, source: chunk_news, also: [span_f1]}``.
 
@@ -106,6 +111,7 @@ class MethodSpec:
     tagger: str | None = None  # a key of ``sources``: a tagging run whose predicted tags the model reads as input (model.tag_tagger)
     anneal: bool = False  # data annealing: mix the training data of each target's source into its training (data.anneal_source)
     start_from: dict[str, str] | None = None  # {method: NAME, target: TARGET}: transfer from that method's run on that target, same seed (a label-free model, then a few labels)
+    pseudo_labels: dict | None = None  # {from: [METHOD, ...], unlabeled: TEXT, combination, threshold, top_n, tokenizer}: those methods' runs (same target, seed) label TEXT, added to the training data
 
 
 PUBLISHED_FLAGS = {  # the legend of the PretRand paper's Table 7
@@ -189,6 +195,34 @@ def split_member(member: str) -> tuple[str, int]:
     return (name, int(offset)) if name and offset.isdigit() else (member, 0)
 
 
+PSEUDO_KEYS = ("from", "unlabeled", "combination", "threshold", "top_n", "tokenizer")
+
+
+def check_pseudo_labels(spec: ExperimentSpec, name: str, method: MethodSpec, path: Path) -> None:
+    """A method's ``pseudo_labels``: mono-task methods of the file with runs on each of its targets label the text."""
+    from seqtransfer.transfer.pseudolabels import COMBINATIONS, check_selection
+
+    values = method.pseudo_labels
+    example = "e.g. pseudo_labels: {from: [Source only, Source only (PTB)], unlabeled: target, top_n: 1000}"
+    if not isinstance(values, dict) or not {"from", "unlabeled"} <= set(values) or not set(values) <= set(PSEUDO_KEYS) or not isinstance(values["from"], list) or not values["from"]:
+        raise SeqTransferError(f"method '{name}': pseudo_labels needs 'from' (a list of methods) and 'unlabeled'", path=path, hint=f"{example}; keys: {', '.join(PSEUDO_KEYS)}")
+    for labeller in values["from"]:
+        first = spec.methods.get(labeller)
+        if first is None or not first.scheme or first.multitask or labeller == name:
+            raise SeqTransferError(f"method '{name}': pseudo_labels.from must name other mono-task methods of the file, got '{labeller}'", path=path, hint=example)
+        missing = [target for target in (method.targets or spec.targets) if first.targets is not None and target not in first.targets]
+        if missing:
+            raise SeqTransferError(f"method '{name}': labeller '{labeller}' has no run on target '{missing[0]}'", path=path, hint="give both methods the same targets:")
+    if values.get("combination", "average") not in COMBINATIONS:
+        raise SeqTransferError(f"method '{name}': pseudo_labels.combination must be one of {', '.join(COMBINATIONS)}", path=path)
+    try:
+        check_selection(values.get("threshold"), values.get("top_n"))
+    except SeqTransferError as error:
+        raise SeqTransferError(f"method '{name}': pseudo_labels: {error.message}", path=path) from None
+    if method.multitask or method.selflabel is not None:
+        raise SeqTransferError(f"method '{name}': pseudo_labels trains one mono-task model on the labelled text", path=path, hint="drop multitask: or selflabel:")
+
+
 def check_start_from(spec: ExperimentSpec, name: str, method: MethodSpec, path: Path) -> None:
     """A method's ``start_from``: a mono-task method's run on one of the file's targets, which a
     transferring scheme of this mono-task method starts from instead of a source."""
@@ -199,7 +233,7 @@ def check_start_from(spec: ExperimentSpec, name: str, method: MethodSpec, path: 
     if not isinstance(start, dict) or set(start) != {"method", "target"} or not all(isinstance(value, str) for value in start.values()):
         raise SeqTransferError(f"method '{name}': start_from names a 'method' and a 'target'", path=path, hint=example)
     first = spec.methods.get(start["method"])
-    if first is None or not first.scheme or first.multitask or first.start_from is not None or start["method"] == name:
+    if first is None or not first.scheme or first.multitask or first.start_from is not None or first.pseudo_labels is not None or start["method"] == name:
         raise SeqTransferError(f"method '{name}': start_from must name another mono-task method of the file that starts from a source, got '{start['method']}'", path=path, hint=example)
     if start["target"] not in spec.targets or (first.targets is not None and start["target"] not in first.targets):
         raise SeqTransferError(f"method '{name}': method '{start['method']}' has no run on target '{start['target']}'", path=path,
@@ -271,6 +305,8 @@ def _check_references(spec: ExperimentSpec, path: Path) -> None:
     for name, method in spec.methods.items():
         if method.start_from is not None:
             check_start_from(spec, name, method, path)
+        if method.pseudo_labels is not None:
+            check_pseudo_labels(spec, name, method, path)
         if method.selflabel is not None:
             check_selflabel(name, method.selflabel, path)
         unknown = [target for target in method.targets or [] if target not in spec.targets]
@@ -336,9 +372,9 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
     spec.published = [_published(row, index, spec.targets, path) for index, row in enumerate(spec.published)]
     spec.search = _searches(spec.search or {}, spec, path)
     for method in spec.search:
-        if spec.methods[method].start_from is not None:
-            raise SeqTransferError(f"search names method '{method}', which starts from another method's runs (start_from)", path=path,
-                                   hint="search a method that starts from a source; start_from methods take the settings found")
+        if spec.methods[method].start_from is not None or spec.methods[method].pseudo_labels is not None:
+            raise SeqTransferError(f"search names method '{method}', which reads other methods' runs (start_from, pseudo_labels)", path=path,
+                                   hint="search a method that reads only a source; these methods take the settings found")
     spec.path, spec.all_targets = str(path), dict(spec.targets)
     if spec.paper_split not in ("dev", "test"):
         raise SeqTransferError(f"paper_split must be dev or test, got {spec.paper_split!r}", path=path, hint="paper_split: dev (the paper's numbers are dev scores) or test")
