@@ -576,3 +576,19 @@ def test_an_ensemble_predicts_another_datasets_test_split_with_its_members_avera
     members = json.loads((Path(ensemble["run_directory"]) / "metrics.json").read_text())["members"]
     tokens = [["John", "lives", "in", "Paris"], ["a", "tweet"]]
     assert predict_elsewhere(Path(ensemble["run_directory"]), tokens) == ensemble_predict([rundir.load_run(member) for member in members], tokens)
+
+
+def test_a_method_distils_other_methods_runs_of_its_target_and_seed(tmp_path):
+    experiment = tiny_experiment(tmp_path)
+    text = experiment.read_text(encoding="utf-8").replace("  scratch: {scheme: scratch}", "  scratch: {scheme: scratch}\n"
+        "  distilled: {scheme: scratch, distill_from: [finetune, scratch+1000]}")
+    experiment.write_text(text, encoding="utf-8")
+    records = run(["experiment", "run", str(experiment), "--only", "distilled", "--results", str(tmp_path / "results")])
+    distilled = next(record for record in records if record["method"] == "distilled")
+    config = (Path(distilled["run_directory"]) / "config.yaml").read_text(encoding="utf-8")
+    teachers = {record["method"]: record["run_directory"] for record in records if record["method"] in ("finetune", "scratch+1000")}
+    assert len(teachers) == 2 and all(Path(directory).name in config for directory in teachers.values())  # same target; seed 1 and 1001
+    assert "distilling 2 teacher run(s)" in (Path(distilled["run_directory"]) / "log.txt").read_text(encoding="utf-8")
+    experiment.write_text(text.replace("distill_from: [finetune, scratch+1000]", "distill_from: [nobody]"), encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="distill_from must name other mono-task methods"):
+        load_experiment(experiment)

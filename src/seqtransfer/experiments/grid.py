@@ -44,7 +44,7 @@ class RunTask:
     def dependencies(self) -> list[str]:
         """Run directories that must be finished before this run starts."""
         tagger = self.config["model"].get("tag_tagger")
-        read = [*(self.unify or {}).get("runs", {}).values(), *(self.pseudo or {}).get("runs", [])]
+        read = [*(self.unify or {}).get("runs", {}).values(), *(self.pseudo or {}).get("runs", []), *self.config["transfer"].get("distill_from", [])]
         return [directory for directory in [self.source_directory, tagger, *read] if directory]
 
 
@@ -162,9 +162,10 @@ def method_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None
 
 def stage_of(method) -> int:
     """The order of methods in the grid: a method's runs come after the runs they read (the run a
-    ``start_from`` method starts from, those that give a ``pseudo_labels`` method its labels; the
-    runs that fill a ``unify_with`` method's data)."""
-    return 2 if method.unify_with is not None else 1 if method.start_from is not None or method.pseudo_labels is not None else 0
+    ``start_from`` method starts from, those that give a ``pseudo_labels`` method its labels, a
+    ``distill_from`` method's teachers; the runs that fill a ``unify_with`` method's data)."""
+    reads = method.start_from is not None or method.pseudo_labels is not None or method.distill_from is not None
+    return 2 if method.unify_with is not None else 1 if reads else 0
 
 
 def method_of(spec: ExperimentSpec, record: dict):
@@ -191,9 +192,15 @@ def runs_read(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, t
     if not task.record.get("method") or "targets" in task.record:
         return []
     method, seed = method_of(spec, task.record), task.record["seed"]
-    read = [(method.start_from["method"], method.start_from["target"])] if method.start_from else []
-    read += [(labeller, task.record["target"]) for labeller in (method.pseudo_labels or {}).get("from", [])]
-    return [method_task(spec, store, data_dir, name, target, seed, sources) for name, target in read]
+    read = [(method.start_from["method"], method.start_from["target"], seed)] if method.start_from else []
+    read += [(labeller, task.record["target"], seed) for labeller in (method.pseudo_labels or {}).get("from", [])]
+    read += [(name, task.record["target"], seed + offset) for name, offset in map(split_member, method.distill_from or [])]
+    runs = []
+    for name, target, run_seed in read:
+        runs.append(method_task(spec, store, data_dir, name, target, run_seed, sources))
+        if run_seed != seed:  # another seed's run: its own grid cell, as an ensemble's extra member, not a row of its method
+            runs[-1].record["method"] = f"{name}+{run_seed - seed}"
+    return runs
 
 
 TARGET_TEXT = "target"  # a method's data.select_like or selflabel unlabeled: the text of the target's test_on dataset
@@ -235,6 +242,9 @@ def method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None,
         identity.setdefault("model", {})["tag_tagger"] = sources[method.tagger].run_id
     if selflabel:
         identity["selflabel"] = selflabel
+    teachers = [method_task(spec, store, data_dir, name, target_name, seed + offset, sources) for name, offset in map(split_member, method.distill_from or [])]
+    if teachers:  # their digests, not their folders, name the run
+        identity.setdefault("transfer", {})["distill_from"] = [digest_of(teacher.run_id) for teacher in teachers]
     pseudo = pseudo_settings(spec, store, data_dir, method, target_name, seed, sources)
     if pseudo:  # the labellers' digests, not their folders, name the run
         identity["pseudo_labels"] = {**pseudo, "runs": [digest_of(Path(directory).name) for directory in pseudo["runs"]]}
@@ -242,6 +252,8 @@ def method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None,
     run_id = store.run_id(f"{slug(target_name)}-{kind}-", content_id(identity))
     if pseudo:
         config.data.pseudo_train = str(store.run_directory(run_id) / PSEUDO_FILE)
+    if teachers:
+        config.transfer.distill_from = [teacher.directory for teacher in teachers]
     record = {"experiment": spec.name, "method": method_name, "target": target_name, "seed": seed}
     if target.test_on:
         record["test_on"] = target.test_on

@@ -111,6 +111,7 @@ class MethodSpec:
     tagger: str | None = None  # a key of ``sources``: a tagging run whose predicted tags the model reads as input (model.tag_tagger)
     anneal: bool = False  # data annealing: mix the training data of each target's source into its training (data.anneal_source)
     start_from: dict[str, str] | None = None  # {method: NAME, target: TARGET}: transfer from that method's run on that target, same seed (a label-free model, then a few labels)
+    distill_from: list[str] | None = None  # teacher methods ("Name" or "Name+OFFSET"): their runs of the same target and seed (+ offset), distilled into this one (transfer.distill_from)
     pseudo_labels: dict | None = None  # {from: [METHOD, ...], unlabeled: TEXT, combination, threshold, top_n, tokenizer}: those methods' runs (same target, seed) label TEXT, added to the training data
 
 
@@ -223,6 +224,20 @@ def check_pseudo_labels(spec: ExperimentSpec, name: str, method: MethodSpec, pat
         raise SeqTransferError(f"method '{name}': pseudo_labels trains one mono-task model on the labelled text", path=path, hint="drop multitask: or selflabel:")
 
 
+def check_teachers(spec: ExperimentSpec, name: str, method: MethodSpec, path: Path) -> None:
+    """A method's ``distill_from``: other mono-task methods of the file with runs on each of its targets."""
+    example = "e.g. distill_from: [Fine-tuning, From-scratch200+1000]"
+    if not isinstance(method.distill_from, list) or not method.distill_from or method.multitask or not method.scheme:
+        raise SeqTransferError(f"method '{name}': distill_from lists the teacher methods of a mono-task method", path=path, hint=example)
+    for teacher in method.distill_from:
+        first = spec.methods.get(split_member(str(teacher))[0])
+        if first is None or not first.scheme or first.multitask or split_member(str(teacher))[0] == name:
+            raise SeqTransferError(f"method '{name}': distill_from must name other mono-task methods of the file, got '{teacher}'", path=path, hint=example)
+        missing = [target for target in (method.targets or spec.targets) if first.targets is not None and target not in first.targets]
+        if missing:
+            raise SeqTransferError(f"method '{name}': teacher '{teacher}' has no run on target '{missing[0]}'", path=path, hint="give both methods the same targets:")
+
+
 def check_start_from(spec: ExperimentSpec, name: str, method: MethodSpec, path: Path) -> None:
     """A method's ``start_from``: a mono-task method's run on one of the file's targets, which a
     transferring scheme of this mono-task method starts from instead of a source."""
@@ -307,6 +322,8 @@ def _check_references(spec: ExperimentSpec, path: Path) -> None:
             check_start_from(spec, name, method, path)
         if method.pseudo_labels is not None:
             check_pseudo_labels(spec, name, method, path)
+        if method.distill_from is not None:
+            check_teachers(spec, name, method, path)
         if method.selflabel is not None:
             check_selflabel(name, method.selflabel, path)
         unknown = [target for target in method.targets or [] if target not in spec.targets]
@@ -372,8 +389,8 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
     spec.published = [_published(row, index, spec.targets, path) for index, row in enumerate(spec.published)]
     spec.search = _searches(spec.search or {}, spec, path)
     for method in spec.search:
-        if spec.methods[method].start_from is not None or spec.methods[method].pseudo_labels is not None:
-            raise SeqTransferError(f"search names method '{method}', which reads other methods' runs (start_from, pseudo_labels)", path=path,
+        if any(value is not None for value in (spec.methods[method].start_from, spec.methods[method].pseudo_labels, spec.methods[method].distill_from)):
+            raise SeqTransferError(f"search names method '{method}', which reads other methods' runs (start_from, pseudo_labels, distill_from)", path=path,
                                    hint="search a method that reads only a source; these methods take the settings found")
     spec.path, spec.all_targets = str(path), dict(spec.targets)
     if spec.paper_split not in ("dev", "test"):
