@@ -315,3 +315,23 @@ def test_a_fine_tuned_encoder_in_a_multitask_model_is_refused_in_one_line(tmp_pa
     code = main(["train", "--config", str(config), "--output", str(tmp_path / "run"), "--quiet", *TINY_MODEL, "model.encoder=minilm", "model.encoder_mode=finetune"])
     error = capsys.readouterr().err
     assert code == 2 and "not a fine-tuned encoder" in error and not (tmp_path / "run").exists()
+
+
+def test_frozen_encoder_features_join_every_branch_of_a_multitask_model(tmp_path, monkeypatch):
+    pytest.importorskip("transformers")
+    from test_encoders import save_tiny_encoder
+
+    import seqtransfer
+    from seqtransfer.rundir import load_run
+
+    monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))
+    encoder = save_tiny_encoder(tmp_path / "encoder")
+    config = write_config(tmp_path, TASKS, {"pos": POS, "ner": NER, "dp": DP})
+    metrics = train(tmp_path, "run", config, f"model.encoder={encoder}")
+    assert set(metrics["tasks"]) == {"pos", "ner", "dp"}
+    model = load_run(tmp_path / "run").model
+    mix = [name for name, _ in model.named_parameters() if "mix" in name]
+    assert mix and all(name.startswith("word_representation.") for name in mix)  # one scalar mix in the shared representation
+    assert list((tmp_path / "cache").rglob("*.safetensors"))  # the features were computed once and cached
+    predicted = seqtransfer.load(tmp_path / "run", device="cpu").predict([["Mary", "loves", "NYC"]])[0]
+    assert len(predicted["pos"]) == 3 and len(predicted["ner"]) == 3
