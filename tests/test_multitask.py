@@ -335,3 +335,40 @@ def test_frozen_encoder_features_join_every_branch_of_a_multitask_model(tmp_path
     assert list((tmp_path / "cache").rglob("*.safetensors"))  # the features were computed once and cached
     predicted = seqtransfer.load(tmp_path / "run", device="cpu").predict([["Mary", "loves", "NYC"]])[0]
     assert len(predicted["pos"]) == 3 and len(predicted["ner"]) == 3
+
+
+def test_adaptations_of_a_multitask_model_work_by_level_of_its_hierarchy(tmp_path, capsys):
+    import torch
+
+    from seqtransfer.rundir import load_run
+    from seqtransfer.transfer.adaptations import MultitaskL2SP, layer_groups, parameter_groups
+
+    config = write_config(tmp_path, TASKS, {"pos": POS, "ner": NER, "dp": DP})
+    train(tmp_path, "source", config)
+    model = load_run(tmp_path / "source").model
+    groups = layer_groups(model)
+    assert [name for name, _ in groups] == ["word_representation", "level 0 (pos)", "level 1 (dp, ner)"]
+    assert sum(len(names) for _, names in groups) == len(list(model.named_parameters()))  # every parameter in one group
+    from seqtransfer.config import TransferConfig
+
+    rates = [group["lr"] for group in parameter_groups(model, TransferConfig(adaptations=["discriminative"]), 0.1)]
+    assert rates == pytest.approx([0.1 / 2.6 ** 2, 0.1 / 2.6, 0.1])
+    # L2-SP: a POS batch pulls only what a POS step may change (the shared representation and the POS branch)
+    state = {name: tensor.clone() + 1.0 for name, tensor in model.state_dict().items()}  # one unit away from every source weight
+    penalty = MultitaskL2SP(model, state, list(state), weight=2.0)
+
+    class PosBatch:
+        targets = {"pos": torch.zeros(1)}
+
+    model.targets_of = lambda batch: {"pos": {}}
+    expected = sum(parameter.numel() for name, parameter in model.named_parameters()
+                   if name.startswith(("word_representation.", "branches.pos.")) and name not in ("word_representation.word_embedding.weight", "word_representation.character_encoder.embedding.weight"))
+    assert penalty(model, PosBatch()).item() == pytest.approx(expected)  # 0.5 * 2 * (1 per weight)
+    capsys.readouterr()
+    for adaptations in ("[gradual_unfreezing, discriminative]", "[l2sp]"):
+        output = f"target-{adaptations.count(',')}"
+        train(tmp_path, output, config, "transfer.scheme=finetune", f"transfer.source={tmp_path / 'source'}", f"transfer.adaptations={adaptations}")
+        assert "over groups: word_representation, level 0 (pos), level 1 (dp, ner)" in (tmp_path / output / "log.txt").read_text()
+    assert "L2-SP (alpha" in (tmp_path / "target-0" / "log.txt").read_text()
+    code = main(["train", "--config", str(config), "--output", str(tmp_path / "bad"), "--quiet", *TINY_MODEL, "transfer.adaptations=[chain_thaw]"])
+    assert code == 2 and "chain_thaw not available for multi-task models" in capsys.readouterr().err

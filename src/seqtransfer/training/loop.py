@@ -141,6 +141,9 @@ def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, source: Batc
             with precision.autocast():
                 loss = model.loss(batch)
                 total = loss + sum(term(model, batch) for term in extra_losses) if extra_losses else loss
+            if not total.requires_grad:  # nothing this batch reads trains yet (a multi-task model's lower levels, gradually unfrozen)
+                total_loss += loss.item()
+                continue
             (scaler.scale(total) if scaler else total).backward()
             if scaler:
                 scaler.unscale_(optimizer)  # clip the true gradients

@@ -237,6 +237,24 @@ def load_multitask_source(config: RunConfig, scheme: Scheme):
     return source
 
 
+def multitask_adaptations(config: RunConfig, model: HierarchicalMultiTask, source, log: Log) -> tuple:
+    """Check ``transfer.adaptations`` against the model's groups (the levels of its hierarchy) and
+    build L2-SP towards a multi-task source's weights (the extra loss term) when asked."""
+    if not config.transfer.adaptations:
+        return ()
+    from seqtransfer.transfer.adaptations import MultitaskL2SP, check_adaptations, layer_groups
+
+    check_adaptations(config.transfer, model, has_source=source is not None)
+    log("adaptations " + ", ".join(config.transfer.adaptations) + " over groups: " + ", ".join(name for name, _ in layer_groups(model)))
+    if "l2sp" not in config.transfer.adaptations:
+        return ()
+    state = {name: tensor.detach().clone() for name, tensor in source.model.state_dict().items()}
+    copied = [name for name in state if name.startswith(transferred_prefixes(model, source.model))]  # the branches fed as in the source
+    penalty = MultitaskL2SP(model, state, copied, config.transfer.l2sp_weight)
+    log(f"L2-SP (alpha {config.transfer.l2sp_weight}) over {len(penalty.pairs)} transferred tensors, each batch over those its tasks use")
+    return (penalty,)
+
+
 def build_multitask_model(config: RunConfig, vocabularies: Vocabularies, matrix: np.ndarray, source, log: Log) -> HierarchicalMultiTask:
     model = build_model(config.model, vocabularies)
     model.word_representation.load_vectors(matrix)
@@ -306,8 +324,10 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
     from seqtransfer.training.train import check_resumable, train_phases
 
     scheme = get_scheme(config.transfer.scheme)
-    if config.transfer.adaptations:
-        raise SeqTransferError("transfer.adaptations are not available for multi-task models yet", hint="leave transfer.adaptations empty")
+    unavailable = [name for name in config.transfer.adaptations if name in ("chain_thaw", "ewc")]
+    if unavailable:
+        raise SeqTransferError(f"transfer.adaptations {', '.join(unavailable)} not available for multi-task models yet",
+                               hint="use discriminative, gradual_unfreezing or l2sp (by level of the hierarchy)")
     if config.model.encoder and config.model.encoder_mode == "finetune":
         raise SeqTransferError("a multi-task model reads a frozen encoder's features, not a fine-tuned encoder, for now", hint="use model.encoder_mode=features")
     if config.train.adversarial_data or config.model.discriminator_hidden:
@@ -330,6 +350,7 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
     weights = initial_weights(config)
     vocabularies, matrix = prepare_multitask_vocabularies(config, tasks, log, base=source.vocabularies if source else None)
     model = build_multitask_model(config, vocabularies, matrix, source, log)
+    extra_losses = multitask_adaptations(config, model, source, log)
     device = resolve_device(config.train.device)
     prepare_device(device)
     model.to(device)
@@ -347,7 +368,8 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
         log(f"training multi-task {scheme.name}: " + ", ".join(f"{task} <- {data.dataset}/{data.task} ({len(data.splits['train'])} sentences)" for task, data in tasks.items())
             + f"; {schedule.batch_count} batches per epoch ({config.multitask.sampling}); {count_parameters(model)} parameters; device: {describe_device(device)}")
         try:
-            result = train_phases(model, scheme, config, schedule, evaluate_dev, directory, log, show_progress, epoch_hooks=(loss_weight_hook(weights, config.multitask.weight_growth),))
+            result = train_phases(model, scheme, config, schedule, evaluate_dev, directory, log, show_progress, epoch_hooks=(loss_weight_hook(weights, config.multitask.weight_growth),),
+                                  extra_losses=extra_losses)
             model.load_state_dict(result.best_state)
             task_results = score_tasks(model, tasks, vocabularies, config, directory)
         except torch.cuda.OutOfMemoryError:

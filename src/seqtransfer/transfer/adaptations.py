@@ -40,9 +40,27 @@ ENCODER_LAYER = re.compile(r"(encoder\.(?:base_model\.model\.)?)encoder\.layer\.
 EMBEDDING_TABLES = ("word_representation.word_embedding.weight", "word_representation.character_encoder.embedding.weight")
 
 
+def multitask_groups(model: nn.Module, names: list[str]) -> list[LayerGroup]:
+    """A hierarchical multi-task model's groups: the shared representation, then each level of the
+    hierarchy (its branches and their projections), the top level last (its "head")."""
+    from seqtransfer.models.multitask import task_levels
+
+    levels = task_levels(model.hierarchy)
+    groups = [("word_representation", [name for name in names if name.startswith("word_representation.")])]
+    for level in sorted(set(levels.values())):
+        tasks = sorted(task for task in model.order if levels[task] == level)
+        prefixes = tuple(f"{part}.{task}." for task in tasks for part in ("branches", "projections"))
+        groups.append((f"level {level} ({', '.join(tasks)})", [name for name in names if name.startswith(prefixes)]))
+    taken = {name for _, members in groups for name in members}
+    groups[-1][1].extend(name for name in names if name not in taken)
+    return [group for group in groups if group[1]]
+
+
 def layer_groups(model: nn.Module) -> list[LayerGroup]:
     """Parameter names by layer group, bottom to top; whatever no lower group takes is the top group (the head)."""
     names = [name for name, _ in model.named_parameters()]
+    if hasattr(model, "hierarchy"):
+        return multitask_groups(model, names)
     prefixes: list[str] = []
     roots = {match.group(1) for name in names if (match := ENCODER_LAYER.match(name))}
     if roots:  # a Hugging Face encoder inside the model (under PEFT's LoRA: inside its base_model.model)
@@ -147,6 +165,23 @@ class L2SP:
 
     def __call__(self, model: nn.Module, batch) -> torch.Tensor:
         return 0.5 * self.weight * sum(((parameter - start) ** 2).sum() for parameter, start in self.pairs)
+
+
+class MultitaskL2SP(L2SP):
+    """L2-SP in a multi-task model: per batch, only over the weights its tasks use (the shared
+    representation, the branches of its tasks and of those below, the projections they read), so a
+    step still changes nothing a batch of another task owns."""
+
+    def __init__(self, model: nn.Module, source_state: dict[str, torch.Tensor], names: list[str], weight: float) -> None:
+        super().__init__(model, source_state, names, weight)
+        parameters = {id(parameter): name for name, parameter in model.named_parameters()}
+        self.names = [parameters[id(parameter)] for parameter, _ in self.pairs]
+
+    def __call__(self, model: nn.Module, batch) -> torch.Tensor:
+        tasks = model.needed([task for task in model.order if task in model.targets_of(batch)])
+        read = {source for task in tasks for source in model.hierarchy[task]}
+        used = ("word_representation.", *(f"branches.{task}." for task in tasks), *(f"projections.{task}." for task in read))
+        return 0.5 * self.weight * sum(((parameter - start) ** 2).sum() for name, (parameter, start) in zip(self.names, self.pairs) if name.startswith(used))
 
 
 class EWC(L2SP):
