@@ -175,7 +175,7 @@ def method_of(spec: ExperimentSpec, record: dict):
 
 def read_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, tasks: list[RunTask], sources: dict[str, RunTask]) -> list[RunTask]:
     """The runs of other methods that ``tasks`` read (the run a ``start_from`` method starts from; the
-    labellers of a ``pseudo_labels`` method) and lack, their method or target left out by --only or
+    labellers of a ``pseudo_labels`` method; the teachers of a ``distill_from`` one) and lack, their method or target left out by --only or
     --targets: trained first, and only when a run still needs them."""
     have = {task.directory for task in tasks}
     extra = {}
@@ -188,7 +188,7 @@ def read_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, 
 
 
 def runs_read(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, task: RunTask, sources: dict[str, RunTask]) -> list[RunTask]:
-    """The runs of other methods one run reads (same seed)."""
+    """The runs of other methods one run reads (same seed, or a teacher's seed + offset)."""
     if not task.record.get("method") or "targets" in task.record:
         return []
     method, seed = method_of(spec, task.record), task.record["seed"]
@@ -221,19 +221,14 @@ def target_text(spec: ExperimentSpec, target_name: str) -> str:
 
 
 def method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, method_name: str, target_name: str, seed: int, sources: dict[str, RunTask]) -> RunTask:
-    method, target = spec.methods[method_name], target_spec(spec, target_name)
-    config = base_config(spec, data_dir, target.dataset, target.task, [*target.overrides, f"transfer.scheme={method.scheme}", f"train.seed={seed}", *method.overrides])
+    """One run of a mono-task method on a target with a seed, and what it reads (source, tagger,
+    teachers, labellers), each named in its identity by id or digest, never by folder."""
+    method = spec.methods[method_name]
+    config = method_config(spec, data_dir, method, target_name, seed)
     selflabel = dict(method.selflabel) if method.selflabel else None
-    if config.data.select_like == TARGET_TEXT:
-        config.data.select_like = target_text(spec, target_name)
     if selflabel and selflabel.get("unlabeled") == TARGET_TEXT:
         selflabel["unlabeled"] = target_text(spec, target_name)
-    if method.anneal:  # data annealing from the target's source data (its training split)
-        config.data.anneal_source = spec.sources[target.source].training_data
-    source_name = method.source.get(target_name, target.source) if isinstance(method.source, dict) else method.source or target.source
-    source = sources.get(source_name) if source_name and get_scheme(method.scheme).uses_source else None
-    if method.start_from:  # another method's run of this seed (training/train.py starts from a self-labelling run's first model)
-        source = method_task(spec, store, data_dir, method.start_from["method"], method.start_from["target"], seed, sources)
+    source = method_source(spec, store, data_dir, method, target_name, seed, sources)
     config.transfer.source = source.directory if source else None
     # a method's run is named by its settings' digest alone: the folder's readable prefix depends on which file trained it first
     identity = identity_of(config, (digest_of(source.run_id) if method.start_from else source.run_id) if source else None)
@@ -243,23 +238,50 @@ def method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None,
     if selflabel:
         identity["selflabel"] = selflabel
     teachers = [method_task(spec, store, data_dir, name, target_name, seed + offset, sources) for name, offset in map(split_member, method.distill_from or [])]
-    if teachers:  # their digests, not their folders, name the run
+    if teachers:
         identity.setdefault("transfer", {})["distill_from"] = [digest_of(teacher.run_id) for teacher in teachers]
     pseudo = pseudo_settings(spec, store, data_dir, method, target_name, seed, sources)
-    if pseudo:  # the labellers' digests, not their folders, name the run
+    if pseudo:
         identity["pseudo_labels"] = {**pseudo, "runs": [digest_of(Path(directory).name) for directory in pseudo["runs"]]}
-    kind = selflabel["method"] if selflabel else method.scheme
-    run_id = store.run_id(f"{slug(target_name)}-{kind}-", content_id(identity))
+    run_id = store.run_id(f"{slug(target_name)}-{selflabel['method'] if selflabel else method.scheme}-", content_id(identity))
     if pseudo:
         config.data.pseudo_train = str(store.run_directory(run_id) / PSEUDO_FILE)
     if teachers:
         config.transfer.distill_from = [teacher.directory for teacher in teachers]
+    return RunTask(run_id, str(store.run_directory(run_id)), config_to_dict(config), cell_record(spec, method_name, target_name, seed), selflabel=selflabel, pseudo=pseudo)
+
+
+def method_config(spec: ExperimentSpec, data_dir: str | None, method, target_name: str, seed: int) -> RunConfig:
+    """The config of a method's run on a target: the file's, the target's and the method's overrides;
+    ``target`` text resolved; data annealing's source data."""
+    target = target_spec(spec, target_name)
+    config = base_config(spec, data_dir, target.dataset, target.task, [*target.overrides, f"transfer.scheme={method.scheme}", f"train.seed={seed}", *method.overrides])
+    if config.data.select_like == TARGET_TEXT:
+        config.data.select_like = target_text(spec, target_name)
+    if method.anneal:  # data annealing from the target's source data (its training split)
+        config.data.anneal_source = spec.sources[target.source].training_data
+    return config
+
+
+def method_source(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, method, target_name: str, seed: int, sources: dict[str, RunTask]) -> RunTask | None:
+    """The run a method's run transfers from: another method's run of this seed (``start_from``;
+    training/train.py starts from a self-labelling run's first model), the method's or the target's source, or none."""
+    if method.start_from:
+        return method_task(spec, store, data_dir, method.start_from["method"], method.start_from["target"], seed, sources)
+    target = target_spec(spec, target_name)
+    name = method.source.get(target_name, target.source) if isinstance(method.source, dict) else method.source or target.source
+    return sources.get(name) if name and get_scheme(method.scheme).uses_source else None
+
+
+def cell_record(spec: ExperimentSpec, method_name: str, target_name: str, seed: int) -> dict:
+    """The record of a grid cell, before its run's scores: what it is, where its test is, what else to score."""
+    target = target_spec(spec, target_name)
     record = {"experiment": spec.name, "method": method_name, "target": target_name, "seed": seed}
     if target.test_on:
         record["test_on"] = target.test_on
     if target.also:
         record["also"] = list(target.also)
-    return RunTask(run_id, str(store.run_directory(run_id)), config_to_dict(config), record, selflabel=selflabel, pseudo=pseudo)
+    return record
 
 
 PSEUDO_FILE = "pseudo.conll"  # a pseudo_labels run's labelled target text, in its own folder
