@@ -539,3 +539,31 @@ def test_adapters_on_frozen_features_are_one_line(encoder, tmp_path, capsys):
               "--epochs", "1", "--quiet", *TINY_MODEL, f"model.encoder={encoder}"]
     assert main([*common, "--output", str(tmp_path / "a"), "model.encoder_adapter=houlsby"]) == 2
     assert "this run has encoder" in capsys.readouterr().err and not (tmp_path / "a").exists()
+
+
+def test_a_fine_tuned_encoders_run_is_a_source_for_fine_tuning_and_feature_extraction(encoder, tmp_path):
+    from safetensors.torch import load_file
+
+    from seqtransfer.cli import run as run_command
+
+    ner = ["--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner", "--epochs", "1", "--quiet", *TINY_MODEL]
+    pos = ["--train", str(FIXTURES / "tiny_pos_train.conll"), "--dev", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos", "--epochs", "1", "--quiet", *TINY_MODEL]
+    source = tmp_path / "source"
+    run_command(["train", *ner, "--output", str(source), f"model.encoder={encoder}", "model.encoder_mode=finetune", "model.encoder_adapter=lora", "model.lora_rank=2"])
+    for scheme in ("finetune", "features"):
+        output = tmp_path / scheme
+        run_command(["transfer", "--source", str(source), "--method", scheme, *pos, "--output", str(output)])  # the source's encoder, mode and adapter
+        log = (output / "log.txt").read_text(encoding="utf-8")
+        assert "tensors from" in log and "(encoder., feature_extractor.)" in log
+        saved, start = load_file(str(output / "model.safetensors")), load_file(str(source / "model.safetensors"))
+        lora = [name for name in start if "lora_" in name]
+        assert lora and all(name in saved for name in lora)  # the target is a LoRA model too, its adapters copied
+        if scheme == "features":  # only the classifier trained: the adapters are the source's
+            assert all(torch_equal(saved[name], start[name]) for name in lora)
+    assert main(["transfer", "--source", str(source), "--method", "pretrand", *pos, "--output", str(tmp_path / "pretrand")]) == 2  # no random branch beside an encoder
+
+
+def torch_equal(first, second) -> bool:
+    import torch
+
+    return bool(torch.equal(first, second))

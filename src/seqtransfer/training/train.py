@@ -100,7 +100,8 @@ def build_word_vocabularies(config: RunConfig, train_tokens: list, evaluation_to
 
 # Model settings a transferred model takes from its source run (the copied weights' shapes).
 SOURCE_SIZES = ("word_dimension", "char_dimension", "char_hidden", "hidden", "embeddings", "parser_hidden", "parser_layers", "arc_hidden", "relation_hidden",
-                "encoder", "encoder_pooling", "encoder_layers", "encoder_dimension", "tag_feature", "tag_dimension", "feature_extractor")
+                "encoder", "encoder_pooling", "encoder_layers", "encoder_dimension", "tag_feature", "tag_dimension", "feature_extractor",
+                "encoder_mode", "encoder_adapter", "lora_rank", "lora_alpha", "adapter_size")
 
 
 def model_architecture(scheme: Scheme, data: TaskData) -> str:
@@ -143,6 +144,14 @@ def check_source_tags(config: RunConfig, source: rundir.LoadedRun) -> None:
         config.model.tag_tagger = source.config.model.tag_tagger
 
 
+def transferred_prefixes(model: nn.Module, scheme: Scheme) -> tuple[str, ...]:
+    """The scheme's transferred prefixes; a fine-tuned encoder's model reads words with its
+    ``encoder.`` where the others have their ``word_representation.``."""
+    if hasattr(model, "load_pretrained"):
+        return tuple("encoder." if prefix == "word_representation." else prefix for prefix in scheme.transferred)
+    return scheme.transferred
+
+
 def build_target_model(config: RunConfig, scheme: Scheme, vocabularies: Vocabularies, matrix: np.ndarray, source, log: Log) -> nn.Module:
     """A fresh model of ``config.model.architecture``, with the source's weights where the scheme says."""
     model = build_model(config.model, vocabularies)
@@ -152,8 +161,9 @@ def build_target_model(config: RunConfig, scheme: Scheme, vocabularies: Vocabula
         model.load_pretrained()
     if source is not None:
         source_state = source.model.state_dict()
-        copied = transfer_weights(model, source_state, scheme.transferred)
-        log(f"transferred {len(copied)} tensors from {config.transfer.source} ({', '.join(scheme.transferred)})")
+        prefixes = transferred_prefixes(model, scheme)
+        copied = transfer_weights(model, source_state, prefixes)
+        log(f"transferred {len(copied)} tensors from {config.transfer.source} ({', '.join(prefixes)})")
         if config.transfer.copy_shared_labels:
             shared = copy_shared_label_rows(model, source_state, vocabularies.labels, source.vocabularies.labels)
             log(f"copied classifier rows of {len(shared)} shared labels")
@@ -260,8 +270,8 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
         return source_as_is(config, directory, data, source, started, log)
     config.model.architecture = model_architecture(scheme, data)
     if config.model.encoder and config.model.encoder_mode == "finetune":
-        if "encoder" not in data.kind.architectures or scheme.uses_source:
-            raise SeqTransferError(f"a fine-tuned encoder serves tagging and sentence tasks from scratch for now, not {data.kind.name} / {scheme.name}",
+        if "encoder" not in data.kind.architectures or scheme.architecture != "tagger":
+            raise SeqTransferError(f"a fine-tuned encoder serves tagging and sentence tasks from scratch or from a fine-tuned encoder's run (finetune, features), not {data.kind.name} / {scheme.name}",
                                    hint="use model.encoder_mode=features (frozen encoder vectors) for this model")
         fill_fine_tuning(config, data.kind)
     if config.train.adversarial_data and not config.model.discriminator_hidden:
@@ -380,7 +390,7 @@ def source_penalties(config: RunConfig, model: nn.Module, scheme: Scheme, log: L
         return (penalty,)
     source = rundir.load_run(config.transfer.source)
     source_state = {name: tensor.detach().clone() for name, tensor in source.model.state_dict().items()}
-    names = [name for name in source_state if name.startswith(scheme.transferred)]
+    names = [name for name in source_state if name.startswith(transferred_prefixes(model, scheme))]
     penalties = []
     if "l2sp" in wanted:
         penalties.append(L2SP(model, source_state, names, config.transfer.l2sp_weight))
