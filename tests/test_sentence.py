@@ -173,3 +173,21 @@ def test_the_bilstm_pools_the_two_texts_of_a_pair_apart():
 
 def lines_predicted(output) -> str:
     return (output / "predictions" / "test.tsv").read_text().splitlines()[0].split("\t")[1]
+
+
+def test_sentence_classifiers_distil_into_one_per_sentence(tmp_path):
+    from seqtransfer.rundir import load_run
+    from seqtransfer.transfer.distillation import teacher_distributions
+
+    common = ["train", "--train", TRAIN, "--dev", DEV, "--epochs", "2", "--quiet", *TINY_MODEL]
+    teachers = [tmp_path / "a", tmp_path / "b"]
+    for seed, teacher in enumerate(teachers, start=1):
+        assert main([*common, "--output", str(teacher), f"train.seed={seed}"]) == 0
+    loaded = load_run(teachers[0])
+    tokens = [["great", "acting"], ["so", "bad", "really"]]
+    distributions = teacher_distributions(loaded, tokens, loaded.vocabularies.labels, temperature=2.0)
+    assert [d.shape for d in distributions] == [(1, len(loaded.vocabularies.labels))] * 2  # one distribution per sentence
+    assert all(abs(float(d.sum()) - 1.0) < 1e-5 for d in distributions)
+    student = tmp_path / "student"
+    assert main([*common, "--output", str(student), f"transfer.distill_from=[{teachers[0]}, {teachers[1]}]"]) == 0
+    assert "distilling 2 teacher run(s)" in (student / "log.txt").read_text(encoding="utf-8")

@@ -1,4 +1,5 @@
-"""Distillation of runs (an ensemble, or one bigger model) into the model being trained (Hinton et al. 2015).
+"""Distillation of runs (an ensemble, or one bigger model) into the model being trained (Hinton et al. 2015):
+taggers per token, sentence classifiers per sentence.
 
     transfer.distill_from=[RUN, RUN, ...]  transfer.distillation_temperature=2  transfer.distillation_weight=1
 
@@ -24,11 +25,26 @@ from seqtransfer.data.vocabulary import Vocabulary
 from seqtransfer.errors import SeqTransferError
 
 
+def label_scores(model: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, T, L) label scores and their (B, T) mask: per token for a tagger, one row per sentence
+    (T = 1) for a sentence classifier."""
+    if hasattr(model, "sentence_scores"):
+        scores = model.sentence_scores(batch).unsqueeze(1)  # (B, 1, L)
+        return scores, torch.ones(scores.shape[:2], dtype=torch.bool, device=scores.device)
+    return model.emissions(batch), batch.mask
+
+
+def distilled_kind(model: nn.Module) -> bool:
+    """Whether a model gives label distributions to distil: a tagger's per token, a classifier's per sentence (not a regressor's score)."""
+    return getattr(model, "task_kind", None) != "regression" and (hasattr(model, "emissions") or hasattr(model, "sentence_scores"))
+
+
 def teacher_distributions(run, tokens: Sequence[Sequence[str]], labels: Vocabulary, temperature: float, batch_size: int = 256) -> list[np.ndarray]:
-    """Per sentence (T, L_student): one teacher's label distribution at ``temperature``, on the student's labels."""
+    """Per sentence (T, L_student): one teacher's label distribution at ``temperature``, on the student's labels (T = 1 for a sentence classifier)."""
     model = run.model
-    if not hasattr(model, "emissions"):
-        raise SeqTransferError("a teacher must be a tagging run (it gives per-token label scores)", path=run.directory, hint="pass tagger or PretRand runs")
+    if not distilled_kind(model):
+        raise SeqTransferError("a teacher must be a tagging or sentence-classification run (it gives label scores)", path=run.directory,
+                               hint="pass tagger, PretRand or classifier runs")
     mapping = np.array([labels.index.get(label, -1) for label in run.vocabularies.labels.items])
     if not (mapping >= 0).any():
         raise SeqTransferError("the teacher's labels share none with this task's", path=run.directory, hint="distil from runs of the same task")
@@ -37,9 +53,10 @@ def teacher_distributions(run, tokens: Sequence[Sequence[str]], labels: Vocabula
     model.eval()
     with torch.inference_mode():
         for batch in evaluation_batches(encoded, batch_size):
-            probabilities = (model.emissions(batch) / temperature).softmax(-1).numpy()  # (B, T, L_teacher)
+            scores, mask = label_scores(model, batch)
+            probabilities = (scores / temperature).softmax(-1).numpy()  # (B, T, L_teacher)
             for row, index in enumerate(batch.indices):
-                length = len(tokens[index])
+                length = int(mask[row].sum())
                 student = np.zeros((length, len(labels)), dtype=np.float32)
                 kept = mapping >= 0
                 student[:, mapping[kept]] = probabilities[row, :length][:, kept]
@@ -55,15 +72,16 @@ class Distillation:
         self.soft = [np.mean([distributions[index] for distributions in per_teacher], axis=0) for index in range(len(tokens))]
         self.temperature, self.weight = temperature, weight
 
-    def targets(self, batch: Batch) -> torch.Tensor:
-        """(B, T, L) soft targets of the batch's sentences (zeros on padding)."""
-        width, labels = batch.mask.shape[1], self.soft[0].shape[1]
+    def targets(self, batch: Batch, width: int) -> torch.Tensor:
+        """(B, width, L) soft targets of the batch's sentences (zeros on padding)."""
+        labels = self.soft[0].shape[1]
         padded = np.zeros((len(batch.indices), width, labels), dtype=np.float32)
         for row, index in enumerate(batch.indices):
             padded[row, : len(self.soft[index])] = self.soft[index]
         return torch.from_numpy(padded).to(batch.mask.device)
 
     def __call__(self, model: nn.Module, batch: Batch) -> torch.Tensor:
-        log_student = (model.emissions(batch) / self.temperature).log_softmax(-1)  # (B, T, L)
-        cross_entropy = -(self.targets(batch) * log_student).sum(-1)[batch.mask].sum()
+        scores, mask = label_scores(model, batch)
+        log_student = (scores / self.temperature).log_softmax(-1)  # (B, T, L)
+        cross_entropy = -(self.targets(batch, scores.shape[1]) * log_student).sum(-1)[mask].sum()
         return self.weight * self.temperature**2 * cross_entropy
