@@ -561,9 +561,5 @@ def test_a_fine_tuned_encoders_run_is_a_source_for_fine_tuning_and_feature_extra
         if scheme == "features":  # only the classifier trained: the adapters are the source's
             assert all(torch_equal(saved[name], start[name]) for name in lora)
     assert main(["transfer", "--source", str(source), "--method", "pretrand", *pos, "--output", str(tmp_path / "pretrand")]) == 2  # no random branch beside an encoder
-
-
-def torch_equal(first, second) -> bool:
-    import torch
-
-    return bool(torch.equal(first, second))
+    with pytest.raises(SeqTransferError, match="the source run has model.encoder_adapter=lora; this run asks for houlsby"):
+        run_command(["transfer", "--source", str(source), "--method", "finetune", *pos, "--output", str(tmp_path / "other"), "model.encoder_adapter=houlsby"])

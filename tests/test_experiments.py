@@ -555,27 +555,38 @@ def test_other_methods_runs_label_text_that_a_pseudo_labels_method_trains_on(tmp
     assert "pseudo labels: 2 of 3 sentences" in log and "labelled by 2 run(s) (average)" in log and "pseudo-labelled: 2 sentences" in log
     assert {record["method"] for record in records} >= {"scratch", "finetune"}  # the labellers of the same seed, trained first
     spec = load_experiment(experiment)
+    sources = grid.source_tasks(spec, ResultsStore(results), None)
+    assert grid.method_task(spec, ResultsStore(results), None, "mixed", "pos", 1, sources).run_id == folder.name  # the grid's own run
     spec.methods["mixed"].pseudo_labels["top_n"] = 1
-    assert grid.method_task(spec, ResultsStore(results), None, "mixed", "pos", 1, {}).run_id != folder.name  # other labels, another run
+    assert grid.method_task(spec, ResultsStore(results), None, "mixed", "pos", 1, sources).run_id != folder.name  # other labels, another run
     for labels, message in (("{from: [nothing], unlabeled: x}", "pseudo_labels.from must name other mono-task methods"),
+                            ("{from: [scratch], unlabeled: x, top_n: 2.5}", "top_n must be a whole number"),
+                            ("{from: [scratch], unlabeled: x, tokenizer: bpe}", "tokenizer must be one of"),
                             ("{from: [scratch]}", "needs 'from' .a list of methods. and 'unlabeled'"),
-                            ("{from: [scratch], unlabeled: x, top_n: 0}", "--top-n must be at least 1")):
+                            ("{from: [scratch], unlabeled: x, top_n: 0}", "top_n must be a whole number of at least 1")):
         experiment.write_text(text.replace(text.split("pseudo_labels: ")[1].split("}}")[0] + "}", labels), encoding="utf-8")
         with pytest.raises(SeqTransferError, match=message):
             load_experiment(experiment)
 
 
-def test_an_ensemble_predicts_another_datasets_test_split_with_its_members_averaged(tmp_path):
-    from seqtransfer import rundir
-    from seqtransfer.experiments.ensemble import ensemble_predict
-    from seqtransfer.experiments.runner import predict_elsewhere
+def test_an_ensemble_scores_a_targets_test_on_data_and_only_where_all_its_members_run(tmp_path):
+    from seqtransfer.experiments import grid
+    from seqtransfer.experiments.store import ResultsStore
 
     experiment = tiny_experiment(tmp_path)
+    text = experiment.read_text(encoding="utf-8").replace("  pos: {dataset: null, source: ner,", "  pos: {dataset: null, source: ner, test_on: 'tweebank:upos',")
+    experiment.write_text(text, encoding="utf-8")
     records = run(["experiment", "run", str(experiment), "--only", "ensemble", "--results", str(tmp_path / "results")])
     ensemble = next(record for record in records if record["method"] == "ensemble")
-    members = json.loads((Path(ensemble["run_directory"]) / "metrics.json").read_text())["members"]
-    tokens = [["John", "lives", "in", "Paris"], ["a", "tweet"]]
-    assert predict_elsewhere(Path(ensemble["run_directory"]), tokens) == ensemble_predict([rundir.load_run(member) for member in members], tokens)
+    folder = Path(ensemble["predictions"])
+    assert folder.name == "test-on-tweebank-upos" and json.loads((folder / "score.json").read_text())["score"] == ensemble["test"]
+    assert len((folder / "test.conll").read_text(encoding="utf-8").split("\n\n")) > 1000  # TweeBank's test tweets, labelled by the members averaged
+    narrowed = text.replace("  ensemble: {ensemble: [finetune, scratch+1000]}", "  narrow: {scheme: scratch, targets: [other]}\n  ensemble: {ensemble: [narrow, scratch]}")
+    narrowed = narrowed.replace("  pos: {dataset: null,", "  other: {dataset: null, overrides: " + text.split("  pos: {dataset: null, source: ner, test_on: 'tweebank:upos', overrides: ")[1].split("\n")[0] + "\n  pos: {dataset: null,")
+    experiment.write_text(narrowed, encoding="utf-8")
+    spec = load_experiment(experiment)
+    cells = grid.ensemble_tasks(spec, ResultsStore(tmp_path / "results"), None, [1], {}, set())
+    assert [task.record["target"] for task, _ in cells] == ["other"]  # narrow runs on "other" only: no ensemble on pos
 
 
 def test_a_method_distils_other_methods_runs_of_its_target_and_seed(tmp_path):
@@ -592,3 +603,19 @@ def test_a_method_distils_other_methods_runs_of_its_target_and_seed(tmp_path):
     experiment.write_text(text.replace("distill_from: [finetune, scratch+1000]", "distill_from: [nobody]"), encoding="utf-8")
     with pytest.raises(SeqTransferError, match="distill_from must name other mono-task methods"):
         load_experiment(experiment)
+
+
+def test_methods_read_only_methods_that_read_no_runs_and_a_teacher_of_another_seed_keeps_its_cell(tmp_path):
+    experiment = tiny_experiment(tmp_path)
+    base = experiment.read_text(encoding="utf-8")
+    chained = base.replace("  scratch: {scheme: scratch}", "  scratch: {scheme: scratch}\n  taught: {scheme: scratch, distill_from: [scratch]}\n"
+                           "  chain: {scheme: scratch, distill_from: [taught]}")
+    experiment.write_text(chained, encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="distill_from 'taught' reads other runs or self-labels"):
+        load_experiment(experiment)
+    text = base.replace("  scratch: {scheme: scratch}", "  scratch: {scheme: scratch}\n  distilled: {scheme: scratch, distill_from: [scratch, scratch+1]}")
+    experiment.write_text(text, encoding="utf-8")
+    records = run(["experiment", "run", str(experiment), "--only", "distilled", "--seeds", "2", "--results", str(tmp_path / "results")])
+    cells = {(record["method"], record["seed"]) for record in records}
+    assert ("scratch", 2) in cells and ("scratch+1", 2) not in cells  # seed 2's scratch run is its method's cell, though it also teaches seed 1
+    assert ("scratch+1", 3) in cells  # seed 3's teaches seed 2 only: a cell of its own

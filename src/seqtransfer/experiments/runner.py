@@ -70,7 +70,7 @@ def pseudo_label_logged(task: RunTask, directory: Path, echo: Log | None) -> Non
     from seqtransfer.transfer.pseudolabels import write_pseudo_labels
 
     settings = task.pseudo
-    tokens = read_unlabeled(settings["unlabeled"], task.config["data"]["data_dir"], settings["tokenizer"])
+    tokens = read_unlabeled(settings["unlabeled"], task.config["data"]["data_dir"], settings["tokenizer"], settings.get("word_column"), "pseudo_labels.word_column")
     written = write_pseudo_labels(directory / PSEUDO_FILE, settings["runs"], tokens, settings["combination"], settings["threshold"], settings["top_n"])
     message = (f"pseudo labels: {written['sentences']} of {written['of']} sentences of {settings['unlabeled']} ({written['tokens']} tokens) "
                f"labelled by {len(settings['runs'])} run(s) ({settings['combination']})")

@@ -196,32 +196,62 @@ def split_member(member: str) -> tuple[str, int]:
     return (name, int(offset)) if name and offset.isdigit() else (member, 0)
 
 
-PSEUDO_KEYS = ("from", "unlabeled", "combination", "threshold", "top_n", "tokenizer")
+PSEUDO_KEYS = ("from", "unlabeled", "combination", "threshold", "top_n", "tokenizer", "word_column")
+
+
+def reads_runs(method: MethodSpec) -> bool:
+    """Whether a method's runs read other methods' runs (start_from, pseudo_labels, distill_from)."""
+    return any(value is not None for value in (method.start_from, method.pseudo_labels, method.distill_from))
+
+
+def check_read_method(spec: ExperimentSpec, name: str, method: MethodSpec, read: str, role: str, path: Path, example: str) -> None:
+    """A method whose runs another method reads (a labeller, a teacher): another mono-task method of
+    the file that reads no method's runs itself (the grid trains such runs first, one level deep), is
+    not self-labelling (its folder holds several models), and runs on each of the reader's targets."""
+    first = spec.methods.get(split_member(read)[0]) if isinstance(read, str) else None
+    if first is None or not first.scheme or first.multitask or split_member(read)[0] == name:
+        raise SeqTransferError(f"method '{name}': {role} must name other mono-task methods of the file, got '{read}'", path=path, hint=example)
+    if reads_runs(first) or first.selflabel is not None:
+        raise SeqTransferError(f"method '{name}': {role} '{read}' reads other runs or self-labels; name a method trained from its data or a source", path=path, hint=example)
+    missing = [target for target in (method.targets or spec.targets) if first.targets is not None and target not in first.targets]
+    if missing:
+        raise SeqTransferError(f"method '{name}': {role} '{read}' has no run on target '{missing[0]}'", path=path, hint="give both methods the same targets")
 
 
 def check_pseudo_labels(spec: ExperimentSpec, name: str, method: MethodSpec, path: Path) -> None:
     """A method's ``pseudo_labels``: mono-task methods of the file with runs on each of its targets label the text."""
-    from seqtransfer.transfer.pseudolabels import COMBINATIONS, check_selection
+    from seqtransfer.data.tokenize import TOKENIZERS
+    from seqtransfer.transfer.pseudolabels import COMBINATIONS
 
     values = method.pseudo_labels
     example = "e.g. pseudo_labels: {from: [Source only, Source only (PTB)], unlabeled: target, top_n: 1000}"
     if not isinstance(values, dict) or not {"from", "unlabeled"} <= set(values) or not set(values) <= set(PSEUDO_KEYS) or not isinstance(values["from"], list) or not values["from"]:
         raise SeqTransferError(f"method '{name}': pseudo_labels needs 'from' (a list of methods) and 'unlabeled'", path=path, hint=f"{example}; keys: {', '.join(PSEUDO_KEYS)}")
     for labeller in values["from"]:
-        first = spec.methods.get(labeller)
-        if first is None or not first.scheme or first.multitask or labeller == name:
-            raise SeqTransferError(f"method '{name}': pseudo_labels.from must name other mono-task methods of the file, got '{labeller}'", path=path, hint=example)
-        missing = [target for target in (method.targets or spec.targets) if first.targets is not None and target not in first.targets]
-        if missing:
-            raise SeqTransferError(f"method '{name}': labeller '{labeller}' has no run on target '{missing[0]}'", path=path, hint="give both methods the same targets:")
-    if values.get("combination", "average") not in COMBINATIONS:
-        raise SeqTransferError(f"method '{name}': pseudo_labels.combination must be one of {', '.join(COMBINATIONS)}", path=path)
-    try:
-        check_selection(values.get("threshold"), values.get("top_n"))
-    except SeqTransferError as error:
-        raise SeqTransferError(f"method '{name}': pseudo_labels: {error.message}", path=path) from None
+        check_read_method(spec, name, method, labeller, "pseudo_labels.from", path, example)
+    wrong = check_pseudo_values(values, COMBINATIONS, TOKENIZERS)
+    if wrong:
+        raise SeqTransferError(f"method '{name}': pseudo_labels.{wrong}", path=path, hint=example)
     if method.multitask or method.selflabel is not None:
         raise SeqTransferError(f"method '{name}': pseudo_labels trains one mono-task model on the labelled text", path=path, hint="drop multitask: or selflabel:")
+    if any(override.startswith("data.pseudo_train=") for override in method.overrides):
+        raise SeqTransferError(f"method '{name}': pseudo_labels writes the run's data.pseudo_train; it cannot also be set", path=path, hint="drop the data.pseudo_train override")
+
+
+def check_pseudo_values(values: dict, combinations, tokenizers) -> str | None:
+    """What is wrong with a ``pseudo_labels`` block's settings ("top_n must be ..."), or None."""
+    number = (int, float)
+    if values.get("combination", "average") not in combinations:
+        return f"combination must be one of {', '.join(combinations)}"
+    if values.get("tokenizer", "whitespace") not in tokenizers:
+        return f"tokenizer must be one of {', '.join(tokenizers)}"
+    threshold, top_n, column = values.get("threshold"), values.get("top_n"), values.get("word_column")
+    if threshold is not None and (not isinstance(threshold, number) or isinstance(threshold, bool) or not 0 < threshold <= 1):
+        return f"threshold must be a probability in (0, 1], got {threshold!r}"
+    for key, value in (("top_n", top_n), ("word_column", column)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            return f"{key} must be a whole number of at least 1, got {value!r}"
+    return None
 
 
 def check_teachers(spec: ExperimentSpec, name: str, method: MethodSpec, path: Path) -> None:
@@ -230,12 +260,9 @@ def check_teachers(spec: ExperimentSpec, name: str, method: MethodSpec, path: Pa
     if not isinstance(method.distill_from, list) or not method.distill_from or method.multitask or not method.scheme:
         raise SeqTransferError(f"method '{name}': distill_from lists the teacher methods of a mono-task method", path=path, hint=example)
     for teacher in method.distill_from:
-        first = spec.methods.get(split_member(str(teacher))[0])
-        if first is None or not first.scheme or first.multitask or split_member(str(teacher))[0] == name:
-            raise SeqTransferError(f"method '{name}': distill_from must name other mono-task methods of the file, got '{teacher}'", path=path, hint=example)
-        missing = [target for target in (method.targets or spec.targets) if first.targets is not None and target not in first.targets]
-        if missing:
-            raise SeqTransferError(f"method '{name}': teacher '{teacher}' has no run on target '{missing[0]}'", path=path, hint="give both methods the same targets:")
+        check_read_method(spec, name, method, teacher, "distill_from", path, example)
+    if any(override.startswith("transfer.distill_from=") for override in method.overrides):
+        raise SeqTransferError(f"method '{name}': distill_from sets the run's transfer.distill_from; it cannot also be set", path=path, hint="drop the transfer.distill_from override")
 
 
 def check_start_from(spec: ExperimentSpec, name: str, method: MethodSpec, path: Path) -> None:
@@ -248,7 +275,7 @@ def check_start_from(spec: ExperimentSpec, name: str, method: MethodSpec, path: 
     if not isinstance(start, dict) or set(start) != {"method", "target"} or not all(isinstance(value, str) for value in start.values()):
         raise SeqTransferError(f"method '{name}': start_from names a 'method' and a 'target'", path=path, hint=example)
     first = spec.methods.get(start["method"])
-    if first is None or not first.scheme or first.multitask or first.start_from is not None or first.pseudo_labels is not None or start["method"] == name:
+    if first is None or not first.scheme or first.multitask or reads_runs(first) or start["method"] == name:
         raise SeqTransferError(f"method '{name}': start_from must name another mono-task method of the file that starts from a source, got '{start['method']}'", path=path, hint=example)
     if start["target"] not in spec.targets or (first.targets is not None and start["target"] not in first.targets):
         raise SeqTransferError(f"method '{name}': method '{start['method']}' has no run on target '{start['target']}'", path=path,
@@ -389,7 +416,7 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
     spec.published = [_published(row, index, spec.targets, path) for index, row in enumerate(spec.published)]
     spec.search = _searches(spec.search or {}, spec, path)
     for method in spec.search:
-        if any(value is not None for value in (spec.methods[method].start_from, spec.methods[method].pseudo_labels, spec.methods[method].distill_from)):
+        if reads_runs(spec.methods[method]):
             raise SeqTransferError(f"search names method '{method}', which reads other methods' runs (start_from, pseudo_labels, distill_from)", path=path,
                                    hint="search a method that reads only a source; these methods take the settings found")
     spec.path, spec.all_targets = str(path), dict(spec.targets)

@@ -22,6 +22,7 @@ from tqdm import tqdm
 from seqtransfer.config import TrainConfig
 from seqtransfer.data.batching import Batch, EncodedSentences, evaluation_batches, training_batches
 from seqtransfer.data.vocabulary import Vocabulary
+from seqtransfer.errors import SeqTransferError
 from seqtransfer.training import checkpoint
 from seqtransfer.tasks import kind_of
 from seqtransfer.training.metrics import evaluate, main_score
@@ -130,7 +131,7 @@ def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, source: Batc
     device = model_device(model)
     precision = resolve_precision(config.amp, model, device)
     scaler = precision.scaler()
-    total_loss = 0.0
+    total_loss, skipped = 0.0, 0
     schedule = get_schedule(config.schedule or "inverse_time")
     # Embedding rows are brought up to date as batches read them, and all of them at the end.
     with optimizer.track_rows(model) if isinstance(optimizer, LazyMomentumSGD) else nullcontext():
@@ -142,7 +143,7 @@ def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, source: Batc
                 loss = model.loss(batch)
                 total = loss + sum(term(model, batch) for term in extra_losses) if extra_losses else loss
             if not total.requires_grad:  # nothing this batch reads trains yet (a multi-task model's lower levels, gradually unfrozen)
-                total_loss += loss.item()
+                total_loss, skipped = total_loss + loss.item(), skipped + 1
                 continue
             (scaler.scale(total) if scaler else total).backward()
             if scaler:
@@ -155,6 +156,8 @@ def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, source: Batc
             else:
                 optimizer.step()
             total_loss += loss.item()
+    if skipped and skipped == source.batch_count:
+        raise SeqTransferError(f"nothing trains in epoch {epoch}: no batch reaches a trainable weight", hint="check the scheme's phases and transfer.adaptations (what is frozen)")
     return total_loss / max(source.sentence_count, 1)
 
 

@@ -350,10 +350,10 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
     weights = initial_weights(config)
     vocabularies, matrix = prepare_multitask_vocabularies(config, tasks, log, base=source.vocabularies if source else None)
     model = build_multitask_model(config, vocabularies, matrix, source, log)
-    extra_losses = multitask_adaptations(config, model, source, log)
     device = resolve_device(config.train.device)
     prepare_device(device)
     model.to(device)
+    extra_losses = multitask_adaptations(config, model, source, log)  # on the device: L2-SP keeps the source weights beside the model's
     precision = resolve_precision(config.train.amp, model, device)  # one line before anything is written when it cannot apply
     if precision.dtype is not None:
         log(f"precision: {precision.describe()}")

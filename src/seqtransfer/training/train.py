@@ -128,9 +128,26 @@ def load_source(config: RunConfig, scheme: Scheme) -> rundir.LoadedRun | None:
         raise SeqTransferError("the source run is a multi-task model; a mono-task model cannot take its weights", path=config.transfer.source,
                                hint="fine-tune it as a multi-task model (model.tasks and multitask.data), or pass a mono-task source run")
     check_source_tags(config, source)
+    check_source_encoder(config, source)
     for name in SOURCE_SIZES:
         setattr(config.model, name, getattr(source.config.model, name))
     return source
+
+
+ENCODER_SET_UP = ("encoder_mode", "encoder_adapter")  # of SOURCE_SIZES: a target that asks for other values is told, not overruled
+
+
+def check_source_encoder(config: RunConfig, source: rundir.LoadedRun) -> None:
+    """The target takes its source's encoder set-up; one it asks for otherwise (a fine-tuned encoder
+    over a frozen-features source, LoRA over a fully fine-tuned one) is one line, not silently dropped."""
+    from seqtransfer.config import ModelConfig
+
+    defaults = ModelConfig()
+    for name in ENCODER_SET_UP:
+        wanted, had = getattr(config.model, name), getattr(source.config.model, name)
+        if wanted != getattr(defaults, name) and wanted != had:
+            raise SeqTransferError(f"the source run has model.{name}={had}; this run asks for {wanted}", path=config.transfer.source,
+                                   hint=f"drop model.{name} (a target takes its source's encoder set-up), or transfer from a source trained with it")
 
 
 def check_source_tags(config: RunConfig, source: rundir.LoadedRun) -> None:
@@ -144,7 +161,7 @@ def check_source_tags(config: RunConfig, source: rundir.LoadedRun) -> None:
         config.model.tag_tagger = source.config.model.tag_tagger
 
 
-def transferred_prefixes(model: nn.Module, scheme: Scheme) -> tuple[str, ...]:
+def scheme_prefixes(model: nn.Module, scheme: Scheme) -> tuple[str, ...]:
     """The scheme's transferred prefixes; a fine-tuned encoder's model reads words with its
     ``encoder.`` where the others have their ``word_representation.``."""
     if hasattr(model, "load_pretrained"):
@@ -161,7 +178,7 @@ def build_target_model(config: RunConfig, scheme: Scheme, vocabularies: Vocabula
         model.load_pretrained()
     if source is not None:
         source_state = source.model.state_dict()
-        prefixes = transferred_prefixes(model, scheme)
+        prefixes = scheme_prefixes(model, scheme)
         copied = transfer_weights(model, source_state, prefixes)
         log(f"transferred {len(copied)} tensors from {config.transfer.source} ({', '.join(prefixes)})")
         if config.transfer.copy_shared_labels:
@@ -238,7 +255,6 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     started = time.perf_counter()
     reset_peak_rss()  # this run's peak, not an earlier run's in the same process (a Ray worker)
     check_values(config)
-    check_adapter(config)
     seed_everything(config.train.seed, config.train.threads)
     if config.model.tasks:  # a hierarchical multi-task model: several tasks and datasets
         from seqtransfer.training.multitask import train_multitask
@@ -250,9 +266,11 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
         if config.transfer.auxiliary_lm_weight:
             raise SeqTransferError("transfer.auxiliary_lm_weight (an auxiliary LM loss) applies to one task, not to a multi-task model", hint="drop transfer.auxiliary_lm_weight")
 
+        check_adapter(config)
         return train_multitask(config, directory, started, log, show_progress)
     scheme = get_scheme(config.transfer.scheme)
     source = load_source(config, scheme)
+    check_adapter(config)  # after the source's encoder set-up is taken
     with warnings.catch_warnings(record=True) as repairs:  # what reading repaired goes to the run's log too
         warnings.simplefilter("always", SeqTransferWarning)
         data = load_task_data(config.data, SPLITS if scheme.phases(config.transfer) else ("dev", "test"))  # nothing trains: no training split needed
@@ -390,7 +408,7 @@ def source_penalties(config: RunConfig, model: nn.Module, scheme: Scheme, log: L
         return (penalty,)
     source = rundir.load_run(config.transfer.source)
     source_state = {name: tensor.detach().clone() for name, tensor in source.model.state_dict().items()}
-    names = [name for name in source_state if name.startswith(transferred_prefixes(model, scheme))]
+    names = [name for name in source_state if name.startswith(scheme_prefixes(model, scheme))]
     penalties = []
     if "l2sp" in wanted:
         penalties.append(L2SP(model, source_state, names, config.transfer.l2sp_weight))

@@ -62,10 +62,13 @@ def layer_groups(model: nn.Module) -> list[LayerGroup]:
     if hasattr(model, "hierarchy"):
         return multitask_groups(model, names)
     prefixes: list[str] = []
+    shared: tuple[str, ...] = ()
     roots = {match.group(1) for name in names if (match := ENCODER_LAYER.match(name))}
     if roots:  # a Hugging Face encoder inside the model (under PEFT's LoRA: inside its base_model.model)
         root = min(roots)
         layers = sorted({int(match.group(2)) for name in names if (match := ENCODER_LAYER.match(name)) and match.group(1) == root})
+        # what the encoder shares across its layers (MPNet's relative attention bias) goes with its embeddings
+        shared = tuple(name for name in names if name.startswith(f"{root}encoder.") and not name.startswith(f"{root}encoder.layer."))
         prefixes = [f"{root}embeddings.", *(f"{root}encoder.layer.{layer}." for layer in layers)]
     elif any(name.startswith("word_representation.") for name in names):
         stacked = sorted({int(match.group(1)) for name in names if (match := re.match(r"feature_extractor\.(?:lstm\.)?layers\.(\d+)\.", name))})
@@ -74,7 +77,7 @@ def layer_groups(model: nn.Module) -> list[LayerGroup]:
         prefixes = ["word_representation.", *extractor]
     groups, taken = [], set()
     for prefix in prefixes:
-        members = [name for name in names if name.startswith(prefix) and name not in taken]
+        members = [name for name in names if (name.startswith(prefix) or prefix.endswith("embeddings.") and name in shared) and name not in taken]
         if members:
             groups.append((prefix.rstrip("."), members))
             taken.update(members)

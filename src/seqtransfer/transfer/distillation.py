@@ -34,7 +34,7 @@ def label_scores(model: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Te
     return model.emissions(batch), batch.mask
 
 
-def distilled_kind(model: nn.Module) -> bool:
+def gives_label_distributions(model: nn.Module) -> bool:
     """Whether a model gives label distributions to distil: a tagger's per token, a classifier's per sentence (not a regressor's score)."""
     return getattr(model, "task_kind", None) != "regression" and (hasattr(model, "emissions") or hasattr(model, "sentence_scores"))
 
@@ -42,7 +42,7 @@ def distilled_kind(model: nn.Module) -> bool:
 def teacher_distributions(run, tokens: Sequence[Sequence[str]], labels: Vocabulary, temperature: float, batch_size: int = 256) -> list[np.ndarray]:
     """Per sentence (T, L_student): one teacher's label distribution at ``temperature``, on the student's labels (T = 1 for a sentence classifier)."""
     model = run.model
-    if not distilled_kind(model):
+    if not gives_label_distributions(model):
         raise SeqTransferError("a teacher must be a tagging or sentence-classification run (it gives label scores)", path=run.directory,
                                hint="pass tagger, PretRand or classifier runs")
     mapping = np.array([labels.index.get(label, -1) for label in run.vocabularies.labels.items])

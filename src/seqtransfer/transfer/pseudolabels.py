@@ -48,6 +48,7 @@ def label_together(runs: Sequence, tokens: Sequence[Sequence[str]], combination:
 
 
 def check_selection(threshold: float | None, top_n: int | None) -> None:
+    """The command's --threshold in (0, 1] and --top-n of at least 1, each one line."""
     if threshold is not None and not 0 < threshold <= 1:
         raise SeqTransferError(f"--threshold must be in (0, 1], got {threshold}")
     if top_n is not None and top_n < 1:
