@@ -4,7 +4,7 @@ A cell is done (its run finished here, or a kept record of a run with the same s
 it), under way (a checkpoint after some epoch, or some self-labelling rounds finished), or still
 to train. Nothing is trained, loaded or written: the grid is built as ``experiment run`` builds
 it, and a checkpoint's progress is read from its metadata. Source runs (and runs that are only
-started from) are listed apart: they train when a run needs them.
+read by other methods: teachers, labellers, runs started from) are listed apart: they train when a run needs them.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def describe_cells(task: RunTask, kept: dict[tuple, dict]) -> tuple[str, list[st
 
 
 def grid_status(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], data_dir: str | None, only: set[str], kept: list[dict]) -> list[str]:
-    """One line per run (sources and runs only started from first, then the grid's cells, ensembles
+    """One line per run (sources and runs only other methods read first, then the grid's cells, ensembles
     last), then a count of the cells in each state and of the sources."""
     kept_cells = {cell_key(record): record for record in kept if record["experiment"] == spec.name}
     sources = source_tasks(spec, store, data_dir)
@@ -119,7 +119,7 @@ def grid_status(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], dat
         state, described = describe_cells(task, kept_cells)
         cells[state] += cell_count(task)
         lines += described
-    return [*lines, f"{spec.name}: cells {summarize(cells)}; sources and runs started from {summarize(support)} (seeds 1..{max(seeds)})"]
+    return [*lines, f"{spec.name}: cells {summarize(cells)}; sources and runs other methods read {summarize(support)} (seeds 1..{max(seeds)})"]
 
 
 def summarize(counts: dict[str, int]) -> str:
