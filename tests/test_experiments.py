@@ -51,6 +51,13 @@ paper: {{scratch: {{pos: 50.0}}}}
     return path
 
 
+def unlabeled_text(tmp_path: Path) -> Path:
+    """Three unlabelled sentences, one per line: a method's target text."""
+    path = tmp_path / "target.txt"
+    path.write_text("Peter lives in Berlin\nMary visited Paris today\nJohn works for Google\n", encoding="utf-8")
+    return path
+
+
 def test_tiny_grid_runs_resumes_and_ensembles(tmp_path, capsys):
     experiment = tiny_experiment(tmp_path)
     results = tmp_path / "results"
@@ -384,8 +391,7 @@ def test_report_marks_cells_that_read_the_test_datas_dev_labels(tmp_path):
 
 def test_a_self_labelling_method_runs_in_the_grid_and_is_tested_on_the_target(tmp_path):
     experiment = tiny_experiment(tmp_path)
-    unlabeled = tmp_path / "target.txt"
-    unlabeled.write_text("Peter lives in Berlin\nMary visited Paris today\nJohn works for Google\n", encoding="utf-8")
+    unlabeled = unlabeled_text(tmp_path)
     text = experiment.read_text(encoding="utf-8")
     text = text.replace("  scratch: {scheme: scratch}", f"  scratch: {{scheme: scratch}}\n  selftrained: {{scheme: scratch, selflabel: {{method: self_training, unlabeled: '{unlabeled}', rounds: 1, top_n: 2}}}}")
     experiment.write_text(text, encoding="utf-8")
@@ -405,8 +411,7 @@ def test_a_method_starts_from_another_methods_run_even_when_the_command_leaves_i
     from seqtransfer.files import read_yaml_mapping
 
     experiment = tiny_experiment(tmp_path)
-    unlabeled = tmp_path / "target.txt"
-    unlabeled.write_text("Peter lives in Berlin\nMary visited Paris today\nJohn works for Google\n", encoding="utf-8")
+    unlabeled = unlabeled_text(tmp_path)
     text = experiment.read_text(encoding="utf-8")
     text = text.replace("  pos: {dataset: null,", "  few: {dataset: null, source: ner, overrides: [data.train_fraction=0.5, " + text.split("  pos: {dataset: null, source: ner, overrides: [")[1].split("\n")[0] + "\n  pos: {dataset: null,")
     text = text.replace("  scratch: {scheme: scratch}", f"  scratch: {{scheme: scratch}}\n  selftrained: {{scheme: scratch, targets: [pos], selflabel: {{method: self_training, unlabeled: '{unlabeled}', rounds: 1, top_n: 2}}}}\n"
@@ -540,8 +545,7 @@ def test_other_methods_runs_label_text_that_a_pseudo_labels_method_trains_on(tmp
     from seqtransfer.experiments.store import ResultsStore
 
     experiment = tiny_experiment(tmp_path)
-    unlabeled = tmp_path / "target.txt"
-    unlabeled.write_text("Peter lives in Berlin\nMary visited Paris today\nJohn works for Google\n", encoding="utf-8")
+    unlabeled = unlabeled_text(tmp_path)
     text = experiment.read_text(encoding="utf-8").replace("  scratch: {scheme: scratch}", "  scratch: {scheme: scratch}\n"
         f"  mixed: {{scheme: scratch, pseudo_labels: {{from: [scratch, finetune], unlabeled: '{unlabeled}', top_n: 2}}}}")
     experiment.write_text(text, encoding="utf-8")
