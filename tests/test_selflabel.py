@@ -72,6 +72,19 @@ def test_other_settings_in_the_same_folder_are_refused(tmp_path, capsys):
     assert code == 2 and len(error) == 1 and "other settings" in error[0]
 
 
+def test_rounds_saved_before_a_config_field_existed_resume(tmp_path, capsys):
+    """A field added to the config since the rounds were saved (at its default), or other threads, is the same settings."""
+    output = tmp_path / "self"
+    run(selflabel_arguments("self_training", output, "--rounds", "0"))
+    saved = json.loads((output / "selflabel.json").read_text(encoding="utf-8"))
+    del saved["config"]["train"]["adversarial_tokenizer"]
+    saved["config"]["train"]["threads"] = 7
+    (output / "selflabel.json").write_text(json.dumps(saved), encoding="utf-8")
+    capsys.readouterr()
+    assert main(selflabel_arguments("self_training", output, "--rounds", "0")) == 0
+    assert ": training " not in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("extra, message", [(["--threshold", "1.5"], "--threshold must be in (0, 1]"), (["--pool", "0"], "--pool at least 1"),
                                              (["--unlabeled", "nothing.txt"], "nothing.txt: file not found")])
 def test_bad_self_labelling_settings_are_one_line(tmp_path, capsys, extra, message):

@@ -6,6 +6,7 @@ model never depends on a default that may change later.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import types
@@ -367,6 +368,30 @@ def check_values(config: RunConfig) -> RunConfig:
 def config_to_dict(config: RunConfig) -> dict:
     """The filled configuration as plain nested dicts."""
     return dataclasses.asdict(config)
+
+
+def non_default(values: dict, defaults: dict) -> dict:
+    """The entries of nested ``values`` that differ from ``defaults``."""
+    result = {}
+    for key, value in values.items():
+        if isinstance(value, dict) and isinstance(defaults.get(key, {}), dict):  # a section (a mapping-valued setting with a null default is one value)
+            nested = non_default(value, defaults.get(key, {}))
+            if nested:
+                result[key] = nested
+        elif key not in defaults or defaults[key] != value:
+            result[key] = value
+    return result
+
+
+def result_settings(config: RunConfig | dict) -> dict:
+    """The settings that decide a run's result: those that differ from the defaults (so that adding
+    a config field changes nothing saved before it), without where the data lives, how many threads
+    or which device run it, or whether activations are recorded for analysis."""
+    values = copy.deepcopy(config) if isinstance(config, dict) else config_to_dict(config)
+    values.get("data", {}).pop("data_dir", None)
+    for key in ("threads", "device", "record_activations"):
+        values.get("train", {}).pop(key, None)
+    return non_default(values, config_to_dict(RunConfig()))
 
 
 def dump_config(config: RunConfig) -> str:

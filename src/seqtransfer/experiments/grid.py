@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from seqtransfer.config import RunConfig, apply_overrides, check_values, config_to_dict
+from seqtransfer.config import RunConfig, apply_overrides, check_values, config_to_dict, result_settings
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.spec import ExperimentSpec, split_member
 from seqtransfer.experiments.store import ResultsStore, content_id, digest_of
@@ -48,34 +48,22 @@ class RunTask:
         return [directory for directory in [self.source_directory, tagger, *read] if directory]
 
 
-def non_default(values: dict, defaults: dict) -> dict:
-    """The entries of nested ``values`` that differ from ``defaults``."""
-    result = {}
-    for key, value in values.items():
-        if isinstance(value, dict) and isinstance(defaults.get(key, {}), dict):  # a section (a mapping-valued setting with a null default is one value)
-            nested = non_default(value, defaults.get(key, {}))
-            if nested:
-                result[key] = nested
-        elif key not in defaults or defaults[key] != value:
-            result[key] = value
-    return result
-
-
 def identity_of(config: RunConfig, source_id: str | None, unified: dict | None = None) -> dict:
     """What defines a run's result: the settings that differ from the defaults, without where the
     data lives or how many threads run it (so adding a config field keeps existing ids); for a
     run on unified data, the runs that filled it."""
-    values = config_to_dict(config)
+    values = result_settings(config)
     if unified:
-        values["multitask"]["unified"] = unified
-    values["data"].pop("data_dir")
-    values["train"].pop("threads")
-    values["train"].pop("device")
-    values["train"].pop("record_activations")  # recording for analysis does not change the run
-    values["transfer"]["source"] = source_id
+        values.setdefault("multitask", {})["unified"] = unified
+    transfer = values.pop("transfer", {})
+    transfer.pop("source", None)
+    if source_id:
+        transfer["source"] = source_id
+    if transfer:
+        values["transfer"] = transfer
     if config.model.tasks:  # the listed order decides ties of the hierarchy (the round robin's order); ids sort keys
-        values["model"]["task_order"] = list(config.model.tasks)
-    return non_default(values, config_to_dict(RunConfig()))
+        values.setdefault("model", {})["task_order"] = list(config.model.tasks)
+    return values
 
 
 def base_config(spec: ExperimentSpec, data_dir: str | None, dataset: str | None, task: str | None, overrides: list[str], multitask: dict[str, str] | None = None) -> RunConfig:

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from seqtransfer.config import RunConfig, config_to_dict
+from seqtransfer.config import RunConfig, config_to_dict, result_settings
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json, write_json, write_text
 
@@ -210,11 +210,16 @@ class SelfLabelling:
 
     def check_resumable(self) -> None:
         saved_path = self.output / "selflabel.json"
-        wanted = {"settings": dataclasses.asdict(self.settings), "config": config_to_dict(self.base)}
-        wanted["config"]["data"].pop("data_dir")
-        if saved_path.is_file() and read_json(saved_path) != wanted:
+        if saved_path.is_file() and not self.same_settings(read_json(saved_path)):
             raise SeqTransferError("this folder holds self-labelling rounds with other settings", path=saved_path, hint="run the same command to resume, or choose another --output")
-        self.saved = wanted
+        self.saved = {"settings": dataclasses.asdict(self.settings), "config": config_to_dict(self.base)}
+        self.saved["config"]["data"].pop("data_dir")
+
+    def same_settings(self, saved: dict) -> bool:
+        """Whether saved rounds were made with these settings (fields added since then at their
+        defaults; where the data lives, threads and device do not count)."""
+        return (SelfLabelSettings(**saved["settings"]) == self.settings
+                and result_settings(saved["config"]) == result_settings(self.base))
 
     def model_directory(self, round_number: int, model: int) -> Path:
         return self.output / f"round-{round_number}" / f"model-{model + 1}"
