@@ -317,13 +317,6 @@ def test_encoder_features_may_replace_the_word_and_character_vectors(encoder, tm
     assert len(seqtransfer.load(output, device="cpu").predict([["john", "lives"]])[0]) == 2
 
 
-def test_an_auxiliary_lm_loss_on_a_fine_tuned_encoder_is_one_line(encoder, tmp_path, capsys):
-    arguments = ["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-                 "--epochs", "1", "--output", str(tmp_path / "bad"), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune",
-                 "transfer.auxiliary_lm_weight=0.1"]
-    assert "BiLSTM feature extractor" in error_line(arguments, capsys) and not (tmp_path / "bad").exists()
-
-
 def test_mean_pooling_averages_each_tokens_subwords_across_windows(encoder):
     import torch
 

@@ -115,7 +115,7 @@ class ModelConfig:
     encoder_layers: int = 0  # filled from the encoder: its layers + 1 (embeddings)
     encoder_dimension: int = 0  # filled from the encoder: its hidden size
     sentence_pairs: bool | None = None  # sentence tasks: the data are pairs (A [SEP] B): the BiLSTM model pools A and B apart; None = from the data
-    language_model_words: int = 0  # >0: auxiliary LM softmax layers over this many words (filled when transfer.auxiliary_lm_weight is set)
+    language_model_words: int = 0  # >0: auxiliary LM softmax layers over this many words, or a fine-tuned encoder's sub-words (filled when transfer.auxiliary_lm_weight is set)
     discriminator_hidden: int = 0  # >0: a domain discriminator with this many hidden units (adversarial pretraining; filled when train.adversarial_data is set)
 
 
@@ -164,7 +164,7 @@ class TransferConfig:
     distill_from: list[str] = field(default_factory=list)  # teacher run directories (an ensemble) distilled into this model (transfer/distillation.py)
     distillation_temperature: float = 2.0
     distillation_weight: float = 1.0
-    auxiliary_lm_weight: float = 0.0  # > 0: add this times a bidirectional LM loss on the training sentences (transfer/auxiliary_lm.py)
+    auxiliary_lm_weight: float = 0.0  # > 0: add this times a bidirectional LM loss on the training sentences (transfer/auxiliary_lm.py; fine-tuned encoders: masked_lm.py)
     auxiliary_lm_words: int = 5000  # the LM predicts the most frequent words; the others as unknown
 
 

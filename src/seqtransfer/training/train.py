@@ -30,7 +30,7 @@ from seqtransfer.models.tagger import count_parameters
 from seqtransfer.training.loop import BatchSource, Evaluate, EvaluationSet, FitResult, ShuffledBatches, dev_evaluation, fit, predict_labels
 from seqtransfer.training.metrics import evaluate
 from seqtransfer.training.optimizers import fill_optimizer
-from seqtransfer.transfer.auxiliary_lm import auxiliary_language_model
+from seqtransfer.transfer.auxiliary_lm import auxiliary_language_model, language_model_words
 from seqtransfer.transfer.schemes import Scheme, get_scheme, set_trainable
 from seqtransfer.transfer.weights import copy_shared_label_rows, transfer_weights
 
@@ -309,7 +309,7 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     adversarial_tokens = unlabelled_target(config)
     vocabularies, matrix = prepare_vocabularies(config, data, log, base=source.vocabularies if source else None, extra_tokens=adversarial_tokens)
     if config.transfer.auxiliary_lm_weight:  # saved with the run: the LM layers are part of the model
-        config.model.language_model_words = min(config.transfer.auxiliary_lm_words, len(vocabularies.words))
+        config.model.language_model_words = language_model_words(config, vocabularies)
     model = build_target_model(config, scheme, vocabularies, matrix, source, log)
     if config.transfer.adaptations:
         from seqtransfer.transfer.adaptations import check_adaptations

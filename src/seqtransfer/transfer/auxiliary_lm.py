@@ -1,5 +1,7 @@
 """An auxiliary language-model loss while training (the tutorial's multi-task fine-tuning).
 
+This file: the BiLSTM models (tagger, PretRand, parser); a fine-tuned encoder's is masked (``masked_lm.py``).
+
 The task keeps its loss; ``transfer.auxiliary_lm_weight`` times a bidirectional language-model
 loss on the same sentences is added (Rei 2017's auxiliary objective for sequence labelling): the
 forward half of the first BiLSTM layer's state at token t predicts word t+1, its backward half
@@ -62,9 +64,28 @@ def language_model_layer(model: nn.Module) -> nn.Module:
     return stacked[0] if stacked is not None else extractor
 
 
+def fine_tuned_encoder(model: nn.Module) -> bool:
+    """A model whose Transformer encoder trains (its auxiliary LM is masked, ``masked_lm.py``)."""
+    return getattr(model, "encoder", None) is not None and hasattr(model, "encode")
+
+
+def language_model_words(config, vocabularies) -> int:
+    """The LM's classes: the ``transfer.auxiliary_lm_words`` most frequent words (+ padding and
+    unknown), or a fine-tuned encoder's whole sub-word vocabulary."""
+    if config.model.encoder and config.model.encoder_mode == "finetune":
+        from seqtransfer.embeddings.transformer import encoder_config
+
+        return int(encoder_config(config.model.encoder)["vocab_size"])
+    return min(config.transfer.auxiliary_lm_words, len(vocabularies.words))
+
+
 def attach_language_model(model: nn.Module, words: int) -> None:
     """Give ``model`` its auxiliary LM layers (``words`` > 0), as the model's config says."""
-    if words > 0:
+    if words > 0 and fine_tuned_encoder(model):
+        from seqtransfer.transfer.masked_lm import attach_masked_language_model
+
+        attach_masked_language_model(model, words)
+    elif words > 0:
         if getattr(model, "feature_extractor", None) is None or getattr(model, "word_representation", None) is None:
             raise SeqTransferError(f"an auxiliary LM loss reads a BiLSTM feature extractor; this {type(model).__name__} has none",
                                    hint="drop transfer.auxiliary_lm_weight (it serves the BiLSTM tagger, PretRand and the parser)")
@@ -105,7 +126,22 @@ def auxiliary_language_model(config, model: nn.Module, training_word_ids, log) -
     """The extra loss term when ``transfer.auxiliary_lm_weight`` is set (its classes set from the training sentences), else nothing."""
     if not config.transfer.auxiliary_lm_weight:
         return ()
+    if fine_tuned_encoder(model):
+        return (masked_language_model_loss(config, model, log),)
     model.language_model.set_word_classes(training_word_ids)
     log(f"auxiliary LM loss: weight {config.transfer.auxiliary_lm_weight:g}, the {model.language_model.words - 2} most frequent training words (+ unknown)")
     return (AuxiliaryLanguageModelLoss(model, config.transfer.auxiliary_lm_weight),)
 
+
+
+def masked_language_model_loss(config, model: nn.Module, log):
+    """A fine-tuned encoder's masked-LM term; an encoder whose tokenizer has no mask token is one line."""
+    from seqtransfer.embeddings.transformer import tokenizer_of
+    from seqtransfer.transfer.masked_lm import MaskedLanguageModelLoss
+
+    tokenizer = tokenizer_of(config.model.encoder)
+    if tokenizer.mask_token_id is None:
+        raise SeqTransferError("an auxiliary LM loss on a fine-tuned encoder masks sub-words, and this encoder's tokenizer has no mask token", path=config.model.encoder,
+                               hint="drop transfer.auxiliary_lm_weight, or use an encoder trained with a masked LM (BERT, MiniLM, MPNet)")
+    log(f"auxiliary LM loss: weight {config.transfer.auxiliary_lm_weight:g}, masked sub-words (15 %) over the encoder's {model.language_model.words} sub-words")
+    return MaskedLanguageModelLoss(model, config.transfer.auxiliary_lm_weight, tokenizer)

@@ -1,0 +1,84 @@
+"""The auxiliary LM loss of a fine-tuned encoder: its masked-LM objective kept beside the task's.
+
+The tutorial's multi-task fine-tuning for a Transformer (``transfer.auxiliary_lm_weight``; the
+BiLSTM models' next/previous-word loss is ``auxiliary_lm.py``). A bidirectional encoder's state
+at a sub-word has read the next one, so it cannot predict it; it predicts masked sub-words as in
+its pretraining instead. Each training step masks 15 % of the batch's real sub-words (never a
+special one such as [CLS], [SEP] or padding) as BERT does (80 % become [MASK], 10 % a random
+sub-word, 10 % stay), runs the encoder again on the masked windows and predicts the originals:
+
+    h      = Encoder(masked windows)                                  (W, S, H)
+    logits = LayerNorm(GELU(W_t h_m)) E^T + b                         (M, V)  at the M masked positions
+    loss   = weight * sum_m CE(logits_m, original sub-word_m)
+
+E is the encoder's own input embedding matrix (tied, as in BERT's pretraining head). The
+transform W_t, its layer norm and the bias b (V = ``model.language_model_words``, the encoder's
+vocabulary) are the model's ``language_model``, saved with the run; prediction never reads them.
+The published encoders here ship without their pretraining head, so the transform starts random.
+Masks draw from torch's generator, which the run's seed fixes.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional
+
+from seqtransfer.data.batching import Batch
+
+MASKED_SHARE, REPLACED_BY_MASK, REPLACED_BY_RANDOM = 0.15, 0.8, 0.1  # BERT's recipe
+
+
+class MaskedLanguageModelHead(nn.Module):
+    """(M, H) encoder states -> (M, V) sub-word scores, the decoder tied to the encoder's input embeddings."""
+
+    def __init__(self, hidden: int, words: int) -> None:
+        super().__init__()
+        self.transform = nn.Linear(hidden, hidden)
+        self.norm = nn.LayerNorm(hidden)
+        self.bias = nn.Parameter(torch.zeros(words))
+        self.words = words
+
+    def forward(self, states: torch.Tensor, embeddings: torch.Tensor) -> torch.Tensor:
+        return self.norm(functional.gelu(self.transform(states))) @ embeddings.t() + self.bias
+
+
+def attach_masked_language_model(model: nn.Module, words: int) -> None:
+    """Give a fine-tuned encoder's model its masked-LM head (``words``: the encoder's vocabulary size)."""
+    model.language_model = MaskedLanguageModelHead(model.encoder.config.hidden_size, words)
+
+
+def mask_subwords(ids: torch.Tensor, maskable: torch.Tensor, mask_id: int, vocabulary_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(W, S) sub-word ids and where masking may fall -> (masked ids, (W, S) bool chosen positions).
+
+    At least one position is chosen when any may be (a batch of short sentences still teaches)."""
+    chosen = (torch.rand(ids.shape, device=ids.device) < MASKED_SHARE) & maskable
+    if not chosen.any() and maskable.any():
+        candidates = maskable.flatten().nonzero().squeeze(1)
+        chosen.view(-1)[candidates[torch.randint(len(candidates), (1,), device=ids.device)]] = True
+    draw = torch.rand(ids.shape, device=ids.device)
+    masked = ids.masked_fill(chosen & (draw < REPLACED_BY_MASK), mask_id)
+    randomised = chosen & (draw >= REPLACED_BY_MASK) & (draw < REPLACED_BY_MASK + REPLACED_BY_RANDOM)
+    masked = torch.where(randomised, torch.randint_like(ids, vocabulary_size), masked)
+    return masked, chosen
+
+
+class MaskedLanguageModelLoss:
+    """The extra loss term: a second encoder pass over the batch's windows with sub-words masked."""
+
+    def __init__(self, model: nn.Module, weight: float, tokenizer) -> None:
+        self.weight = weight
+        self.mask_id = tokenizer.mask_token_id
+        special = torch.zeros(model.language_model.words, dtype=torch.bool)
+        special[[index for index in tokenizer.all_special_ids if index < len(special)]] = True
+        self.special = special  # (V,) sub-word ids never masked
+
+    def __call__(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        ids = batch.subword_ids  # (W, S)
+        self.special = self.special.to(ids.device)
+        maskable = batch.subword_mask.bool() & ~self.special[ids]
+        masked, chosen = mask_subwords(ids, maskable, self.mask_id, model.language_model.words)
+        types = {"token_type_ids": batch.subword_types} if batch.subword_types is not None and getattr(model.encoder.config, "type_vocab_size", 0) > 1 else {}
+        states = model.encoder(input_ids=masked, attention_mask=batch.subword_mask, **types).last_hidden_state  # (W, S, H)
+        scores = model.language_model(states[chosen], model.encoder.get_input_embeddings().weight)  # (M, V)
+        return self.weight * functional.cross_entropy(scores.float(), ids[chosen], reduction="sum")

@@ -1,0 +1,116 @@
+"""The auxiliary LM loss of a fine-tuned encoder: masked sub-words, predicted through its own embeddings."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import torch
+from torch.nn import functional
+
+import seqtransfer
+from conftest import FIXTURES, TINY_MODEL
+from seqtransfer.cli import run
+from test_encoders import VOCAB, save_tiny_encoder
+from test_parser import error_line
+
+pytest.importorskip("transformers")
+
+
+@pytest.fixture(scope="module")
+def encoder(tmp_path_factory):
+    return save_tiny_encoder(tmp_path_factory.mktemp("encoder") / "tiny-bert")
+
+
+@pytest.fixture(autouse=True)
+def feature_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))
+
+
+def encoder_arguments(output, encoder, *extra: str, train: str = "tiny_ner", columns: str = "word,ner") -> list[str]:
+    return ["train", "--train", str(FIXTURES / f"{train}_train.conll"), "--dev", str(FIXTURES / f"{train}_dev.conll"), "--columns", columns,
+            "--epochs", "2", "--seed", "3", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune", *extra]
+
+
+def test_masking_chooses_only_real_ordinary_subwords_and_at_least_one():
+    from seqtransfer.transfer.masked_lm import mask_subwords
+
+    torch.manual_seed(0)
+    ids = torch.randint(5, 50, (64, 32))
+    maskable = torch.ones_like(ids, dtype=torch.bool)
+    maskable[:, 0] = maskable[:, 20:] = False  # [CLS] and padding
+    masked, chosen = mask_subwords(ids, maskable, 4, 50)
+    assert not (chosen & ~maskable).any() and 0.12 < chosen.sum() / maskable.sum() < 0.18
+    assert torch.equal(masked[~chosen], ids[~chosen])  # nothing else changes
+    assert 0.75 < (masked[chosen] == 4).float().mean() < 0.85  # most chosen ones become [MASK]
+    one = torch.zeros(1, 3, dtype=torch.bool)
+    one[0, 1] = True
+    assert mask_subwords(torch.tensor([[2, 9, 3]]), one, 4, 50)[1].tolist() == [[False, True, False]]
+
+
+def test_the_loss_is_the_weighted_cross_entropy_of_the_masked_subwords(encoder, tmp_path):
+    import numpy as np
+
+    from seqtransfer.data.batching import make_batch
+    from seqtransfer.data.task_data import load_task_data
+    from seqtransfer.embeddings.transformer import tokenizer_of
+    from seqtransfer.transfer.masked_lm import MaskedLanguageModelLoss, mask_subwords
+
+    run(encoder_arguments(tmp_path / "mlm", encoder, "transfer.auxiliary_lm_weight=0.5", "--epochs", "1"))
+    loaded = seqtransfer.load(tmp_path / "mlm", device="cpu").run
+    model = loaded.model
+    assert model.language_model.words == len(VOCAB) == loaded.config.model.language_model_words
+    batch = make_batch(load_task_data(loaded.config.data).encode("train", loaded.vocabularies), np.arange(4))
+    term = MaskedLanguageModelLoss(model, 0.5, tokenizer_of(str(encoder)))
+    model.eval()  # no dropout: the hand computation below sees the same states
+    torch.manual_seed(7)
+    value = term(model, batch)
+    torch.manual_seed(7)
+    special = torch.tensor([index in (0, 2, 3, 4) for index in range(len(VOCAB))])  # [PAD], [CLS], [SEP], [MASK]
+    masked, chosen = mask_subwords(batch.subword_ids, batch.subword_mask.bool() & ~special[batch.subword_ids], 4, len(VOCAB))
+    assert not chosen[:, 0].any()  # [CLS] is never masked
+    states = model.encoder(input_ids=masked, attention_mask=batch.subword_mask).last_hidden_state[chosen]
+    head = model.language_model
+    scores = head.norm(functional.gelu(head.transform(states))) @ model.encoder.embeddings.word_embeddings.weight.t() + head.bias
+    assert value.item() == pytest.approx(0.5 * functional.cross_entropy(scores, batch.subword_ids[chosen], reduction="sum").item(), rel=1e-5)
+
+
+def test_fine_tuning_with_a_masked_lm_is_reproducible_changes_training_and_predicts(encoder, tmp_path):
+    first = run(encoder_arguments(tmp_path / "a", encoder, "transfer.auxiliary_lm_weight=0.1"))
+    second = run(encoder_arguments(tmp_path / "b", encoder, "transfer.auxiliary_lm_weight=0.1"))
+    plain = run(encoder_arguments(tmp_path / "c", encoder))
+    assert (tmp_path / "a" / "model.safetensors").read_bytes() == (tmp_path / "b" / "model.safetensors").read_bytes()
+    losses = [[epoch["loss"] for epoch in metrics["history"]] for metrics in (first, second, plain)]
+    assert losses[0] == losses[1] and losses[0] != losses[2]
+    assert "masked sub-words (15 %)" in (tmp_path / "a" / "log.txt").read_text(encoding="utf-8")
+    assert first["parameters"] > plain["parameters"]  # the LM head trains too, and is saved
+    assert seqtransfer.load(tmp_path / "a", device="cpu").predict([["john", "lives", "in", "new", "york"]])[0].__len__() == 5
+
+
+def test_a_masked_lm_trains_beside_lora_and_a_sentence_classifier(encoder, tmp_path):
+    pytest.importorskip("peft")
+    from safetensors.torch import load_file
+
+    metrics = run(encoder_arguments(tmp_path / "lora", encoder, "transfer.auxiliary_lm_weight=0.1", "model.encoder_adapter=lora", "model.lora_rank=2", "--epochs", "1"))
+    saved = load_file(str(tmp_path / "lora" / "model.safetensors"))
+    assert any(name.startswith("language_model.") for name in saved) and all("lora_" in name or not name.startswith("encoder.") for name in saved)
+    assert metrics["trainable_parameters"] < metrics["parameters"]
+    classifier = ["train", "--train", str(FIXTURES / "tiny_sentiment_train.tsv"), "--dev", str(FIXTURES / "tiny_sentiment_dev.tsv"), "--epochs", "1",
+                  "--output", str(tmp_path / "sentences"), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune", "transfer.auxiliary_lm_weight=0.1"]
+    assert run(classifier)["dev"] is not None
+    assert "masked sub-words" in (tmp_path / "sentences" / "log.txt").read_text(encoding="utf-8")
+
+
+def test_an_encoder_without_a_mask_token_is_one_line(encoder, tmp_path, capsys):
+    import json
+
+    folder = tmp_path / "no-mask"
+    shutil.copytree(encoder, folder)
+    for name in ("tokenizer_config.json", "special_tokens_map.json"):
+        path = folder / name
+        if path.is_file():
+            values = json.loads(path.read_text(encoding="utf-8"))
+            values.pop("mask_token", None)
+            path.write_text(json.dumps(values), encoding="utf-8")
+    line = error_line(encoder_arguments(tmp_path / "bad", folder, "transfer.auxiliary_lm_weight=0.1"), capsys)
+    assert "no mask token" in line and not (tmp_path / "bad" / "model.safetensors").exists()
