@@ -341,7 +341,7 @@ def test_adaptations_of_a_multitask_model_work_by_level_of_its_hierarchy(tmp_pat
     import torch
 
     from seqtransfer.rundir import load_run
-    from seqtransfer.transfer.adaptations import MultitaskL2SP, layer_groups, parameter_groups
+    from seqtransfer.transfer.adaptations import MultitaskEWC, MultitaskL2SP, layer_groups, parameter_groups
 
     config = write_config(tmp_path, TASKS, {"pos": POS, "ner": NER, "dp": DP})
     train(tmp_path, "source", config)
@@ -365,10 +365,19 @@ def test_adaptations_of_a_multitask_model_work_by_level_of_its_hierarchy(tmp_pat
                    if name.startswith(("word_representation.", "branches.pos.")) and name not in ("word_representation.word_embedding.weight", "word_representation.character_encoder.embedding.weight"))
     assert penalty(model, PosBatch()).item() == pytest.approx(expected)  # 0.5 * 2 * (1 per weight)
     capsys.readouterr()
-    for adaptations in ("[gradual_unfreezing, discriminative]", "[l2sp]"):
-        output = f"target-{adaptations.count(',')}"
-        train(tmp_path, output, config, "transfer.scheme=finetune", f"transfer.source={tmp_path / 'source'}", f"transfer.adaptations={adaptations}")
+    # EWC: the same per-batch choice, each weight's pull scaled by its Fisher information
+    fisher = {name: torch.full_like(tensor, 3.0) for name, tensor in model.state_dict().items()}
+    assert MultitaskEWC(model, state, fisher, list(state), weight=2.0)(model, PosBatch()).item() == pytest.approx(3 * expected)
+    for number, adaptations in enumerate(("[gradual_unfreezing, discriminative]", "[l2sp]", "[ewc]")):
+        output = f"target-{number}"
+        train(tmp_path, output, config, "transfer.scheme=finetune", f"transfer.source={tmp_path / 'source'}", f"transfer.adaptations={adaptations}", "transfer.ewc_batches=3")
         assert "over groups: word_representation, level 0 (pos), level 1 (dp, ner)" in (tmp_path / output / "log.txt").read_text()
-    assert "L2-SP (alpha" in (tmp_path / "target-0" / "log.txt").read_text()
+    assert "L2-SP (alpha" in (tmp_path / "target-1" / "log.txt").read_text()
+    assert "EWC: Fisher information of the source over 3 batches" in (tmp_path / "target-2" / "log.txt").read_text()
+    from safetensors.torch import load_file
+
+    stored = load_file(str(tmp_path / "source" / "fisher.safetensors"))
+    for task in ("pos", "ner", "dp"):  # the source's batches of every task counted
+        assert any(name.startswith(f"branches.{task}.") and tensor.abs().sum() > 0 for name, tensor in stored.items()), task
     code = main(["train", "--config", str(config), "--output", str(tmp_path / "bad"), "--quiet", *TINY_MODEL, "transfer.adaptations=[chain_thaw]"])
     assert code == 2 and "chain_thaw not available for multi-task models" in capsys.readouterr().err

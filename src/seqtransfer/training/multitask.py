@@ -239,20 +239,26 @@ def load_multitask_source(config: RunConfig, scheme: Scheme):
 
 def multitask_adaptations(config: RunConfig, model: HierarchicalMultiTask, source, log: Log) -> tuple:
     """Check ``transfer.adaptations`` against the model's groups (the levels of its hierarchy) and
-    build L2-SP towards a multi-task source's weights (the extra loss term) when asked."""
+    build L2-SP and EWC towards a multi-task source's weights (extra loss terms) when asked."""
     if not config.transfer.adaptations:
         return ()
-    from seqtransfer.transfer.adaptations import MultitaskL2SP, check_adaptations, layer_groups
+    from seqtransfer.transfer.adaptations import MultitaskEWC, MultitaskL2SP, check_adaptations, layer_groups, source_fisher
 
     check_adaptations(config.transfer, model, has_source=source is not None)
     log("adaptations " + ", ".join(config.transfer.adaptations) + " over groups: " + ", ".join(name for name, _ in layer_groups(model)))
-    if "l2sp" not in config.transfer.adaptations:
+    if not {"l2sp", "ewc"} & set(config.transfer.adaptations):
         return ()
     state = {name: tensor.detach().clone() for name, tensor in source.model.state_dict().items()}
     copied = [name for name in state if name.startswith(transferred_prefixes(model, source.model))]  # the branches fed as in the source
-    penalty = MultitaskL2SP(model, state, copied, config.transfer.l2sp_weight)
-    log(f"L2-SP (alpha {config.transfer.l2sp_weight}) over {len(penalty.pairs)} transferred tensors, each batch over those its tasks use")
-    return (penalty,)
+    penalties = []
+    if "l2sp" in config.transfer.adaptations:
+        penalties.append(MultitaskL2SP(model, state, copied, config.transfer.l2sp_weight))
+        log(f"L2-SP (alpha {config.transfer.l2sp_weight}) over {len(penalties[-1].pairs)} transferred tensors, each batch over those its tasks use")
+    if "ewc" in config.transfer.adaptations:
+        fisher = source_fisher(source, config.transfer.ewc_batches, log)
+        penalties.append(MultitaskEWC(model, state, fisher, copied, config.transfer.ewc_weight))
+        log(f"EWC (lambda {config.transfer.ewc_weight}) over {len(penalties[-1].pairs)} transferred tensors, each batch over those its tasks use")
+    return tuple(penalties)
 
 
 def build_multitask_model(config: RunConfig, vocabularies: Vocabularies, matrix: np.ndarray, source, log: Log) -> HierarchicalMultiTask:
@@ -324,10 +330,9 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
     from seqtransfer.training.train import check_resumable, train_phases
 
     scheme = get_scheme(config.transfer.scheme)
-    unavailable = [name for name in config.transfer.adaptations if name in ("chain_thaw", "ewc")]
-    if unavailable:
-        raise SeqTransferError(f"transfer.adaptations {', '.join(unavailable)} not available for multi-task models yet",
-                               hint="use discriminative, gradual_unfreezing or l2sp (by level of the hierarchy)")
+    if "chain_thaw" in config.transfer.adaptations:
+        raise SeqTransferError("transfer.adaptations chain_thaw not available for multi-task models yet",
+                               hint="use discriminative, gradual_unfreezing, l2sp or ewc (by level of the hierarchy)")
     if config.model.encoder and config.model.encoder_mode == "finetune":
         raise SeqTransferError("a multi-task model reads a frozen encoder's features, not a fine-tuned encoder, for now", hint="use model.encoder_mode=features")
     if config.train.adversarial_data or config.model.discriminator_hidden:

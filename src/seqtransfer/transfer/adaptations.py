@@ -180,10 +180,15 @@ class MultitaskL2SP(L2SP):
         parameters = {id(parameter): name for name, parameter in model.named_parameters()}
         self.names = [parameters[id(parameter)] for parameter, _ in self.pairs]
 
-    def __call__(self, model: nn.Module, batch) -> torch.Tensor:
+    @staticmethod
+    def used(model: nn.Module, batch) -> tuple[str, ...]:
+        """The name prefixes of the weights a batch's tasks use."""
         tasks = model.needed([task for task in model.order if task in model.targets_of(batch)])
         read = {source for task in tasks for source in model.hierarchy[task]}
-        used = ("word_representation.", *(f"branches.{task}." for task in tasks), *(f"projections.{task}." for task in read))
+        return ("word_representation.", *(f"branches.{task}." for task in tasks), *(f"projections.{task}." for task in read))
+
+    def __call__(self, model: nn.Module, batch) -> torch.Tensor:
+        used = self.used(model, batch)
         return 0.5 * self.weight * sum(((parameter - start) ** 2).sum() for name, (parameter, start) in zip(self.names, self.pairs) if name.startswith(used))
 
 
@@ -200,16 +205,44 @@ class EWC(L2SP):
         return 0.5 * self.weight * sum((importance * (parameter - start) ** 2).sum() for (parameter, start), importance in zip(self.pairs, self.importance))
 
 
+class MultitaskEWC(MultitaskL2SP):
+    """EWC in a multi-task model: lambda/2 * sum F (w - w_source)^2 per batch over the weights its
+    tasks use (as :class:`MultitaskL2SP`), F the multi-task source's Fisher information."""
+
+    def __init__(self, model: nn.Module, source_state: dict[str, torch.Tensor], fisher: dict[str, torch.Tensor], names: list[str], weight: float) -> None:
+        super().__init__(model, source_state, [name for name in names if name in fisher], weight)
+        self.importance = [fisher[name].to(parameter.device) for name, (parameter, _) in zip(self.names, self.pairs)]
+
+    def __call__(self, model: nn.Module, batch) -> torch.Tensor:
+        used = self.used(model, batch)
+        return 0.5 * self.weight * sum((importance * (parameter - start) ** 2).sum()
+                                       for name, (parameter, start), importance in zip(self.names, self.pairs, self.importance) if name.startswith(used))
+
+
 FISHER = "fisher.safetensors"
+
+
+def source_batches(source):
+    """The source run's training batches (a multi-task source: its tasks' batches of epoch 1, one task per batch)."""
+    import numpy as np
+
+    from seqtransfer.data.batching import training_batches
+    from seqtransfer.data.task_data import load_task_data
+
+    train = source.config.train
+    if hasattr(source.model, "hierarchy"):
+        from seqtransfer.training.multitask import TaskSchedule, encode_streams, load_multitask_data
+
+        streams = encode_streams(load_multitask_data(source.config), source.vocabularies, bool(source.config.multitask.unified))
+        return TaskSchedule(streams, train.batch_size, train.seed, source.config.multitask.sampling).batches(1)
+    encoded = load_task_data(source.config.data, ("train",)).encode("train", source.vocabularies)
+    return training_batches(encoded, train.batch_size, np.random.default_rng([train.seed, 0]))
 
 
 def source_fisher(source, batches: int, log: Callable[[str], None]) -> dict[str, torch.Tensor]:
     """The diagonal empirical Fisher of a source run on its training data: read from its run directory, or computed and stored there."""
-    import numpy as np
     from safetensors.torch import load_file
 
-    from seqtransfer.data.batching import training_batches
-    from seqtransfer.data.task_data import load_task_data
     from seqtransfer.training.checkpoint import save_tensors
 
     path = source.directory / FISHER
@@ -217,13 +250,11 @@ def source_fisher(source, batches: int, log: Callable[[str], None]) -> dict[str,
         stored = load_file(str(path))
         if stored.get("__batches__", torch.zeros(1)).item() == batches:
             return {name: tensor for name, tensor in stored.items() if name != "__batches__"}
-    data = load_task_data(source.config.data, ("train",))
-    encoded = data.encode("train", source.vocabularies)
     model = source.model
     model.train()
     sums = {name: torch.zeros_like(parameter) for name, parameter in model.named_parameters()}
     counted = 0
-    for batch in training_batches(encoded, source.config.train.batch_size, np.random.default_rng([source.config.train.seed, 0])):
+    for batch in source_batches(source):
         if counted == batches:
             break
         model.zero_grad(set_to_none=True)
