@@ -40,7 +40,7 @@ def test_the_loss_is_the_weighted_next_and_previous_word_cross_entropy(tmp_path)
     model.train()
     torch.manual_seed(0)
     model.loss(batch)  # the hook keeps the states
-    states = term.states
+    states = term.states[0]
     expected = 0.0
     half = states.size(-1) // 2
     for row, length in enumerate(batch.lengths.tolist()):
@@ -85,7 +85,29 @@ def test_a_negative_weight_is_one_line(tmp_path, capsys):
     assert "transfer.auxiliary_lm_weight" in line and not (tmp_path / "bad").exists()
 
 
-def test_a_multitask_model_refuses_the_auxiliary_lm(tmp_path, capsys):
-    line = error_line(["train", "--output", str(tmp_path / "bad"), "multitask.data.pos=tweebank:upos", "multitask.data.dp=tweebank:dependency",
-                       "model.tasks={pos: [], dp: [pos]}", "transfer.auxiliary_lm_weight=0.1"], capsys)
-    assert "not to a multi-task model" in line
+def test_a_multitask_model_has_an_lm_on_each_root_branch_and_a_batch_trains_those_it_runs(tmp_path):
+    from test_multitask import NER, POS, write_config
+
+    config = write_config(tmp_path, {"pos": [], "chunk": [], "ner": ["pos"]}, {"pos": POS, "chunk": POS, "ner": NER})
+    metrics = run(["train", "--config", str(config), "--output", str(tmp_path / "multi"), "--epochs", "2", "--quiet", *TINY_MODEL, "transfer.auxiliary_lm_weight=0.2"])
+    assert set(metrics["tasks"]) == {"pos", "chunk", "ner"}
+    assert "(first layers of chunk, pos)" in (tmp_path / "multi" / "log.txt").read_text(encoding="utf-8")
+    loaded = seqtransfer.load(tmp_path / "multi").run
+    model, vocabularies = loaded.model, loaded.vocabularies
+    assert sorted(model.language_model) == ["chunk", "pos"]  # the roots; ner reads pos
+    from seqtransfer.transfer.adaptations import layer_groups
+
+    groups = dict(layer_groups(model))
+    assert any(name.startswith("language_model.pos.") for name in groups["level 0 (chunk, pos)"])
+    term = AuxiliaryLanguageModelLoss(model, 1.0)
+    model.train()
+    from seqtransfer.data.batching import encode_sentences
+    from seqtransfer.models.multitask import target_name
+
+    tokens = [["John", "lives", "in", "Paris"], ["Mary", "sings"]]
+    encoded = encode_sentences(tokens, vocabularies, targets={target_name("ner", "labels"): [np.zeros(4, dtype=np.int64), np.zeros(2, dtype=np.int64)]})
+    batch = make_batch(encoded, np.arange(2))
+    model.loss(batch)  # a NER batch runs pos (below it) and ner, not chunk
+    from seqtransfer.transfer.auxiliary_lm import root_tasks
+
+    assert list(term.states) == [root_tasks(model).index("pos")] and term(model, batch).item() > 0 and term.states == {}

@@ -47,6 +47,7 @@ from seqtransfer.training.metrics import evaluate
 from seqtransfer.training.optimizers import fill_optimizer
 from seqtransfer.transfer.schemes import Scheme, get_scheme
 from seqtransfer.transfer.weights import copy_shared_label_rows, transfer_weights
+from seqtransfer.transfer.auxiliary_lm import auxiliary_language_model, language_model_words
 
 Log = Callable[[str], None]
 SCHEMES = ("scratch", "finetune")  # multi-task training from scratch, or MuTSPad's multi-task fine-tuning of a multi-task source
@@ -354,6 +355,8 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
             log(filled)
     weights = initial_weights(config)
     vocabularies, matrix = prepare_multitask_vocabularies(config, tasks, log, base=source.vocabularies if source else None)
+    if config.transfer.auxiliary_lm_weight:  # saved with the run: the LM layers are part of the model
+        config.model.language_model_words = language_model_words(config, vocabularies)
     model = build_multitask_model(config, vocabularies, matrix, source, log)
     device = resolve_device(config.train.device)
     prepare_device(device)
@@ -368,7 +371,9 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
             raise SeqTransferError("run directory already holds a finished run", path=directory, hint="choose another --output")
         rundir.remove_partial_files(directory)
         rundir.save_setup(directory, config, vocabularies)
-        schedule = TaskSchedule(encode_streams(tasks, vocabularies, bool(config.multitask.unified)), config.train.batch_size, config.train.seed, config.multitask.sampling)
+        streams = encode_streams(tasks, vocabularies, bool(config.multitask.unified))
+        schedule = TaskSchedule(streams, config.train.batch_size, config.train.seed, config.multitask.sampling)
+        extra_losses = (*extra_losses, *auxiliary_language_model(config, model, [ids for stream in streams for ids in stream.word_ids], log))
         evaluate_dev, _ = dev_evaluation(tasks, vocabularies, config)
         log(f"training multi-task {scheme.name}: " + ", ".join(f"{task} <- {data.dataset}/{data.task} ({len(data.splits['train'])} sentences)" for task, data in tasks.items())
             + f"; {schedule.batch_count} batches per epoch ({config.multitask.sampling}); {count_parameters(model)} parameters; device: {describe_device(device)}")

@@ -263,8 +263,6 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
             raise SeqTransferError("data.select_* (selecting source sentences) applies to one task, not to a multi-task model", hint="drop data.select_like")
         if config.data.anneal_source:
             raise SeqTransferError("data.anneal_source (data annealing) applies to one task, not to a multi-task model", hint="drop data.anneal_source")
-        if config.transfer.auxiliary_lm_weight:
-            raise SeqTransferError("transfer.auxiliary_lm_weight (an auxiliary LM loss) applies to one task, not to a multi-task model", hint="drop transfer.auxiliary_lm_weight")
 
         check_adapter(config)
         return train_multitask(config, directory, started, log, show_progress)

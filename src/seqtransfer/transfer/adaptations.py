@@ -42,14 +42,14 @@ EMBEDDING_TABLES = ("word_representation.word_embedding.weight", "word_represent
 
 def multitask_groups(model: nn.Module, names: list[str]) -> list[LayerGroup]:
     """A hierarchical multi-task model's groups: the shared representation, then each level of the
-    hierarchy (its branches and their projections), the top level last (its "head")."""
+    hierarchy (its branches, their projections and auxiliary LM layers), the top level last (its "head")."""
     from seqtransfer.models.multitask import task_levels
 
     levels = task_levels(model.hierarchy)
     groups = [("word_representation", [name for name in names if name.startswith("word_representation.")])]
     for level in sorted(set(levels.values())):
         tasks = sorted(task for task in model.order if levels[task] == level)
-        prefixes = tuple(f"{part}.{task}." for task in tasks for part in ("branches", "projections"))
+        prefixes = tuple(f"{part}.{task}." for task in tasks for part in ("branches", "projections", "language_model"))
         groups.append((f"level {level} ({', '.join(tasks)})", [name for name in names if name.startswith(prefixes)]))
     taken = {name for _, members in groups for name in members}
     groups[-1][1].extend(name for name in names if name not in taken)

@@ -20,6 +20,7 @@ it and the two softmax layers are part of the model (``language_model``, sized b
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 
 import torch
@@ -58,10 +59,22 @@ class LanguageModelHead(nn.Module):
 
 
 def language_model_layer(model: nn.Module) -> nn.Module:
-    """The first BiLSTM layer of the model's feature extractor (its only one for the tagger and PretRand)."""
+    """The first BiLSTM layer of the model's (or a multi-task branch's) feature extractor (its only one for the tagger and PretRand)."""
     extractor = model.feature_extractor
     stacked = getattr(getattr(extractor, "lstm", extractor), "layers", None)
     return stacked[0] if stacked is not None else extractor
+
+
+def root_tasks(model: nn.Module) -> list[str]:
+    """A hierarchical multi-task model's tasks that read no other task: their branches' first layers hold the LM."""
+    return [task for task in model.order if not model.hierarchy[task]]
+
+
+def language_model_heads(model: nn.Module) -> list[tuple[nn.Module, LanguageModelHead]]:
+    """(BiLSTM layer, LM head) pairs: the model's one, or one per root branch of a multi-task model."""
+    if hasattr(model, "hierarchy"):
+        return [(language_model_layer(model.branches[task]), model.language_model[task]) for task in root_tasks(model)]
+    return [(language_model_layer(model), model.language_model)]
 
 
 def fine_tuned_encoder(model: nn.Module) -> bool:
@@ -85,6 +98,10 @@ def attach_language_model(model: nn.Module, words: int) -> None:
         from seqtransfer.transfer.masked_lm import attach_masked_language_model
 
         attach_masked_language_model(model, words)
+    elif words > 0 and hasattr(model, "hierarchy"):  # one LM per root branch, reading its first layer (every batch runs a root branch)
+        vocabulary_size = model.word_representation.word_embedding.num_embeddings
+        model.language_model = nn.ModuleDict({task: LanguageModelHead(language_model_layer(model.branches[task]).forward_lstm.hidden_size, words, vocabulary_size)
+                                              for task in root_tasks(model)})
     elif words > 0:
         if getattr(model, "feature_extractor", None) is None or getattr(model, "word_representation", None) is None:
             raise SeqTransferError(f"an auxiliary LM loss reads a BiLSTM feature extractor; this {type(model).__name__} has none",
@@ -95,31 +112,38 @@ def attach_language_model(model: nn.Module, words: int) -> None:
 
 
 class AuxiliaryLanguageModelLoss:
-    """The extra loss term: reads the first BiLSTM layer's states of the batch through a forward hook.
+    """The extra loss term: reads the first BiLSTM layer's states of the batch through a forward hook
+    (a multi-task model: of each root branch the batch ran, each with its own LM layers).
 
     Only the first call of a training step is kept (the model's own batch): other terms may run the
     feature extractor again on other sentences (adversarial training's unlabelled batch)."""
 
     def __init__(self, model: nn.Module, weight: float) -> None:
         self.weight = weight
-        self.states: torch.Tensor | None = None
-        language_model_layer(model).register_forward_hook(self.keep)
+        self.states: dict[int, torch.Tensor] = {}  # head number -> its layer's states in this step
+        self.heads = [head for _, head in language_model_heads(model)]
+        for number, (layer, _) in enumerate(language_model_heads(model)):
+            layer.register_forward_hook(functools.partial(self.keep, number))
 
-    def keep(self, module: nn.Module, inputs, output: torch.Tensor) -> None:  # noqa: ANN001 - hook signature
-        if module.training and self.states is None:
-            self.states = output
+    def keep(self, number: int, module: nn.Module, inputs, output: torch.Tensor) -> None:  # noqa: ANN001 - hook signature
+        if module.training and number not in self.states:
+            self.states[number] = output
 
     def __call__(self, model: nn.Module, batch: Batch) -> torch.Tensor:
-        states, self.states = self.states, None
+        states, self.states = self.states, {}
+        return sum(self.weight * self.head_loss(self.heads[number], layer_states, batch) for number, layer_states in states.items())
+
+    @staticmethod
+    def head_loss(head: LanguageModelHead, states: torch.Tensor, batch: Batch) -> torch.Tensor:
+        """Summed next- and previous-word cross-entropy of (B, T[+1], H) states (a parser's ROOT first)."""
         if states.size(1) == batch.mask.size(1) + 1:  # a parser's ROOT first
             states = states[:, 1:]
         forward, backward = states.chunk(2, dim=-1)  # (B, T, H/2) each
-        head = model.language_model
         targets = head.targets(batch.words)  # (B, T)
         next_loss = functional.cross_entropy(head.next_word(forward[:, :-1]).flatten(0, 1), targets[:, 1:].flatten(), ignore_index=-1, reduction="sum")
         previous_targets = targets[:, :-1].masked_fill(batch.words[:, 1:] == 0, -1)  # a padding state predicts nothing
         previous_loss = functional.cross_entropy(head.previous_word(backward[:, 1:]).flatten(0, 1), previous_targets.flatten(), ignore_index=-1, reduction="sum")
-        return self.weight * (next_loss + previous_loss)
+        return next_loss + previous_loss
 
 
 def auxiliary_language_model(config, model: nn.Module, training_word_ids, log) -> tuple:
@@ -128,8 +152,11 @@ def auxiliary_language_model(config, model: nn.Module, training_word_ids, log) -
         return ()
     if fine_tuned_encoder(model):
         return (masked_language_model_loss(config, model, log),)
-    model.language_model.set_word_classes(training_word_ids)
-    log(f"auxiliary LM loss: weight {config.transfer.auxiliary_lm_weight:g}, the {model.language_model.words - 2} most frequent training words (+ unknown)")
+    heads = [head for _, head in language_model_heads(model)]
+    for head in heads:
+        head.set_word_classes(training_word_ids)
+    where = f" (first layers of {', '.join(root_tasks(model))})" if hasattr(model, "hierarchy") else ""
+    log(f"auxiliary LM loss: weight {config.transfer.auxiliary_lm_weight:g}, the {heads[0].words - 2} most frequent training words (+ unknown){where}")
     return (AuxiliaryLanguageModelLoss(model, config.transfer.auxiliary_lm_weight),)
 
 
