@@ -161,6 +161,10 @@ def test_report_spec_from_an_experiment_file_spec():
     assert (spec.methods, spec.targets, spec.reference_method) == (["Scratch", "Tuned"], ["TPoS", "ArK"], "Scratch")
     assert spec.significance_pairs == [("Tuned", "Scratch")] and spec.trials == 100
     assert "| Tuned | – | – |" in render_markdown(spec, [])
+    experiment.methods["Tuned"] = MethodSpec("finetune", targets=["ArK"])  # a method limited to some targets: blank elsewhere, no test there
+    markdown = render_markdown(report_spec(experiment, trials=100), [])
+    assert "| Tuned |  | – |" in markdown and "| Tuned − Scratch |  | – |" in markdown
+    assert "| ArK | Tuned | Scratch |" in markdown and "| TPoS | Tuned | Scratch |" not in markdown
 
 
 def test_randomization_of_pearson_scores_tells_a_better_regressor_from_noise():

@@ -18,6 +18,7 @@ import io
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,6 +63,15 @@ class ReportSpec:
     trials: int = 10000
     split: str = "test"  # which score of the records the tables show
     published: Sequence = ()  # PublishedSpec rows: published results that are not ours
+    method_targets: Mapping[str, Sequence[str]] = dataclasses.field(default_factory=dict)  # a method limited to some targets -> them
+
+    def applies(self, method: str, target: str) -> bool:
+        """Whether the grid has cells of ``method`` on ``target``."""
+        return target in self.method_targets.get(method, (target,))
+
+    def pair_targets(self, pair: tuple[str, str]) -> list[str]:
+        """The targets both methods of a compared pair run on."""
+        return [target for target in self.targets if all(self.applies(method, target) for method in pair)]
 
 
 def report_spec(experiment, trials: int = 10000) -> ReportSpec:
@@ -78,6 +88,7 @@ def report_spec(experiment, trials: int = 10000) -> ReportSpec:
         split=experiment.paper_split,
         trials=trials,
         published=list(experiment.published),
+        method_targets={name: list(method.targets) for name, method in experiment.methods.items() if getattr(method, "targets", None)},
     )
 
 
@@ -208,7 +219,8 @@ def _ours_table(spec: ReportSpec, records: Sequence[dict], summaries: Mapping[tu
     for method in spec.methods:
         cells = [summaries.get((method, target)) for target in spec.targets]
         mark = "°" if mixed_labels(summaries) else ""
-        scores = [f"{cell.mean:.2f} ± {cell.std:.2f} ({len(cell.seeds)}){mark if cell.target_dev_labels else ''}" if cell else MISSING for cell in cells]
+        scores = [f"{cell.mean:.2f} ± {cell.std:.2f} ({len(cell.seeds)}){mark if cell.target_dev_labels else ''}" if cell else MISSING if spec.applies(method, target) else ""
+                  for cell, target in zip(cells, spec.targets)]
         covered = len(means.get(method, {}))
         seconds = [cell.seconds_mean for cell in cells if cell]
         time = _duration(statistics.fmean(seconds)) if seconds else MISSING
@@ -279,8 +291,8 @@ def _differences_table(spec: ReportSpec, summaries: Mapping[tuple[str, str], Sum
     means = means_by_method(summaries)
     rows = []
     for first, second in spec.significance_pairs:
-        cells = [_signed(means[first][target] - means[second][target]) if target in means.get(first, {}) and target in means.get(second, {}) else MISSING
-                 for target in spec.targets]
+        cells = [_signed(means[first][target] - means[second][target]) if target in means.get(first, {}) and target in means.get(second, {})
+                 else MISSING if target in spec.pair_targets((first, second)) else "" for target in spec.targets]
         rows.append([f"{first} − {second}", *cells])
     return _table(["Difference", *spec.targets], rows)
 
@@ -349,7 +361,7 @@ def _significance_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], d
 def _significance_section(spec: ReportSpec, records: Sequence[dict]) -> list[str]:
     """Heading, explanation and one table row per (target, pair)."""
     by_seed = {(record["method"], record["target"], record["seed"]): record for record in records}
-    rows = [_significance_row(spec, by_seed, target, pair) for target in spec.targets for pair in spec.significance_pairs]
+    rows = [_significance_row(spec, by_seed, target, pair) for target in spec.targets for pair in spec.significance_pairs if target in spec.pair_targets(pair)]
     intro = (
         f"Paired approximate randomisation test at the sentence level ({spec.trials:,} trials, two-sided, "
         f"p = (r + 1) / (N + 1)) on the test predictions of the first seed both methods share."
@@ -368,7 +380,7 @@ def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
         lines += ["", *_published_section(spec, summaries)]
     lines += ["", f"## Our results ({spec.split})", ""]
     lines += [f"Mean ± sample std (number of seeds). #params, aNRG and mNRG are relative to {spec.reference_method}; "
-              f"{MISSING} marks a cell with no finished run, † a gain over fewer targets than the table has. "
+              f"{MISSING} marks a cell with no finished run (an empty cell: the method does not run on that target), † a gain over fewer targets than the table has. "
               "#params leaves out the word and character embedding tables (a transferred model's tables also hold the source's words); "
               "a multi-task method's one model is compared with the reference's models of all targets together.", ""]
     lines += _ours_table(spec, records, summaries)
