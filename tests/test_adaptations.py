@@ -89,6 +89,10 @@ def test_ewc_stores_the_sources_fisher_information_and_weighs_the_pull_by_it(sou
     assert fisher["__batches__"].item() == 2 and all((tensor >= 0).all() for tensor in fisher.values())
     assert fisher["feature_extractor.forward_lstm.weight_ih_l0"].sum() > 0
     assert "EWC (lambda 1.0) over" in (output / "log.txt").read_text()
+    again = tmp_path / "ewc-cached"  # the Fisher read from the source this time: the same run
+    assert main(["transfer", "--source", str(source), "--method", "finetune", *POS, "--epochs", "1", "--output", str(again),
+                 "transfer.adaptations=[ewc]", "transfer.ewc_batches=2"]) == 0
+    assert (again / "model.safetensors").read_bytes() == (output / "model.safetensors").read_bytes()
     from seqtransfer.transfer.adaptations import EWC
 
     model = tiny_tagger()

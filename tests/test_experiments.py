@@ -623,3 +623,20 @@ def test_methods_read_only_methods_that_read_no_runs_and_a_teacher_of_another_se
     cells = {(record["method"], record["seed"]) for record in records}
     assert ("scratch", 2) in cells and ("scratch+1", 2) not in cells  # seed 2's scratch run is its method's cell, though it also teaches seed 1
     assert ("scratch+1", 3) in cells  # seed 3's teaches seed 2 only: a cell of its own
+
+
+@pytest.mark.parametrize("name", ["label_free", "totune_table2"])
+def test_committed_records_still_name_their_grid_cells_runs(name, tmp_path):
+    """Run ids depend only on the settings that decide results: a refactor or a new config field
+    that changed them would make every kept cell train again."""
+    from seqtransfer.experiments.grid import method_tasks, source_tasks
+    from seqtransfer.experiments.kept import read_kept, run_id_of
+    from seqtransfer.experiments.store import ResultsStore
+
+    repository = Path(__file__).resolve().parent.parent
+    spec = load_experiment(repository / "experiments" / f"{name}.yaml")
+    store = ResultsStore(tmp_path / "results")
+    sources = source_tasks(spec, store, None)
+    ids = {task.run_id for task in [*sources.values(), *method_tasks(spec, store, None, [1, 2, 3], sources, set())]}
+    kept = read_kept(repository / "docs" / "results" / f"{name}.records.jsonl", spec.name)
+    assert len(kept) >= 10 and {run_id_of(record) for record in kept} <= ids

@@ -32,6 +32,14 @@ def encoder_arguments(output, encoder, *extra: str, train: str = "tiny_ner", col
             "--epochs", "2", "--seed", "3", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune", *extra]
 
 
+def test_the_head_projects_onto_embeddings_narrower_than_the_encoder(tmp_path):
+    """ALBERT and ELECTRA factorise their embeddings: E < H."""
+    from seqtransfer.transfer.masked_lm import MaskedLanguageModelHead
+
+    head = MaskedLanguageModelHead(hidden=16, embedding=8, words=50)
+    assert head(torch.zeros(3, 16), torch.zeros(50, 8)).shape == (3, 50)
+
+
 def test_masking_chooses_only_real_ordinary_subwords_and_at_least_one():
     from seqtransfer.transfer.masked_lm import mask_subwords
 
@@ -66,7 +74,8 @@ def test_the_loss_is_the_weighted_cross_entropy_of_the_masked_subwords(encoder, 
     torch.manual_seed(7)
     value = term(model, batch)
     torch.manual_seed(7)
-    special = torch.tensor([index in (0, 2, 3, 4) for index in range(len(VOCAB))])  # [PAD], [CLS], [SEP], [MASK]
+    special = torch.tensor([index in tokenizer_of(str(encoder)).all_special_ids for index in range(len(VOCAB))])
+    assert special[:5].tolist() == [True] * 5  # [PAD], [UNK], [CLS], [SEP], [MASK]
     masked, chosen = mask_subwords(batch.subword_ids, batch.subword_mask.bool() & ~special[batch.subword_ids], 4, len(VOCAB))
     assert not chosen[:, 0].any()  # [CLS] is never masked
     states = model.encoder(input_ids=masked, attention_mask=batch.subword_mask).last_hidden_state[chosen]
@@ -95,6 +104,7 @@ def test_a_masked_lm_trains_beside_lora_and_a_sentence_classifier(encoder, tmp_p
     saved = load_file(str(tmp_path / "lora" / "model.safetensors"))
     assert any(name.startswith("language_model.") for name in saved) and all("lora_" in name or not name.startswith("encoder.") for name in saved)
     assert metrics["trainable_parameters"] < metrics["parameters"]
+    assert len(seqtransfer.load(tmp_path / "lora", device="cpu").predict([["john", "lives", "in", "new", "york"]])[0]) == 5
     classifier = ["train", "--train", str(FIXTURES / "tiny_sentiment_train.tsv"), "--dev", str(FIXTURES / "tiny_sentiment_dev.tsv"), "--epochs", "1",
                   "--output", str(tmp_path / "sentences"), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune", "transfer.auxiliary_lm_weight=0.1"]
     assert run(classifier)["dev"] is not None
@@ -113,4 +123,13 @@ def test_an_encoder_without_a_mask_token_is_one_line(encoder, tmp_path, capsys):
             values.pop("mask_token", None)
             path.write_text(json.dumps(values), encoding="utf-8")
     line = error_line(encoder_arguments(tmp_path / "bad", folder, "transfer.auxiliary_lm_weight=0.1"), capsys)
-    assert "no mask token" in line and not (tmp_path / "bad" / "model.safetensors").exists()
+    assert "no mask token" in line and not (tmp_path / "bad").exists()
+
+
+def test_an_auxiliary_lm_where_only_the_classifier_trains_is_one_line(tmp_path, capsys):
+    source = tmp_path / "source"
+    run(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
+         "--epochs", "1", "--output", str(source), "--quiet", *TINY_MODEL])
+    line = error_line(["transfer", "--source", str(source), "--method", "features", "--train", str(FIXTURES / "tiny_pos_train.conll"), "--dev", str(FIXTURES / "tiny_pos_dev.conll"),
+                       "--columns", "word,pos", "--epochs", "1", "--output", str(tmp_path / "bad"), *TINY_MODEL, "transfer.auxiliary_lm_weight=0.1"], capsys)
+    assert "trains only the classifier" in line and not (tmp_path / "bad").exists()

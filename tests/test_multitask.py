@@ -366,8 +366,11 @@ def test_adaptations_of_a_multitask_model_work_by_level_of_its_hierarchy(tmp_pat
     assert penalty(model, PosBatch()).item() == pytest.approx(expected)  # 0.5 * 2 * (1 per weight)
     capsys.readouterr()
     # EWC: the same per-batch choice, each weight's pull scaled by its Fisher information
-    fisher = {name: torch.full_like(tensor, 3.0) for name, tensor in model.state_dict().items()}
-    assert MultitaskEWC(model, state, fisher, list(state), weight=2.0)(model, PosBatch()).item() == pytest.approx(3 * expected)
+    fisher = {name: torch.full_like(tensor, float(number + 1)) for number, (name, tensor) in enumerate(model.state_dict().items())}  # each tensor its own importance
+    parameters = dict(model.named_parameters())
+    weighted = sum(fisher[name].flatten()[0].item() * parameters[name].numel() for name in parameters
+                   if name.startswith(("word_representation.", "branches.pos.")) and name not in ("word_representation.word_embedding.weight", "word_representation.character_encoder.embedding.weight"))
+    assert MultitaskEWC(model, state, fisher, list(state), weight=2.0)(model, PosBatch()).item() == pytest.approx(weighted)
     for number, adaptations in enumerate(("[gradual_unfreezing, discriminative]", "[l2sp]", "[ewc]")):
         output = f"target-{number}"
         train(tmp_path, output, config, "transfer.scheme=finetune", f"transfer.source={tmp_path / 'source'}", f"transfer.adaptations={adaptations}", "transfer.ewc_batches=3")

@@ -57,7 +57,7 @@ def identity_of(config: RunConfig, source_id: str | None, unified: dict | None =
         values.setdefault("multitask", {})["unified"] = unified
     transfer = values.pop("transfer", {})
     transfer.pop("source", None)
-    if source_id:
+    if source_id is not None:
         transfer["source"] = source_id
     if transfer:
         values["transfer"] = transfer

@@ -97,10 +97,12 @@ class EncoderTagger(SequenceLabeller):
         """A weight the run directory holds (an adapter's run: not the frozen encoder, rebuilt from its folder)."""
         return not self.frozen(name)
 
-    def encode(self, batch: Batch) -> torch.Tensor:
-        """(W, S, H) the encoder's last layer over the batch's windows (token types for pairs, where the encoder has them)."""
+    def encode(self, batch: Batch, subword_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """(W, S, H) the encoder's last layer over the batch's windows (token types for pairs, where
+        the encoder has them); ``subword_ids``: (W, S) other ids in their place (the masked LM's)."""
         types = {"token_type_ids": batch.subword_types} if batch.subword_types is not None and getattr(self.encoder.config, "type_vocab_size", 0) > 1 else {}
-        return self.encoder(input_ids=batch.subword_ids, attention_mask=batch.subword_mask, **types).last_hidden_state
+        ids = batch.subword_ids if subword_ids is None else subword_ids
+        return self.encoder(input_ids=ids, attention_mask=batch.subword_mask, **types).last_hidden_state
 
     def features(self, batch: Batch) -> torch.Tensor:
         """Batch -> (B, T, H) token states: the encoder's (``token_states``), through the BiLSTM when

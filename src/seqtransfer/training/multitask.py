@@ -45,9 +45,9 @@ from seqtransfer.resources import peak_rss_megabytes
 from seqtransfer.training.loop import Evaluate, EvaluationSet, predict_labels, score
 from seqtransfer.training.metrics import evaluate
 from seqtransfer.training.optimizers import fill_optimizer
+from seqtransfer.transfer.auxiliary_lm import auxiliary_language_model, language_model_words
 from seqtransfer.transfer.schemes import Scheme, get_scheme
 from seqtransfer.transfer.weights import copy_shared_label_rows, transfer_weights
-from seqtransfer.transfer.auxiliary_lm import auxiliary_language_model, language_model_words
 
 Log = Callable[[str], None]
 SCHEMES = ("scratch", "finetune")  # multi-task training from scratch, or MuTSPad's multi-task fine-tuning of a multi-task source

@@ -309,6 +309,9 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     if config.transfer.auxiliary_lm_weight:  # saved with the run: the LM layers are part of the model
         config.model.language_model_words = language_model_words(config, vocabularies)
     model = build_target_model(config, scheme, vocabularies, matrix, source, log)
+    if config.transfer.auxiliary_lm_weight and not any("language_model.".startswith(prefix) for phase in scheme.phases(config.transfer) for prefix in phase.trainable):
+        raise SeqTransferError(f"transfer.auxiliary_lm_weight trains LM layers beside the layers they read; scheme {scheme.name} trains only the classifier",
+                               hint="drop transfer.auxiliary_lm_weight, or use finetune or pretrand")
     if config.transfer.adaptations:
         from seqtransfer.transfer.adaptations import check_adaptations
 

@@ -240,7 +240,10 @@ def source_batches(source):
 
 
 def source_fisher(source, batches: int, log: Callable[[str], None]) -> dict[str, torch.Tensor]:
-    """The diagonal empirical Fisher of a source run on its training data: read from its run directory, or computed and stored there."""
+    """The diagonal empirical Fisher of a source run on its training data: read from its run directory, or computed and stored there.
+
+    Each tensor's mean squared gradient over the batches that reached it (all of them, but for a
+    multi-task source's branches, which only their tasks' batches reach)."""
     from safetensors.torch import load_file
 
     from seqtransfer.training.checkpoint import save_tensors
@@ -251,20 +254,24 @@ def source_fisher(source, batches: int, log: Callable[[str], None]) -> dict[str,
         if stored.get("__batches__", torch.zeros(1)).item() == batches:
             return {name: tensor for name, tensor in stored.items() if name != "__batches__"}
     model = source.model
-    model.train()
     sums = {name: torch.zeros_like(parameter) for name, parameter in model.named_parameters()}
+    seen = dict.fromkeys(sums, 0)  # batches that reached each tensor (a multi-task source's batch trains one task's branches)
     counted = 0
-    for batch in source_batches(source):
-        if counted == batches:
-            break
-        model.zero_grad(set_to_none=True)
-        model.loss(batch).backward()
-        for name, parameter in model.named_parameters():
-            if parameter.grad is not None:
-                sums[name] += parameter.grad.to_dense() ** 2
-        counted += 1
-    model.eval()
-    fisher = {name: total / max(counted, 1) for name, total in sums.items()}
+    cuda = [parameter.device.index or 0 for parameter in model.parameters() if parameter.is_cuda][:1]
+    with torch.random.fork_rng(devices=cuda):  # dropout here draws nothing from the target run's random streams (cached or not, the same run)
+        model.train()
+        for batch in source_batches(source):
+            if counted == batches:
+                break
+            model.zero_grad(set_to_none=True)
+            model.loss(batch).backward()
+            for name, parameter in model.named_parameters():
+                if parameter.grad is not None:
+                    sums[name] += parameter.grad.to_dense() ** 2
+                    seen[name] += 1
+            counted += 1
+        model.eval()
+    fisher = {name: total / max(seen[name], 1) for name, total in sums.items()}
     save_tensors(path, {**fisher, "__batches__": torch.tensor([float(batches)])})
     log(f"EWC: Fisher information of the source over {counted} batches of its training data, stored in {path}")
     return fisher

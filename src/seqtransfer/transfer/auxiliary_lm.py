@@ -78,16 +78,21 @@ def language_model_heads(model: nn.Module) -> list[tuple[nn.Module, LanguageMode
 
 
 def fine_tuned_encoder(model: nn.Module) -> bool:
-    """A model whose Transformer encoder trains (its auxiliary LM is masked, ``masked_lm.py``)."""
+    """A model whose Transformer encoder trains (architectures ``encoder_*``, all built on
+    ``EncoderTagger``): its auxiliary LM is masked (``masked_lm.py``)."""
     return getattr(model, "encoder", None) is not None and hasattr(model, "encode")
 
 
 def language_model_words(config, vocabularies) -> int:
     """The LM's classes: the ``transfer.auxiliary_lm_words`` most frequent words (+ padding and
-    unknown), or a fine-tuned encoder's whole sub-word vocabulary."""
-    if config.model.encoder and config.model.encoder_mode == "finetune":
-        from seqtransfer.embeddings.transformer import encoder_config
+    unknown), or a fine-tuned encoder's whole sub-word vocabulary (its tokenizer must have a mask
+    token: else one line, before anything is written)."""
+    if config.model.architecture.startswith("encoder_"):
+        from seqtransfer.embeddings.transformer import encoder_config, tokenizer_of
 
+        if tokenizer_of(config.model.encoder).mask_token_id is None:
+            raise SeqTransferError("an auxiliary LM loss on a fine-tuned encoder masks sub-words, and this encoder's tokenizer has no mask token", path=config.model.encoder,
+                                   hint="drop transfer.auxiliary_lm_weight, or use an encoder trained with a masked LM (BERT, MiniLM, MPNet)")
         return int(encoder_config(config.model.encoder)["vocab_size"])
     return min(config.transfer.auxiliary_lm_words, len(vocabularies.words))
 
@@ -121,8 +126,9 @@ class AuxiliaryLanguageModelLoss:
     def __init__(self, model: nn.Module, weight: float) -> None:
         self.weight = weight
         self.states: dict[int, torch.Tensor] = {}  # head number -> its layer's states in this step
-        self.heads = [head for _, head in language_model_heads(model)]
-        for number, (layer, _) in enumerate(language_model_heads(model)):
+        pairs = language_model_heads(model)
+        self.heads = [head for _, head in pairs]
+        for number, (layer, _) in enumerate(pairs):
             layer.register_forward_hook(functools.partial(self.keep, number))
 
     def keep(self, number: int, module: nn.Module, inputs, output: torch.Tensor) -> None:  # noqa: ANN001 - hook signature
@@ -130,8 +136,10 @@ class AuxiliaryLanguageModelLoss:
             self.states[number] = output
 
     def __call__(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        """weight x the LM loss (a multi-task model: its mean over the root branches the batch ran, as its task losses are averaged)."""
         states, self.states = self.states, {}
-        return sum(self.weight * self.head_loss(self.heads[number], layer_states, batch) for number, layer_states in states.items())
+        losses = [self.head_loss(self.heads[number], layer_states, batch) for number, layer_states in states.items()]
+        return self.weight * sum(losses) / max(len(losses), 1)
 
     @staticmethod
     def head_loss(head: LanguageModelHead, states: torch.Tensor, batch: Batch) -> torch.Tensor:
@@ -160,15 +168,11 @@ def auxiliary_language_model(config, model: nn.Module, training_word_ids, log) -
     return (AuxiliaryLanguageModelLoss(model, config.transfer.auxiliary_lm_weight),)
 
 
-
 def masked_language_model_loss(config, model: nn.Module, log):
-    """A fine-tuned encoder's masked-LM term; an encoder whose tokenizer has no mask token is one line."""
+    """A fine-tuned encoder's masked-LM term (its tokenizer's mask token checked by :func:`language_model_words`)."""
     from seqtransfer.embeddings.transformer import tokenizer_of
     from seqtransfer.transfer.masked_lm import MaskedLanguageModelLoss
 
     tokenizer = tokenizer_of(config.model.encoder)
-    if tokenizer.mask_token_id is None:
-        raise SeqTransferError("an auxiliary LM loss on a fine-tuned encoder masks sub-words, and this encoder's tokenizer has no mask token", path=config.model.encoder,
-                               hint="drop transfer.auxiliary_lm_weight, or use an encoder trained with a masked LM (BERT, MiniLM, MPNet)")
     log(f"auxiliary LM loss: weight {config.transfer.auxiliary_lm_weight:g}, masked sub-words (15 %) over the encoder's {model.language_model.words} sub-words")
     return MaskedLanguageModelLoss(model, config.transfer.auxiliary_lm_weight, tokenizer)

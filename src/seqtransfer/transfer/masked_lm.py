@@ -15,7 +15,9 @@ E is the encoder's own input embedding matrix (tied, as in BERT's pretraining he
 transform W_t, its layer norm and the bias b (V = ``model.language_model_words``, the encoder's
 vocabulary) are the model's ``language_model``, saved with the run; prediction never reads them.
 The published encoders here ship without their pretraining head, so the transform starts random.
-Masks draw from torch's generator, which the run's seed fixes.
+Masks draw from torch's generator, which the run's seed fixes. The scores hold M x V floats
+(about 11 MB for a batch of 16 tweets with MiniLM's 30,522 sub-words; eight times that for a
+250,000-sub-word vocabulary).
 """
 
 from __future__ import annotations
@@ -30,12 +32,13 @@ MASKED_SHARE, REPLACED_BY_MASK, REPLACED_BY_RANDOM = 0.15, 0.8, 0.1  # BERT's re
 
 
 class MaskedLanguageModelHead(nn.Module):
-    """(M, H) encoder states -> (M, V) sub-word scores, the decoder tied to the encoder's input embeddings."""
+    """(M, H) encoder states -> (M, V) sub-word scores, the decoder tied to the encoder's input
+    embeddings (E, of their own width: ALBERT's and ELECTRA's are narrower than H)."""
 
-    def __init__(self, hidden: int, words: int) -> None:
+    def __init__(self, hidden: int, embedding: int, words: int) -> None:
         super().__init__()
-        self.transform = nn.Linear(hidden, hidden)
-        self.norm = nn.LayerNorm(hidden)
+        self.transform = nn.Linear(hidden, embedding)
+        self.norm = nn.LayerNorm(embedding)
         self.bias = nn.Parameter(torch.zeros(words))
         self.words = words
 
@@ -45,7 +48,8 @@ class MaskedLanguageModelHead(nn.Module):
 
 def attach_masked_language_model(model: nn.Module, words: int) -> None:
     """Give a fine-tuned encoder's model its masked-LM head (``words``: the encoder's vocabulary size)."""
-    model.language_model = MaskedLanguageModelHead(model.encoder.config.hidden_size, words)
+    embedding = model.encoder.get_input_embeddings().embedding_dim
+    model.language_model = MaskedLanguageModelHead(model.encoder.config.hidden_size, embedding, words)
 
 
 def mask_subwords(ids: torch.Tensor, maskable: torch.Tensor, mask_id: int, vocabulary_size: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -78,7 +82,6 @@ class MaskedLanguageModelLoss:
         self.special = self.special.to(ids.device)
         maskable = batch.subword_mask.bool() & ~self.special[ids]
         masked, chosen = mask_subwords(ids, maskable, self.mask_id, model.language_model.words)
-        types = {"token_type_ids": batch.subword_types} if batch.subword_types is not None and getattr(model.encoder.config, "type_vocab_size", 0) > 1 else {}
-        states = model.encoder(input_ids=masked, attention_mask=batch.subword_mask, **types).last_hidden_state  # (W, S, H)
+        states = model.encode(batch, masked)  # (W, S, H)
         scores = model.language_model(states[chosen], model.encoder.get_input_embeddings().weight)  # (M, V)
         return self.weight * functional.cross_entropy(scores.float(), ids[chosen], reduction="sum")

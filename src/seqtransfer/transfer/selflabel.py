@@ -218,8 +218,11 @@ class SelfLabelling:
     def same_settings(self, saved: dict) -> bool:
         """Whether saved rounds were made with these settings (fields added since then at their
         defaults; where the data lives, threads and device do not count)."""
-        return (SelfLabelSettings(**saved["settings"]) == self.settings
-                and result_settings(saved["config"]) == result_settings(self.base))
+        try:
+            return (SelfLabelSettings(**saved["settings"]) == self.settings
+                    and result_settings(saved["config"]) == result_settings(self.base))
+        except (TypeError, KeyError, AttributeError):  # a field since removed, or a damaged file: not these settings
+            return False
 
     def model_directory(self, round_number: int, model: int) -> Path:
         return self.output / f"round-{round_number}" / f"model-{model + 1}"
