@@ -63,6 +63,17 @@ def test_self_training_accumulates_confident_sentences(tmp_path):
     assert json.loads((output / "members.json").read_text(encoding="utf-8"))["combination"] == "single"
 
 
+def test_self_training_stops_when_every_unlabelled_sentence_is_learnt(tmp_path, capsys):
+    output = tmp_path / "self"
+    records = run(selflabel_arguments("self_training", output, "--rounds", "5", "--top-n", "4"))  # 10 sentences, pools of 4: 4 + 4 + 2
+    assert [record["round"] for record in records] == [0, 1, 2, 3] and [record["pool"] for record in records[1:]] == [4, 4, 2]
+    assert "round 4: every unlabelled sentence is learnt; the models of round 3 are the final ones" in capsys.readouterr().out
+    assert not (output / "round-4").exists()
+    assert json.loads((output / "members.json").read_text(encoding="utf-8"))["members"] == ["round-3/model-1"]
+    assert json.loads((output / "metrics.json").read_text(encoding="utf-8"))["rounds"] == 3
+    assert run(selflabel_arguments("self_training", output, "--rounds", "5", "--top-n", "4")) == records  # resumed: the same, nothing trained
+
+
 def test_other_settings_in_the_same_folder_are_refused(tmp_path, capsys):
     output = tmp_path / "self"
     run(selflabel_arguments("self_training", output, "--rounds", "0"))

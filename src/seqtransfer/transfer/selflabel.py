@@ -270,12 +270,15 @@ class SelfLabelling:
             if round_number < len(records):
                 used |= set(records[round_number].get("pool_used", []))
                 continue
+            if self.method.accumulates and len(used) >= len(unlabeled):  # nothing left to label: another round would retrain on the same data
+                self.log(f"round {round_number}: every unlabelled sentence is learnt; the models of round {round_number - 1} are the final ones")
+                break
             record = self.next_round(round_number, unlabeled, gold, used)
             records.append(record)
             write_json(self.output / "rounds.json", records)
         write_json(self.output / "rounds.json", records)
-        self.write_members(settings.rounds)
-        self.write_metrics(settings.rounds, records)
+        self.write_members(len(records) - 1)
+        self.write_metrics(len(records) - 1, records)
         return records
 
     def write_metrics(self, last_round: int, records: list[dict]) -> None:
