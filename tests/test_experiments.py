@@ -92,12 +92,14 @@ def test_list_shows_every_cell_of_the_grid_and_where_it_stands(tmp_path, capsys)
     run(["experiment", "list", str(experiment), "--results", str(results)])
     before = capsys.readouterr().out.splitlines()
     assert "scratch / pos / seed 1: to train" in before and "source ner: to train when a run needs it" in before
-    assert before[-1] == "tiny: cells 5 to train; sources and runs other methods read 1 to train (seeds 1..1)"  # scratch, finetune, pretrand, the ensemble's extra member, the ensemble
+    assert before[-2] == "tiny: cells 5 to train; sources and runs other methods read 1 to train (seeds 1..1)"  # scratch, finetune, pretrand, the ensemble's extra member, the ensemble
+    assert before[-1] == "time left: 4 runs to train, none with a finished run of the same kind to time them by"
     run(["experiment", "run", str(experiment), "--only", "scratch", "--results", str(results), "--records", str(kept)])
     capsys.readouterr()
     run(["experiment", "list", str(experiment), "--results", str(results), "--seeds", "2"])
     lines = capsys.readouterr().out.splitlines()
     assert any(line.startswith("scratch / pos / seed 1: dev ") for line in lines) and "scratch / pos / seed 2: to train" in lines
+    assert lines[-1].startswith("time left: about ") and " of one core for 1 of the 7 runs to train" in lines[-1]  # seed 2 of scratch, timed by seed 1
     run(["experiment", "list", str(experiment), "--results", str(tmp_path / "fresh"), "--records", str(kept)])  # another machine: the kept record holds the cell
     assert any(line.startswith("scratch / pos / seed 1: dev ") and line.endswith("[kept record]") for line in capsys.readouterr().out.splitlines())
     model = torch.nn.Linear(2, 2)
@@ -431,7 +433,7 @@ def test_a_method_starts_from_another_methods_run_even_when_the_command_leaves_i
     assert started[1] != started[2]
     capsys.readouterr()
     run(["experiment", "list", str(experiment), "--only", "after", "--targets", "few", "--results", str(results)])
-    assert capsys.readouterr().out.splitlines()[-1] == "tiny: cells 1 done; sources and runs other methods read 1 done, 1 to train (seeds 1..1)"  # the run started from; the source nothing here needs
+    assert capsys.readouterr().out.splitlines()[-2] == "tiny: cells 1 done; sources and runs other methods read 1 done, 1 to train (seeds 1..1)"  # the run started from; the source nothing here needs
     kept = tmp_path / "kept.jsonl"  # kept cells of the method: on a fresh store the runs it started from are not trained again
     run(["experiment", "run", str(experiment), "--only", "after", "--targets", "few", "--results", str(results), "--records", str(kept)])
     lines = kept.read_text(encoding="utf-8").splitlines()

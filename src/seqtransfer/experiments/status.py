@@ -10,6 +10,7 @@ read by other methods: teachers, labellers, runs started from) are listed apart:
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 from seqtransfer.experiments.kept import cell_key, run_id_of
@@ -83,43 +84,70 @@ def cell_count(task: RunTask) -> int:
     return len(task.record.get("targets", [None]))
 
 
-def describe_cells(task: RunTask, kept: dict[tuple, dict]) -> tuple[str, list[str]]:
-    """(state, lines) of one run: done | kept | under way | to train."""
+def describe_cells(task: RunTask, kept: dict[tuple, dict]) -> tuple[str, list[str], list[dict]]:
+    """(state, lines, finished records) of one run: done | kept | under way | to train."""
     if is_finished(task):
-        lines = []
-        for record in finish_records(task, Path(task.directory), score=False):
+        lines, records = [], finish_records(task, Path(task.directory), score=False)
+        for record in records:
             unscored = record.get("test_on") and record["test"] is None
             lines.append(describe(record) + (f" [test on {record['test_on']} not scored yet]" if unscored else ""))
-        return "done", lines
+        return "done", lines, records
     records = kept_records_of(task, kept)
     if records is not None:
-        return "kept", [f"{describe(record)} [kept record]" for record in records]
+        return "kept", [f"{describe(record)} [kept record]" for record in records], records
     progress = describe_progress(task)
     if progress:
-        return "under way", [f"{name_cell(task)}: under way, {progress}"]
+        return "under way", [f"{name_cell(task)}: under way, {progress}"], []
     stale = kept.get(cell_key(task.record)) if "targets" not in task.record else None
     note = f" (a kept record is of other settings: {run_id_of(stale)})" if stale else ""
-    return "to train", [f"{name_cell(task)}: to train{note}"]
+    return "to train", [f"{name_cell(task)}: to train{note}"], []
+
+
+def kind_of_cell(record: dict) -> tuple:
+    """What a run's time is compared by: the same source, or the same method and target(s), at any seed."""
+    return ("source", record["source"]) if record.get("source") else (record.get("method"), record.get("target"), tuple(record.get("targets", ())))
+
+
+def time_left(waiting: list[RunTask], seconds: dict[tuple, list[float]]) -> str:
+    """"about 2h 05m of one core for 5 of the 6 runs to train" from the times of finished runs of the same kind."""
+    from seqtransfer.experiments.report import _duration
+
+    known = [statistics.fmean(seconds[kind]) for task in waiting if (kind := kind_of_cell(task.record)) in seconds]
+    if not waiting:
+        return "nothing left to train"
+    if not known:
+        return f"{len(waiting)} runs to train, none with a finished run of the same kind to time them by"
+    return (f"about {_duration(sum(known))} of one core for {len(known)} of the {len(waiting)} runs to train or under way "
+            "(each timed as the finished runs of its method and target at other seeds; under way ones counted whole)")
 
 
 def grid_status(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], data_dir: str | None, only: set[str], kept: list[dict]) -> list[str]:
     """One line per run (sources and runs only other methods read first, then the grid's cells, ensembles
-    last), then a count of the cells in each state and of the sources."""
+    last), then a count of the cells in each state and of the sources, and an estimate of the time left."""
     kept_cells = {cell_key(record): record for record in kept if record["experiment"] == spec.name}
     sources = source_tasks(spec, store, data_dir)
     methods = method_tasks(spec, store, data_dir, seeds, sources, only)
     ensembles = [task for task, _ in ensemble_tasks(spec, store, data_dir, seeds, sources, only)]
     supporting = [*sources.values(), *(task for task in methods if task.when_needed)]
     lines, cells, support = [], dict.fromkeys(STATES, 0), dict.fromkeys(STATES, 0)
+    seconds: dict[tuple, list[float]] = {}
+    waiting = []  # runs of the grid's cells still to train or under way (supporting runs train only when needed)
     for task in supporting:
-        state, described = describe_cells(task, kept_cells)
+        state, described, records = describe_cells(task, kept_cells)
         support[state] += 1
         lines += [line.replace(": to train", ": to train when a run needs it") for line in described]
+        for record in records:
+            seconds.setdefault(kind_of_cell(record), []).append(float(record["seconds"]))
     for task in [*(task for task in methods if not task.when_needed), *ensembles]:
-        state, described = describe_cells(task, kept_cells)
+        state, described, records = describe_cells(task, kept_cells)
         cells[state] += cell_count(task)
         lines += described
-    return [*lines, f"{spec.name}: cells {summarize(cells)}; sources and runs other methods read {summarize(support)} (seeds 1..{max(seeds)})"]
+        for record in records[:1]:  # a multi-task run's records share its time
+            seconds.setdefault(kind_of_cell(task.record), []).append(float(record["seconds"]))
+        if state in ("to train", "under way") and task in methods:
+            waiting.append(task)
+    return [*lines, f"{spec.name}: cells {summarize(cells)}; sources and runs other methods read {summarize(support)} (seeds 1..{max(seeds)})",
+            f"time left: {time_left(waiting, seconds)}"]
 
 
 def summarize(counts: dict[str, int]) -> str:
