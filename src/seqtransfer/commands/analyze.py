@@ -6,6 +6,7 @@
     analyze units RUN [--task POS] [--split dev] [--output DIR]  multi-task: ablate each unit of h_POS (MuTSPad §5.5)
     analyze absorption RUN... [--split dev] [--output DIR]      PretRand: do pre-trained units absorb the random ones (Figure 5)
     analyze similarity CORPUS... [--target T] [--gains CSV] [--output DIR]  KL / JS / OOV / LM cross-entropy between corpora
+    analyze tokens RUN... [--split test] [--output DIR]          accuracy and share of errors by kind of token (mentions, hashtags, ...)
     analyze report --transfer A B [--transfer C D ...] [--neurons RUN] [--curve RUN ...] --output report.html
 """
 
@@ -65,6 +66,10 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     similarity.add_argument("corpora", nargs="+", metavar="CORPUS", help="a dataset (NAME[:SPLIT], default train), tweets_unlabeled, or a text file (one sentence per line) or CoNLL file")
     add_similarity_options(similarity)
     similarity.add_argument("--output", help="folder for similarity.json, similarity.md and the figures")
+    tokens = analyses.add_parser("tokens", help="accuracy and share of the errors by kind of token: URL, @mention, #hashtag, RT, number, symbol, word")
+    tokens.add_argument("runs", nargs="+", metavar="RUN", help="run directories (their predictions, or their one test-on-* folder's) or prediction files")
+    tokens.add_argument("--split", default="test", help="split of the prediction files (default test)")
+    tokens.add_argument("--output", help="folder for tokens.json and tokens.md")
     report = analyses.add_parser("report", help="one self-contained HTML report of the analyses")
     report.add_argument("--transfer", nargs=2, action="append", default=[], metavar=("RUN_A", "RUN_B"), help="a pair to compare (repeatable)")
     report.add_argument("--neurons", metavar="RUN", help="run whose units to analyse")
@@ -136,6 +141,22 @@ def run_absorption(arguments: argparse.Namespace) -> list[dict]:
         figures.save_figure(absorption_figure(results), output / "absorption")
         print(f"written to {output}")
     return [public(result) for result in results]
+
+
+def run_tokens(arguments: argparse.Namespace) -> dict:
+    from seqtransfer.analysis.token_kinds import errors_by_kind, kinds_table, run_predictions
+    from seqtransfer.files import write_json, write_text
+
+    names = [Path(run).name if Path(run).is_dir() else str(run) for run in arguments.runs]
+    results = {name: errors_by_kind(run_predictions(run, arguments.split)) for name, run in zip(names, arguments.runs)}
+    text = "\n".join(kinds_table(results)) + "\n"
+    print(text, end="")
+    if arguments.output:
+        output = Path(arguments.output)
+        write_json(output / "tokens.json", results)
+        write_text(output / "tokens.md", text)
+        print(f"written to {output}")
+    return results
 
 
 def run_similarity(arguments: argparse.Namespace) -> dict:
@@ -341,7 +362,7 @@ def run_probes(arguments: argparse.Namespace) -> dict:
     return result
 
 
-ANALYSES = {"transfer": run_transfer, "neurons": run_neurons, "curve": run_curve, "units": run_units, "probes": run_probes, "similarity": run_similarity, "absorption": run_absorption, "report": run_report}
+ANALYSES = {"transfer": run_transfer, "neurons": run_neurons, "curve": run_curve, "units": run_units, "probes": run_probes, "similarity": run_similarity, "absorption": run_absorption, "tokens": run_tokens, "report": run_report}
 
 
 def run(arguments: argparse.Namespace):
