@@ -116,7 +116,7 @@ def test_pseudo_label_accuracy_and_target_scores_are_recorded_on_real_data(tmp_p
     assert all(0 < record["target"] <= 100 for record in records)
 
 
-def test_co_training_teaches_each_view_the_others_surest_sentences(tmp_path):
+def test_co_training_teaches_each_view_the_others_surest_sentences(tmp_path, capsys):
     output = tmp_path / "co"
     records = run(selflabel_arguments("co_training", output, "--top-n", "2"))
     assert [item["sentences"] for item in records[1]["added"]] == [2, 2]
@@ -130,3 +130,9 @@ def test_co_training_teaches_each_view_the_others_surest_sentences(tmp_path):
     sentence = [["Peter", "lives", "in", "Berlin"]]
     (first, first_confidence), (second, second_confidence) = (model_predictions(output / "round-2" / f"model-{number}", sentence) for number in (1, 2))
     assert load(output).predict(sentence) == (first if first_confidence[0] >= second_confidence[0] else second)
+    # a co-trained folder as a source: its first model, the words-only view, whose inputs the target takes
+    target = ["--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner", "--epochs", "1", *TINY_MODEL]
+    run(["transfer", "--source", str(output), "--method", "finetune", *target, "--output", str(tmp_path / "sft")])
+    assert load_run(tmp_path / "sft").config.model.inputs == "words"
+    code = main(["transfer", "--source", str(output), "--method", "finetune", *target, "--output", str(tmp_path / "bad"), "model.inputs=characters"])
+    assert code == 2 and "has model.inputs=words; this run asks for characters" in capsys.readouterr().err and not (tmp_path / "bad").exists()

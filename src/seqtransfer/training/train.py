@@ -101,7 +101,7 @@ def build_word_vocabularies(config: RunConfig, train_tokens: list, evaluation_to
 # Model settings a transferred model takes from its source run (the copied weights' shapes).
 SOURCE_SIZES = ("word_dimension", "char_dimension", "char_hidden", "hidden", "embeddings", "parser_hidden", "parser_layers", "arc_hidden", "relation_hidden",
                 "encoder", "encoder_pooling", "encoder_layers", "encoder_dimension", "tag_feature", "tag_dimension", "feature_extractor",
-                "encoder_mode", "encoder_adapter", "lora_rank", "lora_alpha", "adapter_size")
+                "encoder_mode", "encoder_adapter", "lora_rank", "lora_alpha", "adapter_size", "inputs")
 
 
 def model_architecture(scheme: Scheme, data: TaskData) -> str:
@@ -128,26 +128,27 @@ def load_source(config: RunConfig, scheme: Scheme) -> rundir.LoadedRun | None:
         raise SeqTransferError("the source run is a multi-task model; a mono-task model cannot take its weights", path=config.transfer.source,
                                hint="fine-tune it as a multi-task model (model.tasks and multitask.data), or pass a mono-task source run")
     check_source_tags(config, source)
-    check_source_encoder(config, source)
+    check_source_set_up(config, source)
     for name in SOURCE_SIZES:
         setattr(config.model, name, getattr(source.config.model, name))
     return source
 
 
-ENCODER_SET_UP = ("encoder_mode", "encoder_adapter")  # of SOURCE_SIZES: a target that asks for other values is told, not overruled
+SOURCE_SET_UP = ("encoder_mode", "encoder_adapter", "inputs")  # of SOURCE_SIZES: a target that asks for other values is told, not overruled
 
 
-def check_source_encoder(config: RunConfig, source: rundir.LoadedRun) -> None:
-    """The target takes its source's encoder set-up; one it asks for otherwise (a fine-tuned encoder
-    over a frozen-features source, LoRA over a fully fine-tuned one) is one line, not silently dropped."""
+def check_source_set_up(config: RunConfig, source: rundir.LoadedRun) -> None:
+    """The target takes its source's set-up; one it asks for otherwise (a fine-tuned encoder over a
+    frozen-features source, LoRA over a fully fine-tuned one, characters over a words-only source:
+    co-training's views) is one line, not silently dropped."""
     from seqtransfer.config import ModelConfig
 
     defaults = ModelConfig()
-    for name in ENCODER_SET_UP:
+    for name in SOURCE_SET_UP:
         wanted, had = getattr(config.model, name), getattr(source.config.model, name)
         if wanted != getattr(defaults, name) and wanted != had:
             raise SeqTransferError(f"the source run has model.{name}={had}; this run asks for {wanted}", path=config.transfer.source,
-                                   hint=f"drop model.{name} (a target takes its source's encoder set-up), or transfer from a source trained with it")
+                                   hint=f"drop model.{name} (a target takes its source's set-up), or transfer from a source trained with it")
 
 
 def check_source_tags(config: RunConfig, source: rundir.LoadedRun) -> None:
