@@ -631,7 +631,7 @@ def test_methods_read_only_methods_that_read_no_runs_and_a_teacher_of_another_se
 def test_committed_records_still_name_their_grid_cells_runs(name, tmp_path):
     """Run ids depend only on the settings that decide results: a refactor or a new config field
     that changed them would make every kept cell train again."""
-    from seqtransfer.experiments.grid import method_tasks, source_tasks
+    from seqtransfer.experiments.grid import ensemble_tasks, method_tasks, source_tasks
     from seqtransfer.experiments.kept import read_kept, run_id_of
     from seqtransfer.experiments.store import ResultsStore
 
@@ -639,6 +639,7 @@ def test_committed_records_still_name_their_grid_cells_runs(name, tmp_path):
     spec = load_experiment(repository / "experiments" / f"{name}.yaml")
     store = ResultsStore(tmp_path / "results")
     sources = source_tasks(spec, store, None)
-    ids = {task.run_id for task in [*sources.values(), *method_tasks(spec, store, None, [1, 2, 3], sources, set())]}
+    ensembles = [task for task, _ in ensemble_tasks(spec, store, None, [1, 2, 3], sources, set())]
+    ids = {task.run_id for task in [*sources.values(), *method_tasks(spec, store, None, [1, 2, 3], sources, set()), *ensembles]}
     kept = read_kept(repository / "docs" / "results" / f"{name}.records.jsonl", spec.name)
     assert len(kept) >= 10 and {run_id_of(record) for record in kept} <= ids

@@ -382,7 +382,8 @@ def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
     lines += [f"Mean ± sample std (number of seeds). #params, aNRG and mNRG are relative to {spec.reference_method}; "
               f"{MISSING} marks a cell with no finished run (an empty cell: the method does not run on that target), † a gain over fewer targets than the table has. "
               "#params leaves out the word and character embedding tables (a transferred model's tables also hold the source's words); "
-              "a multi-task method's one model is compared with the reference's models of all targets together.", ""]
+              "a multi-task method's one model is compared with the reference's models of all targets together. "
+              "Time / run is the cell's own training: not its source run's (trained once for every target), nor that of a run it starts from or reads labels of.", ""]
     lines += _ours_table(spec, records, summaries)
     if mixed_labels(summaries):
         lines += ["", "° early stopping read the labels of the test data's dev split; unmarked cells used none of the test data's labels "
