@@ -93,13 +93,13 @@ def test_list_shows_every_cell_of_the_grid_and_where_it_stands(tmp_path, capsys)
     before = capsys.readouterr().out.splitlines()
     assert "scratch / pos / seed 1: to train" in before and "source ner: to train when a run needs it" in before
     assert before[-2] == "tiny: cells 5 to train; sources and runs other methods read 1 to train (seeds 1..1)"  # scratch, finetune, pretrand, the ensemble's extra member, the ensemble
-    assert before[-1] == "time left: 4 runs to train, none with a finished run of the same kind to time them by"
+    assert before[-1] == "time left: 5 runs to train, none with a finished run of the same kind to time them by"  # and the source two of them need
     run(["experiment", "run", str(experiment), "--only", "scratch", "--results", str(results), "--records", str(kept)])
     capsys.readouterr()
     run(["experiment", "list", str(experiment), "--results", str(results), "--seeds", "2"])
     lines = capsys.readouterr().out.splitlines()
     assert any(line.startswith("scratch / pos / seed 1: dev ") for line in lines) and "scratch / pos / seed 2: to train" in lines
-    assert lines[-1].startswith("time left: about ") and " of one core for 1 of the 7 runs to train" in lines[-1]  # seed 2 of scratch, timed by seed 1
+    assert lines[-1].startswith("time left: about ") and " for 1 of the 8 runs to train" in lines[-1]  # seed 2 of scratch, timed by seed 1
     run(["experiment", "list", str(experiment), "--results", str(tmp_path / "fresh"), "--records", str(kept)])  # another machine: the kept record holds the cell
     assert any(line.startswith("scratch / pos / seed 1: dev ") and line.endswith("[kept record]") for line in capsys.readouterr().out.splitlines())
     model = torch.nn.Linear(2, 2)

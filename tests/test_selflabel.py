@@ -63,15 +63,16 @@ def test_self_training_accumulates_confident_sentences(tmp_path):
     assert json.loads((output / "members.json").read_text(encoding="utf-8"))["combination"] == "single"
 
 
-def test_self_training_stops_when_every_unlabelled_sentence_is_learnt(tmp_path, capsys):
-    output = tmp_path / "self"
-    records = run(selflabel_arguments("self_training", output, "--rounds", "5", "--top-n", "4"))  # 10 sentences, pools of 4: 4 + 4 + 2
+@pytest.mark.parametrize("method, members", [("self_training", ["round-3/model-1"]), ("co_training", ["round-3/model-1", "round-3/model-2"])])
+def test_self_and_co_training_stop_when_no_unlabelled_sentence_is_left(tmp_path, capsys, method, members):
+    output = tmp_path / method
+    records = run(selflabel_arguments(method, output, "--rounds", "5", "--top-n", "4"))  # 10 sentences, pools of 4: 4 + 4 + 2
     assert [record["round"] for record in records] == [0, 1, 2, 3] and [record["pool"] for record in records[1:]] == [4, 4, 2]
-    assert "round 4: every unlabelled sentence is learnt; the models of round 3 are the final ones" in capsys.readouterr().out
-    assert not (output / "round-4").exists()
-    assert json.loads((output / "members.json").read_text(encoding="utf-8"))["members"] == ["round-3/model-1"]
+    assert "round 4: no unlabelled sentence is left to label; the models of round 3 are the final ones" in capsys.readouterr().out
+    assert json.loads((output / "members.json").read_text(encoding="utf-8"))["members"] == members
     assert json.loads((output / "metrics.json").read_text(encoding="utf-8"))["rounds"] == 3
-    assert run(selflabel_arguments("self_training", output, "--rounds", "5", "--top-n", "4")) == records  # resumed: the same, nothing trained
+    assert run(selflabel_arguments(method, output, "--rounds", "5", "--top-n", "4")) == records  # resumed: the same, nothing trained
+    assert not (output / "round-4").exists()
 
 
 def test_other_settings_in_the_same_folder_are_refused(tmp_path, capsys):
@@ -136,3 +137,5 @@ def test_co_training_teaches_each_view_the_others_surest_sentences(tmp_path, cap
     assert load_run(tmp_path / "sft").config.model.inputs == "words"
     code = main(["transfer", "--source", str(output), "--method", "finetune", *target, "--output", str(tmp_path / "bad"), "model.inputs=characters"])
     assert code == 2 and "has model.inputs=words; this run asks for characters" in capsys.readouterr().err and not (tmp_path / "bad").exists()
+    code = main(selflabel_arguments("co_training", tmp_path / "co-from-source", "transfer.scheme=finetune", f"transfer.source={tmp_path / 'sft'}"))
+    assert code == 2 and "trains one model per view" in capsys.readouterr().err and not (tmp_path / "co-from-source").exists()

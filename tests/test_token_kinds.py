@@ -9,7 +9,9 @@ from seqtransfer.cli import main, run
 
 
 @pytest.mark.parametrize("token, kind", [("https://t.co/x", "url"), ("WWW.example.com", "url"), ("@user_1", "mention"), ("＠ana", "mention"), ("@", "symbol"),
-                                         ("#tbt", "hashtag"), ("RT", "retweet"), ("rt", "word"), ("1,000.50", "number"), ("12:30", "number"), ("3rd", "word"),
+                                         ("#tbt", "hashtag"), ("#1", "hashtag"), ("RT", "retweet"), ("rt", "retweet"), ("RT:", "retweet"), ("rtx", "word"),
+                                         ("1,000.50", "number"), ("12:30", "number"), ("-5", "number"), ("$5", "number"), ("1/2", "number"), ("5%", "number"),
+                                         (".5", "number"), ("12-15", "number"), ("3rd", "word"), ("-", "symbol"),
                                          (":-)", "symbol"), ("😀", "symbol"), ("...", "symbol"), ("don't", "word")])
 def test_each_token_gets_the_first_kind_whose_rule_matches(token, kind):
     assert token_kind(token) == kind
@@ -37,3 +39,5 @@ def test_a_run_scored_on_other_data_is_read_from_its_test_on_folder(tmp_path, ca
     assert "scored on 2 other datasets" in capsys.readouterr().err
     assert main(["analyze", "tokens", str(tmp_path / "nothing")]) == 2
     assert "prediction file not found" in capsys.readouterr().err
+    empty = write_predictions(tmp_path / "empty.conll", [])
+    assert main(["analyze", "tokens", str(empty)]) == 2 and "no tokens" in capsys.readouterr().err

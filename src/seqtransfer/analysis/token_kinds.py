@@ -8,8 +8,9 @@ much of a run's error those tokens make. Each token gets the first kind whose ru
 1. ``url``: starts with ``http://``, ``https://`` or ``www.`` (any case);
 2. ``mention``: ``@`` or ``＠`` then a letter, digit or underscore;
 3. ``hashtag``: ``#`` or ``＃`` then a letter, digit or underscore;
-4. ``retweet``: exactly ``RT``;
-5. ``number``: digits, with ``,``, ``.`` or ``:`` between them (1,000.50, 12:30);
+4. ``retweet``: ``RT`` in any case, with or without a colon (``rt``, ``RT:``);
+5. ``number``: digits, optionally signed or with a currency sign, with ``,``, ``.``, ``:``, ``/``
+   or ``-`` between them, and an optional ``%`` (1,000.50, 12:30, -5, $5, 1/2, 5%, .5);
 6. ``symbol``: no letter or digit at all (punctuation, emoticons, emoji);
 7. ``word``: anything else.
 """
@@ -28,8 +29,8 @@ _RULES = (
     ("url", re.compile(r"^(?:https?://|www\.)", re.IGNORECASE)),
     ("mention", re.compile(r"^[@＠]\w")),
     ("hashtag", re.compile(r"^[#＃]\w")),
-    ("retweet", re.compile(r"^RT$")),
-    ("number", re.compile(r"^\d+(?:[.,:]\d+)*$")),
+    ("retweet", re.compile(r"^RT:?$", re.IGNORECASE)),
+    ("number", re.compile(r"^[-+±$€£]?\d*[.,]?\d+(?:[.,:/-]\d+)*%?$")),
     ("symbol", re.compile(r"^[\W_]+$")),
 )
 
@@ -61,6 +62,8 @@ def errors_by_kind(predictions: Predictions) -> dict:
             tokens[kind] += 1
             wrong[kind] += gold_label != predicted_label
     total, errors = sum(tokens.values()), sum(wrong.values())
+    if not total:
+        raise SeqTransferError("no tokens in the prediction file", path=predictions.path, hint="pass a run scored on a labelled split")
     kinds = {kind: {"tokens": tokens[kind], "share_of_tokens": 100.0 * tokens[kind] / total, "accuracy": 100.0 * (tokens[kind] - wrong[kind]) / tokens[kind],
                     "share_of_errors": 100.0 * wrong[kind] / errors if errors else 0.0} for kind in KINDS if tokens[kind]}
     return {"file": str(predictions.path), "tokens": total, "accuracy": 100.0 * (total - errors) / total if total else 0.0, "kinds": kinds}
@@ -78,4 +81,5 @@ def kinds_table(results: dict[str, dict]) -> list[str]:
                  for name in names]
         share = first["kinds"].get(kind, {}).get("share_of_tokens")
         rows.append([kind, "–" if share is None else f"{share:.1f} %", *cells])
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(row) + " |" for row in rows)]
+    read = [f"{name}: {result['file']}" for name, result in results.items()]
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(row) + " |" for row in rows), "", "Read: " + "; ".join(read) + "."]

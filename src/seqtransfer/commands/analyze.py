@@ -147,7 +147,11 @@ def run_tokens(arguments: argparse.Namespace) -> dict:
     from seqtransfer.analysis.token_kinds import errors_by_kind, kinds_table, run_predictions
     from seqtransfer.files import write_json, write_text
 
-    names = [Path(run).name if Path(run).is_dir() else str(run) for run in arguments.runs]
+    names = [Path(run).resolve().name if Path(run).is_dir() else str(run) for run in arguments.runs]
+    if len(set(names)) < len(names):
+        names = [str(run) for run in arguments.runs]  # runs of one name in different folders: their paths
+    if len(set(names)) < len(names):
+        raise SeqTransferError("the same run is given twice", hint="pass each run once")
     results = {name: errors_by_kind(run_predictions(run, arguments.split)) for name, run in zip(names, arguments.runs)}
     text = "\n".join(kinds_table(results)) + "\n"
     print(text, end="")

@@ -138,7 +138,7 @@ def method_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None
             tasks += [multitask_method_task(spec, store, data_dir, method_name, seed, sources, tasks) for seed in seeds]
             continue
         for target_name, target in spec.targets.items():
-            if spec.methods[method_name].targets is not None and target_name not in spec.methods[method_name].targets:
+            if target_name not in spec.targets_of(method_name):
                 continue
             for seed in seeds:
                 task = method_task(spec, store, data_dir, method_name, target_name, seed + offset, sources)
@@ -328,8 +328,7 @@ def ensemble_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | No
     for name, method in spec.methods.items():
         if not method.ensemble or not selected(name, only):
             continue
-        kinds = [method, *(spec.methods[split_member(member)[0]] for member in method.ensemble)]
-        for target_name in [target for target in spec.targets if all(kind.targets is None or target in kind.targets for kind in kinds)]:
+        for target_name in spec.targets_of(name):
             for seed in seeds:
                 members = [method_task(spec, store, data_dir, member, target_name, seed + offset, sources) for member, offset in map(split_member, method.ensemble)]
                 run_id = store.run_id(f"{slug(target_name)}-ensemble-", content_id({"ensemble": [member.run_id for member in members]}))

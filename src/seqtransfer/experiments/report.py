@@ -88,7 +88,7 @@ def report_spec(experiment, trials: int = 10000) -> ReportSpec:
         split=experiment.paper_split,
         trials=trials,
         published=list(experiment.published),
-        method_targets={name: list(method.targets) for name, method in experiment.methods.items() if getattr(method, "targets", None)},
+        method_targets={name: experiment.targets_of(name) for name in experiment.methods},
     )
 
 
@@ -383,7 +383,8 @@ def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
               f"{MISSING} marks a cell with no finished run (an empty cell: the method does not run on that target), † a gain over fewer targets than the table has. "
               "#params leaves out the word and character embedding tables (a transferred model's tables also hold the source's words); "
               "a multi-task method's one model is compared with the reference's models of all targets together. "
-              "Time / run is the cell's own training: not its source run's (trained once for every target), nor that of a run it starts from or reads labels of.", ""]
+              "Time / run is the cell's own training: not its source run's (trained once for every target), nor that of a run it starts from or reads labels of "
+              "(an ensemble's is its members' together).", ""]
     lines += _ours_table(spec, records, summaries)
     if mixed_labels(summaries):
         lines += ["", "° early stopping read the labels of the test data's dev split; unmarked cells used none of the test data's labels "

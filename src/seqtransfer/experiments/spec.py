@@ -154,6 +154,13 @@ class ExperimentSpec:
     path: str = ""
     all_targets: dict[str, TargetSpec] = field(default_factory=dict)  # every target of the file (``targets`` may be narrowed to those one command runs)
 
+    def targets_of(self, name: str) -> list[str]:
+        """The targets a method has cells on, in the file's order: its own ``targets`` (none listed:
+        all); an ensemble's, only those where every member runs too."""
+        method = self.methods[name]
+        kinds = [method, *(self.methods[split_member(member)[0]] for member in method.ensemble or [])]
+        return [target for target in self.targets if all(kind.targets is None or target in kind.targets for kind in kinds)]
+
 
 INTERNAL = ("path", "all_targets")  # ExperimentSpec fields the file does not set
 

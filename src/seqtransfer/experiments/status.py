@@ -109,7 +109,7 @@ def kind_of_cell(record: dict) -> tuple:
 
 
 def time_left(waiting: list[RunTask], seconds: dict[tuple, list[float]]) -> str:
-    """"about 2h 05m of one core for 5 of the 6 runs to train" from the times of finished runs of the same kind."""
+    """"about 2h 05m for 5 of the 6 runs to train" from the wall times of finished runs of the same kind."""
     from seqtransfer.experiments.report import _duration
 
     known = [statistics.fmean(seconds[kind]) for task in waiting if (kind := kind_of_cell(task.record)) in seconds]
@@ -117,8 +117,9 @@ def time_left(waiting: list[RunTask], seconds: dict[tuple, list[float]]) -> str:
         return "nothing left to train"
     if not known:
         return f"{len(waiting)} runs to train, none with a finished run of the same kind to time them by"
-    return (f"about {_duration(sum(known))} of one core for {len(known)} of the {len(waiting)} runs to train or under way "
-            "(each timed as the finished runs of its method and target at other seeds; under way ones counted whole)")
+    return (f"about {_duration(sum(known))} for {len(known)} of the {len(waiting)} runs to train or under way, one after another "
+            "(each timed as the finished runs of its method and target, or its source, at other seeds, on the device and beside whatever ran then; "
+            "under way ones counted whole)")
 
 
 def grid_status(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], data_dir: str | None, only: set[str], kept: list[dict]) -> list[str]:
@@ -131,23 +132,33 @@ def grid_status(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], dat
     supporting = [*sources.values(), *(task for task in methods if task.when_needed)]
     lines, cells, support = [], dict.fromkeys(STATES, 0), dict.fromkeys(STATES, 0)
     seconds: dict[tuple, list[float]] = {}
-    waiting = []  # runs of the grid's cells still to train or under way (supporting runs train only when needed)
+    unfinished: dict[str, RunTask] = {}  # directory -> a run still to train or under way
+
+    def note(task: RunTask, state: str, records: list[dict]) -> None:
+        for record in records[:1]:  # a multi-task run's records share its time
+            seconds.setdefault(kind_of_cell(task.record), []).append(float(record["seconds"]))
+        if state in ("to train", "under way"):
+            unfinished[task.directory] = task
+
     for task in supporting:
         state, described, records = describe_cells(task, kept_cells)
         support[state] += 1
         lines += [line.replace(": to train", ": to train when a run needs it") for line in described]
-        for record in records:
-            seconds.setdefault(kind_of_cell(record), []).append(float(record["seconds"]))
+        note(task, state, records)
     for task in [*(task for task in methods if not task.when_needed), *ensembles]:
         state, described, records = describe_cells(task, kept_cells)
         cells[state] += cell_count(task)
         lines += described
-        for record in records[:1]:  # a multi-task run's records share its time
-            seconds.setdefault(kind_of_cell(task.record), []).append(float(record["seconds"]))
-        if state in ("to train", "under way") and task in methods:
-            waiting.append(task)
+        note(task, state, records)
+    waiting = {task.directory: task for task in methods if not task.when_needed and task.directory in unfinished}
+    pending = [dependency for task in waiting.values() for dependency in task.dependencies]
+    while pending:  # the unfinished sources and read runs they need (and those these need)
+        directory = pending.pop()
+        if directory in unfinished and directory not in waiting:
+            waiting[directory] = unfinished[directory]
+            pending += unfinished[directory].dependencies
     return [*lines, f"{spec.name}: cells {summarize(cells)}; sources and runs other methods read {summarize(support)} (seeds 1..{max(seeds)})",
-            f"time left: {time_left(waiting, seconds)}"]
+            f"time left: {time_left(list(waiting.values()), seconds)}"]
 
 
 def summarize(counts: dict[str, int]) -> str:

@@ -21,7 +21,7 @@ finetune`` from the previous round's run). Registered methods (:data:`METHODS`):
   Together they predict each sentence with the model surer of it.
 
 Model selection reads no target label: early stopping uses the gold (source) dev set and the
-number of rounds is fixed. Where the unlabelled text is a registered dataset's split, the
+number of rounds is fixed (self- and co-training stop earlier once no unlabelled sentence is left). Where the unlabelled text is a registered dataset's split, the
 accuracy of the pseudo labels is measured against its gold labels and recorded (never used),
 and ``target`` scores every round's combined prediction on a labelled target split (recorded,
 never used).
@@ -204,6 +204,9 @@ class SelfLabelling:
 
     def __init__(self, base: RunConfig, settings: SelfLabelSettings, output: Path, log: Log) -> None:
         check_settings(settings)
+        if METHODS[settings.method].views and base.transfer.source:
+            raise SeqTransferError(f"{settings.method} trains one model per view (words only, characters only) from scratch; a source run reads both",
+                                   path=base.transfer.source, hint="drop the source (its views start from the labelled data), or use self_training or tri_training")
         self.base, self.settings, self.output, self.log = base, settings, Path(output), log
         self.method = METHODS[settings.method]
         self.check_resumable()
@@ -271,7 +274,7 @@ class SelfLabelling:
                 used |= set(records[round_number].get("pool_used", []))
                 continue
             if self.method.accumulates and len(used) >= len(unlabeled):  # nothing left to label: another round would retrain on the same data
-                self.log(f"round {round_number}: every unlabelled sentence is learnt; the models of round {round_number - 1} are the final ones")
+                self.log(f"round {round_number}: no unlabelled sentence is left to label; the models of round {round_number - 1} are the final ones")
                 break
             record = self.next_round(round_number, unlabeled, gold, used)
             records.append(record)
@@ -296,7 +299,7 @@ class SelfLabelling:
         if "test" in data.splits:
             test = evaluate(data.gold("test"), combine(self.method.combination, finals, data.tokens("test")), data.metric)
             test.pop("per_class", None)
-        trained = [read_json(path) for path in sorted(self.output.glob("round-*/model-*/" + METRICS))]
+        trained = [read_json(self.model_directory(number, model) / METRICS) for number in range(last_round + 1) for model in range(self.method.models)]
         metrics = {"dataset": first["dataset"], "task": first["task"], "metric": first["metric"], "scheme": f"selflabel:{self.settings.method}",
                    "dev": first["dev"], "test": test, "parameters": sum(item["parameters"] for item in (read_json(path / METRICS) for path in finals)),
                    "seconds": round(sum(item["seconds"] for item in trained), 1), "rounds": len(records) - 1, "members": [str(path) for path in finals]}
