@@ -158,65 +158,53 @@ def pretrained_encoder(model: nn.Module) -> bool:
 
 
 class L2SP:
-    """alpha/2 * sum ||w - w_source||^2 over the transferred weights (an extra loss term, per batch)."""
+    """alpha/2 * sum ||w - w_source||^2 over the transferred weights (an extra loss term, per batch);
+    with ``fisher`` (EWC), each weight's term is scaled by its Fisher information F."""
 
-    def __init__(self, model: nn.Module, source_state: dict[str, torch.Tensor], names: list[str], weight: float) -> None:
+    def __init__(self, model: nn.Module, source_state: dict[str, torch.Tensor], names: list[str], weight: float,
+                 fisher: dict[str, torch.Tensor] | None = None) -> None:
         parameters = dict(model.named_parameters())
-        self.pairs = [(parameters[name], source_state[name].to(parameters[name].device)) for name in names
-                      if name in parameters and name not in EMBEDDING_TABLES and parameters[name].shape == source_state[name].shape]
+        self.names = [name for name in names if name in parameters and name not in EMBEDDING_TABLES and parameters[name].shape == source_state[name].shape
+                      and (fisher is None or name in fisher)]
+        self.pairs = [(parameters[name], source_state[name].to(parameters[name].device)) for name in self.names]
+        self.importance = None if fisher is None else [fisher[name].to(parameters[name].device) for name in self.names]
         self.weight = weight
 
-    def __call__(self, model: nn.Module, batch) -> torch.Tensor:
-        return 0.5 * self.weight * sum(((parameter - start) ** 2).sum() for parameter, start in self.pairs)
-
-
-class MultitaskL2SP(L2SP):
-    """L2-SP in a multi-task model: per batch, only over the weights its tasks use (the shared
-    representation, the branches of its tasks and of those below, the projections they read), so a
-    step still changes nothing a batch of another task owns."""
-
-    def __init__(self, model: nn.Module, source_state: dict[str, torch.Tensor], names: list[str], weight: float) -> None:
-        super().__init__(model, source_state, names, weight)
-        parameters = {id(parameter): name for name, parameter in model.named_parameters()}
-        self.names = [parameters[id(parameter)] for parameter, _ in self.pairs]
-
-    @staticmethod
-    def used(model: nn.Module, batch) -> tuple[str, ...]:
-        """The name prefixes of the weights a batch's tasks use."""
-        tasks = model.needed([task for task in model.order if task in model.targets_of(batch)])
-        read = {source for task in tasks for source in model.hierarchy[task]}
-        return ("word_representation.", *(f"branches.{task}." for task in tasks), *(f"projections.{task}." for task in read))
+    def used(self, model: nn.Module, batch) -> tuple[str, ...]:
+        """The name prefixes of the weights a batch pulls: every transferred one."""
+        return ("",)
 
     def __call__(self, model: nn.Module, batch) -> torch.Tensor:
         used = self.used(model, batch)
-        return 0.5 * self.weight * sum(((parameter - start) ** 2).sum() for name, (parameter, start) in zip(self.names, self.pairs) if name.startswith(used))
+        terms = [(index, parameter, start) for index, (name, (parameter, start)) in enumerate(zip(self.names, self.pairs)) if name.startswith(used)]
+        if self.importance is None:
+            return 0.5 * self.weight * sum(((parameter - start) ** 2).sum() for _, parameter, start in terms)
+        return 0.5 * self.weight * sum((self.importance[index] * (parameter - start) ** 2).sum() for index, parameter, start in terms)
+
+
+class MultitaskL2SP(L2SP):
+    """L2-SP (or EWC) in a multi-task model: per batch, only over the weights its tasks use (the
+    shared representation, the branches of its tasks and of those below, the projections they
+    read), so a step still changes nothing a batch of another task owns."""
+
+    def used(self, model: nn.Module, batch) -> tuple[str, ...]:
+        tasks = model.needed([task for task in model.order if task in model.targets_of(batch)])
+        read = {source for task in tasks for source in model.hierarchy[task]}
+        return ("word_representation.", *(f"branches.{task}." for task in tasks), *(f"projections.{task}." for task in read))
 
 
 class EWC(L2SP):
     """lambda/2 * sum F (w - w_source)^2 over the transferred weights (an extra loss term, per batch)."""
 
     def __init__(self, model: nn.Module, source_state: dict[str, torch.Tensor], fisher: dict[str, torch.Tensor], names: list[str], weight: float) -> None:
-        super().__init__(model, source_state, [name for name in names if name in fisher], weight)
-        parameters = dict(model.named_parameters())
-        lookup = {id(parameters[name]): fisher[name].to(parameters[name].device) for name in names if name in fisher and name in parameters}
-        self.importance = [lookup[id(parameter)] for parameter, _ in self.pairs]
-
-    def __call__(self, model: nn.Module, batch) -> torch.Tensor:
-        return 0.5 * self.weight * sum((importance * (parameter - start) ** 2).sum() for (parameter, start), importance in zip(self.pairs, self.importance))
+        super().__init__(model, source_state, names, weight, fisher)
 
 
 class MultitaskEWC(MultitaskL2SP):
-    """EWC in a multi-task model: lambda/2 * sum F (w - w_source)^2 per batch over the weights its
-    tasks use (as :class:`MultitaskL2SP`), F the multi-task source's Fisher information."""
+    """EWC in a multi-task model: per batch over the weights its tasks use, F the multi-task source's Fisher information."""
 
     def __init__(self, model: nn.Module, source_state: dict[str, torch.Tensor], fisher: dict[str, torch.Tensor], names: list[str], weight: float) -> None:
-        super().__init__(model, source_state, [name for name in names if name in fisher], weight)
-        self.importance = [fisher[name].to(parameter.device) for name, (parameter, _) in zip(self.names, self.pairs)]
-
-    def __call__(self, model: nn.Module, batch) -> torch.Tensor:
-        used = self.used(model, batch)
-        return 0.5 * self.weight * sum((importance * (parameter - start) ** 2).sum()
-                                       for name, (parameter, start), importance in zip(self.names, self.pairs, self.importance) if name.startswith(used))
+        super().__init__(model, source_state, names, weight, fisher)
 
 
 FISHER = "fisher.safetensors"

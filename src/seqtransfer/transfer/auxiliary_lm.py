@@ -29,6 +29,7 @@ from torch.nn import functional
 
 from seqtransfer.data.batching import Batch
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.transfer.adaptations import pretrained_encoder  # a fine-tuned encoder's model: its auxiliary LM is masked (masked_lm.py)
 
 PADDING_CLASS, UNKNOWN_CLASS = 0, 1  # class 0 is never a target (padding); class 1 is every word past the frequent ones
 
@@ -77,12 +78,6 @@ def language_model_heads(model: nn.Module) -> list[tuple[nn.Module, LanguageMode
     return [(language_model_layer(model), model.language_model)]
 
 
-def fine_tuned_encoder(model: nn.Module) -> bool:
-    """A model whose Transformer encoder trains (architectures ``encoder_*``, all built on
-    ``EncoderTagger``): its auxiliary LM is masked (``masked_lm.py``)."""
-    return getattr(model, "encoder", None) is not None and hasattr(model, "encode")
-
-
 def language_model_words(config, vocabularies) -> int:
     """The LM's classes: the ``transfer.auxiliary_lm_words`` most frequent words (+ padding and
     unknown), or a fine-tuned encoder's whole sub-word vocabulary (its tokenizer must have a mask
@@ -99,7 +94,7 @@ def language_model_words(config, vocabularies) -> int:
 
 def attach_language_model(model: nn.Module, words: int) -> None:
     """Give ``model`` its auxiliary LM layers (``words`` > 0), as the model's config says."""
-    if words > 0 and fine_tuned_encoder(model):
+    if words > 0 and pretrained_encoder(model):
         from seqtransfer.transfer.masked_lm import attach_masked_language_model
 
         attach_masked_language_model(model, words)
@@ -158,7 +153,7 @@ def auxiliary_language_model(config, model: nn.Module, training_word_ids, log) -
     """The extra loss term when ``transfer.auxiliary_lm_weight`` is set (its classes set from the training sentences), else nothing."""
     if not config.transfer.auxiliary_lm_weight:
         return ()
-    if fine_tuned_encoder(model):
+    if pretrained_encoder(model):
         return (masked_language_model_loss(config, model, log),)
     heads = [head for _, head in language_model_heads(model)]
     for head in heads:

@@ -15,9 +15,10 @@ E is the encoder's own input embedding matrix (tied, as in BERT's pretraining he
 transform W_t, its layer norm and the bias b (V = ``model.language_model_words``, the encoder's
 vocabulary) are the model's ``language_model``, saved with the run; prediction never reads them.
 The published encoders here ship without their pretraining head, so the transform starts random.
-Masks draw from torch's generator, which the run's seed fixes. The scores hold M x V floats
-(about 11 MB for a batch of 16 tweets with MiniLM's 30,522 sub-words; eight times that for a
-250,000-sub-word vocabulary).
+Masks draw from torch's generator, which the run's seed fixes. The scores hold M x V floats:
+for a batch of 16 sentences of 40 sub-words (M = 96) and MiniLM's 30,522 sub-words that is
+96 x 30,522 x 4 bytes, about 12 MB (arithmetic, not a measurement); eight times that for a
+250,000-sub-word vocabulary.
 """
 
 from __future__ import annotations
