@@ -115,6 +115,8 @@ def test_pseudo_label_accuracy_and_target_scores_are_recorded_on_real_data(tmp_p
     added = records[1]["added"][0]
     assert added["sentences"] == 20 and 0 < added["pseudo_accuracy"] <= 100
     assert all(0 < record["target"] <= 100 for record in records)
+    checked = run(["analyze", "tokens", str(output / "round-1" / "pseudo-1.conll"), "--gold", "tweebank:upos"])  # the same check, by kind of token
+    assert next(iter(checked.values()))["accuracy"] == pytest.approx(added["pseudo_accuracy"])
 
 
 def test_co_training_teaches_each_view_the_others_surest_sentences(tmp_path, capsys):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from seqtransfer.analysis.token_kinds import token_kind
+from seqtransfer.analysis.token_kinds import checked_pseudo_labels, token_kind
+from seqtransfer.errors import SeqTransferError
 from seqtransfer.cli import main, run
 
 
@@ -41,3 +42,20 @@ def test_a_run_scored_on_other_data_is_read_from_its_test_on_folder(tmp_path, ca
     assert "prediction file not found" in capsys.readouterr().err
     empty = write_predictions(tmp_path / "empty.conll", [])
     assert main(["analyze", "tokens", str(empty)]) == 2 and "no tokens" in capsys.readouterr().err
+
+
+def test_pseudo_labels_are_checked_against_the_gold_labels_of_their_sentences(tmp_path):
+    gold_tokens = [["RT", "@ana", "hi"], ["good", "day"], ["good", "day"]]
+    gold_labels = [["X", "PROPN", "INTJ"], ["ADJ", "NOUN"], ["NOUN", "NOUN"]]  # a repeated sentence: the first one's labels
+    pseudo = tmp_path / "pseudo-1.conll"
+    pseudo.write_text("good\tADJ\nday\tNOUN\n\nRT\tNOUN\n@ana\tNOUN\nhi\tINTJ\n\nnot\tADV\nthere\tADV\n\n", encoding="utf-8")
+    with pytest.warns(UserWarning, match="1 of 3 pseudo-labelled sentences are not in the gold data"):
+        checked = checked_pseudo_labels(pseudo, gold_tokens, gold_labels)
+    assert checked.tokens == [["good", "day"], ["RT", "@ana", "hi"]]
+    assert checked.gold == [["ADJ", "NOUN"], ["X", "PROPN", "INTJ"]] and checked.predicted == [["ADJ", "NOUN"], ["NOUN", "NOUN", "INTJ"]]
+    pseudo.write_text("a\tX\n", encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="none of the 1 pseudo-labelled sentences"):
+        checked_pseudo_labels(pseudo, [["other"]], [["X"]])
+    pseudo.write_text("a X\n", encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="expected 'word TAB label', found 1 fields"):
+        checked_pseudo_labels(pseudo, gold_tokens, gold_labels)

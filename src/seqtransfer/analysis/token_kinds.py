@@ -13,6 +13,11 @@ much of a run's error those tokens make. Each token gets the first kind whose ru
    or ``-`` between them, and an optional ``%`` (1,000.50, 12:30, -5, $5, 1/2, 5%, .5);
 6. ``symbol``: no letter or digit at all (punctuation, emoticons, emoji);
 7. ``word``: anything else.
+
+Pseudo-labelled data (a self-labelling round's ``pseudo-I.conll``, word TAB label) is checked the
+same way against the gold labels of the split it was drawn from (``--gold DATASET[:TASK]``): each
+pseudo-labelled sentence is looked up by its tokens, and the first gold sentence with those tokens
+gives its labels.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from collections import Counter
 from pathlib import Path
 
 from seqtransfer.analysis.predictions import Predictions, predictions_path, read_predictions
-from seqtransfer.errors import SeqTransferError
+from seqtransfer.errors import SeqTransferError, warn
 
 KINDS = ("url", "mention", "hashtag", "retweet", "number", "symbol", "word")
 _RULES = (
@@ -51,6 +56,42 @@ def run_predictions(path: str | Path, split: str) -> Predictions:
     if len(elsewhere) > 1:
         raise SeqTransferError(f"the run was scored on {len(elsewhere)} other datasets", path=path, hint=f"pass one prediction file, e.g. {elsewhere[0]}")
     return read_predictions(elsewhere[0] if elsewhere else predictions_path(path, split))
+
+
+def read_pseudo_labels(path: str | Path) -> tuple[list[list[str]], list[list[str]]]:
+    """(tokens, labels) of a ``word TAB label`` file, sentences separated by blank lines."""
+    path = Path(path)
+    if not path.is_file():
+        raise SeqTransferError("pseudo-labelled file not found", path=path, hint="pass a self-labelling round's pseudo-I.conll")
+    sentences: list[list[list[str]]] = [[]]
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                if sentences[-1]:
+                    sentences.append([])
+                continue
+            fields = line.split("\t")
+            if len(fields) != 2:
+                raise SeqTransferError(f"expected 'word TAB label', found {len(fields)} fields", path=path, line=number, hint="pass a self-labelling round's pseudo-I.conll")
+            sentences[-1].append(fields)
+    sentences = [sentence for sentence in sentences if sentence]
+    return [[word for word, _ in sentence] for sentence in sentences], [[label for _, label in sentence] for sentence in sentences]
+
+
+def checked_pseudo_labels(path: str | Path, gold_tokens: list[list[str]], gold_labels: list[list[str]]) -> Predictions:
+    """A pseudo-labelled file as predictions: each sentence's gold labels are those of the first gold
+    sentence with the same tokens; sentences found nowhere are left out (with a warning)."""
+    gold_of: dict[tuple, list[str]] = {}
+    for tokens, labels in zip(gold_tokens, gold_labels):
+        gold_of.setdefault(tuple(tokens), labels)
+    tokens, labels = read_pseudo_labels(path)
+    found = [index for index, sentence in enumerate(tokens) if tuple(sentence) in gold_of]
+    if not found:
+        raise SeqTransferError(f"none of the {len(tokens)} pseudo-labelled sentences is in the gold data", path=path, hint="pass as --gold the dataset (and task) the unlabelled sentences came from")
+    if len(found) < len(tokens):
+        warn(f"{path}: {len(tokens) - len(found)} of {len(tokens)} pseudo-labelled sentences are not in the gold data; they are left out")
+    return Predictions(Path(path), [tokens[index] for index in found], [gold_of[tuple(tokens[index])] for index in found], [labels[index] for index in found])
 
 
 def errors_by_kind(predictions: Predictions) -> dict:

@@ -7,6 +7,7 @@
     analyze absorption RUN... [--split dev] [--output DIR]      PretRand: do pre-trained units absorb the random ones (Figure 5)
     analyze similarity CORPUS... [--target T] [--gains CSV] [--output DIR]  KL / JS / OOV / LM cross-entropy between corpora
     analyze tokens RUN... [--split test] [--output DIR]          accuracy and share of errors by kind of token (mentions, hashtags, ...)
+    analyze tokens PSEUDO.conll... --gold DATASET[:TASK]         the same for pseudo-labelled data, against the gold labels of its sentences
     analyze report --transfer A B [--transfer C D ...] [--neurons RUN] [--curve RUN ...] --output report.html
 """
 
@@ -69,6 +70,9 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     tokens = analyses.add_parser("tokens", help="accuracy and share of the errors by kind of token: URL, @mention, #hashtag, RT, number, symbol, word")
     tokens.add_argument("runs", nargs="+", metavar="RUN", help="run directories (their predictions, or their one test-on-* folder's) or prediction files")
     tokens.add_argument("--split", default="test", help="split of the prediction files (default test)")
+    tokens.add_argument("--gold", metavar="DATASET[:TASK]", help="the RUNs are pseudo-labelled files (a self-labelling round's pseudo-I.conll): check them against this dataset's gold labels")
+    tokens.add_argument("--gold-split", default="train", help="with --gold: the split the unlabelled sentences came from (default train)")
+    tokens.add_argument("--data-dir", help="with --gold: folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
     tokens.add_argument("--output", help="folder for tokens.json and tokens.md")
     report = analyses.add_parser("report", help="one self-contained HTML report of the analyses")
     report.add_argument("--transfer", nargs=2, action="append", default=[], metavar=("RUN_A", "RUN_B"), help="a pair to compare (repeatable)")
@@ -144,7 +148,7 @@ def run_absorption(arguments: argparse.Namespace) -> list[dict]:
 
 
 def run_tokens(arguments: argparse.Namespace) -> dict:
-    from seqtransfer.analysis.token_kinds import errors_by_kind, kinds_table, run_predictions
+    from seqtransfer.analysis.token_kinds import checked_pseudo_labels, errors_by_kind, kinds_table, run_predictions
     from seqtransfer.files import write_json, write_text
 
     names = [Path(run).resolve().name if Path(run).is_dir() else str(run) for run in arguments.runs]
@@ -152,7 +156,14 @@ def run_tokens(arguments: argparse.Namespace) -> dict:
         names = [str(run) for run in arguments.runs]  # runs of one name in different folders: their paths
     if len(set(names)) < len(names):
         raise SeqTransferError("the same run is given twice", hint="pass each run once")
-    results = {name: errors_by_kind(run_predictions(run, arguments.split)) for name, run in zip(names, arguments.runs)}
+    if arguments.gold:
+        from seqtransfer.transfer.selflabel import labelled_split
+
+        gold_tokens, gold_labels = labelled_split(arguments.gold, arguments.data_dir, arguments.gold_split)
+        read = lambda run: checked_pseudo_labels(run, gold_tokens, gold_labels)  # noqa: E731
+    else:
+        read = lambda run: run_predictions(run, arguments.split)  # noqa: E731
+    results = {name: errors_by_kind(read(run)) for name, run in zip(names, arguments.runs)}
     text = "\n".join(kinds_table(results)) + "\n"
     print(text, end="")
     if arguments.output:
