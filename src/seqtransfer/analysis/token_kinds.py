@@ -27,13 +27,14 @@ from collections import Counter
 from pathlib import Path
 
 from seqtransfer.analysis.predictions import Predictions, predictions_path, read_predictions
+from seqtransfer.data.tokenize import HASHTAG, MENTION, URL_START
 from seqtransfer.errors import SeqTransferError, warn
 
 KINDS = ("url", "mention", "hashtag", "retweet", "number", "symbol", "word")
 _RULES = (
-    ("url", re.compile(r"^(?:https?://|www\.)", re.IGNORECASE)),
-    ("mention", re.compile(r"^[@＠]\w")),
-    ("hashtag", re.compile(r"^[#＃]\w")),
+    ("url", re.compile("^" + URL_START, re.IGNORECASE)),
+    ("mention", re.compile("^" + MENTION)),
+    ("hashtag", re.compile("^" + HASHTAG)),
     ("retweet", re.compile(r"^RT:?$", re.IGNORECASE)),
     ("number", re.compile(r"^[-+±$€£]?\d*[.,]?\d+(?:[.,:/-]\d+)*%?$")),
     ("symbol", re.compile(r"^[\W_]+$")),

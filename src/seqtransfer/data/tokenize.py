@@ -12,12 +12,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+# Twitter markup, shared with the token kinds of `analysis/token_kinds.py`.
+URL_START = r"(?:https?://|www\.)"
+MENTION = r"[@＠]\w+"
+HASHTAG = r"[#＃]\w+"
+
 # Order matters: the first alternative that matches at a position wins.
 _TWEET_PATTERNS = (
-    r"(?:https?://|www\.)\S+?(?=[.,;:!?)\]'\"]*(?:\s|$))",  # URL, without trailing punctuation
+    URL_START + r"\S+?(?=[.,;:!?)\]'\"]*(?:\s|$))",  # URL, without trailing punctuation
     r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+",  # e-mail address
-    r"[@＠]\w+",  # @mention
-    r"[#＃]\w+",  # #hashtag
+    MENTION,
+    HASHTAG,
     r"</?3+(?!\d)",  # heart <3 and broken heart </3
     r"[<>]?[:;=][\-o*']?(?:[)\](/\\|}{@]+|[dDpP3]+(?!\w))",  # :-) ;) :'( :/ :D =P (not :Parking)
     r"[)\](D][\-o*']?[:;=](?!\w)",  # reversed emoticon (: ): D:
