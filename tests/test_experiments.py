@@ -518,7 +518,7 @@ def test_self_labelling_progress_counts_whole_rounds_and_a_bad_members_file_is_o
     (tmp_path / "run" / "round-1" / "model-1" / "metrics.json").write_text("{}", encoding="utf-8")
     assert count_rounds(task) == "1 of 3 rounds trained"  # round 1 has one model of three
     (tmp_path / "run" / "members.json").write_text('{"members": []}', encoding="utf-8")
-    with pytest.raises(SeqTransferError, match="members.json lists no models"):
+    with pytest.raises(SeqTransferError, match="members.json must list .members. and a .combination."):
         first_member(tmp_path / "run")
     assert first_member(tmp_path / "round-0") == tmp_path / "round-0"  # a plain run is itself
 

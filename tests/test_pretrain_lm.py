@@ -47,6 +47,15 @@ def test_same_seed_same_language_model(text, tmp_path):
     assert (tmp_path / "a" / "model.safetensors").read_bytes() == (tmp_path / "b" / "model.safetensors").read_bytes()
 
 
+def test_a_conll_files_words_train_the_same_lm_as_its_text(text, tmp_path, capsys):
+    conll = tmp_path / "tweets.conll"
+    conll.write_text("".join("".join(f"{word}\tO\n" for word in line.split()) + "\n" for line in LINES * 4), encoding="utf-8")
+    run(["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "from-text"), *TINY_LM])
+    run(["pretrain-lm", "--text", str(conll), "--word-column", "1", "--output", str(tmp_path / "from-conll"), *TINY_LM])
+    assert (tmp_path / "from-text" / "model.safetensors").read_bytes() == (tmp_path / "from-conll" / "model.safetensors").read_bytes()
+    assert error_line(["pretrain-lm", "--text", str(conll), "--output", str(tmp_path / "lm"), *TINY_LM], capsys).count("set --word-column N") == 1
+
+
 def test_an_interrupted_pretraining_resumes_from_its_partial_folder(text, tmp_path, monkeypatch, capsys):
     from seqtransfer.embeddings import pretrain as module
 
@@ -90,7 +99,7 @@ def test_the_test_tweets_stay_out_of_tweets_unlabeled():
     assert none == [] and len(kept) > len(lines) > 10_000
 
 
-@pytest.mark.parametrize("option, value, expected", [("--heads", "3", "--heads must be"), ("--held-out", "1.5", "--held-out must be"), ("--text", "missing.txt", "no such text file")])
+@pytest.mark.parametrize("option, value, expected", [("--heads", "3", "--heads must be"), ("--held-out", "1.5", "--held-out must be"), ("--text", "missing.txt", "missing.txt: file not found")])
 def test_bad_pretraining_settings_are_one_line(text, tmp_path, capsys, option, value, expected):
     arguments = ["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "lm"), *TINY_LM]
     arguments[arguments.index(option) + 1] = value

@@ -8,6 +8,7 @@ import pytest
 
 from conftest import FIXTURES, TINY_MODEL
 from seqtransfer.cli import main, run
+from seqtransfer.analysis.predictions import read_predictions
 from seqtransfer.predictor import load
 from seqtransfer.transfer.selflabel import choose_agreed, token_accuracy, vote
 
@@ -40,6 +41,8 @@ def test_tri_training_rounds_resume_and_predict_by_vote(tmp_path, capsys):
     records = run(selflabel_arguments("tri_training", output))
     assert [record["round"] for record in records] == [0, 1, 2]
     assert all(len(record["source_dev"]) == 3 for record in records)
+    metrics = json.loads((output / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["peak_rss_megabytes"] > 0 and metrics["trainable_parameters"] == metrics["parameters"]  # the three final models, all trained
     assert {item["model"] for item in records[1]["added"]} == {1, 2, 3}
     trained = sorted(path.stat().st_mtime_ns for path in output.glob("round-*/model-*/metrics.json"))
     capsys.readouterr()
@@ -51,6 +54,9 @@ def test_tri_training_rounds_resume_and_predict_by_vote(tmp_path, capsys):
     members = [load(output / "round-2" / f"model-{number}") for number in (1, 2, 3)]
     sentence = [["Peter", "lives", "in", "Berlin"]]
     assert predictor.predict(sentence) == vote([member.predict(sentence) for member in members])
+    scores = run(["evaluate", str(output), "--file", str(FIXTURES / "tiny_ner_test.conll")])  # evaluate scores the vote too
+    scored = read_predictions(output / "predictions" / "evaluate-tiny_ner_test.conll.conll")
+    assert scored.predicted == vote([member.predict_raw(scored.tokens) for member in members]) and 0 <= scores["f1"] <= 100
 
 
 def test_self_training_accumulates_confident_sentences(tmp_path):
@@ -104,6 +110,16 @@ def test_bad_self_labelling_settings_are_one_line(tmp_path, capsys, extra, messa
     error = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == 2 and len(error) == 1 and message in error[0], error
     assert not list((tmp_path / "out").glob("round-*/model-*/metrics.json"))
+
+
+@pytest.mark.parametrize("method, extra, message", [("tri_training", ["--top-n", "5"], "--threshold and --top-n do not apply"),
+                                                     ("tri_training_disagreement", ["--threshold", "0.5"], "--threshold and --top-n do not apply"),
+                                                     ("self_training", ["--threshold", "0.5", "--top-n", "5"], "pass one of them")])
+def test_sentence_choices_that_a_method_would_ignore_are_one_line(tmp_path, capsys, method, extra, message):
+    code = main(selflabel_arguments(method, tmp_path / "out", *extra))
+    error = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(error) == 1 and message in error[0], error
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.slow

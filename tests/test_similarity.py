@@ -63,6 +63,13 @@ def test_unlabelled_text_in_every_form(tmp_path):
 def test_a_column_file_read_as_raw_text_is_one_line(tmp_path):
     with pytest.raises(SeqTransferError, match=r"tiny_ner_train.conll:1: looks like a column file \(2 columns.*--word-column N"):
         read_unlabeled(str(FIXTURES / "tiny_ner_train.conll"))
+    one_sentence = tmp_path / "one.conll"  # no blank line at all
+    one_sentence.write_text("@mary\tUSR\nhi\tUH\n!\t,\n", encoding="utf-8")
+    with pytest.raises(SeqTransferError, match=r"one.conll:1: looks like a column file \(2 columns"):
+        read_unlabeled(str(one_sentence))
+    two_tweets = tmp_path / "tweets.txt"  # raw text: two sentences of two words each stay text
+    two_tweets.write_text("hi there\nsee you\n", encoding="utf-8")
+    assert read_unlabeled(str(two_tweets)) == [["hi", "there"], ["see", "you"]]
 
 
 @pytest.mark.parametrize("content, message", [(b"", "holds no sentences"), (b"\n\n", "holds no sentences"), (b"caf\xe9 ole\n", ":1: byte 0xe9 is not valid utf-8")])

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from conftest import FIXTURES, tiny_train_arguments
-from seqtransfer.cli import run
+from seqtransfer.cli import main, run
 from seqtransfer.config import DataConfig
 from seqtransfer.data.conll import read_conll
 from seqtransfer.data.task_data import combine, load_task_data, read_label_map
@@ -50,6 +50,29 @@ def test_an_ensemble_of_sources_writes_pseudo_labels(tiny_run, tmp_path):
                    "--epochs", "1", "--output", str(tmp_path / "target-model"), "--quiet", "model.embeddings=null", "model.word_dimension=8", "model.char_dimension=6",
                    "model.char_hidden=8", "model.hidden=16", "train.threads=1"])
     assert metrics["dev"] is not None
+
+
+def test_runs_in_different_tag_sets_are_refused_as_an_ensemble_or_teacher(tiny_run, tmp_path, capsys):
+    from seqtransfer.data.vocabulary import Vocabulary
+    from seqtransfer.rundir import load_run
+    from seqtransfer.transfer.distillation import Distillation
+
+    pos_run = tmp_path / "pos"
+    run(["train", "--train", str(FIXTURES / "tiny_pos_train.conll"), "--dev", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos", "--epochs", "1",
+         "--output", str(pos_run), "--quiet", "model.embeddings=null", "model.word_dimension=8", "model.char_dimension=6", "model.char_hidden=8",
+         "model.hidden=16", "train.threads=1"])
+    text = tmp_path / "target.txt"
+    text.write_text("Peter lives in Berlin\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["pseudolabel", str(tiny_run), str(pos_run), "--unlabeled", str(text), "--output", str(tmp_path / "pseudo.conll")]) == 2
+    error = capsys.readouterr().err
+    assert "the runs label in different tag sets" in error and "data.label_map=FILE" in error and not (tmp_path / "pseudo.conll").exists()
+    teacher = load_run(pos_run)
+    with pytest.raises(SeqTransferError, match="the teacher labels in another tag set"):
+        Distillation([teacher], [["Peter"]], load_run(tiny_run).vocabularies.labels, temperature=2.0, weight=1.0)
+    fewer = Vocabulary(teacher.vocabularies.labels.items[1:])  # a student without one of the teacher's labels: dropped, said
+    with pytest.warns(UserWarning, match=f"the teacher's labels {teacher.vocabularies.labels.items[0]} are not this task's"):
+        Distillation([teacher], [["Peter"]], fewer, temperature=2.0, weight=1.0)
 
 
 def test_parts_may_name_their_own_task_and_ptb_tags_map_to_upos(data_root):

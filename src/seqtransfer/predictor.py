@@ -11,7 +11,7 @@ from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.tokenize import TOKENIZERS
 from seqtransfer.device import out_of_memory_error
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.rundir import MEMBERS, LoadedRun, load_run
+from seqtransfer.rundir import LoadedRun, load_run, read_members
 from seqtransfer.tasks import kind_of
 from seqtransfer.training.loop import predict_labels
 
@@ -81,9 +81,9 @@ def load(run_directory: str | Path, tokenizer: str = "whitespace", device: str =
     """Load a run directory written by ``seqtransfer train`` onto ``device`` (auto: the first GPU, else the CPU)."""
     if batch_size < 1:
         raise SeqTransferError(f"batch size must be at least 1, got {batch_size}", hint="pass --batch-size 1 or more")
-    members = Path(run_directory) / MEMBERS
-    if members.is_file():  # several models that predict together (tri-training: a majority vote)
-        return VotingPredictor(members, tokenizer, device, batch_size)
+    members = read_members(run_directory)
+    if members:  # several models that predict together (tri-training: a majority vote)
+        return VotingPredictor(*members, tokenizer, device, batch_size)
     return Predictor(load_run(run_directory, device), tokenizer, batch_size)
 
 
@@ -93,14 +93,9 @@ class VotingPredictor:
     sentence the labels of the model surer of it (its lowest label probability is higher); one
     model (``single``) predicts alone."""
 
-    def __init__(self, path: Path, tokenizer: str, device: str, batch_size: int) -> None:
-        from seqtransfer.files import read_json
-
-        described = read_json(path)
-        if not isinstance(described, dict) or not described.get("members") or described.get("combination") not in ("single", "vote", "confident"):
-            raise SeqTransferError("members.json must list 'members' and a 'combination' (single, vote or confident)", path=path, hint="it is written by `seqtransfer selflabel`")
-        self.members = [Predictor(load_run(path.parent / member, device), tokenizer, batch_size) for member in described["members"]]
-        self.combination = described["combination"]
+    def __init__(self, members: list[Path], combination: str, tokenizer: str, device: str, batch_size: int) -> None:
+        self.members = [Predictor(load_run(member, device), tokenizer, batch_size) for member in members]
+        self.combination = combination
         self.run, self.kind, self.tokenize = self.members[0].run, self.members[0].kind, self.members[0].tokenize
 
     @property

@@ -225,17 +225,26 @@ def check_encoder_hash(config: RunConfig, directory: Path) -> None:
                                path=directory, hint="point model.encoder in config.yaml at the run's encoder folder")
 
 
+def read_members(directory: str | Path) -> tuple[list[Path], str] | None:
+    """The models of a folder that predict together (a self-labelling run's ``members.json``) and how
+    they combine (single, vote or confident); None for a plain run directory."""
+    path = Path(directory) / MEMBERS
+    if not path.is_file():
+        return None
+    described = read_json(path)
+    if not isinstance(described, dict) or not isinstance(described.get("members"), list) or not described["members"] \
+            or described.get("combination") not in ("single", "vote", "confident"):
+        raise SeqTransferError("members.json must list 'members' and a 'combination' (single, vote or confident)", path=path,
+                               hint="it is written by `seqtransfer selflabel`: run it again")
+    return [path.parent / member for member in described["members"]], described["combination"]
+
+
 def first_member(directory: str | Path) -> Path:
     """What a transfer from ``directory`` starts from: the run itself or, for a folder of models that
     predict together (a self-labelling run), its first final model (tri-training's first of three;
     self-training's only one)."""
-    directory = Path(directory)
-    if not (directory / MEMBERS).is_file():
-        return directory
-    members = read_json(directory / MEMBERS).get("members")
-    if not isinstance(members, list) or not members:
-        raise SeqTransferError("members.json lists no models", path=directory / MEMBERS, hint="it is written by `seqtransfer selflabel`: run it again")
-    return directory / members[0]
+    members = read_members(directory)
+    return members[0][0] if members else Path(directory)
 
 
 def load_run(directory: str | Path, device: str | None = "cpu") -> LoadedRun:

@@ -10,7 +10,7 @@ from seqtransfer.commands.base import Command
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_directory", metavar="RUN_DIR", help="a run directory written by `seqtransfer train`")
+    parser.add_argument("run_directory", metavar="RUN_DIR", help="a run directory written by `seqtransfer train` (or a self-labelling run's folder: its models predict together)")
     parser.add_argument("--dataset", help="registered dataset (default: the one the model was trained on)")
     parser.add_argument("--split", default="test", help="split to score (default test)")
     parser.add_argument("--file", help="score your own labelled CoNLL/CoNLL-U file instead")
@@ -52,7 +52,8 @@ def run(arguments: argparse.Namespace) -> dict:
     from seqtransfer.training.metrics import evaluate
     from seqtransfer.training.report import format_split_scores
 
-    run = rundir.load_run(arguments.run_directory, arguments.device)
+    members = rundir.read_members(arguments.run_directory)  # a self-labelling run's models, predicting together
+    run = rundir.load_run(members[0][0] if members else arguments.run_directory, arguments.device)
     batch_size = arguments.batch_size if arguments.batch_size is not None else run.config.train.evaluation_batch_size
     if batch_size < 1:
         raise SeqTransferError(f"batch size must be at least 1, got {batch_size}", hint="pass --batch-size 1 or more")
@@ -88,9 +89,14 @@ def run(arguments: argparse.Namespace) -> dict:
             f"this run is a {run.model.task_kind} model but task '{data.task}' of {data.dataset} is {data.kind.name}",
             path=arguments.run_directory, hint="pass --task with a task of the model's kind (e.g. dependency for a parser, upos for a tagger)",
         )
-    encoded = data.encode(split, run.vocabularies, with_targets=False)
     try:
-        predicted = predict_labels(run.model, encoded, run.vocabularies.labels, batch_size)
+        if members:
+            from seqtransfer.transfer.selflabel import combine
+
+            paths, combination = members
+            predicted = combine(combination, [run, *(rundir.load_run(path, arguments.device) for path in paths[1:])], data.tokens(split))
+        else:
+            predicted = predict_labels(run.model, data.encode(split, run.vocabularies, with_targets=False), run.vocabularies.labels, batch_size)
     except torch.cuda.OutOfMemoryError:
         raise out_of_memory_error(batch_size, "while evaluating") from None
     gold = data.gold(split)

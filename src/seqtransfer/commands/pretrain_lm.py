@@ -10,7 +10,9 @@ from seqtransfer.errors import SeqTransferError
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--text", default="tweets_unlabeled", help="a text file (one sentence per line) or a raw corpus (default tweets_unlabeled)")
+    parser.add_argument("--text", default="tweets_unlabeled",
+                        help="a raw corpus (default tweets_unlabeled), a text file (one sentence per line), a CoNLL file (with --word-column) or DATASET[:SPLIT] (labels ignored)")
+    parser.add_argument("--word-column", type=int, help="a CoNLL file's word column (1-based)")
     parser.add_argument("--output", required=True, help="the Hugging Face folder to write (model.encoder=FOLDER reads it)")
     parser.add_argument("--objective", choices=["masked", "causal"], default="masked", help="masked (BERT's) or causal (left to right) LM")
     parser.add_argument("--keep-test", action="store_true", help="also train on the corpus's test files (default: TweetEval's test tweets stay out)")
@@ -47,7 +49,7 @@ def check(arguments: argparse.Namespace) -> None:
 
 def run(arguments: argparse.Namespace) -> dict:
     from seqtransfer.config import TrainConfig
-    from seqtransfer.data.unlabeled import read_text_lines
+    from seqtransfer.data.unlabeled import RAW_CORPORA, read_text_lines, read_unlabeled
     from seqtransfer.embeddings.pretrain import LanguageModelSettings, pretrain
 
     check(arguments)
@@ -56,7 +58,10 @@ def run(arguments: argparse.Namespace) -> dict:
         import transformers  # noqa: F401
     except ImportError:
         raise SeqTransferError("pretrain-lm needs transformers and tokenizers, which are not installed", hint="pip install 'seqtransfer[encoders]'") from None
-    lines, left_out = read_text_lines(arguments.text, arguments.data_dir, arguments.keep_test)
+    if arguments.text in RAW_CORPORA:
+        lines, left_out = read_text_lines(arguments.text, arguments.data_dir, arguments.keep_test)
+    else:  # a file or a registered dataset's split: its words, one sentence per line
+        lines, left_out = [" ".join(sentence) for sentence in read_unlabeled(arguments.text, arguments.data_dir, word_column=arguments.word_column)], []
     if left_out:
         print(f"left out (test files): {len(left_out)} files, e.g. {left_out[0]}")
     settings = LanguageModelSettings(arguments.objective, arguments.vocabulary_size, arguments.hidden, arguments.layers, arguments.heads, arguments.intermediate,

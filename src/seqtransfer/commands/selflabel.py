@@ -1,4 +1,4 @@
-"""`seqtransfer selflabel METHOD`: self-training or tri-training on unlabelled target text (transfer/selflabel.py)."""
+"""`seqtransfer selflabel METHOD`: self-, co- or tri-training on unlabelled target text (transfer/selflabel.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--word-column", type=int, help="a CoNLL file's word column (1-based)")
     parser.add_argument("--rounds", type=int, default=3, help="self-labelling rounds after the first model(s) (default 3)")
     parser.add_argument("--pool", type=int, default=5000, help="unlabelled sentences drawn per round (default 5000)")
-    parser.add_argument("--threshold", type=float, default=0.9, help="self- and co-training: a sentence joins when every predicted label has this probability (default 0.9)")
+    parser.add_argument("--threshold", type=float, help="self- and co-training: a sentence joins when every predicted label has this probability (default 0.9)")
     parser.add_argument("--top-n", type=int, help="self- and co-training: the N most confident pool sentences join instead (no threshold)")
     parser.add_argument("--pseudo-weight", type=float, default=1.0, help="loss weight of a pseudo-labelled sentence (default 1)")
     parser.add_argument("--target", help="DATASET[:TASK] whose test split scores every round (recorded, never used to choose)")
@@ -29,14 +29,18 @@ def run(arguments: argparse.Namespace) -> list[dict]:
     from seqtransfer.commands.train import config_from_arguments
     from seqtransfer.config import check_values
     from seqtransfer.errors import SeqTransferError
-    from seqtransfer.transfer.selflabel import SelfLabelling, SelfLabelSettings
+    from seqtransfer.transfer.selflabel import METHODS, SelfLabelling, SelfLabelSettings, choose_confident
 
     config = check_values(config_from_arguments(arguments))
     if config.model.tasks or config.data.pseudo_train:
         raise SeqTransferError("selflabel trains one tagging task and writes the pseudo-labelled data itself", hint="drop model.tasks / data.pseudo_train")
+    if METHODS[arguments.method].choose is not choose_confident and (arguments.threshold is not None or arguments.top_n is not None):
+        raise SeqTransferError(f"{arguments.method} adds every sentence the other two models agree on: --threshold and --top-n do not apply", hint="leave them out")
+    if arguments.threshold is not None and arguments.top_n is not None:
+        raise SeqTransferError("--threshold and --top-n are two ways to choose sentences", hint="pass one of them")
     settings = SelfLabelSettings(
         method=arguments.method, unlabeled=arguments.unlabeled, rounds=arguments.rounds, pool=arguments.pool,
-        threshold=None if arguments.top_n is not None else arguments.threshold, top_n=arguments.top_n, pseudo_weight=arguments.pseudo_weight,
+        threshold=None if arguments.top_n is not None else arguments.threshold or 0.9, top_n=arguments.top_n, pseudo_weight=arguments.pseudo_weight,
         tokenizer=arguments.tokenizer, word_column=arguments.word_column, target=arguments.target)
     output = Path(arguments.output)
     records = SelfLabelling(config, settings, output, log=lambda line: print(line, flush=True)).run()
@@ -44,4 +48,4 @@ def run(arguments: argparse.Namespace) -> list[dict]:
     return records
 
 
-COMMAND = Command("self-training / tri-training on unlabelled target text, in resumable rounds (labels of the target are never used)", arguments, run)
+COMMAND = Command("self-, co- or tri-training on unlabelled target text, in resumable rounds (labels of the target are never used)", arguments, run)

@@ -129,7 +129,7 @@ def read_file(path: Path, tokenizer: str, word_column: int | None, word_option: 
     columns = looks_like_columns(lines)
     if columns:
         count, line = columns
-        raise SeqTransferError(f"looks like a column file ({count} columns per line, sentences separated by blank lines), not raw text", path=path, line=line,
+        raise SeqTransferError(f"looks like a column file ({count} columns per line), not raw text", path=path, line=line,
                                hint=f"set {word_option} N (1..{count}) to read the words of column N (the other columns are ignored), or give one sentence per line")
     split = TOKENIZERS[tokenizer]
     return [tokens for line in lines if (tokens := split(line))]
@@ -141,11 +141,16 @@ def split_fields(line: str) -> list[str]:
 
 def looks_like_columns(lines: list[str]) -> tuple[int, int] | None:
     """(columns, first line) when the lines are a column file: blank lines between groups and at
-    least 90 % of the other lines with one and the same number (2..20) of fields."""
+    least 90 % of the other lines with one and the same number (2..20) of fields; or, with no blank
+    line (a file of one sentence), at least two lines, every one of them TAB-separated into one and
+    the same number (2..20) of fields (raw text seldom holds a TAB, let alone on every line)."""
     filled = [(number, len(split_fields(line))) for number, line in enumerate(lines, start=1) if line.strip() and not line.startswith("#")]
-    if not filled or len(filled) == len(lines):
+    if not filled:
         return None
     count, times = Counter(fields for _, fields in filled).most_common(1)[0]
+    if all(line.strip() for line in lines):
+        one_sentence = len(filled) >= 2 and times == len(filled) and all("\t" in lines[number - 1] for number, _ in filled)
+        return (count, filled[0][0]) if one_sentence and 2 <= count <= 20 else None
     if 2 <= count <= 20 and times >= 0.9 * len(filled):
         return count, filled[0][0]
     return None

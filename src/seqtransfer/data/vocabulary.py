@@ -29,6 +29,12 @@ def word_key(token: str, lowercase: bool, twitter: bool) -> str:
     return token.lower() if lowercase else token
 
 
+def one_tag_set(first: set[str], second: set[str]) -> bool:
+    """Whether two label sets are one tag set: they share at least half of the smaller one's labels
+    (a mapped or coarser source shares nearly all; NER and POS, or two NER type sets, share "O" at most)."""
+    return len(first & second) >= min(len(first), len(second)) / 2
+
+
 @dataclass
 class Vocabulary:
     """A bijection between strings and indices; index 0/1 are padding/unknown when present."""

@@ -2,11 +2,15 @@
 
 Members may have different vocabularies and label orders (a fine-tuned run and a scratch run),
 so each member encodes the sentences with its own vocabularies and its distributions are
-mapped onto the union of the labels by name before averaging.
+mapped onto the union of the labels by name before averaging. Members must label in one tag set:
+two members sharing fewer than half of the smaller label set (NER and POS models, or WNUT's and
+CoNLL-2003's entity types) are refused in one line; a source in another tag set is mapped when it
+is trained (``data.label_map``), so that its run labels in the shared one.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 from pathlib import Path
 
@@ -15,6 +19,7 @@ import torch
 from seqtransfer import rundir
 from seqtransfer.data.batching import encode_sentences, evaluation_batches
 from seqtransfer.data.task_data import TaskData
+from seqtransfer.data.vocabulary import one_tag_set
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.rundir import LoadedRun
 from seqtransfer.training.metrics import evaluate
@@ -36,8 +41,20 @@ def member_distributions(run: LoadedRun, tokens: list[list[str]], labels: list[s
     return distributions
 
 
+def check_label_sets(runs: list[LoadedRun]) -> None:
+    """One line when two members label in different tag sets (they share fewer than half of the smaller set's labels)."""
+    for first, second in itertools.combinations(runs, 2):
+        labels_first, labels_second = set(first.vocabularies.labels.items), set(second.vocabularies.labels.items)
+        shared = labels_first & labels_second
+        if not one_tag_set(labels_first, labels_second):
+            raise SeqTransferError(f"the runs label in different tag sets: {len(labels_first)} and {len(labels_second)} labels, {len(shared)} shared "
+                                   f"({', '.join(sorted(labels_first - shared)[:4])} ... against {', '.join(sorted(labels_second - shared)[:4])} ...)",
+                                   path=second.directory, hint="combine runs of one tag set, or train a source in another tag set with data.label_map=FILE (YAML: DATASET: {its label: shared label})")
+
+
 def averaged_distributions(runs: list[LoadedRun], tokens: list[list[str]]) -> tuple[list[str], list[torch.Tensor]]:
     """The union of the members' labels and, per sentence, the (T, labels) mean of their distributions."""
+    check_label_sets(runs)
     labels = sorted({label for run in runs for label in run.vocabularies.labels.items})
     members = [member_distributions(run, tokens, labels) for run in runs]
     return labels, [torch.stack(parts).mean(0) for parts in zip(*members)]

@@ -21,8 +21,8 @@ import torch
 from torch import nn
 
 from seqtransfer.data.batching import Batch, encode_sentences, evaluation_batches
-from seqtransfer.data.vocabulary import Vocabulary
-from seqtransfer.errors import SeqTransferError
+from seqtransfer.data.vocabulary import Vocabulary, one_tag_set
+from seqtransfer.errors import SeqTransferError, warn
 
 
 def label_scores(model: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
@@ -46,8 +46,14 @@ def teacher_distributions(run, tokens: Sequence[Sequence[str]], labels: Vocabula
         raise SeqTransferError("a teacher must be a tagging or sentence-classification run (it gives label scores)", path=run.directory,
                                hint="pass tagger, PretRand or classifier runs")
     mapping = np.array([labels.index.get(label, -1) for label in run.vocabularies.labels.items])
-    if not (mapping >= 0).any():
-        raise SeqTransferError("the teacher's labels share none with this task's", path=run.directory, hint="distil from runs of the same task")
+    teacher_labels = set(run.vocabularies.labels.items)
+    if not one_tag_set(teacher_labels, set(labels.items)):
+        raise SeqTransferError(f"the teacher labels in another tag set: {len(teacher_labels & set(labels.items))} of its {len(teacher_labels)} labels are this task's",
+                               path=run.directory, hint="distil from runs of the same task, or train the teacher with data.label_map=FILE so that it labels in this tag set")
+    if not (mapping >= 0).all():
+        dropped = sorted(teacher_labels - set(labels.items))
+        warn(f"{run.directory}: the teacher's labels {', '.join(dropped[:6])}{' ...' if len(dropped) > 6 else ''} are not this task's; "
+             "their probability is dropped and the rest renormalised")
     encoded = encode_sentences(tokens, run.vocabularies)
     result: list[np.ndarray | None] = [None] * len(tokens)
     model.eval()

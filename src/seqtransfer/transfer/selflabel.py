@@ -287,7 +287,8 @@ class SelfLabelling:
     def write_metrics(self, last_round: int, records: list[dict]) -> None:
         """``metrics.json`` of the whole folder (written last: a finished self-labelling run): the first
         final model's dev scores, the final models' combined scores on the training data's test split,
-        the parameters of all final models, the seconds of every model trained."""
+        the parameters of all final models, the seconds of every model trained, and the largest peak
+        memory of their trainings."""
         from seqtransfer.data.task_data import load_task_data
         from seqtransfer.rundir import METRICS
         from seqtransfer.training.metrics import evaluate
@@ -303,6 +304,11 @@ class SelfLabelling:
         metrics = {"dataset": first["dataset"], "task": first["task"], "metric": first["metric"], "scheme": f"selflabel:{self.settings.method}",
                    "dev": first["dev"], "test": test, "parameters": sum(item["parameters"] for item in (read_json(path / METRICS) for path in finals)),
                    "seconds": round(sum(item["seconds"] for item in trained), 1), "rounds": len(records) - 1, "members": [str(path) for path in finals]}
+        peaks = [item["peak_rss_megabytes"] for item in trained if item.get("peak_rss_megabytes") is not None]
+        if peaks:
+            metrics["peak_rss_megabytes"] = max(peaks)
+        if all(item.get("trainable_parameters") is not None for item in trained):
+            metrics["trainable_parameters"] = sum(read_json(path / METRICS)["trainable_parameters"] for path in finals)
         write_json(self.output / METRICS, metrics)
 
     def task_name(self) -> str | None:
