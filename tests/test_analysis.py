@@ -137,7 +137,8 @@ def test_curve_reads_an_experiment_records_folder(tmp_path):
     records.mkdir(parents=True)
     (records / "cell.json").write_text(json.dumps({"method": "PretRand", "run_directory": str(run_directory)}))
     (records / "source-pos.json").write_text(json.dumps({"method": None, "source": "pos", "run_directory": str(tmp_path / "nowhere")}))
-    assert curve_points([records]) == [curve_point(run_directory)]
+    assert curve_points([records]) == [curve_point(run_directory, method="PretRand")]  # named by the grid's method, not the scheme
+    assert curve_point(run_directory).method == "pretrand"
 
 
 def sample_points() -> list[CurvePoint]:
@@ -206,6 +207,6 @@ def test_transfer_by_size_pairs_runs_of_one_seed(tmp_path):
     rows = transfer_by_size(points, "scratch")
     assert len(rows) == 1 and rows[0]["seeds"] == 1
     assert (rows[0]["positive_transfer"], rows[0]["negative_transfer"], rows[0]["gain"]) == pytest.approx((20.0, 60.0, -40.0))
-    assert "| tpos | 100 | finetune | scratch | 1 | 20.00 | 60.00 ± 0.00 | -40.00 |" in transfer_markdown(rows)
+    assert "| tpos | 100 | finetune | scratch | 1 | 20.00 ± 0.00 | 60.00 ± 0.00 | -40.00 ± 0.00 |" in transfer_markdown(rows)
     figure = figures.transfer_by_size_figure(rows)
     assert len(figure.axes) == 1 and len(figure.axes[0].lines) == 2

@@ -48,8 +48,9 @@ def training_size(run_directory: Path) -> int:
     return int(size)
 
 
-def curve_point(run_directory: str | Path, split: str = "dev") -> CurvePoint:
-    """The (method, size, score) point of one finished run."""
+def curve_point(run_directory: str | Path, split: str = "dev", method: str | None = None) -> CurvePoint:
+    """The (method, size, score) point of one finished run; the method is ``method`` (a grid record's
+    name) or the run's scheme."""
     run_directory = Path(run_directory)
     metrics_path = run_directory / "metrics.json"
     if not metrics_path.is_file():
@@ -60,28 +61,29 @@ def curve_point(run_directory: str | Path, split: str = "dev") -> CurvePoint:
     score_name = get_metric(metrics.get("metric", "accuracy")).main
     config = yaml.safe_load((run_directory / "config.yaml").read_text(encoding="utf-8")) or {} if (run_directory / "config.yaml").is_file() else {}
     seed = int(((config.get("train") or {}).get("seed")) or 0)
-    return CurvePoint(str(metrics.get("scheme", "?")), training_size(run_directory), float(metrics[split][score_name]), str(run_directory), str(metrics.get("dataset", "")), seed)
+    return CurvePoint(method or str(metrics.get("scheme", "?")), training_size(run_directory), float(metrics[split][score_name]), str(run_directory), str(metrics.get("dataset", "")), seed)
 
 
-def expand_runs(paths: list[str | Path]) -> list[Path]:
-    """Run directories, with an experiment's records folder (``RESULTS/records/NAME``) replaced
-    by the run directories of its method records (its source runs are left out)."""
+def expand_runs(paths: list[str | Path]) -> list[tuple[Path, str | None]]:
+    """(run directory, method name or None) pairs, with an experiment's records folder
+    (``RESULTS/records/NAME``) replaced by the run directories of its method records, named by
+    their grid methods (its source runs are left out); a run given directly is named by its scheme."""
     runs = []
     for path in map(Path, paths):
         records = sorted(path.glob("*.json")) if path.is_dir() and not (path / "metrics.json").exists() else []
         if not records:
-            runs.append(path)
+            runs.append((path, None))
             continue
         for record_path in records:
             record = read_json(record_path)
             if record.get("method") and "run_directory" in record:
-                runs.append(Path(record["run_directory"]))
+                runs.append((Path(record["run_directory"]), str(record["method"])))
     return runs
 
 
 def curve_points(paths: list[str | Path], split: str = "dev") -> list[CurvePoint]:
     """One point per finished run (records folders expanded, see :func:`expand_runs`)."""
-    return [curve_point(directory, split) for directory in expand_runs(paths)]
+    return [curve_point(directory, split, method) for directory, method in expand_runs(paths)]
 
 
 def mean_curves(points: list[CurvePoint]) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -115,12 +117,13 @@ def transfer_by_size(points: list[CurvePoint], reference: str, split: str = "dev
         array = np.array(values)
         result.append({"dataset": dataset, "size": size, "method": method, "reference": reference, "seeds": len(values),
                        "positive_transfer": float(array[:, 0].mean()), "negative_transfer": float(array[:, 1].mean()), "gain": float(array[:, 2].mean()),
-                       "negative_transfer_std": float(array[:, 1].std())})
+                       "positive_transfer_std": float(array[:, 0].std()), "negative_transfer_std": float(array[:, 1].std()), "gain_std": float(array[:, 2].std())})
     return result
 
 
 def transfer_markdown(rows: list[dict]) -> str:
+    """One row per (dataset, size, method): PT, NT and gain, mean ± population std over the seeds."""
     lines = ["| dataset | training sentences | method | vs | seeds | PT % | NT % | gain % |", "|:---|---:|:---|:---|---:|---:|---:|---:|"]
-    lines += [f"| {row['dataset']} | {row['size']} | {row['method']} | {row['reference']} | {row['seeds']} | {row['positive_transfer']:.2f} | "
-              f"{row['negative_transfer']:.2f} ± {row['negative_transfer_std']:.2f} | {row['gain']:+.2f} |" for row in rows]
+    lines += [f"| {row['dataset']} | {row['size']} | {row['method']} | {row['reference']} | {row['seeds']} | {row['positive_transfer']:.2f} ± {row['positive_transfer_std']:.2f} | "
+              f"{row['negative_transfer']:.2f} ± {row['negative_transfer_std']:.2f} | {row['gain']:+.2f} ± {row['gain_std']:.2f} |" for row in rows]
     return "\n".join(lines) + "\n"

@@ -151,12 +151,13 @@ def draw_curves(axis, points: list[CurvePoint], methods: tuple[str, str] | None)
         line = axis.errorbar(sizes, means, yerr=deviations, marker="o", capsize=3, label=method)
         if (deviations > 0).any():
             axis.fill_between(sizes, means - deviations, means + deviations, color=line[0].get_color(), alpha=0.12)
-    names = list(methods or curves)[:2]
+    names = list(methods) if methods else list(curves) if len(curves) == 2 else []  # with more curves, bands only: a gap would hide them
     if len(names) == 2 and all(name in curves for name in names):
         first, second = curves[names[0]], curves[names[1]]
         shared = np.intersect1d(first[0], second[0])
         if len(shared) > 1:
-            axis.fill_between(shared, first[1][np.isin(first[0], shared)], second[1][np.isin(second[0], shared)], color=GAP_COLOUR, alpha=0.25, label=f"{names[1]} - {names[0]}")
+            axis.fill_between(shared, first[1][np.isin(first[0], shared)], second[1][np.isin(second[0], shared)], facecolor="none", edgecolor="grey",
+                              hatch="//", linewidth=0, label=f"gap: {names[1]} − {names[0]}")
     axis.set_xlabel("target training sentences")
     axis.set_ylabel("score (%)")
     axis.grid(alpha=0.3)
