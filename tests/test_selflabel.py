@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -57,6 +58,33 @@ def test_tri_training_rounds_resume_and_predict_by_vote(tmp_path, capsys):
     scores = run(["evaluate", str(output), "--file", str(FIXTURES / "tiny_ner_test.conll")])  # evaluate scores the vote too
     scored = read_predictions(output / "predictions" / "evaluate-tiny_ner_test.conll.conll")
     assert scored.predicted == vote([member.predict_raw(scored.tokens) for member in members]) and 0 <= scores["f1"] <= 100
+
+
+def test_a_crash_inside_a_round_resumes_to_the_same_models(tmp_path, monkeypatch, capsys):
+    from seqtransfer.training import train as training
+
+    run(selflabel_arguments("tri_training", tmp_path / "whole"))
+    original = training.train_tagger
+
+    def crash_at_round_1_model_2(config, directory, **options):
+        if Path(directory).parts[-2:] == ("round-1", "model-2"):
+            raise KeyboardInterrupt  # the machine stops after round 1's first model
+        return original(config, directory, **options)
+
+    monkeypatch.setattr(training, "train_tagger", crash_at_round_1_model_2)
+    with pytest.raises(KeyboardInterrupt):
+        run(selflabel_arguments("tri_training", tmp_path / "crashed"))
+    monkeypatch.setattr(training, "train_tagger", original)
+    first_model = (tmp_path / "crashed" / "round-1" / "model-1" / "metrics.json").stat().st_mtime_ns
+    capsys.readouterr()
+    resumed = run(selflabel_arguments("tri_training", tmp_path / "crashed"))
+    assert "round 1, model 1: training" not in capsys.readouterr().out  # finished models are not trained again
+    assert (tmp_path / "crashed" / "round-1" / "model-1" / "metrics.json").stat().st_mtime_ns == first_model
+    whole = json.loads((tmp_path / "whole" / "rounds.json").read_text(encoding="utf-8"))
+    assert [record["added"] for record in resumed] == [record["added"] for record in whole]
+    for model in (1, 2, 3):
+        assert (tmp_path / "crashed" / "round-2" / f"model-{model}" / "model.safetensors").read_bytes() \
+            == (tmp_path / "whole" / "round-2" / f"model-{model}" / "model.safetensors").read_bytes()
 
 
 def test_self_training_accumulates_confident_sentences(tmp_path):
