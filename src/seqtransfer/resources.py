@@ -6,8 +6,24 @@ import resource
 from pathlib import Path
 
 
+def release_free_memory() -> None:
+    """Collect garbage and hand the C heap's free pages back to the system (glibc's malloc_trim):
+    after a run, tens of thousands of freed sub-128 KB tensors can leave over a GB of the heap
+    resident (measured: 1,754 MB before, 255 MB after), which the next run's peak would count."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to trim
+        pass
+
+
 def reset_peak_rss() -> bool:
-    """Reset the kernel's high-water mark (VmHWM) so that a run's peak excludes earlier runs of the same process (Linux only)."""
+    """Reset the kernel's high-water mark (VmHWM), after releasing free heap memory, so that a
+    run's peak excludes earlier runs of the same process (Linux only)."""
+    release_free_memory()
     try:
         Path("/proc/self/clear_refs").write_text("5")
         return True
