@@ -131,13 +131,22 @@ def test_rounds_saved_before_a_config_field_existed_resume(tmp_path, capsys):
     assert ": training " not in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("extra, message", [(["--threshold", "1.5"], "--threshold must be in (0, 1]"), (["--pool", "0"], "--pool at least 1"),
+@pytest.mark.parametrize("extra, message", [(["--threshold", "1.5"], "--threshold must be in (0, 1]"), (["--threshold", "0"], "--threshold must be in (0, 1]"),
+                                             (["--pool", "0"], "--pool at least 1"),
                                              (["--unlabeled", "nothing.txt"], "nothing.txt: file not found")])
 def test_bad_self_labelling_settings_are_one_line(tmp_path, capsys, extra, message):
     code = main(selflabel_arguments("self_training", tmp_path / "out", *extra))
     error = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == 2 and len(error) == 1 and message in error[0], error
     assert not list((tmp_path / "out").glob("round-*/model-*/metrics.json"))
+
+
+def test_an_experiment_files_tri_training_takes_no_top_n():
+    from seqtransfer.errors import SeqTransferError
+    from seqtransfer.transfer.selflabel import SelfLabelSettings, check_settings
+
+    with pytest.raises(SeqTransferError, match="tri_training adds every sentence the other two models agree on: top_n does not apply"):
+        check_settings(SelfLabelSettings(method="tri_training", unlabeled="tweebank", top_n=5))
 
 
 @pytest.mark.parametrize("method, extra, message", [("tri_training", ["--top-n", "5"], "--threshold and --top-n do not apply"),

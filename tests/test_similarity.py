@@ -67,6 +67,12 @@ def test_a_column_file_read_as_raw_text_is_one_line(tmp_path):
     one_sentence.write_text("@mary\tUSR\nhi\tUH\n!\t,\n", encoding="utf-8")
     with pytest.raises(SeqTransferError, match=r"one.conll:1: looks like a column file \(2 columns"):
         read_unlabeled(str(one_sentence))
+    table = tmp_path / "train.tsv"  # a sentence TAB its label (SST-2): neither raw text nor a column of words
+    table.write_text("a fine film\t1\nnot good at all\t0\n", encoding="utf-8")
+    with pytest.raises(SeqTransferError, match=r"train.tsv:1: looks like a table of 2 TAB-separated fields.*cut -f1"):
+        read_unlabeled(str(table))
+    with pytest.raises(SeqTransferError, match=r"column 1 holds text with spaces.*cut -f1"):
+        read_unlabeled(str(table), word_column=1)
     two_tweets = tmp_path / "tweets.txt"  # raw text: two sentences of two words each stay text
     two_tweets.write_text("hi there\nsee you\n", encoding="utf-8")
     assert read_unlabeled(str(two_tweets)) == [["hi", "there"], ["see", "you"]]

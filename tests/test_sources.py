@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -64,14 +65,15 @@ def test_runs_in_different_tag_sets_are_refused_as_an_ensemble_or_teacher(tiny_r
     text = tmp_path / "target.txt"
     text.write_text("Peter lives in Berlin\n", encoding="utf-8")
     capsys.readouterr()
-    assert main(["pseudolabel", str(tiny_run), str(pos_run), "--unlabeled", str(text), "--output", str(tmp_path / "pseudo.conll")]) == 2
-    error = capsys.readouterr().err
-    assert "the runs label in different tag sets" in error and "data.label_map=FILE" in error and not (tmp_path / "pseudo.conll").exists()
+    for combination in ("average", "vote"):
+        assert main(["pseudolabel", str(tiny_run), str(pos_run), "--unlabeled", str(text), "--combination", combination, "--output", str(tmp_path / "pseudo.conll")]) == 2
+        error = capsys.readouterr().err
+        assert "the runs label in different tag sets" in error and "data.label_map=FILE" in error and not (tmp_path / "pseudo.conll").exists()
     teacher = load_run(pos_run)
     with pytest.raises(SeqTransferError, match="the teacher labels in another tag set"):
         Distillation([teacher], [["Peter"]], load_run(tiny_run).vocabularies.labels, temperature=2.0, weight=1.0)
     fewer = Vocabulary(teacher.vocabularies.labels.items[1:])  # a student without one of the teacher's labels: dropped, said
-    with pytest.warns(UserWarning, match=f"the teacher's labels {teacher.vocabularies.labels.items[0]} are not this task's"):
+    with pytest.warns(UserWarning, match=f"the teacher's labels {re.escape(teacher.vocabularies.labels.items[0])} are not this task's"):
         Distillation([teacher], [["Peter"]], fewer, temperature=2.0, weight=1.0)
 
 

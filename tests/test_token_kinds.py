@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from seqtransfer.analysis.token_kinds import checked_pseudo_labels, token_kind
-from seqtransfer.errors import SeqTransferError
 from seqtransfer.cli import main, run
+from seqtransfer.errors import SeqTransferError
 
 
 @pytest.mark.parametrize("token, kind", [("https://t.co/x", "url"), ("WWW.example.com", "url"), ("@user_1", "mention"), ("＠ana", "mention"), ("@", "symbol"),

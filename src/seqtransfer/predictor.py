@@ -110,7 +110,7 @@ class VotingPredictor:
 
         tokens = self.tokenized(sentences)
         if self.combination == "confident":
-            return combine("confident", [member.run for member in self.members], tokens)
+            return combine("confident", [member.run for member in self.members], tokens, self.members[0].batch_size)
         return vote([member.predict_raw(tokens, tags) for member in self.members])
 
     def predict(self, sentences: Sequence[Sequence[str] | str]) -> list[list]:

@@ -179,8 +179,9 @@ def parameters_without_embeddings(directory: Path) -> int:
     Model sizes are compared this way: a transferred model's tables hold the source's and the
     target's words and characters, which says nothing about the size of the network.
     """
-    if (directory / MEMBERS).is_file():  # several models predicting together (self-labelling): all of them
-        return sum(parameters_without_embeddings(directory / member) for member in read_json(directory / MEMBERS)["members"])
+    members = read_members(directory)
+    if members:  # several models predicting together (self-labelling): all of them
+        return sum(parameters_without_embeddings(member) for member in members[0])
     with safe_open(str(directory / WEIGHTS), framework="pt") as weights:
         shapes = [weights.get_slice(name).get_shape() for name in weights.keys() if name not in EMBEDDING_TABLES]
     return sum(math.prod(shape) for shape in shapes)
@@ -232,7 +233,8 @@ def read_members(directory: str | Path) -> tuple[list[Path], str] | None:
     if not path.is_file():
         return None
     described = read_json(path)
-    if not isinstance(described, dict) or not isinstance(described.get("members"), list) or not described["members"] \
+    members = described.get("members") if isinstance(described, dict) else None
+    if not isinstance(members, list) or not members or not all(isinstance(member, str) for member in members) \
             or described.get("combination") not in ("single", "vote", "confident"):
         raise SeqTransferError("members.json must list 'members' and a 'combination' (single, vote or confident)", path=path,
                                hint="it is written by `seqtransfer selflabel`: run it again")

@@ -135,7 +135,7 @@ def class_improvement(comparison: TransferComparison) -> Figure:
 
 def learning_curves(points: list[CurvePoint], methods: tuple[str, str] | None = None) -> Figure:
     """Score vs training sentences per method (mean, a band of ± one std over seeds), one panel per
-    dataset; the gap between the first two methods shaded (Figure 13)."""
+    dataset; with two methods (or ``methods`` named), the gap between them hatched (Figure 13)."""
     datasets = list(dict.fromkeys(point.dataset for point in points)) or [""]
     figure = new_figure(5.6 * len(datasets), 3.8)
     for axis, dataset in zip(figure.subplots(1, len(datasets), squeeze=False)[0], datasets):

@@ -170,7 +170,7 @@ def curve_section(points: list[CurvePoint]) -> str:
     rows = [[escape(point.method), point.size, point.score, escape(point.run)] for point in points]
     return "\n".join([
         '<h2 id="curves">Score vs target training-set size</h2>',
-        embedded_figure(figures.learning_curves(points), "Score against target training sentences; shaded: gap between the first two methods (Figure 13)."),
+        embedded_figure(figures.learning_curves(points), "Score against target training sentences, bands: ± one std over seeds; hatched (two methods only): the gap between them (Figure 13)."),
         table(["method", "training sentences", "score", "run"], rows),
     ])
 

@@ -41,7 +41,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     curve = analyses.add_parser("curve", help="score vs target training-set size per method (Figure 13)")
     curve.add_argument("runs", nargs="+", metavar="RUN", help="finished runs (one point each; seeds are averaged), or an experiment's records folder RESULTS/records/NAME")
     curve.add_argument("--split", default="dev", help="split whose score is plotted (default dev)")
-    curve.add_argument("--reference", help="a method (scheme, e.g. scratch): PT / NT / gain of the others against it at each size, pairing runs of one seed")
+    curve.add_argument("--reference", help="a method (a records folder's grid method, e.g. From-scratch200; a run given directly is named by its scheme, e.g. scratch): PT / NT / gain of the others against it at each size, pairing runs of one seed")
     curve.add_argument("--output", required=True, help="folder for curve.json and curve.png/svg (and transfer_by_size.*)")
     units = analyses.add_parser("units", help="multi-task run: max class-score drop of every task when ablating each unit of a lower task (MuTSPad Figure 2, Table 4)")
     units.add_argument("run", metavar="RUN", help="a multi-task run directory")
@@ -160,10 +160,10 @@ def run_tokens(arguments: argparse.Namespace) -> dict:
         from seqtransfer.transfer.selflabel import labelled_split
 
         gold_tokens, gold_labels = labelled_split(arguments.gold, arguments.data_dir, arguments.gold_split)
-        read = lambda run: checked_pseudo_labels(run, gold_tokens, gold_labels)  # noqa: E731
+        predictions = [checked_pseudo_labels(path, gold_tokens, gold_labels) for path in arguments.runs]
     else:
-        read = lambda run: run_predictions(run, arguments.split)  # noqa: E731
-    results = {name: errors_by_kind(read(run)) for name, run in zip(names, arguments.runs)}
+        predictions = [run_predictions(run, arguments.split) for run in arguments.runs]
+    results = {name: errors_by_kind(predicted) for name, predicted in zip(names, predictions)}
     text = "\n".join(kinds_table(results)) + "\n"
     print(text, end="")
     if arguments.output:

@@ -94,7 +94,7 @@ def run(arguments: argparse.Namespace) -> dict:
             from seqtransfer.transfer.selflabel import combine
 
             paths, combination = members
-            predicted = combine(combination, [run, *(rundir.load_run(path, arguments.device) for path in paths[1:])], data.tokens(split))
+            predicted = combine(combination, [run, *(rundir.load_run(path, arguments.device) for path in paths[1:])], data.tokens(split), batch_size)
         else:
             predicted = predict_labels(run.model, data.encode(split, run.vocabularies, with_targets=False), run.vocabularies.labels, batch_size)
     except torch.cuda.OutOfMemoryError:

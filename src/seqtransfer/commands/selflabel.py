@@ -40,7 +40,7 @@ def run(arguments: argparse.Namespace) -> list[dict]:
         raise SeqTransferError("--threshold and --top-n are two ways to choose sentences", hint="pass one of them")
     settings = SelfLabelSettings(
         method=arguments.method, unlabeled=arguments.unlabeled, rounds=arguments.rounds, pool=arguments.pool,
-        threshold=None if arguments.top_n is not None else arguments.threshold or 0.9, top_n=arguments.top_n, pseudo_weight=arguments.pseudo_weight,
+        threshold=None if arguments.top_n is not None else 0.9 if arguments.threshold is None else arguments.threshold, top_n=arguments.top_n, pseudo_weight=arguments.pseudo_weight,
         tokenizer=arguments.tokenizer, word_column=arguments.word_column, target=arguments.target)
     output = Path(arguments.output)
     records = SelfLabelling(config, settings, output, log=lambda line: print(line, flush=True)).run()

@@ -131,8 +131,19 @@ def read_file(path: Path, tokenizer: str, word_column: int | None, word_option: 
         count, line = columns
         raise SeqTransferError(f"looks like a column file ({count} columns per line), not raw text", path=path, line=line,
                                hint=f"set {word_option} N (1..{count}) to read the words of column N (the other columns are ignored), or give one sentence per line")
+    table = tab_fields(lines)
+    if table:
+        raise SeqTransferError(f"looks like a table of {table} TAB-separated fields on every line (a sentence and its label?), not raw text", path=path, line=1,
+                               hint="give the sentences alone, one per line (e.g. cut -f1 FILE > sentences.txt)")
     split = TOKENIZERS[tokenizer]
     return [tokens for line in lines if (tokens := split(line))]
+
+
+def tab_fields(lines: list[str]) -> int | None:
+    """The number of fields when every non-blank line (two at least) is TAB-separated into one and
+    the same number (2 or more) of fields: a table (SST-2's sentence TAB label), not raw text."""
+    filled = [line.count("\t") + 1 for line in lines if line.strip()]
+    return filled[0] if len(filled) >= 2 and len(set(filled)) == 1 and filled[0] >= 2 else None
 
 
 def split_fields(line: str) -> list[str]:
@@ -143,13 +154,15 @@ def looks_like_columns(lines: list[str]) -> tuple[int, int] | None:
     """(columns, first line) when the lines are a column file: blank lines between groups and at
     least 90 % of the other lines with one and the same number (2..20) of fields; or, with no blank
     line (a file of one sentence), at least two lines, every one of them TAB-separated into one and
-    the same number (2..20) of fields (raw text seldom holds a TAB, let alone on every line)."""
+    the same number (2..20) of fields, none holding a space (raw text seldom holds a TAB, let alone
+    on every line; a table of sentences, such as SST-2's sentence TAB label, holds spaces)."""
     filled = [(number, len(split_fields(line))) for number, line in enumerate(lines, start=1) if line.strip() and not line.startswith("#")]
     if not filled:
         return None
     count, times = Counter(fields for _, fields in filled).most_common(1)[0]
     if all(line.strip() for line in lines):
-        one_sentence = len(filled) >= 2 and times == len(filled) and all("\t" in lines[number - 1] for number, _ in filled)
+        tokens = [lines[number - 1] for number, _ in filled]
+        one_sentence = len(filled) >= 2 and times == len(filled) and all("\t" in line and " " not in line for line in tokens)
         return (count, filled[0][0]) if one_sentence and 2 <= count <= 20 else None
     if 2 <= count <= 20 and times >= 0.9 * len(filled):
         return count, filled[0][0]
@@ -177,4 +190,7 @@ def column_sentences(path: Path, lines: list[str], word_column: int, conllu: boo
         current.append(fields[word_column - 1])
     if current:
         sentences.append(current)
+    if len(sentences) == 1 and any(" " in word for word in sentences[0]):
+        raise SeqTransferError(f"column {word_column} holds text with spaces and the file no blank line: a table of sentences, not of words", path=path,
+                               hint="give the sentences alone, one per line (e.g. cut -f1 FILE > sentences.txt)")
     return sentences

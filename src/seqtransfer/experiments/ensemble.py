@@ -48,8 +48,14 @@ def check_label_sets(runs: list[LoadedRun]) -> None:
         shared = labels_first & labels_second
         if not one_tag_set(labels_first, labels_second):
             raise SeqTransferError(f"the runs label in different tag sets: {len(labels_first)} and {len(labels_second)} labels, {len(shared)} shared "
-                                   f"({', '.join(sorted(labels_first - shared)[:4])} ... against {', '.join(sorted(labels_second - shared)[:4])} ...)",
+                                   f"({shown(labels_first - shared)} against {shown(labels_second - shared)})",
                                    path=second.directory, hint="combine runs of one tag set, or train a source in another tag set with data.label_map=FILE (YAML: DATASET: {its label: shared label})")
+
+
+def shown(labels: set[str], most: int = 4) -> str:
+    """Up to ``most`` labels, sorted, and "..." when there are more."""
+    ordered = sorted(labels)
+    return ", ".join(ordered[:most]) + (" ..." if len(ordered) > most else "")
 
 
 def averaged_distributions(runs: list[LoadedRun], tokens: list[list[str]]) -> tuple[list[str], list[torch.Tensor]]:

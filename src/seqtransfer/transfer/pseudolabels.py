@@ -32,6 +32,7 @@ def ensemble_labels(runs, tokens) -> tuple[list[list[str]], np.ndarray]:
 
 def label_together(runs: Sequence, tokens: Sequence[Sequence[str]], combination: str = "average") -> tuple[list[list[str]], np.ndarray]:
     """Every sentence's labels from the loaded ``runs`` together, and the labeller's confidence in each."""
+    from seqtransfer.experiments.ensemble import check_label_sets
     from seqtransfer.transfer.selflabel import model_predictions, vote
 
     for loaded in runs:
@@ -41,6 +42,7 @@ def label_together(runs: Sequence, tokens: Sequence[Sequence[str]], combination:
         raise SeqTransferError(f"unknown combination '{combination}'", hint=f"use one of: {', '.join(COMBINATIONS)}")
     if len(runs) == 1:
         return model_predictions(runs[0], tokens)
+    check_label_sets(runs)  # voting runs in two tag sets would be as meaningless as averaging them
     if combination == "average":
         return ensemble_labels(runs, tokens)
     predictions = [model_predictions(loaded, tokens) for loaded in runs]

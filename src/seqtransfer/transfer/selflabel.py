@@ -110,30 +110,35 @@ def check_settings(settings: SelfLabelSettings) -> None:
         raise SeqTransferError("--rounds must be 0 or more and --pool at least 1")
     if settings.top_n is not None and settings.top_n < 1:
         raise SeqTransferError(f"--top-n must be at least 1, got {settings.top_n}")
+    if settings.top_n is not None and METHODS[settings.method].choose is not choose_confident:
+        raise SeqTransferError(f"{settings.method} adds every sentence the other two models agree on: top_n does not apply", hint="leave it out")
     if settings.threshold is not None and not 0.0 < settings.threshold <= 1.0:
         raise SeqTransferError(f"--threshold must be in (0, 1], got {settings.threshold}")
     if settings.pseudo_weight <= 0:
         raise SeqTransferError(f"--pseudo-weight must be positive, got {settings.pseudo_weight}")
 
 
-def model_predictions(directory, tokens: Sequence[Sequence[str]]) -> tuple[list[list[str]], np.ndarray]:
-    """A run's (a directory or a loaded run) labels for every sentence and each sentence's
-    confidence (its lowest probability of a predicted label)."""
+def model_predictions(directory, tokens: Sequence[Sequence[str]], batch_size: int = 256, confidences: bool = True) -> tuple[list[list[str]], np.ndarray | None]:
+    """A run's (a directory or a loaded run, on any device) labels for every sentence and, with
+    ``confidences``, each sentence's confidence (its lowest probability of a predicted label)."""
     import torch
 
     from seqtransfer.data.batching import encode_sentences, evaluation_batches
     from seqtransfer.rundir import load_run
-    from seqtransfer.training.loop import predict_labels
+    from seqtransfer.training.loop import model_device, predict_labels
 
     run = load_run(directory) if isinstance(directory, (str, Path)) else directory
     encoded = encode_sentences(tokens, run.vocabularies)  # once, for the decoding and for the probabilities
-    labels = predict_labels(run.model, encoded, run.vocabularies.labels, 256)
+    labels = predict_labels(run.model, encoded, run.vocabularies.labels, batch_size)
+    if not confidences:
+        return labels, None
     index = run.vocabularies.labels.index
     confidence = np.ones(len(tokens))
+    device = model_device(run.model)
     run.model.eval()
     with torch.inference_mode():
-        for batch in evaluation_batches(encoded, 256):
-            probabilities = run.model.probabilities(batch)  # (B, T, L)
+        for batch in evaluation_batches(encoded, batch_size):
+            probabilities = run.model.probabilities(batch.to(device)).cpu()  # (B, T, L)
             for row, sentence in enumerate(batch.indices):
                 chosen = torch.tensor([index[label] for label in labels[sentence]])
                 confidence[sentence] = float(probabilities[row, torch.arange(len(chosen)), chosen].min())
@@ -150,10 +155,10 @@ def vote(predictions: Sequence[list[list[str]]]) -> list[list[str]]:
     return voted
 
 
-def combine(combination: str, runs: Sequence, tokens: Sequence[Sequence[str]]) -> list[list[str]]:
+def combine(combination: str, runs: Sequence, tokens: Sequence[Sequence[str]], batch_size: int = 256) -> list[list[str]]:
     """The labels several runs (directories or loaded runs) give together: ``single`` (the first),
     ``vote`` (per token, see :func:`vote`) or ``confident`` (per sentence, the surer run's labels)."""
-    predictions = [model_predictions(run, tokens) for run in runs]
+    predictions = [model_predictions(run, tokens, batch_size, confidences=combination == "confident") for run in runs]
     if combination == "confident":
         return [predictions[int(np.argmax([confidence[index] for _, confidence in predictions]))][0][index] for index in range(len(tokens))]
     return vote([labels for labels, _ in predictions]) if combination == "vote" else predictions[0][0]
