@@ -350,20 +350,6 @@ def test_a_bad_search_is_one_line(tmp_path, search, message):
         load_experiment(experiment)
 
 
-def test_grid_and_random_searches_give_tune_their_spaces():
-    pytest.importorskip("ray")
-    from ray.tune.search.sample import Categorical, Float
-
-    from seqtransfer.experiments.search import SearchSpec, tune_space
-
-    values = {"train.learning_rate": [0.01, 0.02], "model.dropout": {"uniform": [0.1, 0.5]}}
-    grid = tune_space(SearchSpec(algorithm="grid", space={"train.learning_rate": [0.01, 0.02], "model.hidden": {"choice": [8, 16]}}))
-    assert grid == {"train.learning_rate": {"grid_search": [0.01, 0.02]}, "model.hidden": {"grid_search": [8, 16]}}  # every point, once
-    sampled = tune_space(SearchSpec(algorithm="random", space=values))
-    assert isinstance(sampled["train.learning_rate"], Categorical) and sampled["train.learning_rate"].categories == [0.01, 0.02]
-    assert isinstance(sampled["model.dropout"], Float) and (sampled["model.dropout"].lower, sampled["model.dropout"].upper) == (0.1, 0.5)
-
-
 def test_a_search_names_known_methods_and_targets(tmp_path):
     experiment = tiny_experiment(tmp_path)
     base = experiment.read_text(encoding="utf-8")
