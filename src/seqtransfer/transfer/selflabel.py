@@ -299,7 +299,8 @@ class SelfLabelling:
         from seqtransfer.training.metrics import evaluate
 
         finals = [self.model_directory(last_round, model) for model in range(self.method.models)]
-        first = read_json(finals[0] / METRICS)
+        final_metrics = [read_json(path / METRICS) for path in finals]
+        first = final_metrics[0]
         data = load_task_data(self.base.data, ("test",))
         test = {}
         if "test" in data.splits:
@@ -307,13 +308,13 @@ class SelfLabelling:
             test.pop("per_class", None)
         trained = [read_json(self.model_directory(number, model) / METRICS) for number in range(last_round + 1) for model in range(self.method.models)]
         metrics = {"dataset": first["dataset"], "task": first["task"], "metric": first["metric"], "scheme": f"selflabel:{self.settings.method}",
-                   "dev": first["dev"], "test": test, "parameters": sum(item["parameters"] for item in (read_json(path / METRICS) for path in finals)),
+                   "dev": first["dev"], "test": test, "parameters": sum(item["parameters"] for item in final_metrics),
                    "seconds": round(sum(item["seconds"] for item in trained), 1), "rounds": len(records) - 1, "members": [str(path) for path in finals]}
         peaks = [item["peak_rss_megabytes"] for item in trained if item.get("peak_rss_megabytes") is not None]
         if peaks:
             metrics["peak_rss_megabytes"] = max(peaks)
         if all(item.get("trainable_parameters") is not None for item in trained):
-            metrics["trainable_parameters"] = sum(read_json(path / METRICS)["trainable_parameters"] for path in finals)
+            metrics["trainable_parameters"] = sum(item["trainable_parameters"] for item in final_metrics)
         write_json(self.output / METRICS, metrics)
 
     def task_name(self) -> str | None:
