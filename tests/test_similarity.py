@@ -73,6 +73,10 @@ def test_a_column_file_read_as_raw_text_is_one_line(tmp_path):
         read_unlabeled(str(table))
     with pytest.raises(SeqTransferError, match=r"column 1 holds text with spaces.*cut -f1"):
         read_unlabeled(str(table), word_column=1)
+    broken = tmp_path / "broken.tsv"  # a table with one line whose label went missing is still a table
+    broken.write_text("".join(f"sentence number {number}\t{number % 2}\n" for number in range(19)) + "a line without its label\n", encoding="utf-8")
+    with pytest.raises(SeqTransferError, match=r"broken.tsv:1: looks like a table of 2 TAB-separated fields on 19 of 20 lines"):
+        read_unlabeled(str(broken))
     two_tweets = tmp_path / "tweets.txt"  # raw text: two sentences of two words each stay text
     two_tweets.write_text("hi there\nsee you\n", encoding="utf-8")
     assert read_unlabeled(str(two_tweets)) == [["hi", "there"], ["see", "you"]]

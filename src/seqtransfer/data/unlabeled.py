@@ -133,17 +133,22 @@ def read_file(path: Path, tokenizer: str, word_column: int | None, word_option: 
                                hint=f"set {word_option} N (1..{count}) to read the words of column N (the other columns are ignored), or give one sentence per line")
     table = tab_fields(lines)
     if table:
-        raise SeqTransferError(f"looks like a table of {table} TAB-separated fields on every line (a sentence and its label?), not raw text", path=path, line=1,
+        count, share = table
+        raise SeqTransferError(f"looks like a table of {count} TAB-separated fields on {share} (a sentence and its label?), not raw text", path=path, line=1,
                                hint="give the sentences alone, one per line (e.g. cut -f1 FILE > sentences.txt)")
     split = TOKENIZERS[tokenizer]
     return [tokens for line in lines if (tokens := split(line))]
 
 
-def tab_fields(lines: list[str]) -> int | None:
-    """The number of fields when every non-blank line (two at least) is TAB-separated into one and
-    the same number (2 or more) of fields: a table (SST-2's sentence TAB label), not raw text."""
+def tab_fields(lines: list[str]) -> tuple[int, str] | None:
+    """(fields, share of the lines) when at least 90 % of the non-blank lines (two at least) are
+    TAB-separated into one and the same number (2 or more) of fields: a table (SST-2's sentence TAB
+    label, a few lines broken or not), not raw text, which seldom holds a TAB at all."""
     filled = [line.count("\t") + 1 for line in lines if line.strip()]
-    return filled[0] if len(filled) >= 2 and len(set(filled)) == 1 and filled[0] >= 2 else None
+    if len(filled) < 2:
+        return None
+    count, times = Counter(filled).most_common(1)[0]
+    return (count, "every line" if times == len(filled) else f"{times} of {len(filled)} lines") if count >= 2 and times >= 0.9 * len(filled) else None
 
 
 def split_fields(line: str) -> list[str]:
