@@ -116,6 +116,7 @@ def test_a_tagger_trains_with_encoder_features_and_its_run_predicts_new_sentence
 @pytest.mark.parametrize("damage, message", [
     ("missing", "encoder folder not found"),
     ("no-config", "encoder folder is incomplete"),
+    ("no-tokenizer", "encoder folder has no tokenizer"),  # transformers would build an empty one: every token [UNK]
     ("mismatch", "do not match"),
     ("weights", "cannot load the encoder"),
 ])
@@ -125,6 +126,10 @@ def test_bad_encoder_folders_are_one_line(encoder, tmp_path, capsys, damage, mes
         shutil.copytree(encoder, folder)
     if damage == "no-config":
         (folder / "config.json").unlink()
+    if damage == "no-tokenizer":
+        for file in folder.iterdir():
+            if file.name.startswith(("tokenizer", "vocab", "special_tokens")):
+                file.unlink()
     if damage == "mismatch":  # another model's weights and config beside this tokenizer
         from transformers import BertConfig, BertModel
 

@@ -34,6 +34,9 @@ from torch import nn
 from seqtransfer.errors import SeqTransferError
 
 ENCODER_FILES = ("config.json",)
+# One of these holds the tokenizer's vocabulary; without it transformers builds an empty tokenizer
+# from config.json alone and every token becomes [UNK].
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model", "tokenizer.model")
 CACHE_VERSION = 1
 
 
@@ -50,6 +53,9 @@ def encoder_path(name: str) -> Path:
     missing = [file for file in ENCODER_FILES if not (path / file).is_file()]
     if missing:
         raise SeqTransferError(f"encoder folder is incomplete (no {', '.join(missing)})", path=path, hint="save it with save_pretrained (model and tokenizer)")
+    if not any((path / file).is_file() for file in TOKENIZER_FILES):
+        raise SeqTransferError(f"encoder folder has no tokenizer (none of {', '.join(TOKENIZER_FILES)})", path=path,
+                               hint="save the model's tokenizer into the folder too (tokenizer.save_pretrained)")
     return path
 
 
