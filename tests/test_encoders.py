@@ -21,18 +21,24 @@ VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *"abcdefghijklmnopqrstuvw
          "john", "lives", "in", "new", "york", "!", "@", "."]
 
 
+def tiny_wordpiece():
+    """The tiny encoders' WordPiece tokenizer (lower-cased, letters as sub-words), a tokenizers object."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+
+    backend = Tokenizer(models.WordPiece({piece: index for index, piece in enumerate(VOCAB)}, unk_token="[UNK]"))
+    backend.normalizer = normalizers.BertNormalizer(lowercase=True)
+    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    return backend
+
+
 def save_tiny_encoder(folder: Path, hidden: int = 16, layers: int = 2, positions: int = 16) -> Path:
     """A random 2-layer BERT with a WordPiece tokenizer (lower-cased, letters as sub-words), saved as a Hugging Face folder."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
     import torch
 
     torch.manual_seed(0)
-    backend = Tokenizer(models.WordPiece({piece: index for index, piece in enumerate(VOCAB)}, unk_token="[UNK]"))
-    backend.normalizer = normalizers.BertNormalizer(lowercase=True)
-    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]", mask_token="[MASK]")
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tiny_wordpiece(), unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]", mask_token="[MASK]")
     config = BertConfig(vocab_size=len(VOCAB), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2, intermediate_size=32, max_position_embeddings=positions)
     BertModel(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
@@ -48,6 +54,24 @@ def encoder(tmp_path_factory) -> Path:
 def feature_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))
     return tmp_path / "cache"
+
+
+def test_byte_level_bpe_tokens_get_the_sub_words_of_a_word_inside_a_sentence():
+    """RoBERTa-like tokenizers mark a word start by its space ("Ġword"): a token tokenised alone
+    must get the pieces the encoder saw in its pretraining sentences, not those of a text start."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from seqtransfer.embeddings.transformer import marks_spaces, subword_pieces
+
+    backend = Tokenizer(models.BPE(unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.train_from_iterator(["the cat sat on the mat", "a cat and a hat"] * 20, trainers.BpeTrainer(vocab_size=300, special_tokens=["<unk>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>")
+    in_sentence = tokenizer("the cat", add_special_tokens=False)["input_ids"]
+    assert marks_spaces(tokenizer) and subword_pieces(tokenizer, ["the", "cat"])[1] == in_sentence[1:]
+    wordpiece = PreTrainedTokenizerFast(tokenizer_object=tiny_wordpiece(), unk_token="[UNK]")
+    assert not marks_spaces(wordpiece)
 
 
 def test_windows_cut_at_token_boundaries():
@@ -308,6 +332,48 @@ def test_houlsby_adapters_start_as_the_pretrained_encoder_and_train_alone(encode
     import seqtransfer
 
     assert len(seqtransfer.load(output, device="cpu").predict([["john", "lives"]])[0]) == 2
+
+
+@pytest.mark.parametrize("adapter", ["lora", "houlsby"])
+def test_adapters_fit_an_mpnet_encoder_too(encoder, tmp_path, adapter):
+    """MPNet (the second offline encoder) names its attention projections q, v and o: PEFT has no
+    default LoRA targets for it, and its attention output is attn.o, not attention.output.dense."""
+    pytest.importorskip("peft")
+    import torch
+    from transformers import AutoTokenizer, MPNetConfig, MPNetModel
+
+    folder = tmp_path / "tiny-mpnet"
+    torch.manual_seed(0)
+    tokenizer = AutoTokenizer.from_pretrained(str(encoder))
+    MPNetModel(MPNetConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=20)).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    from seqtransfer.cli import run as run_command
+
+    output = tmp_path / adapter
+    settings = ["model.encoder_adapter=lora", "model.lora_rank=2"] if adapter == "lora" else ["model.encoder_adapter=houlsby", "model.adapter_size=4"]
+    metrics = run_command(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
+                           "--epochs", "1", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={folder}", "model.encoder_mode=finetune", *settings])
+    from safetensors.torch import load_file
+
+    saved = load_file(str(output / "model.safetensors"))
+    if adapter == "lora":
+        assert {name.split(".lora_A")[0].rsplit(".", 1)[1] for name in saved if ".lora_A" in name} == {"q", "v"}
+    else:
+        assert sum(".adapter.down.weight" in name for name in saved) == 2 * 2 and any(".attn.o.adapter." in name for name in saved)
+    assert metrics["trainable_parameters"] < metrics["parameters"]
+    import seqtransfer
+
+    assert len(seqtransfer.load(output, device="cpu").predict([["john", "lives"]])[0]) == 2
+
+
+def test_houlsby_adapters_refuse_an_encoder_whose_projections_they_cannot_find(capsys):
+    from transformers import GPT2Config, GPT2Model
+
+    from seqtransfer.errors import SeqTransferError
+    from seqtransfer.models.adapters import add_houlsby_adapters
+
+    with pytest.raises(SeqTransferError, match="found 0 of the 2 x 2 output projections in this gpt2 encoder"):
+        add_houlsby_adapters(GPT2Model(GPT2Config(n_embd=16, n_layer=2, n_head=2, n_positions=16, vocab_size=50)), 4)
 
 
 def test_encoder_features_may_replace_the_word_and_character_vectors(encoder, tmp_path):

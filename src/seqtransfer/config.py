@@ -309,6 +309,7 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("model.encoder_adapter", lambda value: value in (None, "lora", "houlsby"), "lora or houlsby (or null)"),
     ("model.adapter_size", lambda value: value >= 1, "at least 1"),
     ("model.lora_rank", lambda value: value >= 1, "at least 1"),
+    ("model.lora_alpha", lambda value: value > 0, "positive"),
     ("model.discriminator_hidden", lambda value: value >= 0, "zero (no discriminator) or a positive integer"),
     ("train.adversarial_weight", lambda value: value > 0, "positive"),
     ("transfer.discriminative_factor", lambda value: value >= 1.0, "at least 1"),

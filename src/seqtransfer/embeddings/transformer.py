@@ -129,13 +129,24 @@ def folder_hash(path: str, files: tuple) -> str:
 
 
 def subword_pieces(tokenizer, tokens: Sequence[str]) -> list[list[int]]:
-    """Sub-word ids of each token tokenised alone; a token that yields none gets the unknown id."""
+    """Sub-word ids of each token tokenised alone (after a space where the tokenizer marks word
+    starts by one: byte-level BPE's "Ġword", as the encoder saw words inside its pretraining
+    sentences); a token that yields none gets the unknown id."""
     from seqtransfer.data.tsv import PAIR_SEPARATOR
 
-    encoded = tokenizer(list(tokens), add_special_tokens=False)["input_ids"] if tokens else []
+    prefix = " " if marks_spaces(tokenizer) else ""
+    encoded = tokenizer([prefix + token for token in tokens], add_special_tokens=False)["input_ids"] if tokens else []
     unknown = tokenizer.unk_token_id if tokenizer.unk_token_id is not None else 0
     separator = [tokenizer.sep_token_id] if tokenizer.sep_token_id is not None else None
     return [separator if token == PAIR_SEPARATOR and separator else pieces if pieces else [unknown] for token, pieces in zip(tokens, encoded)]
+
+
+@functools.lru_cache(maxsize=8)
+def marks_spaces(tokenizer) -> bool:
+    """Whether a word after a space has other sub-words than the same word alone (byte-level BPE:
+    RoBERTa, GPT-2); WordPiece and our own LMs' tokenizers drop the space."""
+    probe = tokenizer(["a", " a"], add_special_tokens=False)["input_ids"]
+    return probe[0] != probe[1]
 
 
 def windows(pieces: list[list[int]], limit: int) -> list[tuple[int, int]]:
@@ -194,7 +205,7 @@ def encode_window(tokenizer, model, pieces: list[list[int]], pooling: str, limit
 def encode_sentences_with(tokenizer, model, sentences: Sequence[Sequence[str]], pooling: str, segments: bool = False) -> list[np.ndarray]:
     """Per sentence a (T, L + 1, H) float16 array of token vectors (long sentences in windows);
     ``segments``: a pair's second text reads token type 1 (``encode_window``)."""
-    limit = min(getattr(model.config, "max_position_embeddings", 512), getattr(tokenizer, "model_max_length", 512) or 512) - 2
+    limit = window_limit(model.config.to_dict(), tokenizer)
     result = []
     for tokens in sentences:
         pieces = subword_pieces(tokenizer, tokens)
@@ -221,9 +232,23 @@ def tokenizer_of(name: str):
 
 
 def encoder_limit(name: str, tokenizer) -> int:
-    """Sub-words per window: the encoder's maximum positions (and the tokenizer's) minus the two special tokens."""
-    config = encoder_config(name)
-    return min(int(config.get("max_position_embeddings", 512)), int(min(getattr(tokenizer, "model_max_length", 512) or 512, 10**6))) - 2
+    """Sub-words per window of a named encoder (``window_limit``)."""
+    return window_limit(encoder_config(name), tokenizer)
+
+
+# Model types whose position ids start after the padding id (fairseq's convention): RoBERTa's and
+# MPNet's 514 positions hold 512 sub-words.
+POSITION_OFFSET_TYPES = frozenset({"roberta", "xlm-roberta", "camembert", "mpnet", "longformer", "data2vec-text"})
+
+
+def window_limit(config: dict, tokenizer) -> int:
+    """Sub-words per window: the encoder's usable positions (and the tokenizer's maximum) minus the
+    two special tokens."""
+    positions = int(config.get("max_position_embeddings", 512))
+    if config.get("model_type") in POSITION_OFFSET_TYPES:
+        padding = config.get("pad_token_id")
+        positions -= (1 if padding is None else int(padding)) + 1
+    return min(positions, int(min(getattr(tokenizer, "model_max_length", 512) or 512, 10**6))) - 2
 
 
 def subword_windows(name: str, sentences: Sequence[Sequence[str]]) -> tuple[list[list[np.ndarray]], list[np.ndarray], list[list[np.ndarray]]]:

@@ -9,6 +9,8 @@ encoder starts as the pretrained one. Only the adapters, the layer norms and the
 
 from __future__ import annotations
 
+import re
+
 import torch
 from torch import nn
 
@@ -41,10 +43,25 @@ class AdaptedLinear(nn.Module):
         return self.adapter(self.base(inputs))
 
 
+# The two projections back to the hidden size in each layer, before the residual and layer norm:
+# BERT-like (BERT, RoBERTa, our own LMs) attention.output.dense and output.dense; MPNet
+# attention.attn.o and output.dense; DistilBERT attention.out_lin and ffn.lin2.
+HOULSBY_SUFFIXES = ("output.dense", ".attn.o", ".attention.out_lin", ".ffn.lin2")
+# LoRA's targets where PEFT has no default for the model type (PEFT's for BERT: query and value)
+LORA_TARGETS = {"mpnet": ["q", "v"]}
+
+
 def add_houlsby_adapters(encoder: nn.Module, size: int) -> int:
-    """Insert an adapter after every ``*.output.dense`` projection to the hidden size; returns how many."""
+    """Insert an adapter after both projections to the hidden size of every layer (attention and
+    feed-forward); returns how many. An architecture where they are not found is refused."""
+    from seqtransfer.errors import SeqTransferError
+
     hidden = encoder.config.hidden_size
-    targets = [name for name, module in encoder.named_modules() if name.endswith("output.dense") and isinstance(module, nn.Linear) and module.out_features == hidden]
+    targets = [name for name, module in encoder.named_modules() if name.endswith(HOULSBY_SUFFIXES) and isinstance(module, nn.Linear) and module.out_features == hidden]
+    layers = int(getattr(encoder.config, "num_hidden_layers", 0) or getattr(encoder.config, "n_layers", 0))
+    if len(targets) != 2 * layers:
+        raise SeqTransferError(f"Houlsby adapters: found {len(targets)} of the 2 x {layers} output projections in this {encoder.config.model_type} encoder",
+                               hint="use model.encoder_adapter=lora, or a BERT-, RoBERTa-, MPNet- or DistilBERT-like encoder")
     for name in targets:
         parent_name, _, child = name.rpartition(".")
         parent = encoder.get_submodule(parent_name)
@@ -52,9 +69,26 @@ def add_houlsby_adapters(encoder: nn.Module, size: int) -> int:
     return len(targets)
 
 
+def add_lora(encoder: nn.Module, rank: int, alpha: float) -> nn.Module:
+    """The encoder with LoRA (PEFT) on its attention's query and value projections."""
+    import warnings
+
+    from peft import LoraConfig, get_peft_model
+
+    from seqtransfer.errors import SeqTransferError
+
+    targets = LORA_TARGETS.get(encoder.config.model_type)  # None: PEFT's default for the model type
+    try:
+        with warnings.catch_warnings():  # peft 0.21 calls a transformers method that 5.x deprecates: nothing for our users to act on
+            warnings.simplefilter("ignore", FutureWarning)
+            return get_peft_model(encoder, LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=0.1, target_modules=targets))
+    except ValueError as error:  # PEFT knows no target modules for this model type
+        raise SeqTransferError(f"LoRA: {str(error).splitlines()[0][:160]}", hint="use model.encoder_adapter=houlsby, or a model type PEFT knows (BERT, RoBERTa, MPNet...)") from None
+
+
 def pretrained_name(name: str) -> str:
     """The pretrained encoder's name of a weight of the adapted encoder (PEFT's and our wrappers removed)."""
-    return name.removeprefix("base_model.model.").replace(".base_layer.", ".").replace(".dense.base.", ".dense.")
+    return re.sub(r"\.base\.(weight|bias)$", r".\1", name.removeprefix("base_model.model.").replace(".base_layer.", "."))
 
 
 def adapter_weight(name: str) -> bool:

@@ -52,13 +52,9 @@ class EncoderTagger(SequenceLabeller):
         size = self.encoder.config.hidden_size
         self.adapter = config.encoder_adapter
         if self.adapter == "lora":
-            import warnings
+            from seqtransfer.models.adapters import add_lora
 
-            from peft import LoraConfig, get_peft_model  # the model type's default targets (BERT: query and value)
-
-            with warnings.catch_warnings():  # peft 0.21 calls a transformers method that 5.x deprecates: nothing for our users to act on
-                warnings.simplefilter("ignore", FutureWarning)
-                self.encoder = get_peft_model(self.encoder, LoraConfig(r=config.lora_rank, lora_alpha=config.lora_alpha, lora_dropout=0.1))
+            self.encoder = add_lora(self.encoder, config.lora_rank, config.lora_alpha)
         elif self.adapter == "houlsby":
             from seqtransfer.models.adapters import add_houlsby_adapters
 
