@@ -305,6 +305,28 @@ def test_lora_trains_only_its_matrices_and_the_head_and_the_run_keeps_only_them(
     assert "differs from the one this run was trained on" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("mode", ["features", "finetune"])
+def test_a_run_whose_encoder_folder_changed_is_refused_or_warned_about(encoder, tmp_path, capsys, mode):
+    """Frozen features come from the folder: another encoder is refused. A fully fine-tuned run holds
+    its own weights and reads only the tokenizer there: a warning."""
+    folder = tmp_path / "encoder"
+    shutil.copytree(encoder, folder)
+    output = tmp_path / mode
+    assert main(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
+                 "--epochs", "1", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={folder}", f"model.encoder_mode={mode}"]) == 0
+    from transformers import AutoModel
+
+    changed = AutoModel.from_pretrained(str(folder))
+    with __import__("torch").no_grad():
+        changed.embeddings.word_embeddings.weight.add_(1.0)
+    changed.save_pretrained(folder)
+    capsys.readouterr()
+    code = main(["evaluate", str(output), "--file", str(FIXTURES / "tiny_ner_test.conll"), "--columns", "word,ner"])
+    error = capsys.readouterr().err
+    assert "differs from the one this run was trained on" in error
+    assert code == (2 if mode == "features" else 0)
+
+
 def test_houlsby_adapters_start_as_the_pretrained_encoder_and_train_alone(encoder, tmp_path):
     import torch
     from transformers import AutoModel

@@ -217,13 +217,21 @@ def check_run_directory(directory: Path) -> None:
 
 
 def check_encoder_hash(config: RunConfig, directory: Path) -> None:
-    """The encoder folder must be the one the run was trained on (its adapter fits no other)."""
+    """The encoder folder must be the one the run was trained on: a run on frozen features, or one
+    that saved only its adapter, reads the encoder's weights from it (they fit no other), so another
+    encoder is refused; a fully fine-tuned run holds its own weights and reads only the tokenizer
+    from the folder, so it is warned about. Runs trained before the hash was recorded pass."""
     from seqtransfer.embeddings.transformer import encoder_fingerprint
+    from seqtransfer.errors import warn
 
     found = encoder_fingerprint(config.model.encoder)
-    if config.model.encoder_hash and found != config.model.encoder_hash:
-        raise SeqTransferError(f"the encoder at {config.model.encoder} differs from the one this run was trained on (hash {found}, expected {config.model.encoder_hash})",
-                               path=directory, hint="point model.encoder in config.yaml at the run's encoder folder")
+    if not config.model.encoder_hash or found == config.model.encoder_hash:
+        return
+    message = f"the encoder at {config.model.encoder} differs from the one this run was trained on (hash {found}, expected {config.model.encoder_hash})"
+    if config.model.encoder_mode == "finetune" and config.model.encoder_adapter is None:
+        warn(f"{directory}: {message}; the run holds its own encoder weights and reads only the tokenizer from that folder")
+        return
+    raise SeqTransferError(message, path=directory, hint="point model.encoder in config.yaml at the run's encoder folder")
 
 
 def read_members(directory: str | Path) -> tuple[list[Path], str] | None:
@@ -262,8 +270,9 @@ def load_run(directory: str | Path, device: str | None = "cpu") -> LoadedRun:
         state = load_file(str(directory / WEIGHTS))
     except Exception as error:  # offsets past the end of the file, truncated data
         raise SeqTransferError(f"model.safetensors is damaged ({str(error).splitlines()[0][:120]})", path=directory / WEIGHTS, hint=DAMAGED) from None
-    if hasattr(model, "stored") and len(state) < len(model.state_dict()):  # an adapter's run: the frozen encoder comes from its folder
+    if config.model.encoder:
         check_encoder_hash(config, directory)
+    if hasattr(model, "stored") and len(state) < len(model.state_dict()):  # an adapter's run: the frozen encoder comes from its folder
         model.load_pretrained()
         model.load_state_dict(state, strict=False)
     else:
