@@ -12,6 +12,7 @@ import pytest
 
 from conftest import FIXTURES, TINY_MODEL, tiny_train_arguments
 from seqtransfer.cli import main
+from seqtransfer.errors import SeqTransferError
 
 
 def run_cli(arguments: list[str], capsys) -> str:
@@ -83,6 +84,16 @@ def test_impossible_value_is_one_line_before_anything_is_written(tmp_path, capsy
     message = run_cli(train_on(FIXTURES / "tiny_ner_train.conll", tmp_path / "run", override), capsys)
     assert override.split("=")[0] in message and requirement in message
     assert not (tmp_path / "run").exists()
+
+
+def test_a_rate_in_scientific_notation_without_a_dot_is_a_number():
+    """YAML 1.1 reads 1e-5 (no dot) as text; a float setting takes it as the number it means."""
+    from seqtransfer.config import RunConfig, apply_overrides, config_from_dict
+
+    assert apply_overrides(RunConfig(), ["train.learning_rate=1e-5", "transfer.l2sp_weight=2E+1"]).train.learning_rate == 1e-5
+    assert config_from_dict({"train": {"learning_rate": "5e-4"}}).train.learning_rate == 5e-4
+    with pytest.raises(SeqTransferError, match="must be float"):
+        apply_overrides(RunConfig(), ["train.learning_rate=fast"])
 
 
 def test_unknown_key_in_config_file(tmp_path, capsys):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -211,6 +212,9 @@ def _check_key(instance: Any, key: str, where: str, path: str | None) -> None:
         )
 
 
+SCIENTIFIC = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
+
 def _coerce(value: Any, annotation: Any, key: str, path: str | None) -> Any:
     """Check ``value`` against a field's type annotation (ints are accepted as floats)."""
     origin = typing.get_origin(annotation)
@@ -220,6 +224,8 @@ def _coerce(value: Any, annotation: Any, key: str, path: str | None) -> Any:
     for option in allowed:
         base = typing.get_origin(option) or option
         if base is float and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if base is float and isinstance(value, str) and SCIENTIFIC.fullmatch(value.strip()):  # YAML 1.1 reads 1e-5 (no dot) as text
             return float(value)
         if base is list and isinstance(value, str):  # "0,1,3" -> [0, 1, 3] for list[int]; "word,pos" stays text
             parts = [part.strip() for part in value.split(",") if part.strip()]
