@@ -52,6 +52,16 @@ def test_gradual_unfreezing_trains_the_top_group_first_then_one_more_per_epoch(s
     assert not torch.equal(snapshots[1][lstm], start[lstm]) and torch.equal(snapshots[1][embedding], start[embedding])  # epoch 2: + the BiLSTM
 
 
+def test_early_stopping_waits_until_gradual_unfreezing_has_opened_every_group(source, tmp_path):
+    output = tmp_path / "patient"  # a rate too small to improve dev: patience 1 alone would stop after epoch 2
+    assert main(["transfer", "--source", str(source), "--method", "finetune", *POS, "--epochs", "6", "--output", str(output),
+                 "transfer.adaptations=[gradual_unfreezing]", "train.patience=1", "train.learning_rate=1e-12"]) == 0
+    epochs = [line for line in (output / "log.txt").read_text().splitlines() if line.startswith("epoch")]
+    from seqtransfer.rundir import load_run
+
+    assert len(epochs) == len(layer_groups(load_run(output).model)) == 3  # word representation, BiLSTM, head: the third epoch trains all
+
+
 def test_l2sp_keeps_the_fine_tuned_weights_nearer_the_source(source, tmp_path):
     distances = {}
     start = load_file(str(source / "model.safetensors"))
@@ -74,8 +84,18 @@ def test_adaptations_that_cannot_apply_are_one_line(source, tmp_path, capsys):
     from seqtransfer.transfer.adaptations import check_adaptations
 
     for name in ("chain_thaw", "discriminative", "gradual_unfreezing"):  # a model of one layer group (the head): nothing to stage
-        with pytest.raises(SeqTransferError, match=f"adaptation '{name}' needs at least 2 layer groups; this model has 1"):
+        with pytest.raises(SeqTransferError, match=f"adaptation '{name}' needs at least 2 layer groups that train; this model and scheme train 1"):
             check_adaptations(TransferConfig(adaptations=[name]), torch.nn.Linear(2, 2), has_source=True)
+    # settings that would do nothing, or fail after training began, are refused before it starts
+    refused = {"features: only the classifier trains": (["--method", "features", "transfer.adaptations=[gradual_unfreezing]"], "train 1 (head)"),
+               "features: the transferred weights stay frozen": (["--method", "features", "transfer.adaptations=[l2sp]"], "keeps them frozen"),
+               "source_only trains nothing": (["--method", "source_only", "transfer.adaptations=[discriminative]"], "source_only trains nothing, so transfer.adaptations"),
+               "chain-thaw after gradual unfreezing": (["--method", "finetune", "transfer.adaptations=[gradual_unfreezing, chain_thaw]"], "both choose which layer groups")}
+    for number, (arguments, message) in enumerate(refused.values()):
+        output = tmp_path / f"refused-{number}"
+        assert main(["transfer", "--source", str(source), *POS, "--epochs", "1", "--output", str(output), *arguments]) == 2
+        error = capsys.readouterr().err
+        assert message in error and len(error.strip().splitlines()) == 1 and not (output / "metrics.json").exists()
     assert main(["train", *POS, "--output", str(tmp_path / "c"), "model.encoder_adapter=lora"]) == 2  # a BiLSTM has no encoder to adapt
     error = capsys.readouterr().err
     assert "adapts a fine-tuned encoder; this run has no encoder" in error and len(error.strip().splitlines()) == 1 and not (tmp_path / "c").exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import shutil
 import time
@@ -192,7 +193,7 @@ def train_phases(model: nn.Module, scheme: Scheme, config: RunConfig, train: Bat
                  recorder: ActivationRecorder | None = None, epoch_hooks: tuple = (), extra_losses: tuple = (), epoch_reports: tuple = ()) -> FitResult:
     """Run the scheme's phases one after the other, each from the previous phase's best weights
     (with the adaptations of ``transfer.adaptations``: layer-group rates, gradual unfreezing)."""
-    from seqtransfer.transfer.adaptations import chain_thaw_phases, parameter_groups, unfreezing_hook
+    from seqtransfer.transfer.adaptations import chain_thaw_phases, parameter_groups, unfreezing_epochs, unfreezing_hook
 
     history: list[dict] = []
     restored_seconds = 0.0
@@ -206,10 +207,14 @@ def train_phases(model: nn.Module, scheme: Scheme, config: RunConfig, train: Bat
         trained.update(trainable)
         log(f"phase '{phase.name}': {sum(p.numel() for p in model.parameters() if p.requires_grad)} trainable parameters ({len(trainable)} tensors)")
         hooks = (*epoch_hooks, *(recorder.start_phase(phase.name) if recorder else ()))
+        train_config = config.train
         if "gradual_unfreezing" in adaptations:
             hooks = (unfreezing_hook(model, set(trainable)), *hooks)
+            thawed = unfreezing_epochs(model, set(trainable))  # early stopping waits until every group has trained
+            if thawed > train_config.min_epochs:
+                train_config = dataclasses.replace(train_config, min_epochs=thawed)
         groups = parameter_groups(model, config.transfer, config.train.learning_rate) if adaptations else None
-        result = fit(model, train, evaluate_dev, config.train, parameter_groups=groups, epoch_hooks=hooks, extra_losses=extra_losses, checkpoint_dir=directory / "checkpoint" / phase.name,
+        result = fit(model, train, evaluate_dev, train_config, parameter_groups=groups, epoch_hooks=hooks, extra_losses=extra_losses, checkpoint_dir=directory / "checkpoint" / phase.name,
                      log=log, show_progress=show_progress, epoch_reports=epoch_reports)
         if recorder:
             recorder.finish_phase(model, len(result.history))
@@ -284,6 +289,10 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
         log(f"warning: {note}")
     config.data.scheme, config.data.metric = data.scheme, data.metric  # what was used, inferred or not
     if not scheme.phases(config.transfer):  # nothing trains: the source model as it is
+        ignored = [key for key, value in (("transfer.adaptations", config.transfer.adaptations), ("transfer.distill_from", config.transfer.distill_from),
+                                          ("transfer.auxiliary_lm_weight", config.transfer.auxiliary_lm_weight)) if value]
+        if ignored:
+            raise SeqTransferError(f"{scheme.name} trains nothing, so {', '.join(ignored)} would do nothing", hint="drop them, or use --method finetune")
         return source_as_is(config, directory, data, source, started, log)
     config.model.architecture = model_architecture(scheme, data)
     if config.model.encoder and config.model.encoder_mode == "finetune":
@@ -316,7 +325,7 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     if config.transfer.adaptations:
         from seqtransfer.transfer.adaptations import check_adaptations
 
-        check_adaptations(config.transfer, model, source is not None, len(scheme.phases(config.transfer)))
+        check_adaptations(config.transfer, model, source is not None, scheme.phases(config.transfer), scheme.transferred)
     device = resolve_device(config.train.device)
     prepare_device(device)
     model.to(device)

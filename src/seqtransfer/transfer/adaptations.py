@@ -102,21 +102,31 @@ ADAPTATIONS: dict[str, Adaptation] = {
 SOURCE_PENALTIES = ("l2sp", "ewc")
 
 
-def check_adaptations(config: TransferConfig, model: nn.Module, has_source: bool, phases: int = 1) -> list[Adaptation]:
-    """The configured adaptations; one that cannot apply to this model or scheme is a one-line error."""
+def check_adaptations(config: TransferConfig, model: nn.Module, has_source: bool, phases: list | None = None, transferred: tuple[str, ...] = ()) -> list[Adaptation]:
+    """The configured adaptations; one that cannot apply to this model or scheme is a one-line
+    error. ``phases``: the scheme's (None: everything trains in one); ``transferred``: the name
+    prefixes of the weights it copies from its source."""
     chosen = []
-    groups = len(layer_groups(model))
+    trainable = tuple(prefix for phase in phases for prefix in phase.trainable) if phases is not None else ("",)
+    groups = [group for group, names in layer_groups(model) if any(name.startswith(trainable) for name in names)]  # those the scheme trains
+    if "chain_thaw" in config.adaptations and "gradual_unfreezing" in config.adaptations:
+        raise SeqTransferError("chain-thaw and gradual unfreezing both choose which layer groups train when", hint="use one of them")
     for name in config.adaptations:
         if name not in ADAPTATIONS:
             raise SeqTransferError(f"unknown adaptation '{name}'", hint=f"use transfer.adaptations=[{', '.join(ADAPTATIONS)}]")
         adaptation = ADAPTATIONS[name]
-        if groups < adaptation.minimum_groups:
-            raise SeqTransferError(f"adaptation '{name}' needs at least {adaptation.minimum_groups} layer groups; this model has {groups}", hint="drop it for this model")
-        if name == "chain_thaw" and phases != 1:
+        if len(groups) < adaptation.minimum_groups:
+            raise SeqTransferError(f"adaptation '{name}' needs at least {adaptation.minimum_groups} layer groups that train; this model and scheme train {len(groups)} ({', '.join(groups)})",
+                                   hint="drop it, or use a scheme that trains the layers below the head (finetune, scratch)")
+        if name == "chain_thaw" and phases is not None and len(phases) != 1:
             raise SeqTransferError("chain-thaw replaces a one-phase scheme's phase; this scheme has several", hint="use it with --method finetune or scratch")
         if name in SOURCE_PENALTIES and not has_source and not (name == "l2sp" and pretrained_encoder(model)):
             raise SeqTransferError(f"adaptation '{name}' pulls towards a source run's weights, and this scheme has none",
                                    hint="use it with --method finetune (a source run); l2sp also pulls a fine-tuned encoder towards its pretrained weights")
+        if name in SOURCE_PENALTIES and has_source and transferred and not any(
+                parameter.startswith(transferred) and parameter.startswith(trainable) for parameter, _ in model.named_parameters()):
+            raise SeqTransferError(f"adaptation '{name}' pulls the transferred weights towards the source's, and this scheme keeps them frozen",
+                                   hint="drop it, or use --method finetune")
         chosen.append(adaptation)
     return chosen
 
@@ -150,6 +160,14 @@ def unfreezing_hook(model: nn.Module, allowed: set[str]) -> Callable:
             parameter.requires_grad = name in open_names and name in allowed
 
     return unfreeze
+
+
+def unfreezing_epochs(model: nn.Module, allowed: set[str]) -> int:
+    """The epoch at which gradual unfreezing has opened every layer group the phase trains (early
+    stopping may not end a phase before it: the lowest groups would never train)."""
+    groups = layer_groups(model)
+    lowest = next((depth for depth, (_, names) in enumerate(groups) if any(name in allowed for name in names)), len(groups) - 1)
+    return len(groups) - lowest
 
 
 def pretrained_encoder(model: nn.Module) -> bool:
