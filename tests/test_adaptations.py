@@ -151,7 +151,24 @@ def test_distillation_averages_the_teachers_soft_targets_and_trains_the_student_
     term = Distillation(teachers, tokens, labels, temperature=2.0, weight=1.0)
     assert [soft.shape for soft in term.soft] == [(4, len(labels)), (1, len(labels))]
     assert np.allclose(term.soft[0].sum(-1), 1.0)
-    student = tmp_path / "student"
-    arguments = tiny_train_arguments(student, epochs=2)
-    assert main([*arguments, f"transfer.distill_from=[{source}, {other}]", "transfer.distillation_weight=2"]) == 0
+    from seqtransfer.data.batching import encode_sentences, make_batch
+
+    by_hand = []  # each teacher's softmax of its scores at T, averaged
+    for teacher in teachers:
+        batch = make_batch(encode_sentences(tokens, teacher.vocabularies), np.array([0]))
+        with torch.no_grad():
+            probabilities = (teacher.model.emissions(batch)[0] / 2.0).softmax(-1).numpy()
+        on_student_labels = np.zeros_like(probabilities)
+        on_student_labels[:, [labels.index[label] for label in teacher.vocabularies.labels.items]] = probabilities
+        by_hand.append(on_student_labels)
+    assert np.allclose(term.soft[0], np.mean(by_hand, axis=0), atol=1e-6)
+    batch = make_batch(encode_sentences(tokens, teachers[0].vocabularies), np.array([0, 1]))
+    with torch.no_grad():  # weight * T^2 * cross-entropy between the soft targets and the student at T, over the real tokens
+        log_student = (teachers[0].model.emissions(batch) / 2.0).log_softmax(-1)
+        expected = 1.0 * 4.0 * -sum(float((torch.from_numpy(term.soft[row]) * log_student[row, : len(tokens[row])]).sum()) for row in range(2))
+        assert term(teachers[0].model, batch).item() == pytest.approx(expected, rel=1e-5)
+    student, plain = tmp_path / "student", tmp_path / "plain"
+    assert main([*tiny_train_arguments(student, epochs=2), f"transfer.distill_from=[{source}, {other}]", "transfer.distillation_weight=2"]) == 0
     assert "distilling 2 teacher run(s) at temperature 2.0" in (student / "log.txt").read_text()
+    assert main(tiny_train_arguments(plain, epochs=2)) == 0  # the same run without the teachers: other weights
+    assert (student / "model.safetensors").read_bytes() != (plain / "model.safetensors").read_bytes()
