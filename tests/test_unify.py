@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,10 @@ def test_unify_refuses_a_run_of_the_wrong_task(tmp_path, runs):
         unify({"pos": POS, "dp": DP}, {"pos": runs["pos"], "dp": runs["ner"]}, tmp_path / "out", log=lambda line: None)
     with pytest.raises(SeqTransferError, match="never uses"):
         unify({"pos": POS, "ner": NER}, {"pos": runs["pos"], "ner": runs["pos"]}, tmp_path / "out", log=lambda line: None)
+    chunks = tmp_path / "chunks.conll"  # chunk tags share only "O" with the NER run's entity tags: not its task
+    chunks.write_text(re.sub(r"\t[BI]-[a-z-]+", lambda match: match.group(0)[:3] + "NP", (FIXTURES / "tiny_ner_train.conll").read_text()))
+    with pytest.raises(SeqTransferError, match=r"never uses: 1 of its \d+ labels are this task's"):
+        unify({"pos": POS, "ck": {**NER, "train": str(chunks), "columns": ["word", "chunk"]}}, {"pos": runs["pos"], "ck": runs["ner"]}, tmp_path / "out", log=lambda line: None)
     with pytest.raises(SeqTransferError, match="task ner has only one"):
         unify({"pos": POS, "ner": NER}, {"pos": runs["pos"]}, tmp_path / "out", log=lambda line: None)
     assert not (tmp_path / "out" / "train.conllu").exists()
@@ -74,6 +79,9 @@ def test_cli_unify_error_is_one_line(tmp_path, runs, capsys):
     code = main(["unify", "--data", "dp=tweebank:dependency", "--run", f"dp={runs['ner']}", "--output", str(tmp_path / "out")])
     error = capsys.readouterr().err
     assert code == 2 and "is a tagging model" in error and len(error.strip().splitlines()) == 1
+    code = main(["unify", "--preset", "tweetall", "--batch-size", "0", "--output", str(tmp_path / "zero")])
+    error = capsys.readouterr().err
+    assert code == 2 and "--batch-size must be at least 1, got 0" in error and len(error.strip().splitlines()) == 1
 
 
 def test_training_on_unified_data_trains_every_task_at_every_step(tmp_path, runs, capsys):

@@ -44,6 +44,8 @@ def run(arguments: argparse.Namespace) -> dict:
     entries = {**(PRESETS[arguments.preset] if arguments.preset else {}), **pairs(arguments.data, "--data")}
     if not entries:
         raise SeqTransferError("no tasks to unify", hint="pass --preset tweetall|englishall or --data TASK=DATASET[:TASK]")
+    if arguments.batch_size < 1:
+        raise SeqTransferError(f"--batch-size must be at least 1, got {arguments.batch_size}", hint="pass --batch-size 1 or more")
     splits = tuple(split.strip() for split in arguments.splits.split(",") if split.strip())
     unknown = [split for split in splits if split not in ("train", "dev", "test")]
     if unknown:

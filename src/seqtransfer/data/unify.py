@@ -30,6 +30,7 @@ from seqtransfer.data.conllu import write_conllu
 from seqtransfer.data.corpus import Sentence
 from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.data.trees import HEAD, RELATION, Tree
+from seqtransfer.data.vocabulary import one_tag_set
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import write_json
 
@@ -71,9 +72,11 @@ def check_run(task: str, run, data: TaskData) -> None:
         raise SeqTransferError(f"the run for task {task} is a {run.model.task_kind} model, but {data.dataset}/{data.task} is a {data.kind.name} task", path=where,
                                hint=f"give a run trained on {data.task}")
     gold_labels = {label for sentence in data.kind.label_strings(data.gold("train")) for label in sentence}
-    if not gold_labels & set(run.vocabularies.labels.items):
-        sample = ", ".join(list(run.vocabularies.labels.items)[:4])
-        raise SeqTransferError(f"the run for task {task} predicts labels ({sample}, ...) that {data.dataset}/{data.task} never uses", path=where,
+    run_labels = set(run.vocabularies.labels.items) - {"<pad>", "<unk>"}
+    if not one_tag_set(gold_labels, run_labels):  # sharing "O" alone (chunks and entities) is not one tag set
+        sample = ", ".join(sorted(run_labels - gold_labels)[:4])
+        raise SeqTransferError(f"the run for task {task} predicts labels ({sample}, ...) that {data.dataset}/{data.task} never uses: "
+                               f"{len(gold_labels & run_labels)} of its {len(run_labels)} labels are this task's", path=where,
                                hint=f"give a run trained on {data.task} labels")
 
 
