@@ -84,6 +84,20 @@ def test_cli_unify_error_is_one_line(tmp_path, runs, capsys):
     assert code == 2 and "--batch-size must be at least 1, got 0" in error and len(error.strip().splitlines()) == 1
 
 
+def test_a_models_chunk_task_reads_the_presets_ck_column(tmp_path, runs):
+    """The presets name their tasks POS, CK, NER, DP (columns pos, ck, ...); the documented config
+    says chunk: it reads the ck column, as upos reads pos."""
+    from seqtransfer.data.unify import load_task, unified_sentences, with_task_columns
+
+    unify({"CK": NER, "POS": POS}, {"CK": runs["ner"], "POS": runs["pos"]}, tmp_path / "unified", log=lambda line: None)
+    sentences = unified_sentences(tmp_path / "unified")
+    assert {"ck", "pos"} <= set(sentences[0].columns)
+    tasks = with_task_columns(sentences, {"chunk": load_task(NER, None, ("train", "dev")), "upos": load_task(POS, None, ("train", "dev"))}, tmp_path / "unified")
+    assert [sentence.columns["ner"] for sentence in tasks["chunk"].splits["train"]] == [sentence.columns["ck"] for sentence in sentences]
+    with pytest.raises(SeqTransferError, match="no column for task entities"):
+        with_task_columns(sentences, {"entities": load_task(NER, None, ("train", "dev"))}, tmp_path / "unified")
+
+
 def test_training_on_unified_data_trains_every_task_at_every_step(tmp_path, runs, capsys):
     import yaml
 

@@ -39,6 +39,8 @@ PRESETS = {
     "englishall": {"POS": "conll2000+ptb_sample:pos", "CK": "conll2000:chunk", "NER": "conll2003:ner", "DP": "ud_ewt:dependency"},
 }
 GOLD, PREDICTED, SOURCE = "gold", "predicted", "source"
+# Task names that name the same column (the presets write ck and pos; a config may say chunk or upos)
+COLUMN_SYNONYMS = {"chunk": ("ck",), "ck": ("chunk",), "pos": ("upos",), "upos": ("pos",)}
 Log = Callable[[str], None]
 
 
@@ -206,6 +208,8 @@ def with_task_columns(sentences: list[Sentence], tasks: dict[str, TaskData], fol
     result = {}
     for task, data in tasks.items():
         column = unified_columns(task, data.kind.name)
+        if sentences and column not in sentences[0].columns:  # the presets' CK for a model's chunk task, or the other way round
+            column = next((synonym for synonym in COLUMN_SYNONYMS.get(column, ()) if synonym in sentences[0].columns), column)
         if sentences and column not in sentences[0].columns:
             raise SeqTransferError(f"the unified file has no column for task {task}", path=Path(folder) / "train.conllu",
                                    hint="unify with the same task names as model.tasks")
