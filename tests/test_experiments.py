@@ -119,6 +119,18 @@ def test_unknown_key_in_experiment_file(tmp_path):
         load_experiment(path)
 
 
+@pytest.mark.parametrize("hierarchy, message", [
+    ("{pos: [dp], dp: [pos]}", "hierarchy: model.tasks has a cycle among pos, dp"),
+    ("{pos: [], dp: [chunk]}", "hierarchy: task 'dp' reads unknown task 'chunk'"),
+])
+def test_a_hierarchy_with_a_cycle_or_an_unknown_input_is_one_line_when_the_file_loads(tmp_path, hierarchy, message):
+    path = tmp_path / "cycle.yaml"
+    path.write_text(f"name: c\ntitle: t\ncommand: c\nhierarchy: {hierarchy}\ntargets: {{pos: {{dataset: tweebank}}, dp: {{dataset: tweebank}}}}\n"
+                    "methods: {Multi-task: {scheme: scratch, multitask: true}}\n", encoding="utf-8")
+    with pytest.raises(SeqTransferError, match=message):
+        load_experiment(path)
+
+
 def test_report_command_renders_markdown_and_csv(tmp_path):
     experiment = tiny_experiment(tmp_path)
     results = tmp_path / "results"

@@ -307,6 +307,13 @@ def _check_references(spec: ExperimentSpec, path: Path) -> None:
         for member in method.ensemble:
             if split_member(member)[0] not in spec.methods:
                 raise SeqTransferError(f"ensemble '{name}' names unknown method '{member}'", path=path)
+    if spec.hierarchy:  # a cycle or an unknown input, told before hours of source training
+        from seqtransfer.models.multitask import task_order
+
+        try:
+            task_order(spec.hierarchy)
+        except SeqTransferError as error:
+            raise SeqTransferError(f"hierarchy: {error.message}", path=path, hint=error.hint) from None
     for name, source in spec.sources.items():
         if source.dataset and source.multitask:
             raise SeqTransferError(f"source '{name}' has both 'dataset' and 'multitask'", path=path, hint="a multi-task source names its datasets under 'multitask'")
