@@ -549,6 +549,14 @@ def test_a_target_may_ask_for_other_metrics_scored_from_each_runs_predictions(tm
     assert record["other_scores"]["span_f1"]["test"] == evaluate(predictions.gold, predictions.predicted, "span_f1")["f1"]
     report = run(["report", str(experiment), "--results", str(results), "--trials", "10"])
     assert f"| scratch | {record['other_scores']['span_f1']['test']:.2f} ± 0.00 (1) |" in report.split("## Other metrics (test)")[1]
+    paper = report.split("## Paper")[1]
+    assert f"| scratch | 50.00 ({record['test'] - 50.0:+.2f}" in paper.replace("−", "-")  # the paper's number against our main metric
+    experiment.write_text(text.replace("also: [span_f1],", "also: [span_f1], paper_metric: span_f1,"), encoding="utf-8")
+    paper = run(["report", str(experiment), "--results", str(results), "--trials", "10"]).split("## Paper")[1]
+    assert "| Method | pos (" in paper and f"| scratch | 50.00 ({record['other_scores']['span_f1']['test'] - 50.0:+.2f}" in paper.replace("−", "-")  # against our F1
+    experiment.write_text(text.replace("also: [span_f1],", "also: [span_f1], paper_metric: accuracy,"), encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="paper_metric 'accuracy' is not one of its 'also' metrics"):
+        load_experiment(experiment)
     experiment.write_text(text.replace("also: [span_f1]", "also: [bleu]"), encoding="utf-8")
     with pytest.raises(SeqTransferError, match="'also' must list metrics, got bleu"):
         load_experiment(experiment)

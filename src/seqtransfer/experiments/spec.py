@@ -39,7 +39,8 @@ together (``seqtransfer pseudolabel`` inside the grid):
     Multi-source pseudo-labels: {scheme: scratch, pseudo_labels: {from: [Source only, Source only (PTB)], unlabeled: target, top_n: 1000}}
 
 A target may ask for other metrics than its own, scored from each run's predictions and reported
-in a table of their own: ``CK: {dataset: tchunk, source: chunk_news, also: [span_f1]}``.
+in a table of their own: ``CK: {dataset: tchunk, source: chunk_news, also: [span_f1]}``; with
+``paper_metric: span_f1`` (one of ``also``) the paper table compares that score with the paper's.
 
 A method may start from another method's run instead of a source (same seed), e.g. fine-tuning
 on a few target labels the model a label-free method made (a self-labelling run: its first model):
@@ -96,6 +97,7 @@ class TargetSpec:
     overrides: list[str] = field(default_factory=list)
     test_on: str | None = None  # "DATASET[:TASK]": the test split scored instead of the target's own (cross-lingual, cross-domain)
     also: list[str] = field(default_factory=list)  # other metrics scored from each run's predictions and reported beside the main one (MuTSPad's chunk F1)
+    paper_metric: str | None = None  # the metric of the paper's numbers, if not the main one (one of ``also``): the paper table and NRGs compare it
 
 
 @dataclass
@@ -299,6 +301,9 @@ def _check_references(spec: ExperimentSpec, path: Path) -> None:
         unknown = [metric for metric in target.also if metric not in METRICS] if isinstance(target.also, list) else [target.also]
         if unknown:
             raise SeqTransferError(f"target '{name}': 'also' must list metrics, got {', '.join(map(str, unknown))}", path=path, hint=f"metrics: {', '.join(METRICS)}")
+        if target.paper_metric is not None and target.paper_metric not in target.also:
+            raise SeqTransferError(f"target '{name}': paper_metric '{target.paper_metric}' is not one of its 'also' metrics", path=path,
+                                   hint=f"add also: [{target.paper_metric}]")
         if target.source is not None and target.source not in spec.sources:
             raise SeqTransferError(f"target '{name}' names unknown source '{target.source}'", path=path, hint=f"sources: {', '.join(spec.sources)}")
     for name, method in spec.methods.items():
