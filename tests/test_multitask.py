@@ -195,9 +195,13 @@ def test_train_load_predict_a_three_task_model_reproducibly(tmp_path, capsys):
     text.write_text("Mary loves NYC\nJohn sleeps\n")
     capsys.readouterr()
     assert main(["predict", str(run), str(text), "--output", str(tmp_path / "out.conllu")]) == 0
-    lines = (tmp_path / "out.conllu").read_text().splitlines()
-    assert lines[0] == "# global.columns = ID FORM POS NER HEAD DEPREL"
-    assert lines[1].split("\t")[:2] == ["1", "Mary"] and len(lines[1].split("\t")) == 6
+    lines = [line for line in (tmp_path / "out.conllu").read_text().splitlines() if line and not line.startswith("#")]
+    fields = lines[0].split("\t")  # CoNLL-U's ten columns (UD tools read it): pos in UPOS, the tree, ner in MISC
+    assert len(fields) == 10 and fields[:2] == ["1", "Mary"] and fields[3] == predicted["pos"][0] and fields[2] == fields[4] == fields[5] == fields[8] == "_"
+    assert fields[9] == f"NER={predicted['ner'][0]}" and fields[6].isdigit() and fields[7] != "_"
+    from seqtransfer.data.conllu import read_conllu
+
+    assert [sentence.tokens for sentence in read_conllu(tmp_path / "out.conllu")] == [["Mary", "loves", "NYC"], ["John", "sleeps"]]
 
     scores = main_run(["evaluate", str(run), "--split", "dev"])  # every task on its own dev set, as in training
     assert {task: round(values.get("las", values.get("accuracy")), 4) for task, values in scores.items() if task != "ner"} == \
