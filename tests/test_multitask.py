@@ -293,7 +293,7 @@ def test_sgd_with_momentum_steps_a_parameter_whose_first_gradient_comes_late_as_
 
 def test_unit_ablation_measures_each_tasks_max_class_drop(tmp_path, capsys):
     config = write_config(tmp_path, TASKS, {"pos": POS, "ner": NER, "dp": DP})
-    train(tmp_path, "run", config)
+    train(tmp_path, "run", config, "--epochs", "30", "train.patience=30", "train.learning_rate=0.1")  # a model that has learnt something: some unit matters
     capsys.readouterr()
     from seqtransfer.cli import run as run_command
 
@@ -312,6 +312,30 @@ def test_unit_ablation_measures_each_tasks_max_class_drop(tmp_path, capsys):
 
     model = load_run(tmp_path / "run").model
     assert [tuple(weight.shape) for weight in outgoing_weights(model, "pos")] == [(3, 16), (8, 16)]  # projection T_pos (P=3), classifier (8 labels) read the 16 units
+    # every unit, each ablated in a fresh copy of the model: the command's drops (one model, each unit
+    # zeroed then restored in turn) must be the same, and some unit must matter
+    from seqtransfer.analysis.units import ablate_units, class_scores, load_evaluation
+    from seqtransfer.models.multitask import TaskView
+    from seqtransfer.training.loop import predict_labels
+    from seqtransfer.training.metrics import evaluate
+
+    result = ablate_units(tmp_path / "run", log=lambda line: None)
+    run = load_run(tmp_path / "run")
+    tasks = load_evaluation(run, "dev", None, None)
+
+    def scores(model):
+        return {task: class_scores(evaluate(data.gold("dev"), predict_labels(TaskView(model, task), data.encode("dev", run.vocabularies, with_targets=False),
+                                                                           run.vocabularies.task_labels[task], 64), data.metric)) for task, data in tasks.items()}
+
+    baseline = scores(run.model)
+    for unit in (0, 7, 15):
+        fresh = load_run(tmp_path / "run").model
+        with torch.no_grad():
+            for weight in outgoing_weights(fresh, "pos"):
+                weight[:, unit] = 0.0
+        ablated = scores(fresh)
+        assert {task: round(max_drop(baseline[task], ablated[task])[0], 2) for task in tasks} == {task: result["drops"][task][unit] for task in tasks}
+    assert any(drop > 0 for values in result["drops"].values() for drop in values)
 
 
 def test_a_fine_tuned_encoder_in_a_multitask_model_is_refused_in_one_line(tmp_path, capsys):
