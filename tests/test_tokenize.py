@@ -2,7 +2,7 @@
 
 import pytest
 
-from seqtransfer.data.tokenize import TOKENIZERS, tweet_tokenize, whitespace_tokenize
+from seqtransfer.data.tokenize import TOKENIZERS, slavic_tokenize, tweet_tokenize, whitespace_tokenize
 
 
 def test_whitespace_tokenize():
@@ -28,6 +28,23 @@ def test_tweet_tokenize(text, tokens):
     assert tweet_tokenize(text) == tokens
 
 
+@pytest.mark.parametrize(
+    "text, tokens",
+    [  # gold tokenisations of the MTT data (hr500k, ssj500k, SETimes.SR, Janes): ordinals and abbreviations keep their dot
+        ("Prema nevladinim udrugama, 1990. godine bilo je 12 mjesta, a ove godine 21.",
+         ["Prema", "nevladinim", "udrugama", ",", "1990.", "godine", "bilo", "je", "12", "mjesta", ",", "a", "ove", "godine", "21", "."]),
+        ("ob koncu 19. stoletja (23. oktobra), npr. dr. Novak", ["ob", "koncu", "19.", "stoletja", "(", "23.", "oktobra", ")", ",", "npr.", "dr.", "Novak"]),
+        ("M. Kovač i VI. kongres itd.", ["M.", "Kovač", "i", "VI.", "kongres", "itd."]),
+        ("Петар живи у Београду, нпр. 2008. године.", ["Петар", "живи", "у", "Београду", ",", "нпр.", "2008.", "године", "."]),
+        ("@user lol :) #tag http://x.y/z u lipnju 2008.", ["@user", "lol", ":)", "#tag", "http://x.y/z", "u", "lipnju", "2008", "."]),
+        ("iOS 3.2.2. Team B.", ["iOS", "3.2.2", ".", "Team", "B", "."]),
+    ],
+)
+def test_slavic_tokenize(text, tokens):
+    assert slavic_tokenize(text) == tokens
+
+
 def test_tokenizers_registry():
-    assert TOKENIZERS == {"whitespace": whitespace_tokenize, "tweet": tweet_tokenize}
+    assert TOKENIZERS == {"whitespace": whitespace_tokenize, "tweet": tweet_tokenize, "slavic": slavic_tokenize}
     assert TOKENIZERS["tweet"]("RT @a: hi") == ["RT", "@a", ":", "hi"]
+    assert TOKENIZERS["tweet"]("u 11. stoljeću") == ["u", "11", ".", "stoljeću"]  # tweet keeps the Twitter data's conventions

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from seqtransfer.data.tokenize import TOKENIZERS
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_yaml_mapping
 
@@ -352,8 +353,8 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("data.bootstrap", lambda value: value is None or value >= 0, "a seed, 0 or more (or null)"),
     ("data.select_by", lambda value: value in ("moore_lewis", "js"), "moore_lewis or js"),
     ("data.select_top", lambda value: value is None or 0 < value <= 100, "a percentage in (0, 100] (or null)"),
-    ("data.select_tokenizer", lambda value: value in ("whitespace", "tweet"), "whitespace or tweet"),
-    ("train.adversarial_tokenizer", lambda value: value in ("whitespace", "tweet"), "whitespace or tweet"),
+    ("data.select_tokenizer", lambda value: value in TOKENIZERS, "one of " + ", ".join(TOKENIZERS)),
+    ("train.adversarial_tokenizer", lambda value: value in TOKENIZERS, "one of " + ", ".join(TOKENIZERS)),
     ("data.max_train_sentences", lambda value: value is None or value >= 1, "at least 1 (or null for all)"),
     ("data.exclude_fold", lambda value: value is None or fold_of(value) is not None, "k/K with 1 <= k <= K and K >= 2, e.g. 1/5 (or null)"),
     ("model.tag_jackknife", lambda value: value == 0 or value >= 2, "0 (off) or a number of folds, at least 2"),

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from seqtransfer.commands.base import Command
+from seqtransfer.data.tokenize import TOKENIZERS
 from seqtransfer.errors import SeqTransferError
 
 
@@ -14,7 +15,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_directory", metavar="RUN_DIR", help="a run directory written by `seqtransfer train`")
     parser.add_argument("input", nargs="?", default="-", help="input file (default: standard input)")
     parser.add_argument("--format", choices=["text", "conll", "conllu"], default="text", help="text: one sentence per line")
-    parser.add_argument("--tokenizer", choices=["whitespace", "tweet"], default="whitespace", help="how to split text lines")
+    parser.add_argument("--tokenizer", choices=list(TOKENIZERS), default="whitespace", help="how to split text lines")
     parser.add_argument("--columns", help="column names of a CoNLL input, e.g. word or word,pos")
     parser.add_argument("--separator", choices=["auto", "tab", "space"], default="auto", help="field separator of a CoNLL input (default auto: TAB if token lines hold TABs)")
     parser.add_argument("--device", default="auto", help="auto (first GPU, else CPU), cpu, cuda, cuda:N or mps")

@@ -7,12 +7,13 @@ from __future__ import annotations
 import argparse
 
 from seqtransfer.commands.base import Command
+from seqtransfer.data.tokenize import TOKENIZERS
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", metavar="RUN", help="tagging run directories (several: they label together)")
     parser.add_argument("--unlabeled", required=True, help="DATASET[:SPLIT] (labels ignored), tweets_unlabeled, a text file or a CoNLL file")
-    parser.add_argument("--tokenizer", choices=["whitespace", "tweet"], default="whitespace", help="how a raw-text file is split (default whitespace)")
+    parser.add_argument("--tokenizer", choices=list(TOKENIZERS), default="whitespace", help="how a raw-text file is split (default whitespace)")
     parser.add_argument("--word-column", type=int, help="a CoNLL file's word column (1-based)")
     parser.add_argument("--combination", choices=["average", "vote"], default="average", help="how several runs label together (default average)")
     parser.add_argument("--threshold", type=float, help="keep sentences whose every label has at least this probability")

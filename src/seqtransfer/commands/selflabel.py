@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from seqtransfer.commands.base import Command
+from seqtransfer.data.tokenize import TOKENIZERS
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -14,7 +15,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("method", choices=list(METHODS), help="self_training, tri_training, tri_training_disagreement or co_training")
     parser.add_argument("--unlabeled", required=True, help="unlabelled target text: DATASET[:SPLIT] (labels ignored), tweets_unlabeled, a text file or a CoNLL file")
-    parser.add_argument("--tokenizer", choices=["whitespace", "tweet"], default="whitespace", help="how a raw-text file is split (default whitespace)")
+    parser.add_argument("--tokenizer", choices=list(TOKENIZERS), default="whitespace", help="how a raw-text file is split (default whitespace)")
     parser.add_argument("--word-column", type=int, help="a CoNLL file's word column (1-based)")
     parser.add_argument("--rounds", type=int, default=3, help="self-labelling rounds after the first model(s) (default 3)")
     parser.add_argument("--pool", type=int, default=5000, help="unlabelled sentences drawn per round (default 5000)")
