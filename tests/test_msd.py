@@ -9,6 +9,7 @@ import pytest
 from conftest import TINY_MODEL
 from seqtransfer.analysis.predictions import read_predictions
 from seqtransfer.cli import run
+from seqtransfer.errors import SeqTransferError
 
 
 @pytest.mark.slow
@@ -33,8 +34,12 @@ def test_serbian_cyrillic_transliterates_to_latin():
 
     assert transliterate("Љубав њиховог џепа, Ђорђе!") == "Ljubav njihovog džepa, Đorđe!"
     assert cyrillic_share(["Београд", "je"]) > 0.7
-    assert "Cyrillic" in script_mismatch([["Добар", "дан"]], ["dobar", "dan", "je"])
-    assert script_mismatch([["Dobar", "dan"]], ["dobar", "dan"]) is None
+    latin = ["dobar", "dan", "je", "Beograd", "grad", "reka", "most", "ulica", "kuća", "voda", "hleb"]
+    assert "Cyrillic" in script_mismatch([["Добар", "дан"]], latin)
+    assert script_mismatch([["Dobar", "dan"]], latin) is None
+    one = script_mismatch([["Dobar", "dan", "u", "gradu", "je", "lep"], ["Добар", "дан"], ["Kuća"]], latin)  # a Cyrillic sentence among Latin ones
+    assert one.startswith("1 of 3 sentences (the first: sentence 2) are in Cyrillic")
+    assert script_mismatch([["Добар", "дан"]], ["<pad>", "<unk>"]) is None  # no word vocabulary: nothing to judge by
 
 
 def test_a_cyrillic_sentence_through_a_latin_model_warns_once_and_transliteration_reads_it(tiny_run, tmp_path, capsys):
@@ -49,6 +54,21 @@ def test_a_cyrillic_sentence_through_a_latin_model_warns_once_and_transliteratio
     assert main(["predict", str(tiny_run), str(text), "--transliterate", "sr"]) == 0
     captured = capsys.readouterr()
     assert "Cyrillic" not in captured.err and captured.out.splitlines()[0].startswith("Петар\t")
+    import warnings
+
+    import seqtransfer
+    from seqtransfer.errors import SeqTransferWarning
+
+    with warnings.catch_warnings(record=True) as caught:  # the Python API warns and transliterates the same way
+        warnings.simplefilter("always")
+        latin_first = seqtransfer.load(tiny_run, device="cpu").predict([["John", "lives", "in", "Paris"], ["Петар", "живи"]])
+    assert [str(warning.message)[:40] for warning in caught if warning.category is SeqTransferWarning] == ["1 of 2 sentences (the first: sentence 2)"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        read_as_latin = seqtransfer.load(tiny_run, device="cpu", transliterate="sr").predict([["John", "lives", "in", "Paris"], ["Петар", "живи"]])
+    assert not [warning for warning in caught if warning.category is SeqTransferWarning] and len(read_as_latin[1]) == 2 and latin_first[0] == read_as_latin[0]
+    with pytest.raises(SeqTransferError, match="no transliteration for 'xx'"):
+        seqtransfer.load(tiny_run, device="cpu", transliterate="xx")
 
 
 @pytest.mark.slow

@@ -11,9 +11,10 @@ __version__ = "0.1.0"
 __all__ = ["SeqTransferError", "load", "__version__"]
 
 
-def load(run_directory, tokenizer: str = "whitespace", device: str = "auto", batch_size: int = 256):
+def load(run_directory, tokenizer: str = "whitespace", device: str = "auto", batch_size: int = 256, transliterate: str | None = None):
     """Load a saved run directory onto ``device`` (auto: the first GPU, else the CPU) and return
-    a predictor (see :mod:`seqtransfer.predictor`)."""
+    a predictor (see :mod:`seqtransfer.predictor`); ``transliterate="sr"`` reads Serbian Cyrillic
+    input as Latin script."""
     from seqtransfer.predictor import load as load_predictor  # torch is imported only when needed
 
-    return load_predictor(run_directory, tokenizer, device, batch_size)
+    return load_predictor(run_directory, tokenizer, device, batch_size, transliterate)

@@ -10,7 +10,7 @@ import torch
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.tokenize import TOKENIZERS
 from seqtransfer.device import out_of_memory_error
-from seqtransfer.errors import SeqTransferError
+from seqtransfer.errors import SeqTransferError, warn
 from seqtransfer.rundir import LoadedRun, load_run, read_members
 from seqtransfer.tasks import kind_of
 from seqtransfer.training.loop import predict_labels
@@ -31,12 +31,14 @@ def check_tokens(sentence, number: int) -> list[str]:
 class Predictor:
     """Tags or parses tokenised sentences (or raw strings, tokenised first) with a loaded run."""
 
-    def __init__(self, run: LoadedRun, tokenizer: str = "whitespace", batch_size: int = 256) -> None:
+    def __init__(self, run: LoadedRun, tokenizer: str = "whitespace", batch_size: int = 256, transliterate: str | None = None) -> None:
         if tokenizer not in TOKENIZERS:
             raise SeqTransferError(f"unknown tokenizer '{tokenizer}'", hint=f"use one of: {', '.join(TOKENIZERS)}")
+        check_transliteration(transliterate)
         self.run = run
         self.tokenize = TOKENIZERS[tokenizer]
         self.batch_size = batch_size
+        self.transliterate = transliterate
         self.kind = kind_of(run.model)
 
     @property
@@ -65,10 +67,17 @@ class Predictor:
                 raise SeqTransferError(f"sentence {number} is empty", hint="remove empty sentences (blank lines) from the input")
         return tokens
 
-    def predict_raw(self, sentences: Sequence[Sequence[str] | str], tags: Sequence[Sequence[str]] | None = None) -> list:
+    def model_words(self, tokens: list[list[str]]) -> list[list[str]]:
+        """The words the model reads: transliterated (``transliterate``); sentences in a script the
+        model never saw are warned about."""
+        return model_words(tokens, self.run.vocabularies.words.items, self.transliterate)
+
+    def predict_raw(self, sentences: Sequence[Sequence[str] | str], tags: Sequence[Sequence[str]] | None = None, checked: bool = False) -> list:
         """Predictions as the task kind holds them (label lists, trees); ``tags``: input tags, for a
-        model that reads them and has no tagger of its own (``model.tag_feature``)."""
+        model that reads them and has no tagger of its own (``model.tag_feature``); ``checked``:
+        the tokens are already the model's words (``model_words``)."""
         tokens = self.tokenized(sentences)
+        tokens = tokens if checked else self.model_words(tokens)
         encoded = encode_sentences(tokens, self.run.vocabularies, tags=tags)
         torch.set_num_threads(self.run.config.train.threads)
         try:
@@ -77,14 +86,35 @@ class Predictor:
             raise out_of_memory_error(self.batch_size, "while predicting") from None
 
 
-def load(run_directory: str | Path, tokenizer: str = "whitespace", device: str = "auto", batch_size: int = 256) -> Predictor:
-    """Load a run directory written by ``seqtransfer train`` onto ``device`` (auto: the first GPU, else the CPU)."""
+def load(run_directory: str | Path, tokenizer: str = "whitespace", device: str = "auto", batch_size: int = 256, transliterate: str | None = None) -> Predictor:
+    """Load a run directory written by ``seqtransfer train`` onto ``device`` (auto: the first GPU,
+    else the CPU); ``transliterate="sr"`` reads Serbian Cyrillic input as Latin script."""
     if batch_size < 1:
         raise SeqTransferError(f"batch size must be at least 1, got {batch_size}", hint="pass --batch-size 1 or more")
     members = read_members(run_directory)
     if members:  # several models that predict together (tri-training: a majority vote)
-        return VotingPredictor(*members, tokenizer, device, batch_size)
-    return Predictor(load_run(run_directory, device), tokenizer, batch_size)
+        return VotingPredictor(*members, tokenizer, device, batch_size, transliterate)
+    return Predictor(load_run(run_directory, device), tokenizer, batch_size, transliterate)
+
+
+def check_transliteration(language: str | None) -> None:
+    from seqtransfer.data.script import TRANSLITERATIONS
+
+    if language is not None and language not in TRANSLITERATIONS:
+        raise SeqTransferError(f"no transliteration for '{language}'", hint=f"use one of: {', '.join(TRANSLITERATIONS)}")
+
+
+def model_words(tokens: list[list[str]], vocabulary_words: Sequence[str], language: str | None) -> list[list[str]]:
+    """``tokens`` transliterated to the model's script (``language``: sr), with a warning for
+    sentences in a script the model's vocabulary does not hold."""
+    from seqtransfer.data.script import script_mismatch, transliterate
+
+    if language:
+        tokens = [[transliterate(token, language) for token in sentence] for sentence in tokens]
+    mismatch = script_mismatch(tokens, vocabulary_words)
+    if mismatch:
+        warn(mismatch)
+    return tokens
 
 
 class VotingPredictor:
@@ -93,8 +123,8 @@ class VotingPredictor:
     sentence the labels of the model surer of it (its lowest label probability is higher); one
     model (``single``) predicts alone."""
 
-    def __init__(self, members: list[Path], combination: str, tokenizer: str, device: str, batch_size: int) -> None:
-        self.members = [Predictor(load_run(member, device), tokenizer, batch_size) for member in members]
+    def __init__(self, members: list[Path], combination: str, tokenizer: str, device: str, batch_size: int, transliterate: str | None = None) -> None:
+        self.members = [Predictor(load_run(member, device), tokenizer, batch_size, transliterate) for member in members]
         self.combination = combination
         self.run, self.kind, self.tokenize = self.members[0].run, self.members[0].kind, self.members[0].tokenize
 
@@ -105,13 +135,14 @@ class VotingPredictor:
     def tokenized(self, sentences):
         return self.members[0].tokenized(sentences)
 
-    def predict_raw(self, sentences: Sequence[Sequence[str] | str], tags: Sequence[Sequence[str]] | None = None) -> list[list[str]]:
+    def predict_raw(self, sentences: Sequence[Sequence[str] | str], tags: Sequence[Sequence[str]] | None = None, checked: bool = False) -> list[list[str]]:
         from seqtransfer.transfer.selflabel import combine, vote
 
         tokens = self.tokenized(sentences)
+        tokens = tokens if checked else self.members[0].model_words(tokens)  # one warning, not one per model
         if self.combination == "confident":
             return combine("confident", [member.run for member in self.members], tokens, self.members[0].batch_size)
-        return vote([member.predict_raw(tokens, tags) for member in self.members])
+        return vote([member.predict_raw(tokens, tags, checked=True) for member in self.members])
 
     def predict(self, sentences: Sequence[Sequence[str] | str]) -> list[list]:
         return [self.kind.for_user(prediction) for prediction in self.predict_raw(sentences)]

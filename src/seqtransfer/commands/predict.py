@@ -68,19 +68,6 @@ def read_sentences(arguments: argparse.Namespace, tokenize) -> list:
     return read_conll(arguments.input, columns, separator=arguments.separator)
 
 
-def model_tokens(predictor, tokens: list[list[str]], language: str | None) -> list[list[str]]:
-    """The words the model reads: transliterated with ``--transliterate``; a script the model never saw is warned about."""
-    from seqtransfer.data.script import script_mismatch, transliterate
-    from seqtransfer.errors import warn
-
-    if language:
-        tokens = [[transliterate(token, language) for token in sentence] for sentence in tokens]
-    mismatch = script_mismatch(tokens, predictor.run.vocabularies.words.items)
-    if mismatch:
-        warn(mismatch)
-    return tokens
-
-
 def input_tags(predictor, arguments: argparse.Namespace, sentences: list) -> list | None:
     """The input's own tags, for a model that reads a tag column and has no tagger (None otherwise)."""
     vocabularies = predictor.run.vocabularies
@@ -95,10 +82,9 @@ def run(arguments: argparse.Namespace) -> list:
     from seqtransfer.files import write_text
     from seqtransfer.predictor import load
 
-    predictor = load(arguments.run_directory, arguments.tokenizer, arguments.device, arguments.batch_size)
+    predictor = load(arguments.run_directory, arguments.tokenizer, arguments.device, arguments.batch_size, arguments.transliterate)
     sentences = read_sentences(arguments, predictor.tokenize)
-    tokens = model_tokens(predictor, [sentence.tokens for sentence in sentences], arguments.transliterate)
-    predicted = predictor.predict_raw(tokens, input_tags(predictor, arguments, sentences))
+    predicted = predictor.predict_raw([sentence.tokens for sentence in sentences], input_tags(predictor, arguments, sentences))
     text = predictor.kind.format_output(sentences, predicted)
     if arguments.output:
         if Path(arguments.output).is_dir():

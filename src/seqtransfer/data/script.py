@@ -35,12 +35,25 @@ def transliterate(word: str, language: str = "sr") -> str:
 
 
 def script_mismatch(sentences: Sequence[Sequence[str]], vocabulary_words: Sequence[str]) -> str | None:
-    """A warning when the input is mostly Cyrillic and the model's words are mostly Latin (or the reverse)."""
-    given = cyrillic_share([word for sentence in sentences for word in sentence])
+    """A warning when sentences are mostly in the script the model's words are not (Cyrillic input
+    to a Latin-script model, or the reverse), each sentence judged alone: one Cyrillic sentence
+    among Latin ones is warned about too, with how many there are and the first."""
+    if sum(any(character.isalpha() for character in word) for word in vocabulary_words) < 10:
+        return None  # no word vocabulary to judge by (an encoder's sub-words alone)
     known = cyrillic_share(vocabulary_words)
-    if given > 0.5 and known < 0.05:
-        return (f"the input is {given:.0%} Cyrillic but the model was trained on Latin-script text: most words will be unknown to it "
-                "(pass --transliterate sr to read Serbian Cyrillic as Latin)")
-    if given < 0.05 and known > 0.5:
-        return f"the input is in Latin script but the model was trained on Cyrillic text ({known:.0%} of its word letters): most words will be unknown to it"
-    return None
+    if 0.05 <= known <= 0.5:
+        return None  # a model of both scripts
+    other = [number for number, sentence in enumerate(sentences, start=1) if (cyrillic_share(sentence) > 0.5 if known < 0.05 else latin_share(sentence) > 0.5)]
+    if not other:
+        return None
+    where = f"{len(other)} of {len(sentences)} sentences (the first: sentence {other[0]})"
+    if known < 0.05:
+        return (f"{where} are in Cyrillic but the model was trained on Latin-script text: their words are unknown to it "
+                "(pass --transliterate sr, or transliterate='sr' to load(), to read Serbian Cyrillic as Latin)")
+    return f"{where} are in Latin script but the model was trained on Cyrillic text ({known:.0%} of its word letters): their words are unknown to it"
+
+
+def latin_share(words: Sequence[str]) -> float:
+    """Share of the letters of ``words`` that are Latin (0 when there are no letters)."""
+    letters = [character for word in words for character in word if character.isalpha()]
+    return sum(not is_cyrillic(character) and character.isascii() or "\u00c0" <= character <= "\u024f" for character in letters) / len(letters) if letters else 0.0
