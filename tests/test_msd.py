@@ -86,3 +86,20 @@ def test_croatian_news_tags_are_mapped_to_the_hr500k_tagset(data_root):
     assert sum(tag not in evaluation for sentence in train for tag in sentence.labels("xpos")) == 543  # MANIFEST: 11,911 before mapping
     mapping = TagMapping(load_split("mtt_hr_sm", "train"))
     assert mapping.map("Pi", "Pi-msn--n-a") == "Pi-msn" and mapping.map("novi", "Agpmsn") in ("Agpmsny", "Agpmsnn")
+
+
+def test_scoring_on_ud_serbian_a_run_that_learnt_from_setimes_sr_is_warned_about(tmp_path):
+    """334 / 361 of SETimes.SR's training sentences are UD Serbian-SET dev / test sentences."""
+    from seqtransfer.config import RunConfig, apply_overrides, dump_config
+    from seqtransfer.data.overlap import leak_warning
+
+    news = apply_overrides(RunConfig(), ["data.dataset=mtt_sr_news", "data.task=msd"])
+    assert "shares sentences with the training split of mtt_sr_news" in leak_warning(news, "mtt_sr_news_ud", "test")
+    assert leak_warning(news, "mtt_sr_news", "test") is None and leak_warning(news, "mtt_sr_news_ud", "train") is None
+    deduplicated = apply_overrides(RunConfig(), ["data.dataset=mtt_sr_news_ud", "data.task=msd"])
+    assert leak_warning(deduplicated, "mtt_sr_news_ud", "test") is None
+    source = tmp_path / "sr-news"  # a chain: news-sr -> sm-hr, scored on UD Serbian-SET
+    source.mkdir()
+    (source / "config.yaml").write_text(dump_config(news), encoding="utf-8")
+    chained = apply_overrides(RunConfig(), ["data.dataset=mtt_hr_sm", "data.task=msd", f"transfer.source={source}", "transfer.scheme=finetune"])
+    assert "mtt_sr_news" in leak_warning(chained, "mtt_sr_news_ud", "dev")

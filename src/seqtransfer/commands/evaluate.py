@@ -84,6 +84,10 @@ def run(arguments: argparse.Namespace) -> dict:
     data = load_task_data(data_config, splits=(split,))
     for note in data.notes:
         print(f"seqtransfer: warning: {note}", file=sys.stderr)
+    if not arguments.file:
+        from seqtransfer.data.overlap import warn_of_leaks
+
+        warn_of_leaks(run.config, data_config.dataset, split)
     if data.kind.name != run.model.task_kind:
         raise SeqTransferError(
             f"this run is a {run.model.task_kind} model but task '{data.task}' of {data.dataset} is {data.kind.name}",

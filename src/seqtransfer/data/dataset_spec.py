@@ -33,6 +33,7 @@ class DatasetSpec:
     header: bool = False  # tsv: the first line names the fields
     extra_fields: bool = False  # tsv: lines may carry more fields than ``columns`` (ignored)
     relabel_train: str | None = None  # a mapping of data/mtt_mapping.RELABELLINGS applied to the training split's tags
+    shares_sentences_with: tuple[str, ...] = ()  # datasets whose dev/test splits hold sentences of this training split (scoring there leaks)
 
     @property
     def default_task(self) -> str:

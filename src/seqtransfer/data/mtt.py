@@ -27,13 +27,13 @@ MSD_UPOS = {"msd": "xpos", "upos": "upos"}
 
 
 def mtt_spec(name: str, folder: str, splits: dict[str, str], tasks: dict[str, str], url: str, license: str, description: str, ner: bool = False,
-             relabel_train: str | None = None) -> DatasetSpec:
+             relabel_train: str | None = None, shares_sentences_with: tuple[str, ...] = ()) -> DatasetSpec:
     """An MTT dataset read as CoNLL-U (Plus): MSD/UPOS accuracy (and, with ``ner``, entity F1 of NER_TYPE)."""
     return DatasetSpec(
         name=name, folder=folder, format="conllu", splits=splits, columns=None, tasks=tasks,
         schemes={column: ("iob2" if task == "ner" else "none") for task, column in tasks.items()},
         metric={task: ("span_f1" if task == "ner" else "accuracy") for task in tasks}, url=url, downloads={}, license=license, description=description,
-        relabel_train=relabel_train,
+        relabel_train=relabel_train, shares_sentences_with=shares_sentences_with,
     )
 
 
@@ -45,7 +45,8 @@ MTT_HR_NEWS = mtt_spec("mtt_hr_news", "mtt_hr_news", {"train": "derived/train.co
                        "Croatian standard: train = SETimes.HR+ (older MTE-v4 MSDs, mapped to the hr500k tagset: data/mtt_mapping.py), dev/test = UD Croatian-SET; MSD.",
                        relabel_train="hr_news_to_hr500k")
 MTT_SR_NEWS = mtt_spec("mtt_sr_news", "mtt_sr_news", {"train": "train.conllu", "dev": "dev.conllu", "test": "test.conllu"}, {"msd": "xpos"},
-                       BABUSHKA, "CC BY-SA 4.0", "Serbian standard: SETimes.SR 1.0, babushka-bench random document split; MSD.")
+                       BABUSHKA, "CC BY-SA 4.0", "Serbian standard: SETimes.SR 1.0, babushka-bench random document split; MSD.",
+                       shares_sentences_with=("mtt_sr_news_ud",))  # 334 / 361 of its train sentences are UD Serbian-SET dev / test sentences
 MTT_SR_NEWS_UD = mtt_spec("mtt_sr_news_ud", "mtt_sr_news", {"train": "derived/train.dedup_vs_ud.conllu", "dev": "ud_sr_set/dev.conllu", "test": "ud_sr_set/test.conllu"},
                           {"msd": "xpos"}, "https://github.com/UniversalDependencies/UD_Serbian-SET", "CC BY-SA 4.0",
                           "Serbian standard for UD evaluation: SETimes.SR train minus the sentences of UD Serbian-SET dev/test; dev/test = UD Serbian-SET; MSD.")
