@@ -105,13 +105,23 @@ def test_loss_weights_start_at_two_to_minus_level_and_double_every_epoch():
     config = RunConfig()
     config.model.tasks = HIERARCHIES[4]
     assert task_levels(config.model.tasks) == {"pos": 0, "chunk": 1, "ner": 2, "dp": 2}
-    hook = loss_weight_hook(initial_weights(config), config.multitask.weight_growth)
+    hook = loss_weight_hook(initial_weights(config), config.multitask)
     model = torch.nn.Module()
     seen = []
     for epoch in (1, 2, 3, 4):
         hook(epoch, model, None)
         seen.append([model.loss_weights[task] for task in ("pos", "chunk", "ner", "dp")])
     assert seen == [[1, 0.5, 0.25, 0.25], [1, 1, 0.5, 0.5], [1, 1, 1, 1], [1, 1, 1, 1]]
+    for schedule, expected in (("linear", [[1, 0.5, 0.25, 0.25], [1, 0.75, 0.625, 0.625], [1, 1, 1, 1], [1, 1, 1, 1]]),
+                               ("constant", [[1, 0.5, 0.25, 0.25]] * 4)):  # other schedules, by name
+        config.multitask.weight_schedule = schedule
+        hook = loss_weight_hook(initial_weights(config), config.multitask)
+        rows = []
+        for epoch in (1, 2, 3, 4):
+            hook(epoch, model, None)
+            rows.append([model.loss_weights[task] for task in ("pos", "chunk", "ner", "dp")])
+        assert rows == expected
+    config.multitask.weight_schedule = "geometric"
     config.multitask.loss_weights = {"dp": 0.5}
     assert initial_weights(config)["dp"] == 0.5
     config.multitask.loss_weights = {"srl": 1.0}

@@ -182,7 +182,9 @@ class MultiTaskConfig:
     unified: str | None = None  # a folder written by `seqtransfer unify`: train on its train.conllu (every task at every step); dev/test stay ``data``'s
     sampling: str = "round_robin"  # round_robin: one task per batch, low -> high, until every set is used once | proportional: a random task, weighted by its batches left
     loss_weights: dict[str, float] | None = None  # first-epoch weight per task; None = 2^-level (paper: pos 1, chunk 0.5, ner 0.25, dp 0.25)
-    weight_growth: float = 2.0  # weights are multiplied by this every epoch, up to 1 (1.0 = constant)
+    weight_schedule: str = "geometric"  # how the loss weights change per epoch (training/multitask.py WEIGHT_SCHEDULES): geometric | linear | constant
+    weight_growth: float = 2.0  # geometric: weights are multiplied by this every epoch, up to 1 (1.0 = constant)
+    weight_ramp_epochs: int = 3  # linear: the epoch at which every weight has risen in equal steps to 1
     early_stopping: str = "mean"  # the dev score early stopping watches: mean of the tasks' main scores | a task's name
 
 
@@ -329,6 +331,8 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("transfer.auxiliary_lm_words", lambda value: value >= 2, "at least 2"),
     ("multitask.sampling", lambda value: value in ("round_robin", "proportional"), "round_robin or proportional"),
     ("multitask.weight_growth", lambda value: value >= 1.0, "at least 1 (1 = constant weights)"),
+    ("multitask.weight_schedule", lambda value: value in ("geometric", "linear", "constant"), "geometric, linear or constant"),
+    ("multitask.weight_ramp_epochs", lambda value: value >= 1, "at least 1"),
     ("multitask.loss_weights", lambda value: value is None or all(isinstance(weight, (int, float)) and not isinstance(weight, bool) and weight > 0 for weight in value.values()),
      "a mapping of task -> positive weight (or null)"),
     ("train.learning_rate", lambda value: value is None or value > 0, "positive"),

@@ -11,8 +11,10 @@
   training set has been read once. ``proportional``: the next batch's task is drawn with
   probability proportional to the batches it has left (the same sentences per epoch, mixed).
 - **Loss weights** start at ``multitask.loss_weights`` (default 2^-level: 1, 0.5, 0.25, 0.25 for
-  the paper's hierarchy) and are multiplied by ``weight_growth`` (2) every epoch up to 1, by an
-  epoch hook of the one training loop.
+  the paper's hierarchy) and change every epoch as ``multitask.weight_schedule`` says, by an
+  epoch hook of the one training loop: ``geometric`` (the paper's) multiplies them by
+  ``weight_growth`` (2) up to 1; ``linear`` raises them in equal steps to 1 at epoch
+  ``weight_ramp_epochs``; ``constant`` keeps them.
 - **Early stopping** watches the mean of the tasks' dev main scores (accuracy, F1, LAS), or one
   task's score (``multitask.early_stopping``); every task's dev score per epoch is in the history
   and its best epoch in ``metrics.json``.
@@ -31,7 +33,7 @@ import torch
 from torch import nn
 
 from seqtransfer import rundir
-from seqtransfer.config import RunConfig
+from seqtransfer.config import MultiTaskConfig, RunConfig
 from seqtransfer.data.batching import Batch, EncodedSentences, encode_sentences, training_batches
 from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
@@ -188,11 +190,30 @@ def initial_weights(config: RunConfig) -> dict[str, float]:
     return {task: float(given.get(task, 2.0 ** -level)) for task, level in levels.items()}
 
 
-def loss_weight_hook(initial: dict[str, float], growth: float) -> Callable:
-    """Epoch hook: alpha_t(epoch) = min(1, alpha_t * growth^(epoch - 1)) (section 4.1)."""
+def geometric_weight(initial: float, epoch: int, config: MultiTaskConfig) -> float:
+    """min(1, alpha * growth^(epoch - 1)) (MuTSPad paper, section 4.1)."""
+    return min(1.0, initial * config.weight_growth ** (epoch - 1))
+
+
+def linear_weight(initial: float, epoch: int, config: MultiTaskConfig) -> float:
+    """alpha, then equal steps up to 1 at epoch ``weight_ramp_epochs``."""
+    ramp = config.weight_ramp_epochs
+    return 1.0 if ramp <= 1 else min(1.0, initial + (1.0 - initial) * (epoch - 1) / (ramp - 1))
+
+
+def constant_weight(initial: float, epoch: int, config: MultiTaskConfig) -> float:
+    return initial
+
+
+WEIGHT_SCHEDULES: dict[str, Callable[[float, int, MultiTaskConfig], float]] = {"geometric": geometric_weight, "linear": linear_weight, "constant": constant_weight}
+
+
+def loss_weight_hook(initial: dict[str, float], config: MultiTaskConfig) -> Callable:
+    """Epoch hook: each task's loss weight at this epoch (``multitask.weight_schedule``)."""
+    schedule = WEIGHT_SCHEDULES[config.weight_schedule]
 
     def set_weights(epoch: int, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
-        model.loss_weights = {task: min(1.0, weight * growth ** (epoch - 1)) for task, weight in initial.items()}
+        model.loss_weights = {task: schedule(weight, epoch, config) for task, weight in initial.items()}
 
     return set_weights
 
@@ -380,7 +401,7 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
         log(f"training multi-task {scheme.name}: " + ", ".join(f"{task} <- {data.dataset}/{data.task} ({len(data.splits['train'])} sentences)" for task, data in tasks.items())
             + f"; {schedule.batch_count} batches per epoch ({config.multitask.sampling}); {count_parameters(model)} parameters; device: {describe_device(device)}")
         try:
-            result = train_phases(model, scheme, config, schedule, evaluate_dev, directory, log, show_progress, epoch_hooks=(loss_weight_hook(weights, config.multitask.weight_growth),),
+            result = train_phases(model, scheme, config, schedule, evaluate_dev, directory, log, show_progress, epoch_hooks=(loss_weight_hook(weights, config.multitask),),
                                   extra_losses=extra_losses)
             model.load_state_dict(result.best_state)
             task_results = score_tasks(model, tasks, vocabularies, config, directory)
