@@ -404,7 +404,13 @@ def test_encoder_features_may_replace_the_word_and_character_vectors(encoder, tm
                  "--epochs", "1", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_join=false"]) == 0
     from safetensors.torch import load_file
 
-    assert load_file(str(output / "model.safetensors"))["feature_extractor.forward_lstm.weight_ih_l0"].shape[1] == 16  # the encoder's mix alone
+    weights = load_file(str(output / "model.safetensors"))
+    assert weights["feature_extractor.forward_lstm.weight_ih_l0"].shape[1] == 16  # the encoder's mix alone
+    from transformers import AutoModel
+
+    frozen = sum(parameter.numel() for parameter in AutoModel.from_pretrained(str(encoder)).parameters())
+    metrics = json.loads((output / "metrics.json").read_text())  # the frozen encoder the features come from counts in the run's size
+    assert metrics["frozen_encoder_parameters"] == frozen and metrics["parameters"] == frozen + sum(tensor.numel() for tensor in weights.values())
     import seqtransfer
 
     assert len(seqtransfer.load(output, device="cpu").predict([["john", "lives"]])[0]) == 2

@@ -70,6 +70,17 @@ def encoder_shape(name: str) -> tuple[int, int]:
                                hint="pass a Transformer encoder folder saved with save_pretrained") from None
 
 
+@functools.lru_cache(maxsize=8)
+def encoder_parameters(name: str) -> int:
+    """The encoder's number of parameters (built on the meta device: nothing allocated or read)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from transformers import AutoConfig, AutoModel
+
+    with torch.device("meta"):
+        model = AutoModel.from_config(AutoConfig.from_pretrained(str(encoder_path(name)), local_files_only=True))
+    return sum(parameter.numel() for parameter in model.parameters())
+
+
 def encoder_config(name: str) -> dict:
     """The encoder folder's config.json."""
     return json.loads((encoder_path(name) / "config.json").read_text(encoding="utf-8"))

@@ -90,3 +90,13 @@ class Tagger(SequenceLabeller):
 def count_parameters(model: nn.Module, trainable_only: bool = False) -> int:
     """Number of parameters (optionally only those with requires_grad)."""
     return sum(parameter.numel() for parameter in model.parameters() if parameter.requires_grad or not trainable_only)
+
+
+def frozen_encoder_parameters(config) -> int:
+    """Parameters of a frozen encoder that computes the model's features outside it
+    (``model.encoder_mode=features``): part of what a run needs, never trained; 0 otherwise."""
+    if not config.encoder or config.encoder_mode != "features":
+        return 0
+    from seqtransfer.embeddings.transformer import encoder_parameters
+
+    return encoder_parameters(config.encoder)

@@ -27,7 +27,7 @@ from seqtransfer.device import describe_device, out_of_memory_error, peak_memory
 from seqtransfer.errors import SeqTransferError, SeqTransferWarning
 from seqtransfer.resources import peak_rss_megabytes, reset_peak_rss
 from seqtransfer.models.registry import build_model
-from seqtransfer.models.tagger import count_parameters
+from seqtransfer.models.tagger import count_parameters, frozen_encoder_parameters
 from seqtransfer.training.loop import BatchSource, Evaluate, EvaluationSet, FitResult, ShuffledBatches, dev_evaluation, fit, predict_labels
 from seqtransfer.training.metrics import evaluate
 from seqtransfer.training.optimizers import fill_optimizer
@@ -500,7 +500,10 @@ def fit_and_save(config: RunConfig, directory: Path, data: TaskData, vocabularie
         raise out_of_memory_error(config.train.evaluation_batch_size, "while scoring dev and test") from None
     # Epochs restored from a checkpoint ran in an earlier process: count their time too.
     seconds = time.perf_counter() - started + result.restored_seconds
-    metrics.update(parameters=count_parameters(model), trainable_parameters=result.trained_parameters, history=result.history, seconds=round(seconds, 1),
+    frozen = frozen_encoder_parameters(config.model)  # a frozen encoder's features come from outside the model: its weights count too
+    if frozen:
+        metrics["frozen_encoder_parameters"] = frozen
+    metrics.update(parameters=count_parameters(model) + frozen, trainable_parameters=result.trained_parameters, history=result.history, seconds=round(seconds, 1),
                    device=describe_device(device), peak_rss_megabytes=peak_rss_megabytes())
     if peak_memory_megabytes(device) is not None:
         metrics["gpu_peak_megabytes"] = peak_memory_megabytes(device)
