@@ -655,3 +655,27 @@ def test_a_fine_tuned_encoders_run_is_a_source_for_fine_tuning_and_feature_extra
     assert main(["transfer", "--source", str(source), "--method", "pretrand", *pos, "--output", str(tmp_path / "pretrand")]) == 2  # no random branch beside an encoder
     with pytest.raises(SeqTransferError, match="the source run has model.encoder_adapter=lora; this run asks for houlsby"):
         run_command(["transfer", "--source", str(source), "--method", "finetune", *pos, "--output", str(tmp_path / "other"), "model.encoder_adapter=houlsby"])
+
+
+def test_gradual_unfreezing_of_a_fine_tuned_encoder_opens_one_layer_group_per_epoch(encoder):
+    """Groups: embeddings, layer 0, layer 1, head. Epoch 1 trains the head alone, epoch 2 adds
+    layer 1, epoch 3 layer 0, epoch 4 the embeddings; early stopping waits for epoch 4."""
+    from seqtransfer.config import RunConfig, apply_overrides
+    from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
+    from seqtransfer.models.registry import build_model
+    from seqtransfer.transfer.adaptations import layer_groups, unfreezing_epochs, unfreezing_hook
+
+    config = apply_overrides(RunConfig(), [*TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune", "model.architecture=encoder_tagger"]).model
+    config.encoder_layers, config.encoder_dimension = 3, 16
+    model = build_model(config, Vocabularies(Vocabulary.build(["a"]), Vocabulary.build("a"), Vocabulary(["X", "Y"])))
+    assert [name for name, _ in layer_groups(model)] == ["encoder.embeddings", "encoder.encoder.layer.0", "encoder.encoder.layer.1", "head"]
+    names = {name for name, _ in model.named_parameters()}
+    hook = unfreezing_hook(model, names)
+    opened = []
+    for epoch in (1, 2, 3, 4):
+        hook(epoch, model, None)
+        trainable = {name for name, parameter in model.named_parameters() if parameter.requires_grad}
+        opened.append([group for group, members in layer_groups(model) if set(members) <= trainable])
+    assert opened == [["head"], ["encoder.encoder.layer.1", "head"], ["encoder.encoder.layer.0", "encoder.encoder.layer.1", "head"],
+                      ["encoder.embeddings", "encoder.encoder.layer.0", "encoder.encoder.layer.1", "head"]]
+    assert unfreezing_epochs(model, names) == 4 and unfreezing_epochs(model, {name for name in names if not name.startswith("encoder.embeddings.")}) == 3
