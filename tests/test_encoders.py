@@ -679,3 +679,16 @@ def test_gradual_unfreezing_of_a_fine_tuned_encoder_opens_one_layer_group_per_ep
     assert opened == [["head"], ["encoder.encoder.layer.1", "head"], ["encoder.encoder.layer.0", "encoder.encoder.layer.1", "head"],
                       ["encoder.embeddings", "encoder.encoder.layer.0", "encoder.encoder.layer.1", "head"]]
     assert unfreezing_epochs(model, names) == 4 and unfreezing_epochs(model, {name for name in names if not name.startswith("encoder.embeddings.")}) == 3
+
+
+def test_the_encoder_options_name_what_model_encoder_and_encoder_mode_do(encoder, tmp_path, capsys):
+    import yaml
+
+    output = tmp_path / "named"
+    assert main(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
+                 "--epochs", "1", "--output", str(output), "--quiet", *TINY_MODEL, "--encoder", str(encoder), "--encoder-mode", "finetune"]) == 0
+    model = yaml.safe_load((output / "config.yaml").read_text())["model"]
+    assert model["encoder"] == str(encoder) and model["encoder_mode"] == "finetune" and model["architecture"] == "encoder_tagger"
+    capsys.readouterr()
+    assert main(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--output", str(tmp_path / "both"), "--encoder", str(encoder), "model.encoder=minilm"]) == 2
+    assert "the option for model.encoder says" in capsys.readouterr().err

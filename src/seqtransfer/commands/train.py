@@ -16,6 +16,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     add_data_arguments(parser)
     parser.add_argument("--classifier", choices=["softmax", "crf"], help="output layer (default softmax)")
     parser.add_argument("--embeddings", help="glove-6b-50d, a GloVe/word2vec/fastText text file, or 'none'")
+    parser.add_argument("--encoder", help="a pretrained Transformer encoder: a Hugging Face folder, minilm or mpnet (same as model.encoder)")
+    parser.add_argument("--encoder-mode", choices=["features", "finetune"], help="freeze the encoder (features, the default) or fine-tune it (same as model.encoder_mode)")
     parser.add_argument("--seed", type=int, help="random seed (default 1)")
     parser.add_argument("--device", help="auto (default: first GPU, else CPU), cpu, cuda, cuda:N or mps; same as train.device")
     parser.add_argument("--epochs", type=int, help="maximum number of epochs (default 100; same as train.max_epochs)")
@@ -49,6 +51,8 @@ def config_from_arguments(arguments: argparse.Namespace) -> RunConfig:
         "data.strict": True if arguments.strict else None,
         "model.classifier": arguments.classifier,
         "model.embeddings": arguments.embeddings,
+        "model.encoder": arguments.encoder,
+        "model.encoder_mode": arguments.encoder_mode,
         "train.seed": arguments.seed,
         "train.max_epochs": arguments.epochs,
         "train.device": arguments.device,
