@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from conftest import DATA_ROOT, FIXTURES, TINY_MODEL
 from seqtransfer.cli import main, run
@@ -67,6 +68,19 @@ def test_a_fine_tuned_encoder_classifies_sentences_from_its_cls_vector(tmp_path,
     import seqtransfer
 
     assert seqtransfer.load(output, device="cpu").predict(["abc " * 20])[0] in ("pos", "neg")  # a sentence longer than the encoder: windows
+    pooled = tmp_path / "mean"  # the mean of the token vectors instead of [CLS]: another sentence vector, the same weights to start from
+    run(["train", "--train", TRAIN, "--dev", DEV, "--epochs", "2", "--output", str(pooled), "--quiet", *TINY_MODEL,
+         f"model.encoder={encoder}", "model.encoder_mode=finetune", "train.learning_rate=0.001", "model.sentence_pooling=mean"])
+    assert (pooled / "model.safetensors").read_bytes() != (output / "model.safetensors").read_bytes()
+    assert seqtransfer.load(pooled, device="cpu").predict(["abc " * 20])[0] in ("pos", "neg")
+    from seqtransfer.data.batching import encode_sentences, make_batch
+    from seqtransfer.models.sentence import mean_over
+
+    loaded = seqtransfer.load(pooled, device="cpu").run
+    batch = make_batch(encode_sentences([["abc", "de"], ["f"]], loaded.vocabularies), __import__("numpy").array([0, 1]))
+    with torch.no_grad():
+        expected = loaded.model.classifier(mean_over(loaded.model.token_states(batch), batch.mask))
+        assert torch.allclose(loaded.model.sentence_scores(batch), expected)
 
 
 @pytest.mark.skipif(not (DATA_ROOT / "trec6").is_dir(), reason="shared datasets not found")

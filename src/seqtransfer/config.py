@@ -107,6 +107,7 @@ class ModelConfig:
     # a learned scalar mix of its layers; embeddings/transformer.py): a Hugging Face folder or minilm.
     encoder: str | None = None
     encoder_pooling: str = "first"  # a token's vector (features and fine-tuning): its first sub-word | the mean of its sub-words
+    sentence_pooling: str = "cls"  # a fine-tuned encoder's sentence vector (classification, regression): its [CLS] | the mean of its token vectors
     encoder_join: bool = True  # features: join the word and character vectors (true) or replace them (false: the encoder's mix alone)
     encoder_mode: str = "features"  # features: frozen, cached, scalar mix joined to the word representation | finetune: the encoder trains, with a light head
     encoder_adapter: str | None = None  # finetune: lora (PEFT) | houlsby (bottlenecks); the encoder's own weights stay frozen, only the adapter's train and are saved
@@ -314,6 +315,7 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("model.inputs", lambda value: value in ("both", "words", "characters"), "both, words or characters"),
     ("model.feature_extractor", lambda value: value in (None, "bilstm", "none"), "bilstm or none (or null: the model's own)"),
     ("model.encoder_pooling", lambda value: value in ("first", "mean"), "first or mean"),
+    ("model.sentence_pooling", lambda value: value in ("cls", "mean"), "cls or mean"),
     ("model.encoder_mode", lambda value: value in ("features", "finetune"), "features or finetune"),
     ("model.encoder_adapter", lambda value: value in (None, "lora", "houlsby"), "lora or houlsby (or null)"),
     ("model.adapter_size", lambda value: value >= 1, "at least 1"),

@@ -89,11 +89,18 @@ class SentenceClassifier(SentenceHead, nn.Module):
 
 
 class EncoderClassifier(SentenceHead, EncoderTagger):
-    """A fine-tuned encoder's [CLS] vector of each sentence's first window -> linear."""
+    """A fine-tuned encoder's sentence vector -> linear: the [CLS] vector of the sentence's first
+    window (``model.sentence_pooling=cls``), or the mean of its token vectors (``mean``)."""
 
     feature_extractors = ()  # its [CLS] vector feeds the classifier
 
+    def __init__(self, config: ModelConfig, word_count: int, character_count: int, label_count: int) -> None:
+        super().__init__(config, word_count, character_count, label_count)
+        self.sentence_pooling = config.sentence_pooling
+
     def sentence_scores(self, batch: Batch) -> torch.Tensor:
+        if self.sentence_pooling == "mean":
+            return self.classifier(self.dropout(mean_over(self.token_states(batch), batch.mask)))  # (B, H): every window's tokens
         states = self.encode(batch)  # (W, S, H)
         first_windows = batch.token_index[:, 0] // states.size(1)  # each sentence's first window (its first token lies there)
         return self.classifier(self.dropout(states[first_windows, 0]))
