@@ -86,6 +86,21 @@ def add_lora(encoder: nn.Module, rank: int, alpha: float) -> nn.Module:
         raise SeqTransferError(f"LoRA: {str(error).splitlines()[0][:160]}", hint="use model.encoder_adapter=houlsby, or a model type PEFT knows (BERT, RoBERTa, MPNet...)") from None
 
 
+def houlsby(encoder: nn.Module, config) -> nn.Module:
+    """``model.encoder_adapter=houlsby``: bottlenecks of ``model.adapter_size`` units."""
+    add_houlsby_adapters(encoder, config.adapter_size)
+    return encoder
+
+
+def lora(encoder: nn.Module, config) -> nn.Module:
+    """``model.encoder_adapter=lora``: rank ``model.lora_rank``, scale ``model.lora_alpha``."""
+    return add_lora(encoder, config.lora_rank, config.lora_alpha)
+
+
+# model.encoder_adapter -> (encoder, model config) -> the adapted encoder
+ADAPTERS = {"lora": lora, "houlsby": houlsby}
+
+
 def pretrained_name(name: str) -> str:
     """The pretrained encoder's name of a weight of the adapted encoder (PEFT's and our wrappers removed)."""
     return re.sub(r"\.base\.(weight|bias)$", r".\1", name.removeprefix("base_model.model.").replace(".base_layer.", "."))

@@ -51,14 +51,10 @@ class EncoderTagger(SequenceLabeller):
         self.encoder = AutoModel.from_config(AutoConfig.from_pretrained(str(encoder_path(config.encoder)), local_files_only=True))
         size = self.encoder.config.hidden_size
         self.adapter = config.encoder_adapter
-        if self.adapter == "lora":
-            from seqtransfer.models.adapters import add_lora
+        if self.adapter:
+            from seqtransfer.models.adapters import ADAPTERS
 
-            self.encoder = add_lora(self.encoder, config.lora_rank, config.lora_alpha)
-        elif self.adapter == "houlsby":
-            from seqtransfer.models.adapters import add_houlsby_adapters
-
-            add_houlsby_adapters(self.encoder, config.adapter_size)
+            self.encoder = ADAPTERS[self.adapter](self.encoder, config)
         self.pooling = config.encoder_pooling  # a token's vector: its first sub-word's, or the mean of its sub-words'
         self.feature_extractor = None
         if config.feature_extractor == "bilstm":  # a BiLSTM between the encoder and the classifier (To-tune paper, Table 5)
