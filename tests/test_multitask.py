@@ -420,5 +420,8 @@ def test_adaptations_of_a_multitask_model_work_by_level_of_its_hierarchy(tmp_pat
     stored = load_file(str(tmp_path / "source" / "fisher.safetensors"))
     for task in ("pos", "ner", "dp"):  # the source's batches of every task counted
         assert any(name.startswith(f"branches.{task}.") and tensor.abs().sum() > 0 for name, tensor in stored.items()), task
-    code = main(["train", "--config", str(config), "--output", str(tmp_path / "bad"), "--quiet", *TINY_MODEL, "transfer.adaptations=[chain_thaw]"])
-    assert code == 2 and "chain_thaw not available for multi-task models" in capsys.readouterr().err
+    # chain-thaw by level of the hierarchy: the top level (the head) alone, then each lower group alone bottom-up, then all
+    metrics = train(tmp_path, "chain", config, "transfer.scheme=finetune", f"transfer.source={tmp_path / 'source'}", "transfer.adaptations=[chain_thaw]", "--epochs", "1")
+    assert [record["phase"] for record in metrics["history"]] == ["head", "word_representation", "level 0 (pos)", "all"]
+    counts = [int(line.split(": ")[1].split()[0]) for line in (tmp_path / "chain" / "log.txt").read_text().splitlines() if line.startswith("phase '")]
+    assert counts[-1] == sum(counts[:-1]) == metrics["parameters"]  # the levels partition the model

@@ -352,9 +352,6 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
     from seqtransfer.training.train import check_resumable, train_phases
 
     scheme = get_scheme(config.transfer.scheme)
-    if "chain_thaw" in config.transfer.adaptations:
-        raise SeqTransferError("transfer.adaptations chain_thaw not available for multi-task models yet",
-                               hint="use discriminative, gradual_unfreezing, l2sp or ewc (by level of the hierarchy)")
     if config.transfer.distill_from:
         raise SeqTransferError("distillation (transfer.distill_from) teaches a mono-task model, not a multi-task one", hint="drop transfer.distill_from")
     if config.model.encoder and config.model.encoder_mode == "finetune":
