@@ -606,6 +606,12 @@ def test_l2sp_pulls_a_fine_tuned_encoder_towards_its_pretrained_weights(encoder,
         return sum(float((weights[f"encoder.{name}"] - tensor).pow(2).sum()) for name, tensor in pretrained.items() if f"encoder.{name}" in weights and tensor.is_floating_point())
 
     assert distance("l2sp") < 0.5 * distance("plain")
+    for adaptation in ("l2sp", "ewc"):  # an encoder run as a source: its encoder.* weights are the transferred ones, pulled back towards it
+        output = tmp_path / f"transfer-{adaptation}"
+        assert main(["transfer", "--source", str(tmp_path / "plain"), "--method", "finetune", "--train", str(FIXTURES / "tiny_pos_train.conll"),
+                     "--dev", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos", "--epochs", "1", "--quiet", *TINY_MODEL,
+                     "--output", str(output), f"transfer.adaptations=[{adaptation}]", "transfer.ewc_batches=2"]) == 0
+        assert ("L2-SP (alpha" if adaptation == "l2sp" else "EWC (lambda") in (output / "log.txt").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("combination", [
