@@ -38,6 +38,7 @@ def test_tweet_tokenize(text, tokens):
         ("Петар живи у Београду, нпр. 2008. године.", ["Петар", "живи", "у", "Београду", ",", "нпр.", "2008.", "године", "."]),
         ("@user lol :) #tag http://x.y/z u lipnju 2008.", ["@user", "lol", ":)", "#tag", "http://x.y/z", "u", "lipnju", "2008", "."]),
         ("iOS 3.2.2. Team B.", ["iOS", "3.2.2", ".", "Team", "B", "."]),
+        ("Nisam ga. Min je sv. Vid", ["Nisam", "ga", ".", "Min", "je", "sv", ".", "Vid"]),  # words that look like abbreviations stay words
     ],
 )
 def test_slavic_tokenize(text, tokens):
