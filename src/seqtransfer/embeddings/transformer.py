@@ -306,7 +306,9 @@ def cached_features(name: str, sentences: Sequence[Sequence[str]], pooling: str,
 
     # token types change only pairs' vectors, and only for an encoder that has them: else the untyped entry serves
     typed = "-segments" if segments and has_token_types(name) and any(PAIR_SEPARATOR in tokens for tokens in sentences) else ""
-    key = f"v{CACHE_VERSION}-{encoder_fingerprint(name)}-{pooling}{typed}-{sentences_hash(sentences)}"
+    # byte-level BPE tokens read as words inside a sentence ("Ġword"): other pieces than before that convention, another entry
+    spaced = "-spaced" if marks_spaces(tokenizer_of(name)) else ""
+    key = f"v{CACHE_VERSION}-{encoder_fingerprint(name)}-{pooling}{typed}{spaced}-{sentences_hash(sentences)}"
     path = cache_root() / f"{key}.safetensors"
     if path.is_file():
         try:
