@@ -108,4 +108,5 @@ def test_slanted_triangular_rises_for_cut_frac_then_falls_from_lr_to_lr_over_32(
     assert all(a < b for a, b in zip(rates[:10], rates[1:11])) and all(a > b for a, b in zip(rates[10:-1], rates[11:]))
     assert rates[-1] == pytest.approx(0.1 + 3.1 / 90, rel=1e-6)  # one step before the end of the decay to lr/32
     no_warmup = [slanted_triangular(3.2, Position(1, step, 100), TrainConfig(max_epochs=1, warmup=0.0)) for step in range(100)]
-    assert no_warmup[1] == pytest.approx(3.2) and all(a > b for a, b in zip(no_warmup[1:-1], no_warmup[2:]))  # train.warmup=0 divided by zero
+    assert no_warmup[0] == pytest.approx(3.2) and no_warmup[-1] == pytest.approx(0.1)  # train.warmup=0 divided by zero
+    assert all(a > b for a, b in zip(no_warmup[:-1], no_warmup[1:]))

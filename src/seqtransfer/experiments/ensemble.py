@@ -88,7 +88,10 @@ def build_ensemble(member_directories: list[Path], data: TaskData, directory: Pa
         predicted = ensemble_predict(runs, data.tokens(split))
         metrics[split] = evaluate(data.labels(split), predicted, data.metric)
         rundir.write_predictions(directory / "predictions" / f"{split}.conll", data.tokens(split), data.labels(split), predicted)
-    metrics["parameters"] = sum(sum(p.numel() for p in run.model.parameters()) for run in runs)
+    metrics["parameters"] = sum(run.metrics.get("parameters", sum(p.numel() for p in run.model.parameters())) for run in runs)  # each member's own count (its frozen encoder too)
+    frozen = sum(run.metrics.get("frozen_encoder_parameters", 0) for run in runs)
+    if frozen:
+        metrics["frozen_encoder_parameters"] = frozen
     metrics["seconds"] = round(time.perf_counter() - started, 1) + sum(run.metrics.get("seconds", 0) for run in runs)
     rundir.save_metrics(directory, metrics)
     return metrics

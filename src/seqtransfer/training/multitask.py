@@ -407,11 +407,12 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
         for task, epoch in best_epochs(result.history).items():
             task_results[task]["best_epoch"] = epoch
         seconds = time.perf_counter() - started + result.restored_seconds
+        frozen = frozen_encoder_parameters(config.model)  # a frozen encoder's features come from outside the model: its weights count too
         metrics = {
             "dataset": "+".join(data.dataset for data in distinct_datasets(tasks)), "task": "multitask", "metric": config.multitask.early_stopping,
-            "scheme": scheme.name, "best_epoch": result.best_epoch, "tasks": task_results, "parameters": count_parameters(model) + frozen_encoder_parameters(config.model),
+            "scheme": scheme.name, "best_epoch": result.best_epoch, "tasks": task_results, "parameters": count_parameters(model) + frozen,
             "trainable_parameters": result.trained_parameters, "history": result.history, "seconds": round(seconds, 1), "device": describe_device(device),
-            "peak_rss_megabytes": peak_rss_megabytes(),
+            "peak_rss_megabytes": peak_rss_megabytes(), **({"frozen_encoder_parameters": frozen} if frozen else {}),
         }
         if peak_memory_megabytes(device) is not None:
             metrics["gpu_peak_megabytes"] = peak_memory_megabytes(device)

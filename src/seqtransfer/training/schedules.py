@@ -51,9 +51,11 @@ SLANTED_RATIO = 32
 def slanted_triangular(base: float, position: Position, config: TrainConfig) -> float:
     total = max(config.max_epochs * position.steps_per_epoch, 1)
     step = (position.epoch - 1) * position.steps_per_epoch + position.step  # t, from 0
-    cut = max(int(total * config.warmup), 1)
-    falling = cut * (1 / config.warmup - 1) if config.warmup else total - cut  # no warm-up: the top at once, then down
-    proportion = step / cut if step < cut else 1 - (step - cut) / max(falling, 1)
+    if not config.warmup:  # no warm-up: the top at the first step, then down to lr/ratio at the last
+        proportion = 1 - step / max(total - 1, 1)
+    else:
+        cut = max(int(total * config.warmup), 1)
+        proportion = step / cut if step < cut else 1 - (step - cut) / max(cut * (1 / config.warmup - 1), 1)
     return base * (1 + max(proportion, 0.0) * (SLANTED_RATIO - 1)) / SLANTED_RATIO
 
 

@@ -365,7 +365,10 @@ def source_as_is(config: RunConfig, directory: Path, data: TaskData, source: run
         rundir.save_setup(directory, config, source.vocabularies)
         metrics = {"dataset": data.dataset, "task": data.task, "metric": data.metric, "scheme": "source_only", "best_epoch": 0}
         metrics.update(score_splits(source.model, data, source.vocabularies, config, directory))
-        metrics.update(parameters=count_parameters(source.model), trainable_parameters=0, history=[], seconds=round(time.perf_counter() - started, 1),
+        frozen = frozen_encoder_parameters(config.model)
+        if frozen:
+            metrics["frozen_encoder_parameters"] = frozen
+        metrics.update(parameters=count_parameters(source.model) + frozen, trainable_parameters=0, history=[], seconds=round(time.perf_counter() - started, 1),
                        device=describe_device(next(source.model.parameters()).device), peak_rss_megabytes=peak_rss_megabytes())
         rundir.save_weights(directory, source.model.state_dict(), source.model)
         rundir.save_metrics(directory, metrics)
