@@ -5,13 +5,7 @@
     tagger.predict([["I", "love", "NYC"]])
 """
 
-import os
-
 from seqtransfer.errors import SeqTransferError
-
-# Nothing is downloaded at run time: set before anything imports transformers or huggingface_hub
-# (every load is local_files_only as well). A user may still set HF_HUB_OFFLINE=0 themselves.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 __version__ = "0.1.0"
 __all__ = ["SeqTransferError", "load", "__version__"]
