@@ -140,3 +140,17 @@ def test_run_dir_that_is_not_a_run(tmp_path, capsys, make):
 def test_output_that_already_holds_a_finished_run(tiny_run, capsys):
     message = run_cli(tiny_train_arguments(tiny_run), capsys)
     assert "already" in message and str(tiny_run) in message
+
+
+def test_the_value_rules_of_registry_settings_name_every_registry_entry():
+    """model.encoder_adapter and multitask.weight_schedule are checked against the registries' names."""
+    from seqtransfer.config import RunConfig, apply_overrides, check_values
+    from seqtransfer.models.adapters import ADAPTERS
+    from seqtransfer.training.multitask import WEIGHT_SCHEDULES
+
+    for name in ADAPTERS:
+        check_values(apply_overrides(RunConfig(), [f"model.encoder_adapter={name}"]))
+    for name in WEIGHT_SCHEDULES:
+        check_values(apply_overrides(RunConfig(), [f"multitask.weight_schedule={name}"]))
+    with pytest.raises(SeqTransferError, match="geometric, linear or constant"):
+        check_values(apply_overrides(RunConfig(), ["multitask.weight_schedule=cosine"]))

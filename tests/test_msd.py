@@ -103,3 +103,7 @@ def test_scoring_on_ud_serbian_a_run_that_learnt_from_setimes_sr_is_warned_about
     (source / "config.yaml").write_text(dump_config(news), encoding="utf-8")
     chained = apply_overrides(RunConfig(), ["data.dataset=mtt_hr_sm", "data.task=msd", f"transfer.source={source}", "transfer.scheme=finetune"])
     assert "mtt_sr_news" in leak_warning(chained, "mtt_sr_news_ud", "dev")
+    taught = apply_overrides(RunConfig(), ["data.dataset=mtt_hr_sm", "data.task=msd", f"transfer.distill_from=[{source}]"])  # a teacher trained on it
+    assert "mtt_sr_news" in leak_warning(taught, "mtt_sr_news_ud", "test")
+    multitask = apply_overrides(RunConfig(), ["model.tasks={msd: []}", "multitask.data={msd: 'mtt_sr_news:msd'}"])
+    assert "mtt_sr_news" in leak_warning(multitask, "mtt_sr_news_ud", "test")

@@ -16,14 +16,18 @@ from seqtransfer.errors import SeqTransferError, warn
 
 
 def trained_on(config: RunConfig, depth: int = 8) -> list[str]:
-    """The registered datasets a run's weights learnt from: its own, then its sources' (followed
-    through their run directories' config.yaml)."""
+    """The registered datasets a run's weights learnt from: its own (a multi-task run's, each
+    task's), then those of its source and of its distillation teachers, followed through their run
+    directories (a self-labelling folder: its first model)."""
     datasets = [config.data.dataset] if config.data.dataset else []
-    source = config.transfer.source
-    if source and depth and (Path(source) / "config.yaml").is_file():
-        from seqtransfer.rundir import read_run_config
+    datasets += [entry.partition(":")[0] for entry in (config.multitask.data or {}).values() if isinstance(entry, str)]
+    if depth:
+        from seqtransfer.rundir import CONFIG, first_member, read_run_config
 
-        datasets += trained_on(read_run_config(Path(source)), depth - 1)
+        for other in [config.transfer.source, *config.transfer.distill_from]:
+            directory = first_member(other) if other and Path(other).is_dir() else None
+            if directory is not None and (directory / CONFIG).is_file():
+                datasets += trained_on(read_run_config(directory), depth - 1)
     return datasets
 
 

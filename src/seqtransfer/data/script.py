@@ -53,7 +53,12 @@ def script_mismatch(sentences: Sequence[Sequence[str]], vocabulary_words: Sequen
     return f"{where} are in Latin script but the model was trained on Cyrillic text ({known:.0%} of its word letters): their words are unknown to it"
 
 
+def is_latin(character: str) -> bool:
+    """A letter of the Latin script: ASCII, or Latin-1 Supplement to Latin Extended-B (č, ž, đ...)."""
+    return character.isascii() or "\u00c0" <= character <= "\u024f"
+
+
 def latin_share(words: Sequence[str]) -> float:
     """Share of the letters of ``words`` that are Latin (0 when there are no letters)."""
     letters = [character for word in words for character in word if character.isalpha()]
-    return sum(not is_cyrillic(character) and character.isascii() or "\u00c0" <= character <= "\u024f" for character in letters) / len(letters) if letters else 0.0
+    return sum(map(is_latin, letters)) / len(letters) if letters else 0.0

@@ -401,7 +401,7 @@ def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
     lines += ["", f"## Our results ({spec.split})", ""]
     lines += [f"Mean ± sample std (number of seeds). #params, aNRG and mNRG are relative to {spec.reference_method}; "
               f"{MISSING} marks a cell with no finished run (an empty cell: the method does not run on that target), † a gain over fewer targets than the table has. "
-              "#params leaves out the word and character embedding tables (a transferred model's tables also hold the source's words); "
+              "#params leaves out the word and character embedding tables (a transferred model's tables also hold the source's words) and counts the frozen encoder a feature-extraction run reads (runs recorded from 2026-11-24 on); "
               "a multi-task method's one model is compared with the reference's models of all targets together. "
               "Time / run is the cell's own training: not its source run's (trained once for every target), nor that of a run it starts from or reads labels of "
               "(an ensemble's is its members' together).", ""]

@@ -202,6 +202,7 @@ def linear_weight(initial: float, epoch: int, config: MultiTaskConfig) -> float:
 
 
 def constant_weight(initial: float, epoch: int, config: MultiTaskConfig) -> float:
+    """alpha at every epoch."""
     return initial
 
 
