@@ -110,6 +110,14 @@ def test_list_shows_every_cell_of_the_grid_and_where_it_stands(tmp_path, capsys)
     assert describe_checkpoint(tmp_path / "nothing") is None
     with pytest.raises(SeqTransferError, match="--seeds must be at least 1"):
         run(["experiment", "list", str(experiment), "--seeds", "0"])
+    run(["experiment", "list", str(experiment), "--results", str(results), "--seeds", "2-3", "--only", "scratch"])  # other seeds only: a second grid beside the first
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if line.startswith("scratch / pos")] == ["scratch / pos / seed 2: to train", "scratch / pos / seed 3: to train"]
+    from seqtransfer.commands.experiment import seed_list
+
+    assert seed_list("3") == [1, 2, 3] and seed_list("2-3") == [2, 3] and seed_list("3,1") == [1, 3]
+    with pytest.raises(SeqTransferError, match="is not a number, a range or a list"):
+        seed_list("two")
 
 
 def test_unknown_key_in_experiment_file(tmp_path):

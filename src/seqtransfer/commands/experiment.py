@@ -11,7 +11,7 @@ from seqtransfer.errors import SeqTransferError
 def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=["run", "list", "search"], help="run: train what is missing; list: every cell of the grid (with --seeds, --only, --targets) and whether it is done, kept, under way or to train; search: the file's hyper-parameter searches on Ray Tune")
     parser.add_argument("file", help="experiment YAML file (see experiments/)")
-    parser.add_argument("--seeds", type=int, default=1, help="number of seeds: 1..N (default 1)")
+    parser.add_argument("--seeds", default="1", help="seeds: N for 1..N (default 1), or a range A-B, or a list A,B (a second grid beside the first, on other seeds)")
     parser.add_argument("--only", help="comma-separated method names to run (default: all)")
     parser.add_argument("--targets", help="comma-separated target names to run (default: all)")
     parser.add_argument("--results", default="results", help="results store folder (default ./results)")
@@ -25,6 +25,24 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, help="torch threads per run (does not change results' identity; default: the file's)")
 
 
+def seed_list(text: str) -> list[int]:
+    """``--seeds``: "3" is seeds 1, 2, 3; "2-3" is 2 and 3; "1,3" is 1 and 3."""
+    hint = "--seeds 3 runs seeds 1, 2 and 3; --seeds 2-3 runs 2 and 3; --seeds 1,3 runs 1 and 3"
+    try:
+        if "-" in text:
+            first, last = (int(part) for part in text.split("-", 1))
+            seeds = list(range(first, last + 1))
+        elif "," in text:
+            seeds = sorted({int(part) for part in text.split(",") if part.strip()})
+        else:
+            seeds = list(range(1, int(text) + 1))
+    except ValueError:
+        raise SeqTransferError(f"--seeds {text!r} is not a number, a range or a list", hint=hint) from None
+    if not seeds or seeds[0] < 1:
+        raise SeqTransferError(f"--seeds must be at least 1, got {text}", hint=hint)
+    return seeds
+
+
 def run(arguments: argparse.Namespace) -> list[dict]:
     from seqtransfer.experiments.backends import LocalBackend, RayBackend
     from seqtransfer.experiments.runner import run_experiment
@@ -32,8 +50,7 @@ def run(arguments: argparse.Namespace) -> list[dict]:
     from seqtransfer.experiments.spec import load_experiment
     from seqtransfer.experiments.store import ResultsStore
 
-    if arguments.seeds < 1:
-        raise SeqTransferError(f"--seeds must be at least 1, got {arguments.seeds}", hint="--seeds 3 runs seeds 1, 2 and 3")
+    seeds = seed_list(arguments.seeds)
     spec = load_experiment(arguments.file)
     if arguments.threads:
         spec.overrides.append(f"train.threads={arguments.threads}")
@@ -54,7 +71,7 @@ def run(arguments: argparse.Namespace) -> list[dict]:
     if arguments.action == "list":
         from seqtransfer.experiments.status import grid_status
 
-        lines = grid_status(spec, store, list(range(1, arguments.seeds + 1)), arguments.data_dir, only, kept)
+        lines = grid_status(spec, store, seeds, arguments.data_dir, only, kept)
         print("\n".join(lines))
         return merge(kept, store.records(spec.name))
     if arguments.action == "search":
@@ -65,7 +82,7 @@ def run(arguments: argparse.Namespace) -> list[dict]:
         raise SeqTransferError("--gpus-per-run asks Ray for GPUs: it needs --ray", hint="add --ray local (or --ray HOST:PORT), or use --device for an in-process grid")
     backend = RayBackend(arguments.ray, gpus_per_run=arguments.gpus_per_run) if arguments.ray else LocalBackend()
     keep = (lambda record: write_kept(arguments.records, merge(read_kept(arguments.records, spec.name), [record]))) if arguments.records else None  # each finished cell at once
-    records = run_experiment(spec, store, list(range(1, arguments.seeds + 1)), backend, arguments.data_dir, only, log=lambda line: print(line, flush=True), kept=kept, on_record=keep)
+    records = run_experiment(spec, store, seeds, backend, arguments.data_dir, only, log=lambda line: print(line, flush=True), kept=kept, on_record=keep)
     if arguments.records:
         write_kept(arguments.records, records)
         print(f"{len(records)} records kept in {arguments.records}")
