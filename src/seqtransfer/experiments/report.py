@@ -281,9 +281,16 @@ def _paper_table(spec: ReportSpec, summaries: Mapping[tuple[str, str], Summary],
     for method in spec.methods:
         scores = [_difference_cell(paper.get(method, {}).get(target), ours.get(method, {}).get(target)) for target in spec.targets]
         gain_cells = [_difference_cell(theirs.get(method), mine.get(method), 1, signed=True) for mine, theirs in gains]
+        if gain_targets(ours, method, spec.reference_method) < gain_targets(paper, method, spec.reference_method):
+            gain_cells = [cell if cell == MISSING else cell + "†" for cell in gain_cells]
         rows.append([method, *scores, *gain_cells])
     header = [f"{target} ({METRICS[spec.paper_metrics[target]].title})" if target in spec.paper_metrics else target for target in spec.targets]
-    return _table(["Method", *header, "aNRG", "mNRG"], rows)
+    return ["† our NRG over fewer targets than the paper's.", "", *_table(["Method", *header, "aNRG", "mNRG"], rows)]
+
+
+def gain_targets(means: Means, method: str, reference: str) -> int:
+    """How many targets an NRG of ``method`` against ``reference`` averages over."""
+    return len(set(means.get(method, {})) & set(means.get(reference, {})))
 
 
 def _other_metrics_section(spec: ReportSpec, records: Sequence[dict]) -> list[str]:
