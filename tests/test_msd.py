@@ -30,16 +30,18 @@ def test_an_msd_tagger_trains_on_social_media_and_scores_serbian_zero_shot(tmp_p
 
 
 def test_serbian_cyrillic_transliterates_to_latin():
-    from seqtransfer.data.script import cyrillic_share, script_mismatch, transliterate
+    from seqtransfer.data.script import cyrillic_share, script_mismatch, transliterate, vocabulary_script
 
     assert transliterate("Љубав њиховог џепа, Ђорђе!") == "Ljubav njihovog džepa, Đorđe!"
     assert cyrillic_share(["Београд", "je"]) > 0.7
     latin = ["dobar", "dan", "je", "Beograd", "grad", "reka", "most", "ulica", "kuća", "voda", "hleb"]
-    assert "Cyrillic" in script_mismatch([["Добар", "дан"]], latin)
-    assert script_mismatch([["Dobar", "dan"]], latin) is None
-    one = script_mismatch([["Dobar", "dan", "u", "gradu", "je", "lep"], ["Добар", "дан"], ["Kuća"]], latin)  # a Cyrillic sentence among Latin ones
+    known = vocabulary_script(latin)
+    assert known == 0.0 and "Cyrillic" in script_mismatch([["Добар", "дан"]], known)
+    assert script_mismatch([["Dobar", "dan"]], known) is None
+    one = script_mismatch([["Dobar", "dan", "u", "gradu", "je", "lep"], ["Добар", "дан"], ["Kuća"]], known)  # a Cyrillic sentence among Latin ones
     assert one.startswith("1 of 3 sentences (the first: sentence 2) are in Cyrillic")
-    assert script_mismatch([["Добар", "дан"]], ["<pad>", "<unk>"]) is None  # no word vocabulary: nothing to judge by
+    assert vocabulary_script(["<pad>", "<unk>"]) is None  # no word vocabulary: nothing to judge by
+    assert vocabulary_script(latin + ["Београд"] * 3) is None  # a model of both scripts (a third of its letters Cyrillic)
 
 
 def test_a_cyrillic_sentence_through_a_latin_model_warns_once_and_transliteration_reads_it(tiny_run, tmp_path, capsys):

@@ -8,6 +8,7 @@ from pathlib import Path
 import torch
 
 from seqtransfer.data.batching import encode_sentences
+from seqtransfer.data.script import TRANSLITERATIONS, script_mismatch, transliterate, vocabulary_script
 from seqtransfer.data.tokenize import TOKENIZERS
 from seqtransfer.device import out_of_memory_error
 from seqtransfer.errors import SeqTransferError, warn
@@ -40,6 +41,7 @@ class Predictor:
         self.batch_size = batch_size
         self.transliterate = transliterate
         self.kind = kind_of(run.model)
+        self.known_script = vocabulary_script(run.vocabularies.words.items)  # once per model: every call's sentences are judged against it
 
     @property
     def labels(self) -> list[str] | dict[str, list[str]]:
@@ -70,7 +72,7 @@ class Predictor:
     def model_words(self, tokens: list[list[str]]) -> list[list[str]]:
         """The words the model reads: transliterated (``transliterate``); sentences in a script the
         model never saw are warned about."""
-        return model_words(tokens, self.run.vocabularies.words.items, self.transliterate)
+        return model_words(tokens, self.known_script, self.transliterate)
 
     def predict_raw(self, sentences: Sequence[Sequence[str] | str], tags: Sequence[Sequence[str]] | None = None, checked: bool = False) -> list:
         """Predictions as the task kind holds them (label lists, trees); ``tags``: input tags, for a
@@ -98,20 +100,16 @@ def load(run_directory: str | Path, tokenizer: str = "whitespace", device: str =
 
 
 def check_transliteration(language: str | None) -> None:
-    from seqtransfer.data.script import TRANSLITERATIONS
-
     if language is not None and language not in TRANSLITERATIONS:
         raise SeqTransferError(f"no transliteration for '{language}'", hint=f"use one of: {', '.join(TRANSLITERATIONS)}")
 
 
-def model_words(tokens: list[list[str]], vocabulary_words: Sequence[str], language: str | None) -> list[list[str]]:
+def model_words(tokens: list[list[str]], known_script: float | None, language: str | None) -> list[list[str]]:
     """``tokens`` transliterated to the model's script (``language``: sr), with a warning for
-    sentences in a script the model's vocabulary does not hold."""
-    from seqtransfer.data.script import script_mismatch, transliterate
-
+    sentences in a script the model's vocabulary does not hold (``known_script``: ``vocabulary_script``)."""
     if language:
         tokens = [[transliterate(token, language) for token in sentence] for sentence in tokens]
-    mismatch = script_mismatch(tokens, vocabulary_words)
+    mismatch = script_mismatch(tokens, known_script)
     if mismatch:
         warn(mismatch)
     return tokens

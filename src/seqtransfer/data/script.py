@@ -34,15 +34,23 @@ def transliterate(word: str, language: str = "sr") -> str:
     return "".join(table.get(character, character) for character in word)
 
 
-def script_mismatch(sentences: Sequence[Sequence[str]], vocabulary_words: Sequence[str]) -> str | None:
-    """A warning when sentences are mostly in the script the model's words are not (Cyrillic input
-    to a Latin-script model, or the reverse), each sentence judged alone: one Cyrillic sentence
-    among Latin ones is warned about too, with how many there are and the first."""
+def vocabulary_script(vocabulary_words: Sequence[str]) -> float | None:
+    """The share of Cyrillic letters in a model's words (computed once per model), or None when
+    it cannot tell the input's script apart: no word vocabulary to judge by (an encoder's sub-words
+    alone), or a model of both scripts."""
     if sum(any(character.isalpha() for character in word) for word in vocabulary_words) < 10:
-        return None  # no word vocabulary to judge by (an encoder's sub-words alone)
+        return None
     known = cyrillic_share(vocabulary_words)
-    if 0.05 <= known <= 0.5:
-        return None  # a model of both scripts
+    return None if 0.05 <= known <= 0.5 else known
+
+
+def script_mismatch(sentences: Sequence[Sequence[str]], known: float | None) -> str | None:
+    """A warning when sentences are mostly in the script the model's words are not (``known``:
+    ``vocabulary_script``; Cyrillic input to a Latin-script model, or the reverse), each sentence
+    judged alone: one Cyrillic sentence among Latin ones is warned about too, with how many there
+    are and the first."""
+    if known is None:
+        return None
     other = [number for number, sentence in enumerate(sentences, start=1) if (cyrillic_share(sentence) > 0.5 if known < 0.05 else latin_share(sentence) > 0.5)]
     if not other:
         return None
