@@ -21,6 +21,7 @@ from seqtransfer.data.batching import encode_sentences, evaluation_batches
 from seqtransfer.data.task_data import TaskData
 from seqtransfer.data.vocabulary import one_tag_set
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.models.tagger import count_parameters, frozen_encoder_parameters
 from seqtransfer.rundir import LoadedRun
 from seqtransfer.training.metrics import evaluate
 
@@ -88,10 +89,10 @@ def build_ensemble(member_directories: list[Path], data: TaskData, directory: Pa
         predicted = ensemble_predict(runs, data.tokens(split))
         metrics[split] = evaluate(data.labels(split), predicted, data.metric)
         rundir.write_predictions(directory / "predictions" / f"{split}.conll", data.tokens(split), data.labels(split), predicted)
-    metrics["parameters"] = sum(run.metrics.get("parameters", sum(p.numel() for p in run.model.parameters())) for run in runs)  # each member's own count (its frozen encoder too)
-    frozen = sum(run.metrics.get("frozen_encoder_parameters", 0) for run in runs)
-    if frozen:
-        metrics["frozen_encoder_parameters"] = frozen
+    frozen = {run.config.model.encoder: frozen_encoder_parameters(run.config.model) for run in runs}  # members that read one frozen encoder share it
+    metrics["parameters"] = sum(count_parameters(run.model) for run in runs) + sum(frozen.values())
+    if sum(frozen.values()):
+        metrics["frozen_encoder_parameters"] = sum(frozen.values())
     metrics["seconds"] = round(time.perf_counter() - started, 1) + sum(run.metrics.get("seconds", 0) for run in runs)
     rundir.save_metrics(directory, metrics)
     return metrics

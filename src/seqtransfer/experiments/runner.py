@@ -113,7 +113,7 @@ def finish_records(task: RunTask, directory: Path, score: bool = True) -> list[d
     if "targets" not in task.record:
         return [finish_record(task, directory, score)]
     metrics = read_json(directory / rundir.METRICS)
-    network = network_parameters(directory)
+    network = network_parameters(directory, metrics)
     records = []
     for target in task.record["targets"]:
         scores = metrics["tasks"][target]
@@ -129,12 +129,13 @@ def finish_records(task: RunTask, directory: Path, score: bool = True) -> list[d
     return records
 
 
-def network_parameters(directory: Path) -> int:
+def network_parameters(directory: Path, metrics: dict | None = None) -> int:
     """A model's size for the reports: its weights without the word and character tables, plus the
-    frozen encoder its features come from (feature extraction), which it needs as much."""
-    metrics_path = directory / rundir.METRICS
-    frozen = read_json(metrics_path).get("frozen_encoder_parameters", 0) if metrics_path.is_file() else 0
-    return rundir.parameters_without_embeddings(directory) + frozen
+    frozen encoder its features come from (feature extraction), which it needs as much
+    (``metrics``: the run's, when already read)."""
+    if metrics is None:
+        metrics = read_json(directory / rundir.METRICS) if (directory / rundir.METRICS).is_file() else {}
+    return rundir.parameters_without_embeddings(directory) + metrics.get("frozen_encoder_parameters", 0)
 
 
 def cost_of(metrics: dict) -> dict:
@@ -148,12 +149,12 @@ def finish_record(task: RunTask, directory: Path, score: bool = True) -> dict:
     dataset not cached yet is left None: nothing is loaded or predicted)."""
     metrics = read_json(directory / rundir.METRICS)
     if "tasks" in metrics:  # a multi-task source run: its record holds the mean dev score
-        return {**task.record, "network_parameters": network_parameters(directory), "dataset": metrics["dataset"], "task": metrics["task"],
+        return {**task.record, "network_parameters": network_parameters(directory, metrics), "dataset": metrics["dataset"], "task": metrics["task"],
                 "metric": metrics["metric"], "run_directory": str(directory), "dev": max(record["dev"] for record in metrics["history"]), "test": None,
                 "parameters": metrics["parameters"], "seconds": metrics["seconds"], "device": metrics.get("device", "cpu")}
     main = get_metric(metrics["metric"]).main
     members = [Path(member) for member in metrics.get("members", [])] or [directory]
-    network = sum(network_parameters(member) for member in members)
+    network = sum(network_parameters(member, metrics if member == directory else None) for member in members)
     record = {**task.record, "network_parameters": network, "dataset": metrics["dataset"], "task": metrics["task"], "metric": metrics["metric"], "run_directory": str(directory),
               "dev": metrics["dev"][main], "test": metrics.get("test", {}).get(main), "parameters": metrics["parameters"], "seconds": metrics["seconds"],
               "device": metrics.get("device", "cpu"), **cost_of(metrics)}

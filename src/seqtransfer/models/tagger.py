@@ -92,6 +92,13 @@ def count_parameters(model: nn.Module, trainable_only: bool = False) -> int:
     return sum(parameter.numel() for parameter in model.parameters() if parameter.requires_grad or not trainable_only)
 
 
+def size_metrics(model: nn.Module, config) -> dict[str, int]:
+    """A run's ``parameters`` for metrics.json: the model's own, plus the frozen encoder its
+    features come from (``frozen_encoder_parameters``, also recorded by itself) where it has one."""
+    frozen = frozen_encoder_parameters(config)
+    return {"parameters": count_parameters(model) + frozen, **({"frozen_encoder_parameters": frozen} if frozen else {})}
+
+
 def frozen_encoder_parameters(config) -> int:
     """Parameters of a frozen encoder that computes the model's features outside it
     (``model.encoder_mode=features``): part of what a run needs, never trained; 0 otherwise."""

@@ -42,7 +42,7 @@ from seqtransfer.device import describe_device, out_of_memory_error, peak_memory
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.multitask import HierarchicalMultiTask, TaskView, target_name, task_levels, task_order
 from seqtransfer.models.registry import build_model
-from seqtransfer.models.tagger import count_parameters, frozen_encoder_parameters
+from seqtransfer.models.tagger import count_parameters, size_metrics
 from seqtransfer.resources import peak_rss_megabytes
 from seqtransfer.training.loop import Evaluate, EvaluationSet, predict_labels, score
 from seqtransfer.training.metrics import evaluate
@@ -408,12 +408,11 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
         for task, epoch in best_epochs(result.history).items():
             task_results[task]["best_epoch"] = epoch
         seconds = time.perf_counter() - started + result.restored_seconds
-        frozen = frozen_encoder_parameters(config.model)  # a frozen encoder's features come from outside the model: its weights count too
         metrics = {
             "dataset": "+".join(data.dataset for data in distinct_datasets(tasks)), "task": "multitask", "metric": config.multitask.early_stopping,
-            "scheme": scheme.name, "best_epoch": result.best_epoch, "tasks": task_results, "parameters": count_parameters(model) + frozen,
+            "scheme": scheme.name, "best_epoch": result.best_epoch, "tasks": task_results, **size_metrics(model, config.model),
             "trainable_parameters": result.trained_parameters, "history": result.history, "seconds": round(seconds, 1), "device": describe_device(device),
-            "peak_rss_megabytes": peak_rss_megabytes(), **({"frozen_encoder_parameters": frozen} if frozen else {}),
+            "peak_rss_megabytes": peak_rss_megabytes(),
         }
         if peak_memory_megabytes(device) is not None:
             metrics["gpu_peak_megabytes"] = peak_memory_megabytes(device)

@@ -27,7 +27,7 @@ from seqtransfer.device import describe_device, out_of_memory_error, peak_memory
 from seqtransfer.errors import SeqTransferError, SeqTransferWarning
 from seqtransfer.resources import peak_rss_megabytes, reset_peak_rss
 from seqtransfer.models.registry import build_model
-from seqtransfer.models.tagger import count_parameters, frozen_encoder_parameters
+from seqtransfer.models.tagger import count_parameters, size_metrics
 from seqtransfer.training.loop import BatchSource, Evaluate, EvaluationSet, FitResult, ShuffledBatches, dev_evaluation, fit, predict_labels
 from seqtransfer.training.metrics import evaluate
 from seqtransfer.training.optimizers import fill_optimizer
@@ -365,10 +365,8 @@ def source_as_is(config: RunConfig, directory: Path, data: TaskData, source: run
         rundir.save_setup(directory, config, source.vocabularies)
         metrics = {"dataset": data.dataset, "task": data.task, "metric": data.metric, "scheme": "source_only", "best_epoch": 0}
         metrics.update(score_splits(source.model, data, source.vocabularies, config, directory))
-        frozen = frozen_encoder_parameters(config.model)
-        if frozen:
-            metrics["frozen_encoder_parameters"] = frozen
-        metrics.update(parameters=count_parameters(source.model) + frozen, trainable_parameters=0, history=[], seconds=round(time.perf_counter() - started, 1),
+        metrics.update(size_metrics(source.model, config.model))
+        metrics.update(trainable_parameters=0, history=[], seconds=round(time.perf_counter() - started, 1),
                        device=describe_device(next(source.model.parameters()).device), peak_rss_megabytes=peak_rss_megabytes())
         rundir.save_weights(directory, source.model.state_dict(), source.model)
         rundir.save_metrics(directory, metrics)
@@ -503,10 +501,8 @@ def fit_and_save(config: RunConfig, directory: Path, data: TaskData, vocabularie
         raise out_of_memory_error(config.train.evaluation_batch_size, "while scoring dev and test") from None
     # Epochs restored from a checkpoint ran in an earlier process: count their time too.
     seconds = time.perf_counter() - started + result.restored_seconds
-    frozen = frozen_encoder_parameters(config.model)  # a frozen encoder's features come from outside the model: its weights count too
-    if frozen:
-        metrics["frozen_encoder_parameters"] = frozen
-    metrics.update(parameters=count_parameters(model) + frozen, trainable_parameters=result.trained_parameters, history=result.history, seconds=round(seconds, 1),
+    metrics.update(size_metrics(model, config.model))  # a frozen encoder's features come from outside the model: its weights count too
+    metrics.update(trainable_parameters=result.trained_parameters, history=result.history, seconds=round(seconds, 1),
                    device=describe_device(device), peak_rss_megabytes=peak_rss_megabytes())
     if peak_memory_megabytes(device) is not None:
         metrics["gpu_peak_megabytes"] = peak_memory_megabytes(device)
