@@ -232,12 +232,14 @@ def test_format_table_aligns_columns():
 
 
 @needs_data
+@pytest.mark.slow  # reads every split of every dataset (10 s)
 def test_manifest_counts(loaded):
     for (name, split), (sentences, tokens) in MANIFEST_COUNTS.items():
         assert (len(loaded[name, split]), count_tokens(loaded[name, split])) == (sentences, tokens), (name, split)
 
 
 @needs_data
+@pytest.mark.slow  # reads every split of every dataset (10 s)
 def test_carved_splits_add_up_to_the_train_file(loaded):
     for name, (sentences, tokens) in CARVED_TRAIN_FILES.items():
         train, dev = loaded[name, "train"], loaded[name, "dev"]
@@ -247,6 +249,7 @@ def test_carved_splits_add_up_to_the_train_file(loaded):
 
 
 @needs_data
+@pytest.mark.slow  # reads every split of every dataset (10 s)
 def test_manifest_label_sets(loaded):
     for (name, split, column), size in MANIFEST_LABELS.items():
         assert len(label_set(loaded[name, split], column)) == size, (name, split, column)
@@ -255,6 +258,7 @@ def test_manifest_label_sets(loaded):
 
 
 @needs_data
+@pytest.mark.slow  # reads every split of every dataset (10 s)
 def test_every_task_column_is_present(loaded):
     for (name, split), sentences in loaded.items():
         spec = DATASETS[name]
@@ -271,6 +275,7 @@ def test_summary_rows():
 
 
 @needs_data
+@pytest.mark.slow  # reads every split of every dataset (10 s)
 def test_every_gold_tree_of_the_parsing_datasets_is_read(loaded):
     """The dependency task checks every tree: EWT and both Tweebank versions pass, roots as MANIFEST says."""
     from seqtransfer.data.trees import read_tree
