@@ -252,6 +252,60 @@ def check_adapter(config: RunConfig) -> None:
                                hint="add model.encoder=NAME model.encoder_mode=finetune, or drop model.encoder_adapter")
 
 
+def train_multitask_run(config: RunConfig, directory: Path, started: float, log: Log, show_progress: bool) -> dict:
+    """A hierarchical multi-task model (several tasks and datasets; training/multitask.py), after
+    refusing what applies to one task only."""
+    from seqtransfer.training.multitask import train_multitask
+
+    if config.data.select_like:
+        raise SeqTransferError("data.select_* (selecting source sentences) applies to one task, not to a multi-task model", hint="drop data.select_like")
+    if config.data.anneal_source:
+        raise SeqTransferError("data.anneal_source (data annealing) applies to one task, not to a multi-task model", hint="drop data.anneal_source")
+    check_adapter(config)
+    return train_multitask(config, directory, started, log, show_progress)
+
+
+def load_logged_task_data(config: RunConfig, splits: tuple[str, ...], log: Log) -> TaskData:
+    """The run's data; what reading repaired (and the data's notes) go to the run's log too, and the
+    scheme and metric used (inferred or not) to its config."""
+    with warnings.catch_warnings(record=True) as repairs:
+        warnings.simplefilter("always", SeqTransferWarning)
+        data = load_task_data(config.data, splits)
+    for repair in repairs:
+        if issubclass(repair.category, SeqTransferWarning):
+            log(f"warning: {repair.message}")
+        else:
+            warnings.warn_explicit(repair.message, repair.category, repair.filename, repair.lineno)
+    if "dev" not in data.splits:
+        raise SeqTransferError(f"dataset '{data.dataset}' has no dev split for early stopping", hint="pass --dev PATH")
+    for note in data.notes:
+        log(f"warning: {note}")
+    config.data.scheme, config.data.metric = data.scheme, data.metric
+    return data
+
+
+def check_nothing_is_added(config: RunConfig, scheme: Scheme) -> None:
+    """A scheme that trains nothing (the source as it is) refuses settings that would do nothing."""
+    ignored = [key for key, value in (("transfer.adaptations", config.transfer.adaptations), ("transfer.distill_from", config.transfer.distill_from),
+                                      ("transfer.auxiliary_lm_weight", config.transfer.auxiliary_lm_weight)) if value]
+    if ignored:
+        raise SeqTransferError(f"{scheme.name} trains nothing, so {', '.join(ignored)} would do nothing", hint="drop them, or use --method finetune")
+
+
+def check_fine_tuned_encoder(data: TaskData, scheme: Scheme) -> None:
+    """A fine-tuned encoder serves the task kinds that have an encoder model, from scratch or from an encoder's run."""
+    if "encoder" not in data.kind.architectures or scheme.architecture != "tagger":
+        raise SeqTransferError(f"a fine-tuned encoder serves tagging and sentence tasks from scratch or from a fine-tuned encoder's run (finetune, features), not {data.kind.name} / {scheme.name}",
+                               hint="use model.encoder_mode=features (frozen encoder vectors) for this model")
+
+
+def check_auxiliary_lm(config: RunConfig, scheme: Scheme) -> None:
+    """The auxiliary LM's layers train beside the layers they read: not under a scheme that trains only the classifier."""
+    if config.transfer.auxiliary_lm_weight and not any("language_model.".startswith(prefix) for phase in scheme.phases(config.transfer) for prefix in phase.trainable):
+        raise SeqTransferError(f"transfer.auxiliary_lm_weight trains LM layers beside the layers they read; scheme {scheme.name} trains only the classifier",
+                               hint="drop transfer.auxiliary_lm_weight, or use finetune or pretrand")
+
+
 def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print, show_progress: bool = True, epoch_reports: tuple = ()) -> dict:
     """Train with the configured scheme, keep the best dev epoch, score dev and test, write the run directory
     (``epoch_reports``: callables given each epoch's record, e.g. a tuning service's report)."""
@@ -263,42 +317,17 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     check_values(config)
     seed_everything(config.train.seed, config.train.threads)
     if config.model.tasks:  # a hierarchical multi-task model: several tasks and datasets
-        from seqtransfer.training.multitask import train_multitask
-
-        if config.data.select_like:
-            raise SeqTransferError("data.select_* (selecting source sentences) applies to one task, not to a multi-task model", hint="drop data.select_like")
-        if config.data.anneal_source:
-            raise SeqTransferError("data.anneal_source (data annealing) applies to one task, not to a multi-task model", hint="drop data.anneal_source")
-
-        check_adapter(config)
-        return train_multitask(config, directory, started, log, show_progress)
+        return train_multitask_run(config, directory, started, log, show_progress)
     scheme = get_scheme(config.transfer.scheme)
     source = load_source(config, scheme)
     check_adapter(config)  # after the source's encoder set-up is taken
-    with warnings.catch_warnings(record=True) as repairs:  # what reading repaired goes to the run's log too
-        warnings.simplefilter("always", SeqTransferWarning)
-        data = load_task_data(config.data, SPLITS if scheme.phases(config.transfer) else ("dev", "test"))  # nothing trains: no training split needed
-    for repair in repairs:
-        if issubclass(repair.category, SeqTransferWarning):
-            log(f"warning: {repair.message}")
-        else:
-            warnings.warn_explicit(repair.message, repair.category, repair.filename, repair.lineno)
-    if "dev" not in data.splits:
-        raise SeqTransferError(f"dataset '{data.dataset}' has no dev split for early stopping", hint="pass --dev PATH")
-    for note in data.notes:
-        log(f"warning: {note}")
-    config.data.scheme, config.data.metric = data.scheme, data.metric  # what was used, inferred or not
+    data = load_logged_task_data(config, SPLITS if scheme.phases(config.transfer) else ("dev", "test"), log)  # nothing trains: no training split needed
     if not scheme.phases(config.transfer):  # nothing trains: the source model as it is
-        ignored = [key for key, value in (("transfer.adaptations", config.transfer.adaptations), ("transfer.distill_from", config.transfer.distill_from),
-                                          ("transfer.auxiliary_lm_weight", config.transfer.auxiliary_lm_weight)) if value]
-        if ignored:
-            raise SeqTransferError(f"{scheme.name} trains nothing, so {', '.join(ignored)} would do nothing", hint="drop them, or use --method finetune")
+        check_nothing_is_added(config, scheme)
         return source_as_is(config, directory, data, source, started, log)
     config.model.architecture = model_architecture(scheme, data)
     if config.model.encoder and config.model.encoder_mode == "finetune":
-        if "encoder" not in data.kind.architectures or scheme.architecture != "tagger":
-            raise SeqTransferError(f"a fine-tuned encoder serves tagging and sentence tasks from scratch or from a fine-tuned encoder's run (finetune, features), not {data.kind.name} / {scheme.name}",
-                                   hint="use model.encoder_mode=features (frozen encoder vectors) for this model")
+        check_fine_tuned_encoder(data, scheme)
         fill_fine_tuning(config, data.kind)
     if config.train.adversarial_data and not config.model.discriminator_hidden:
         config.model.discriminator_hidden = 100  # saved with the run: the discriminator is part of the model
@@ -319,9 +348,7 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     if config.transfer.auxiliary_lm_weight:  # saved with the run: the LM layers are part of the model
         config.model.language_model_words = language_model_words(config, vocabularies)
     model = build_target_model(config, scheme, vocabularies, matrix, source, log)
-    if config.transfer.auxiliary_lm_weight and not any("language_model.".startswith(prefix) for phase in scheme.phases(config.transfer) for prefix in phase.trainable):
-        raise SeqTransferError(f"transfer.auxiliary_lm_weight trains LM layers beside the layers they read; scheme {scheme.name} trains only the classifier",
-                               hint="drop transfer.auxiliary_lm_weight, or use finetune or pretrand")
+    check_auxiliary_lm(config, scheme)
     if config.transfer.adaptations:
         from seqtransfer.transfer.adaptations import check_adaptations
 
