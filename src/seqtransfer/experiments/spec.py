@@ -295,6 +295,22 @@ def check_start_from(spec: ExperimentSpec, name: str, method: MethodSpec, path: 
 
 
 def _check_references(spec: ExperimentSpec, path: Path) -> None:
+    """Every name the file uses is defined and every combination can run, told when the file loads.
+    Three passes over the methods: a later check may read another method that an earlier pass checked."""
+    _check_targets(spec, path)
+    for name, method in spec.methods.items():
+        _check_method_kind(spec, name, method, path)
+    _check_hierarchy(spec, path)
+    _check_sources(spec, path)
+    for name, method in spec.methods.items():
+        _check_method_sources(spec, name, method, path)
+    for name, method in spec.methods.items():
+        _check_method_links(spec, name, method, path)
+    _check_comparisons(spec, path)
+
+
+def _check_targets(spec: ExperimentSpec, path: Path) -> None:
+    """A target's extra metrics exist and its source is defined."""
     from seqtransfer.training.metrics import METRICS
 
     for name, target in spec.targets.items():
@@ -306,19 +322,30 @@ def _check_references(spec: ExperimentSpec, path: Path) -> None:
                                    hint=f"add also: [{target.paper_metric}]")
         if target.source is not None and target.source not in spec.sources:
             raise SeqTransferError(f"target '{name}' names unknown source '{target.source}'", path=path, hint=f"sources: {', '.join(spec.sources)}")
-    for name, method in spec.methods.items():
-        if bool(method.scheme) == bool(method.ensemble):
-            raise SeqTransferError(f"method '{name}' needs exactly one of 'scheme' or 'ensemble'", path=path)
-        for member in method.ensemble:
-            if split_member(member)[0] not in spec.methods:
-                raise SeqTransferError(f"ensemble '{name}' names unknown method '{member}'", path=path)
-    if spec.hierarchy:  # a cycle or an unknown input, told before hours of source training
+
+
+def _check_method_kind(spec: ExperimentSpec, name: str, method: MethodSpec, path: Path) -> None:
+    """A scheme or an ensemble of known methods."""
+    if bool(method.scheme) == bool(method.ensemble):
+        raise SeqTransferError(f"method '{name}' needs exactly one of 'scheme' or 'ensemble'", path=path)
+    for member in method.ensemble:
+        if split_member(member)[0] not in spec.methods:
+            raise SeqTransferError(f"ensemble '{name}' names unknown method '{member}'", path=path)
+
+
+def _check_hierarchy(spec: ExperimentSpec, path: Path) -> None:
+    """A cycle or an unknown input, told before hours of source training."""
+    if spec.hierarchy:
         from seqtransfer.models.multitask import task_order
 
         try:
             task_order(spec.hierarchy)
         except SeqTransferError as error:
             raise SeqTransferError(f"hierarchy: {error.message}", path=path, hint=error.hint) from None
+
+
+def _check_sources(spec: ExperimentSpec, path: Path) -> None:
+    """A source is one dataset or a multi-task set over the hierarchy, unified by mono-task sources."""
     for name, source in spec.sources.items():
         if source.dataset and source.multitask:
             raise SeqTransferError(f"source '{name}' has both 'dataset' and 'multitask'", path=path, hint="a multi-task source names its datasets under 'multitask'")
@@ -330,53 +357,63 @@ def _check_references(spec: ExperimentSpec, path: Path) -> None:
             for task, filler in source.unify_with.items():
                 if filler not in spec.sources or spec.sources[filler].multitask:
                     raise SeqTransferError(f"source '{name}': unify_with.{task} must name a mono-task source, got '{filler}'", path=path)
-    for name, method in spec.methods.items():
-        for target_name in (method.targets or spec.targets) if method.anneal else ():
-            if target_name not in spec.targets:
-                raise SeqTransferError(f"method '{name}' names unknown target '{target_name}'", path=path, hint=f"targets: {', '.join(spec.targets)}")
-            source = spec.sources.get(spec.targets[target_name].source or "")
-            if source is None or not source.training_data:
-                raise SeqTransferError(f"method '{name}' anneals from each target's source data; target '{target_name}' has no mono-task source", path=path,
-                                       hint="give the target a source: NAME with a dataset, or list the method's targets:")
-        if method.tagger is not None and method.tagger not in spec.sources:
-            raise SeqTransferError(f"method '{name}' names unknown tagger source '{method.tagger}'", path=path, hint=f"sources: {', '.join(spec.sources)}")
-        named = list(method.source.values()) if isinstance(method.source, dict) else [method.source] if method.source else []
-        for source in named:
-            if source not in spec.sources:
-                raise SeqTransferError(f"method '{name}' names unknown source '{source}'", path=path, hint=f"sources: {', '.join(spec.sources)}")
-        if isinstance(method.source, dict) and (method.multitask or not set(method.source) <= set(spec.targets)):
-            raise SeqTransferError(f"method '{name}': a mapping of sources names targets of a mono-task method", path=path, hint=f"targets: {', '.join(spec.targets)}")
-        if method.multitask:
-            if set(spec.hierarchy) != set(spec.targets):
-                raise SeqTransferError(f"multi-task method '{name}' needs a 'hierarchy' over the targets ({', '.join(spec.targets)})", path=path)
-            if method.source is not None and not spec.sources[method.source].multitask:
-                raise SeqTransferError(f"multi-task method '{name}' needs a multi-task source, '{method.source}' is not", path=path)
-        if method.multitask and method.scheme and method.scheme != "scratch" and not method.source:
-            raise SeqTransferError(f"multi-task method '{name}' transfers ({method.scheme}) but names no multi-task source", path=path, hint="add source: NAME of a source with 'multitask:'")
-        if not method.multitask and isinstance(method.source, str) and spec.sources.get(method.source) and spec.sources[method.source].multitask:
-            raise SeqTransferError(f"mono-task method '{name}' names multi-task source '{method.source}'", path=path, hint="add multitask: true, or name a mono-task source")
-        for member in method.ensemble:
-            member_method = spec.methods.get(split_member(member)[0])
-            if member_method is not None and member_method.multitask:
-                raise SeqTransferError(f"ensemble '{name}' names multi-task method '{member}'", path=path, hint="ensembles average mono-task runs")
-        if method.unify_with is not None:
-            filler = spec.methods.get(method.unify_with)
-            if not method.multitask or filler is None or not filler.scheme or filler.multitask:
-                raise SeqTransferError(f"method '{name}': unify_with needs a multi-task method and names a mono-task method, got '{method.unify_with}'", path=path)
-    for name, method in spec.methods.items():
-        if method.start_from is not None:
-            check_start_from(spec, name, method, path)
-        if method.pseudo_labels is not None:
-            check_pseudo_labels(spec, name, method, path)
-        if method.distill_from is not None:
-            check_teachers(spec, name, method, path)
-        if method.selflabel is not None:
-            check_selflabel(name, method.selflabel, path)
-        unknown = [target for target in method.targets or [] if target not in spec.targets]
-        if unknown:
-            raise SeqTransferError(f"method '{name}' names unknown target(s) {', '.join(map(str, unknown))}", path=path, hint=f"targets: {', '.join(spec.targets)}")
-        if method.targets is not None and method.multitask:
-            raise SeqTransferError(f"multi-task method '{name}' trains one model over every target: it takes no 'targets'", path=path)
+
+
+def _check_method_sources(spec: ExperimentSpec, name: str, method: MethodSpec, path: Path) -> None:
+    """The sources, taggers and annealing data a method reads, and whether it is multi-task where they are."""
+    for target_name in (method.targets or spec.targets) if method.anneal else ():
+        if target_name not in spec.targets:
+            raise SeqTransferError(f"method '{name}' names unknown target '{target_name}'", path=path, hint=f"targets: {', '.join(spec.targets)}")
+        source = spec.sources.get(spec.targets[target_name].source or "")
+        if source is None or not source.training_data:
+            raise SeqTransferError(f"method '{name}' anneals from each target's source data; target '{target_name}' has no mono-task source", path=path,
+                                   hint="give the target a source: NAME with a dataset, or list the method's targets:")
+    if method.tagger is not None and method.tagger not in spec.sources:
+        raise SeqTransferError(f"method '{name}' names unknown tagger source '{method.tagger}'", path=path, hint=f"sources: {', '.join(spec.sources)}")
+    named = list(method.source.values()) if isinstance(method.source, dict) else [method.source] if method.source else []
+    for source in named:
+        if source not in spec.sources:
+            raise SeqTransferError(f"method '{name}' names unknown source '{source}'", path=path, hint=f"sources: {', '.join(spec.sources)}")
+    if isinstance(method.source, dict) and (method.multitask or not set(method.source) <= set(spec.targets)):
+        raise SeqTransferError(f"method '{name}': a mapping of sources names targets of a mono-task method", path=path, hint=f"targets: {', '.join(spec.targets)}")
+    if method.multitask:
+        if set(spec.hierarchy) != set(spec.targets):
+            raise SeqTransferError(f"multi-task method '{name}' needs a 'hierarchy' over the targets ({', '.join(spec.targets)})", path=path)
+        if method.source is not None and not spec.sources[method.source].multitask:
+            raise SeqTransferError(f"multi-task method '{name}' needs a multi-task source, '{method.source}' is not", path=path)
+    if method.multitask and method.scheme and method.scheme != "scratch" and not method.source:
+        raise SeqTransferError(f"multi-task method '{name}' transfers ({method.scheme}) but names no multi-task source", path=path, hint="add source: NAME of a source with 'multitask:'")
+    if not method.multitask and isinstance(method.source, str) and spec.sources.get(method.source) and spec.sources[method.source].multitask:
+        raise SeqTransferError(f"mono-task method '{name}' names multi-task source '{method.source}'", path=path, hint="add multitask: true, or name a mono-task source")
+    for member in method.ensemble:
+        member_method = spec.methods.get(split_member(member)[0])
+        if member_method is not None and member_method.multitask:
+            raise SeqTransferError(f"ensemble '{name}' names multi-task method '{member}'", path=path, hint="ensembles average mono-task runs")
+    if method.unify_with is not None:
+        filler = spec.methods.get(method.unify_with)
+        if not method.multitask or filler is None or not filler.scheme or filler.multitask:
+            raise SeqTransferError(f"method '{name}': unify_with needs a multi-task method and names a mono-task method, got '{method.unify_with}'", path=path)
+
+
+def _check_method_links(spec: ExperimentSpec, name: str, method: MethodSpec, path: Path) -> None:
+    """What a method reads of other methods (start, pseudo-labels, teachers, self-labelling) and its targets."""
+    if method.start_from is not None:
+        check_start_from(spec, name, method, path)
+    if method.pseudo_labels is not None:
+        check_pseudo_labels(spec, name, method, path)
+    if method.distill_from is not None:
+        check_teachers(spec, name, method, path)
+    if method.selflabel is not None:
+        check_selflabel(name, method.selflabel, path)
+    unknown = [target for target in method.targets or [] if target not in spec.targets]
+    if unknown:
+        raise SeqTransferError(f"method '{name}' names unknown target(s) {', '.join(map(str, unknown))}", path=path, hint=f"targets: {', '.join(spec.targets)}")
+    if method.targets is not None and method.multitask:
+        raise SeqTransferError(f"multi-task method '{name}' trains one model over every target: it takes no 'targets'", path=path)
+
+
+def _check_comparisons(spec: ExperimentSpec, path: Path) -> None:
+    """The reference method and the significance pairs name methods of the file."""
     if spec.reference is not None and spec.reference not in spec.methods:
         raise SeqTransferError(f"reference method '{spec.reference}' is not among the methods", path=path)
     for pair in spec.significance:
