@@ -417,6 +417,20 @@ def test_encoder_features_may_replace_the_word_and_character_vectors(encoder, tm
     assert len(seqtransfer.load(output, device="cpu").predict([["john", "lives"]])[0]) == 2
 
 
+def test_models_that_read_one_frozen_encoder_count_it_once(encoder):
+    from types import SimpleNamespace
+    from transformers import AutoModel
+
+    from seqtransfer.models.tagger import shared_frozen_encoder_parameters
+
+    frozen = sum(parameter.numel() for parameter in AutoModel.from_pretrained(str(encoder)).parameters())
+    features, tuned = (SimpleNamespace(encoder=str(encoder), encoder_mode=mode) for mode in ("features", "finetune"))
+    plain = SimpleNamespace(encoder=None, encoder_mode="features")
+    assert shared_frozen_encoder_parameters([features, features]) == frozen  # an ensemble's members share it
+    assert shared_frozen_encoder_parameters([features, tuned]) == shared_frozen_encoder_parameters([tuned, features]) == frozen  # in either order
+    assert shared_frozen_encoder_parameters([tuned, plain]) == 0
+
+
 def test_mean_pooling_averages_each_tokens_subwords_across_windows(encoder):
     import torch
 

@@ -21,7 +21,7 @@ from seqtransfer.data.batching import encode_sentences, evaluation_batches
 from seqtransfer.data.task_data import TaskData
 from seqtransfer.data.vocabulary import one_tag_set
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.models.tagger import count_parameters, frozen_encoder_parameters
+from seqtransfer.models.tagger import count_parameters, shared_frozen_encoder_parameters
 from seqtransfer.rundir import LoadedRun
 from seqtransfer.training.metrics import evaluate
 
@@ -89,10 +89,10 @@ def build_ensemble(member_directories: list[Path], data: TaskData, directory: Pa
         predicted = ensemble_predict(runs, data.tokens(split))
         metrics[split] = evaluate(data.labels(split), predicted, data.metric)
         rundir.write_predictions(directory / "predictions" / f"{split}.conll", data.tokens(split), data.labels(split), predicted)
-    frozen = {run.config.model.encoder: frozen_encoder_parameters(run.config.model) for run in runs}  # members that read one frozen encoder share it
-    metrics["parameters"] = sum(count_parameters(run.model) for run in runs) + sum(frozen.values())
-    if sum(frozen.values()):
-        metrics["frozen_encoder_parameters"] = sum(frozen.values())
+    frozen = shared_frozen_encoder_parameters(run.config.model for run in runs)
+    metrics["parameters"] = sum(count_parameters(run.model) for run in runs) + frozen
+    if frozen:
+        metrics["frozen_encoder_parameters"] = frozen
     metrics["seconds"] = round(time.perf_counter() - started, 1) + sum(run.metrics.get("seconds", 0) for run in runs)
     rundir.save_metrics(directory, metrics)
     return metrics

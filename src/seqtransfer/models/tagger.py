@@ -99,6 +99,13 @@ def size_metrics(model: nn.Module, config) -> dict[str, int]:
     return {"parameters": count_parameters(model) + frozen, **({"frozen_encoder_parameters": frozen} if frozen else {})}
 
 
+def shared_frozen_encoder_parameters(configs) -> int:
+    """Parameters of the frozen encoders that several models' features come from, each encoder
+    counted once (members of an ensemble that read one frozen encoder share it)."""
+    frozen = {config.encoder: count for config in configs if (count := frozen_encoder_parameters(config))}
+    return sum(frozen.values())
+
+
 def frozen_encoder_parameters(config) -> int:
     """Parameters of a frozen encoder that computes the model's features outside it
     (``model.encoder_mode=features``): part of what a run needs, never trained; 0 otherwise."""
