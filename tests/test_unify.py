@@ -111,3 +111,26 @@ def test_training_on_unified_data_trains_every_task_at_every_step(tmp_path, runs
     assert "Tag <- custom/pos (14 sentences)" in log and "1 batches per epoch" in log  # 14 unified sentences, one stream
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert set(metrics["tasks"]) == {"Tag", "Entity", "Tree"} and "dev" in metrics["tasks"]["Entity"]  # dev scored on the gold files
+
+
+def test_filled_labels_are_scored_against_a_gold_column_of_their_own_file(tmp_path, runs):
+    """A NER file that also holds POS tags (as CoNLL-2003): the POS labels filled on its sentences
+    are scored against that column, with the filler's metric; a column of another tag set is not."""
+    def with_pos_column(name: str) -> str:
+        lines = []
+        for line in (FIXTURES / name).read_text().splitlines():
+            word, _, entity = line.partition("\t")
+            lines.append(f"{word}\t{'NNP' if word[:1].isupper() else 'VBZ'}\t{entity}" if word else "")
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+        return str(tmp_path / name)
+
+    summary = unify({"pos": POS, "ner": {**NER, "train": with_pos_column("tiny_ner_train.conll"), "dev": with_pos_column("tiny_ner_dev.conll"), "columns": ["word", "pos", "ner"]}}, {"pos": runs["pos"], "ner": runs["ner"]},
+                    tmp_path / "unified", log=lambda line: None)
+    checks = summary["splits"]["train"]["checks"]
+    assert [(check["task"], check["column"], check["metric"]) for check in checks] == [("pos", "pos", "accuracy")]  # the NER filler: no other NER column
+    filled = [sentence for sentence in read_conllu(tmp_path / "unified" / "train.conllu") if "pos" not in dict(comment.split(" = ", 1) for comment in sentence.comments)["gold"].split()]
+    gold = [("NNP" if word[:1].isupper() else "VBZ") for sentence in filled for word in sentence.tokens]
+    predicted = [label for sentence in filled for label in sentence.columns["pos"]]
+    assert checks[0]["sentences"] == len(filled) == 5
+    assert checks[0]["score"] == pytest.approx(100.0 * sum(g == p for g, p in zip(gold, predicted)) / len(gold))
+    assert checks[0]["unknown_labels"] == 0.0  # NNP and VBZ are both among the POS run's labels

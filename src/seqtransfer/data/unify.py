@@ -14,7 +14,12 @@ comments per sentence saying which columns are gold and which were predicted:
 
 ``summary.json`` counts, per dataset and task, the sentences and tokens filled by prediction, and
 gives each filling run's test score on its own data (``filler_score``): about how right the labels
-it fills are on text like its own (less on another domain's).
+it fills are on text like its own (less on another domain's). Where a filled sentence's own file
+has gold labels of the same tag set in another column (EnglishAll: CoNLL-2003's POS and chunk
+columns, UD-EWT's XPOS), the filled labels are also scored against them (``checks``), with the
+filler's metric, and the share of those tokens whose label the filler does not know is given:
+a measured quality of the automatic labels on that dataset. (It is agreement, not accuracy, where
+that column is itself automatic, as CoNLL-2003's POS and chunk tags are.)
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ class UnifiedSentence:
     source: str
     annotation: dict[str, object] = field(default_factory=dict)  # task -> label list or Tree
     gold: list[str] = field(default_factory=list)
+    columns: dict[str, list[str]] = field(default_factory=dict)  # every column of its files (what the checks read)
 
 
 def load_task(entry: str | dict, data_dir: str | None, splits: tuple[str, ...]) -> TaskData:
@@ -97,6 +103,8 @@ def gather(tasks: dict[str, TaskData], split: str) -> list[UnifiedSentence]:
             if task not in index[key].annotation:
                 index[key].annotation[task] = gold
                 index[key].gold.append(task)
+            for name, values in sentence.columns.items():
+                index[key].columns.setdefault(name, list(values))
     return unified
 
 
@@ -157,8 +165,39 @@ def unify(entries: dict[str, str | dict], runs: dict[str, str | Path], output: s
         summary["splits"][split] = split_summary(sentences, order, filled)
         log(f"{split}: {len(sentences)} sentences; predicted labels filled: "
             + ", ".join(f"{task} {filled[task]} sentences ({summary['splits'][split]['predicted_tokens'][task]} tokens)" for task in order))
+        checks = [check for task in tagging for check in gold_checks(sentences, task, loaded[task])]
+        summary["splits"][split]["checks"] = checks
+        for check in checks:
+            log(f"  {check['task']} filled on {check['dataset']}, against its '{check['column']}' column: {check['score']:.2f} {check['metric']} ({check['sentences']} sentences; "
+                f"{check['unknown_labels']:.1f} % of their tokens have a label the filler does not know)")
     write_json(output / "summary.json", summary)
     return summary
+
+
+def gold_checks(sentences: list[UnifiedSentence], task: str, run) -> list[dict]:
+    """The labels filled for ``task``, scored per dataset against each column of the sentences' own
+    files that holds the filler's tag set (:func:`one_tag_set`), with the filler's metric."""
+    from seqtransfer.training.metrics import evaluate, main_score
+
+    metric = run.metrics.get("metric") or "accuracy"
+    run_labels = set(run.vocabularies.labels.items) - {"<pad>", "<unk>"}
+    by_dataset: dict[str, list[UnifiedSentence]] = {}
+    for sentence in sentences:
+        if task not in sentence.gold:
+            by_dataset.setdefault(sentence.source, []).append(sentence)
+    checks = []
+    for dataset, filled in by_dataset.items():
+        names = [name for name in filled[0].columns if all(len(sentence.columns.get(name, ())) == len(sentence.tokens) for sentence in filled)]
+        for name in names:
+            gold = [sentence.columns[name] for sentence in filled]
+            if not one_tag_set({label for labels in gold for label in labels}, run_labels):
+                continue
+            scores = evaluate(gold, [list(sentence.annotation[task]) for sentence in filled], metric)
+            labels = [label for labels in gold for label in labels]
+            unknown = 100.0 * sum(label not in run_labels for label in labels) / max(len(labels), 1)
+            checks.append({"task": task, "dataset": dataset, "column": name, "sentences": len(filled), "metric": metric, "score": main_score(metric, scores),
+                           "unknown_labels": unknown})
+    return checks
 
 
 def filler_score(run: str | Path) -> dict | None:
