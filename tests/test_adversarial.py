@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import torch
 from safetensors.torch import load_file
@@ -45,6 +47,25 @@ def test_the_feature_extractor_gets_the_discriminators_gradient_reversed():
     assert torch.allclose(extractor_large, 2 * extractor_small, atol=1e-7)  # the extractor's gradient scales with lambda
 
 
+def test_the_domain_term_counts_the_discriminators_decisions_per_epoch():
+    """5 source tokens (domain 0), 2 target tokens (domain 1): the summary is the share of tokens
+    whose logit has the right sign, against the majority guess (5 / 7), then starts over."""
+    config = apply_overrides(RunConfig(), [*TINY_MODEL, "model.discriminator_hidden=5", "model.dropout=0.0"]).model
+    vocabularies = Vocabularies(Vocabulary.build(["a", "b", "c"]), Vocabulary.build("abc"), Vocabulary(["X", "Y"]))
+    model = build_model(config, vocabularies)
+    source = make_batch(encode_sentences([["a", "b", "c"], ["b", "a"]], vocabularies, labels=[["X", "Y", "X"], ["Y", "X"]]), np.arange(2))
+    batch = source.__class__(**{**source.__dict__, "companion": make_batch(encode_sentences([["c", "c"]], vocabularies), np.arange(1))})
+    term = DomainLoss(model, 0.1)
+    model.train()
+    with torch.no_grad():  # a discriminator that says "target" for every token: right on the 2 target tokens only
+        model.domain_discriminator.layers[-1].weight.zero_()
+        model.domain_discriminator.layers[-1].bias.fill_(1.0)
+    model.loss(batch)
+    term(model, batch)
+    assert term.epoch_summary() == {"domain_accuracy": round(100 * 2 / 7, 2), "domain_majority": round(100 * 5 / 7, 2)}
+    assert term.epoch_summary() == {}  # counted afresh each epoch
+
+
 def test_adversarial_source_run_trains_saves_its_discriminator_and_fine_tunes_without_it(tmp_path):
     text = tmp_path / "tweets.txt"
     text.write_text("@mary loves NYC !\nlol this is fun\n", encoding="utf-8")
@@ -52,6 +73,9 @@ def test_adversarial_source_run_trains_saves_its_discriminator_and_fine_tunes_wi
     arguments = tiny_train_arguments(source, epochs=2)
     assert main([*arguments, f"train.adversarial_data={text}", "train.adversarial_weight=0.5"]) == 0
     assert "adversarial training against" in (source / "log.txt").read_text()
+    history = json.loads((source / "metrics.json").read_text())["history"]
+    assert len(history) == 2 and all(0 <= record["domain_accuracy"] <= 100 and 50 <= record["domain_majority"] <= 100 for record in history)
+    assert "domain accuracy" in (source / "log.txt").read_text()
     assert any(name.startswith("domain_discriminator.") for name in load_file(str(source / "model.safetensors")))
     target = tmp_path / "target"
     assert main(["transfer", "--source", str(source), "--method", "finetune", "--train", str(FIXTURES / "tiny_pos_train.conll"),

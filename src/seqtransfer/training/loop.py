@@ -120,7 +120,9 @@ class ShuffledBatches:
         return training_batches(self.data, self.batch_size, np.random.default_rng([self.seed, epoch]))
 
 
-ExtraLoss = Callable[[nn.Module, Batch], torch.Tensor]  # a loss term added to the model's (adversarial domain loss, penalties)
+# A loss term added to the model's (adversarial domain loss, penalties). A term with an
+# ``epoch_summary()`` method (-> {name: number}) adds those numbers to each epoch's record and log line.
+ExtraLoss = Callable[[nn.Module, Batch], torch.Tensor]
 
 
 def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, source: BatchSource, config: TrainConfig, epoch: int, show_progress: bool,
@@ -200,6 +202,7 @@ def fit(
         started = time.perf_counter()
         loss = train_epoch(model, optimizer, train, config, epoch, show_progress, extra_losses)
         train_seconds = time.perf_counter() - started
+        summaries = {name: value for term in extra_losses if hasattr(term, "epoch_summary") for name, value in term.epoch_summary().items()}
         dev_score, task_scores = evaluate_dev(model)
         improved = dev_score > state.best_score or state.best_epoch == 0
         if improved:
@@ -209,9 +212,11 @@ def fit(
         record = {"epoch": epoch, "loss": round(loss, 4), "dev": round(dev_score, 2), "train_seconds": round(train_seconds, 2), "epoch_seconds": round(epoch_seconds, 4)}
         if task_scores:
             record["dev_tasks"] = {task: round(value, 2) for task, value in task_scores.items()}
+        record.update(summaries)
         state.history.append(record)
         tasks = "".join(f"  {task} {value:6.2f}" for task, value in task_scores.items())
-        log(f"epoch {epoch:3d}  loss {loss:8.3f}  dev {dev_score:6.2f}{' *' if improved else '  '}  {train_seconds:5.1f}s{tasks}")
+        extras = "".join(f"  {name.replace('_', ' ')} {value:.2f}" for name, value in summaries.items())
+        log(f"epoch {epoch:3d}  loss {loss:8.3f}  dev {dev_score:6.2f}{' *' if improved else '  '}  {train_seconds:5.1f}s{tasks}{extras}")
         if checkpoint_dir:
             checkpoint.save(checkpoint_dir, model, optimizer, state)
         for report in epoch_reports:

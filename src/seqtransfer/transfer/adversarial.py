@@ -13,7 +13,10 @@ Each training batch of the source is paired with a batch of target sentences. Th
 discriminator's loss (binary cross-entropy per token, summed as the task loss is) is an extra
 loss term of the one training loop; the discriminator is part of the source model (saved with
 it, never transferred). The source states are those the task loss computed (read by a forward
-hook on the feature extractor: no second pass).
+hook on the feature extractor: no second pass). Each epoch's record and log line carry the
+discriminator's token accuracy on the training batches (``domain_accuracy``): near 50 % (the
+share of target tokens in the pairs, more exactly) the feature extractor's states no longer tell
+the domains apart; near 100 % the reversal is not winning.
 """
 
 from __future__ import annotations
@@ -106,6 +109,7 @@ class DomainLoss:
     def __init__(self, model: nn.Module, weight: float) -> None:
         self.weight = weight
         self.source_states: torch.Tensor | None = None
+        self.correct = self.tokens = self.target_tokens = 0  # this epoch's discriminator decisions
         model.feature_extractor.register_forward_hook(self.keep)
 
     def keep(self, module: nn.Module, inputs, output: torch.Tensor) -> None:  # noqa: ANN001 - hook signature
@@ -117,7 +121,21 @@ class DomainLoss:
         target = token_states(model.feature_extractor(model.word_representation(batch.companion), batch.companion.lengths), batch.companion.mask)
         states = ReverseGradient.apply(torch.cat([source, target]), self.weight)
         domains = torch.cat([source.new_zeros(len(source)), target.new_ones(len(target))])
-        return functional.binary_cross_entropy_with_logits(model.domain_discriminator(states), domains, reduction="sum")
+        logits = model.domain_discriminator(states)
+        with torch.no_grad():
+            self.correct += int(((logits > 0) == (domains > 0.5)).sum())
+            self.tokens, self.target_tokens = self.tokens + len(domains), self.target_tokens + len(target)
+        return functional.binary_cross_entropy_with_logits(logits, domains, reduction="sum")
+
+    def epoch_summary(self) -> dict[str, float]:
+        """{"domain_accuracy": % of this epoch's training tokens whose domain the discriminator told
+        right, "domain_majority": % a constant guess of the larger domain would get}; then starts over."""
+        if not self.tokens:
+            return {}
+        summary = {"domain_accuracy": round(100.0 * self.correct / self.tokens, 2),
+                   "domain_majority": round(100.0 * max(self.target_tokens, self.tokens - self.target_tokens) / self.tokens, 2)}
+        self.correct = self.tokens = self.target_tokens = 0
+        return summary
 
 
 def unlabelled_tokens(entry: str, data_dir: str | None, tokenizer: str = "whitespace", word_column: int | None = None) -> list[list[str]]:
