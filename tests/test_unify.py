@@ -116,11 +116,14 @@ def test_training_on_unified_data_trains_every_task_at_every_step(tmp_path, runs
 def test_filled_labels_are_scored_against_a_gold_column_of_their_own_file(tmp_path, runs):
     """A NER file that also holds POS tags (as CoNLL-2003): the POS labels filled on its sentences
     are scored against that column, with the filler's metric; a column of another tag set is not."""
+    def tag(word: str) -> str:
+        return "NNP" if word[:1].isupper() else "VBZ"
+
     def with_pos_column(name: str) -> str:
         lines = []
         for line in (FIXTURES / name).read_text().splitlines():
             word, _, entity = line.partition("\t")
-            lines.append(f"{word}\t{'NNP' if word[:1].isupper() else 'VBZ'}\t{entity}" if word else "")
+            lines.append(f"{word}\t{tag(word)}\t{entity}" if word else "")
         (tmp_path / name).write_text("\n".join(lines) + "\n")
         return str(tmp_path / name)
 
@@ -129,7 +132,7 @@ def test_filled_labels_are_scored_against_a_gold_column_of_their_own_file(tmp_pa
     checks = summary["splits"]["train"]["checks"]
     assert [(check["task"], check["column"], check["metric"]) for check in checks] == [("pos", "pos", "accuracy")]  # the NER filler: no other NER column
     filled = [sentence for sentence in read_conllu(tmp_path / "unified" / "train.conllu") if "pos" not in dict(comment.split(" = ", 1) for comment in sentence.comments)["gold"].split()]
-    gold = [("NNP" if word[:1].isupper() else "VBZ") for sentence in filled for word in sentence.tokens]
+    gold = [tag(word) for sentence in filled for word in sentence.tokens]
     predicted = [label for sentence in filled for label in sentence.columns["pos"]]
     assert checks[0]["sentences"] == len(filled) == 5
     assert checks[0]["score"] == pytest.approx(100.0 * sum(g == p for g, p in zip(gold, predicted)) / len(gold))

@@ -190,10 +190,10 @@ def gold_checks(sentences: list[UnifiedSentence], task: str, run) -> list[dict]:
         names = [name for name in filled[0].columns if all(len(sentence.columns.get(name, ())) == len(sentence.tokens) for sentence in filled)]
         for name in names:
             gold = [sentence.columns[name] for sentence in filled]
-            if not one_tag_set({label for labels in gold for label in labels}, run_labels):
+            labels = [label for labels in gold for label in labels]
+            if not one_tag_set(set(labels), run_labels):
                 continue
             scores = evaluate(gold, [list(sentence.annotation[task]) for sentence in filled], metric)
-            labels = [label for labels in gold for label in labels]
             unknown = 100.0 * sum(label not in run_labels for label in labels) / max(len(labels), 1)
             checks.append({"task": task, "dataset": dataset, "column": name, "sentences": len(filled), "metric": metric, "score": main_score(metric, scores),
                            "unknown_labels": unknown})

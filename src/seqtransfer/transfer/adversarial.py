@@ -122,9 +122,9 @@ class DomainLoss:
         states = ReverseGradient.apply(torch.cat([source, target]), self.weight)
         domains = torch.cat([source.new_zeros(len(source)), target.new_ones(len(target))])
         logits = model.domain_discriminator(states)
-        with torch.no_grad():
-            self.correct += int(((logits > 0) == (domains > 0.5)).sum())
-            self.tokens, self.target_tokens = self.tokens + len(domains), self.target_tokens + len(target)
+        with torch.no_grad():  # kept on the model's device: read once per epoch, no sync per batch
+            self.correct = self.correct + ((logits > 0) == (domains > 0.5)).sum()
+        self.tokens, self.target_tokens = self.tokens + len(domains), self.target_tokens + len(target)
         return functional.binary_cross_entropy_with_logits(logits, domains, reduction="sum")
 
     def epoch_summary(self) -> dict[str, float]:
@@ -132,7 +132,7 @@ class DomainLoss:
         right, "domain_majority": % a constant guess of the larger domain would get}; then starts over."""
         if not self.tokens:
             return {}
-        summary = {"domain_accuracy": round(100.0 * self.correct / self.tokens, 2),
+        summary = {"domain_accuracy": round(100.0 * int(self.correct) / self.tokens, 2),
                    "domain_majority": round(100.0 * max(self.target_tokens, self.tokens - self.target_tokens) / self.tokens, 2)}
         self.correct = self.tokens = self.target_tokens = 0
         return summary
