@@ -655,19 +655,50 @@ def test_methods_read_only_methods_that_read_no_runs_and_a_teacher_of_another_se
     assert ("scratch+1", 3) in cells  # seed 3's teaches seed 2 only: a cell of its own
 
 
-@pytest.mark.parametrize("name", ["label_free", "totune_table2"])
+RECORDED = sorted(path.name.removesuffix(".records.jsonl") for path in (Path(__file__).resolve().parent.parent / "docs" / "results").glob("*.records.jsonl"))
+
+
+@pytest.mark.parametrize("name", RECORDED)
 def test_committed_records_still_name_their_grid_cells_runs(name, tmp_path):
-    """Run ids depend only on the settings that decide results: a refactor or a new config field
-    that changed them would make every kept cell train again."""
+    """Every committed record is the record of its cell's run on a fresh store: run ids depend only on
+    the settings that decide results, so a refactor or a new config field that changed them would
+    make kept cells train again. A run first trained under another target's name keeps that folder
+    name in its record (same digest); an ensemble recorded before ensembles were named by their
+    members' digests matches through its members' records."""
     from seqtransfer.experiments.grid import ensemble_tasks, method_tasks, source_tasks
-    from seqtransfer.experiments.kept import read_kept, run_id_of
-    from seqtransfer.experiments.store import ResultsStore
+    from seqtransfer.experiments.kept import cell_key, read_kept
+    from seqtransfer.experiments.runner import kept_records_of
+    from seqtransfer.experiments.store import ResultsStore, digest_of
 
     repository = Path(__file__).resolve().parent.parent
     spec = load_experiment(repository / "experiments" / f"{name}.yaml")
+    kept = read_kept(repository / "docs" / "results" / f"{name}.records.jsonl", spec.name)
+    cells = {cell_key(record): record for record in kept}
+    seeds = sorted({record["seed"] for record in kept if record.get("method") and record["seed"] < 1000})
     store = ResultsStore(tmp_path / "results")
     sources = source_tasks(spec, store, None)
-    ensembles = [task for task, _ in ensemble_tasks(spec, store, None, [1, 2, 3], sources, set())]
-    ids = {task.run_id for task in [*sources.values(), *method_tasks(spec, store, None, [1, 2, 3], sources, set()), *ensembles]}
-    kept = read_kept(repository / "docs" / "results" / f"{name}.records.jsonl", spec.name)
-    assert len(kept) >= 10 and {run_id_of(record) for record in kept} <= ids
+    tasks = [*method_tasks(spec, store, None, seeds, sources, set()), *(task for task, _ in ensemble_tasks(spec, store, None, seeds, sources, set()))]
+    matched = [record for task in tasks for record in kept_records_of(task, cells) or []]
+    source_digests = {digest_of(task.run_id) for task in sources.values()}
+    matched += [record for record in kept if record.get("source") and digest_of(Path(record["run_directory"]).name) in source_digests]
+    assert len(kept) >= 4 and sorted(map(cell_key, matched)) == sorted(map(cell_key, kept))
+
+
+def test_a_run_first_trained_under_another_targets_name_is_kept_and_ensembled_by_digest(tmp_path, capsys):
+    """A fresh store names a run by its own target; a kept record names the folder a first file gave
+    it. Both are the same run, and an ensemble of it has one id whatever its members' folders."""
+    experiment = tiny_experiment(tmp_path)
+    kept = tmp_path / "kept.jsonl"
+    results = tmp_path / "first"
+    run(["experiment", "run", str(experiment), "--only", "scratch", "--results", str(results)])
+    renamed = tmp_path / "renamed.yaml"
+    renamed.write_text(experiment.read_text(encoding="utf-8").replace("  pos: {", "  POS again: {"), encoding="utf-8")
+    first = run(["experiment", "run", str(renamed), "--results", str(results), "--records", str(kept)])
+    assert {Path(record["run_directory"]).name.split("-")[0] for record in first if record["method"] == "scratch"} == {"pos"}  # the first file's folder
+    ensemble = next(record for record in first if record["method"] == "ensemble")
+    capsys.readouterr()
+    second = run(["experiment", "run", str(renamed), "--results", str(tmp_path / "fresh"), "--records", str(kept)])
+    assert "(0, 0, 0 to train, 5 kept)" in capsys.readouterr().out
+    assert [record["test"] for record in second] == [record["test"] for record in first]
+    fresh = run(["experiment", "run", str(renamed), "--only", "ensemble", "--results", str(tmp_path / "other")])
+    assert Path(next(record for record in fresh if record["method"] == "ensemble")["run_directory"]).name == Path(ensemble["run_directory"]).name

@@ -35,6 +35,7 @@ class RunTask:
     selflabel: dict | None = None  # self-labelling settings: the run is rounds of models in DIRECTORY (transfer/selflabel.py)
     when_needed: bool = False  # trained only for a run that needs it, as a source is (a run another method reads, its cell not asked for)
     pseudo: dict | None = None  # {"runs": labelling run directories, "unlabeled", "combination", "threshold", "top_n", "tokenizer"}: label PSEUDO_FILE first
+    ensemble_of: list[RunTask] | None = None  # an ensemble's member runs (it trains nothing itself)
 
     @property
     def source_directory(self) -> str | None:
@@ -110,10 +111,14 @@ def source_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None
 
 
 def unified_by(unify: dict | None, tasks) -> dict | None:
-    """What identifies unified training data: the ids of the runs that filled it."""
+    """What identifies unified training data: the ids of the sources that filled it, or the digests
+    of the method runs that did (a method run's folder prefix depends on which file trained it first)."""
     if unify is None:
         return None
-    ids = {task.directory: task.run_id for task in (tasks.values() if isinstance(tasks, dict) else tasks)}
+    if isinstance(tasks, dict):  # sources: their ids are the experiment file's names and digests
+        ids = {task.directory: task.run_id for task in tasks.values()}
+    else:
+        ids = {task.directory: digest_of(task.run_id) for task in tasks}
     return {task: ids.get(directory, directory) for task, directory in sorted(unify["runs"].items())}
 
 
@@ -143,7 +148,7 @@ def method_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None
             for seed in seeds:
                 task = method_task(spec, store, data_dir, method_name, target_name, seed + offset, sources)
                 if offset:  # an extra ensemble member: its own grid cell, not a row of its method
-                    task.record["method"] = f"{method_name}+{offset}"
+                    task.record["method"] = member_cell_name(method_name, offset)
                 tasks.append(task)
     return [*read_tasks(spec, store, data_dir, tasks, sources), *tasks]
 
@@ -190,7 +195,7 @@ def runs_read(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, t
     for name, target, run_seed in read:
         runs.append(method_task(spec, store, data_dir, name, target, run_seed, sources))
         if run_seed != seed:  # another seed's run: its own grid cell, as an ensemble's extra member, not a row of its method
-            runs[-1].record["method"] = f"{name}+{run_seed - seed}"
+            runs[-1].record["method"] = member_cell_name(name, run_seed - seed)
     return runs
 
 
@@ -312,6 +317,20 @@ def multitask_method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: s
     return with_unified(RunTask(run_id, str(store.run_directory(run_id)), config_to_dict(config), record, unify))
 
 
+def ensemble_member(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, member: str, target_name: str, seed: int, sources: dict[str, RunTask]) -> RunTask:
+    """An ensemble's member "Name" or "Name+OFFSET" at an ensemble seed: its run, recorded as its grid cell."""
+    name, offset = split_member(member)
+    task = method_task(spec, store, data_dir, name, target_name, seed + offset, sources)
+    if offset:
+        task.record["method"] = member_cell_name(name, offset)
+    return task
+
+
+def member_cell_name(name: str, offset: int) -> str:
+    """The grid cell of a method's run at another seed (an ensemble's extra member, a teacher): "Name+OFFSET"."""
+    return f"{name}+{offset}"
+
+
 def slug(name: str) -> str:
     """A target name as a folder-name prefix: "CoNLL-2003 (CRF)" -> "CoNLL-2003-CRF"."""
     return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")
@@ -330,7 +349,9 @@ def ensemble_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | No
             continue
         for target_name in spec.targets_of(name):
             for seed in seeds:
-                members = [method_task(spec, store, data_dir, member, target_name, seed + offset, sources) for member, offset in map(split_member, method.ensemble)]
-                run_id = store.run_id(f"{slug(target_name)}-ensemble-", content_id({"ensemble": [member.run_id for member in members]}))
-                result.append((RunTask(run_id, str(store.run_directory(run_id)), members[0].config, cell_record(spec, name, target_name, seed)), members))
+                members = [ensemble_member(spec, store, data_dir, member, target_name, seed, sources) for member in method.ensemble]
+                # named by its members' digests: their folders' prefixes depend on which file trained them first
+                run_id = store.run_id(f"{slug(target_name)}-ensemble-", content_id({"ensemble": [digest_of(member.run_id) for member in members]}))
+                task = RunTask(run_id, str(store.run_directory(run_id)), members[0].config, cell_record(spec, name, target_name, seed), ensemble_of=members)
+                result.append((task, members))
     return result

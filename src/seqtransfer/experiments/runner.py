@@ -20,7 +20,7 @@ from seqtransfer.experiments.ensemble import build_ensemble
 from seqtransfer.experiments.grid import PSEUDO_FILE, RunTask, ensemble_tasks, method_tasks, slug, source_tasks
 from seqtransfer.experiments.kept import cell_key, merge, run_id_of
 from seqtransfer.experiments.spec import ExperimentSpec
-from seqtransfer.experiments.store import ResultsStore
+from seqtransfer.experiments.store import ResultsStore, content_id, digest_of
 from seqtransfer.files import read_json, write_json
 from seqtransfer.training.metrics import get_metric
 
@@ -243,9 +243,26 @@ def kept_records_of(task: RunTask, kept: dict[tuple, dict]) -> list[dict] | None
     cells = [{**task.record, "target": target} for target in task.record["targets"]] if "targets" in task.record else [task.record]
     cells = [{key: value for key, value in cell.items() if key != "targets"} for cell in cells]
     records = [kept.get(cell_key(cell)) for cell in cells]
-    if all(record is not None and run_id_of(record) == task.run_id for record in records):
+    if all(record is not None and made_by(record, task, kept) for record in records):
         return records
     return None
+
+
+def made_by(record: dict, task: RunTask, kept: dict[tuple, dict]) -> bool:
+    """Whether a kept record was made by a run of the task's settings: the same digest, whatever the
+    folder's prefix (it depends on which file trained the run first). An ensemble recorded before
+    ensembles were named by their members' digests was named by its members' folders: those of the
+    members' kept records, or the names the members have now."""
+    digest = digest_of(run_id_of(record))
+    if digest == digest_of(task.run_id):
+        return True
+    if not task.ensemble_of:
+        return False
+    names = []
+    for member in task.ensemble_of:
+        member_record = kept.get(cell_key(member.record))
+        names.append(run_id_of(member_record) if member_record is not None and made_by(member_record, member, kept) else member.run_id)
+    return digest == content_id({"ensemble": names})
 
 
 def skippable(tasks: list[RunTask], kept: dict[tuple, dict], needed: set[str]) -> dict[str, list[dict]]:
