@@ -55,6 +55,22 @@ def test_tsv_files_with_a_wrong_field_count_or_no_text_field_are_one_line(tmp_pa
         assert message in str(caught.value)
 
 
+def test_a_users_pair_file_with_a_header_is_a_pair_task_and_scores_are_a_regression(tmp_path):
+    """text_b is a pair's second text and _id is ignored, not taken for the label; real-valued labels are scores."""
+    from seqtransfer.data.registry import custom_dataset
+
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("_id\ttext\ttext_b\tlabel\n1\ta cat sits\ta cat is sitting\t1\n2\ta dog runs\tthe sky is blue\t0\n", encoding="utf-8")
+    spec = custom_dataset(train=pairs)
+    assert spec.tasks == {"label": "label"} and spec.kinds == {"label": "sentence"} and spec.metric == {"label": "accuracy"}
+    scores = tmp_path / "scores.tsv"
+    scores.write_text("text\ttext_b\tscore\na cat sits\ta cat is sitting\t4.6\na dog runs\tthe sky is blue\t0\n", encoding="utf-8")
+    spec = custom_dataset(train=scores)
+    assert spec.kinds == {"score": "regression"} and spec.metric == {"score": "correlation"}
+    metrics = run(["train", "--train", str(scores), "--dev", str(scores), "--epochs", "1", "--output", str(tmp_path / "run"), "--quiet", *TINY_MODEL])
+    assert metrics["metric"] == "correlation"
+
+
 def test_a_fine_tuned_encoder_classifies_sentences_from_its_cls_vector(tmp_path, monkeypatch):
     pytest.importorskip("transformers")
     from test_encoders import save_tiny_encoder

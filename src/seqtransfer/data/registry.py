@@ -404,9 +404,11 @@ def custom_dataset(
 
 
 def custom_tsv_dataset(paths: dict[str, Path], columns: Sequence[str] | str | None, task: str | None, carve_dev: bool) -> DatasetSpec:
-    """A user's sentence-classification TSV files: fields named by ``columns`` (one of them ``text``),
-    else by the train file's first line (a header); the task is ``task`` or the first label field."""
-    from seqtransfer.data.tsv import TEXT
+    """A user's sentence or sentence-pair TSV files: fields named by ``columns`` (one of them ``text``;
+    ``text_b``, a pair's second text; ``_...``, ignored), else by the train file's first line (a
+    header); the task is ``task`` or the first label field. Labels that are all numbers, some not
+    whole, are scores: a regression task scored by correlation (STS-B's kind)."""
+    from seqtransfer.data.tsv import TEXT, TEXT_B
 
     header = columns is None
     if header:
@@ -414,18 +416,36 @@ def custom_tsv_dataset(paths: dict[str, Path], columns: Sequence[str] | str | No
         names = tuple(name.strip() for name in first.split("\t"))
     else:
         names = tuple(columns.split(",") if isinstance(columns, str) else columns)
-    labels = [name for name in names if name != TEXT]
+    labels = [name for name in names if name not in (TEXT, TEXT_B) and not name.startswith("_")]
     if TEXT not in names or not labels:
         raise SeqTransferError(f"TSV fields {', '.join(names)} need a 'text' field and a label field", path=paths["train"],
-                               hint="name them in a header line (e.g. text<TAB>label) or with --columns text,label")
+                               hint="name them in a header line (e.g. text<TAB>label, or text<TAB>text_b<TAB>label for pairs) or with --columns text,label")
     column = task if task in labels else labels[0]
     if task is not None and task not in labels:
         raise SeqTransferError(f"no field '{task}' in the TSV files", path=paths["train"], hint=f"use --task with one of: {', '.join(labels)}")
+    regression = are_scores(tsv_field_values(paths["train"], names, column, header))
     return DatasetSpec(
         name="custom", folder="", format="tsv", splits={split: str(path) for split, path in paths.items()}, columns=names, header=header,
-        tasks={column: column}, schemes={}, metric={column: "accuracy"}, url="", downloads={}, license="user files",
-        description="user files: " + ", ".join(f"{split}={path}" for split, path in paths.items()), dev_from_train=carve_dev, kinds={column: "sentence"},
+        tasks={column: column}, schemes={}, metric={column: "correlation" if regression else "accuracy"}, url="", downloads={}, license="user files",
+        description="user files: " + ", ".join(f"{split}={path}" for split, path in paths.items()), dev_from_train=carve_dev,
+        kinds={column: "regression" if regression else "sentence"},
     )
+
+
+def tsv_field_values(path: Path, names: tuple[str, ...], field: str, header: bool) -> list[str]:
+    """One field's values in a TSV file (lines with another field count are left to the reader's error)."""
+    index = names.index(field)
+    lines = path.read_text(encoding="utf-8-sig", errors="replace").splitlines()[1 if header else 0:]
+    return [values[index].strip() for values in (line.split("\t") for line in lines if line.strip()) if len(values) == len(names)]
+
+
+def are_scores(values: list[str]) -> bool:
+    """Whether labels are real-valued scores (all numbers, some not whole: "3.8"), not classes ("0", "1")."""
+    try:
+        numbers = [float(value) for value in values]
+    except ValueError:
+        return False
+    return bool(numbers) and any(not number.is_integer() for number in numbers)
 
 
 def custom_columns(columns: Sequence[str] | str | None, file_format: str) -> tuple[str, ...] | None:
