@@ -21,11 +21,11 @@ VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *"abcdefghijklmnopqrstuvw
          "john", "lives", "in", "new", "york", "!", "@", "."]
 
 
-def tiny_wordpiece():
+def tiny_wordpiece(vocabulary: list[str] = VOCAB):
     """The tiny encoders' WordPiece tokenizer (lower-cased, letters as sub-words), a tokenizers object."""
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
-    backend = Tokenizer(models.WordPiece({piece: index for index, piece in enumerate(VOCAB)}, unk_token="[UNK]"))
+    backend = Tokenizer(models.WordPiece({piece: index for index, piece in enumerate(vocabulary)}, unk_token="[UNK]"))
     backend.normalizer = normalizers.BertNormalizer(lowercase=True)
     backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     return backend
@@ -142,6 +142,8 @@ def test_a_tagger_trains_with_encoder_features_and_its_run_predicts_new_sentence
     ("no-config", "encoder folder is incomplete"),
     ("no-tokenizer", "encoder folder has no tokenizer"),  # transformers would build an empty one: every token [UNK]
     ("mismatch", "do not match"),
+    ("small-tokenizer", "do not match"),  # another model's far larger table
+    ("padding", "pads with sub-word 0, the model with 4"),
     ("weights", "cannot load the encoder"),
 ])
 def test_bad_encoder_folders_are_one_line(encoder, tmp_path, capsys, damage, message):
@@ -158,6 +160,14 @@ def test_bad_encoder_folders_are_one_line(encoder, tmp_path, capsys, damage, mes
         from transformers import BertConfig, BertModel
 
         BertModel(BertConfig(vocab_size=10, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=16)).save_pretrained(folder)
+    if damage == "small-tokenizer":
+        from transformers import BertConfig, BertModel
+
+        BertModel(BertConfig(vocab_size=10 * len(VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=16)).save_pretrained(folder)
+    if damage == "padding":
+        config = json.loads((folder / "config.json").read_text())
+        config["pad_token_id"] = 4
+        (folder / "config.json").write_text(json.dumps(config))
     if damage == "weights":
         config = json.loads((folder / "config.json").read_text())
         config["vocab_size"] = 10
@@ -358,16 +368,17 @@ def test_houlsby_adapters_start_as_the_pretrained_encoder_and_train_alone(encode
 
 
 @pytest.mark.parametrize("adapter", ["lora", "houlsby"])
-def test_adapters_fit_an_mpnet_encoder_too(encoder, tmp_path, adapter):
+def test_adapters_fit_an_mpnet_encoder_too(tmp_path, adapter):
     """MPNet (the second offline encoder) names its attention projections q, v and o: PEFT has no
     default LoRA targets for it, and its attention output is attn.o, not attention.output.dense."""
     pytest.importorskip("peft")
     import torch
-    from transformers import AutoTokenizer, MPNetConfig, MPNetModel
+    from transformers import MPNetConfig, MPNetModel, PreTrainedTokenizerFast
 
     folder = tmp_path / "tiny-mpnet"
     torch.manual_seed(0)
-    tokenizer = AutoTokenizer.from_pretrained(str(encoder))
+    vocabulary = ["[UNK]", "[PAD]", *VOCAB[2:]]  # MPNet pads with sub-word 1, as all-mpnet-base-v2's tokenizer does
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tiny_wordpiece(vocabulary), unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]", mask_token="[MASK]")
     MPNetModel(MPNetConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=20)).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     from seqtransfer.cli import run as run_command

@@ -113,11 +113,21 @@ def load_encoder(name: str):
                                hint="the folder needs the model's weights and its tokenizer files, of the same model") from None
     if not getattr(tokenizer, "is_fast", False):
         raise SeqTransferError("the encoder's tokenizer is not a fast tokenizer", path=path, hint="save a tokenizer.json with the model (tokenizers library)")
-    if tokenizer.vocab_size > model.config.vocab_size:
-        raise SeqTransferError(f"tokenizer ({tokenizer.vocab_size} sub-words) and model ({model.config.vocab_size}) do not match", path=path,
-                               hint="put the tokenizer of this model in the folder")
+    check_tokenizer_fits(tokenizer, model.config, path)
     model.eval()
     return tokenizer, model
+
+
+def check_tokenizer_fits(tokenizer, config, path: Path) -> None:
+    """Refuse a tokenizer of another model: one with more sub-words than the model's table, or far
+    fewer (a model may round its table up, by a few percent at most), or another padding id."""
+    sub_words, table = len(tokenizer), config.vocab_size
+    if sub_words > table or sub_words < 0.9 * table:
+        raise SeqTransferError(f"tokenizer ({sub_words} sub-words) and model ({table}) do not match", path=path, hint="put the tokenizer of this model in the folder")
+    model_pad = getattr(config, "pad_token_id", None)
+    if model_pad is not None and tokenizer.pad_token_id is not None and tokenizer.pad_token_id != model_pad:
+        raise SeqTransferError(f"tokenizer pads with sub-word {tokenizer.pad_token_id}, the model with {model_pad}: not this model's tokenizer", path=path,
+                               hint="put the tokenizer of this model in the folder")
 
 
 def encoder_fingerprint(name: str) -> str:
