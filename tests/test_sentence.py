@@ -153,6 +153,18 @@ def test_pearson_and_spearman_equal_scipys():
     assert abs(scores["spearman"] - 100 * scipy_stats.spearmanr(gold, predicted)[0]) < 1e-9
 
 
+def test_mrpc_f1_is_the_positive_classs_and_spearman_may_be_the_one_number():
+    from seqtransfer.training.metrics import evaluate, get_metric, main_score
+
+    gold, predicted = [["1"], ["1"], ["1"], ["0"], ["0"]], [["1"], ["0"], ["1"], ["1"], ["0"]]
+    scores = evaluate(gold, predicted, "positive_f1")  # precision 2/3, recall 2/3
+    assert abs(scores["f1"] - 100 * 2 / 3) < 1e-9 and scores["accuracy"] == 60.0 and get_metric("positive_f1").main == "f1"
+    with pytest.raises(SeqTransferError, match="positive-class F1 needs a class '1'"):
+        evaluate([["pos"]], [["neg"]], "positive_f1")
+    gold, predicted = [[1.0], [2.0], [3.0]], [[1.0], [3.0], [2.5]]
+    assert main_score("spearman", evaluate(gold, predicted, "spearman")) == evaluate(gold, predicted, "correlation")["spearman"] == 50.0
+
+
 def test_a_sentence_pair_regressor_trains_and_scores_correlation(tmp_path, monkeypatch):
     from dataclasses import replace
 

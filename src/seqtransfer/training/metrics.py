@@ -173,11 +173,26 @@ def average_ranks(values: np.ndarray) -> np.ndarray:
     return sums[inverse] / counts[inverse]
 
 
+POSITIVE_LABEL = "1"  # MRPC's paraphrase, QQP's duplicate: the class whose F1 binary tasks report
+
+
+def positive_f1_scores(gold: Sentences, predicted: Sentences) -> dict:
+    """``f1`` of the positive class "1" of a binary task (MRPC's F1), beside ``accuracy`` and per-label scores."""
+    scores = accuracy_scores(gold, predicted)
+    labels = {label for tags in gold for label in tags}
+    if POSITIVE_LABEL not in labels:
+        raise SeqTransferError(f"positive-class F1 needs a class {POSITIVE_LABEL!r}; the gold labels are {', '.join(sorted(labels)[:10])}",
+                               hint="score this task by accuracy, or map its positive class to 1 (data.label_map)")
+    return {**scores, "f1": scores["per_class"][POSITIVE_LABEL]["f1"]}
+
+
 METRICS: dict[str, Metric] = {
     "accuracy": Metric("accuracy", accuracy_scores, "accuracy", "acc."),
     "span_f1": Metric("span_f1", span_f1_scores, "f1", "F1"),
     "attachment": Metric("attachment", attachment, "las", "LAS"),
     "correlation": Metric("correlation", correlation_scores, "pearson", "Pearson"),
+    "spearman": Metric("spearman", correlation_scores, "spearman", "Spearman"),  # the same scores, Spearman's as the one number (STS-B's second column)
+    "positive_f1": Metric("positive_f1", positive_f1_scores, "f1", "F1 of 1"),
 }
 
 
