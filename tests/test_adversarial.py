@@ -116,3 +116,19 @@ def test_a_tagger_without_bilstm_passes_it_on_and_refuses_a_discriminator(tmp_pa
     assert main([*tiny_train_arguments(tmp_path / "bad", epochs=1), "model.feature_extractor=none", f"train.adversarial_data={text}"]) == 2
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert "no BiLSTM for the domain discriminator" in line and "Traceback" not in capsys.readouterr().err
+
+
+def test_an_adversarial_parser_source_trains_its_discriminator_on_the_parsers_states_and_fine_tunes_without_it(tmp_path):
+    """Table 2's DP row: a parser source against unlabelled target sentences (a CoNLL-U file's words)."""
+    from test_parser import parser_arguments
+
+    source = tmp_path / "source"
+    assert main([*parser_arguments(source, 2), f"train.adversarial_data={FIXTURES / 'tiny_dep_dev.conllu'}", "train.adversarial_weight=0.5"]) == 0
+    assert "adversarial training against" in (source / "log.txt").read_text()
+    history = json.loads((source / "metrics.json").read_text())["history"]
+    assert len(history) == 2 and all(0 <= record["domain_accuracy"] <= 100 for record in history)
+    weights = load_file(str(source / "model.safetensors"))
+    assert weights["domain_discriminator.layers.0.weight"].shape[1] == 2 * weights["feature_extractor.lstm.layers.1.forward_lstm.weight_hh_l0"].shape[1]  # the parser's top BiLSTM states
+    target = tmp_path / "target"
+    assert main(["transfer", "--source", str(source), "--method", "finetune", *parser_arguments(target, 1)[1:]]) == 0
+    assert not any(name.startswith("domain_discriminator.") for name in load_file(str(target / "model.safetensors")))
