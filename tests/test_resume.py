@@ -13,9 +13,12 @@ class Crash(Exception):
     pass
 
 
-@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
-def test_interrupted_run_resumes_to_identical_weights(tmp_path, monkeypatch, optimizer):
+@pytest.mark.parametrize("optimizer, adversarial", [("sgd", False), ("adam", False), ("sgd", True)])
+def test_interrupted_run_resumes_to_identical_weights(tmp_path, monkeypatch, optimizer, adversarial):
     extra = ["train.patience=100", f"train.optimizer={optimizer}"]
+    if adversarial:  # the target batches the discriminator reads come in the same order after a resume
+        extra.append(f"train.adversarial_data={FIXTURES / 'tiny_pos_dev.conll'}")
+        extra.append("train.adversarial_word_column=1")
     uninterrupted = run(tiny_train_arguments(tmp_path / "straight", epochs=4, seed=3) + extra)
 
     real_save = checkpoint.save
