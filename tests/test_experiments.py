@@ -362,10 +362,24 @@ def test_a_method_may_run_on_some_targets_only(tmp_path):
     ("{algorithm: grid, trials: 2, space: {train.learning_rate: [0.1, 0.2], model.dropout: [0.1, 0.5]}}", "the grid has 4 points, more than the budget of 2"),
     ("{algorithm: grid, space: {train.learning_rate: {uniform: [0.1, 0.2]}}}", "a grid takes lists of values"),
     ("{space: {model.hidden: [big]}}", "must be int"),
+    ("{space: {train.learning_rate: {loguniform: [0.05, 0.005]}}}", r"\[0.05, 0.005\] is an empty range"),
+    ("{space: {train.learning_rate: {loguniform: [0, 0.1]}}}", "needs bounds above 0"),
+    ("{space: {train.batch_size: {randint: [8, 8]}}}", "is an empty range"),
+    ("{space: {train.batch_size: {randint: [8, 16.5]}}}", "bounds must be whole numbers"),
+    ("{space: {model.dropout: {uniform: [a, b]}}}", "bounds must be numbers"),
+    ("{space: {model.dropout: [1.5]}}", "model.dropout"),  # a value no run can train with, as train would say
+    ("{space: {model.dropout: {uniform: [0.1, 2.0]}}}", "model.dropout"),
+    ("{max_epochs: 0, space: {model.dropout: [0.1]}}", "max_epochs must be a positive whole number"),
+    ("{max_epochs: ten, space: {model.dropout: [0.1]}}", "max_epochs must be a positive whole number"),
+    ("{algorithm: asha, grace_epochs: 0, space: {model.dropout: [0.1]}}", "grace_epochs must be a positive whole number"),
+    ("{algorithm: asha, max_epochs: 2, grace_epochs: 3, space: {model.dropout: [0.1]}}", "grace_epochs 3 is more than max_epochs 2"),
+    ("{space: {model.hidden: [10, 20]}, method: finetune}", "model.hidden is the source run's"),
 ])
 def test_a_bad_search_is_one_line(tmp_path, search, message):
     experiment = tiny_experiment(tmp_path)
-    experiment.write_text(experiment.read_text(encoding="utf-8") + f"search:\n  scratch:\n    pos: {search}\n", encoding="utf-8")
+    method = "finetune" if ", method: finetune}" in search else "scratch"
+    search = search.replace(", method: finetune}", "}")
+    experiment.write_text(experiment.read_text(encoding="utf-8") + f"search:\n  {method}:\n    pos: {search}\n", encoding="utf-8")
     with pytest.raises(SeqTransferError, match=message):
         load_experiment(experiment)
 

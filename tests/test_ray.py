@@ -84,6 +84,7 @@ def test_a_search_runs_on_ray_tune_resumes_and_writes_the_selected_config(tmp_pa
     assert len(list((results / "sources").iterdir())) == 1  # the source, trained once for every trial
     assert again[0]["selected"]["run_id"] == summary["selected"]["run_id"]
     selected = Path(summary["config"])
+    assert "  source: results/sources/" in selected.read_text(encoding="utf-8")  # relative: the file serves in another checkout too
     metrics = run(["train", "--config", str(selected), "--output", str(tmp_path / "again"), "--quiet"])
     assert metrics["dev"] is not None
     report = run(["report", str(experiment), "--results", "results", "--trials", "10"])

@@ -62,9 +62,50 @@ def samples(values: Any) -> list:
     return list(arguments) if kind != "randint" else [int(arguments[0])]
 
 
+def extremes(values: Any) -> list:
+    """Every value a key can take that a config check must pass: the choices, or a range's ends
+    (randint's upper bound is excluded)."""
+    if isinstance(values, list):
+        return values
+    (kind, arguments), = values.items()
+    if kind == "choice":
+        return list(arguments)
+    return [int(arguments[0]), int(arguments[1]) - 1] if kind == "randint" else list(arguments)
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def check_range(kind: str, arguments: list, where: str, path: Path) -> None:
+    """A range's bounds: numbers, low below high; whole numbers for randint (high excluded), positive for loguniform."""
+    if kind == "choice":
+        return
+    low, high = arguments
+    if not (is_number(low) and is_number(high)) or (kind == "randint" and not (float(low).is_integer() and float(high).is_integer())):
+        raise SeqTransferError(f"{where} bounds must be {'whole ' if kind == 'randint' else ''}numbers, got [{low!r}, {high!r}]", path=path)
+    if kind == "randint" and high - low < 1 or kind != "randint" and high <= low:
+        raise SeqTransferError(f"{where} [{low}, {high}] is an empty range", path=path,
+                               hint="[low, high] with low < high" + (" (randint excludes high: [8, 33] draws 8..32)" if kind == "randint" else ""))
+    if kind == "loguniform" and low <= 0:
+        raise SeqTransferError(f"{where} needs bounds above 0, got [{low}, {high}]", path=path, hint="e.g. {loguniform: [0.001, 0.1]}")
+
+
+def check_epochs(search: SearchSpec, where: str, path: Path) -> None:
+    """max_epochs (a cap) and grace_epochs (ASHA's first rung): positive whole numbers, the rung within the cap."""
+    for name in ("max_epochs", "grace_epochs"):
+        value = getattr(search, name)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise SeqTransferError(f"{where}: {name} must be a positive whole number, got {value!r}", path=path, hint=f"e.g. {name}: {30 if name == 'max_epochs' else 3}")
+    if search.algorithm == "asha" and search.max_epochs is not None and search.grace_epochs > search.max_epochs:
+        raise SeqTransferError(f"{where}: grace_epochs {search.grace_epochs} is more than max_epochs {search.max_epochs}: no trial could be stopped early", path=path,
+                               hint="set grace_epochs below max_epochs")
+
+
 def check_search(search: SearchSpec, where: str, path: Path) -> SearchSpec:
-    """One-line errors for an unknown key, an empty space or budget, a malformed distribution."""
-    from seqtransfer.config import config_from_dict
+    """One-line errors for an unknown key, an empty space or budget, a malformed or empty range, a
+    value no run can train with, bad epoch caps."""
+    from seqtransfer.config import check_values, config_from_dict
 
     if search.algorithm not in ALGORITHMS:
         raise SeqTransferError(f"{where}: unknown search algorithm '{search.algorithm}'", path=path, hint=f"algorithms: {', '.join(ALGORITHMS)}")
@@ -83,14 +124,16 @@ def check_search(search: SearchSpec, where: str, path: Path) -> SearchSpec:
                 raise SeqTransferError(f"{where}: '{key}: {kind}' needs {'a list' if kind == 'choice' else 'two bounds [low, high]'}", path=path)
             if search.algorithm == "grid" and kind != "choice":
                 raise SeqTransferError(f"{where}: a grid takes lists of values, not '{kind}' for '{key}'", path=path, hint="use algorithm: random or asha for ranges")
+            check_range(kind, arguments, f"{where}: '{key}: {kind}'", path)
         elif not isinstance(values, list) or not values:
             raise SeqTransferError(f"{where}: '{key}' needs a non-empty list of values or a distribution", path=path)
         section, name = key.split(".")
-        for value in samples(values):
+        for value in extremes(values):
             try:
-                config_from_dict({section: {name: value}})
+                check_values(config_from_dict({section: {name: value}}))
             except SeqTransferError as error:
                 raise SeqTransferError(f"{where}: search key {error.message}", path=path, hint=error.hint) from None
+    check_epochs(search, where, path)
     if search.algorithm == "grid":
         size = math.prod(len(samples(values)) for values in search.space.values())
         if size > search.trials:
@@ -169,6 +212,19 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")
 
 
+def portable_config(path: Path) -> str:
+    """A trial's config as the selected config file: its source run named relative to the working
+    folder where it lies below it (``results/sources/...``), so that the file serves in another
+    checkout of the same project, not only on the machine that ran the search."""
+    from seqtransfer.config import dump_config, load_config
+
+    config = load_config(path)
+    source = config.transfer.source
+    if source and Path(source).is_absolute() and Path(source).resolve().is_relative_to(Path.cwd().resolve()):
+        config.transfer.source = str(Path(source).resolve().relative_to(Path.cwd().resolve()))
+    return dump_config(config)
+
+
 def run_search(task, search: SearchSpec, store, source_id: str | None, cpus_per_trial: float, log: Log) -> dict:
     """Run one search (a RunTask of the grid as its base) on Ray Tune; returns and writes its summary."""
     from ray import tune
@@ -209,7 +265,7 @@ def run_search(task, search: SearchSpec, store, source_id: str | None, cpus_per_
     summary = {"experiment": task.record["experiment"], "method": method, "target": target, "algorithm": search.algorithm, "budget": search.trials,
                "space": search.space, "trials": sorted(trials, key=lambda trial: -(trial["dev"] or 0.0)), "selected": chosen,
                "config": str(folder / f"{slug(method)}--{slug(target)}.yaml")}
-    config_text = (store.run_directory(chosen["run_id"]) / rundir.CONFIG).read_text(encoding="utf-8")
+    config_text = portable_config(store.run_directory(chosen["run_id"]) / rundir.CONFIG)
     write_text(summary["config"], f"# selected by `seqtransfer experiment search` on dev: {method} / {target}, trial {chosen['run_id']}\n{config_text}")
     write_json(folder / f"{slug(method)}--{slug(target)}.json", json.loads(json.dumps(summary, default=float)))
     log(f"search {method} / {target}: selected {chosen['setting']} (dev {chosen['dev']:.2f}, test {chosen['test']:.2f}) of {len(trials)} trials; config {summary['config']}")

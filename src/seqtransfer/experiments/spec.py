@@ -456,7 +456,22 @@ def _searches(values: object, spec: ExperimentSpec, path: Path) -> dict:
                 raise SeqTransferError(f"search.{method} names target '{target}', which the file does not have", path=path, hint=f"targets: {', '.join(spec.targets)} or '*'")
             built = _build(SearchSpec, search, f"search.{method}.{target}", path)
             searches.setdefault(method, {})[target] = check_search(built, f"search.{method}.{target}", path)
+            check_not_fixed_by_source(spec.methods[method], built, f"search.{method}.{target}", path)
     return searches
+
+
+def check_not_fixed_by_source(method: MethodSpec, search, where: str, path: Path) -> None:
+    """A transfer method's model takes its source's sizes (training/train.py ``SOURCE_SIZES``): a
+    search over one would train the same model in every trial and report a setting never used."""
+    from seqtransfer.training.train import SOURCE_SIZES
+    from seqtransfer.transfer.schemes import get_scheme
+
+    if not get_scheme(method.scheme).uses_source:
+        return
+    fixed = [key for key in search.space if key.startswith("model.") and key.partition(".")[2] in SOURCE_SIZES]
+    if fixed:
+        raise SeqTransferError(f"{where}: {', '.join(fixed)} is the source run's: a {method.scheme} run takes it from its source, so every trial would train the same model",
+                               path=path, hint="search it on a method without a source (scratch), or train sources of each size")
 
 
 def load_experiment(path: str | Path) -> ExperimentSpec:
