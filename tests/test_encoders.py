@@ -724,3 +724,14 @@ def test_the_encoder_options_name_what_model_encoder_and_encoder_mode_do(encoder
     capsys.readouterr()
     assert main(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--output", str(tmp_path / "both"), "--encoder", str(encoder), "model.encoder=minilm"]) == 2
     assert "the option for model.encoder says" in capsys.readouterr().err
+
+
+def test_lora_on_a_model_type_peft_has_no_targets_for_is_one_line():
+    pytest.importorskip("peft")
+    from transformers import ConvBertConfig, ConvBertModel
+
+    from seqtransfer.models.adapters import add_lora
+
+    encoder = ConvBertModel(ConvBertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32, embedding_size=16))
+    with pytest.raises(SeqTransferError, match="LoRA: .*use model.encoder_adapter=houlsby"):
+        add_lora(encoder, 4, 8)

@@ -355,6 +355,13 @@ def test_a_fine_tuned_encoder_in_a_multitask_model_is_refused_in_one_line(tmp_pa
     assert code == 2 and "not a fine-tuned encoder" in error and not (tmp_path / "run").exists()
 
 
+def test_distillation_into_a_multitask_model_is_refused_in_one_line(tmp_path, capsys):
+    config = write_config(tmp_path, TASKS, {"pos": POS, "ner": NER, "dp": DP})
+    code = main(["train", "--config", str(config), "--output", str(tmp_path / "run"), "--quiet", *TINY_MODEL, f"transfer.distill_from=[{tmp_path}]"])
+    error = capsys.readouterr().err
+    assert code == 2 and "teaches a mono-task model, not a multi-task one" in error and len(error.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
 def test_frozen_encoder_features_join_every_branch_of_a_multitask_model(tmp_path, monkeypatch):
     pytest.importorskip("transformers")
     from test_encoders import save_tiny_encoder

@@ -11,7 +11,7 @@ import torch
 
 import seqtransfer
 from conftest import FIXTURES, TINY_MODEL
-from seqtransfer.cli import run
+from seqtransfer.cli import main, run
 from seqtransfer.config import ModelConfig
 from seqtransfer.data.conllu import read_conllu
 from seqtransfer.data.trees import Tree
@@ -292,3 +292,21 @@ def test_a_parser_trains_with_selected_and_weighted_sentences(tmp_path):
     run(parser_arguments(output, 1, 1, f"data.select_like={target}", "data.select_top=80", "data.select_weighting=true"))
     log = (output / "log.txt").read_text(encoding="utf-8")
     assert "selection: kept" in log and "weighted by likeness" in log and (output / "metrics.json").is_file()
+
+
+@pytest.mark.parametrize("settings, message", [
+    (["transfer.distill_from=[RUN]"], "teaches taggers and sentence classifiers, not a dependency model"),
+    (["model.encoder=ENCODER", "model.encoder_mode=finetune"], "a fine-tuned encoder serves tagging and sentence tasks"),
+    (["model.encoder=ENCODER", "model.encoder_mode=finetune", "model.encoder_adapter=lora"], "a fine-tuned encoder serves tagging and sentence tasks"),
+])
+def test_what_a_parser_cannot_train_with_is_refused_before_its_run_directory_is_written(parser_run, tmp_path, capsys, settings, message):
+    """Distillation (label distributions) and a fine-tuned encoder or its adapters (taggers and classifiers only)."""
+    pytest.importorskip("transformers")
+    from test_encoders import save_tiny_encoder
+
+    encoder = save_tiny_encoder(tmp_path / "encoder")
+    settings = [setting.replace("RUN", str(parser_run)).replace("ENCODER", str(encoder)) for setting in settings]
+    capsys.readouterr()  # saving the encoder's weights shows a progress bar
+    code = main(parser_arguments(tmp_path / "run", 1, 1, *settings))
+    error = capsys.readouterr().err
+    assert code == 2 and message in error and len(error.strip().splitlines()) == 1 and not (tmp_path / "run").exists()

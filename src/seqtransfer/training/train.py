@@ -299,6 +299,15 @@ def check_fine_tuned_encoder(data: TaskData, scheme: Scheme) -> None:
                                hint="use model.encoder_mode=features (frozen encoder vectors) for this model")
 
 
+def check_distillation(config: RunConfig, model, data: TaskData) -> None:
+    """Distillation teaches label distributions: a tagger's per token or a classifier's per sentence,
+    not a parser's trees or a regressor's scores (refused before the run directory is written)."""
+    from seqtransfer.transfer.distillation import gives_label_distributions
+
+    if config.transfer.distill_from and not gives_label_distributions(model):
+        raise SeqTransferError(f"distillation (transfer.distill_from) teaches taggers and sentence classifiers, not a {data.kind.name} model", hint="drop transfer.distill_from")
+
+
 def check_auxiliary_lm(config: RunConfig, scheme: Scheme) -> None:
     """The auxiliary LM's layers train beside the layers they read: not under a scheme that trains only the classifier."""
     if config.transfer.auxiliary_lm_weight and not any("language_model.".startswith(prefix) for phase in scheme.phases(config.transfer) for prefix in phase.trainable):
@@ -349,6 +358,7 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
         config.model.language_model_words = language_model_words(config, vocabularies)
     model = build_target_model(config, scheme, vocabularies, matrix, source, log)
     check_auxiliary_lm(config, scheme)
+    check_distillation(config, model, data)
     if config.transfer.adaptations:
         from seqtransfer.transfer.adaptations import check_adaptations
 
