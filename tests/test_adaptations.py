@@ -39,6 +39,25 @@ def test_layer_groups_of_a_tagger_and_discriminative_rates():
     assert sum(len(group["params"]) for group in parameter_groups(model, config, 0.026)) == len(list(model.parameters()))
 
 
+def test_layer_groups_of_a_parser_and_of_pretrand_cover_every_parameter_bottom_to_top():
+    """The parser's learned ROOT vector is an input, in the bottom group; PretRand's random branch is
+    new, as its classifier is, so both are the head (they train first under gradual unfreezing)."""
+    from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
+    from seqtransfer.models.registry import build_model
+
+    vocabularies = Vocabularies(Vocabulary.build(["a"]), Vocabulary.build("a"), Vocabulary(["X", "Y"]))
+    parser = build_model(apply_overrides(RunConfig(), [*TINY_MODEL, "model.architecture=parser", "model.parser_layers=2", "model.parser_hidden=8"]).model, vocabularies)
+    groups = layer_groups(parser)
+    assert [name for name, _ in groups] == ["word_representation", "feature_extractor.lstm.layers.0", "feature_extractor.lstm.layers.1", "head"]
+    assert "feature_extractor.root" in groups[0][1]
+    pretrand = build_model(apply_overrides(RunConfig(), [*TINY_MODEL, "model.architecture=pretrand", "model.random_hidden=4"]).model, vocabularies)
+    for model in (parser, pretrand):
+        groups = layer_groups(model)
+        assert sorted(name for _, members in groups for name in members) == sorted(name for name, _ in model.named_parameters())
+        assert groups[-1][0] == "head" and not any(name.startswith("word_representation.") for name in groups[-1][1])
+    assert any(name.startswith("random_feature_extractor.") for name in layer_groups(pretrand)[-1][1])
+
+
 def test_gradual_unfreezing_trains_the_top_group_first_then_one_more_per_epoch(source, tmp_path):
     snapshots = []
     for epochs in (1, 2):

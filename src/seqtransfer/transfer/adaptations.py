@@ -75,9 +75,11 @@ def layer_groups(model: nn.Module) -> list[LayerGroup]:
         extractor = [f"feature_extractor.lstm.layers.{layer}." if any(n.startswith("feature_extractor.lstm.") for n in names) else f"feature_extractor.layers.{layer}."
                      for layer in stacked] or ["feature_extractor."]
         prefixes = ["word_representation.", *extractor]
+        # the extractor's own inputs outside its layers (the parser's learned ROOT vector) go with the word representation
+        shared = tuple(name for name in names if name.startswith("feature_extractor.") and not any(name.startswith(prefix) for prefix in extractor))
     groups, taken = [], set()
     for prefix in prefixes:
-        members = [name for name in names if (name.startswith(prefix) or prefix.endswith("embeddings.") and name in shared) and name not in taken]
+        members = [name for name in names if (name.startswith(prefix) or prefix == prefixes[0] and name in shared) and name not in taken]  # shared inputs join the bottom group
         if members:
             groups.append((prefix.rstrip("."), members))
             taken.update(members)
