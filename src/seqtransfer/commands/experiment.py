@@ -19,7 +19,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
                         "every record of the experiment is written back to it")
     parser.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
     parser.add_argument("--ray", metavar="ADDRESS", help="run on Ray: auto, local, or HOST:PORT of a cluster head")
-    parser.add_argument("--gpus-per-run", type=float, default=0.0, help="with --ray: GPUs each run asks Ray for (e.g. 0.25: four BiLSTM runs share a GPU; default 0)")
+    parser.add_argument("--gpus-per-run", type=float, default=0.0, help="with --ray, and for search: GPUs each run or trial asks Ray for (e.g. 0.25: four BiLSTM runs share a GPU; default 0)")
     parser.add_argument("--device", help="device of every run: auto, cpu, cuda, cuda:N, mps (does not change results' identity)")
     parser.add_argument("--cpus-per-trial", type=float, default=1.0, help="search: CPUs Ray gives each trial (default 1)")
     parser.add_argument("--threads", type=int, help="torch threads per run (does not change results' identity; default: the file's)")
@@ -77,7 +77,8 @@ def run(arguments: argparse.Namespace) -> list[dict]:
     if arguments.action == "search":
         from seqtransfer.experiments.search import run_searches
 
-        return run_searches(spec, store, arguments.data_dir, only, arguments.ray or "local", arguments.cpus_per_trial, log=lambda line: print(line, flush=True))
+        return run_searches(spec, store, arguments.data_dir, only, arguments.ray or "local", arguments.cpus_per_trial,
+                            log=lambda line: print(line, flush=True), gpus_per_trial=arguments.gpus_per_run or 0.0)
     if arguments.gpus_per_run and not arguments.ray:
         raise SeqTransferError("--gpus-per-run asks Ray for GPUs: it needs --ray", hint="add --ray local (or --ray HOST:PORT), or use --device for an in-process grid")
     backend = RayBackend(arguments.ray, gpus_per_run=arguments.gpus_per_run) if arguments.ray else LocalBackend()

@@ -225,7 +225,7 @@ def portable_config(path: Path) -> str:
     return dump_config(config)
 
 
-def run_search(task, search: SearchSpec, store, source_id: str | None, cpus_per_trial: float, log: Log) -> dict:
+def run_search(task, search: SearchSpec, store, source_id: str | None, cpus_per_trial: float, log: Log, gpus_per_trial: float = 0.0) -> dict:
     """Run one search (a RunTask of the grid as its base) on Ray Tune; returns and writes its summary."""
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler
@@ -237,7 +237,8 @@ def run_search(task, search: SearchSpec, store, source_id: str | None, cpus_per_
     method, target = task.record["method"], task.record["target"]
     prefix = re.sub(r"[0-9a-f]{12}$", "", Path(task.directory).name)
     base = absolute_paths(task.config)  # Tune runs each trial in its own working folder
-    trainable = tune.with_resources(make_trainable(base, str(Path(store.root).resolve()), prefix, source_id, search.max_epochs), {"cpu": cpus_per_trial})
+    trainable = tune.with_resources(make_trainable(base, str(Path(store.root).resolve()), prefix, source_id, search.max_epochs),
+                                     {"cpu": cpus_per_trial, **({"gpu": gpus_per_trial} if gpus_per_trial else {})})
     # max_t one past the last epoch: ASHA stops trials at its rungs only, never at the last epoch (the run must finish: score and save)
     searched_epochs = max(samples(search.space["train.max_epochs"])) if "train.max_epochs" in search.space else task.config["train"]["max_epochs"]
     last_epoch = min(search.max_epochs or searched_epochs, searched_epochs)
@@ -272,7 +273,7 @@ def run_search(task, search: SearchSpec, store, source_id: str | None, cpus_per_
     return summary
 
 
-def run_searches(spec, store, data_dir: str | None, only: set[str], address: str, cpus_per_trial: float, log: Log) -> list[dict]:
+def run_searches(spec, store, data_dir: str | None, only: set[str], address: str, cpus_per_trial: float, log: Log, gpus_per_trial: float = 0.0) -> list[dict]:
     """Every search of an experiment file (of the ``only`` methods), seed 1 of the grid as the base;
     each transfer method's source is trained first (in this process) and fixed for every trial."""
     from seqtransfer.experiments.backends import RayBackend
@@ -296,7 +297,7 @@ def run_searches(spec, store, data_dir: str | None, only: set[str], address: str
             if source is not None and not is_finished(source):
                 log(f"training source {source.record['source']} for the search of {method} / {target}")
                 execute_task(source, echo=log)
-            summaries.append(run_search(task, search, store, source.run_id if source else None, cpus_per_trial, log))
+            summaries.append(run_search(task, search, store, source.run_id if source else None, cpus_per_trial, log, gpus_per_trial))
     if not summaries:
         raise SeqTransferError(f"{spec.path}: no search to run", hint="add a search: block (method -> target -> space), or check --only / --targets")
     return summaries
