@@ -71,6 +71,30 @@ def test_gradual_unfreezing_trains_the_top_group_first_then_one_more_per_epoch(s
     assert not torch.equal(snapshots[1][lstm], start[lstm]) and torch.equal(snapshots[1][embedding], start[embedding])  # epoch 2: + the BiLSTM
 
 
+def test_gradual_unfreezing_and_discriminative_rates_on_a_parser():
+    """A parser's epoch 1 trains its scorers only (the ROOT vector and the BiLSTM stay), epoch 2 adds
+    its top BiLSTM layer, epoch 4 everything; its rates fall by the factor per group below the top."""
+    from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
+    from seqtransfer.models.registry import build_model
+    from seqtransfer.transfer.adaptations import unfreezing_hook
+
+    vocabularies = Vocabularies(Vocabulary.build(["a"]), Vocabulary.build("a"), Vocabulary(["X", "Y"]))
+    parser = build_model(apply_overrides(RunConfig(), [*TINY_MODEL, "model.architecture=parser", "model.parser_layers=2", "model.parser_hidden=8"]).model, vocabularies)
+    names = [name for name, _ in parser.named_parameters()]
+    unfreeze = unfreezing_hook(parser, set(names))
+    training = []
+    for epoch in (1, 2, 4):
+        unfreeze(epoch, parser, None)
+        training.append({name for name, parameter in parser.named_parameters() if parameter.requires_grad})
+    top, bottom = "feature_extractor.lstm.layers.1.forward_lstm.weight_ih_l0", "feature_extractor.lstm.layers.0.forward_lstm.weight_ih_l0"
+    assert training[0] and all(name.startswith("classifier.") for name in training[0])
+    assert top in training[1] and bottom not in training[1] and "feature_extractor.root" not in training[1]
+    assert training[2] == set(names)
+    config = apply_overrides(RunConfig(), ["transfer.adaptations=[discriminative]"]).transfer
+    rates = {group["name"]: group["lr"] for group in parameter_groups(parser, config, 0.026)}
+    assert rates["head"] == 0.026 and rates["word_representation"] == pytest.approx(0.026 / 2.6**3)
+
+
 def test_early_stopping_waits_until_gradual_unfreezing_has_opened_every_group(source, tmp_path):
     output = tmp_path / "patient"  # a rate too small to improve dev: patience 1 alone would stop after epoch 2
     assert main(["transfer", "--source", str(source), "--method", "finetune", *POS, "--epochs", "6", "--output", str(output),
