@@ -298,6 +298,30 @@ def test_kept_records_let_a_fresh_store_go_on_with_the_next_seed(tmp_path, capsy
     assert "(2) |" in report and "\n| ner | " in report
 
 
+def test_a_report_from_kept_records_alone_tests_significance_as_the_store_does(tmp_path):
+    """Kept records carry their test predictions' per-sentence counts and a digest of the gold labels,
+    so a fresh machine's report gives the p-values the store's runs give."""
+    experiment = tiny_experiment(tmp_path)
+    experiment.write_text(experiment.read_text(encoding="utf-8") + "significance:\n  - [finetune, scratch]\n", encoding="utf-8")
+    kept = tmp_path / "kept.jsonl"
+    run(["experiment", "run", str(experiment), "--only", "scratch,finetune", "--results", str(tmp_path / "store"), "--records", str(kept)])
+    records = [json.loads(line) for line in kept.read_text(encoding="utf-8").splitlines()]
+    evidence = next(record["evidence"] for record in records if record["method"] == "scratch")
+    assert evidence["metric"] == "accuracy" and evidence["shape"][1] == 2 and len(json.dumps(evidence)) < 2000
+    with_store = run(["report", str(experiment), "--results", str(tmp_path / "store"), "--records", str(kept), "--trials", "200"])
+    import shutil
+
+    shutil.rmtree(tmp_path / "store")  # another machine: the run directories and their predictions are gone
+    from_records = run(["report", str(experiment), "--results", str(tmp_path / "empty"), "--records", str(kept), "--trials", "200"])
+    row = next(line for line in with_store.splitlines() if line.startswith("| pos | finetune | scratch |"))
+    assert row in from_records.splitlines() and "no predictions" not in row
+    for record in records:
+        record.pop("evidence", None)  # a record kept before records carried evidence
+    kept.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    assert "| pos | finetune | scratch | 1 |" in run(["report", str(experiment), "--results", str(tmp_path / "empty"), "--records", str(kept), "--trials", "200"])
+    assert "no predictions" in run(["report", str(experiment), "--results", str(tmp_path / "empty"), "--records", str(kept), "--trials", "200"])
+
+
 def test_a_kept_record_of_other_settings_is_trained_again(tmp_path, capsys):
     experiment = tiny_experiment(tmp_path)
     kept = tmp_path / "kept.jsonl"

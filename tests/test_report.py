@@ -120,6 +120,30 @@ def test_read_predictions(tmp_path):
     assert read_predictions(run / "predictions" / "test.conll") == ([["B-PER", "O"], ["O"]], [["B-PER", "B-LOC"], ["O"]])
 
 
+def test_evidence_gives_the_p_values_of_the_predictions_it_was_made_from(tmp_path):
+    """Span F1 counts and correlation scores survive encoding exactly: the test on the evidence is
+    the test on the predictions files."""
+    import numpy as np
+
+    from seqtransfer.experiments.evidence import decode_array, evidence_of
+    from seqtransfer.experiments.significance import paired_randomization_correlation, paired_randomization_counts
+
+    generator = random.Random(0)
+    gold = [[generator.choice(["B-PER", "I-PER", "O", "B-LOC"]) for _ in range(generator.randint(1, 9))] for _ in range(60)]
+    noisy = [[[tag if generator.random() < 0.8 else "O" for tag in tags] for tags in gold] for _ in range(2)]
+    runs = [_write_run(tmp_path / f"run{index}", gold, predicted) for index, predicted in enumerate(noisy)]
+    evidence = [evidence_of(run / "predictions", "span_f1") for run in runs]
+    assert evidence[0]["gold"] == evidence[1]["gold"] and evidence[0]["dtype"] == "uint16"
+    expected = paired_randomization_test(gold, noisy[0], noisy[1], "span_f1", trials=300)
+    assert paired_randomization_counts(decode_array(evidence[0]), decode_array(evidence[1]), "span_f1", trials=300) == expected
+    scores = np.round(np.random.default_rng(0).uniform(0, 5, (2, 40)), 4)
+    for index in range(2):
+        (runs[index] / "predictions" / "test.tsv").write_text("".join(f"{g:g}\t{p:.4f}\ttext\n" for g, p in zip(scores[0], scores[index] + scores[0] / 2)), encoding="utf-8")
+    first, second = (decode_array(evidence_of(run / "predictions", "correlation")) for run in runs)
+    assert paired_randomization_correlation(first[:, 0], first[:, 1], second[:, 1], trials=300) == paired_randomization_correlation(
+        scores[0], np.round(scores[0] + scores[0] / 2, 4), np.round(scores[1] + scores[0] / 2, 4), trials=300)
+
+
 def _spec(methods, targets, pairs=()):
     paper = {"Scratch": {"TPoS": 86.82, "ArK": 91.10}, "Tuned": {"TPoS": 89.57, "ArK": 92.09}}
     return ReportSpec("table4", "PretRand Table 4", methods, targets, "Scratch", paper, pairs, "PretRand paper, Table 4", trials=200)

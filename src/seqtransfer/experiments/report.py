@@ -24,7 +24,7 @@ from pathlib import Path
 
 from seqtransfer.analysis.predictions import read_predictions as read_prediction_file
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.experiments.significance import paired_randomization_correlation, paired_randomization_test
+from seqtransfer.experiments.significance import paired_randomization_correlation, paired_randomization_counts
 from seqtransfer.training.metrics import METRICS
 
 MISSING = "–"
@@ -349,20 +349,23 @@ def _published_section(spec: ReportSpec, summaries: Mapping[tuple[str, str], Sum
     return ["## Published results (not ours) and our best", "", intro, "", *_table(["Method", "Source", "Flags", *spec.targets], rows)]
 
 
-def _test_scores(record: dict) -> tuple[list[float], list[float]]:
-    """Gold and predicted scores of a regression run's ``predictions/test.tsv`` (gold TAB predicted TAB text)."""
-    folder = record.get("predictions") or Path(record["run_directory"]) / "predictions"
-    rows = [line.split("\t") for line in (Path(folder) / "test.tsv").read_text(encoding="utf-8").splitlines() if line]
-    return [float(row[0]) for row in rows], [float(row[1]) for row in rows]
+def test_evidence(record: dict) -> dict | None:
+    """What the significance test reads of a cell's test predictions: from its run's predictions
+    folder where the store has it, else the kept record's ``evidence`` (experiments/evidence.py)."""
+    from seqtransfer.experiments.evidence import evidence_of
 
-
-def _test_predictions(record: dict) -> tuple[list[list[str]], list[list[str]]]:
-    folder = record.get("predictions") or Path(record["run_directory"]) / "predictions"  # a multi-task run: predictions/TASK
-    return read_predictions(Path(folder) / "test.conll")
+    folder = Path(record.get("predictions") or Path(record["run_directory"]) / "predictions")  # a multi-task run: predictions/TASK
+    try:
+        evidence = evidence_of(folder, record["metric"])
+    except SeqTransferError:  # unreadable predictions: as if there were none
+        evidence = None
+    return evidence or record.get("evidence")
 
 
 def _significance_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str]) -> list[str]:
     """One row: the paired test on the first seed both methods share, or ``–`` cells."""
+    from seqtransfer.experiments.evidence import decode_array
+
     first, second = pair
     seeds = sorted({seed for method, name, seed in by_seed if (method, name) == (first, target)}
                    & {seed for method, name, seed in by_seed if (method, name) == (second, target)})
@@ -370,18 +373,16 @@ def _significance_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], d
         return [target, first, second, MISSING, MISSING, MISSING, MISSING, MISSING]
     record_a, record_b = by_seed[first, target, seeds[0]], by_seed[second, target, seeds[0]]
     scores = [f"{float(record_a['test']):.2f}", f"{float(record_b['test']):.2f}"]
-    read = _test_scores if record_a["metric"] == "correlation" else _test_predictions
-    try:
-        gold, predicted_a = read(record_a)
-        gold_b, predicted_b = read(record_b)
-    except (FileNotFoundError, SeqTransferError):  # a kept record (its predictions stayed with its run), or a run without them
+    evidence_a, evidence_b = test_evidence(record_a), test_evidence(record_b)
+    if evidence_a is None or evidence_b is None:  # a kept record from before records carried evidence, or a run without predictions
         return [target, first, second, str(seeds[0]), *scores, "no predictions", MISSING]
-    if list(gold) != list(gold_b):
+    if evidence_a["gold"] != evidence_b["gold"]:
         return [target, first, second, str(seeds[0]), *scores, "gold differs", MISSING]
+    values_a, values_b = decode_array(evidence_a), decode_array(evidence_b)
     if record_a["metric"] == "correlation":
-        p_value = paired_randomization_correlation(gold, predicted_a, predicted_b, trials=spec.trials)
+        p_value = paired_randomization_correlation(values_a[:, 0], values_a[:, 1], values_b[:, 1], trials=spec.trials)
     else:
-        p_value = paired_randomization_test(gold, predicted_a, predicted_b, record_a["metric"], trials=spec.trials)
+        p_value = paired_randomization_counts(values_a, values_b, record_a["metric"], trials=spec.trials)
     return [target, first, second, str(seeds[0]), *scores, f"{p_value:.4f}", "yes" if p_value < SIGNIFICANCE_LEVEL else "no"]
 
 

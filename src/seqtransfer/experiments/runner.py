@@ -125,8 +125,16 @@ def finish_records(task: RunTask, directory: Path, score: bool = True) -> list[d
         records.append({**record, "target": target, "network_parameters": network, "dataset": scores["dataset"], "task": scores["task"], "metric": scores["metric"],
                         "run_directory": str(directory), "dev": scores["dev"][main], "test": scores.get("test", {}).get(main), "parameters": metrics["parameters"],
                         "seconds": metrics["seconds"], "device": metrics.get("device", "cpu"), "best_epoch": scores.get("best_epoch"), "multitask": True, **cost_of(metrics),
-                        "predictions": str(directory / "predictions" / target)})
+                        "predictions": str(directory / "predictions" / target), **with_evidence(directory / "predictions" / target, scores["metric"])})
     return records
+
+
+def with_evidence(folder: Path, metric: str) -> dict:
+    """{"evidence": ...} of the test predictions in ``folder`` (a kept record's significance tests), or {}."""
+    from seqtransfer.experiments.evidence import evidence_of
+
+    evidence = evidence_of(folder, metric)
+    return {"evidence": evidence} if evidence else {}
 
 
 def network_parameters(directory: Path, metrics: dict | None = None) -> int:
@@ -164,6 +172,8 @@ def finish_record(task: RunTask, directory: Path, score: bool = True) -> dict:
         record["test"], record["predictions"] = score_elsewhere(directory, task.record["test_on"], task.config["data"]["data_dir"], score)
     if task.record.get("also"):
         record["other_scores"] = other_scores(directory / "predictions", Path(record.get("predictions", directory / "predictions")), task.record["also"])
+    if task.record.get("method") and record["test"] is not None:
+        record.update(with_evidence(Path(record.get("predictions", directory / "predictions")), metrics["metric"]))
     return record
 
 

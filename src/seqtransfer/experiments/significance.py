@@ -84,7 +84,11 @@ def paired_randomization_test(
     recomputes the score difference; p = (r + 1) / (trials + 1), where r counts trials whose
     absolute difference is at least the observed one.
     """
-    counts_a, counts_b = sentence_counts(gold, predicted_a, metric), sentence_counts(gold, predicted_b, metric)
+    return paired_randomization_counts(sentence_counts(gold, predicted_a, metric), sentence_counts(gold, predicted_b, metric), metric, trials, seed)
+
+
+def paired_randomization_counts(counts_a: np.ndarray, counts_b: np.ndarray, metric: str, trials: int = 10000, seed: int = 0) -> float:
+    """:func:`paired_randomization_test` on the two systems' per-sentence counts (:func:`sentence_counts`)."""
     observed = abs(float(score_from_counts(counts_a.sum(axis=0), metric) - score_from_counts(counts_b.sum(axis=0), metric)))
     differences = _shuffled_differences(counts_a, counts_b, metric, trials, np.random.default_rng(seed))
     at_least_as_large = int(np.count_nonzero(np.abs(differences) >= observed - _TOLERANCE))

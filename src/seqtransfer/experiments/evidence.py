@@ -1,0 +1,63 @@
+"""What a significance test needs of a run's test predictions, small enough for a kept record.
+
+A report tests two methods on their test predictions (:mod:`~seqtransfer.experiments.significance`).
+The predictions stay with the run directories, which a fresh machine does not have; a kept record
+(:mod:`~seqtransfer.experiments.kept`) carries instead its per-sentence counts (correct and total
+tokens, or gold, predicted and correct chunks), or for a correlation its per-sentence scores, and a
+digest of the gold labels, so that the same test gives the same p-value from the records alone:
+
+    "evidence": {"gold": "3f1c...", "metric": "accuracy", "shape": [1201, 2], "dtype": "uint16", "data": "eJz..."}
+
+The arrays are zlib-compressed and base64-encoded: a few kilobytes per test set.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from seqtransfer.experiments.significance import sentence_counts
+
+
+def encode_array(values: np.ndarray, counts: bool) -> dict:
+    """{"shape", "dtype", "data"} of an array: counts as the smallest unsigned type that holds
+    them, scores as float64 (exactly as read)."""
+    if counts:
+        values = values.astype(np.uint16 if values.size == 0 or values.max() < 2**16 else np.uint32)
+    else:
+        values = values.astype(np.float64)
+    return {"shape": list(values.shape), "dtype": str(values.dtype), "data": base64.b64encode(zlib.compress(values.tobytes(), 9)).decode("ascii")}
+
+
+def decode_array(encoded: dict) -> np.ndarray:
+    raw = zlib.decompress(base64.b64decode(encoded["data"]))
+    return np.frombuffer(raw, dtype=encoded["dtype"]).reshape(encoded["shape"]).astype(np.float64)
+
+
+def gold_digest(gold) -> str:
+    """A digest of the gold labels (or scores): two runs are compared only on the same test set."""
+    return hashlib.sha256(json.dumps([list(map(str, labels)) for labels in gold]).encode("utf-8")).hexdigest()[:16]
+
+
+def evidence_of(folder: Path, metric: str) -> dict | None:
+    """The evidence of the test predictions in ``folder`` (``test.conll``, or ``test.tsv`` for a
+    correlation), None where the run has none."""
+    from seqtransfer.analysis.predictions import read_predictions
+
+    if metric == "correlation":
+        path = folder / "test.tsv"
+        if not path.is_file():
+            return None
+        rows = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines() if line]
+        scores = np.array([[float(row[0]), float(row[1])] for row in rows])  # gold, predicted
+        return {"gold": gold_digest([[row[0]] for row in rows]), "metric": metric, **encode_array(scores, counts=False)}
+    path = folder / "test.conll"
+    if not path.is_file():
+        return None
+    predictions = read_predictions(path)
+    return {"gold": gold_digest(predictions.gold), "metric": metric, **encode_array(sentence_counts(predictions.gold, predictions.predicted, metric), counts=True)}
