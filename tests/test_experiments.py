@@ -351,6 +351,12 @@ def test_published_rows_render_above_ours_with_our_best_per_column(tmp_path):
     published, ours = report.split("## Published results (not ours) and our best")[1].split("## Our results")
     assert "| Big model (X, 2020) | X 2020, Table 1 | bert, crf | 99.50 |" in published
     assert "(scratch) |" in published.split("Ours: best mean per column")[1]
+    # a column whose published numbers use another metric (paper_metric): our best by that metric, named
+    experiment.write_text(text.replace("  pos: {dataset: null, source: ner, overrides:", "  pos: {dataset: null, source: ner, also: [span_f1], paper_metric: span_f1, overrides:"), encoding="utf-8")
+    records = run(["experiment", "run", str(experiment), "--only", "scratch", "--results", str(tmp_path / "again")])
+    f1 = next(record for record in records if record["method"] == "scratch")["other_scores"]["span_f1"]["test"]
+    report = run(["report", str(experiment), "--results", str(tmp_path / "again"), "--trials", "10"])
+    assert f"**{f1:.2f}** (scratch, F1) |" in report.split("## Published results (not ours) and our best")[1].split("## Our results")[0]
 
 
 @pytest.mark.parametrize("row, message", [

@@ -25,7 +25,7 @@ from pathlib import Path
 from seqtransfer.analysis.predictions import read_predictions as read_prediction_file
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.significance import paired_randomization_correlation, paired_randomization_counts
-from seqtransfer.training.metrics import METRICS
+from seqtransfer.training.metrics import METRICS, get_metric
 
 MISSING = "–"
 SIGNIFICANCE_LEVEL = 0.05
@@ -264,16 +264,22 @@ def other_metric_means(spec: ReportSpec, records: Sequence[dict], metric: str, t
     return {method: statistics.fmean(values) for method, values in scores.items()}
 
 
-def _paper_table(spec: ReportSpec, summaries: Mapping[tuple[str, str], Summary], records: Sequence[dict] = ()) -> list[str]:
-    """The paper's numbers with Δ = ours − paper, per target and for aNRG / mNRG; a target whose
-    paper numbers are of another metric (``paper_metric``) compares our scores by that metric."""
+def paper_metric_means(spec: ReportSpec, summaries: Mapping[tuple[str, str], Summary], records: Sequence[dict]) -> Means:
+    """Our means by the metric the published numbers use: a target's ``paper_metric`` (from each
+    run's ``also`` scores) where it names one, its main metric elsewhere."""
     means = means_by_method(summaries)
     for target, metric in spec.paper_metrics.items():
         for method in means:
             means[method].pop(target, None)
         for method, mean in other_metric_means(spec, records, metric, target).items():
             means.setdefault(method, {})[target] = mean
-    ours = _spec_means(spec, means)
+    return means
+
+
+def _paper_table(spec: ReportSpec, summaries: Mapping[tuple[str, str], Summary], records: Sequence[dict] = ()) -> list[str]:
+    """The paper's numbers with Δ = ours − paper, per target and for aNRG / mNRG; a target whose
+    paper numbers are of another metric (``paper_metric``) compares our scores by that metric."""
+    ours = _spec_means(spec, paper_metric_means(spec, summaries, records))
     paper = _spec_means(spec, spec.paper_results)
     gains = [(anrg(ours, spec.reference_method), anrg(paper, spec.reference_method))]
     gains.append((mnrg(ours, spec.reference_method), mnrg(paper, spec.reference_method)))
@@ -325,23 +331,26 @@ def _differences_table(spec: ReportSpec, summaries: Mapping[tuple[str, str], Sum
 
 
 def _best_cell(spec: ReportSpec, means: Means, target: str) -> str:
-    """Our best mean on a target and the method that reached it: ``95.22 (PretRand)``."""
+    """Our best mean on a target and the method that reached it: ``95.22 (PretRand)``, with the
+    metric where the column's published numbers use another than ours (``82.89 (MuTSPad, F1)``)."""
     scored = [(means[method][target], method) for method in spec.methods if target in means.get(method, {})]
     if not scored:
         return MISSING
     score, method = max(scored, key=lambda item: item[0])
-    return f"**{score:.2f}** ({method})"
+    metric = spec.paper_metrics.get(target)
+    return f"**{score:.2f}** ({method}{', ' + get_metric(metric).title if metric else ''})"
 
 
-def _published_section(spec: ReportSpec, summaries: Mapping[tuple[str, str], Summary]) -> list[str]:
-    """Published results that are not ours, above our best mean per column."""
+def _published_section(spec: ReportSpec, summaries: Mapping[tuple[str, str], Summary], records: Sequence[dict] = ()) -> list[str]:
+    """Published results that are not ours, above our best mean per column (by the published
+    numbers' metric: a target's ``paper_metric``)."""
     from seqtransfer.experiments.spec import PUBLISHED_FLAGS
 
     rows = []
     for row in spec.published:
         cells = ["n/a" if row.scores.get(target) is None else f"{row.scores[target]:.2f}" for target in spec.targets]
         rows.append([row.name, row.source + (f" ({row.note})" if row.note else ""), ", ".join(row.flags) or "none", *cells])
-    means = means_by_method(summaries)
+    means = paper_metric_means(spec, summaries, records)
     rows.append(["**Ours: best mean per column**", f"this report ({spec.split})", "", *[_best_cell(spec, means, target) for target in spec.targets]])
     legend = "; ".join(f"{flag}: {meaning}" for flag, meaning in PUBLISHED_FLAGS.items())
     intro = (f"Published numbers, not ours: copied from the source named on each row (n/a: not reported there); "
@@ -405,7 +414,7 @@ def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
     source = f"Reproduces {spec.paper_table}. " if spec.paper_table else ""
     lines = [f"# {spec.title}", "", f"{source}Experiment `{spec.experiment}`, {len(records)} finished runs."]
     if spec.published:
-        lines += ["", *_published_section(spec, summaries)]
+        lines += ["", *_published_section(spec, summaries, records)]
     lines += ["", f"## Our results ({spec.split})", ""]
     lines += [f"Mean ± sample std (number of seeds). #params, aNRG and mNRG are relative to {spec.reference_method}; "
               f"{MISSING} marks a cell with no finished run (an empty cell: the method does not run on that target), † a gain over fewer targets than the table has. "
