@@ -77,8 +77,16 @@ def test_a_search_runs_on_ray_tune_resumes_and_writes_the_selected_config(tmp_pa
     try:
         summaries = run(["experiment", "search", str(experiment), "--results", "results", "--ray", ray_head])
         again = run(["experiment", "search", str(experiment), "--results", "results", "--ray", ray_head])  # every trial read back from the store
+        # a crash that left one trial unfinished: the search run again trains that trial only
+        finished = {trial["run_id"]: results / "runs" / trial["run_id"] / "metrics.json" for trial in summaries[0]["trials"] if trial["status"] == "finished"}
+        lost = summaries[0]["selected"]["run_id"]
+        finished[lost].unlink()
+        kept_times = {run_id: path.stat().st_mtime_ns for run_id, path in finished.items() if run_id != lost}
+        resumed = run(["experiment", "search", str(experiment), "--results", "results", "--ray", ray_head])
     finally:
         ray.shutdown()
+    assert finished[lost].is_file() and all(finished[run_id].stat().st_mtime_ns == time for run_id, time in kept_times.items())
+    assert resumed[0]["selected"] == summaries[0]["selected"]  # the trial trained again to the same weights and scores
     summary = summaries[0]
     assert summary["method"] == "finetune" and len(summary["trials"]) == 3
     assert len(list((results / "sources").iterdir())) == 1  # the source, trained once for every trial
