@@ -40,10 +40,28 @@ def resolve_device(name: str | None) -> torch.device:
 
 
 def describe_device(device: torch.device) -> str:
-    """``cpu`` or ``cuda:0 (NVIDIA H100 80GB HBM3)``: what metrics.json records."""
+    """``cpu (AMD EPYC, AVX512)`` or ``cuda:0 (NVIDIA H100 80GB HBM3)``: what metrics.json records.
+    A seed fixes a run's numbers on one kind of processor; another model or vector width picks
+    other kernels, whose last-bit differences training amplifies, so the record says which ran it."""
     if device.type == "cuda":
         return f"{device} ({torch.cuda.get_device_name(device)})"
+    if device.type == "cpu":
+        return f"cpu ({', '.join(part for part in (processor_name(), torch.backends.cpu.get_cpu_capability()) if part)})"
     return str(device)
+
+
+def processor_name() -> str:
+    """The CPU's model name (/proc/cpuinfo on Linux, platform elsewhere), "" if unknown."""
+    import platform
+
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor()
 
 
 def prepare_device(device: torch.device) -> None:
