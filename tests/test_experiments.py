@@ -304,7 +304,7 @@ def test_a_report_from_kept_records_alone_tests_significance_as_the_store_does(t
     experiment = tiny_experiment(tmp_path)
     experiment.write_text(experiment.read_text(encoding="utf-8") + "significance:\n  - [finetune, scratch]\n", encoding="utf-8")
     kept = tmp_path / "kept.jsonl"
-    run(["experiment", "run", str(experiment), "--only", "scratch,finetune", "--results", str(tmp_path / "store"), "--records", str(kept)])
+    run(["experiment", "run", str(experiment), "--only", "scratch,finetune", "--seeds", "2", "--results", str(tmp_path / "store"), "--records", str(kept)])
     records = [json.loads(line) for line in kept.read_text(encoding="utf-8").splitlines()]
     evidence = next(record["evidence"] for record in records if record["method"] == "scratch")
     assert evidence["metric"] == "accuracy" and evidence["shape"][1] == 2 and len(json.dumps(evidence)) < 2000
@@ -315,8 +315,16 @@ def test_a_report_from_kept_records_alone_tests_significance_as_the_store_does(t
     from_records = run(["report", str(experiment), "--results", str(tmp_path / "empty"), "--records", str(kept), "--trials", "200"])
     row = next(line for line in with_store.splitlines() if line.startswith("| pos | finetune | scratch |"))
     assert row in from_records.splitlines() and "no predictions" not in row
+    assert row.startswith("| pos | finetune | scratch | 1 |")
     for record in records:
-        record.pop("evidence", None)  # a record kept before records carried evidence
+        if record["seed"] == 1:
+            record.pop("evidence", None)  # seed 1 kept before records carried evidence: the test pairs seed 2's runs
+    kept.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    row = next(line for line in run(["report", str(experiment), "--results", str(tmp_path / "empty"), "--records", str(kept), "--trials", "200"]).splitlines()
+               if line.startswith("| pos | finetune | scratch |"))
+    assert row.startswith("| pos | finetune | scratch | 2 |") and "no predictions" not in row
+    for record in records:
+        record.pop("evidence", None)
     kept.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
     assert "| pos | finetune | scratch | 1 |" in run(["report", str(experiment), "--results", str(tmp_path / "empty"), "--records", str(kept), "--trials", "200"])
     assert "no predictions" in run(["report", str(experiment), "--results", str(tmp_path / "empty"), "--records", str(kept), "--trials", "200"])

@@ -380,19 +380,21 @@ def _significance_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], d
                    & {seed for method, name, seed in by_seed if (method, name) == (second, target)})
     if not seeds:
         return [target, first, second, MISSING, MISSING, MISSING, MISSING, MISSING]
-    record_a, record_b = by_seed[first, target, seeds[0]], by_seed[second, target, seeds[0]]
+    # the first shared seed whose two runs both have their test predictions (or a kept record's evidence of them)
+    tested = next((seed for seed in seeds if test_evidence(by_seed[first, target, seed]) and test_evidence(by_seed[second, target, seed])), seeds[0])
+    record_a, record_b = by_seed[first, target, tested], by_seed[second, target, tested]
     scores = [f"{float(record_a['test']):.2f}", f"{float(record_b['test']):.2f}"]
     evidence_a, evidence_b = test_evidence(record_a), test_evidence(record_b)
-    if evidence_a is None or evidence_b is None:  # a kept record from before records carried evidence, or a run without predictions
-        return [target, first, second, str(seeds[0]), *scores, "no predictions", MISSING]
+    if evidence_a is None or evidence_b is None:  # kept records from before records carried evidence, or runs without predictions
+        return [target, first, second, str(tested), *scores, "no predictions", MISSING]
     if evidence_a["gold"] != evidence_b["gold"]:
-        return [target, first, second, str(seeds[0]), *scores, "gold differs", MISSING]
+        return [target, first, second, str(tested), *scores, "gold differs", MISSING]
     values_a, values_b = decode_array(evidence_a), decode_array(evidence_b)
     if record_a["metric"] == "correlation":
         p_value = paired_randomization_correlation(values_a[:, 0], values_a[:, 1], values_b[:, 1], trials=spec.trials)
     else:
         p_value = paired_randomization_counts(values_a, values_b, record_a["metric"], trials=spec.trials)
-    return [target, first, second, str(seeds[0]), *scores, f"{p_value:.4f}", "yes" if p_value < SIGNIFICANCE_LEVEL else "no"]
+    return [target, first, second, str(tested), *scores, f"{p_value:.4f}", "yes" if p_value < SIGNIFICANCE_LEVEL else "no"]
 
 
 def _significance_section(spec: ReportSpec, records: Sequence[dict]) -> list[str]:
@@ -401,7 +403,8 @@ def _significance_section(spec: ReportSpec, records: Sequence[dict]) -> list[str
     rows = [_significance_row(spec, by_seed, target, pair) for target in spec.targets for pair in spec.significance_pairs if target in spec.pair_targets(pair)]
     intro = (
         f"Paired approximate randomisation test at the sentence level ({spec.trials:,} trials, two-sided, "
-        f"p = (r + 1) / (N + 1)) on the test predictions of the first seed both methods share."
+        f"p = (r + 1) / (N + 1)) on the test predictions of the first seed both methods share whose runs both have them "
+        f"(their run directories, or the evidence kept records carry)."
     )
     header = ["Target", "A", "B", "seed", "A score", "B score", "p", f"p < {SIGNIFICANCE_LEVEL}"]
     return ["## Significance", "", intro, "", *_table(header, rows)]
