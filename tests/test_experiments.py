@@ -412,6 +412,7 @@ def test_a_method_may_run_on_some_targets_only(tmp_path):
     ("{algorithm: asha, grace_epochs: 0, space: {model.dropout: [0.1]}}", "grace_epochs must be a positive whole number"),
     ("{algorithm: asha, max_epochs: 2, grace_epochs: 3, space: {model.dropout: [0.1]}}", "grace_epochs 3 is more than max_epochs 2"),
     ("{space: {model.hidden: [10, 20]}, method: finetune}", "model.hidden is the source run's"),
+    ("{space: {model.hidden: {randint: [100, 301]}}}", "model.hidden"),  # both ends even, odd sizes between: no run trains with those
 ])
 def test_a_bad_search_is_one_line(tmp_path, search, message):
     experiment = tiny_experiment(tmp_path)
@@ -420,6 +421,42 @@ def test_a_bad_search_is_one_line(tmp_path, search, message):
     experiment.write_text(experiment.read_text(encoding="utf-8") + f"search:\n  {method}:\n    pos: {search}\n", encoding="utf-8")
     with pytest.raises(SeqTransferError, match=message):
         load_experiment(experiment)
+
+
+def test_an_asha_rung_past_the_trials_last_epoch_is_refused_before_ray_runs(tmp_path):
+    """The file's runs train 2 epochs (train.max_epochs=2): a first rung at 3 could stop no trial."""
+    pytest.importorskip("ray")
+    from seqtransfer.experiments.grid import method_tasks, source_tasks
+    from seqtransfer.experiments.search import run_search
+    from seqtransfer.experiments.store import ResultsStore
+
+    experiment = tiny_experiment(tmp_path)
+    experiment.write_text(experiment.read_text(encoding="utf-8") + "search:\n  scratch:\n    pos: {algorithm: asha, grace_epochs: 3, space: {model.dropout: [0.1, 0.3]}}\n", encoding="utf-8")
+    spec = load_experiment(experiment)
+    store = ResultsStore(tmp_path / "results")
+    task = next(task for task in method_tasks(spec, store, None, [1], source_tasks(spec, store, None), {"scratch"}) if task.record["method"] == "scratch")
+    with pytest.raises(SeqTransferError, match="grace_epochs 3 is more than the 2 epochs a trial trains"):
+        run_search(task, spec.search["scratch"]["pos"], store, None, 1, print)
+    assert not (tmp_path / "results" / "search").exists()
+
+
+def test_a_targets_other_metrics_must_score_its_kind(tmp_path):
+    experiment = tiny_experiment(tmp_path)
+    text = experiment.read_text(encoding="utf-8")
+    experiment.write_text(text.replace("targets:\n", "targets:\n  tweets: {dataset: wnut17, also: [spearman]}\n"), encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="target 'tweets': spearman does not score a tagging task"):
+        load_experiment(experiment)
+    experiment.write_text(text.replace("targets:\n", "targets:\n  similarity: {dataset: stsb, also: [spearman]}\n  paraphrase: {dataset: mrpc, also: [positive_f1]}\n"), encoding="utf-8")
+    assert load_experiment(experiment).targets["similarity"].also == ["spearman"]
+
+
+def test_other_scores_read_a_regressions_predictions(tmp_path):
+    from seqtransfer.experiments.runner import other_scores
+    from seqtransfer.training.metrics import evaluate
+
+    (tmp_path / "test.tsv").write_text("1\t1.5\ta b\n2\t1.0\tc d\n3\t3.5\te f\n", encoding="utf-8")
+    scores = other_scores(tmp_path, tmp_path, ["spearman"])
+    assert scores == {"spearman": {"test": evaluate([[1.0], [2.0], [3.0]], [[1.5], [1.0], [3.5]], "spearman")["spearman"]}} and scores["spearman"]["test"] == 50.0
 
 
 def test_a_search_names_known_methods_and_targets(tmp_path):

@@ -63,6 +63,12 @@ def test_a_users_pair_file_with_a_header_is_a_pair_task_and_scores_are_a_regress
     pairs.write_text("_id\ttext\ttext_b\tlabel\n1\ta cat sits\ta cat is sitting\t1\n2\ta dog runs\tthe sky is blue\t0\n", encoding="utf-8")
     spec = custom_dataset(train=pairs)
     assert spec.tasks == {"label": "label"} and spec.kinds == {"label": "sentence"} and spec.metric == {"label": "accuracy"}
+    from seqtransfer.data.task_data import load_task_data
+    from seqtransfer.config import RunConfig, apply_overrides
+
+    data = load_task_data(apply_overrides(RunConfig(), [f"data.train={pairs}"]).data)
+    first = data.splits["train"][0]
+    assert first.tokens == ["a", "cat", "sits", "[SEP]", "a", "cat", "is", "sitting"] and set(first.columns) == {"label"}  # one pair, _id dropped
     scores = tmp_path / "scores.tsv"
     scores.write_text("text\ttext_b\tscore\na cat sits\ta cat is sitting\t4.6\na dog runs\tthe sky is blue\t0\n", encoding="utf-8")
     spec = custom_dataset(train=scores)

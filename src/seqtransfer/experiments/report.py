@@ -381,10 +381,14 @@ def _significance_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], d
     if not seeds:
         return [target, first, second, MISSING, MISSING, MISSING, MISSING, MISSING]
     # the first shared seed whose two runs both have their test predictions (or a kept record's evidence of them)
-    tested = next((seed for seed in seeds if test_evidence(by_seed[first, target, seed]) and test_evidence(by_seed[second, target, seed])), seeds[0])
+    tested, evidence_a, evidence_b = seeds[0], None, None
+    for seed in seeds:
+        pair_evidence = test_evidence(by_seed[first, target, seed]), test_evidence(by_seed[second, target, seed])
+        if all(pair_evidence):
+            tested, (evidence_a, evidence_b) = seed, pair_evidence
+            break
     record_a, record_b = by_seed[first, target, tested], by_seed[second, target, tested]
     scores = [f"{float(record_a['test']):.2f}", f"{float(record_b['test']):.2f}"]
-    evidence_a, evidence_b = test_evidence(record_a), test_evidence(record_b)
     if evidence_a is None or evidence_b is None:  # kept records from before records carried evidence, or runs without predictions
         return [target, first, second, str(tested), *scores, "no predictions", MISSING]
     if evidence_a["gold"] != evidence_b["gold"]:

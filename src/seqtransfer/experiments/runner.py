@@ -179,18 +179,23 @@ def finish_record(task: RunTask, directory: Path, score: bool = True) -> dict:
 
 def other_scores(dev_folder: Path, test_folder: Path, metrics: list[str]) -> dict[str, dict[str, float]]:
     """metric -> split -> main score of the run's dev and test predictions (``token gold predicted``
-    files) by other metrics than its own: a target's ``also`` (MuTSPad's chunk F1 beside accuracy)."""
+    files, or a regression's ``gold predicted text`` lines) by other metrics than its own: a
+    target's ``also`` (MuTSPad's chunk F1 beside accuracy, STS-B's Spearman beside Pearson)."""
     from seqtransfer.analysis.predictions import read_predictions
     from seqtransfer.training.metrics import evaluate
 
     scores: dict[str, dict[str, float]] = {}
     for split, folder in (("dev", dev_folder), ("test", test_folder)):
-        path = folder / f"{split}.conll"
-        if not path.is_file():
+        if (folder / f"{split}.conll").is_file():
+            predictions = read_predictions(folder / f"{split}.conll")
+            gold, predicted = predictions.gold, predictions.predicted
+        elif (folder / f"{split}.tsv").is_file():  # a regression writes only gold TAB predicted TAB text per sentence
+            rows = [line.split("\t") for line in (folder / f"{split}.tsv").read_text(encoding="utf-8").splitlines() if line]
+            gold, predicted = [[float(row[0])] for row in rows], [[float(row[1])] for row in rows]
+        else:
             continue
-        predictions = read_predictions(path)
         for metric in metrics:
-            scores.setdefault(metric, {})[split] = evaluate(predictions.gold, predictions.predicted, metric)[get_metric(metric).main]
+            scores.setdefault(metric, {})[split] = evaluate(gold, predicted, metric)[get_metric(metric).main]
     return scores
 
 

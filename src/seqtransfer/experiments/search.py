@@ -70,7 +70,10 @@ def extremes(values: Any) -> list:
     (kind, arguments), = values.items()
     if kind == "choice":
         return list(arguments)
-    return [int(arguments[0]), int(arguments[1]) - 1] if kind == "randint" else list(arguments)
+    if kind == "randint":  # both ends and a neighbour: a rule on parity (even BiLSTM sizes) shows on one of two neighbours
+        low, high = int(arguments[0]), int(arguments[1]) - 1
+        return sorted({low, min(low + 1, high), high})
+    return list(arguments)
 
 
 def is_number(value: Any) -> bool:
@@ -197,11 +200,13 @@ def make_trainable(base: dict, store_root: str, prefix: str, source_id: str | No
     return trainable
 
 
+PATH_SETTINGS = (("transfer", "source"), ("data", "train"), ("data", "dev"), ("data", "test"), ("data", "data_dir"), ("data", "label_map"), ("data", "pseudo_train"))
+
+
 def absolute_paths(config: dict) -> dict:
     """A config dict whose file and folder settings (source run, data files, data root) are absolute."""
     config = copy.deepcopy(config)
-    for section, key in (("transfer", "source"), ("data", "train"), ("data", "dev"), ("data", "test"), ("data", "data_dir"), ("data", "label_map"),
-                         ("data", "pseudo_train")):
+    for section, key in PATH_SETTINGS:
         value = config.get(section, {}).get(key)
         if isinstance(value, str) and value and not Path(value).is_absolute():
             config[section][key] = str(Path(value).resolve())
@@ -213,15 +218,17 @@ def slug(text: str) -> str:
 
 
 def portable_config(path: Path) -> str:
-    """A trial's config as the selected config file: its source run named relative to the working
-    folder where it lies below it (``results/sources/...``), so that the file serves in another
-    checkout of the same project, not only on the machine that ran the search."""
+    """A trial's config as the selected config file: its source run and data files named relative
+    to the working folder where they lie below it (``results/sources/...``), so that the file
+    serves in another checkout of the same project, not only on the machine that ran the search."""
     from seqtransfer.config import dump_config, load_config
 
     config = load_config(path)
-    source = config.transfer.source
-    if source and Path(source).is_absolute() and Path(source).resolve().is_relative_to(Path.cwd().resolve()):
-        config.transfer.source = str(Path(source).resolve().relative_to(Path.cwd().resolve()))
+    here = Path.cwd().resolve()
+    for section, key in PATH_SETTINGS:
+        value = getattr(getattr(config, section), key)
+        if isinstance(value, str) and value and Path(value).is_absolute() and Path(value).resolve().is_relative_to(here):
+            setattr(getattr(config, section), key, str(Path(value).resolve().relative_to(here)))
     return dump_config(config)
 
 
@@ -240,8 +247,11 @@ def run_search(task, search: SearchSpec, store, source_id: str | None, cpus_per_
     trainable = tune.with_resources(make_trainable(base, str(Path(store.root).resolve()), prefix, source_id, search.max_epochs),
                                      {"cpu": cpus_per_trial, **({"gpu": gpus_per_trial} if gpus_per_trial else {})})
     # max_t one past the last epoch: ASHA stops trials at its rungs only, never at the last epoch (the run must finish: score and save)
-    searched_epochs = max(samples(search.space["train.max_epochs"])) if "train.max_epochs" in search.space else task.config["train"]["max_epochs"]
+    searched_epochs = max(extremes(search.space["train.max_epochs"])) if "train.max_epochs" in search.space else task.config["train"]["max_epochs"]
     last_epoch = min(search.max_epochs or searched_epochs, searched_epochs)
+    if search.algorithm == "asha" and search.grace_epochs > last_epoch:
+        raise SeqTransferError(f"search {method} / {target}: grace_epochs {search.grace_epochs} is more than the {last_epoch} epochs a trial trains: no trial could be stopped early",
+                               hint=f"set grace_epochs below {last_epoch}, or algorithm: random")
     scheduler = ASHAScheduler(time_attr="epoch", grace_period=search.grace_epochs, max_t=last_epoch + 1) if search.algorithm == "asha" else None
     tune_config = tune.TuneConfig(metric="dev", mode="max", num_samples=1 if search.algorithm == "grid" else search.trials, scheduler=scheduler,
                                   search_alg=BasicVariantGenerator(random_state=search.seed))

@@ -309,6 +309,23 @@ def _check_references(spec: ExperimentSpec, path: Path) -> None:
     _check_comparisons(spec, path)
 
 
+def check_metrics_fit(name: str, target: TargetSpec, path: Path) -> None:
+    """A registered target's ``also`` metrics score its task's kind (span F1 a tagging task,
+    Spearman a regression, the positive class's F1 a sentence task): refused before any run
+    trains, not after it. Targets of user files are checked when their data is read."""
+    from seqtransfer.data.registry import DATASETS
+    from seqtransfer.data.task_data import resolve_task
+    from seqtransfer.tasks import get_task_kind
+
+    dataset = DATASETS.get(str(target.dataset).partition("+")[0]) if target.dataset else None
+    if dataset is None or not target.also:
+        return
+    kind = get_task_kind(dataset.kinds.get(resolve_task(dataset, target.task), "tagging"))
+    unfit = [metric for metric in target.also if metric not in kind.metrics]
+    if unfit:
+        raise SeqTransferError(f"target '{name}': {', '.join(unfit)} does not score a {kind.name} task", path=path, hint=f"also: any of {', '.join(kind.metrics)}")
+
+
 def _check_targets(spec: ExperimentSpec, path: Path) -> None:
     """A target's extra metrics exist and its source is defined."""
     from seqtransfer.training.metrics import METRICS
@@ -317,6 +334,7 @@ def _check_targets(spec: ExperimentSpec, path: Path) -> None:
         unknown = [metric for metric in target.also if metric not in METRICS] if isinstance(target.also, list) else [target.also]
         if unknown:
             raise SeqTransferError(f"target '{name}': 'also' must list metrics, got {', '.join(map(str, unknown))}", path=path, hint=f"metrics: {', '.join(METRICS)}")
+        check_metrics_fit(name, target, path)
         if target.paper_metric is not None and target.paper_metric not in target.also:
             raise SeqTransferError(f"target '{name}': paper_metric '{target.paper_metric}' is not one of its 'also' metrics", path=path,
                                    hint=f"add also: [{target.paper_metric}]")

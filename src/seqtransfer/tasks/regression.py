@@ -20,7 +20,7 @@ from seqtransfer.files import atomic_write
 
 class SentenceRegression:
     name = "regression"
-    metrics = ("correlation",)
+    metrics = ("correlation", "spearman")
     sentence_weights = False  # the loss ignores Batch.weights
     optimizer = "sgd"
     architectures = {"tagger": "sentence_regressor", "encoder": "encoder_regressor"}

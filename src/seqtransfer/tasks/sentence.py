@@ -22,7 +22,7 @@ from seqtransfer.files import atomic_write
 
 class SentenceClassification:
     name = "sentence"
-    metrics = ("accuracy",)
+    metrics = ("accuracy", "positive_f1")
     sentence_weights = False  # the loss ignores Batch.weights
     optimizer = "sgd"
     architectures = {"tagger": "sentence_classifier", "encoder": "encoder_classifier"}  # scheme's architecture (or a fine-tuned encoder) -> model
