@@ -10,7 +10,6 @@ from seqtransfer.experiments.report import (
     anrg,
     mnrg,
     normalised_relative_gains,
-    read_predictions,
     render_csv,
     render_markdown,
     report_spec,
@@ -117,7 +116,10 @@ def _write_run(directory, gold, predicted):
 
 def test_read_predictions(tmp_path):
     run = _write_run(tmp_path / "run", [["B-PER", "O"], ["O"]], [["B-PER", "B-LOC"], ["O"]])
-    assert read_predictions(run / "predictions" / "test.conll") == ([["B-PER", "O"], ["O"]], [["B-PER", "B-LOC"], ["O"]])
+    from seqtransfer.analysis.predictions import read_predictions
+
+    predictions = read_predictions(run / "predictions" / "test.conll")
+    assert (predictions.gold, predictions.predicted) == ([["B-PER", "O"], ["O"]], [["B-PER", "B-LOC"], ["O"]])
 
 
 def test_evidence_gives_the_p_values_of_the_predictions_it_was_made_from(tmp_path):

@@ -48,6 +48,13 @@ def read_predictions(path: str | Path) -> Predictions:
     return Predictions(path, *columns)
 
 
+def read_scores(path: str | Path) -> tuple[list[float], list[float]]:
+    """Gold and predicted scores of a regression's predictions file (``gold TAB predicted TAB text``
+    per sentence, tasks/regression.py)."""
+    rows = [line.split("\t") for line in Path(path).read_text(encoding="utf-8").splitlines() if line]
+    return [float(row[0]) for row in rows], [float(row[1]) for row in rows]
+
+
 def check_same_data(reference: Predictions, transferred: Predictions) -> None:
     """Raise a one-line error unless both files hold the same sentences, tokens and gold labels."""
     if len(reference.tokens) != len(transferred.tokens):

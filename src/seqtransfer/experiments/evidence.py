@@ -47,15 +47,14 @@ def gold_digest(gold) -> str:
 def evidence_of(folder: Path, metric: str) -> dict | None:
     """The evidence of the test predictions in ``folder`` (``test.conll``, or ``test.tsv`` for a
     correlation), None where the run has none."""
-    from seqtransfer.analysis.predictions import read_predictions
+    from seqtransfer.analysis.predictions import read_predictions, read_scores
 
     if metric == "correlation":
         path = folder / "test.tsv"
         if not path.is_file():
             return None
-        rows = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines() if line]
-        scores = np.array([[float(row[0]), float(row[1])] for row in rows])  # gold, predicted
-        return {"gold": gold_digest([[row[0]] for row in rows]), "metric": metric, **encode_array(scores, counts=False)}
+        gold, predicted = read_scores(path)
+        return {"gold": gold_digest([[f"{value:g}"] for value in gold]), "metric": metric, **encode_array(np.array([gold, predicted]).T, counts=False)}
     path = folder / "test.conll"
     if not path.is_file():
         return None

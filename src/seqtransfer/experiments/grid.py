@@ -145,11 +145,7 @@ def method_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None
         for target_name, target in spec.targets.items():
             if target_name not in spec.targets_of(method_name):
                 continue
-            for seed in seeds:
-                task = method_task(spec, store, data_dir, method_name, target_name, seed + offset, sources)
-                if offset:  # an extra ensemble member: its own grid cell, not a row of its method
-                    task.record["method"] = member_cell_name(method_name, offset)
-                tasks.append(task)
+            tasks += [offset_task(spec, store, data_dir, method_name, target_name, seed, offset, sources) for seed in seeds]
     return [*read_tasks(spec, store, data_dir, tasks, sources), *tasks]
 
 
@@ -191,12 +187,7 @@ def runs_read(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, t
     read = [(method.start_from["method"], method.start_from["target"], seed)] if method.start_from else []
     read += [(labeller, task.record["target"], seed) for labeller in (method.pseudo_labels or {}).get("from", [])]
     read += [(name, task.record["target"], seed + offset) for name, offset in map(split_member, method.distill_from or [])]
-    runs = []
-    for name, target, run_seed in read:
-        runs.append(method_task(spec, store, data_dir, name, target, run_seed, sources))
-        if run_seed != seed:  # another seed's run: its own grid cell, as an ensemble's extra member, not a row of its method
-            runs[-1].record["method"] = member_cell_name(name, run_seed - seed)
-    return runs
+    return [offset_task(spec, store, data_dir, name, target, seed, run_seed - seed, sources) for name, target, run_seed in read]
 
 
 TARGET_TEXT = "target"  # a method's data.select_like or selflabel unlabeled: the text of the target's test_on dataset
@@ -317,18 +308,14 @@ def multitask_method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: s
     return with_unified(RunTask(run_id, str(store.run_directory(run_id)), config_to_dict(config), record, unify))
 
 
-def ensemble_member(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, member: str, target_name: str, seed: int, sources: dict[str, RunTask]) -> RunTask:
-    """An ensemble's member "Name" or "Name+OFFSET" at an ensemble seed: its run, recorded as its grid cell."""
-    name, offset = split_member(member)
+def offset_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, name: str, target_name: str, seed: int, offset: int,
+                sources: dict[str, RunTask]) -> RunTask:
+    """A method's run at ``seed + offset``; another seed's run (an ensemble's extra member, a
+    teacher) is its own grid cell "Name+OFFSET", not a row of its method."""
     task = method_task(spec, store, data_dir, name, target_name, seed + offset, sources)
     if offset:
-        task.record["method"] = member_cell_name(name, offset)
+        task.record["method"] = f"{name}+{offset}"
     return task
-
-
-def member_cell_name(name: str, offset: int) -> str:
-    """The grid cell of a method's run at another seed (an ensemble's extra member, a teacher): "Name+OFFSET"."""
-    return f"{name}+{offset}"
 
 
 def slug(name: str) -> str:
@@ -349,7 +336,7 @@ def ensemble_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | No
             continue
         for target_name in spec.targets_of(name):
             for seed in seeds:
-                members = [ensemble_member(spec, store, data_dir, member, target_name, seed, sources) for member in method.ensemble]
+                members = [offset_task(spec, store, data_dir, member, target_name, seed, offset, sources) for member, offset in map(split_member, method.ensemble)]
                 # named by its members' digests: their folders' prefixes depend on which file trained them first
                 run_id = store.run_id(f"{slug(target_name)}-ensemble-", content_id({"ensemble": [digest_of(member.run_id) for member in members]}))
                 task = RunTask(run_id, str(store.run_directory(run_id)), members[0].config, cell_record(spec, name, target_name, seed), ensemble_of=members)

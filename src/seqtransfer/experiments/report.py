@@ -22,7 +22,6 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from seqtransfer.analysis.predictions import read_predictions as read_prediction_file
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.significance import paired_randomization_correlation, paired_randomization_counts
 from seqtransfer.training.metrics import METRICS, get_metric
@@ -92,12 +91,6 @@ def report_spec(experiment, trials: int = 10000) -> ReportSpec:
         method_targets={name: experiment.targets_of(name) for name in experiment.methods},
         paper_metrics={name: target.paper_metric for name, target in experiment.targets.items() if target.paper_metric},
     )
-
-
-def read_predictions(path: str | Path) -> tuple[list[list[str]], list[list[str]]]:
-    """Gold and predicted label sentences of a run's ``token gold predicted`` predictions file."""
-    predictions = read_prediction_file(path)
-    return predictions.gold, predictions.predicted
 
 
 def aggregate(records: Iterable[dict], split: str = "test") -> dict[tuple[str, str], Summary]:

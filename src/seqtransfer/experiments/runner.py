@@ -181,7 +181,7 @@ def other_scores(dev_folder: Path, test_folder: Path, metrics: list[str]) -> dic
     """metric -> split -> main score of the run's dev and test predictions (``token gold predicted``
     files, or a regression's ``gold predicted text`` lines) by other metrics than its own: a
     target's ``also`` (MuTSPad's chunk F1 beside accuracy, STS-B's Spearman beside Pearson)."""
-    from seqtransfer.analysis.predictions import read_predictions
+    from seqtransfer.analysis.predictions import read_predictions, read_scores
     from seqtransfer.training.metrics import evaluate
 
     scores: dict[str, dict[str, float]] = {}
@@ -190,8 +190,8 @@ def other_scores(dev_folder: Path, test_folder: Path, metrics: list[str]) -> dic
             predictions = read_predictions(folder / f"{split}.conll")
             gold, predicted = predictions.gold, predictions.predicted
         elif (folder / f"{split}.tsv").is_file():  # a regression writes only gold TAB predicted TAB text per sentence
-            rows = [line.split("\t") for line in (folder / f"{split}.tsv").read_text(encoding="utf-8").splitlines() if line]
-            gold, predicted = [[float(row[0])] for row in rows], [[float(row[1])] for row in rows]
+            gold_scores, predicted_scores = read_scores(folder / f"{split}.tsv")
+            gold, predicted = [[value] for value in gold_scores], [[value] for value in predicted_scores]
         else:
             continue
         for metric in metrics:

@@ -54,14 +54,6 @@ class SearchSpec:
     seed: int = 1  # seed of the random draws (the runs' own seed is train.seed)
 
 
-def samples(values: Any) -> list:
-    """Values that show a key's type: the choices, or the bounds of a range."""
-    if isinstance(values, list):
-        return values
-    (kind, arguments), = values.items()
-    return list(arguments) if kind != "randint" else [int(arguments[0])]
-
-
 def extremes(values: Any) -> list:
     """Every value a key can take that a config check must pass: the choices, or a range's ends
     (randint's upper bound is excluded)."""
@@ -138,7 +130,7 @@ def check_search(search: SearchSpec, where: str, path: Path) -> SearchSpec:
                 raise SeqTransferError(f"{where}: search key {error.message}", path=path, hint=error.hint) from None
     check_epochs(search, where, path)
     if search.algorithm == "grid":
-        size = math.prod(len(samples(values)) for values in search.space.values())
+        size = math.prod(len(extremes(values)) for values in search.space.values())  # a grid holds choices only
         if size > search.trials:
             raise SeqTransferError(f"{where}: the grid has {size} points, more than the budget of {search.trials} trials", path=path, hint=f"set trials: {size} or shrink the grid")
     return search
