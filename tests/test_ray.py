@@ -37,6 +37,12 @@ def ray_head(monkeypatch):
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
     pytest.importorskip("ray")
+    # The variable above is read when Ray is first imported; a test before this one in the same
+    # worker may have imported it already, and the driver would then look for the head at the
+    # machine's network address (CI: a ten-minute hang, then ConnectionError).
+    from ray._private import ray_constants
+
+    monkeypatch.setattr(ray_constants, "ENABLE_RAY_CLUSTER", False)
     temporary = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's unix sockets live under it
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     head = subprocess.Popen([sys.executable, "-c", HEAD_SCRIPT, temporary], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=environment)
