@@ -44,7 +44,7 @@ INFERENCE_BATCH_SIZES = [32, 128, 512, 2048]
 
 
 def benchmark_config(dataset: str, threads: int, max_train_sentences: int | None, data_dir: str | None, seed: int = 1,
-                     encoder: str | None = None, epochs: int | None = None) -> RunConfig:
+                     encoder: str | None = None, epochs: int | None = None, amp: str = "off") -> RunConfig:
     """The reference configuration with a CRF output, or with ``encoder`` the fine-tuned encoder's
     (``fine_tuned_encoder``); the flair side copies these numbers."""
     config = RunConfig()
@@ -54,6 +54,7 @@ def benchmark_config(dataset: str, threads: int, max_train_sentences: int | None
     config.train.threads = threads
     if encoder:
         fine_tuned_encoder(config, encoder, epochs or config.train.max_epochs)
+        config.train.amp = amp  # training only: prediction stays fp32, as in train_tagger
     else:
         config.model.classifier = "crf"
         fill_optimizer(config.train, "sgd")
@@ -155,7 +156,7 @@ def time_inference(model: Tagger, encoded, labels, batch_sizes: list[int]) -> di
 def run(arguments: argparse.Namespace) -> dict:
     """Train and time one dataset; write predictions; return the measurements."""
     config = benchmark_config(arguments.dataset, arguments.threads, arguments.max_train_sentences, arguments.data_dir, arguments.seed,
-                              encoder=arguments.encoder, epochs=arguments.epochs)
+                              encoder=arguments.encoder, epochs=arguments.epochs, amp=arguments.amp)
     seed_everything(config.train.seed, config.train.threads)
     data = load_benchmark_data(config, arguments.max_evaluation_sentences)
     vocabularies, matrix = prepare_vocabularies(config, data, log=lambda message: None)
@@ -179,6 +180,7 @@ def run(arguments: argparse.Namespace) -> dict:
         "threads": torch.get_num_threads(),
         "device": str(next(model.parameters()).device),
         **(encoder_details(model) if config.model.encoder else {}),
+        "amp": config.train.amp,
         "train_sentences": len(train.lengths),
         "train_tokens": int(train.lengths.sum()),
         "test_tokens": int(test.lengths.sum()),
@@ -212,6 +214,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=INFERENCE_BATCH_SIZES)
     parser.add_argument("--encoder", default=None, help="fine-tune this encoder (a Hugging Face folder or minilm) with a softmax head instead of the BiLSTM-CRF tagger")
+    parser.add_argument("--amp", default="off", choices=["off", "bf16"], help="with --encoder: train.amp (bf16 autocast in training; the CPU needs bf16 instructions to gain)")
     parser.add_argument("--predictions", required=True, help="JSON file for the dev and test predictions")
     return parser.parse_args(argv)
 
