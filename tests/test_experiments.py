@@ -113,6 +113,10 @@ def test_list_shows_every_cell_of_the_grid_and_where_it_stands(tmp_path, capsys)
     run(["experiment", "list", str(experiment), "--results", str(results), "--seeds", "2-3", "--only", "scratch"])  # other seeds only: a second grid beside the first
     lines = capsys.readouterr().out.splitlines()
     assert [line for line in lines if line.startswith("scratch / pos")] == ["scratch / pos / seed 2: to train", "scratch / pos / seed 3: to train"]
+    experiment.write_text(experiment.read_text(encoding="utf-8").replace("  scratch: {scheme: scratch}", "  scratch: {scheme: scratch}\n  -noisy: {scheme: scratch}"), encoding="utf-8")
+    run(["experiment", "list", str(experiment), "--results", str(results), "--only", "-noisy", "--targets", "pos"])  # a method named like an option
+    cells = [line for line in capsys.readouterr().out.splitlines() if " / pos / " in line]
+    assert len(cells) == 1 and cells[0].startswith("-noisy / pos / seed 1: ")  # the scratch run's settings: done already
     from seqtransfer.commands.experiment import seed_list
 
     assert seed_list("3") == [1, 2, 3] and seed_list("2-3") == [2, 3] and seed_list("3,1") == [1, 3]

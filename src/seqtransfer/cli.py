@@ -42,6 +42,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+NAME_LISTS = ("--only", "--targets")  # their values are method or target names, some of which start with '-' ("-learnVect")
+
+
+def joined_name_lists(argv: list[str]) -> list[str]:
+    """``--only -learnVect`` as ``--only=-learnVect``: argparse would take a value starting with '-' for an option."""
+    joined: list[str] = []
+    for item in argv:
+        if joined and joined[-1] in NAME_LISTS and not joined[-1].endswith("="):
+            joined[-1] = f"{joined[-1]}={item}"
+        else:
+            joined.append(item)
+    return joined
+
+
 def run(argv: Sequence[str] | None = None):
     """Parse ``argv`` and run the command; returns its result.
 
@@ -49,13 +63,13 @@ def run(argv: Sequence[str] | None = None):
     options: argparse leaves those after an option unparsed, and they join the overrides here.
     """
     parser = build_parser()
-    arguments, unparsed = parser.parse_known_args(argv)
+    arguments, unparsed = parser.parse_known_args(joined_name_lists(sys.argv[1:] if argv is None else list(argv)))
     overrides = [item for item in unparsed if OVERRIDE.match(item)]
     if hasattr(arguments, "overrides") and overrides:
         arguments.overrides = [*arguments.overrides, *overrides]
         unparsed = [item for item in unparsed if item not in overrides]
     if unparsed:
-        parser.parse_args(argv)  # argparse's own message and exit code for what nobody reads
+        parser.parse_args(joined_name_lists(sys.argv[1:] if argv is None else list(argv)))  # argparse's own message and exit code for what nobody reads
     return arguments.function(arguments)
 
 
