@@ -49,7 +49,7 @@ def joined_name_lists(argv: list[str]) -> list[str]:
     """``--only -learnVect`` as ``--only=-learnVect``: argparse would take a value starting with '-' for an option."""
     joined: list[str] = []
     for item in argv:
-        if joined and joined[-1] in NAME_LISTS and not joined[-1].endswith("="):
+        if joined and joined[-1] in NAME_LISTS:
             joined[-1] = f"{joined[-1]}={item}"
         else:
             joined.append(item)
@@ -63,13 +63,14 @@ def run(argv: Sequence[str] | None = None):
     options: argparse leaves those after an option unparsed, and they join the overrides here.
     """
     parser = build_parser()
-    arguments, unparsed = parser.parse_known_args(joined_name_lists(sys.argv[1:] if argv is None else list(argv)))
+    argv = joined_name_lists(sys.argv[1:] if argv is None else list(argv))
+    arguments, unparsed = parser.parse_known_args(argv)
     overrides = [item for item in unparsed if OVERRIDE.match(item)]
     if hasattr(arguments, "overrides") and overrides:
         arguments.overrides = [*arguments.overrides, *overrides]
         unparsed = [item for item in unparsed if item not in overrides]
     if unparsed:
-        parser.parse_args(joined_name_lists(sys.argv[1:] if argv is None else list(argv)))  # argparse's own message and exit code for what nobody reads
+        parser.parse_args(argv)  # argparse's own message and exit code for what nobody reads
     return arguments.function(arguments)
 
 
