@@ -87,3 +87,30 @@ def test_fine_tuned_encoders_use_the_16_bit_draw_dropout_at_the_same_rates():
     use_fast_dropout(model)
     dropouts = [module for module in model.modules() if isinstance(module, (nn.Dropout, Dropout))]
     assert dropouts and all(type(module) is Dropout and module.p == 0.2 for module in dropouts)
+
+
+def test_low_precision_dropout_scales_each_kept_unit_before_rounding():
+    torch.manual_seed(4)
+    inputs = torch.randn(64, 300).to(torch.bfloat16)
+    dropout = Dropout(0.1).train()
+    outputs = dropout(inputs)
+    kept = outputs != 0
+    assert 0.85 < kept.float().mean().item() < 0.95
+    expected = (inputs.float() * dropout.scale).to(torch.bfloat16)  # 1/0.9, not its bf16 rounding 1.109375
+    assert torch.equal(outputs[kept], expected[kept])
+    assert outputs.dtype == torch.bfloat16
+
+
+def test_lazy_sgd_leaves_sparse_rows_alone_on_a_step_the_gradient_scaler_found_overflowing():
+    from seqtransfer.training.optimizer import LazyMomentumSGD
+
+    embedding = nn.Embedding(10, 3, sparse=True)
+    before = embedding.weight.detach().clone()
+    optimizer = LazyMomentumSGD(embedding.parameters(), lr=0.1, momentum=0.9, fused=True)
+    embedding(torch.tensor([[1, 2]])).sum().backward()
+    optimizer.found_inf = torch.tensor(1.0)  # what GradScaler.step sets on a fused optimizer
+    optimizer.step()
+    assert torch.equal(embedding.weight, before)
+    optimizer.found_inf = torch.tensor(0.0)
+    optimizer.step()
+    assert not torch.equal(embedding.weight, before)

@@ -38,15 +38,21 @@ class Dropout(nn.Module):
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
         if not self.training or self.rate == 0.0:
             return inputs
+        if inputs.dtype in (torch.float16, torch.bfloat16):  # the scale rounded to 8 bits would shrink the mean (1/0.9 -> 1.109375)
+            return torch.where(self.kept(inputs), inputs * self.scale, 0.0)
         return inputs * self.mask(inputs)
 
-    def mask(self, inputs: torch.Tensor) -> torch.Tensor:
-        """A tensor like ``inputs`` holding 0 (dropped) or the scale 1 / keep probability (kept)."""
+    def kept(self, inputs: torch.Tensor) -> torch.Tensor:
+        """A boolean tensor like ``inputs``: True where a unit is kept."""
         count = inputs.numel()
         # from/to cover all 2**64 values, so each of a word's four int16 lanes is uniform
         words = torch.empty(-(-count // 4), dtype=torch.int64, device=inputs.device).random_(-(2**63), 2**63 - 1)
         draws = words.view(torch.int16)[:count].view(inputs.shape)
-        return draws.ge(self.threshold).to(inputs.dtype).mul_(self.scale)
+        return draws.ge(self.threshold)
+
+    def mask(self, inputs: torch.Tensor) -> torch.Tensor:
+        """A tensor like ``inputs`` holding 0 (dropped) or the scale 1 / keep probability (kept)."""
+        return self.kept(inputs).to(inputs.dtype).mul_(self.scale)
 
     def extra_repr(self) -> str:
         return f"rate={self.rate}"

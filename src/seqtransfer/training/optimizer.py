@@ -37,6 +37,9 @@ class LazyMomentumSGD(torch.optim.SGD):
     @torch.no_grad()
     def step(self, closure=None):  # noqa: ANN001 - torch's signature
         self._start_late_buffers()
+        # A GradScaler (fp16) hands a fused optimizer its overflow flag instead of skipping the
+        # step: the fused step then leaves the dense weights alone, and so must the lazy rows.
+        overflow = getattr(self, "found_inf", None) is not None and bool(self.found_inf)
         hidden = []
         for group in self.param_groups:
             for parameter in group["params"]:
@@ -48,7 +51,8 @@ class LazyMomentumSGD(torch.optim.SGD):
                     if "last_step" in self.state[parameter]:  # a dense step needs every row up to date
                         self._catch_up(parameter, self.state[parameter])
                     continue
-                self._lazy_update(group, parameter)
+                if not overflow:
+                    self._lazy_update(group, parameter)
                 hidden.append((parameter, parameter.grad))
                 parameter.grad = None  # the fused step skips parameters without a gradient
         try:
