@@ -52,7 +52,7 @@ class EncoderTagger(SequenceLabeller):
         self.encoder = AutoModel.from_config(AutoConfig.from_pretrained(str(encoder_path(config.encoder)), local_files_only=True))
         size = self.encoder.config.hidden_size
         # sparse: the sub-word table's gradient lists the batch's rows, made dense in a buffer kept
-        # across steps (training/optimizers.py, DenseGradients): 1 instead of 20-40 ms per step
+        # across steps (training/optimizers.py, DenseGradients): about 2 instead of 20-40 ms per step
         self.encoder.get_input_embeddings().sparse = True
         use_fast_dropout(self.encoder)
         use_fast_attention(self.encoder)
