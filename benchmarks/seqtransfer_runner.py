@@ -140,14 +140,14 @@ def build_benchmark_model(config: RunConfig, vocabularies, matrix) -> torch.nn.M
     return model
 
 
-def time_inference(model: Tagger, encoded, labels, batch_sizes: list[int]) -> dict[int, float]:
-    """Seconds of decoding ``encoded`` at each batch size (best of 2 passes)."""
+def time_inference(model: Tagger, encoded, labels, batch_sizes: list[int], amp: str = "off") -> dict[int, float]:
+    """Seconds of decoding ``encoded`` at each batch size (best of 2 passes) in precision ``amp``."""
     timings = {}
     for batch_size in batch_sizes:
         best = float("inf")
         for _ in range(2):
             started = time.perf_counter()
-            predict_labels(model, encoded, labels, batch_size)
+            predict_labels(model, encoded, labels, batch_size, amp)
             best = min(best, time.perf_counter() - started)
         timings[batch_size] = best
     return timings
@@ -169,9 +169,9 @@ def run(arguments: argparse.Namespace) -> dict:
     peak_reset = reset_peak_rss()
     epoch_seconds = train_timed(model, train, config, arguments.epochs)
     train_peak_rss = peak_rss_since_reset() if peak_reset else None
-    inference = time_inference(model, test, vocabularies.labels, arguments.batch_sizes)
+    inference = time_inference(model, test, vocabularies.labels, arguments.batch_sizes, arguments.predict_amp)
     best_batch = min(inference, key=inference.get)
-    predictions = {split: predict_labels(model, encoded, vocabularies.labels, best_batch) for split, encoded in (("dev", dev), ("test", test))}
+    predictions = {split: predict_labels(model, encoded, vocabularies.labels, best_batch, arguments.predict_amp) for split, encoded in (("dev", dev), ("test", test))}
     Path(arguments.predictions).write_text(json.dumps(predictions), encoding="utf-8")
     return {
         "tool": "seqtransfer",
@@ -181,6 +181,7 @@ def run(arguments: argparse.Namespace) -> dict:
         "device": str(next(model.parameters()).device),
         **(encoder_details(model) if config.model.encoder else {}),
         "amp": config.train.amp,
+        "predict_amp": arguments.predict_amp,
         "train_sentences": len(train.lengths),
         "train_tokens": int(train.lengths.sum()),
         "test_tokens": int(test.lengths.sum()),
@@ -215,6 +216,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=INFERENCE_BATCH_SIZES)
     parser.add_argument("--encoder", default=None, help="fine-tune this encoder (a Hugging Face folder or minilm) with a softmax head instead of the BiLSTM-CRF tagger")
     parser.add_argument("--amp", default="off", choices=["off", "bf16"], help="with --encoder: train.amp (bf16 autocast in training; the CPU needs bf16 instructions to gain)")
+    parser.add_argument("--predict-amp", default="off", choices=["off", "bf16"], help="with --encoder: the precision of the timed and written predictions (seqtransfer predict --amp)")
     parser.add_argument("--predictions", required=True, help="JSON file for the dev and test predictions")
     return parser.parse_args(argv)
 

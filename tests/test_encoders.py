@@ -195,6 +195,20 @@ def test_subword_batches_point_each_token_at_its_first_subword_across_windows(en
     assert flat[batch.token_index[0, 0]].item() == VOCAB.index("john")
 
 
+def test_evaluation_batches_order_a_fine_tuned_encoders_sentences_by_their_sub_words(encoder):
+    """Padding follows the longest window's sub-words, not the token count: sentences of few tokens
+    but many sub-words go last."""
+    from seqtransfer.data.batching import encode_sentences, evaluation_batches
+    from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
+
+    vocabularies = Vocabularies(Vocabulary.build(["abc"]), Vocabulary.build("abc"), Vocabulary(["O"]), encoder=str(encoder), encoder_mode="finetune")
+    sentences = [["abc"] * 3, ["john"] * 4, ["in"] * 2]  # 3 tokens and 9 sub-words, 4 and 4, 2 and 2 ([CLS] and [SEP] besides)
+    encoded = encode_sentences(sentences, vocabularies)
+    assert encoded.padded_sizes().tolist() == [11, 6, 4]
+    assert [batch.indices.tolist() for batch in evaluation_batches(encoded, 1)] == [[2], [1], [0]]
+    assert [batch.indices.tolist() for batch in evaluation_batches(encode_sentences(sentences, Vocabularies(vocabularies.words, vocabularies.characters, vocabularies.labels)), 1)] == [[2], [0], [1]]
+
+
 def test_fine_tuning_an_encoder_tagger_trains_the_encoder_and_saves_it_with_the_run(encoder, tmp_path, capsys):
     output = tmp_path / "run"
     assert main(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
@@ -585,12 +599,21 @@ def test_mixed_precision_trains_an_encoder_in_bf16_with_fp32_weights(encoder, tm
     capsys.readouterr()
     assert main([*common, "--output", str(tmp_path / "fp16"), "train.amp=fp16"]) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().err and not (tmp_path / "fp16").exists()
+    sentences = [["abc"] * 9 + ["John", "lives"], ["in", "new", "york"]]
+    fp32, bf16 = (seqtransfer.load(tmp_path / "off", device="cpu", amp=amp).predict(sentences) for amp in ("off", "bf16"))
+    assert [len(labels) for labels in bf16] == [11, 3] and fp32 == seqtransfer.load(tmp_path / "off", device="cpu", amp="auto").predict(sentences)
+    assert "--amp=fp16 needs a CUDA GPU" in error_line(["predict", str(tmp_path / "off"), str(FIXTURES / "tiny_ner_dev.conll"), "--format", "conll",
+                                                        "--columns", "word,ner", "--device", "cpu", "--amp", "fp16"], capsys)
 
 
 def test_mixed_precision_on_a_bilstm_is_one_line(tmp_path, capsys):
-    arguments = ["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-                 "--epochs", "1", "--output", str(tmp_path / "bad"), "--quiet", *TINY_MODEL, "train.amp=bf16"]
-    assert "is for fine-tuned Transformer encoders" in error_line(arguments, capsys) and not (tmp_path / "bad").exists()
+    common = ["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
+              "--epochs", "1", "--quiet", *TINY_MODEL]
+    assert "is for fine-tuned Transformer encoders" in error_line([*common, "--output", str(tmp_path / "bad"), "train.amp=bf16"], capsys)
+    assert not (tmp_path / "bad").exists()
+    assert main([*common, "--output", str(tmp_path / "bilstm")]) == 0
+    line = error_line(["predict", str(tmp_path / "bilstm"), str(FIXTURES / "tiny_ner_dev.conll"), "--format", "conll", "--columns", "word,ner", "--amp", "bf16"], capsys)
+    assert "--amp=bf16 is for fine-tuned Transformer encoders" in line and "drop --amp" in line
 
 
 def test_mixed_precision_on_a_gpu(encoder, tmp_path):

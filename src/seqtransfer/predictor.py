@@ -14,7 +14,8 @@ from seqtransfer.device import out_of_memory_error
 from seqtransfer.errors import SeqTransferError, warn
 from seqtransfer.rundir import LoadedRun, load_run, read_members
 from seqtransfer.tasks import kind_of
-from seqtransfer.training.loop import predict_labels
+from seqtransfer.training.loop import model_device, predict_labels
+from seqtransfer.training.precision import resolve_precision
 
 
 def check_tokens(sentence, number: int) -> list[str]:
@@ -32,11 +33,12 @@ def check_tokens(sentence, number: int) -> list[str]:
 class Predictor:
     """Tags or parses tokenised sentences (or raw strings, tokenised first) with a loaded run."""
 
-    def __init__(self, run: LoadedRun, tokenizer: str = "whitespace", batch_size: int = 256, transliterate: str | None = None) -> None:
+    def __init__(self, run: LoadedRun, tokenizer: str = "whitespace", batch_size: int = 256, transliterate: str | None = None, amp: str = "off") -> None:
         if tokenizer not in TOKENIZERS:
             raise SeqTransferError(f"unknown tokenizer '{tokenizer}'", hint=f"use one of: {', '.join(TOKENIZERS)}")
         check_transliteration(transliterate)
-        self.run = run
+        resolve_precision(amp, run.model, model_device(run.model), "--amp")  # a setting that cannot apply fails here, before any input is read
+        self.run, self.amp = run, amp
         self.tokenize = TOKENIZERS[tokenizer]
         self.batch_size = batch_size
         self.transliterate = transliterate
@@ -83,20 +85,23 @@ class Predictor:
         encoded = encode_sentences(tokens, self.run.vocabularies, tags=tags)
         torch.set_num_threads(self.run.config.train.threads)
         try:
-            return predict_labels(self.run.model, encoded, self.run.vocabularies.task_labels or self.run.vocabularies.labels, self.batch_size)
+            return predict_labels(self.run.model, encoded, self.run.vocabularies.task_labels or self.run.vocabularies.labels, self.batch_size, self.amp)
         except torch.cuda.OutOfMemoryError:
             raise out_of_memory_error(self.batch_size, "while predicting") from None
 
 
-def load(run_directory: str | Path, tokenizer: str = "whitespace", device: str = "auto", batch_size: int = 256, transliterate: str | None = None) -> Predictor:
+def load(run_directory: str | Path, tokenizer: str = "whitespace", device: str = "auto", batch_size: int = 256, transliterate: str | None = None,
+         amp: str = "off") -> Predictor:
     """Load a run directory written by ``seqtransfer train`` onto ``device`` (auto: the first GPU,
-    else the CPU); ``transliterate="sr"`` reads Serbian Cyrillic input as Latin script."""
+    else the CPU); ``transliterate="sr"`` reads Serbian Cyrillic input as Latin script; ``amp``: a
+    fine-tuned encoder's precision (``off``: fp32, ``bf16``, ``fp16`` on CUDA, ``auto``: a GPU's
+    half precision, as ``train.amp`` reads them)."""
     if batch_size < 1:
         raise SeqTransferError(f"batch size must be at least 1, got {batch_size}", hint="pass --batch-size 1 or more")
     members = read_members(run_directory)
     if members:  # several models that predict together (tri-training: a majority vote)
-        return VotingPredictor(*members, tokenizer, device, batch_size, transliterate)
-    return Predictor(load_run(run_directory, device), tokenizer, batch_size, transliterate)
+        return VotingPredictor(*members, tokenizer, device, batch_size, transliterate, amp)
+    return Predictor(load_run(run_directory, device), tokenizer, batch_size, transliterate, amp)
 
 
 def check_transliteration(language: str | None) -> None:
@@ -121,8 +126,9 @@ class VotingPredictor:
     sentence the labels of the model surer of it (its lowest label probability is higher); one
     model (``single``) predicts alone."""
 
-    def __init__(self, members: list[Path], combination: str, tokenizer: str, device: str, batch_size: int, transliterate: str | None = None) -> None:
-        self.members = [Predictor(load_run(member, device), tokenizer, batch_size, transliterate) for member in members]
+    def __init__(self, members: list[Path], combination: str, tokenizer: str, device: str, batch_size: int, transliterate: str | None = None,
+                 amp: str = "off") -> None:
+        self.members = [Predictor(load_run(member, device), tokenizer, batch_size, transliterate, amp) for member in members]
         self.combination = combination
         self.run, self.kind, self.tokenize = self.members[0].run, self.members[0].kind, self.members[0].tokenize
 

@@ -20,6 +20,9 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--separator", choices=["auto", "tab", "space"], default="auto", help="field separator of a CoNLL input (default auto: TAB if token lines hold TABs)")
     parser.add_argument("--device", default="auto", help="auto (first GPU, else CPU), cpu, cuda, cuda:N or mps")
     parser.add_argument("--batch-size", type=int, default=256, help="sentences per batch (default 256)")
+    parser.add_argument("--amp", choices=["off", "auto", "bf16", "fp16"], default="off",
+                        help="a fine-tuned encoder's precision: off (fp32, the default), bf16 (on a CPU with bf16 instructions about twice as fast; "
+                             "a few predictions may differ), fp16 (CUDA), auto (a GPU's half precision, else fp32)")
     parser.add_argument("--transliterate", choices=["sr"], help="read Serbian Cyrillic input as Latin script (the output keeps the input's words)")
     parser.add_argument("--output", help="write here (atomically) instead of standard output (a parser writes CoNLL-U)")
 
@@ -82,7 +85,7 @@ def run(arguments: argparse.Namespace) -> list:
     from seqtransfer.files import write_text
     from seqtransfer.predictor import load
 
-    predictor = load(arguments.run_directory, arguments.tokenizer, arguments.device, arguments.batch_size, arguments.transliterate)
+    predictor = load(arguments.run_directory, arguments.tokenizer, arguments.device, arguments.batch_size, arguments.transliterate, arguments.amp)
     sentences = read_sentences(arguments, predictor.tokenize)
     predicted = predictor.predict_raw([sentence.tokens for sentence in sentences], input_tags(predictor, arguments, sentences))
     text = predictor.kind.format_output(sentences, predicted)

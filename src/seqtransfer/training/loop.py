@@ -54,19 +54,22 @@ class FitResult:
     trained_parameters: int = 0  # parameters that trained in at least one phase
 
 
-def predict_labels(model: nn.Module, data: EncodedSentences, labels: Vocabulary | dict[str, Vocabulary], batch_size: int) -> list:
+def predict_labels(model: nn.Module, data: EncodedSentences, labels: Vocabulary | dict[str, Vocabulary], batch_size: int, amp: str = "off") -> list:
     """Decode every sentence of ``data``; predictions in the original order, as the model's task
     kind reads them (label strings for taggers, trees for parsers, {task: prediction} for a
     multi-task model, whose ``labels`` are its tasks' vocabularies).
 
     Each distinct word form of ``data`` goes through the character encoder once (``forms_of``).
+    ``amp``: a fine-tuned encoder's precision (``training/precision.py``; off: fp32, the default,
+    as in training's evaluations).
     """
     kind = kind_of(model)
     model.eval()
     predictions: list = [None] * len(data.lengths)
     device = model_device(model)
+    precision = resolve_precision(amp, model, device, "--amp")
     forms = model.word_representation.forms_of(data) if model.word_representation is not None else nullcontext()  # character vectors once per form
-    with torch.inference_mode(), forms:
+    with torch.inference_mode(), forms, precision.autocast():
         for batch in evaluation_batches(data, batch_size):
             decoded = kind.read_decoded(to_host(model.decode(batch.to(device))), data.lengths[batch.indices], labels)
             for sentence_index, prediction in zip(batch.indices, decoded):

@@ -44,17 +44,17 @@ def uses_encoder(model: nn.Module) -> bool:
     return getattr(model, "encoder", None) is not None
 
 
-def resolve_precision(mode: str, model: nn.Module, device: torch.device) -> Precision:
-    """The precision one training run uses (one line for a setting that cannot apply)."""
+def resolve_precision(mode: str, model: nn.Module, device: torch.device, setting: str = "train.amp") -> Precision:
+    """The precision one training run (or prediction: ``setting`` names the option) uses; one line for a setting that cannot apply."""
     if mode not in MODES:
-        raise SeqTransferError(f"unknown train.amp '{mode}'", hint=f"use one of: {', '.join(MODES)}")
+        raise SeqTransferError(f"unknown {setting} '{mode}'", hint=f"use one of: {', '.join(MODES)}")
     if mode == "off" or (mode == "auto" and (device.type != "cuda" or not uses_encoder(model))):
         return Precision(None, device.type)
     if not uses_encoder(model):
-        raise SeqTransferError(f"train.amp={mode} is for fine-tuned Transformer encoders; this {type(model).__name__} trains in fp32",
-                               hint="drop train.amp (BiLSTM models gain nothing measured from it), or fine-tune an encoder (model.encoder_mode=finetune)")
+        raise SeqTransferError(f"{setting}={mode} is for fine-tuned Transformer encoders; this {type(model).__name__} runs in fp32",
+                               hint=f"drop {setting} (BiLSTM models gain nothing measured from it), or fine-tune an encoder (model.encoder_mode=finetune)")
     if mode == "auto":
         return Precision(torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16, "cuda")
     if mode == "fp16" and device.type != "cuda":
-        raise SeqTransferError(f"train.amp=fp16 needs a CUDA GPU; this run is on {device.type}", hint="use train.amp=bf16 or auto")
+        raise SeqTransferError(f"{setting}=fp16 needs a CUDA GPU; this run is on {device.type}", hint=f"use {setting}=bf16 or auto")
     return Precision(torch.bfloat16 if mode == "bf16" else torch.float16, device.type)
