@@ -209,6 +209,20 @@ def test_evaluation_batches_order_a_fine_tuned_encoders_sentences_by_their_sub_w
     assert [batch.indices.tolist() for batch in evaluation_batches(encode_sentences(sentences, Vocabularies(vocabularies.words, vocabularies.characters, vocabularies.labels)), 1)] == [[2], [0], [1]]
 
 
+def test_training_batches_of_a_fine_tuned_encoder_group_sentences_of_similar_sub_word_counts(encoder):
+    from seqtransfer.data.batching import encode_sentences, training_batches
+    from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
+
+    vocabularies = Vocabularies(Vocabulary.build(["abc"]), Vocabulary.build("abc"), Vocabulary(["O"]), encoder=str(encoder), encoder_mode="finetune")
+    sentences = [["abc"] * 3, ["in"] * 3, ["john"] * 4] * 4  # of the same token count, "abc abc abc" has 9 sub-words and "in in in" 3
+    encoded = encode_sentences(sentences, vocabularies, [["O"] * len(sentence) for sentence in sentences])
+    sizes = encoded.padded_sizes()
+    for seed in range(5):
+        batches = list(training_batches(encoded, 4, np.random.default_rng(seed)))
+        assert sorted(index for batch in batches for index in batch.indices) == list(range(12))
+        assert all(len(set(sizes[batch.indices])) == 1 for batch in batches)
+
+
 def test_fine_tuning_an_encoder_tagger_trains_the_encoder_and_saves_it_with_the_run(encoder, tmp_path, capsys):
     output = tmp_path / "run"
     assert main(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",

@@ -43,7 +43,7 @@ class EncodedSentences:
         """(N,) what each sentence pads its batch to: its longest sub-word window where a fine-tuned
         encoder reads it (the encoder's cost), else its token count. Batched by token count,
         MiniLM read 1.97 times the real sub-words of WNUT-17's test set in batches of 16 (1.03
-        times batched by this; measured)."""
+        times batched by this), and 1.57 times those of its training set (1.02; measured)."""
         if self.subwords is None:
             return self.lengths
         return np.array([max(len(window) for window in windows) for windows in self.subwords], dtype=np.int64)
@@ -235,10 +235,10 @@ def pad_features(arrays: list[np.ndarray], width: int) -> torch.Tensor:
 
 def training_batches(data: EncodedSentences, batch_size: int, generator: np.random.Generator, pool_batches: int = 50,
                      indices: np.ndarray | None = None) -> Iterator[Batch]:
-    """Shuffled batches of similar-length sentences (bucketing within pools of batches), of all
-    sentences or of those at ``indices``."""
+    """Shuffled batches of sentences of similar padded size (``padded_sizes``: bucketing within pools
+    of batches), of all sentences or of those at ``indices``."""
     order = generator.permutation(len(data.lengths)) if indices is None else indices[generator.permutation(len(indices))]
-    groups = length_groups_of(order, data.lengths, batch_size, pool_batches)
+    groups = length_groups_of(order, data.padded_sizes(), batch_size, pool_batches)
     for group_number in generator.permutation(len(groups)):
         yield make_batch(data, groups[group_number])
 
