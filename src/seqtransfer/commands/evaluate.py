@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from seqtransfer.commands.base import Command
+from seqtransfer.commands.predict import add_amp_option
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,6 +22,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strict", action="store_true", help="tags out of their scheme's order are an error instead of a warning")
     parser.add_argument("--device", default="auto", help="auto (first GPU, else CPU), cpu, cuda, cuda:N or mps")
     parser.add_argument("--batch-size", type=int, help="sentences per batch (default: the run's train.evaluation_batch_size)")
+    add_amp_option(parser)
     parser.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
     parser.add_argument("--model-task", help="a multi-task run: the model's task to score (default: every task on its own data)")
 
@@ -98,9 +100,9 @@ def run(arguments: argparse.Namespace) -> dict:
             from seqtransfer.transfer.selflabel import combine
 
             paths, combination = members
-            predicted = combine(combination, [run, *(rundir.load_run(path, arguments.device) for path in paths[1:])], data.tokens(split), batch_size)
+            predicted = combine(combination, [run, *(rundir.load_run(path, arguments.device) for path in paths[1:])], data.tokens(split), batch_size, arguments.amp)
         else:
-            predicted = predict_labels(run.model, data.encode(split, run.vocabularies, with_targets=False), run.vocabularies.labels, batch_size)
+            predicted = predict_labels(run.model, data.encode(split, run.vocabularies, with_targets=False), run.vocabularies.labels, batch_size, arguments.amp)
     except torch.cuda.OutOfMemoryError:
         raise out_of_memory_error(batch_size, "while evaluating") from None
     gold = data.gold(split)
@@ -146,7 +148,8 @@ def evaluate_multitask(run, arguments: argparse.Namespace, batch_size: int) -> d
             raise SeqTransferError(f"task {task} of this run is {run.model.kinds[task]}, but {data.dataset}/{data.task} is {data.kind.name}",
                                    path=arguments.run_directory, hint="pass --task with a task of the same kind")
         gold = data.gold(split)
-        predicted = predict_labels(TaskView(run.model, task), data.encode(split, run.vocabularies, with_targets=False), run.vocabularies.task_labels[task], batch_size)
+        predicted = predict_labels(TaskView(run.model, task), data.encode(split, run.vocabularies, with_targets=False), run.vocabularies.task_labels[task], batch_size,
+                                   arguments.amp)
         warn_unknown_labels(data.kind.label_strings(gold), run.vocabularies.task_labels[task].items)
         results[task] = evaluate(gold, predicted, data.metric)
         name = Path(arguments.file).name if arguments.file else f"{data.dataset}-{split}"

@@ -20,11 +20,16 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--separator", choices=["auto", "tab", "space"], default="auto", help="field separator of a CoNLL input (default auto: TAB if token lines hold TABs)")
     parser.add_argument("--device", default="auto", help="auto (first GPU, else CPU), cpu, cuda, cuda:N or mps")
     parser.add_argument("--batch-size", type=int, default=256, help="sentences per batch (default 256)")
-    parser.add_argument("--amp", choices=["off", "auto", "bf16", "fp16"], default="off",
-                        help="a fine-tuned encoder's precision: off (fp32, the default), bf16 (on a CPU with bf16 instructions about twice as fast; "
-                             "a few predictions may differ), fp16 (CUDA), auto (a GPU's half precision, else fp32)")
+    add_amp_option(parser)
     parser.add_argument("--transliterate", choices=["sr"], help="read Serbian Cyrillic input as Latin script (the output keeps the input's words)")
     parser.add_argument("--output", help="write here (atomically) instead of standard output (a parser writes CoNLL-U)")
+
+
+def add_amp_option(parser: argparse.ArgumentParser) -> None:
+    """``--amp``, the precision a fine-tuned encoder predicts in (predict and evaluate)."""
+    parser.add_argument("--amp", choices=["off", "auto", "bf16", "fp16"], default="off",
+                        help="a fine-tuned encoder's precision: off (fp32, the default), bf16 (faster on a CPU with bf16 instructions or a GPU; "
+                             "a few predictions may differ from fp32's), fp16 (CUDA), auto (a CUDA GPU's half precision, else fp32)")
 
 
 def read_text(path: str, tokenize) -> list[list[str]]:

@@ -40,8 +40,8 @@ class EncodedSentences:
     tag_ids: list[np.ndarray] | None = None  # per sentence its input tags' indices (model.tag_feature), or None
 
     def padded_sizes(self) -> np.ndarray:
-        """(N,) what each sentence pads its batch to: its longest sub-word window where a fine-tuned
-        encoder reads it (the encoder's cost), else its token count. Batched by token count,
+        """(N,) what each sentence pads its batch's encoder windows to: its longest sub-word window
+        where a fine-tuned encoder reads it (the encoder's cost), else its token count. Batched by token count,
         MiniLM read 1.97 times the real sub-words of WNUT-17's test set in batches of 16 (1.03
         times batched by this), and 1.57 times those of its training set (1.02; measured)."""
         if self.subwords is None:

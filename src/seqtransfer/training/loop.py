@@ -67,7 +67,7 @@ def predict_labels(model: nn.Module, data: EncodedSentences, labels: Vocabulary 
     model.eval()
     predictions: list = [None] * len(data.lengths)
     device = model_device(model)
-    precision = resolve_precision(amp, model, device, "--amp")
+    precision = resolve_precision(amp, model, device, "amp")
     forms = model.word_representation.forms_of(data) if model.word_representation is not None else nullcontext()  # character vectors once per form
     with torch.inference_mode(), forms, precision.autocast():
         for batch in evaluation_batches(data, batch_size):
@@ -112,7 +112,7 @@ class BatchSource(Protocol):
 
 
 class ShuffledBatches:
-    """One training set's batches of similar-length sentences, shuffled per epoch by (seed, epoch)."""
+    """One training set's batches of sentences of similar padded size, shuffled per epoch by (seed, epoch)."""
 
     def __init__(self, data: EncodedSentences, batch_size: int, seed: int) -> None:
         self.data, self.batch_size, self.seed = data, batch_size, seed

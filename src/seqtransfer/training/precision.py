@@ -45,16 +45,17 @@ def uses_encoder(model: nn.Module) -> bool:
 
 
 def resolve_precision(mode: str, model: nn.Module, device: torch.device, setting: str = "train.amp") -> Precision:
-    """The precision one training run (or prediction: ``setting`` names the option) uses; one line for a setting that cannot apply."""
+    """The precision one training run uses (or a prediction: ``setting`` ``amp``); one line for a setting that cannot apply."""
     if mode not in MODES:
         raise SeqTransferError(f"unknown {setting} '{mode}'", hint=f"use one of: {', '.join(MODES)}")
     if mode == "off" or (mode == "auto" and (device.type != "cuda" or not uses_encoder(model))):
         return Precision(None, device.type)
     if not uses_encoder(model):
-        raise SeqTransferError(f"{setting}={mode} is for fine-tuned Transformer encoders; this {type(model).__name__} runs in fp32",
-                               hint=f"drop {setting} (BiLSTM models gain nothing measured from it), or fine-tune an encoder (model.encoder_mode=finetune)")
+        hint = ("drop train.amp (BiLSTM models gain nothing measured from it), or fine-tune an encoder (model.encoder_mode=finetune)" if setting == "train.amp"
+                else f"drop {setting}: only a fine-tuned encoder's run predicts in half precision")
+        raise SeqTransferError(f"{setting}={mode} is for fine-tuned Transformer encoders; this {type(model).__name__} runs in fp32", hint=hint)
     if mode == "auto":
         return Precision(torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16, "cuda")
     if mode == "fp16" and device.type != "cuda":
-        raise SeqTransferError(f"{setting}=fp16 needs a CUDA GPU; this run is on {device.type}", hint=f"use {setting}=bf16 or auto")
+        raise SeqTransferError(f"{setting}=fp16 needs a CUDA GPU; the model is on {device.type}", hint=f"use {setting}=bf16 or auto")
     return Precision(torch.bfloat16 if mode == "bf16" else torch.float16, device.type)

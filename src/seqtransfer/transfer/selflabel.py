@@ -118,25 +118,28 @@ def check_settings(settings: SelfLabelSettings) -> None:
         raise SeqTransferError(f"--pseudo-weight must be positive, got {settings.pseudo_weight}")
 
 
-def model_predictions(directory, tokens: Sequence[Sequence[str]], batch_size: int = 256, confidences: bool = True) -> tuple[list[list[str]], np.ndarray | None]:
+def model_predictions(directory, tokens: Sequence[Sequence[str]], batch_size: int = 256, confidences: bool = True,
+                      amp: str = "off") -> tuple[list[list[str]], np.ndarray | None]:
     """A run's (a directory or a loaded run, on any device) labels for every sentence and, with
-    ``confidences``, each sentence's confidence (its lowest probability of a predicted label)."""
+    ``confidences``, each sentence's confidence (its lowest probability of a predicted label);
+    ``amp``: a fine-tuned encoder's precision (``predict_labels``)."""
     import torch
 
     from seqtransfer.data.batching import encode_sentences, evaluation_batches
     from seqtransfer.rundir import load_run
     from seqtransfer.training.loop import model_device, predict_labels
+    from seqtransfer.training.precision import resolve_precision
 
     run = load_run(directory) if isinstance(directory, (str, Path)) else directory
     encoded = encode_sentences(tokens, run.vocabularies)  # once, for the decoding and for the probabilities
-    labels = predict_labels(run.model, encoded, run.vocabularies.labels, batch_size)
+    labels = predict_labels(run.model, encoded, run.vocabularies.labels, batch_size, amp)
     if not confidences:
         return labels, None
     index = run.vocabularies.labels.index
     confidence = np.ones(len(tokens))
     device = model_device(run.model)
     run.model.eval()
-    with torch.inference_mode():
+    with torch.inference_mode(), resolve_precision(amp, run.model, device, "amp").autocast():
         for batch in evaluation_batches(encoded, batch_size):
             probabilities = run.model.probabilities(batch.to(device)).cpu()  # (B, T, L)
             for row, sentence in enumerate(batch.indices):
@@ -155,10 +158,10 @@ def vote(predictions: Sequence[list[list[str]]]) -> list[list[str]]:
     return voted
 
 
-def combine(combination: str, runs: Sequence, tokens: Sequence[Sequence[str]], batch_size: int = 256) -> list[list[str]]:
+def combine(combination: str, runs: Sequence, tokens: Sequence[Sequence[str]], batch_size: int = 256, amp: str = "off") -> list[list[str]]:
     """The labels several runs (directories or loaded runs) give together: ``single`` (the first),
     ``vote`` (per token, see :func:`vote`) or ``confident`` (per sentence, the surer run's labels)."""
-    predictions = [model_predictions(run, tokens, batch_size, confidences=combination == "confident") for run in runs]
+    predictions = [model_predictions(run, tokens, batch_size, combination == "confident", amp) for run in runs]
     if combination == "confident":
         return [predictions[int(np.argmax([confidence[index] for _, confidence in predictions]))][0][index] for index in range(len(tokens))]
     return vote([labels for labels, _ in predictions]) if combination == "vote" else predictions[0][0]
