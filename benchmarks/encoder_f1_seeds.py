@@ -1,0 +1,78 @@
+"""seqtransfer's dev and test F1 for the fine-tuned encoder of ``compare_flair_encoder.py``, at several seeds.
+
+    SEQTRANSFER_DATA=../shared/datasets nice -n 10 python benchmarks/encoder_f1_seeds.py --seeds 2 3 --amp bf16 --output benchmarks/results/encoder-wnut17-minilm-bf16-f1-seeds.jsonl
+    ... --checkout /path/to/another/checkout --label old   # the same with another commit's code
+
+One benchmark invocation trains each tool once (one seed); this trains seqtransfer's side alone
+(``seqtransfer_runner.py``: the same model, data, settings and epochs; one inference batch size,
+no timing kept) at each ``--seed`` and scores its predictions as the comparison does, to tell a
+seed's noise from a change's effect. ``--checkout`` runs another checkout's runner and ``src``
+(e.g. a ``git worktree`` of an older commit). Appends one JSON line per seed to ``--output``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from seqtransfer.embeddings.transformer import encoder_path
+from seqtransfer.training.metrics import evaluate
+from seqtransfer_runner import benchmark_config, load_benchmark_data
+
+HERE = Path(__file__).resolve().parent.parent
+
+
+def seed_scores(arguments: argparse.Namespace, encoder: str, seed: int, folder: Path) -> dict:
+    """Train and predict at ``seed`` in a process of its own; score dev and test."""
+    checkout = Path(arguments.checkout).resolve()
+    predictions = folder / f"predictions-{seed}.json"
+    environment = {**os.environ, "PYTHONPATH": str(checkout / "src")}
+    subprocess.run([sys.executable, str(checkout / "benchmarks" / "seqtransfer_runner.py"), "--dataset", arguments.dataset, "--seed", str(seed),
+                    "--encoder", encoder, "--epochs", str(arguments.epochs), "--amp", arguments.amp, "--threads", str(arguments.threads),
+                    "--batch-sizes", "64", "--predictions", str(predictions), *(["--data-dir", arguments.data_dir] if arguments.data_dir else []),
+                    *(["--max-train-sentences", str(arguments.max_train_sentences)] if arguments.max_train_sentences else [])],
+                   check=True, env=environment, stdout=subprocess.DEVNULL)
+    config = benchmark_config(arguments.dataset, arguments.threads, arguments.max_train_sentences, arguments.data_dir, seed, encoder=encoder, epochs=arguments.epochs)
+    data = load_benchmark_data(config)
+    predicted = json.loads(predictions.read_text(encoding="utf-8"))
+    scores = {split: evaluate(data.labels(split), predicted[split], "span_f1")["f1"] for split in ("dev", "test")}
+    return {"label": arguments.label, "dataset": arguments.dataset, "amp": arguments.amp, "seed": seed, "dev_f1": scores["dev"], "test_f1": scores["test"]}
+
+
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, nargs="+", required=True)
+    parser.add_argument("--dataset", default="wnut17")
+    parser.add_argument("--encoder", default="minilm")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--amp", default="off", choices=["off", "bf16"])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--max-train-sentences", type=int, default=None, help="train on the first N sentences (a quick check; the numbers mean nothing)")
+    parser.add_argument("--checkout", default=str(HERE), help="the checkout whose runner and src/ train (default: this one)")
+    parser.add_argument("--label", default="current", help="names the code in the output lines")
+    parser.add_argument("--output", required=True, help="JSON-lines file the seeds' scores are appended to")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    arguments = parse_arguments(argv)
+    encoder = str(encoder_path(arguments.encoder).resolve())
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="encoder-f1-") as temporary:
+        for seed in arguments.seeds:
+            row = seed_scores(arguments, encoder, seed, Path(temporary))
+            print(json.dumps(row), flush=True)
+            with open(arguments.output, "a", encoding="utf-8") as output:
+                output.write(json.dumps(row) + "\n")
+            rows.append(row)
+    return rows
+
+
+if __name__ == "__main__":
+    main()
