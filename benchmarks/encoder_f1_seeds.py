@@ -35,13 +35,14 @@ def seed_scores(arguments: argparse.Namespace, encoder: str, seed: int, folder: 
     subprocess.run([sys.executable, str(checkout / "benchmarks" / "seqtransfer_runner.py"), "--dataset", arguments.dataset, "--seed", str(seed),
                     "--encoder", encoder, "--epochs", str(arguments.epochs), "--amp", arguments.amp, "--threads", str(arguments.threads),
                     "--batch-sizes", "64", "--predictions", str(predictions), *(["--data-dir", arguments.data_dir] if arguments.data_dir else []),
-                    *(["--max-train-sentences", str(arguments.max_train_sentences)] if arguments.max_train_sentences else [])],
+                    *(["--max-train-sentences", str(arguments.max_train_sentences)] if arguments.max_train_sentences else []),
+                    *(["--batching", arguments.batching] if arguments.batching else [])],
                    check=True, env=environment, stdout=subprocess.DEVNULL)
     config = benchmark_config(arguments.dataset, arguments.threads, arguments.max_train_sentences, arguments.data_dir, seed, encoder=encoder, epochs=arguments.epochs)
     data = load_benchmark_data(config)
     predicted = json.loads(predictions.read_text(encoding="utf-8"))
     scores = {split: evaluate(data.labels(split), predicted[split], "span_f1")["f1"] for split in ("dev", "test")}
-    return {"label": arguments.label, "dataset": arguments.dataset, "amp": arguments.amp, "seed": seed, "dev_f1": scores["dev"], "test_f1": scores["test"]}
+    return {"label": arguments.label, "dataset": arguments.dataset, "amp": arguments.amp, "batching": arguments.batching, "seed": seed, "dev_f1": scores["dev"], "test_f1": scores["test"]}
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
@@ -55,6 +56,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--max-train-sentences", type=int, default=None, help="train on the first N sentences (a quick check; the numbers mean nothing)")
     parser.add_argument("--checkout", default=str(HERE), help="the checkout whose runner and src/ train (default: this one)")
+    parser.add_argument("--batching", choices=["tokens", "subwords", "random"], help="the runner's train.batching (default: the checkout's own; older checkouts lack the option)")
     parser.add_argument("--label", default="current", help="names the code in the output lines")
     parser.add_argument("--output", required=True, help="JSON-lines file the seeds' scores are appended to")
     return parser.parse_args(argv)

@@ -123,7 +123,7 @@ def train_timed(model: Tagger, train, config: RunConfig, epochs: int) -> list[fl
     seconds = []
     for epoch in range(1, epochs + 1):
         started = time.perf_counter()
-        train_epoch(model, optimizer, ShuffledBatches(train, config.train.batch_size, config.train.seed), config.train, epoch, show_progress=False)
+        train_epoch(model, optimizer, ShuffledBatches(train, config.train.batch_size, config.train.seed, config.train.batching), config.train, epoch, show_progress=False)
         synchronize(model)
         seconds.append(time.perf_counter() - started)
     return seconds
@@ -157,6 +157,7 @@ def run(arguments: argparse.Namespace) -> dict:
     """Train and time one dataset; write predictions; return the measurements."""
     config = benchmark_config(arguments.dataset, arguments.threads, arguments.max_train_sentences, arguments.data_dir, arguments.seed,
                               encoder=arguments.encoder, epochs=arguments.epochs, amp=arguments.amp)
+    config.train.batching = arguments.batching
     seed_everything(config.train.seed, config.train.threads)
     data = load_benchmark_data(config, arguments.max_evaluation_sentences)
     vocabularies, matrix = prepare_vocabularies(config, data, log=lambda message: None)
@@ -182,6 +183,7 @@ def run(arguments: argparse.Namespace) -> dict:
         **(encoder_details(model) if config.model.encoder else {}),
         "amp": config.train.amp,
         "predict_amp": arguments.predict_amp,
+        "batching": config.train.batching,
         "train_sentences": len(train.lengths),
         "train_tokens": int(train.lengths.sum()),
         "test_tokens": int(test.lengths.sum()),
@@ -216,6 +218,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=INFERENCE_BATCH_SIZES)
     parser.add_argument("--encoder", default=None, help="fine-tune this encoder (a Hugging Face folder or minilm) with a softmax head instead of the BiLSTM-CRF tagger")
     parser.add_argument("--amp", default="off", choices=["off", "bf16"], help="with --encoder: train.amp (bf16 autocast in training; the CPU needs bf16 instructions to gain)")
+    parser.add_argument("--batching", default="tokens", choices=["tokens", "subwords", "random"], help="train.batching: what sentences share a training batch")
     parser.add_argument("--predict-amp", default="off", choices=["off", "bf16"], help="with --encoder: the precision of the timed and written predictions (seqtransfer predict --amp)")
     parser.add_argument("--predictions", required=True, help="JSON file for the dev and test predictions")
     return parser.parse_args(argv)

@@ -209,18 +209,28 @@ def test_evaluation_batches_order_a_fine_tuned_encoders_sentences_by_their_sub_w
     assert [batch.indices.tolist() for batch in evaluation_batches(encode_sentences(sentences, Vocabularies(vocabularies.words, vocabularies.characters, vocabularies.labels)), 1)] == [[2], [0], [1]]
 
 
-def test_training_batches_of_a_fine_tuned_encoder_group_sentences_of_similar_sub_word_counts(encoder):
+def test_training_batches_group_sentences_by_tokens_sub_words_or_not_at_all(encoder, tmp_path, capsys):
+    """train.batching: tokens (the default, what every earlier run did), subwords (a fine-tuned
+    encoder's padded size) or random."""
     from seqtransfer.data.batching import encode_sentences, training_batches
     from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
 
     vocabularies = Vocabularies(Vocabulary.build(["abc"]), Vocabulary.build("abc"), Vocabulary(["O"]), encoder=str(encoder), encoder_mode="finetune")
     sentences = [["abc"] * 3, ["in"] * 3, ["john"] * 4] * 4  # of the same token count, "abc abc abc" has 9 sub-words and "in in in" 3
     encoded = encode_sentences(sentences, vocabularies, [["O"] * len(sentence) for sentence in sentences])
-    sizes = encoded.padded_sizes()
+    sizes, lengths = encoded.padded_sizes(), encoded.lengths
+    mixed = {"random": 0, "tokens": 0}
     for seed in range(5):
-        batches = list(training_batches(encoded, 4, np.random.default_rng(seed)))
-        assert sorted(index for batch in batches for index in batch.indices) == list(range(12))
-        assert all(len(set(sizes[batch.indices])) == 1 for batch in batches)
+        batches = {batching: list(training_batches(encoded, 4, np.random.default_rng(seed), batching=batching)) for batching in ("tokens", "subwords", "random")}
+        for batching, listed in batches.items():
+            assert sorted(index for batch in listed for index in batch.indices) == list(range(12)), batching
+        assert all(len(set(sizes[batch.indices])) == 1 for batch in batches["subwords"])
+        assert all(len(set(lengths[batch.indices])) == 1 for batch in batches["tokens"])
+        mixed["tokens"] += sum(len(set(sizes[batch.indices])) > 1 for batch in batches["tokens"])
+        mixed["random"] += sum(len(set(lengths[batch.indices])) > 1 for batch in batches["random"])
+    assert mixed["tokens"] > 0 and mixed["random"] > 0  # tokens mixes sub-word counts; random mixes token counts
+    line = error_line(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--columns", "word,ner", "--output", str(tmp_path / "bad"), "train.batching=words"], capsys)
+    assert "train.batching" in line and "tokens, subwords or random" in line
 
 
 def test_fine_tuning_an_encoder_tagger_trains_the_encoder_and_saves_it_with_the_run(encoder, tmp_path, capsys):

@@ -136,6 +136,9 @@ class TrainConfig:
     weight_decay: float = 0.0
     gradient_clip: float = 5.0
     batch_size: int = 16
+    # tokens: sentences of similar token count share a batch | subwords: of similar sub-word count
+    # (a fine-tuned encoder: a third less padding, faster; elsewhere as tokens) | random: no bucketing
+    batching: str = "tokens"
     max_epochs: int = 100
     patience: int = 10
     min_epochs: int = 0  # early stopping waits until this epoch (data annealing: until the source's share is small)
@@ -346,6 +349,7 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("train.weight_decay", lambda value: value >= 0, "zero or positive"),
     ("train.gradient_clip", lambda value: value >= 0, "zero (no clipping) or positive"),
     ("train.batch_size", lambda value: value >= 1, "at least 1"),
+    ("train.batching", lambda value: value in ("tokens", "subwords", "random"), "tokens, subwords or random"),
     ("train.evaluation_batch_size", lambda value: value >= 1, "at least 1"),
     ("train.max_epochs", lambda value: value >= 0, "zero or more"),
     ("train.patience", lambda value: value >= 1, "at least 1"),

@@ -41,9 +41,10 @@ class EncodedSentences:
 
     def padded_sizes(self) -> np.ndarray:
         """(N,) what each sentence pads its batch's encoder windows to: its longest sub-word window
-        where a fine-tuned encoder reads it (the encoder's cost), else its token count. Batched by token count,
-        MiniLM read 1.97 times the real sub-words of WNUT-17's test set in batches of 16 (1.03
-        times batched by this), and 1.57 times those of its training set (1.02; measured)."""
+        where a fine-tuned encoder reads it (the encoder's cost), else its token count. Batched by
+        token count, MiniLM read 1.97 times the real sub-words of WNUT-17's test set in batches of
+        16 (1.03 times batched by this), and 1.57 times those of its training set (1.02 with
+        ``train.batching=subwords``, 1.69 with ``random``; measured)."""
         if self.subwords is None:
             return self.lengths
         return np.array([max(len(window) for window in windows) for windows in self.subwords], dtype=np.int64)
@@ -234,11 +235,14 @@ def pad_features(arrays: list[np.ndarray], width: int) -> torch.Tensor:
 
 
 def training_batches(data: EncodedSentences, batch_size: int, generator: np.random.Generator, pool_batches: int = 50,
-                     indices: np.ndarray | None = None) -> Iterator[Batch]:
-    """Shuffled batches of sentences of similar padded size (``padded_sizes``: bucketing within pools
-    of batches), of all sentences or of those at ``indices``."""
+                     indices: np.ndarray | None = None, batching: str = "tokens") -> Iterator[Batch]:
+    """Shuffled batches of all sentences or of those at ``indices``, by ``batching``: ``tokens``,
+    sentences of similar token count (bucketing within pools of ``pool_batches`` batches);
+    ``subwords``, of similar padded size (``padded_sizes``: a fine-tuned encoder's sub-words); or
+    ``random``, no bucketing."""
     order = generator.permutation(len(data.lengths)) if indices is None else indices[generator.permutation(len(indices))]
-    groups = length_groups_of(order, data.padded_sizes(), batch_size, pool_batches)
+    sizes = data.padded_sizes() if batching == "subwords" else data.lengths
+    groups = length_groups_of(order, sizes, batch_size, 1 if batching == "random" else pool_batches)
     for group_number in generator.permutation(len(groups)):
         yield make_batch(data, groups[group_number])
 

@@ -112,15 +112,15 @@ class BatchSource(Protocol):
 
 
 class ShuffledBatches:
-    """One training set's batches of sentences of similar padded size, shuffled per epoch by (seed, epoch)."""
+    """One training set's batches (``batching``: see ``training_batches``), shuffled per epoch by (seed, epoch)."""
 
-    def __init__(self, data: EncodedSentences, batch_size: int, seed: int) -> None:
-        self.data, self.batch_size, self.seed = data, batch_size, seed
+    def __init__(self, data: EncodedSentences, batch_size: int, seed: int, batching: str = "tokens") -> None:
+        self.data, self.batch_size, self.seed, self.batching = data, batch_size, seed, batching
         self.sentence_count = len(data.lengths)
         self.batch_count = -(-self.sentence_count // batch_size)
 
     def batches(self, epoch: int) -> Iterator[Batch]:
-        return training_batches(self.data, self.batch_size, np.random.default_rng([self.seed, epoch]))
+        return training_batches(self.data, self.batch_size, np.random.default_rng([self.seed, epoch]), batching=self.batching)
 
 
 # A loss term added to the model's (adversarial domain loss, penalties). A term with an

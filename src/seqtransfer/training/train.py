@@ -509,7 +509,7 @@ def adversarial_training(config: RunConfig, model: nn.Module, vocabularies: Voca
 def training_source(config: RunConfig, data: TaskData, train) -> BatchSource:
     """The training set's batches: shuffled, or annealed from source to target (data/annealing.py)."""
     if data.target_count is None:
-        return ShuffledBatches(train, config.train.batch_size, config.train.seed)
+        return ShuffledBatches(train, config.train.batch_size, config.train.seed, config.train.batching)
     return AnnealedBatches(train, data.target_count, config.train.batch_size, config.train.seed, config.data.anneal_start, config.data.anneal_decay)
 
 
