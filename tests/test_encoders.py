@@ -233,6 +233,24 @@ def test_training_batches_group_sentences_by_tokens_sub_words_or_not_at_all(enco
     assert "train.batching" in line and "tokens, subwords or random" in line
 
 
+def test_train_batching_reaches_the_training_loop_and_the_run_config(encoder, tmp_path, monkeypatch):
+    from seqtransfer.training import loop
+
+    seen = []
+    original = loop.training_batches
+
+    def spy(*arguments, **options):
+        seen.append(options.get("batching"))
+        return original(*arguments, **options)
+
+    monkeypatch.setattr(loop, "training_batches", spy)
+    output = tmp_path / "run"
+    assert main(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
+                 "--epochs", "1", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune",
+                 "train.batching=subwords"]) == 0
+    assert seen == ["subwords"] and "batching: subwords" in (output / "config.yaml").read_text()
+
+
 def test_fine_tuning_an_encoder_tagger_trains_the_encoder_and_saves_it_with_the_run(encoder, tmp_path, capsys):
     output = tmp_path / "run"
     assert main(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
