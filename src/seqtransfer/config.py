@@ -137,7 +137,8 @@ class TrainConfig:
     gradient_clip: float = 5.0
     batch_size: int = 16
     # tokens: sentences of similar token count share a batch | subwords: of similar sub-word count
-    # (a fine-tuned encoder: a third less padding, faster; elsewhere as tokens) | random: no bucketing
+    # (a fine-tuned encoder: a third less padding, faster; elsewhere as tokens) | random: no bucketing.
+    # Annealed (data.anneal_*) and adversarial runs' batches, and multi-task streams, bucket by tokens.
     batching: str = "tokens"
     max_epochs: int = 100
     patience: int = 10
