@@ -126,7 +126,7 @@ class ModelConfig:
 class TrainConfig:
     """SGD with momentum (taggers) or Adam (parsers), batches of 16 sentences, early stopping on the dev score."""
 
-    optimizer: str | None = None  # sgd | adam; None = the task kind's (sgd for tagging, adam for parsing)
+    optimizer: str | None = None  # sgd | adam | adamw; None = the task kind's (sgd for tagging, adam for parsing)
     learning_rate: float | None = None  # None = the optimizer's: sgd 0.015 (PretRand paper), adam 0.003 (Stanza)
     momentum: float = 0.9  # sgd
     betas: list[float] = field(default_factory=lambda: [0.9, 0.95])  # adam (Stanza's parser)
