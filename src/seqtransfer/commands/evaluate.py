@@ -41,28 +41,9 @@ def warn_unknown_labels(gold: list, known: list[str]) -> int:
     return len(unknown)
 
 
-def run(arguments: argparse.Namespace) -> dict:
-    import sys
-
-    import torch
-
-    from seqtransfer import rundir
-    from seqtransfer.device import out_of_memory_error
-    from seqtransfer.data.task_data import load_task_data
-    from seqtransfer.errors import SeqTransferError
-    from seqtransfer.training.loop import predict_labels
-    from seqtransfer.training.metrics import evaluate
-    from seqtransfer.training.report import format_split_scores
-
-    members = rundir.read_members(arguments.run_directory)  # a self-labelling run's models, predicting together
-    run = rundir.load_run(members[0][0] if members else arguments.run_directory, arguments.device)
-    batch_size = arguments.batch_size if arguments.batch_size is not None else run.config.train.evaluation_batch_size
-    if batch_size < 1:
-        raise SeqTransferError(f"batch size must be at least 1, got {batch_size}", hint="pass --batch-size 1 or more")
-    if run.model.task_kind == "multitask":
-        return evaluate_multitask(run, arguments, batch_size)
-    if arguments.model_task:
-        raise SeqTransferError("--model-task is for multi-task runs", path=arguments.run_directory, hint="leave it out for this single-task run")
+def data_config_of(run, arguments: argparse.Namespace):
+    """The data a single-task run is scored on, and its split: the run's own dataset, ``--dataset``
+    or ``--file`` (scored as its ``train`` split), with ``--task``, ``--scheme`` and ``--strict``."""
     data_config = dataclasses.replace(run.config.data, max_train_sentences=None)
     if arguments.data_dir:
         data_config.data_dir = arguments.data_dir
@@ -83,6 +64,47 @@ def run(arguments: argparse.Namespace) -> dict:
     if arguments.task and arguments.task != data_config.task:
         data_config.task, data_config.metric = arguments.task, None  # the new task's own metric
     data_config.strict = arguments.strict or data_config.strict
+    return data_config, split
+
+
+def predict_split(run, members, data, split: str, batch_size: int, arguments: argparse.Namespace) -> list:
+    """The run's predictions for ``split`` of ``data`` (a self-labelling run's models together)."""
+    import torch
+
+    from seqtransfer import rundir
+    from seqtransfer.device import out_of_memory_error
+    from seqtransfer.training.loop import predict_labels
+
+    try:
+        if members:
+            from seqtransfer.transfer.selflabel import combine
+
+            paths, combination = members
+            return combine(combination, [run, *(rundir.load_run(path, arguments.device) for path in paths[1:])], data.tokens(split), batch_size, arguments.amp)
+        return predict_labels(run.model, data.encode(split, run.vocabularies, with_targets=False), run.vocabularies.labels, batch_size, arguments.amp)
+    except torch.cuda.OutOfMemoryError:
+        raise out_of_memory_error(batch_size, "while evaluating") from None
+
+
+def run(arguments: argparse.Namespace) -> dict:
+    import sys
+
+    from seqtransfer import rundir
+    from seqtransfer.data.task_data import load_task_data
+    from seqtransfer.errors import SeqTransferError
+    from seqtransfer.training.metrics import evaluate
+    from seqtransfer.training.report import format_split_scores
+
+    members = rundir.read_members(arguments.run_directory)  # a self-labelling run's models, predicting together
+    run = rundir.load_run(members[0][0] if members else arguments.run_directory, arguments.device)
+    batch_size = arguments.batch_size if arguments.batch_size is not None else run.config.train.evaluation_batch_size
+    if batch_size < 1:
+        raise SeqTransferError(f"batch size must be at least 1, got {batch_size}", hint="pass --batch-size 1 or more")
+    if run.model.task_kind == "multitask":
+        return evaluate_multitask(run, arguments, batch_size)
+    if arguments.model_task:
+        raise SeqTransferError("--model-task is for multi-task runs", path=arguments.run_directory, hint="leave it out for this single-task run")
+    data_config, split = data_config_of(run, arguments)
     data = load_task_data(data_config, splits=(split,))
     for note in data.notes:
         print(f"seqtransfer: warning: {note}", file=sys.stderr)
@@ -95,16 +117,7 @@ def run(arguments: argparse.Namespace) -> dict:
             f"this run is a {run.model.task_kind} model but task '{data.task}' of {data.dataset} is {data.kind.name}",
             path=arguments.run_directory, hint="pass --task with a task of the model's kind (e.g. dependency for a parser, upos for a tagger)",
         )
-    try:
-        if members:
-            from seqtransfer.transfer.selflabel import combine
-
-            paths, combination = members
-            predicted = combine(combination, [run, *(rundir.load_run(path, arguments.device) for path in paths[1:])], data.tokens(split), batch_size, arguments.amp)
-        else:
-            predicted = predict_labels(run.model, data.encode(split, run.vocabularies, with_targets=False), run.vocabularies.labels, batch_size, arguments.amp)
-    except torch.cuda.OutOfMemoryError:
-        raise out_of_memory_error(batch_size, "while evaluating") from None
+    predicted = predict_split(run, members, data, split, batch_size, arguments)
     gold = data.gold(split)
     warn_unknown_labels(data.kind.label_strings(gold), run.vocabularies.labels.items)
     scores = evaluate(gold, predicted, data.metric)
