@@ -348,11 +348,8 @@ def score_tasks(model: HierarchicalMultiTask, tasks: dict[str, TaskData], vocabu
     return results
 
 
-def train_multitask(config: RunConfig, directory: Path, started: float, log: Log, show_progress: bool) -> dict:
-    """Train a multi-task model (from scratch or from a multi-task source) and write its run directory."""
-    from seqtransfer.training.train import check_resumable, train_phases
-
-    scheme = get_scheme(config.transfer.scheme)
+def check_multitask_settings(config: RunConfig) -> None:
+    """One line for a setting a multi-task model cannot take, before any data is read."""
     if config.transfer.distill_from:
         raise SeqTransferError("distillation (transfer.distill_from) teaches a mono-task model, not a multi-task one", hint="drop transfer.distill_from")
     if config.model.encoder and config.model.encoder_mode == "finetune":
@@ -362,6 +359,14 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
     watched = config.multitask.early_stopping
     if watched != "mean" and watched not in config.model.tasks:
         raise SeqTransferError(f"multitask.early_stopping is '{watched}'", hint=f"use mean or a task: {', '.join(config.model.tasks)}")
+
+
+def train_multitask(config: RunConfig, directory: Path, started: float, log: Log, show_progress: bool) -> dict:
+    """Train a multi-task model (from scratch or from a multi-task source) and write its run directory."""
+    from seqtransfer.training.train import check_resumable, train_phases
+
+    scheme = get_scheme(config.transfer.scheme)
+    check_multitask_settings(config)
     source = load_multitask_source(config, scheme)
     tasks = load_multitask_data(config)
     for task, data in tasks.items():
