@@ -34,22 +34,21 @@ HERE = Path(__file__).resolve().parent.parent
 
 def train_flair(arguments: argparse.Namespace, encoder: str, seed: int, folder: Path, predictions: Path) -> None:
     """flair's side at ``seed``: the comparison's ``data.json`` for that seed, then its runner in the flair venv."""
-    flair_python = ensure_flair_venv(Path(arguments.flair_venv))
     seed_folder = folder / f"flair-{seed}"
     seed_folder.mkdir()
     export_for_flair(argparse.Namespace(**{**vars(arguments), "seed": seed, "max_evaluation_sentences": None}), arguments.dataset, Path(encoder), seed_folder)
-    subprocess.run([str(flair_python), str(HERE / "benchmarks" / "flair_encoder_runner.py"), "--input", str(seed_folder), "--epochs", str(arguments.epochs),
+    subprocess.run([arguments.flair_python, str(HERE / "benchmarks" / "flair_encoder_runner.py"), "--input", str(seed_folder), "--epochs", str(arguments.epochs),
                     "--threads", str(arguments.threads), "--batch-sizes", "64", "--predictions", str(predictions)], check=True, stdout=subprocess.DEVNULL)
 
 
 def seed_scores(arguments: argparse.Namespace, encoder: str, seed: int, folder: Path) -> dict:
     """Train and predict at ``seed`` in a process of its own; score dev and test."""
-    checkout = Path(arguments.checkout).resolve()
     predictions = folder / f"predictions-{seed}.json"
-    environment = {**os.environ, "PYTHONPATH": str(checkout / "src")}
     if arguments.tool == "flair":
         train_flair(arguments, encoder, seed, folder, predictions)
     else:
+        checkout = Path(arguments.checkout).resolve()
+        environment = {**os.environ, "PYTHONPATH": str(checkout / "src")}
         subprocess.run([sys.executable, str(checkout / "benchmarks" / "seqtransfer_runner.py"), "--dataset", arguments.dataset, "--seed", str(seed),
                         "--encoder", encoder, "--epochs", str(arguments.epochs), "--amp", arguments.amp, "--threads", str(arguments.threads),
                         "--batch-sizes", "64", "--predictions", str(predictions), *(["--data-dir", arguments.data_dir] if arguments.data_dir else []),
@@ -60,7 +59,8 @@ def seed_scores(arguments: argparse.Namespace, encoder: str, seed: int, folder: 
     data = load_benchmark_data(config)
     predicted = json.loads(predictions.read_text(encoding="utf-8"))
     scores = {split: evaluate(data.labels(split), predicted[split], "span_f1")["f1"] for split in ("dev", "test")}
-    return {"label": arguments.label, "tool": arguments.tool, "dataset": arguments.dataset, "amp": arguments.amp if arguments.tool == "seqtransfer" else "off", "batching": arguments.batching if arguments.tool == "seqtransfer" else "random", "seed": seed, "dev_f1": scores["dev"], "test_f1": scores["test"]}
+    setup = {"amp": arguments.amp, "batching": arguments.batching} if arguments.tool == "seqtransfer" else {"amp": "off", "batching": "random"}  # flair's own
+    return {"label": arguments.label, "tool": arguments.tool, "dataset": arguments.dataset, **setup, "seed": seed, "dev_f1": scores["dev"], "test_f1": scores["test"]}
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
@@ -85,6 +85,8 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> list[dict]:
     arguments = parse_arguments(argv)
     encoder = str(encoder_path(arguments.encoder).resolve())
+    if arguments.tool == "flair":  # once, not per seed
+        arguments.flair_python = str(ensure_flair_venv(Path(arguments.flair_venv)))
     rows = []
     with tempfile.TemporaryDirectory(prefix="encoder-f1-") as temporary:
         for seed in arguments.seeds:
