@@ -345,6 +345,40 @@ def test_a_kept_record_of_other_settings_is_trained_again(tmp_path, capsys):
     assert "(0, 1, 0 to train)" in capsys.readouterr().out
 
 
+def test_a_kept_cell_trained_from_another_instance_of_its_source_trains_again(tmp_path, capsys):
+    """A source trained again on another machine has other weights: a kept fine-tuning cell that read
+    the old instance is said to, and trained again from the new one, so that no grid compares runs
+    of two sources."""
+    from seqtransfer import rundir
+
+    experiment = tiny_experiment(tmp_path)
+    kept = tmp_path / "kept.jsonl"
+    first = run(["experiment", "run", str(experiment), "--only", "finetune", "--results", str(tmp_path / "first"), "--records", str(kept)])
+    source = next(Path(record["run_directory"]) for record in first if record.get("source"))
+    finetuned = next(record for record in first if record["method"] == "finetune")
+    assert finetuned["source_weights"] == rundir.weights_fingerprint(source) and len(finetuned["source_weights"]) == 16
+    records = [json.loads(line) for line in kept.read_text(encoding="utf-8").splitlines()]
+    for record in records:
+        if record.get("method") == "finetune":
+            record["source_weights"] = "0123456789abcdef"  # made from the source as another machine trained it
+    kept.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    capsys.readouterr()
+    second = tmp_path / "second"
+    run(["experiment", "run", str(experiment), "--only", "finetune", "--seeds", "2", "--results", str(second), "--records", str(kept)])
+    out = capsys.readouterr().out
+    assert "(1, 1, 0 to train, 1 kept)" in out  # seed 1 is taken before the source is trained again
+    assert "warning: 1 kept cells were trained from another instance of their source" in out and "finetune / pos / seed 1" in out
+    run(["experiment", "run", str(experiment), "--only", "finetune", "--seeds", "2", "--results", str(second), "--records", str(kept)])
+    assert "(0, 1, 0 to train)" in capsys.readouterr().out  # now seed 1 trains from the store's source
+    renewed = [json.loads(line) for line in kept.read_text(encoding="utf-8").splitlines()]
+    assert {record["source_weights"] for record in renewed if record.get("method") == "finetune"} == {rundir.weights_fingerprint(second / "sources" / source.name)}
+    for record in renewed:
+        record.pop("source_weights", None)  # kept before records named their source's weights: taken as they are
+    kept.write_text("".join(json.dumps(record) + "\n" for record in renewed), encoding="utf-8")
+    run(["experiment", "run", str(experiment), "--only", "finetune", "--seeds", "2", "--results", str(tmp_path / "third"), "--records", str(kept)])
+    assert "(0, 0, 0 to train, 2 kept)" in capsys.readouterr().out
+
+
 def test_a_broken_kept_file_is_one_line(tmp_path):
     experiment = tiny_experiment(tmp_path)
     kept = tmp_path / "kept.jsonl"

@@ -13,6 +13,8 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import math
 import os
 import re
@@ -255,6 +257,34 @@ def first_member(directory: str | Path) -> Path:
     self-training's only one)."""
     members = read_members(directory)
     return members[0][0] if members else Path(directory)
+
+
+def weights_fingerprint(directory: str | Path) -> str | None:
+    """A hash of the weights a transfer from ``directory`` reads (its first member's, for a folder of
+    models): which instance of a source a target was trained from, since a source trained again
+    from the same settings on another machine has other weights. None if there are no weights."""
+    path = first_member(directory) / WEIGHTS
+    if not path.is_file():
+        return None
+    status = path.stat()
+    return file_hash(str(path.resolve()), status.st_size, status.st_mtime_ns)
+
+
+def source_weights(source: str | Path | None) -> dict:
+    """{"source_weights": hash} of the source run a transfer read, for its metrics and records
+    (experiments/kept.py checks a kept cell against it); {} without a source."""
+    fingerprint = weights_fingerprint(source) if source else None
+    return {"source_weights": fingerprint} if fingerprint else {}
+
+
+@functools.lru_cache(maxsize=64)
+def file_hash(path: str, size: int, modified: int) -> str:
+    """sha256 of a file (the first 16 hex digits); ``size`` and ``modified`` key the cache."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
 
 
 def load_run(directory: str | Path, device: str | None = "cpu") -> LoadedRun:

@@ -147,8 +147,9 @@ def network_parameters(directory: Path, metrics: dict | None = None) -> int:
 
 
 def cost_of(metrics: dict) -> dict:
-    """What a run cost beyond its time: trainable parameters and peak memory (those the metrics hold)."""
-    keys = ("trainable_parameters", "peak_rss_megabytes", "gpu_peak_megabytes")
+    """What a run cost beyond its time (trainable parameters, peak memory), and which instance of its
+    source it read (those the metrics hold)."""
+    keys = ("trainable_parameters", "peak_rss_megabytes", "gpu_peak_megabytes", "source_weights")
     return {key: metrics[key] for key in keys if metrics.get(key) is not None}
 
 
@@ -268,6 +269,8 @@ def made_by(record: dict, task: RunTask, kept: dict[tuple, dict]) -> bool:
     folder's prefix (it depends on which file trained the run first). An ensemble recorded before
     ensembles were named by their members' digests was named by its members' folders: those of the
     members' kept records, or the names the members have now."""
+    if from_another_source(record, task):
+        return False
     digest = digest_of(run_id_of(record))
     if digest == digest_of(task.run_id):
         return True
@@ -278,6 +281,18 @@ def made_by(record: dict, task: RunTask, kept: dict[tuple, dict]) -> bool:
         member_record = kept.get(cell_key(member.record))
         names.append(run_id_of(member_record) if member_record is not None and made_by(member_record, member, kept) else member.run_id)
     return digest == content_id({"ensemble": names})
+
+
+def from_another_source(record: dict, task: RunTask) -> bool:
+    """Whether a kept record names the weights of its source run and the source in the store now
+    has others (it was trained again, on another machine: not the same numbers): its cell would
+    compare runs of two sources, so it trains again. Records kept before they named their source's
+    weights, and cells whose source is not in the store, are taken as they are."""
+    recorded = record.get("source_weights")
+    source = task.source_directory
+    if not recorded or not source or not (Path(source) / rundir.METRICS).is_file():
+        return False
+    return rundir.weights_fingerprint(source) not in (None, recorded)
 
 
 def skippable(tasks: list[RunTask], kept: dict[tuple, dict], needed: set[str]) -> dict[str, list[dict]]:
@@ -330,6 +345,7 @@ def run_experiment(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], 
 
     # One pool of work: a target run starts as soon as its own source is finished.
     backend.run(todo[0] + todo[1], log, on_record=save)
+    warn_of_other_sources(targets, skipped, log)
     for task in source_stage:  # source records too, so that analyses can find the source runs
         store.save_record(finish_record(task, Path(task.directory)))
     for task, members in ensembles:
@@ -341,11 +357,24 @@ def run_experiment(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], 
     return merge(kept_cells.values(), store.records(spec.name))
 
 
+def warn_of_other_sources(tasks: list[RunTask], skipped: dict[str, list[dict]], log: Log) -> None:
+    """Kept cells were taken before their source was trained again here: say which of them read
+    another instance of it (the next run trains them again, see :func:`from_another_source`)."""
+    stale = [describe_cell(record) for task in tasks for record in skipped.get(task.directory, []) if from_another_source(record, task)]
+    if stale:
+        log(f"warning: {len(stale)} kept cells were trained from another instance of their source, trained again here "
+            f"({', '.join(stale[:4])}{', ...' if len(stale) > 4 else ''}): run the command again to train them from this one")
+
+
+def describe_cell(record: dict) -> str:
+    return f"{record['method']} / {record['target']} / seed {record['seed']}"
+
+
 def describe(record: dict) -> str:
     """One log line for a finished run."""
     if record.get("source"):
         what = f"source {record['source']}"
     else:
-        what = f"{record['method']} / {record['target']} / seed {record['seed']}"
+        what = describe_cell(record)
     test = "-" if record["test"] is None else f"{record['test']:.2f}"
     return f"{what}: dev {record['dev']:.2f}, test {test} ({record['seconds']:.0f} s)"
