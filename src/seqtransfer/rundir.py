@@ -262,7 +262,7 @@ def first_member(directory: str | Path) -> Path:
 def weights_fingerprint(directory: str | Path) -> str | None:
     """A hash of the weights a transfer from ``directory`` reads (its first member's, for a folder of
     models): which instance of a source a target was trained from, since a source trained again
-    from the same settings on another machine has other weights. None if there are no weights."""
+    from the same settings, in another session, need not have the same weights. None if there are none."""
     path = first_member(directory) / WEIGHTS
     if not path.is_file():
         return None

@@ -12,7 +12,7 @@ digest that ends its run id, a hash of the settings and of its source's, matches
 readable prefix may differ, as it names the target of whichever file trained the run first), unless a run still to train needs
 that run's directory (an ensemble member, the filler of a unified dataset), or its record names
 source weights other than those of the source now in the store (``source_weights``: a source
-trained again on another machine; see ``runner.from_another_source``); it trains only the
+trained again, in another session, to other weights; see ``runner.from_another_source``); it trains only the
 sources that the remaining runs need, and writes every record of the experiment back to the file.
 ``report`` shows kept cells beside the store's; a kept cell's significance test needs its
 predictions, which stay with the run directory ("no predictions" where they are gone).

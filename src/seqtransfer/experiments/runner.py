@@ -285,7 +285,7 @@ def made_by(record: dict, task: RunTask, kept: dict[tuple, dict]) -> bool:
 
 def from_another_source(record: dict, task: RunTask) -> bool:
     """Whether a kept record names the weights of its source run and the source in the store now
-    has others (it was trained again, on another machine: not the same numbers): its cell would
+    has others (it was trained again, in another session, to other weights): its cell would
     compare runs of two sources, so it trains again. Records kept before they named their source's
     weights, and cells whose source is not in the store, are taken as they are."""
     recorded = record.get("source_weights")
