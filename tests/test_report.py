@@ -205,3 +205,21 @@ def test_randomization_of_pearson_scores_tells_a_better_regressor_from_noise():
     assert paired_randomization_correlation(gold, good, noisy, trials=200) < 0.01
     other = gold + 0.3 * generator.normal(size=300)  # as good, other noise
     assert paired_randomization_correlation(gold, good, other, trials=200) > 0.05
+
+
+def test_runs_of_two_instances_of_a_source_are_noted_and_their_test_marked(tmp_path):
+    gold = [["NN", "VB", "DT"]] * 40
+    wrong = [["NN", "NN", "NN"]] * 40
+    records = [
+        {**_record("Scratch", "TPoS", 1, 33.33, _write_run(tmp_path / "a", gold, wrong)), "source_weights": "aaaa"},
+        {**_record("Tuned", "TPoS", 1, 100.0, _write_run(tmp_path / "b", gold, gold)), "source_weights": "bbbb"},
+        {**_record("Scratch", "ArK", 1, 33.33, _write_run(tmp_path / "c", gold, wrong)), "source_weights": "cccc"},
+        {**_record("Tuned", "ArK", 1, 100.0, _write_run(tmp_path / "d", gold, gold)), "source_weights": "cccc"},
+    ]
+    markdown = render_markdown(_spec(["Scratch", "Tuned"], ["TPoS", "ArK"], [("Tuned", "Scratch")]), records)
+    assert "read more than one instance of their source (the source was trained again, to other weights): TPoS (2)." in markdown
+    assert next(line for line in markdown.splitlines() if line.startswith("| TPoS | Tuned | Scratch |")).endswith("| 0.0050 (two sources) | yes |")
+    assert next(line for line in markdown.splitlines() if line.startswith("| ArK | Tuned | Scratch |")).endswith("| 0.0050 | yes |")
+    for record in records:
+        record["source_weights"] = "cccc"
+    assert "instance of their source" not in render_markdown(_spec(["Scratch", "Tuned"], ["TPoS", "ArK"], [("Tuned", "Scratch")]), records)

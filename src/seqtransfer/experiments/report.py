@@ -391,7 +391,9 @@ def _significance_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], d
         p_value = paired_randomization_correlation(values_a[:, 0], values_a[:, 1], values_b[:, 1], trials=spec.trials)
     else:
         p_value = paired_randomization_counts(values_a, values_b, record_a["metric"], trials=spec.trials)
-    return [target, first, second, str(tested), *scores, f"{p_value:.4f}", "yes" if p_value < SIGNIFICANCE_LEVEL else "no"]
+    two_sources = {record_a.get("source_weights"), record_b.get("source_weights")} - {None}
+    shown = f"{p_value:.4f}" + (" (two sources)" if len(two_sources) > 1 else "")  # another instance of the source each: not the methods' difference alone
+    return [target, first, second, str(tested), *scores, shown, "yes" if p_value < SIGNIFICANCE_LEVEL else "no"]
 
 
 def _significance_section(spec: ReportSpec, records: Sequence[dict]) -> list[str]:
@@ -426,6 +428,7 @@ def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
     if mixed_labels(summaries):
         lines += ["", "° early stopping read the labels of the test data's dev split; unmarked cells used none of the test data's labels "
                   "(a source model as it is, or a dev set of other data)."]
+    lines += source_instances_note(spec, records)
     other = _other_metrics_section(spec, records)
     if other:
         lines += ["", *other]
@@ -437,6 +440,20 @@ def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
     if spec.significance_pairs:
         lines += ["", *_significance_section(spec, records)]
     return "\n".join(lines) + "\n"
+
+
+def source_instances_note(spec: ReportSpec, records: Sequence[dict]) -> list[str]:
+    """A note on the targets whose transfer runs read more than one instance of a source (a source
+    trained again, in another session, to other weights: ``source_weights`` of the records), or []."""
+    mixed = []
+    for target in spec.targets:
+        instances = {record["source_weights"] for record in records if record.get("target") == target and record.get("source_weights")}
+        if len(instances) > 1:
+            mixed.append(f"{target} ({len(instances)})")
+    if not mixed:
+        return []
+    return ["", f"Runs of these targets read more than one instance of their source (the source was trained again, to other weights): {', '.join(mixed)}. "
+            "Their means mix the instances; a significance test between runs of two instances is marked \"two sources\"."]
 
 
 def cost_points(spec: ReportSpec, records: Sequence[dict]) -> list[dict]:
