@@ -93,10 +93,22 @@ def test_masking_follows_bert_and_skips_special_tokens():
 def test_the_test_tweets_stay_out_of_tweets_unlabeled():
     from seqtransfer.data.unlabeled import read_text_lines
 
-    lines, left_out = read_text_lines("tweets_unlabeled")
+    lines, left_out, repeats = read_text_lines("tweets_unlabeled")
     assert left_out and all(path.split("/")[-1].startswith("test") for path in left_out)
-    kept, none = read_text_lines("tweets_unlabeled", keep_test=True)
-    assert none == [] and len(kept) > len(lines) > 10_000
+    kept, none, no_repeats = read_text_lines("tweets_unlabeled", keep_test=True)
+    assert none == [] and no_repeats == 0 and len(kept) > len(lines) > 10_000
+
+
+def test_a_test_tweet_that_recurs_in_a_training_file_stays_out_too(tmp_path):
+    from seqtransfer.data.unlabeled import read_text_lines
+
+    folder = tmp_path / "tweets_unlabeled" / "tweeteval" / "hate"
+    folder.mkdir(parents=True)
+    (folder / "train_text.txt").write_text("a training tweet\n  the same tweet in both  \nanother one\n", encoding="utf-8")
+    (folder / "test_text.txt").write_text("the same tweet in both\na test tweet\n", encoding="utf-8")
+    lines, left_out, repeats = read_text_lines("tweets_unlabeled", tmp_path)
+    assert lines == ["a training tweet", "another one"] and repeats == 1 and len(left_out) == 1
+    assert len(read_text_lines("tweets_unlabeled", tmp_path, keep_test=True)[0]) == 5
 
 
 @pytest.mark.parametrize("option, value, expected", [("--heads", "3", "--heads must be"), ("--held-out", "1.5", "--held-out must be"), ("--text", "missing.txt", "missing.txt: file not found")])

@@ -59,11 +59,11 @@ def run(arguments: argparse.Namespace) -> dict:
     except ImportError:
         raise SeqTransferError("pretrain-lm needs transformers and tokenizers, which are not installed", hint="pip install 'seqtransfer[encoders]'") from None
     if arguments.text in RAW_CORPORA:
-        lines, left_out = read_text_lines(arguments.text, arguments.data_dir, arguments.keep_test)
+        lines, left_out, repeats = read_text_lines(arguments.text, arguments.data_dir, arguments.keep_test)
     else:  # a file or a registered dataset's split: its words, one sentence per line
-        lines, left_out = [" ".join(sentence) for sentence in read_unlabeled(arguments.text, arguments.data_dir, word_column=arguments.word_column)], []
+        lines, left_out, repeats = [" ".join(sentence) for sentence in read_unlabeled(arguments.text, arguments.data_dir, word_column=arguments.word_column)], [], 0
     if left_out:
-        print(f"left out (test files): {len(left_out)} files, e.g. {left_out[0]}")
+        print(f"left out (test files): {len(left_out)} files, e.g. {left_out[0]}, and {repeats} lines of the other files that repeat one of their lines")
     settings = LanguageModelSettings(arguments.objective, arguments.vocabulary_size, arguments.hidden, arguments.layers, arguments.heads, arguments.intermediate,
                                      arguments.max_length, arguments.held_out)
     train_config = TrainConfig(optimizer="adamw", learning_rate=arguments.learning_rate, schedule="linear_warmup", weight_decay=0.01, gradient_clip=1.0,
@@ -71,6 +71,7 @@ def run(arguments: argparse.Namespace) -> dict:
                                threads=arguments.threads, device=arguments.device, evaluation_batch_size=max(arguments.batch_size, 64))
     summary = pretrain(lines, settings, train_config, Path(arguments.output), print, show_progress=not arguments.quiet, device=arguments.device)
     summary["left_out"] = left_out
+    summary["left_out_repeats"] = repeats
     print(f"wrote {arguments.output}: use it with model.encoder={arguments.output}")
     return summary
 

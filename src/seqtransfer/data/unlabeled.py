@@ -101,9 +101,11 @@ def raw_corpus_files(corpus: RawCorpus, data_dir: str | Path | None) -> list[Pat
     return files
 
 
-def read_text_lines(entry: str, data_dir: str | Path | None = None, keep_test: bool = False) -> tuple[list[str], list[str]]:
-    """Raw lines (untokenised, non-blank) of a text file or a registered raw corpus, and the files
-    left out: a corpus's ``test`` files unless ``keep_test`` (TweetEval's test tweets stay unseen)."""
+def read_text_lines(entry: str, data_dir: str | Path | None = None, keep_test: bool = False) -> tuple[list[str], list[str], int]:
+    """Raw lines (untokenised, non-blank) of a text file or a registered raw corpus, the files left
+    out and how many kept-file lines were dropped for repeating a left-out line: unless
+    ``keep_test``, a corpus's ``test`` files are left out, and so is every other line with the same
+    text (TweetEval's test tweets stay unseen, though some of them recur in its training files)."""
     path = Path(entry)
     if path.is_file():
         files, left_out = [path], []
@@ -113,10 +115,12 @@ def read_text_lines(entry: str, data_dir: str | Path | None = None, keep_test: b
         files = [file for file in every if file not in left_out]
     else:
         raise SeqTransferError("no such text file or raw corpus", path=entry, hint=f"give a file of one sentence per line, or one of: {', '.join(RAW_CORPORA)}")
-    lines = [line.strip() for file in files for line in read_lines(file) if line.strip()]
+    unseen = {line.strip() for file in left_out for line in read_lines(file)}
+    candidates = [line.strip() for file in files for line in read_lines(file) if line.strip()]
+    lines = [line for line in candidates if line not in unseen]
     if not lines:
         raise SeqTransferError("holds no text", path=entry, hint="give a file with one sentence per line")
-    return lines, [str(file) for file in left_out]
+    return lines, [str(file) for file in left_out], len(candidates) - len(lines)
 
 
 def read_file(path: Path, tokenizer: str, word_column: int | None, word_option: str = "--word-column") -> list[list[str]]:
