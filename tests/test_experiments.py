@@ -379,6 +379,45 @@ def test_a_kept_cell_trained_from_another_instance_of_its_source_trains_again(tm
     assert "(0, 0, 0 to train, 2 kept)" in capsys.readouterr().out
 
 
+def test_a_kept_cell_that_read_another_encoder_trains_again(tmp_path, capsys, monkeypatch):
+    """Our own LM trained again (other text, other weights) in the folder a grid names: a kept cell
+    that read the old one trains again, as one whose source was trained again; the same encoder
+    keeps it."""
+    from safetensors.torch import load_file, save_file
+    from test_encoders import save_tiny_encoder
+
+    from seqtransfer.embeddings.transformer import encoder_fingerprint
+
+    monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))
+    encoder = save_tiny_encoder(tmp_path / "lm")
+    pos = [f"data.train={FIXTURES / 'tiny_pos_train.conll'}", f"data.dev={FIXTURES / 'tiny_pos_dev.conll'}", f"data.test={FIXTURES / 'tiny_pos_dev.conll'}", "data.columns=[word, pos]"]
+    experiment = tmp_path / "lm.yaml"
+    experiment.write_text(f"""
+name: lm
+title: our LM's features
+command: seqtransfer experiment run lm.yaml
+overrides: {[*TINY_MODEL, "train.max_epochs=1", f"model.encoder={encoder}"]}
+targets:
+  pos: {{dataset: null, overrides: {pos}}}
+methods:
+  features: {{scheme: scratch}}
+reference: features
+""", encoding="utf-8")
+    kept = tmp_path / "kept.jsonl"
+    (first,) = run(["experiment", "run", str(experiment), "--results", str(tmp_path / "first"), "--records", str(kept)])
+    assert first["encoder_weights"] == encoder_fingerprint(str(encoder))
+    capsys.readouterr()
+    run(["experiment", "run", str(experiment), "--results", str(tmp_path / "second"), "--records", str(kept)])
+    assert "(0, 0, 0 to train, 1 kept)" in capsys.readouterr().out
+    weights = load_file(str(encoder / "model.safetensors"))
+    save_file({name: tensor + 0.01 for name, tensor in weights.items()}, str(encoder / "model.safetensors"), metadata={"format": "pt"})
+    (encoder / "pretraining.json").write_text("{}", encoding="utf-8")  # a training report is not part of the encoder
+    run(["experiment", "run", str(experiment), "--results", str(tmp_path / "third"), "--records", str(kept)])
+    assert "(0, 1, 0 to train)" in capsys.readouterr().out
+    (renewed,) = [json.loads(line) for line in kept.read_text(encoding="utf-8").splitlines()]
+    assert renewed["encoder_weights"] == encoder_fingerprint(str(encoder)) != first["encoder_weights"]
+
+
 def test_a_broken_kept_file_is_one_line(tmp_path):
     experiment = tiny_experiment(tmp_path)
     kept = tmp_path / "kept.jsonl"

@@ -277,6 +277,13 @@ def source_weights(source: str | Path | None) -> dict:
     return {"source_weights": fingerprint} if fingerprint else {}
 
 
+def encoder_weights(model_config) -> dict:
+    """{"encoder_weights": hash} of the pretrained encoder folder a run read (its tokenizer, config
+    and weights), for its metrics and records (a kept cell is checked against it as against its
+    source's weights); {} for a model without an encoder."""
+    return {"encoder_weights": model_config.encoder_hash} if getattr(model_config, "encoder_hash", None) else {}
+
+
 @functools.lru_cache(maxsize=64)
 def file_hash(path: str, size: int, modified: int) -> str:
     """sha256 of a file (the first 16 hex digits); ``size`` and ``modified`` key the cache."""

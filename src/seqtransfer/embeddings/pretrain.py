@@ -28,6 +28,7 @@ from torch.nn import functional
 
 from seqtransfer.data.batching import length_groups_of, pad_arrays
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.embeddings.transformer import TRAINING_REPORT
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 IGNORED = -100  # positions the loss skips
@@ -228,7 +229,7 @@ def pretrain(lines: list[str], settings: LanguageModelSettings, train_config, ou
     summary = {"objective": settings.objective, "parameters": parameters, "held_out_perplexity": round(final, 3), "best_epoch": result.best_epoch,
                "training_lines": len(sequences), "held_out_lines": len(held_out_lines), "settings": settings.__dict__,
                "history": [{key: value for key, value in record.items() if key != "dev"} | {"held_out_perplexity": -record["dev"]} for record in result.history]}
-    (work / "model" / "pretraining.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    (work / "model" / TRAINING_REPORT).write_text(json.dumps(summary, indent=2), encoding="utf-8")
     (work / "model").rename(output)
     shutil.rmtree(work)
     return summary

@@ -38,6 +38,7 @@ ENCODER_FILES = ("config.json",)
 # from config.json alone and every token becomes [UNK].
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model", "tokenizer.model")
 CACHE_VERSION = 1
+TRAINING_REPORT = "pretraining.json"  # what `pretrain-lm` says of its training, in the folder it writes
 
 
 def encoder_path(name: str) -> Path:
@@ -132,9 +133,12 @@ def check_tokenizer_fits(tokenizer, config, path: Path) -> None:
 
 def encoder_fingerprint(name: str) -> str:
     """A hash of the encoder folder's files (names and contents): a cache or an adapter made with
-    another encoder never matches. Computed once per process and state of the folder."""
+    another encoder never matches. ``pretraining.json``, the training report `pretrain-lm` leaves
+    (its seconds differ from one identical training to the next), is not part of the encoder.
+    Computed once per process and state of the folder."""
     path = encoder_path(name)
-    files = tuple((str(item.relative_to(path)), item.stat().st_size, item.stat().st_mtime_ns) for item in sorted(path.rglob("*")) if item.is_file())
+    files = tuple((str(item.relative_to(path)), item.stat().st_size, item.stat().st_mtime_ns) for item in sorted(path.rglob("*"))
+                  if item.is_file() and item.name != TRAINING_REPORT)
     return folder_hash(str(path), files)
 
 

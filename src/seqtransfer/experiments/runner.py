@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from seqtransfer import rundir
+from seqtransfer.errors import SeqTransferError
 from seqtransfer.config import RunConfig, config_from_dict
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.experiments.ensemble import build_ensemble
@@ -147,9 +148,9 @@ def network_parameters(directory: Path, metrics: dict | None = None) -> int:
 
 
 def cost_of(metrics: dict) -> dict:
-    """What a run cost beyond its time (trainable parameters, peak memory), and which instance of its
-    source it read (those the metrics hold)."""
-    keys = ("trainable_parameters", "peak_rss_megabytes", "gpu_peak_megabytes", "source_weights")
+    """What a run cost beyond its time (trainable parameters, peak memory), and which instances of its
+    source and of its pretrained encoder it read (those the metrics hold)."""
+    keys = ("trainable_parameters", "peak_rss_megabytes", "gpu_peak_megabytes", "source_weights", "encoder_weights")
     return {key: metrics[key] for key in keys if metrics.get(key) is not None}
 
 
@@ -209,7 +210,7 @@ def predict_elsewhere(directory: Path, tokens: list[list[str]]) -> list[list[str
         return ensemble_predict([rundir.load_run(member) for member in metrics["members"]], tokens)
     from seqtransfer.predictor import load
 
-    return load(directory, device="cpu").predict_raw(tokens)
+    return load(directory, device="cpu").predict_raw(tokens, cache_features=True)  # a dataset's split: scored again by other runs
 
 
 def score_elsewhere(directory: Path, entry: str, data_dir: str | None, score: bool = True) -> tuple[float | None, str]:
@@ -269,7 +270,7 @@ def made_by(record: dict, task: RunTask, kept: dict[tuple, dict]) -> bool:
     folder's prefix (it depends on which file trained the run first). An ensemble recorded before
     ensembles were named by their members' digests was named by its members' folders: those of the
     members' kept records, or the names the members have now."""
-    if from_another_source(record, task):
+    if from_another_source(record, task) or from_another_encoder(record, task):
         return False
     digest = digest_of(run_id_of(record))
     if digest == digest_of(task.run_id):
@@ -293,6 +294,23 @@ def from_another_source(record: dict, task: RunTask) -> bool:
     if not recorded or not source or not (Path(source) / rundir.METRICS).is_file():
         return False
     return rundir.weights_fingerprint(source) not in (None, recorded)
+
+
+def from_another_encoder(record: dict, task: RunTask) -> bool:
+    """Whether a kept record names the encoder folder it read (``encoder_weights``) and the folder its
+    settings name holds another encoder now (our own LM trained again, with other text or
+    weights): the cell trains again, as one whose source changed. Records kept before they named
+    their encoder, and encoders not found here, are taken as they are."""
+    recorded = record.get("encoder_weights")
+    encoder = task.config["model"].get("encoder")
+    if not recorded or not encoder:
+        return False
+    from seqtransfer.embeddings.transformer import encoder_fingerprint
+
+    try:
+        return encoder_fingerprint(encoder) != recorded
+    except SeqTransferError:
+        return False
 
 
 def skippable(tasks: list[RunTask], kept: dict[tuple, dict], needed: set[str]) -> dict[str, list[dict]]:
@@ -360,9 +378,9 @@ def run_experiment(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], 
 def warn_of_other_sources(tasks: list[RunTask], skipped: dict[str, list[dict]], log: Log) -> None:
     """Kept cells were taken before their source was trained again here: say which of them read
     another instance of it (the next run trains them again, see :func:`from_another_source`)."""
-    stale = [describe_cell(record) for task in tasks for record in skipped.get(task.directory, []) if from_another_source(record, task)]
+    stale = [describe_cell(record) for task in tasks for record in skipped.get(task.directory, []) if from_another_source(record, task) or from_another_encoder(record, task)]
     if stale:
-        log(f"warning: {len(stale)} kept cells were trained from another instance of their source, trained again here "
+        log(f"warning: {len(stale)} kept cells were trained from another instance of their source or encoder, trained again here "
             f"({', '.join(stale[:4])}{', ...' if len(stale) > 4 else ''}): run the command again to train them from this one")
 
 

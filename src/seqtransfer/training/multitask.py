@@ -418,6 +418,7 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
             "scheme": scheme.name, "best_epoch": result.best_epoch, "tasks": task_results, **size_metrics(model, config.model),
             "trainable_parameters": result.trained_parameters, "history": result.history, "seconds": round(seconds, 1), "device": describe_device(device),
             "peak_rss_megabytes": peak_rss_megabytes(), **rundir.source_weights(config.transfer.source if scheme.uses_source else None),
+            **rundir.encoder_weights(config.model),
         }
         if peak_memory_megabytes(device) is not None:
             metrics["gpu_peak_megabytes"] = peak_memory_megabytes(device)

@@ -531,7 +531,8 @@ def fit_and_save(config: RunConfig, directory: Path, data: TaskData, vocabularie
         raise out_of_memory_error(config.train.batch_size, "while training") from None
     if recorder:
         recorder.record_final(model, result.best_epoch)
-    metrics = {"dataset": data.dataset, "task": data.task, "metric": data.metric, "scheme": scheme.name, "best_epoch": result.best_epoch, **rundir.source_weights(config.transfer.source if scheme.uses_source else None)}
+    metrics = {"dataset": data.dataset, "task": data.task, "metric": data.metric, "scheme": scheme.name, "best_epoch": result.best_epoch,
+               **rundir.source_weights(config.transfer.source if scheme.uses_source else None), **rundir.encoder_weights(config.model)}
     try:
         metrics.update(score_splits(model, data, vocabularies, config, directory))
     except torch.cuda.OutOfMemoryError:
