@@ -301,8 +301,15 @@ def fold_of(value: str) -> tuple[int, int] | None:
     return (number, count) if count >= 2 and 1 <= number <= count else None
 
 
-# (key, test, what the value must be): settings whose type is right but whose value cannot train.
-_VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
+def schedule_names() -> list[str]:
+    """The learning-rate schedules' names (training/schedules.py, which imports this module: imported here when asked)."""
+    from seqtransfer.training.schedules import SCHEDULES
+
+    return list(SCHEDULES)
+
+
+# (key, test, what the value must be: text, or a function giving it from a registry): settings whose type is right but whose value cannot train.
+_VALUE_RULES: list[tuple[str, Callable[[Any], bool], str | Callable[[], str]]] = [
     ("model.word_dimension", lambda value: value > 0, "a positive integer"),
     ("model.char_dimension", lambda value: value > 0, "a positive integer"),
     ("model.char_hidden", lambda value: value > 0 and value % 2 == 0, "a positive even integer (it counts both directions)"),
@@ -346,7 +353,7 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str]] = [
     ("train.momentum", lambda value: 0.0 <= value < 1.0, "in [0, 1)"),
     ("train.learning_rate_decay", lambda value: value >= 0, "zero or positive"),
     ("train.warmup", lambda value: 0.0 <= value < 1.0, "in [0, 1)"),
-    ("train.schedule", lambda value: value is None or value in ("inverse_time", "linear_warmup", "slanted_triangular"), "inverse_time, linear_warmup or slanted_triangular (or null)"),
+    ("train.schedule", lambda value: value is None or value in schedule_names(), lambda: f"one of {', '.join(schedule_names())} (or null)"),
     ("train.weight_decay", lambda value: value >= 0, "zero or positive"),
     ("train.gradient_clip", lambda value: value >= 0, "zero (no clipping) or positive"),
     ("train.batch_size", lambda value: value >= 1, "at least 1"),
@@ -380,6 +387,7 @@ def check_values(config: RunConfig) -> RunConfig:
         section, name = key.split(".")
         value = getattr(getattr(config, section), name)
         if not test(value):
+            requirement = requirement() if callable(requirement) else requirement
             raise SeqTransferError(f"config key '{key}' must be {requirement}, got {value!r}", hint=f"set {key}=... to a valid value")
     return config
 

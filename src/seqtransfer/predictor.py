@@ -76,13 +76,15 @@ class Predictor:
         model never saw are warned about."""
         return model_words(tokens, self.known_script, self.transliterate)
 
-    def predict_raw(self, sentences: Sequence[Sequence[str] | str], tags: Sequence[Sequence[str]] | None = None, checked: bool = False) -> list:
+    def predict_raw(self, sentences: Sequence[Sequence[str] | str], tags: Sequence[Sequence[str]] | None = None, checked: bool = False,
+                    cache_features: bool = False) -> list:
         """Predictions as the task kind holds them (label lists, trees); ``tags``: input tags, for a
         model that reads them and has no tagger of its own (``model.tag_feature``); ``checked``:
-        the tokens are already the model's words (``model_words``)."""
+        the tokens are already the model's words (``model_words``); ``cache_features``: a frozen
+        encoder's features go to the feature cache (a dataset's split, read again), not only to memory."""
         tokens = self.tokenized(sentences)
         tokens = tokens if checked else self.model_words(tokens)
-        encoded = encode_sentences(tokens, self.run.vocabularies, tags=tags)
+        encoded = encode_sentences(tokens, self.run.vocabularies, tags=tags, cache_features=cache_features)
         torch.set_num_threads(self.run.config.train.threads)
         try:
             return predict_labels(self.run.model, encoded, self.run.vocabularies.task_labels or self.run.vocabularies.labels, self.batch_size, self.amp)
@@ -139,14 +141,15 @@ class VotingPredictor:
     def tokenized(self, sentences):
         return self.members[0].tokenized(sentences)
 
-    def predict_raw(self, sentences: Sequence[Sequence[str] | str], tags: Sequence[Sequence[str]] | None = None, checked: bool = False) -> list[list[str]]:
+    def predict_raw(self, sentences: Sequence[Sequence[str] | str], tags: Sequence[Sequence[str]] | None = None, checked: bool = False,
+                    cache_features: bool = False) -> list[list[str]]:
         from seqtransfer.transfer.selflabel import combine, vote
 
         tokens = self.tokenized(sentences)
         tokens = tokens if checked else self.members[0].model_words(tokens)  # one warning, not one per model
         if self.combination == "confident":
             return combine("confident", [member.run for member in self.members], tokens, self.members[0].batch_size, self.members[0].amp)
-        return vote([member.predict_raw(tokens, tags, checked=True) for member in self.members])
+        return vote([member.predict_raw(tokens, tags, checked=True, cache_features=cache_features) for member in self.members])
 
     def predict(self, sentences: Sequence[Sequence[str] | str]) -> list[list]:
         return [self.kind.for_user(prediction) for prediction in self.predict_raw(sentences)]

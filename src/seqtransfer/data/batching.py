@@ -111,11 +111,13 @@ def encode_sentences(
     labels: Sequence[Sequence[str]] | None = None,
     targets: dict[str, list[np.ndarray]] | None = None,
     tags: Sequence[Sequence[str]] | None = None,
+    cache_features: bool = True,
 ) -> EncodedSentences:
     """Encode tokens, and labels (unseen in training: -1) or a task's already encoded ``targets``.
 
     A model that reads input tags (``vocabularies.tags``) gets ``tags``, or its tagger's
-    predictions (data/tag_feature.py)."""
+    predictions (data/tag_feature.py). ``cache_features=False``: frozen encoder features are
+    computed in memory, not cached (a user's sentences: ``Predictor``)."""
     forms: dict[str, int] = {}
     form_ids = [np.fromiter((forms.setdefault(token, len(forms)) for token in sentence), np.int64, len(sentence)) for sentence in tokens]
     characters = vocabularies.characters
@@ -132,7 +134,7 @@ def encode_sentences(
     elif vocabularies.encoder:
         from seqtransfer.embeddings.transformer import cached_features
 
-        features = cached_features(vocabularies.encoder, tokens, vocabularies.encoder_pooling, vocabularies.encoder_segments)
+        features = cached_features(vocabularies.encoder, tokens, vocabularies.encoder_pooling, vocabularies.encoder_segments, store=cache_features)
     tag_ids = None
     if vocabularies.tags is not None:
         from seqtransfer.data.tag_feature import feature_tags

@@ -71,7 +71,7 @@ def predicted_tags(predictor, tokens: Sequence[Sequence[str]]) -> list[list[str]
 
     threads = torch.get_num_threads()
     try:
-        return [list(tags) for tags in predictor.predict_raw([list(sentence) for sentence in tokens])]
+        return [list(tags) for tags in predictor.predict_raw([list(sentence) for sentence in tokens], cache_features=True)]  # a dataset's sentences
     finally:
         torch.set_num_threads(threads)
 

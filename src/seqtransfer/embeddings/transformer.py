@@ -16,6 +16,8 @@ all-MiniLM-L6-v2 package of PyPI). Nothing is downloaded: every load is ``local_
 - **Cache.** Frozen features are computed once per encoder and set of sentences and stored as
   float16 safetensors under ``$SEQTRANSFER_CACHE`` (default ``~/.cache/seqtransfer/features``),
   keyed by a hash of the encoder's files and of the sentences; every run and seed reuses them.
+  A cached file that does not fit its sentences and encoder is recomputed; a user's sentences
+  (prediction) are encoded in memory, never cached.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from seqtransfer.errors import SeqTransferError
+from seqtransfer.errors import SeqTransferError, warn
 
 ENCODER_FILES = ("config.json",)
 # One of these holds the tokenizer's vocabulary; without it transformers builds an empty tokenizer
@@ -119,12 +121,25 @@ def load_encoder(name: str):
     return tokenizer, model
 
 
+# A model may round its embedding table up past its tokenizer's sub-words (to a multiple of 64 or
+# 128, for faster matrix products: T5 32,100 -> 32,128, DeBERTa-v3 128,001 -> 128,100); more extra
+# rows mean another model's tokenizer (BERT's cased 28,996 beside the uncased 30,522).
+TABLE_ROUNDING = 128
+SPECIAL_TOKENS = ("pad", "cls", "bos", "sep", "eos", "unk", "mask")
+
+
 def check_tokenizer_fits(tokenizer, config, path: Path) -> None:
-    """Refuse a tokenizer of another model: one with more sub-words than the model's table, or far
-    fewer (a model may round its table up, by a few percent at most), or another padding id."""
+    """Refuse a tokenizer of another model: one with more sub-words than the model's table, or fewer
+    than rounding the table up explains (``TABLE_ROUNDING``), a special token outside the table,
+    or another padding id."""
     sub_words, table = len(tokenizer), config.vocab_size
-    if sub_words > table or sub_words < 0.9 * table:
+    if not 0 <= table - sub_words < TABLE_ROUNDING:
         raise SeqTransferError(f"tokenizer ({sub_words} sub-words) and model ({table}) do not match", path=path, hint="put the tokenizer of this model in the folder")
+    for special in SPECIAL_TOKENS:
+        identifier = getattr(tokenizer, f"{special}_token_id", None)
+        if identifier is not None and not 0 <= identifier < table:
+            raise SeqTransferError(f"tokenizer's {special} token is sub-word {identifier}, outside the model's table ({table}): not this model's tokenizer", path=path,
+                                   hint="put the tokenizer of this model in the folder")
     model_pad = getattr(config, "pad_token_id", None)
     if model_pad is not None and tokenizer.pad_token_id is not None and tokenizer.pad_token_id != model_pad:
         raise SeqTransferError(f"tokenizer pads with sub-word {tokenizer.pad_token_id}, the model with {model_pad}: not this model's tokenizer", path=path,
@@ -311,11 +326,27 @@ def sentences_hash(sentences: Sequence[Sequence[str]]) -> str:
     return hashlib.sha256(json.dumps([list(tokens) for tokens in sentences], ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
 
 
-def cached_features(name: str, sentences: Sequence[Sequence[str]], pooling: str, segments: bool = False) -> list[np.ndarray]:
+def cached_features(name: str, sentences: Sequence[Sequence[str]], pooling: str, segments: bool = False, store: bool = True) -> list[np.ndarray]:
     """Token vectors of every layer for ``sentences``, from the disk cache or computed (and cached);
-    ``segments``: pairs read BERT token types (``encode_window``)."""
-    from safetensors.numpy import load_file, save_file
+    ``segments``: pairs read BERT token types (``encode_window``); ``store=False``: computed in
+    memory, the cache neither read nor written (a user's sentences: one file per call would pile up)."""
+    if not store:
+        return computed_features(name, sentences, pooling, segments)
+    path = cache_path(name, sentences, pooling, segments)
+    features = read_cached_features(path, sentences, encoder_shape(name))
+    if features is None:
+        features = computed_features(name, sentences, pooling, segments)
+        write_cached_features(path, features)
+    return features
 
+
+def computed_features(name: str, sentences: Sequence[Sequence[str]], pooling: str, segments: bool) -> list[np.ndarray]:
+    tokenizer, model = load_encoder(name)
+    return encode_sentences_with(tokenizer, model, sentences, pooling, segments)
+
+
+def cache_path(name: str, sentences: Sequence[Sequence[str]], pooling: str, segments: bool) -> Path:
+    """The cache file of an encoder, pooling and set of sentences."""
     from seqtransfer.data.tsv import PAIR_SEPARATOR
 
     # token types change only pairs' vectors, and only for an encoder that has them: else the untyped entry serves
@@ -323,20 +354,36 @@ def cached_features(name: str, sentences: Sequence[Sequence[str]], pooling: str,
     # byte-level BPE tokens read as words inside a sentence ("Ġword"): other pieces than before that convention, another entry
     spaced = "-spaced" if marks_spaces(tokenizer_of(name)) else ""
     key = f"v{CACHE_VERSION}-{encoder_fingerprint(name)}-{pooling}{typed}{spaced}-{sentences_hash(sentences)}"
-    path = cache_root() / f"{key}.safetensors"
-    if path.is_file():
-        try:
-            stored = load_file(str(path))
-            return [stored[str(index)] for index in range(len(sentences))]
-        except Exception:  # a damaged cache file is recomputed
-            pass
-    tokenizer, model = load_encoder(name)
-    features = encode_sentences_with(tokenizer, model, sentences, pooling, segments)
+    return cache_root() / f"{key}.safetensors"
+
+
+def read_cached_features(path: Path, sentences: Sequence[Sequence[str]], shape: tuple[int, int]) -> list[np.ndarray] | None:
+    """The cached (T, L + 1, H) arrays of ``sentences``, or None: no file, or a damaged one or one
+    whose arrays do not fit the sentences and the encoder's ``shape`` (warned about: recomputed)."""
+    from safetensors.numpy import load_file
+
+    if not path.is_file():
+        return None
+    try:
+        stored = load_file(str(path))
+        features = [stored[str(index)] for index in range(len(sentences))]
+    except Exception:  # safetensors raises its own errors for a truncated or garbled file
+        warn(f"feature cache file {path} is damaged: recomputing it")
+        return None
+    for number, (tokens, array) in enumerate(zip(sentences, features), start=1):
+        if array.shape != (len(tokens), *shape):
+            warn(f"feature cache file {path} holds a {array.shape} array for sentence {number}, expected {(len(tokens), *shape)}: recomputing it")
+            return None
+    return features
+
+
+def write_cached_features(path: Path, features: list[np.ndarray]) -> None:
+    from safetensors.numpy import save_file
+
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # written whole, then renamed: a reader never sees half a file
     save_file({str(index): array for index, array in enumerate(features)}, str(partial))
     os.replace(partial, path)
-    return features
 
 
 class ScalarMix(nn.Module):

@@ -1,0 +1,140 @@
+"""What an encoder run reads besides its data: cached feature files, the user's sentences at
+prediction time, a tokenizer beside another model, registered schedules, a broken pair file, and
+no network. Tiny random encoders only."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import FIXTURES, TINY_MODEL
+from seqtransfer.cli import main
+from seqtransfer.errors import SeqTransferError, SeqTransferWarning
+from test_encoders import VOCAB, save_tiny_encoder
+from test_parser import error_line
+
+transformers = pytest.importorskip("transformers")
+
+NER_DATA = ["--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner"]
+SENTENCES = [["john", "lives", "in", "new", "york"], ["@", "abc", "!"]]
+
+
+@pytest.fixture(scope="module")
+def encoder(tmp_path_factory) -> Path:
+    return save_tiny_encoder(tmp_path_factory.mktemp("encoder") / "tiny-bert")
+
+
+@pytest.fixture(autouse=True)
+def feature_cache(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def train_tagger(encoder: Path, output: Path, *overrides: str) -> None:
+    assert main(["train", *NER_DATA, "--epochs", "1", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", *overrides]) == 0
+
+
+@pytest.mark.parametrize("damage", ["tokens", "hidden", "layers"])
+def test_a_cached_file_that_does_not_fit_its_sentences_or_encoder_is_recomputed_with_a_warning(encoder, feature_cache, monkeypatch, damage):
+    from safetensors.numpy import save_file
+
+    from seqtransfer.embeddings import transformer
+
+    computed = transformer.cached_features(str(encoder), SENTENCES, "first")
+    path, = feature_cache.glob("*.safetensors")
+    tokens, layers, hidden = computed[0].shape
+    wrong = {"tokens": (tokens + 1, layers, hidden), "hidden": (tokens, layers, 8), "layers": (tokens, layers - 1, hidden)}[damage]
+    save_file({"0": np.zeros(wrong, dtype=np.float16), "1": computed[1]}, str(path))
+    with pytest.warns(SeqTransferWarning, match=path.name):
+        again = transformer.cached_features(str(encoder), SENTENCES, "first")
+    assert all(np.array_equal(a, b) for a, b in zip(computed, again))
+    assert [file.name for file in feature_cache.iterdir()] == [path.name]  # rewritten in place, no temporary file left
+    monkeypatch.setattr(transformer, "load_encoder", lambda name: pytest.fail("the rewritten file was not read"))
+    assert all(np.array_equal(a, b) for a, b in zip(computed, transformer.cached_features(str(encoder), SENTENCES, "first")))
+
+
+def test_predicting_a_users_sentences_writes_no_cache_file(encoder, tmp_path, feature_cache):
+    import seqtransfer
+
+    train_tagger(encoder, tmp_path / "run")
+    cached = sorted(feature_cache.iterdir())
+    assert cached  # training caches its splits
+    predictor = seqtransfer.load(tmp_path / "run", device="cpu")
+    for sentence in (["Mary", "visits", "Zürich"], ["abc", "!"], ["john"]):
+        assert len(predictor.predict([sentence])[0]) == len(sentence)
+    assert sorted(feature_cache.iterdir()) == cached
+    predictor.predict_raw([["a", "dataset", "split"]], cache_features=True)  # a dataset's split, scored by other runs: cached
+    assert len(list(feature_cache.iterdir())) == len(cached) + 1
+
+
+def test_a_schedule_registered_at_test_time_passes_config_validation(monkeypatch):
+    from seqtransfer.config import RunConfig, apply_overrides, check_values
+    from seqtransfer.training.schedules import SCHEDULES
+
+    monkeypatch.setitem(SCHEDULES, "constant", lambda base, position, config: base)
+    assert check_values(apply_overrides(RunConfig(), ["train.schedule=constant"])).train.schedule == "constant"
+    with pytest.raises(SeqTransferError, match="constant"):  # the error lists the registry's names
+        check_values(apply_overrides(RunConfig(), ["train.schedule=cosine"]))
+
+
+def save_mismatched_encoder(folder: Path, sub_words: int, table: int, mask_id: int | None = None) -> Path:
+    """A tiny BERT whose table has ``table`` rows beside a WordPiece tokenizer of ``sub_words``
+    sub-words (VOCAB, then made-up pieces), its [MASK] at ``mask_id`` (a gap in the ids) if given."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    pieces = {piece: index for index, piece in enumerate([*VOCAB, *(f"piece{number}" for number in range(sub_words - len(VOCAB)))])}
+    if mask_id is not None:
+        pieces["[MASK]"] = mask_id
+    backend = Tokenizer(models.WordPiece(pieces, unk_token="[UNK]"))
+    backend.normalizer = normalizers.BertNormalizer(lowercase=True)
+    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]", mask_token="[MASK]")
+    BertModel(BertConfig(vocab_size=table, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=16)).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize("sub_words, table, mask_id, message", [
+    (28_996, 30_522, None, "tokenizer (28996 sub-words) and model (30522) do not match"),  # BERT's cased tokenizer, the uncased model: 95%
+    (len(VOCAB), len(VOCAB), 100, f"mask token is sub-word 100, outside the model's table ({len(VOCAB)})"),  # a gap in the tokenizer's ids
+])
+def test_a_tokenizer_of_another_model_is_one_error_line(tmp_path, capsys, sub_words, table, mask_id, message):
+    folder = save_mismatched_encoder(tmp_path / "encoder", sub_words, table, mask_id)
+    line = error_line(["train", *NER_DATA, "--epochs", "1", "--output", str(tmp_path / "run"), "--quiet", *TINY_MODEL, f"model.encoder={folder}"], capsys)
+    assert message in line
+
+
+def test_tokenizers_of_tables_rounded_up_are_accepted(tmp_path):
+    from seqtransfer.embeddings.transformer import load_encoder
+
+    for sub_words, table in ((len(VOCAB), 72), (1_000, 1_024)):  # to a multiple of 8; of 128 (T5: 32,100 -> 32,128)
+        tokenizer, model = load_encoder(str(save_mismatched_encoder(tmp_path / f"encoder-{table}", sub_words, table)))
+        assert (len(tokenizer), model.config.vocab_size) == (sub_words, table)
+
+
+def test_a_pair_file_missing_a_column_is_one_error_line_through_main(tmp_path, capsys):
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("text\ttext_b\tlabel\na cat sits\ta cat is sitting\t1\na dog runs\t0\n", encoding="utf-8")
+    output = tmp_path / "run"
+    line = error_line(["train", "--train", str(pairs), "--dev", str(pairs), "--epochs", "1", "--output", str(output), "--quiet", *TINY_MODEL], capsys)
+    assert f"{pairs}:3: 2 TAB-separated fields, expected 3 (text, text_b, label)" in line and not output.exists()
+
+
+def refuse_network(*arguments, **options):
+    raise AssertionError(f"network access attempted: {arguments}")
+
+
+@pytest.mark.parametrize("mode", ["features", "finetune"])
+def test_an_encoder_folder_trains_and_predicts_without_network(tmp_path, monkeypatch, mode):
+    encoder = save_tiny_encoder(tmp_path / "encoder")  # saved before the network goes
+    monkeypatch.setattr(socket.socket, "connect", refuse_network)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse_network)
+    monkeypatch.setattr(socket, "create_connection", refuse_network)
+    train_tagger(encoder, tmp_path / "run", f"model.encoder_mode={mode}")
+    import seqtransfer
+
+    assert len(seqtransfer.load(tmp_path / "run", device="cpu").predict([["Mary", "visits", "Zürich"]])[0]) == 3
