@@ -105,7 +105,7 @@ def save_mismatched_encoder(folder: Path, sub_words: int, table: int, mask_id: i
 def test_a_tokenizer_of_another_model_is_one_error_line(tmp_path, capsys, sub_words, table, mask_id, message):
     folder = save_mismatched_encoder(tmp_path / "encoder", sub_words, table, mask_id)
     line = error_line(["train", *NER_DATA, "--epochs", "1", "--output", str(tmp_path / "run"), "--quiet", *TINY_MODEL, f"model.encoder={folder}"], capsys)
-    assert message in line
+    assert message in line and not (tmp_path / "run").exists()  # refused before the run writes anything
 
 
 def test_tokenizers_of_tables_rounded_up_are_accepted(tmp_path):

@@ -62,6 +62,12 @@ def encoder_path(name: str) -> Path:
     return path
 
 
+def check_encoder(name: str) -> None:
+    """Load the encoder (tokenizer and weights) once, so that a broken or mismatched folder is one
+    error line before a run writes anything; feature extraction would load it only on a cache miss."""
+    load_encoder(name)
+
+
 def encoder_shape(name: str) -> tuple[int, int]:
     """(layers + 1, hidden size) of an encoder, from its config.json (nothing loaded)."""
     path = encoder_path(name)

@@ -84,10 +84,9 @@ def build_word_vocabularies(config: RunConfig, train_tokens: list, evaluation_to
         train_tokens, train_labels, evaluation_tokens, pretrained, model_config.lowercase_words, data_config.twitter_normalization, base=base,
     )
     if model_config.encoder:  # every sentence encoded with these vocabularies carries the encoder's vectors
-        from seqtransfer.embeddings.transformer import encoder_shape
+        from seqtransfer.embeddings.transformer import check_encoder, encoder_fingerprint, encoder_shape
 
-        from seqtransfer.embeddings.transformer import encoder_fingerprint
-
+        check_encoder(model_config.encoder)
         model_config.encoder_layers, model_config.encoder_dimension = encoder_shape(model_config.encoder)
         model_config.encoder_hash = encoder_fingerprint(model_config.encoder)
         vocabularies.encoder, vocabularies.encoder_pooling, vocabularies.encoder_mode = model_config.encoder, model_config.encoder_pooling, model_config.encoder_mode
