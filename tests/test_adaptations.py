@@ -11,6 +11,7 @@ from seqtransfer.cli import main, run
 from seqtransfer.config import RunConfig, apply_overrides
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.transfer.adaptations import layer_groups, parameter_groups
+from test_parser import error_line
 
 POS = ["--train", str(FIXTURES / "tiny_pos_train.conll"), "--dev", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos", "--quiet", *TINY_MODEL]
 
@@ -142,6 +143,37 @@ def test_adaptations_that_cannot_apply_are_one_line(source, tmp_path, capsys):
     assert main(["train", *POS, "--output", str(tmp_path / "c"), "model.encoder_adapter=lora"]) == 2  # a BiLSTM has no encoder to adapt
     error = capsys.readouterr().err
     assert "adapts a fine-tuned encoder; this run has no encoder" in error and len(error.strip().splitlines()) == 1 and not (tmp_path / "c").exists()
+
+
+def test_a_layer_group_the_model_keeps_frozen_does_not_count(capsys):
+    """A group whose weights all stay frozen (the embeddings under LoRA) gets no phase of chain-thaw
+    nor an epoch of gradual unfreezing: it is not counted, so too few groups left is one line before training."""
+    from seqtransfer.config import TransferConfig
+    from seqtransfer.transfer.adaptations import chain_thaw_phases, check_adaptations, unfreezing_epochs
+    from seqtransfer.transfer.schemes import EVERYTHING, Phase
+
+    model = tiny_tagger()
+    model.frozen = lambda name: name.startswith("feature_extractor.")  # as an adapter keeps an encoder's own weights frozen
+    one_phase = [Phase("train", EVERYTHING)]
+    assert [phase.name for phase in chain_thaw_phases(model, one_phase)] == ["head", "word_representation", "all"]
+    assert unfreezing_epochs(model, {name for name, _ in model.named_parameters() if not model.frozen(name)}) == 2
+    model.frozen = lambda name: not name.startswith(("classifier.", "output."))
+    for name in ("chain_thaw", "gradual_unfreezing", "discriminative"):
+        with pytest.raises(SeqTransferError, match=rf"adaptation '{name}' needs at least 2 layer groups that train; this model and scheme train 1 \(head\)"):
+            check_adaptations(TransferConfig(adaptations=[name]), model, has_source=False, phases=one_phase)
+
+
+@pytest.mark.parametrize("case", ["chain-thaw over one layer group", "ewc without a source run"])
+def test_adaptations_refused_on_the_command_line_are_one_line_and_write_nothing(source, tmp_path, capsys, case):
+    output = tmp_path / "refused"
+    if case == "chain-thaw over one layer group":  # the features scheme trains the head alone: nothing to thaw below it
+        arguments = ["transfer", "--source", str(source), "--method", "features", *POS, "--epochs", "1", "--output", str(output), "transfer.adaptations=[chain_thaw]"]
+        expected = "adaptation 'chain_thaw' needs at least 2 layer groups that train; this model and scheme train 1 (head)"
+    else:
+        arguments = ["train", *POS, "--epochs", "1", "--output", str(output), "transfer.adaptations=[ewc]"]
+        expected = "adaptation 'ewc' pulls towards a source run's weights, and this scheme has none"
+    assert expected in error_line(arguments, capsys)
+    assert not output.exists()
 
 
 def test_ewc_stores_the_sources_fisher_information_and_weighs_the_pull_by_it(source, tmp_path):

@@ -716,18 +716,49 @@ def test_l2sp_pulls_a_fine_tuned_encoder_towards_its_pretrained_weights(encoder,
     ["model.encoder_adapter=houlsby", "model.adapter_size=4", "transfer.adaptations=[discriminative]"],
     ["model.encoder_adapter=lora", "model.lora_rank=2", "transfer.adaptations=[discriminative]"],
 ])
-def test_adaptation_schemes_combine_on_a_fine_tuned_encoder(encoder, tmp_path, combination):
+def test_adaptation_schemes_combine_on_a_fine_tuned_encoder(encoder, tmp_path, monkeypatch, combination):
+    """Each combination reaches the optimizer: one group per layer group (embeddings, the 2 layers,
+    the head), each at 1/2.6 of the rate of the one above; under an adapter the encoder's own
+    weights never train and end as they were pretrained."""
+    import torch
+    from transformers import AutoModel
+
+    from seqtransfer.models.adapters import pretrained_name
     from seqtransfer.cli import run as run_command
+    from seqtransfer.training import loop
+
+    seen, optimizers = {}, []
+    original_optimizer, original_fit = loop.make_optimizer, loop.fit
+
+    def optimizer_spy(*arguments, **options):
+        optimizers.append(original_optimizer(*arguments, **options))
+        return optimizers[-1]
+
+    def fit_spy(model, *arguments, **options):
+        seen["model"], seen["trainable"] = model, {name for name, parameter in model.named_parameters() if parameter.requires_grad}
+        return original_fit(model, *arguments, **options)
+
+    monkeypatch.setattr(loop, "make_optimizer", optimizer_spy)
+    monkeypatch.setattr("seqtransfer.training.train.fit", fit_spy)
 
     output = tmp_path / "combined"
     metrics = run_command(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-                           "--epochs", "2", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune", *combination])
+                           "--epochs", "2", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune",
+                           "train.learning_rate=0.026", *combination])
     assert metrics["trainable_parameters"] > 0 and len(metrics["history"]) == 2
-    import seqtransfer
     from seqtransfer.transfer.adaptations import layer_groups
 
-    groups = [name for name, _ in layer_groups(seqtransfer.load(output, device="cpu").run.model)]
+    model = seen["model"]
+    groups = [name for name, _ in layer_groups(model)]
     assert len(groups) == 4 and groups[-1] == "head"  # embeddings, the tiny encoder's 2 layers (under LoRA too), the head
+    assert len(optimizers) == 1 and [group["name"] for group in optimizers[0].param_groups] == groups
+    assert {group["name"]: group["base_lr"] for group in optimizers[0].param_groups} == pytest.approx({name: 0.026 / 2.6 ** (3 - depth) for depth, name in enumerate(groups)})
+    pretrained = AutoModel.from_pretrained(str(encoder)).state_dict()
+    frozen = [name for name, _ in model.named_parameters() if model.frozen(name)]
+    assert bool(frozen) == ("model.encoder_adapter=" in " ".join(combination))  # an adapter keeps the encoder's own weights
+    assert not seen["trainable"] & set(frozen)
+    parameters = dict(model.named_parameters())
+    assert all(torch.equal(parameters[name].detach().cpu(), pretrained[pretrained_name(name.removeprefix("encoder."))]) for name in frozen)
 
 
 def test_adapters_on_frozen_features_are_one_line(encoder, tmp_path, capsys):
@@ -783,6 +814,31 @@ def test_gradual_unfreezing_of_a_fine_tuned_encoder_opens_one_layer_group_per_ep
     assert opened == [["head"], ["encoder.encoder.layer.1", "head"], ["encoder.encoder.layer.0", "encoder.encoder.layer.1", "head"],
                       ["encoder.embeddings", "encoder.encoder.layer.0", "encoder.encoder.layer.1", "head"]]
     assert unfreezing_epochs(model, names) == 4 and unfreezing_epochs(model, {name for name in names if not name.startswith("encoder.embeddings.")}) == 3
+
+
+def test_chain_thaw_under_lora_thaws_only_the_groups_that_train(encoder, tmp_path):
+    """Under LoRA the embeddings have no weight that trains: chain-thaw skips them (a phase of
+    theirs would train nothing) and thaws the head, each layer's LoRA matrices, then all."""
+    pytest.importorskip("peft")
+    from seqtransfer.cli import run as run_command
+
+    output = tmp_path / "chain"
+    metrics = run_command(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
+                           "--epochs", "1", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune",
+                           "model.encoder_adapter=lora", "model.lora_rank=2", "transfer.adaptations=[chain_thaw]"])
+    layers = ["encoder.base_model.model.encoder.layer.0", "encoder.base_model.model.encoder.layer.1"]
+    assert [record["phase"] for record in metrics["history"]] == ["head", *layers, "all"]
+    import seqtransfer
+    from seqtransfer.transfer.adaptations import chain_thaw_phases
+    from seqtransfer.transfer.schemes import EVERYTHING, Phase, set_trainable
+
+    model = seqtransfer.load(output, device="cpu").run.model
+    trained = [set_trainable(model, phase.trainable) for phase in chain_thaw_phases(model, [Phase("train", EVERYTHING)])]
+    assert all(name.startswith(("classifier.", "output.")) for name in trained[0])
+    for layer, names in zip(layers, trained[1:3]):
+        assert names and all(name.startswith(f"{layer}.") and "lora_" in name for name in names)
+    assert sorted(trained[-1]) == sorted(name for names in trained[:-1] for name in names)  # the phases partition what trains
+    assert metrics["trainable_parameters"] == sum(parameter.numel() for name, parameter in model.named_parameters() if name in trained[-1])
 
 
 def test_the_encoder_options_name_what_model_encoder_and_encoder_mode_do(encoder, tmp_path, capsys):

@@ -20,7 +20,9 @@
 
 A model's layer groups, bottom to top (``layer_groups``): a Transformer's embeddings, then each of
 its layers; or the word representation, then each BiLSTM layer; then everything else (the head).
-The optimizer holds every parameter from the start; a frozen one just gets no gradient.
+The optimizer holds every parameter from the start; a frozen one just gets no gradient. Chain-thaw
+and gradual unfreezing stage only the groups with a weight that trains (``trainable_groups``): under
+LoRA, the embeddings have none.
 """
 
 from __future__ import annotations
@@ -87,6 +89,18 @@ def layer_groups(model: nn.Module) -> list[LayerGroup]:
     return [group for group in groups if group[1]]
 
 
+def trainable_names(model: nn.Module, prefixes: tuple[str, ...]) -> set[str]:
+    """The parameter names a phase training ``prefixes`` trains: not those the model never trains (an encoder's own weights under an adapter)."""
+    frozen = getattr(model, "frozen", lambda name: False)
+    return {name for name, _ in model.named_parameters() if name.startswith(prefixes) and not frozen(name)}
+
+
+def trainable_groups(model: nn.Module, allowed: set[str]) -> list[LayerGroup]:
+    """The layer groups, bottom to top, with a weight in ``allowed``: a group with none (the
+    embeddings under LoRA) gets no phase of chain-thaw and no epoch of gradual unfreezing."""
+    return [(group, names) for group, names in layer_groups(model) if any(name in allowed for name in names)]
+
+
 @dataclass(frozen=True)
 class Adaptation:
     name: str
@@ -110,7 +124,7 @@ def check_adaptations(config: TransferConfig, model: nn.Module, has_source: bool
     prefixes of the weights it copies from its source."""
     chosen = []
     trainable = tuple(prefix for phase in phases for prefix in phase.trainable) if phases is not None else ("",)
-    groups = [group for group, names in layer_groups(model) if any(name.startswith(trainable) for name in names)]  # those the scheme trains
+    groups = [group for group, _ in trainable_groups(model, trainable_names(model, trainable))]  # those the scheme trains
     if "chain_thaw" in config.adaptations and "gradual_unfreezing" in config.adaptations:
         raise SeqTransferError("chain-thaw and gradual unfreezing both choose which layer groups train when", hint="use one of them")
     for name in config.adaptations:
@@ -148,13 +162,13 @@ def chain_thaw_phases(model: nn.Module, phases: list) -> list:
 
     if len(phases) != 1:
         raise SeqTransferError("chain-thaw replaces a one-phase scheme's phase; this scheme has several", hint="use it with --method finetune or scratch")
-    groups = layer_groups(model)
+    groups = trainable_groups(model, trainable_names(model, phases[0].trainable))
     return [Phase("head", tuple(groups[-1][1])), *(Phase(name, tuple(names)) for name, names in groups[:-1]), Phase("all", EVERYTHING)]
 
 
 def unfreezing_hook(model: nn.Module, allowed: set[str]) -> Callable:
-    """Epoch hook: at epoch e the top e layer groups train (within what the phase lets train)."""
-    groups = layer_groups(model)
+    """Epoch hook: at epoch e the top e layer groups that train (``allowed``, what the phase lets train) train."""
+    groups = trainable_groups(model, allowed)
 
     def unfreeze(epoch: int, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
         open_names = {name for _, names in groups[max(len(groups) - epoch, 0):] for name in names}
@@ -167,9 +181,7 @@ def unfreezing_hook(model: nn.Module, allowed: set[str]) -> Callable:
 def unfreezing_epochs(model: nn.Module, allowed: set[str]) -> int:
     """The epoch at which gradual unfreezing has opened every layer group the phase trains (early
     stopping may not end a phase before it: the lowest groups would never train)."""
-    groups = layer_groups(model)
-    lowest = next((depth for depth, (_, names) in enumerate(groups) if any(name in allowed for name in names)), len(groups) - 1)
-    return len(groups) - lowest
+    return max(len(trainable_groups(model, allowed)), 1)
 
 
 def pretrained_encoder(model: nn.Module) -> bool:
