@@ -247,3 +247,25 @@ def test_distillation_averages_the_teachers_soft_targets_and_trains_the_student_
     assert "distilling 2 teacher run(s) at temperature 2.0" in (student / "log.txt").read_text()
     assert main(tiny_train_arguments(plain, epochs=2)) == 0  # the same run without the teachers: other weights
     assert (student / "model.safetensors").read_bytes() != (plain / "model.safetensors").read_bytes()
+
+
+def test_a_loss_term_registered_by_name_is_added_to_every_batchs_loss(tmp_path, monkeypatch):
+    """LOSS_TERMS is the one place the training loop's extra terms come from: a term registered
+    there (its builder given the run) is called on every training batch and changes the weights."""
+    from seqtransfer.transfer import loss_terms
+
+    calls = []
+
+    class Pull:
+        def __call__(self, model, batch):
+            calls.append(batch)
+            return 100.0 * sum(parameter.square().sum() for parameter in model.parameters() if parameter.requires_grad)
+
+    built = []
+    monkeypatch.setitem(loss_terms.LOSS_TERMS, "pull", lambda context: built.append(context.scheme.name) or (Pull(),))
+    assert main(["train", *POS, "--epochs", "1", "--output", str(tmp_path / "pulled")]) == 0
+    monkeypatch.delitem(loss_terms.LOSS_TERMS, "pull")
+    assert main(["train", *POS, "--epochs", "1", "--output", str(tmp_path / "plain")]) == 0
+    assert built == ["scratch"] and len(calls) >= 1
+    pulled, plain = (load_file(str(tmp_path / name / "model.safetensors")) for name in ("pulled", "plain"))
+    assert pulled["classifier.weight"].norm() < plain["classifier.weight"].norm()

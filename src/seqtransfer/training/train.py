@@ -31,8 +31,9 @@ from seqtransfer.models.tagger import count_parameters, size_metrics
 from seqtransfer.training.loop import BatchSource, Evaluate, EvaluationSet, FitResult, ShuffledBatches, dev_evaluation, fit, predict_labels
 from seqtransfer.training.metrics import evaluate
 from seqtransfer.training.optimizers import fill_optimizer
-from seqtransfer.transfer.auxiliary_lm import auxiliary_language_model, language_model_words
-from seqtransfer.transfer.schemes import Scheme, get_scheme, set_trainable
+from seqtransfer.transfer.auxiliary_lm import language_model_words
+from seqtransfer.transfer.loss_terms import TermContext, loss_terms
+from seqtransfer.transfer.schemes import Scheme, get_scheme, scheme_prefixes, set_trainable
 from seqtransfer.transfer.weights import copy_shared_label_rows, transfer_weights
 
 Log = Callable[[str], None]
@@ -160,14 +161,6 @@ def check_source_tags(config: RunConfig, source: rundir.LoadedRun) -> None:
                                path=config.transfer.source, hint="drop model.tag_feature (the target reads what its source read), or transfer from a source trained with it")
     if had and not config.model.tag_tagger:
         config.model.tag_tagger = source.config.model.tag_tagger
-
-
-def scheme_prefixes(model: nn.Module, scheme: Scheme) -> tuple[str, ...]:
-    """The scheme's transferred prefixes; a fine-tuned encoder's model reads words with its
-    ``encoder.`` where the others have their ``word_representation.``."""
-    if hasattr(model, "load_pretrained"):
-        return tuple("encoder." if prefix == "word_representation." else prefix for prefix in scheme.transferred)
-    return scheme.transferred
 
 
 def build_target_model(config: RunConfig, scheme: Scheme, vocabularies: Vocabularies, matrix: np.ndarray, source, log: Log) -> nn.Module:
@@ -442,44 +435,6 @@ def config_differences(first: RunConfig, second: RunConfig) -> list[str]:
     return differing
 
 
-def source_penalties(config: RunConfig, model: nn.Module, scheme: Scheme, log: Log) -> tuple:
-    """L2-SP and EWC towards the source run's weights, when ``transfer.adaptations`` asks for them."""
-    wanted = [name for name in ("l2sp", "ewc") if name in config.transfer.adaptations]
-    if not wanted:
-        return ()
-    from seqtransfer.transfer.adaptations import EWC, L2SP, source_fisher
-
-    if config.transfer.source is None:  # a fine-tuned encoder, just loaded with its pretrained weights: the reference
-        reference = {name: tensor.detach().clone() for name, tensor in model.state_dict().items() if name.startswith("encoder.")}
-        penalty = L2SP(model, reference, list(reference), config.transfer.l2sp_weight)
-        log(f"L2-SP (alpha {config.transfer.l2sp_weight}) towards the pretrained encoder: {len(penalty.pairs)} tensors")
-        return (penalty,)
-    source = rundir.load_run(config.transfer.source)
-    source_state = {name: tensor.detach().clone() for name, tensor in source.model.state_dict().items()}
-    names = [name for name in source_state if name.startswith(scheme_prefixes(model, scheme))]
-    penalties = []
-    if "l2sp" in wanted:
-        penalties.append(L2SP(model, source_state, names, config.transfer.l2sp_weight))
-        log(f"L2-SP (alpha {config.transfer.l2sp_weight}) over {len(penalties[-1].pairs)} transferred tensors")
-    if "ewc" in wanted:
-        fisher = source_fisher(source, config.transfer.ewc_batches, log)
-        penalties.append(EWC(model, source_state, fisher, names, config.transfer.ewc_weight))
-        log(f"EWC (lambda {config.transfer.ewc_weight}) over {len(penalties[-1].pairs)} transferred tensors")
-    return tuple(penalties)
-
-
-def distillation(config: RunConfig, data: TaskData, vocabularies: Vocabularies, log: Log) -> tuple:
-    """The distillation term when ``transfer.distill_from`` names teacher runs."""
-    if not config.transfer.distill_from:
-        return ()
-    from seqtransfer.transfer.distillation import Distillation
-
-    teachers = [rundir.load_run(directory) for directory in config.transfer.distill_from]
-    term = Distillation(teachers, data.tokens("train"), vocabularies.labels, config.transfer.distillation_temperature, config.transfer.distillation_weight)
-    log(f"distilling {len(teachers)} teacher run(s) at temperature {config.transfer.distillation_temperature}, weight {config.transfer.distillation_weight}")
-    return (term,)
-
-
 def unlabelled_target(config: RunConfig) -> list[list[str]]:
     """The unlabelled target sentences of adversarial training (none without ``train.adversarial_data``)."""
     if not config.train.adversarial_data:
@@ -524,7 +479,7 @@ def fit_and_save(config: RunConfig, directory: Path, data: TaskData, vocabularie
     try:
         evaluate_dev = dev_evaluation(dev, vocabularies.labels, data.metric, config.train.evaluation_batch_size)
         source, extra_losses = adversarial_training(config, model, vocabularies, training_source(config, data, train), log)
-        extra_losses = (*extra_losses, *source_penalties(config, model, scheme, log), *distillation(config, data, vocabularies, log), *auxiliary_language_model(config, model, train.word_ids, log))
+        extra_losses = (*extra_losses, *loss_terms(TermContext(config, model, scheme, data, vocabularies, train.word_ids, log)))
         result = train_phases(model, scheme, config, source, evaluate_dev, directory, log, show_progress, recorder, extra_losses=extra_losses, epoch_reports=epoch_reports)
     except torch.cuda.OutOfMemoryError:
         raise out_of_memory_error(config.train.batch_size, "while training") from None

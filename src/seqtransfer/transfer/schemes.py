@@ -90,3 +90,11 @@ def set_trainable(model: nn.Module, trainable: tuple[str, ...]) -> list[str]:
         if parameter.requires_grad:
             names.append(name)
     return names
+
+
+def scheme_prefixes(model: nn.Module, scheme: Scheme) -> tuple[str, ...]:
+    """The scheme's transferred prefixes; a fine-tuned encoder's model reads words with its
+    ``encoder.`` where the others have their ``word_representation.``."""
+    if hasattr(model, "load_pretrained"):
+        return tuple("encoder." if prefix == "word_representation." else prefix for prefix in scheme.transferred)
+    return scheme.transferred
