@@ -148,7 +148,7 @@ class VotingPredictor:
         tokens = self.tokenized(sentences)
         tokens = tokens if checked else self.members[0].model_words(tokens)  # one warning, not one per model
         if self.combination == "confident":
-            return combine("confident", [member.run for member in self.members], tokens, self.members[0].batch_size, self.members[0].amp)
+            return combine("confident", [member.run for member in self.members], tokens, self.members[0].batch_size, self.members[0].amp, cache_features)
         return vote([member.predict_raw(tokens, tags, checked=True, cache_features=cache_features) for member in self.members])
 
     def predict(self, sentences: Sequence[Sequence[str] | str]) -> list[list]:

@@ -119,10 +119,11 @@ def check_settings(settings: SelfLabelSettings) -> None:
 
 
 def model_predictions(directory, tokens: Sequence[Sequence[str]], batch_size: int = 256, confidences: bool = True,
-                      amp: str = "off") -> tuple[list[list[str]], np.ndarray | None]:
+                      amp: str = "off", cache_features: bool = True) -> tuple[list[list[str]], np.ndarray | None]:
     """A run's (a directory or a loaded run, on any device) labels for every sentence and, with
     ``confidences``, each sentence's confidence (its lowest probability of a predicted label);
-    ``amp``: a fine-tuned encoder's precision (``predict_labels``)."""
+    ``amp``: a fine-tuned encoder's precision (``predict_labels``); ``cache_features=False``: a
+    user's sentences, whose frozen encoder features stay in memory (``encode_sentences``)."""
     import torch
 
     from seqtransfer.data.batching import encode_sentences, evaluation_batches
@@ -131,7 +132,7 @@ def model_predictions(directory, tokens: Sequence[Sequence[str]], batch_size: in
     from seqtransfer.training.precision import resolve_precision
 
     run = load_run(directory) if isinstance(directory, (str, Path)) else directory
-    encoded = encode_sentences(tokens, run.vocabularies)  # once, for the decoding and for the probabilities
+    encoded = encode_sentences(tokens, run.vocabularies, cache_features=cache_features)  # once, for the decoding and for the probabilities
     labels = predict_labels(run.model, encoded, run.vocabularies.labels, batch_size, amp)
     if not confidences:
         return labels, None
@@ -158,10 +159,12 @@ def vote(predictions: Sequence[list[list[str]]]) -> list[list[str]]:
     return voted
 
 
-def combine(combination: str, runs: Sequence, tokens: Sequence[Sequence[str]], batch_size: int = 256, amp: str = "off") -> list[list[str]]:
+def combine(combination: str, runs: Sequence, tokens: Sequence[Sequence[str]], batch_size: int = 256, amp: str = "off",
+            cache_features: bool = True) -> list[list[str]]:
     """The labels several runs (directories or loaded runs) give together: ``single`` (the first),
-    ``vote`` (per token, see :func:`vote`) or ``confident`` (per sentence, the surer run's labels)."""
-    predictions = [model_predictions(run, tokens, batch_size, combination == "confident", amp) for run in runs]
+    ``vote`` (per token, see :func:`vote`) or ``confident`` (per sentence, the surer run's labels);
+    ``cache_features``: see :func:`model_predictions`."""
+    predictions = [model_predictions(run, tokens, batch_size, combination == "confident", amp, cache_features) for run in runs]
     if combination == "confident":
         return [predictions[int(np.argmax([confidence[index] for _, confidence in predictions]))][0][index] for index in range(len(tokens))]
     return vote([labels for labels, _ in predictions]) if combination == "vote" else predictions[0][0]
