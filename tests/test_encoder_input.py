@@ -142,3 +142,18 @@ def test_an_encoder_folder_trains_and_predicts_without_network(tmp_path, monkeyp
     import seqtransfer
 
     assert len(seqtransfer.load(tmp_path / "run", device="cpu").predict([["Mary", "visits", "Zürich"]])[0]) == 3
+
+
+@pytest.mark.parametrize("teacher_mode, student_mode", [("finetune", "finetune"), ("features", "finetune"), ("finetune", "features")])
+def test_distillation_between_encoder_models(encoder, tmp_path, teacher_mode, student_mode):
+    """A fine-tuned encoder tagger and a BiLSTM on frozen features teach and learn from each other
+    (the soft targets' arithmetic is tested on BiLSTM taggers in test_adaptations.py): the student
+    trains with the term, says so in its log, and loads and predicts."""
+    import seqtransfer
+
+    train_tagger(encoder, tmp_path / "teacher", f"model.encoder_mode={teacher_mode}", "train.learning_rate=0.001" if teacher_mode == "finetune" else "train.learning_rate=0.05")
+    student = tmp_path / "student"
+    train_tagger(encoder, student, f"model.encoder_mode={student_mode}", f"transfer.distill_from=[{tmp_path / 'teacher'}]", "transfer.distillation_weight=1")
+    assert "distilling 1 teacher run(s)" in (student / "log.txt").read_text(encoding="utf-8")
+    predicted = seqtransfer.load(student, device="cpu").predict([["Mary", "lives", "in", "Paris"]])[0]
+    assert len(predicted) == 4
