@@ -112,6 +112,21 @@ def test_overrides_anywhere_on_the_line(tmp_path):
     assert "batch_size: 4" in (tmp_path / "run" / "config.yaml").read_text()
 
 
+def test_off_on_yes_and_no_are_words_for_a_text_setting_and_booleans_for_a_boolean_one(tmp_path):
+    """YAML 1.1 reads off / on / yes / no as booleans, so `train.amp=off` was refused as "must be
+    str, got False"; they are text for a text setting and booleans for a boolean one, in
+    overrides and in config files alike."""
+    from seqtransfer.config import RunConfig, apply_overrides, load_config
+
+    config = apply_overrides(RunConfig(), ["train.amp=off", "model.lowercase_words=no"])
+    assert config.train.amp == "off" and config.model.lowercase_words is False
+    (tmp_path / "run.yaml").write_text("train:\n  amp: off\nmodel:\n  lowercase_words: No\n", encoding="utf-8")
+    loaded = load_config(tmp_path / "run.yaml")
+    assert loaded.train.amp == "off" and loaded.model.lowercase_words is False
+    run(tiny_train_arguments(tmp_path / "run", epochs=1) + ["train.amp=off"])
+    assert "amp: 'off'" in (tmp_path / "run" / "config.yaml").read_text() and seqtransfer.load(tmp_path / "run").run.config.train.amp == "off"
+
+
 def test_epochs_option_and_override_must_agree(tmp_path, capsys):
     message = one_error_line(tiny_train_arguments(tmp_path / "run", epochs=2) + ["train.max_epochs=5"], capsys)
     assert "train.max_epochs" in message and not (tmp_path / "run").exists()

@@ -21,7 +21,7 @@ import yaml
 
 from seqtransfer.data.tokenize import TOKENIZERS
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.files import read_yaml_mapping
+from seqtransfer.files import load_yaml, read_yaml_mapping
 
 
 @dataclass
@@ -220,6 +220,7 @@ def _check_key(instance: Any, key: str, where: str, path: str | None) -> None:
         )
 
 
+YAML11_BOOLEANS = {"yes": True, "no": False, "on": True, "off": False}  # what YAML 1.1 read as booleans besides true / false
 SCIENTIFIC = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 
 
@@ -237,7 +238,9 @@ def _coerce(value: Any, annotation: Any, key: str, path: str | None) -> Any:
             return float(value)
         if base is list and isinstance(value, str):  # "0,1,3" -> [0, 1, 3] for list[int]; "word,pos" stays text
             parts = [part.strip() for part in value.split(",") if part.strip()]
-            return parts if typing.get_args(option) == (str,) else [yaml.safe_load(part) for part in parts]
+            return parts if typing.get_args(option) == (str,) else [load_yaml(part) for part in parts]
+        if base is bool and isinstance(value, str) and value.lower() in YAML11_BOOLEANS:  # a hand-written yes / no / on / off
+            return YAML11_BOOLEANS[value.lower()]
         if isinstance(value, base) and not (base is int and isinstance(value, bool)):
             return value
     expected = " or ".join(getattr(option, "__name__", str(option)) for option in allowed)
@@ -281,7 +284,7 @@ def apply_overrides(config: RunConfig, overrides: list[str]) -> RunConfig:
         section, _, name = key.partition(".")
         _check_key(config, section, "", None)
         name, _, entry = name.partition(".")  # multitask.data.pos=tweebank:upos sets one entry of a mapping
-        value = yaml.safe_load(raw_value)
+        value = load_yaml(raw_value)
         if entry:
             _check_key(getattr(config, section), name, f"{section}.", None)
             current = getattr(getattr(config, section), name)

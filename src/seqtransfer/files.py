@@ -58,6 +58,36 @@ def read_json(path: str | Path) -> Any:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
+def load_yaml(text: str) -> Any:
+    """YAML text as values, with the safe loader (nothing in it is executed) and YAML 1.2's booleans:
+    only true and false. YAML 1.1 also reads yes, no, on and off as booleans, so ``train.amp=off``
+    or ``amp: off`` would become False; here they stay text (a boolean setting accepts them too:
+    ``config._coerce``)."""
+    import yaml
+
+    return yaml.load(text, Loader=_yaml12_loader())
+
+
+def _yaml12_loader():
+    import re
+
+    import yaml
+
+    global _YAML12_LOADER
+    if _YAML12_LOADER is None:
+        class Loader(yaml.SafeLoader):
+            pass
+
+        Loader.yaml_implicit_resolvers = {first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:bool"]
+                                          for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+        Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+        _YAML12_LOADER = Loader
+    return _YAML12_LOADER
+
+
+_YAML12_LOADER = None
+
+
 def read_yaml_mapping(path: str | Path, what: str) -> dict:
     """Read a YAML file that must hold a mapping (safe loader: nothing in it is executed).
 
@@ -71,7 +101,7 @@ def read_yaml_mapping(path: str | Path, what: str) -> dict:
     if not path.is_file():
         raise SeqTransferError(f"{what} not found", path=path, hint="check the path")
     try:
-        values = yaml.safe_load(path.read_text(encoding="utf-8"))
+        values = load_yaml(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         raise SeqTransferError("invalid YAML", path=path, line=mark.line + 1 if mark else None, hint="fix the syntax") from None

@@ -75,11 +75,11 @@ def config_from_arguments(arguments: argparse.Namespace) -> RunConfig:
 
 def check_named_against_overrides(named: dict, overrides: list[str]) -> None:
     """An option and a dotted override of the same setting must agree (``--epochs 5 train.max_epochs=9``)."""
-    import yaml
+    from seqtransfer.files import load_yaml
 
     for override in overrides:
         key, _, raw_value = override.partition("=")
-        if named.get(key) is not None and yaml.safe_load(raw_value) != named[key]:
+        if named.get(key) is not None and load_yaml(raw_value) != named[key]:
             raise SeqTransferError(f"the option for {key} says {named[key]!r} but the override says {raw_value!r}", hint="give the setting once")
 
 

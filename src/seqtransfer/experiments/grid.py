@@ -80,7 +80,7 @@ def base_config(spec: ExperimentSpec, data_dir: str | None, dataset: str | None,
 def target_entries(spec: ExperimentSpec) -> dict[str, str | dict]:
     """task -> "dataset:task" of a multi-task method over the experiment's targets (a target of a
     user's files: the mapping its ``data.*`` overrides give; its other overrides do not apply)."""
-    import yaml
+    from seqtransfer.files import load_yaml
 
     entries: dict[str, str | dict] = {}
     for name, target in spec.targets.items():
@@ -91,7 +91,7 @@ def target_entries(spec: ExperimentSpec) -> dict[str, str | dict]:
         for override in target.overrides:
             key, _, value = override.partition("=")
             if key.startswith("data."):
-                files[key.removeprefix("data.")] = yaml.safe_load(value)
+                files[key.removeprefix("data.")] = load_yaml(value)
         entries[name] = {**files, **({"task": target.task} if target.task else {})}
     return entries
 
