@@ -847,7 +847,7 @@ def test_committed_records_still_name_their_grid_cells_runs(name, tmp_path):
     matched = [record for task in tasks for record in kept_records_of(task, cells) or []]
     source_digests = {digest_of(task.run_id) for task in sources.values()}
     matched += [record for record in kept if record.get("source") and digest_of(Path(record["run_directory"]).name) in source_digests]
-    assert len(kept) >= 4 and sorted(map(cell_key, matched)) == sorted(map(cell_key, kept))
+    assert kept and sorted(map(cell_key, matched)) == sorted(map(cell_key, kept))
 
 
 def test_a_run_first_trained_under_another_targets_name_is_kept_and_ensembled_by_digest(tmp_path, capsys):
