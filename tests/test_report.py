@@ -223,3 +223,41 @@ def test_runs_of_two_instances_of_a_source_are_noted_and_their_test_marked(tmp_p
     for record in records:
         record["source_weights"] = "cccc"
     assert "instance of their source" not in render_markdown(_spec(["Scratch", "Tuned"], ["TPoS", "ArK"], [("Tuned", "Scratch")]), records)
+
+
+def test_a_pair_tested_over_every_seed_it_shares_and_over_the_seeds_together(tmp_path):
+    """Each seed's p, and one test of the mean difference: three sentences in 60 worse at each seed
+    are not significant at any seed alone (p = 2 / 2^3) but are over three seeds together (2 / 2^9)."""
+    gold = [["NN", "VB", "DT"]] * 60
+    worse = [["NN", "VB", "DT"]] * 57 + [["NN", "NN", "DT"]] * 3
+    records = []
+    for seed in (1, 2, 3):
+        records += [_record("Scratch", "TPoS", seed, 98.33, _write_run(tmp_path / f"a{seed}", gold, worse)),
+                    _record("Tuned", "TPoS", seed, 100.0, _write_run(tmp_path / f"b{seed}", gold, gold))]
+    records.append(_record("Tuned", "ArK", 1, 100.0, _write_run(tmp_path / "c", gold, gold)))  # one seed only: no row
+    records.append(_record("Scratch", "ArK", 1, 98.33, _write_run(tmp_path / "d", gold, worse)))
+    markdown = render_markdown(_spec(["Scratch", "Tuned"], ["TPoS", "ArK"], [("Tuned", "Scratch")]), records)
+    assert "### Over the seeds" in markdown
+    row = next(line for line in markdown.splitlines() if line.startswith("| TPoS | Tuned | Scratch | 1, 2, 3 |"))
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[4] == "+1.67" and all(0.2 < float(p) < 0.3 for p in cells[5].split(", "))
+    assert float(cells[6]) < 0.01 and not any(line.startswith("| ArK | Tuned | Scratch | 1, ") for line in markdown.splitlines())
+
+
+def test_the_pooled_test_of_several_seeds():
+    import numpy as np
+
+    from seqtransfer.experiments.significance import paired_randomization_correlation_seeds, paired_randomization_seeds
+
+    generator = np.random.default_rng(0)
+    right = np.stack([generator.integers(8, 11, 100), np.full(100, 10)], axis=1).astype(np.float64)
+    slightly_worse = right.copy()
+    slightly_worse[::10, 0] -= 1  # one token in 100 per seed
+    assert paired_randomization_seeds([(right, right)] * 3, "accuracy", trials=200) == 1.0
+    one = paired_randomization_seeds([(right, slightly_worse)], "accuracy", trials=2000)
+    five = paired_randomization_seeds([(right, slightly_worse)] * 5, "accuracy", trials=2000)
+    assert five < one and five < 0.05
+    gold = generator.normal(size=200)
+    good, noisy = gold + 0.3 * generator.normal(size=200), gold + 1.5 * generator.normal(size=200)
+    assert paired_randomization_correlation_seeds([(gold, good, good)] * 2, trials=200) == 1.0
+    assert paired_randomization_correlation_seeds([(gold, good, noisy)] * 2, trials=200) < 0.01

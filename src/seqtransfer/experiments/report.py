@@ -23,7 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.experiments.significance import paired_randomization_correlation, paired_randomization_counts
+from seqtransfer.experiments.significance import (
+    paired_randomization_correlation,
+    paired_randomization_correlation_seeds,
+    paired_randomization_counts,
+    paired_randomization_seeds,
+)
 from seqtransfer.training.metrics import METRICS, get_metric
 
 MISSING = "–"
@@ -397,16 +402,58 @@ def _significance_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], d
 
 
 def _significance_section(spec: ReportSpec, records: Sequence[dict]) -> list[str]:
-    """Heading, explanation and one table row per (target, pair)."""
+    """Heading, explanation and one table row per (target, pair); then the same pairs over every
+    seed they share, where that is more than one."""
     by_seed = {(record["method"], record["target"], record["seed"]): record for record in records}
-    rows = [_significance_row(spec, by_seed, target, pair) for target in spec.targets for pair in spec.significance_pairs if target in spec.pair_targets(pair)]
+    pairs = [(target, pair) for target in spec.targets for pair in spec.significance_pairs if target in spec.pair_targets(pair)]
+    rows = [_significance_row(spec, by_seed, target, pair) for target, pair in pairs]
     intro = (
         f"Paired approximate randomisation test at the sentence level ({spec.trials:,} trials, two-sided, "
         f"p = (r + 1) / (N + 1)) on the test predictions of the first seed both methods share whose runs both have them "
         f"(their run directories, or the evidence kept records carry)."
     )
     header = ["Target", "A", "B", "seed", "A score", "B score", "p", f"p < {SIGNIFICANCE_LEVEL}"]
-    return ["## Significance", "", intro, "", *_table(header, rows)]
+    lines = ["## Significance", "", intro, "", *_table(header, rows)]
+    seed_rows = [row for target, pair in pairs if (row := _seeds_row(spec, by_seed, target, pair))]
+    if seed_rows:
+        seeds_intro = (
+            "Over every seed both methods share (with test predictions or their evidence): the mean of A − B, the test at each "
+            "seed, and one test of the mean difference over those seeds together (each trial swaps the two methods' predictions "
+            "of each sentence of each seed with probability 0.5). The pooled test sees a small difference that every seed shares; "
+            "it does not model how much a method's score varies from seed to seed: compare the difference with the seeds' spread "
+            "in the first table.")
+        seeds_header = ["Target", "A", "B", "seeds", "mean A − B", "p at each seed", "p over the seeds", f"p < {SIGNIFICANCE_LEVEL}"]
+        lines += ["", "### Over the seeds", "", seeds_intro, "", *_table(seeds_header, seed_rows)]
+    return lines
+
+
+def _seeds_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str]) -> list[str] | None:
+    """The pair's tests over every shared seed whose runs have their test evidence (one gold), or
+    None where fewer than two seeds do."""
+    from seqtransfer.experiments.evidence import decode_array
+
+    first, second = pair
+    tested = []
+    for method, name, seed in sorted(by_seed, key=lambda key: key[2]):
+        if (method, name) != (first, target) or (second, target, seed) not in by_seed:
+            continue
+        record_a, record_b = by_seed[first, target, seed], by_seed[second, target, seed]
+        evidence_a, evidence_b = test_evidence(record_a), test_evidence(record_b)
+        if evidence_a and evidence_b and evidence_a["gold"] == evidence_b["gold"]:
+            tested.append((seed, record_a, decode_array(evidence_a), decode_array(evidence_b)))
+    if len(tested) < 2:
+        return None
+    metric = tested[0][1]["metric"]
+    if metric == "correlation":
+        each = [paired_randomization_correlation(a[:, 0], a[:, 1], b[:, 1], trials=spec.trials) for _, _, a, b in tested]
+        pooled = paired_randomization_correlation_seeds([(a[:, 0], a[:, 1], b[:, 1]) for _, _, a, b in tested], trials=spec.trials)
+    else:
+        each = [paired_randomization_counts(a, b, metric, trials=spec.trials) for _, _, a, b in tested]
+        pooled = paired_randomization_seeds([(a, b) for _, _, a, b in tested], metric, trials=spec.trials)
+    difference = statistics.mean(float(by_seed[first, target, seed]["test"]) - float(by_seed[second, target, seed]["test"]) for seed, *_ in tested)
+    seeds = ", ".join(str(seed) for seed, *_ in tested)
+    return [target, first, second, seeds, f"{difference:+.2f}".replace("-", "−"), ", ".join(f"{p:.4f}" for p in each), f"{pooled:.4f}",
+            "yes" if pooled < SIGNIFICANCE_LEVEL else "no"]
 
 
 def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:

@@ -95,6 +95,36 @@ def paired_randomization_counts(counts_a: np.ndarray, counts_b: np.ndarray, metr
     return (at_least_as_large + 1) / (trials + 1)
 
 
+def paired_randomization_seeds(pairs: Sequence[tuple[np.ndarray, np.ndarray]], metric: str, trials: int = 10000, seed: int = 0) -> float:
+    """The paired test over several seeds at once: the statistic is the mean over seeds of A's
+    score minus B's (each seed's runs on the same sentences), and each trial swaps A's and B's
+    predictions of every sentence of every seed with probability 0.5. ``pairs``: per seed, the two
+    systems' per-sentence counts (:func:`sentence_counts`). It asks whether A and B differ on these
+    sentences over the seeds' runs together (a small, consistent difference becomes visible); it
+    does not model how much a method's score varies from seed to seed (the seeds' spread does)."""
+    generator = np.random.default_rng(seed)
+    observed = abs(np.mean([float(score_from_counts(a.sum(axis=0), metric) - score_from_counts(b.sum(axis=0), metric)) for a, b in pairs]))
+    differences = np.mean([_shuffled_differences(a, b, metric, trials, generator) for a, b in pairs], axis=0)
+    at_least_as_large = int(np.count_nonzero(np.abs(differences) >= observed - _TOLERANCE))
+    return (at_least_as_large + 1) / (trials + 1)
+
+
+def paired_randomization_correlation_seeds(pairs: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], trials: int = 10000, seed: int = 0,
+                                           chunk: int = 500) -> float:
+    """:func:`paired_randomization_seeds` for one score per sentence scored by Pearson's r: ``pairs``
+    holds, per seed, (gold, A's scores, B's scores), each (N,); trials in chunks of ``chunk``."""
+    generator = np.random.default_rng(seed)
+    pairs = [tuple(np.asarray(values, dtype=np.float64) for values in pair) for pair in pairs]
+    observed = abs(np.mean([_pearson(gold, a[None])[0] - _pearson(gold, b[None])[0] for gold, a, b in pairs]))
+    differences = np.zeros(trials)
+    for gold, a, b in pairs:
+        for start in range(0, trials, chunk):
+            swap = generator.random((min(chunk, trials - start), len(gold))) < 0.5
+            differences[start:start + len(swap)] += (_pearson(gold, np.where(swap, b, a)) - _pearson(gold, np.where(swap, a, b))) / len(pairs)
+    at_least_as_large = int(np.count_nonzero(np.abs(differences) >= observed - _TOLERANCE))
+    return (at_least_as_large + 1) / (trials + 1)
+
+
 def paired_randomization_correlation(gold: np.ndarray, predicted_a: np.ndarray, predicted_b: np.ndarray, trials: int = 10000, seed: int = 0,
                                      chunk: int = 500) -> float:
     """The same test for one score per sentence, scored by Pearson's r (STS-B, SICK-R): each trial
