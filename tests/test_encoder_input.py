@@ -108,6 +108,7 @@ def save_mismatched_encoder(folder: Path, sub_words: int, table: int, mask_id: i
 ])
 def test_a_tokenizer_of_another_model_is_one_error_line(tmp_path, capsys, sub_words, table, mask_id, message):
     folder = save_mismatched_encoder(tmp_path / "encoder", sub_words, table, mask_id)
+    capsys.readouterr()  # transformers' progress bars of the save above
     line = error_line(["train", *NER_DATA, "--epochs", "1", "--output", str(tmp_path / "run"), "--quiet", *TINY_MODEL, f"model.encoder={folder}"], capsys)
     assert message in line and not (tmp_path / "run").exists()  # refused before the run writes anything
 
@@ -115,7 +116,7 @@ def test_a_tokenizer_of_another_model_is_one_error_line(tmp_path, capsys, sub_wo
 def test_tokenizers_of_tables_rounded_up_are_accepted(tmp_path):
     from seqtransfer.embeddings.transformer import load_encoder
 
-    for sub_words, table in ((len(VOCAB), 72), (1_000, 1_024)):  # to a multiple of 8; of 128 (T5: 32,100 -> 32,128)
+    for sub_words, table in ((len(VOCAB), 72), (1_000, 1_024), (10_000, 10_150)):  # to a multiple of 8; of 128 (T5); 1.5 % spare rows (Qwen2)
         tokenizer, model = load_encoder(str(save_mismatched_encoder(tmp_path / f"encoder-{table}", sub_words, table)))
         assert (len(tokenizer), model.config.vocab_size) == (sub_words, table)
 
@@ -157,3 +158,54 @@ def test_distillation_between_encoder_models(encoder, tmp_path, teacher_mode, st
     assert "distilling 1 teacher run(s)" in (student / "log.txt").read_text(encoding="utf-8")
     predicted = seqtransfer.load(student, device="cpu").predict([["Mary", "lives", "in", "Paris"]])[0]
     assert len(predicted) == 4
+
+
+def test_loading_an_encoder_leaves_torchs_random_numbers_alone(tmp_path, monkeypatch):
+    """Our LM's folder (a masked LM: no pooler) makes AutoModel draw the pooler at random: loading
+    it must not move torch's random stream, or a run that loads its encoder (the check before a run,
+    a feature-cache miss) trains otherwise than one that does not: a cold and a warm cache gave
+    other weights."""
+    import torch
+    from safetensors.torch import load_file
+    from transformers import BertConfig, BertForMaskedLM
+
+    from seqtransfer.embeddings.transformer import load_encoder
+
+    folder = tmp_path / "lm"
+    BertForMaskedLM(BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+                               max_position_embeddings=16)).save_pretrained(folder)
+    for file in save_tiny_encoder(tmp_path / "tokenizer").iterdir():  # its tokenizer files
+        if file.name not in ("config.json", "model.safetensors"):
+            (folder / file.name).write_bytes(file.read_bytes())
+    torch.manual_seed(0)
+    before = torch.get_rng_state()
+    load_encoder(str(folder))
+    assert torch.equal(before, torch.get_rng_state())
+    weights = []
+    for cache in ("cold", "warm"):
+        monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))  # the second run finds the first one's features
+        train_tagger(folder, tmp_path / cache)
+        weights.append(load_file(str(tmp_path / cache / "model.safetensors")))
+    assert all(torch.equal(weights[0][name], weights[1][name]) for name in weights[0])
+
+
+def test_a_run_recorded_with_our_lms_training_report_in_the_encoders_hash_still_loads(encoder, tmp_path):
+    """Before 2026-11-26 the hash of an encoder folder took in `pretrain-lm`'s pretraining.json: a
+    run on frozen features recorded that hash, and loads still; another encoder is refused still."""
+    import shutil
+
+    import seqtransfer
+    from seqtransfer.embeddings.transformer import encoder_fingerprint
+
+    folder = tmp_path / "lm"
+    shutil.copytree(encoder, folder)
+    (folder / "pretraining.json").write_text('{"history": [{"epoch": 1, "epoch_seconds": 12.3}]}', encoding="utf-8")
+    train_tagger(folder, tmp_path / "run")
+    config = tmp_path / "run" / "config.yaml"
+    legacy = encoder_fingerprint(str(folder), with_training_report=True)
+    assert legacy != encoder_fingerprint(str(folder)) and encoder_fingerprint(str(folder)) in config.read_text(encoding="utf-8")
+    config.write_text(config.read_text(encoding="utf-8").replace(encoder_fingerprint(str(folder)), legacy), encoding="utf-8")
+    assert len(seqtransfer.load(tmp_path / "run", device="cpu").predict([["Mary", "sings"]])[0]) == 2
+    config.write_text(config.read_text(encoding="utf-8").replace(legacy, "0123456789abcdef"), encoding="utf-8")
+    with pytest.raises(Exception, match="differs from the one this run was trained on"):
+        seqtransfer.load(tmp_path / "run", device="cpu")

@@ -409,9 +409,11 @@ reference: features
     capsys.readouterr()
     run(["experiment", "run", str(experiment), "--results", str(tmp_path / "second"), "--records", str(kept)])
     assert "(0, 0, 0 to train, 1 kept)" in capsys.readouterr().out
+    (encoder / "pretraining.json").write_text('{"seconds": 12.3}', encoding="utf-8")  # our LM trained again, as it was: only its report differs
+    run(["experiment", "run", str(experiment), "--results", str(tmp_path / "again"), "--records", str(kept)])
+    assert "(0, 0, 0 to train, 1 kept)" in capsys.readouterr().out
     weights = load_file(str(encoder / "model.safetensors"))
     save_file({name: tensor + 0.01 for name, tensor in weights.items()}, str(encoder / "model.safetensors"), metadata={"format": "pt"})
-    (encoder / "pretraining.json").write_text("{}", encoding="utf-8")  # a training report is not part of the encoder
     run(["experiment", "run", str(experiment), "--results", str(tmp_path / "third"), "--records", str(kept)])
     assert "(0, 1, 0 to train)" in capsys.readouterr().out
     (renewed,) = [json.loads(line) for line in kept.read_text(encoding="utf-8").splitlines()]
@@ -868,3 +870,26 @@ def test_a_run_first_trained_under_another_targets_name_is_kept_and_ensembled_by
     assert [record["test"] for record in second] == [record["test"] for record in first]
     fresh = run(["experiment", "run", str(renamed), "--only", "ensemble", "--results", str(tmp_path / "other")])
     assert Path(next(record for record in fresh if record["method"] == "ensemble")["run_directory"]).name == Path(ensemble["run_directory"]).name
+
+
+def test_an_experiment_files_yes_no_on_off_are_booleans_where_a_boolean_is_asked_and_text_elsewhere(tmp_path):
+    """Files are read with YAML 1.2's true / false, so that `train.amp=off` is text; a boolean key of
+    an experiment file still takes no / Off (YAML 1.1's booleans), and anything else is one line."""
+    text = """name: x
+title: "x: no"
+command: x
+overrides: [train.amp=off]
+targets:
+  T: {dataset: tweebank, task: upos}
+methods:
+  A: {scheme: scratch, anneal: no}
+  B: {scheme: scratch, multitask: Off}
+reference: A
+"""
+    path = tmp_path / "e.yaml"
+    path.write_text(text, encoding="utf-8")
+    spec = load_experiment(path)
+    assert spec.methods["A"].anneal is False and spec.methods["B"].multitask is False and spec.overrides == ["train.amp=off"]
+    path.write_text(text.replace("anneal: no", "anneal: maybe"), encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="'methods.A.anneal' must be true or false, got 'maybe'"):
+        load_experiment(path)

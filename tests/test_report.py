@@ -242,6 +242,10 @@ def test_a_pair_tested_over_every_seed_it_shares_and_over_the_seeds_together(tmp
     cells = [cell.strip() for cell in row.strip("|").split("|")]
     assert cells[4] == "+1.67" and all(0.2 < float(p) < 0.3 for p in cells[5].split(", "))
     assert float(cells[6]) < 0.01 and not any(line.startswith("| ArK | Tuned | Scratch | 1, ") for line in markdown.splitlines())
+    records[0]["source_weights"], records[3]["source_weights"] = "aaaa", "bbbb"  # seed 2's run read another instance of the source
+    row = next(line for line in render_markdown(_spec(["Scratch", "Tuned"], ["TPoS", "ArK"], [("Tuned", "Scratch")]), records).splitlines()
+               if line.startswith("| TPoS | Tuned | Scratch | 1, 2, 3 |"))
+    assert "(two sources) | yes |" in row
 
 
 def test_the_pooled_test_of_several_seeds():

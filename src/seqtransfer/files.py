@@ -8,6 +8,7 @@ it over the target only once the content is complete.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import tempfile
@@ -62,30 +63,26 @@ def load_yaml(text: str) -> Any:
     """YAML text as values, with the safe loader (nothing in it is executed) and YAML 1.2's booleans:
     only true and false. YAML 1.1 also reads yes, no, on and off as booleans, so ``train.amp=off``
     or ``amp: off`` would become False; here they stay text (a boolean setting accepts them too:
-    ``config._coerce``)."""
+    ``config._coerce``, ``experiments.spec.booleans_read``)."""
     import yaml
 
     return yaml.load(text, Loader=_yaml12_loader())
 
 
+@functools.cache
 def _yaml12_loader():
+    """PyYAML's safe loader with YAML 1.2's booleans (built once)."""
     import re
 
     import yaml
 
-    global _YAML12_LOADER
-    if _YAML12_LOADER is None:
-        class Loader(yaml.SafeLoader):
-            pass
+    class Loader(yaml.SafeLoader):
+        pass
 
-        Loader.yaml_implicit_resolvers = {first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:bool"]
-                                          for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
-        Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
-        _YAML12_LOADER = Loader
-    return _YAML12_LOADER
-
-
-_YAML12_LOADER = None
+    Loader.yaml_implicit_resolvers = {first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:bool"]
+                                      for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+    Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+    return Loader
 
 
 def read_yaml_mapping(path: str | Path, what: str) -> dict:

@@ -222,12 +222,13 @@ def check_encoder_hash(config: RunConfig, directory: Path) -> None:
     """The encoder folder must be the one the run was trained on: a run on frozen features, or one
     that saved only its adapter, reads the encoder's weights from it (they fit no other), so another
     encoder is refused; a fully fine-tuned run holds its own weights and reads only the tokenizer
-    from the folder, so it is warned about. Runs trained before the hash was recorded pass."""
+    from the folder, so it is warned about. Runs trained before the hash was recorded pass, and so
+    do those that recorded it with our LM's training report (before 2026-11-26)."""
     from seqtransfer.embeddings.transformer import encoder_fingerprint
     from seqtransfer.errors import warn
 
     found = encoder_fingerprint(config.model.encoder)
-    if not config.model.encoder_hash or found == config.model.encoder_hash:
+    if not config.model.encoder_hash or config.model.encoder_hash in (found, encoder_fingerprint(config.model.encoder, with_training_report=True)):
         return
     message = f"the encoder at {config.model.encoder} differs from the one this run was trained on (hash {found}, expected {config.model.encoder_hash})"
     if config.model.encoder_mode == "finetune" and config.model.encoder_adapter is None:

@@ -104,7 +104,10 @@ def has_token_types(name: str) -> bool:
 
 
 def load_encoder(name: str):
-    """(tokenizer, model) of a local encoder folder, the model in eval mode with every hidden state returned."""
+    """(tokenizer, model) of a local encoder folder, the model in eval mode with every hidden state
+    returned. Loading leaves torch's random numbers as they were: a folder without some weights
+    of AutoModel's class (our LM's has no pooler) gets them drawn at random, and a run that loads
+    its encoder (to check it, or on a feature-cache miss) must train as one that does not."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
         from transformers import AutoModel, AutoTokenizer
@@ -116,7 +119,8 @@ def load_encoder(name: str):
     path = encoder_path(name)
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-        model = AutoModel.from_pretrained(str(path), local_files_only=True, output_hidden_states=True)
+        with torch.random.fork_rng(devices=[]):
+            model = AutoModel.from_pretrained(str(path), local_files_only=True, output_hidden_states=True)
     except (OSError, ValueError, KeyError, RuntimeError) as error:  # missing files, weights that do not fit the config
         raise SeqTransferError(f"cannot load the encoder ({str(error).splitlines()[0][:160]})", path=path,
                                hint="the folder needs the model's weights and its tokenizer files, of the same model") from None
@@ -128,18 +132,20 @@ def load_encoder(name: str):
 
 
 # A model may round its embedding table up past its tokenizer's sub-words (to a multiple of 64 or
-# 128, for faster matrix products: T5 32,100 -> 32,128, DeBERTa-v3 128,001 -> 128,100); more extra
-# rows mean another model's tokenizer (BERT's cased 28,996 beside the uncased 30,522).
+# 128, for faster matrix products: T5 32,100 -> 32,128, DeBERTa-v3 128,001 -> 128,100), or keep
+# spare rows (up to about 2 %: Qwen2 151,646 -> 151,936, Phi-2 50,295 -> 51,200); more extra rows
+# mean another model's tokenizer (BERT's cased 28,996 beside the uncased 30,522: 5 %).
 TABLE_ROUNDING = 128
+SPARE_ROWS = 0.02
 SPECIAL_TOKENS = ("pad", "cls", "bos", "sep", "eos", "unk", "mask")
 
 
 def check_tokenizer_fits(tokenizer, config, path: Path) -> None:
     """Refuse a tokenizer of another model: one with more sub-words than the model's table, or fewer
-    than rounding the table up explains (``TABLE_ROUNDING``), a special token outside the table,
-    or another padding id."""
+    than rounding the table up or keeping spare rows explains (``TABLE_ROUNDING``, ``SPARE_ROWS``),
+    a special token outside the table, or another padding id."""
     sub_words, table = len(tokenizer), config.vocab_size
-    if not 0 <= table - sub_words < TABLE_ROUNDING:
+    if not 0 <= table - sub_words < max(TABLE_ROUNDING, SPARE_ROWS * table):
         raise SeqTransferError(f"tokenizer ({sub_words} sub-words) and model ({table}) do not match", path=path, hint="put the tokenizer of this model in the folder")
     for special in SPECIAL_TOKENS:
         identifier = getattr(tokenizer, f"{special}_token_id", None)
@@ -152,14 +158,15 @@ def check_tokenizer_fits(tokenizer, config, path: Path) -> None:
                                hint="put the tokenizer of this model in the folder")
 
 
-def encoder_fingerprint(name: str) -> str:
+def encoder_fingerprint(name: str, with_training_report: bool = False) -> str:
     """A hash of the encoder folder's files (names and contents): a cache or an adapter made with
     another encoder never matches. ``pretraining.json``, the training report `pretrain-lm` leaves
-    (its seconds differ from one identical training to the next), is not part of the encoder.
+    (its seconds differ from one identical training to the next), is not part of the encoder;
+    ``with_training_report``: the hash as runs recorded it before 2026-11-26, with it.
     Computed once per process and state of the folder."""
     path = encoder_path(name)
     files = tuple((str(item.relative_to(path)), item.stat().st_size, item.stat().st_mtime_ns) for item in sorted(path.rglob("*"))
-                  if item.is_file() and item.name != TRAINING_REPORT)
+                  if item.is_file() and (with_training_report or item.name != TRAINING_REPORT))
     return folder_hash(str(path), files)
 
 

@@ -452,7 +452,9 @@ def _seeds_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], dict], t
         pooled = paired_randomization_seeds([(a, b) for _, _, a, b in tested], metric, trials=spec.trials)
     difference = statistics.mean(float(by_seed[first, target, seed]["test"]) - float(by_seed[second, target, seed]["test"]) for seed, *_ in tested)
     seeds = ", ".join(str(seed) for seed, *_ in tested)
-    return [target, first, second, seeds, f"{difference:+.2f}".replace("-", "−"), ", ".join(f"{p:.4f}" for p in each), f"{pooled:.4f}",
+    instances = {by_seed[method, target, seed].get("source_weights") for seed, *_ in tested for method in pair} - {None}
+    shown = f"{pooled:.4f}" + (" (two sources)" if len(instances) > 1 else "")  # runs of more than one instance of the source
+    return [target, first, second, seeds, f"{difference:+.2f}".replace("-", "−"), ", ".join(f"{p:.4f}" for p in each), shown,
             "yes" if pooled < SIGNIFICANCE_LEVEL else "no"]
 
 

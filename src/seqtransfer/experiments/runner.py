@@ -309,7 +309,7 @@ def from_another_encoder(record: dict, task: RunTask) -> bool:
 
     try:
         return encoder_fingerprint(encoder) != recorded
-    except SeqTransferError:
+    except (SeqTransferError, OSError):  # not found or unreadable here: the run that needs it will say so
         return False
 
 

@@ -178,9 +178,27 @@ def _build(kind: type, values: object, where: str, path: Path):
             suggestion = f"did you mean '{close[0]}'? " if close else ""
             raise SeqTransferError(f"unknown key '{key}' in '{where}'", path=path, hint=f"{suggestion}valid keys: {', '.join(names)}")
     try:
-        return kind(**values)
+        return kind(**booleans_read(kind, values, where, path))
     except TypeError as error:
         raise SeqTransferError(f"'{where}' is incomplete ({error})", path=path) from None
+
+
+def booleans_read(kind: type, values: dict, where: str, path: Path) -> dict:
+    """``values`` with each of ``kind``'s boolean fields a boolean: YAML files are read with YAML
+    1.2's true / false (files.load_yaml), and yes / no / on / off, which YAML 1.1 read as
+    booleans, still are; anything else is one error line."""
+    from seqtransfer.config import YAML11_BOOLEANS
+
+    read = dict(values)
+    for item in fields(kind):
+        value = read.get(item.name)
+        if item.type not in ("bool", bool) or value is None or isinstance(value, bool):
+            continue
+        if isinstance(value, str) and value.lower() in YAML11_BOOLEANS:
+            read[item.name] = YAML11_BOOLEANS[value.lower()]
+        else:
+            raise SeqTransferError(f"'{where}.{item.name}' must be true or false, got {value!r}", path=path)
+    return read
 
 
 def check_selflabel(name: str, values: object, path: Path) -> None:
@@ -193,6 +211,7 @@ def check_selflabel(name: str, values: object, path: Path) -> None:
     unknown = [key for key in values if key not in allowed]
     if unknown:
         raise SeqTransferError(f"method '{name}': unknown selflabel key(s) {', '.join(map(str, unknown))}", path=path, hint=f"keys: {', '.join(allowed)}")
+    values.update(booleans_read(SelfLabelSettings, values, f"methods.{name}.selflabel", path))
     try:
         check_settings(SelfLabelSettings(**values))
     except SeqTransferError as error:
