@@ -23,12 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.experiments.significance import (
-    paired_randomization_correlation,
-    paired_randomization_correlation_seeds,
-    paired_randomization_counts,
-    paired_randomization_seeds,
-)
+from seqtransfer.experiments.significance import paired_randomization_correlation_seeds, paired_randomization_seeds
 from seqtransfer.training.metrics import METRICS, get_metric
 
 MISSING = "–"
@@ -391,14 +386,23 @@ def _significance_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], d
         return [target, first, second, str(tested), *scores, "no predictions", MISSING]
     if evidence_a["gold"] != evidence_b["gold"]:
         return [target, first, second, str(tested), *scores, "gold differs", MISSING]
-    values_a, values_b = decode_array(evidence_a), decode_array(evidence_b)
-    if record_a["metric"] == "correlation":
-        p_value = paired_randomization_correlation(values_a[:, 0], values_a[:, 1], values_b[:, 1], trials=spec.trials)
-    else:
-        p_value = paired_randomization_counts(values_a, values_b, record_a["metric"], trials=spec.trials)
-    two_sources = {record_a.get("source_weights"), record_b.get("source_weights")} - {None}
-    shown = f"{p_value:.4f}" + (" (two sources)" if len(two_sources) > 1 else "")  # another instance of the source each: not the methods' difference alone
+    p_value = pair_p_value(record_a["metric"], [(decode_array(evidence_a), decode_array(evidence_b))], spec.trials)
+    shown = f"{p_value:.4f}{two_sources_mark([record_a, record_b])}"
     return [target, first, second, str(tested), *scores, shown, "yes" if p_value < SIGNIFICANCE_LEVEL else "no"]
+
+
+def pair_p_value(metric: str, pairs: Sequence[tuple], trials: int) -> float:
+    """p of the paired randomisation test of A against B over one or more seeds: per seed, the two
+    runs' decoded evidence (per-sentence counts, or a correlation's [gold, predicted] columns)."""
+    if metric == "correlation":
+        return paired_randomization_correlation_seeds([(a[:, 0], a[:, 1], b[:, 1]) for a, b in pairs], trials=trials)
+    return paired_randomization_seeds(pairs, metric, trials=trials)
+
+
+def two_sources_mark(records: Sequence[dict]) -> str:
+    """" (two sources)" where the tested runs read more than one instance of their source (not the
+    methods' difference alone), else ""."""
+    return " (two sources)" if len({record.get("source_weights") for record in records} - {None}) > 1 else ""
 
 
 def _significance_section(spec: ReportSpec, records: Sequence[dict]) -> list[str]:
@@ -444,16 +448,11 @@ def _seeds_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], dict], t
     if len(tested) < 2:
         return None
     metric = tested[0][1]["metric"]
-    if metric == "correlation":
-        each = [paired_randomization_correlation(a[:, 0], a[:, 1], b[:, 1], trials=spec.trials) for _, _, a, b in tested]
-        pooled = paired_randomization_correlation_seeds([(a[:, 0], a[:, 1], b[:, 1]) for _, _, a, b in tested], trials=spec.trials)
-    else:
-        each = [paired_randomization_counts(a, b, metric, trials=spec.trials) for _, _, a, b in tested]
-        pooled = paired_randomization_seeds([(a, b) for _, _, a, b in tested], metric, trials=spec.trials)
+    each = [pair_p_value(metric, [(a, b)], spec.trials) for _, _, a, b in tested]
+    pooled = pair_p_value(metric, [(a, b) for _, _, a, b in tested], spec.trials)
     difference = statistics.mean(float(by_seed[first, target, seed]["test"]) - float(by_seed[second, target, seed]["test"]) for seed, *_ in tested)
     seeds = ", ".join(str(seed) for seed, *_ in tested)
-    instances = {by_seed[method, target, seed].get("source_weights") for seed, *_ in tested for method in pair} - {None}
-    shown = f"{pooled:.4f}" + (" (two sources)" if len(instances) > 1 else "")  # runs of more than one instance of the source
+    shown = f"{pooled:.4f}{two_sources_mark([by_seed[method, target, seed] for seed, *_ in tested for method in pair])}"
     return [target, first, second, seeds, f"{difference:+.2f}".replace("-", "−"), ", ".join(f"{p:.4f}" for p in each), shown,
             "yes" if pooled < SIGNIFICANCE_LEVEL else "no"]
 

@@ -88,11 +88,9 @@ def paired_randomization_test(
 
 
 def paired_randomization_counts(counts_a: np.ndarray, counts_b: np.ndarray, metric: str, trials: int = 10000, seed: int = 0) -> float:
-    """:func:`paired_randomization_test` on the two systems' per-sentence counts (:func:`sentence_counts`)."""
-    observed = abs(float(score_from_counts(counts_a.sum(axis=0), metric) - score_from_counts(counts_b.sum(axis=0), metric)))
-    differences = _shuffled_differences(counts_a, counts_b, metric, trials, np.random.default_rng(seed))
-    at_least_as_large = int(np.count_nonzero(np.abs(differences) >= observed - _TOLERANCE))
-    return (at_least_as_large + 1) / (trials + 1)
+    """:func:`paired_randomization_test` on the two systems' per-sentence counts (:func:`sentence_counts`):
+    :func:`paired_randomization_seeds` of one seed."""
+    return paired_randomization_seeds([(counts_a, counts_b)], metric, trials, seed)
 
 
 def paired_randomization_seeds(pairs: Sequence[tuple[np.ndarray, np.ndarray]], metric: str, trials: int = 10000, seed: int = 0) -> float:
@@ -128,16 +126,9 @@ def paired_randomization_correlation_seeds(pairs: Sequence[tuple[np.ndarray, np.
 def paired_randomization_correlation(gold: np.ndarray, predicted_a: np.ndarray, predicted_b: np.ndarray, trials: int = 10000, seed: int = 0,
                                      chunk: int = 500) -> float:
     """The same test for one score per sentence, scored by Pearson's r (STS-B, SICK-R): each trial
-    swaps A's and B's scores of every sentence with probability 0.5. (N,) arrays; trials in
-    chunks of ``chunk`` rows, (chunk, N) at a time."""
-    gold, predicted_a, predicted_b = (np.asarray(values, dtype=np.float64) for values in (gold, predicted_a, predicted_b))
-    observed = abs(_pearson(gold, predicted_a[None])[0] - _pearson(gold, predicted_b[None])[0])
-    generator, at_least_as_large = np.random.default_rng(seed), 0
-    for start in range(0, trials, chunk):
-        swap = generator.random((min(chunk, trials - start), len(gold))) < 0.5
-        first, second = np.where(swap, predicted_b, predicted_a), np.where(swap, predicted_a, predicted_b)
-        at_least_as_large += int(np.count_nonzero(np.abs(_pearson(gold, first) - _pearson(gold, second)) >= observed - _TOLERANCE))
-    return (at_least_as_large + 1) / (trials + 1)
+    swaps A's and B's scores of every sentence with probability 0.5. (N,) arrays:
+    :func:`paired_randomization_correlation_seeds` of one seed."""
+    return paired_randomization_correlation_seeds([(gold, predicted_a, predicted_b)], trials, seed, chunk)
 
 
 def _pearson(gold: np.ndarray, predicted: np.ndarray) -> np.ndarray:
