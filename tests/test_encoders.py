@@ -334,8 +334,19 @@ def test_runs_record_trainable_parameters_and_peak_memory(encoder, tmp_path):
     tuned = run_command(["train", *common, "--output", str(tmp_path / "ft"), f"model.encoder={encoder}", "model.encoder_mode=finetune"])
     # the frozen encoder is outside the model (its mix is in it): it counts in the run's parameters, never trains
     assert frozen["trainable_parameters"] == frozen["parameters"] - frozen["frozen_encoder_parameters"] > 0
-    assert tuned["trainable_parameters"] == tuned["parameters"] and "frozen_encoder_parameters" not in tuned
+    from safetensors.torch import load_file
+
+    pooler = sum(tensor.numel() for name, tensor in load_file(str(tmp_path / "ft" / "model.safetensors")).items() if ".pooler." in name)
+    # fine-tuned, everything trains but the pooler, which a tagger never reads (it gets no gradient)
+    assert pooler > 0 and tuned["trainable_parameters"] == tuned["parameters"] - pooler and "frozen_encoder_parameters" not in tuned
     assert frozen["peak_rss_megabytes"] > 0 and tuned["peak_rss_megabytes"] > 0
+    # the encoder's mix alone (no words, no characters, no BiLSTM): the word and character tables the
+    # model keeps but never reads get no gradient, and do not count as trained
+    alone = run_command(["train", *common, "--output", str(tmp_path / "alone"), f"model.encoder={encoder}", "model.encoder_join=false", "model.feature_extractor=none"])
+    saved = load_file(str(tmp_path / "alone" / "model.safetensors"))
+    unread = ("word_representation.word_embedding.", "word_representation.character_encoder.")
+    assert any(name.startswith(unread) for name in saved)
+    assert alone["trainable_parameters"] == sum(tensor.numel() for name, tensor in saved.items() if not name.startswith(unread))
     source = tmp_path / "fe"
     features = run_command(["transfer", "--source", str(source), "--method", "features", "--train", str(FIXTURES / "tiny_pos_train.conll"),
                             "--dev", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos", "--epochs", "1", "--output", str(tmp_path / "sfe"), "--quiet", *TINY_MODEL])

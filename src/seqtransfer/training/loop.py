@@ -52,6 +52,7 @@ class FitResult:
     history: list[dict] = field(default_factory=list)
     restored_seconds: float = 0.0  # time of the epochs restored from a checkpoint (run by an earlier process)
     trained_parameters: int = 0  # parameters that trained in at least one phase
+    updated: frozenset[str] = frozenset()  # names of the parameters the optimizer stepped (``updated_names``)
 
 
 def predict_labels(model: nn.Module, data: EncodedSentences, labels: Vocabulary | dict[str, Vocabulary], batch_size: int, amp: str = "off") -> list:
@@ -224,4 +225,19 @@ def fit(
             checkpoint.save(checkpoint_dir, model, optimizer, state)
         for report in epoch_reports:
             report(record)
-    return FitResult(state.best_state, state.best_epoch, state.best_score, state.history, restored_seconds)
+    return FitResult(state.best_state, state.best_epoch, state.best_score, state.history, restored_seconds, updated=updated_names(model, optimizer))
+
+
+def updated_names(model: nn.Module, optimizer: torch.optim.Optimizer) -> frozenset[str]:
+    """The names of the parameters ``optimizer`` has stepped (a resumed run's earlier epochs included).
+
+    Adam and momentum SGD keep state for a parameter from its first gradient on, so a table the
+    forward pass never reads (the word and character tables of a model reading an encoder's features
+    alone, the unread side of a co-training view) does not count. SGD without momentum keeps no
+    state: then every parameter that may train counts.
+    """
+    names = {id(parameter): name for name, parameter in model.named_parameters()}
+    held = [parameter for group in optimizer.param_groups for parameter in group["params"]]
+    if not any(optimizer.state.get(parameter) for parameter in held):
+        return frozenset(names[id(parameter)] for parameter in held if parameter.requires_grad and id(parameter) in names)
+    return frozenset(names[id(parameter)] for parameter in held if optimizer.state.get(parameter) and id(parameter) in names)

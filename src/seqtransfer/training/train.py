@@ -196,7 +196,6 @@ def train_phases(model: nn.Module, scheme: Scheme, config: RunConfig, train: Bat
         phases = chain_thaw_phases(model, phases)
     for phase in phases:
         trainable = set_trainable(model, phase.trainable)
-        trained.update(trainable)
         log(f"phase '{phase.name}': {sum(p.numel() for p in model.parameters() if p.requires_grad)} trainable parameters ({len(trainable)} tensors)")
         hooks = (*epoch_hooks, *(recorder.start_phase(phase.name) if recorder else ()))
         train_config = config.train
@@ -211,6 +210,7 @@ def train_phases(model: nn.Module, scheme: Scheme, config: RunConfig, train: Bat
         if recorder:
             recorder.finish_phase(model, len(result.history))
         model.load_state_dict(result.best_state)
+        trained.update(result.updated)
         history += [{"phase": phase.name, **record} for record in result.history]
         restored_seconds += result.restored_seconds
     set_trainable(model, ("",))
