@@ -236,8 +236,7 @@ def updated_names(model: nn.Module, optimizer: torch.optim.Optimizer) -> frozens
     alone, the unread side of a co-training view) does not count. SGD without momentum keeps no
     state: then every parameter that may train counts.
     """
-    names = {id(parameter): name for name, parameter in model.named_parameters()}
-    held = [parameter for group in optimizer.param_groups for parameter in group["params"]]
-    if not any(optimizer.state.get(parameter) for parameter in held):
-        return frozenset(names[id(parameter)] for parameter in held if parameter.requires_grad and id(parameter) in names)
-    return frozenset(names[id(parameter)] for parameter in held if optimizer.state.get(parameter) and id(parameter) in names)
+    held = {id(parameter) for group in optimizer.param_groups for parameter in group["params"]}
+    parameters = [(name, parameter) for name, parameter in model.named_parameters() if id(parameter) in held]
+    stepped = frozenset(name for name, parameter in parameters if optimizer.state.get(parameter))
+    return stepped or frozenset(name for name, parameter in parameters if parameter.requires_grad)
