@@ -190,6 +190,31 @@ def test_a_sentence_pair_regressor_trains_and_scores_correlation(tmp_path, monke
     assert isinstance(seqtransfer.load(output, device="cpu").predict(["a man plays [SEP] a man sings"])[0], float)
 
 
+def test_center_scores_starts_a_regressors_bias_at_the_training_mean_and_is_refused_for_labels(tmp_path, monkeypatch, capsys):
+    from dataclasses import replace
+
+    from seqtransfer.config import ModelConfig
+    from seqtransfer.data import registry
+    from seqtransfer.models.sentence import SentenceRegressor
+
+    spec = replace(registry.STSB, name="tiny_sts", folder="", columns=("text", "text_b", "score"), extra_fields=False,
+                   splits={split: str(FIXTURES / "tiny_similarity.tsv") for split in ("train", "dev", "test")})
+    monkeypatch.setitem(registry.DATASETS, "tiny_sts", spec)
+    output = tmp_path / "run"
+    run(["train", "--dataset", "tiny_sts", "--epochs", "1", "--output", str(output), "--quiet", *TINY_MODEL, "model.center_scores=true"])
+    mean = (4.5 + 0.5 + 4.0 + 0.2 + 3.6 + 4.2) / 6
+    assert f"bias starts at {mean:.4f}" in (output / "log.txt").read_text()
+    import yaml
+
+    saved = yaml.safe_load((output / "config.yaml").read_text())["model"]
+    assert saved["center_scores"] is True and saved["score_mean"] == pytest.approx(mean)
+    assert SentenceRegressor(ModelConfig(**{**saved, "tasks": None}), 10, 10, 0).classifier.bias.item() == pytest.approx(mean)
+    assert SentenceRegressor(ModelConfig(score_mean=mean), 10, 10, 0).classifier.bias.item() != pytest.approx(mean)  # not asked: PyTorch's init
+    assert main(["train", "--train", TRAIN, "--dev", DEV, "--output", str(tmp_path / "labels"), "--quiet", *TINY_MODEL, "model.center_scores=true"]) == 2
+    error = capsys.readouterr().err
+    assert "model.center_scores" in error and "the sentence task predicts labels, not a score" in error and len(error.strip().splitlines()) == 1
+
+
 @pytest.mark.skipif(not (DATA_ROOT / "stsb").is_dir(), reason="shared datasets not found")
 def test_stsb_counts_and_scores():
     from seqtransfer.data.registry import load_split

@@ -117,6 +117,8 @@ class ModelConfig:
     encoder_hash: str | None = None  # filled: a hash of the encoder folder, checked when a run that saved only its adapter loads
     encoder_layers: int = 0  # filled from the encoder: its layers + 1 (embeddings)
     encoder_dimension: int = 0  # filled from the encoder: its hidden size
+    center_scores: bool = False  # regression: the head's bias starts at the training scores' mean (score_mean), not at 0
+    score_mean: float | None = None  # filled with center_scores: the training scores' mean
     sentence_pairs: bool | None = None  # sentence tasks: the data are pairs (A [SEP] B): the BiLSTM model pools A and B apart; None = from the data
     language_model_words: int = 0  # >0: auxiliary LM softmax layers over this many words, or a fine-tuned encoder's sub-words (filled when transfer.auxiliary_lm_weight is set)
     discriminator_hidden: int = 0  # >0: a domain discriminator with this many hidden units (adversarial pretraining; filled when train.adversarial_data is set)

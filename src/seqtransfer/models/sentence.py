@@ -53,6 +53,12 @@ class RegressionHead(SentenceHead):
 
     task_kind = "regression"
 
+    def center_bias(self, config: ModelConfig) -> None:
+        """Start the one output's bias at the training scores' mean (``model.center_scores``; tasks/regression.py)."""
+        if config.center_scores and config.score_mean is not None:
+            with torch.no_grad():
+                self.classifier.bias.fill_(config.score_mean)
+
     def loss(self, batch: Batch) -> torch.Tensor:
         return functional.mse_loss(self.sentence_scores(batch)[:, 0].float(), batch.targets["scores"][:, 0], reduction="sum")
 
@@ -111,6 +117,7 @@ class SentenceRegressor(RegressionHead, SentenceClassifier):
 
     def __init__(self, config: ModelConfig, word_count: int, character_count: int, label_count: int) -> None:
         super().__init__(config, word_count, character_count, 1)
+        self.center_bias(config)
 
 
 class EncoderRegressor(RegressionHead, EncoderClassifier):
@@ -118,3 +125,4 @@ class EncoderRegressor(RegressionHead, EncoderClassifier):
 
     def __init__(self, config: ModelConfig, word_count: int, character_count: int, label_count: int) -> None:
         super().__init__(config, word_count, character_count, 1)
+        self.center_bias(config)

@@ -35,6 +35,7 @@ from seqtransfer.transfer.auxiliary_lm import language_model_words
 from seqtransfer.transfer.loss_terms import TermContext, loss_terms
 from seqtransfer.transfer.schemes import Scheme, get_scheme, scheme_prefixes, set_trainable
 from seqtransfer.transfer.weights import copy_shared_label_rows, transfer_weights
+from seqtransfer.tasks.regression import check_centred_scores
 
 Log = Callable[[str], None]
 
@@ -341,6 +342,7 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
         data.train_tags, earlier_seconds = jackknife_tags(config, data, directory, log)
         started -= earlier_seconds  # fold taggers trained by an earlier start of this run count as its time
         seed_everything(config.train.seed, config.train.threads)  # the fold taggers drew random numbers (or, resumed, did not): start from the seed either way
+    check_centred_scores(config.model, data.kind)
     filled = data.kind.fill_config(config.model, data.gold("train"), data.splits["train"])
     if filled:
         log(filled)
