@@ -268,6 +268,13 @@ def test_a_bad_early_stopping_task_is_refused_before_the_run_directory_is_writte
     assert code == 2 and "multitask.early_stopping is 'srl'" in capsys.readouterr().err and not (tmp_path / "run").exists()
 
 
+def test_center_scores_on_a_multitask_model_of_taggers_is_one_line(tmp_path, capsys):
+    config = write_config(tmp_path, {"pos": []}, {"pos": POS})
+    code = main(["train", "--config", str(config), "--output", str(tmp_path / "run"), "--quiet", *TINY_MODEL, "model.center_scores=true"])
+    error = capsys.readouterr().err
+    assert code == 2 and "model.center_scores" in error and "predicts labels, not a score" in error and len(error.strip().splitlines()) == 1
+
+
 def test_transfer_to_another_hierarchy_keeps_the_branches_that_fit(tmp_path, capsys):
     train(tmp_path, "source", write_config(tmp_path, TASKS, {"pos": POS, "ner": NER, "dp": DP}))
     other = write_config(tmp_path, {"pos": [], "ner": [], "chunk": ["pos"]}, {"pos": POS, "ner": NER, "chunk": {**POS, "columns": ["word", "pos"]}})

@@ -53,8 +53,10 @@ class RegressionHead(SentenceHead):
 
     task_kind = "regression"
 
-    def center_bias(self, config: ModelConfig) -> None:
-        """Start the one output's bias at the training scores' mean (``model.center_scores``; tasks/regression.py)."""
+    def __init__(self, config: ModelConfig, word_count: int, character_count: int, label_count: int) -> None:
+        """The sentence model below it in the MRO, with one output whose bias starts at the training
+        scores' mean when ``model.center_scores`` asks (``model.score_mean``; tasks/regression.py)."""
+        super().__init__(config, word_count, character_count, 1)
         if config.center_scores and config.score_mean is not None:
             with torch.no_grad():
                 self.classifier.bias.fill_(config.score_mean)
@@ -115,14 +117,6 @@ class EncoderClassifier(SentenceHead, EncoderTagger):
 class SentenceRegressor(RegressionHead, SentenceClassifier):
     """The BiLSTM sentence model with one output: a score."""
 
-    def __init__(self, config: ModelConfig, word_count: int, character_count: int, label_count: int) -> None:
-        super().__init__(config, word_count, character_count, 1)
-        self.center_bias(config)
-
 
 class EncoderRegressor(RegressionHead, EncoderClassifier):
     """A fine-tuned encoder's [CLS] vector -> one score."""
-
-    def __init__(self, config: ModelConfig, word_count: int, character_count: int, label_count: int) -> None:
-        super().__init__(config, word_count, character_count, 1)
-        self.center_bias(config)

@@ -47,6 +47,7 @@ from seqtransfer.resources import peak_rss_megabytes
 from seqtransfer.training.loop import Evaluate, EvaluationSet, predict_labels, score
 from seqtransfer.training.metrics import evaluate
 from seqtransfer.training.optimizers import fill_optimizer
+from seqtransfer.tasks.regression import check_centred_scores
 from seqtransfer.transfer.auxiliary_lm import auxiliary_language_model, language_model_words
 from seqtransfer.transfer.schemes import Scheme, get_scheme
 from seqtransfer.transfer.weights import copy_shared_label_rows, transfer_weights
@@ -376,6 +377,7 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
     config.model.task_kinds = {task: data.kind.name for task, data in tasks.items()}
     fill_optimizer(config.train, "adam" if "dependency" in config.model.task_kinds.values() else "sgd")
     for data in tasks.values():
+        check_centred_scores(config.model, data.kind)
         filled = data.kind.fill_config(config.model, data.gold("train"), data.splits["train"])
         if filled:
             log(filled)
