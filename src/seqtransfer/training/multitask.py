@@ -37,17 +37,17 @@ from seqtransfer.config import MultiTaskConfig, RunConfig
 from seqtransfer.data.batching import Batch, EncodedSentences, encode_sentences, training_batches
 from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
-from seqtransfer.training.precision import resolve_precision
 from seqtransfer.device import describe_device, out_of_memory_error, peak_memory_megabytes, prepare_device, resolve_device
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.multitask import HierarchicalMultiTask, TaskView, target_name, task_levels, task_order
 from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import count_parameters, size_metrics
 from seqtransfer.resources import peak_rss_megabytes
+from seqtransfer.tasks.regression import check_centred_scores
 from seqtransfer.training.loop import Evaluate, EvaluationSet, predict_labels, score
 from seqtransfer.training.metrics import evaluate
 from seqtransfer.training.optimizers import fill_optimizer
-from seqtransfer.tasks.regression import check_centred_scores
+from seqtransfer.training.precision import resolve_precision
 from seqtransfer.transfer.auxiliary_lm import auxiliary_language_model, language_model_words
 from seqtransfer.transfer.schemes import Scheme, get_scheme
 from seqtransfer.transfer.weights import copy_shared_label_rows, transfer_weights
