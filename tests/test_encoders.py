@@ -276,6 +276,10 @@ def test_fine_tuning_an_encoder_tagger_trains_the_encoder_and_saves_it_with_the_
     assert (tmp_path / "probes" / "probes.png").is_file()
     run_command(["analyze", "report", "--probes", str(output), "--output", str(tmp_path / "report.html")])
     assert '<h2 id="probes">' in (tmp_path / "report.html").read_text()
+    drift = run_command(["analyze", "drift", str(output)])[0]  # how far fine-tuning moved each layer group from the pretrained weights
+    assert [row["group"] for row in drift["groups"]] == ["embeddings", "layer 1", "layer 2"] and drift["start"] == "pretrained encoder tiny-bert"
+    top = [name for name in pretrained if name.startswith("encoder.layer.1.") and pretrained[name].is_floating_point()]
+    assert drift["groups"][2]["squared_distance"] == pytest.approx(sum(float(((weights[f"encoder.{name}"].double() - pretrained[name].double()) ** 2).sum()) for name in top))
     from seqtransfer.analysis.probes import layer_vectors
     from seqtransfer.rundir import load_run
 
@@ -372,6 +376,8 @@ def test_lora_trains_only_its_matrices_and_the_head_and_the_run_keeps_only_them(
     assert metrics["trainable_parameters"] < metrics["parameters"] / 2
     predicted = run_command(["evaluate", str(output), "--file", str(FIXTURES / "tiny_ner_test.conll"), "--columns", "word,ner"])
     assert predicted["f1"] == metrics["test"]["f1"]  # rebuilt from the encoder folder + the adapter: the same predictions
+    drift = run_command(["analyze", "drift", str(output)])[0]  # LoRA's merged weights W0 + (alpha / r) B A against W0
+    assert drift["groups"][0] == {**drift["groups"][0], "group": "embeddings", "relative_change": 0.0} and all(row["relative_change"] > 0 for row in drift["groups"][1:])
     from transformers import AutoModel
 
     changed = AutoModel.from_pretrained(str(folder))

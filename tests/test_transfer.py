@@ -119,6 +119,30 @@ def test_absorption_of_pretrand_runs_is_measured(tiny_run, tmp_path):
         run(["analyze", "absorption", str(tiny_run)])
 
 
+def test_drift_measures_how_far_each_transferred_layer_group_moved_from_the_source(tiny_run, tmp_path):
+    outputs = {}
+    for method in ("finetune", "features"):
+        outputs[method] = tmp_path / method
+        run(["transfer", "--source", str(tiny_run), "--method", method, "--train", str(FIXTURES / "tiny_pos_train.conll"), "--dev", str(FIXTURES / "tiny_pos_dev.conll"),
+             "--columns", "word,pos", "--epochs", "1", "--output", str(outputs[method]), "--quiet", *TINY_MODEL])
+    finetuned, frozen = run(["analyze", "drift", str(outputs["finetune"]), str(outputs["features"]), "--label", "SFT", "--label", "SFE",
+                             "--output", str(tmp_path / "drift")])
+    assert [row["group"] for row in finetuned["groups"]] == ["word_representation", "feature_extractor"]
+    assert frozen["total"]["relative_change"] == 0.0 and frozen["total"]["squared_distance"] == 0.0  # SFE trains only its classifier
+    assert all(row["relative_change"] > 0 for row in finetuned["groups"])
+    source, target = load_run(tiny_run).model.state_dict(), load_run(outputs["finetune"]).model.state_dict()
+    names = [name for name in source if name.startswith("feature_extractor.")]
+    expected = sum(float(((target[name].double() - source[name].double()) ** 2).sum()) for name in names)
+    assert finetuned["groups"][1]["squared_distance"] == pytest.approx(expected, rel=1e-9)
+    assert finetuned["groups"][1]["relative_change"] == pytest.approx(100 * (expected / sum(float((source[name].double() ** 2).sum()) for name in names)) ** 0.5)
+    table = (tmp_path / "drift" / "drift.md").read_text(encoding="utf-8")
+    assert table.startswith("| layer group | SFT | SFE |") and (tmp_path / "drift" / "drift.png").is_file()
+    with pytest.raises(SeqTransferError, match="started random"):
+        run(["analyze", "drift", str(tiny_run)])
+    with pytest.raises(SeqTransferError, match="1 --label for 2 runs"):
+        run(["analyze", "drift", str(outputs["finetune"]), str(outputs["features"]), "--label", "SFT"])
+
+
 def test_source_only_scores_the_source_model_as_it_is(tiny_run, tmp_path):
     output = tmp_path / "source-only"
     metrics = run(["transfer", "--source", str(tiny_run), "--method", "source_only", "--train", str(FIXTURES / "tiny_ner_train.conll"),

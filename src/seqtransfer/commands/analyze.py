@@ -5,6 +5,7 @@
     analyze curve RUN... [--split dev] --output DIR             score vs training-set size
     analyze units RUN [--task POS] [--split dev] [--output DIR]  multi-task: ablate each unit of h_POS (MuTSPad §5.5)
     analyze absorption RUN... [--split dev] [--output DIR]      PretRand: do pre-trained units absorb the random ones (Figure 5)
+    analyze drift RUN... [--output DIR]                          how far training moved each layer group from its pretrained / source weights
     analyze similarity CORPUS... [--target T] [--gains CSV] [--output DIR]  KL / JS / OOV / LM cross-entropy between corpora
     analyze tokens RUN... [--split test] [--output DIR]          accuracy and share of errors by kind of token (mentions, hashtags, ...)
     analyze tokens PSEUDO.conll... --gold DATASET[:TASK]         the same for pseudo-labelled data, against the gold labels of its sentences
@@ -64,6 +65,10 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     absorption.add_argument("--split", default="dev", help="split the outputs are measured on (default dev)")
     absorption.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
     absorption.add_argument("--output", help="folder for absorption.json, absorption.md and absorption.png/svg")
+    drift = analyses.add_parser("drift", help="fine-tuned encoder or sequential-transfer runs: how far training moved each layer group from its pretrained or source weights")
+    drift.add_argument("runs", nargs="+", metavar="RUN", help="runs that fine-tuned model.encoder or were trained with transfer.source (e.g. FT and FT + L2-SP)")
+    drift.add_argument("--label", action="append", default=[], metavar="NAME", help="a name per RUN, in order, for the table and figure (repeatable; default the setting)")
+    drift.add_argument("--output", help="folder for drift.json, drift.md and drift.png/svg")
     similarity = analyses.add_parser("similarity", help="how far apart corpora are: JS / KL of word distributions, OOV rate, trigram-LM cross-entropy; ranks sources for a target")
     similarity.add_argument("corpora", nargs="+", metavar="CORPUS", help="a dataset (NAME[:SPLIT], default train), tweets_unlabeled, or a text file (one sentence per line) or CoNLL file")
     add_similarity_options(similarity)
@@ -146,6 +151,24 @@ def run_absorption(arguments: argparse.Namespace) -> list[dict]:
         figures.save_figure(absorption_figure(results), output / "absorption")
         print(f"written to {output}")
     return [public(result) for result in results]
+
+
+def run_drift(arguments: argparse.Namespace) -> list[dict]:
+    from seqtransfer.analysis import figures
+    from seqtransfer.analysis.drift import drift_figure, markdown, measure_drift
+    from seqtransfer.files import write_json, write_text
+
+    if arguments.label and len(arguments.label) != len(arguments.runs):
+        raise SeqTransferError(f"{len(arguments.label)} --label for {len(arguments.runs)} runs", hint="give one --label per RUN, in order, or none")
+    results = [measure_drift(run, label) for run, label in zip(arguments.runs, arguments.label or [None] * len(arguments.runs))]
+    print(markdown(results), end="")
+    if arguments.output:
+        output = Path(arguments.output)
+        write_json(output / "drift.json", results)
+        write_text(output / "drift.md", markdown(results))
+        figures.save_figure(drift_figure(results), output / "drift")
+        print(f"written to {output}")
+    return results
 
 
 def run_tokens(arguments: argparse.Namespace) -> dict:
@@ -378,7 +401,7 @@ def run_probes(arguments: argparse.Namespace) -> dict:
     return result
 
 
-ANALYSES = {"transfer": run_transfer, "neurons": run_neurons, "curve": run_curve, "units": run_units, "probes": run_probes, "similarity": run_similarity, "absorption": run_absorption, "tokens": run_tokens, "report": run_report}
+ANALYSES = {"transfer": run_transfer, "neurons": run_neurons, "curve": run_curve, "units": run_units, "probes": run_probes, "similarity": run_similarity, "absorption": run_absorption, "drift": run_drift, "tokens": run_tokens, "report": run_report}
 
 
 def run(arguments: argparse.Namespace):

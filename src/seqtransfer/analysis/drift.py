@@ -1,0 +1,147 @@
+"""How far training moved each layer group from the weights transfer started it with.
+
+A run starts from weights that are not random in two ways: a fine-tuned Transformer encoder starts
+from its pretrained weights, and a sequential-transfer run (``transfer.source``) from the source
+run's transferred weights. For each layer group, bottom to top (``layer_groups``: the encoder's
+embeddings and each of its layers; the BiLSTM's word representation and each of its layers):
+
+- the relative change ||W - W0|| / ||W0|| (Frobenius norms over all the group's weights together);
+- the squared distance ||W - W0||^2: what L2-SP penalises (alpha/2 times it, per batch).
+
+Only weights with a starting value count: not a new classifier, not the adapters' own matrices,
+not the BiLSTM's word and character tables (their new words' rows start random, as in L2-SP).
+Under LoRA the encoder's effective weights W0 + (alpha / r) B A (PEFT's merge) are compared with
+W0; under Houlsby adapters the encoder's layer norms are the only pretrained weights that train.
+Schemes that hold lower layers back (discriminative rates, gradual unfreezing, L2-SP) should show
+it here: how much each layer moved explains what fine-tuning did with a layer's knowledge.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+from pathlib import Path
+
+import torch
+
+from seqtransfer.errors import SeqTransferError
+
+ENCODER_LAYER_NAME = re.compile(r"^encoder\.encoder\.layer\.(\d+)\.")
+
+
+def encoder_states(run) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """(start, end) of a fine-tuned encoder's weights, named as in the pretrained encoder with ``encoder.`` before."""
+    from seqtransfer.embeddings.transformer import load_encoder
+    from seqtransfer.models.adapters import adapter_weight, pretrained_name
+
+    _, pretrained = load_encoder(run.config.model.encoder)
+    if run.config.model.encoder_adapter == "lora":
+        final = copy.deepcopy(run.model.encoder).merge_and_unload().state_dict()  # W0 + (alpha / r) B A
+    else:
+        final = {pretrained_name(name): tensor for name, tensor in run.model.encoder.state_dict().items() if not adapter_weight(name)}
+    start = {f"encoder.{name}": tensor for name, tensor in pretrained.state_dict().items() if tensor.is_floating_point()}
+    return start, {f"encoder.{name}": final[name] for name in (key.removeprefix("encoder.") for key in start) if name in final}
+
+
+def encoder_group(name: str) -> str:
+    """The embeddings (with what the encoder shares across its layers), or layer N (1-based, as the probes count)."""
+    match = ENCODER_LAYER_NAME.match(name)
+    return f"layer {int(match.group(1)) + 1}" if match else "embeddings"
+
+
+def source_states(run) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], dict[str, str]]:
+    """(start, end, group of each name, bottom to top) of a sequential-transfer run's transferred weights."""
+    from seqtransfer.rundir import load_run
+    from seqtransfer.transfer.adaptations import EMBEDDING_TABLES, layer_groups
+    from seqtransfer.transfer.schemes import get_scheme, scheme_prefixes
+
+    source = load_run(run.config.transfer.source).model.state_dict()
+    final = run.model.state_dict()
+    prefixes = scheme_prefixes(run.model, get_scheme(run.config.transfer.scheme))
+    names = {name for name in source if name.startswith(prefixes) and name in final and name not in EMBEDDING_TABLES
+             and final[name].shape == source[name].shape and final[name].is_floating_point()}
+    group_of = {name: group for group, members in layer_groups(run.model) for name in members if name in names}
+    return {name: source[name] for name in group_of}, {name: final[name] for name in group_of}, group_of
+
+
+def measure_drift(directory: str | Path, label: str | None = None) -> dict:
+    """{"run", "label" (default: the setting), "start", "setting", "groups": [{"group", "tensors", "weights", "relative_change", "squared_distance"}], "total": {...}}."""
+    from seqtransfer.rundir import load_run
+
+    run = load_run(directory)
+    config = run.config
+    if config.transfer.source:
+        start, end, group_of = source_states(run)
+        origin = f"source run {Path(config.transfer.source).name}"
+    elif config.model.encoder and config.model.encoder_mode == "finetune":
+        start, end = encoder_states(run)
+        group_of = {name: encoder_group(name) for name in end}  # the pretrained encoder's order: embeddings, then its layers
+        origin = f"pretrained encoder {Path(str(config.model.encoder)).name}"
+    else:
+        raise SeqTransferError("this run's weights started random (or it read frozen encoder features): nothing to compare them with", path=directory,
+                               hint="pass a run that fine-tuned model.encoder, or one trained with transfer.source")
+    if not end:
+        raise SeqTransferError("the run shares no weight with where it started", path=directory, hint="pass a run whose scheme transfers weights")
+    groups: dict[str, dict] = {}
+    for name, final in end.items():  # bottom to top
+        initial = start[name].to(final.device, torch.float64)
+        row = groups.setdefault(group_of[name], {"group": group_of[name], "tensors": 0, "weights": 0, "squared_distance": 0.0, "squared_norm": 0.0})
+        row["tensors"] += 1
+        row["weights"] += final.numel()
+        row["squared_distance"] += float(((final.to(torch.float64) - initial) ** 2).sum())
+        row["squared_norm"] += float((initial ** 2).sum())
+    rows = list(groups.values())
+    total = {"group": "all", **{key: sum(row[key] for row in rows) for key in ("tensors", "weights", "squared_distance", "squared_norm")}}
+    for row in (*rows, total):
+        row["relative_change"] = 100.0 * math.sqrt(row["squared_distance"] / row.pop("squared_norm")) if row["squared_norm"] else 0.0
+    return {"run": str(directory), "label": label or setting(config), "start": origin, "setting": setting(config), "groups": rows, "total": total}
+
+
+def setting(config) -> str:
+    """What sets a run apart among fine-tuning runs: its adapter, adaptation schemes, schedule and rate."""
+    parts = [f"{config.transfer.scheme} from its source" if config.transfer.source else "fine-tuned encoder"]
+    if config.model.encoder_adapter:
+        parts.append(config.model.encoder_adapter)
+    parts.extend(config.transfer.adaptations)
+    if "l2sp" in config.transfer.adaptations:
+        parts[-1] = f"l2sp (alpha {config.transfer.l2sp_weight:g})"
+    if config.transfer.auxiliary_lm_weight:
+        parts.append(f"auxiliary LM {config.transfer.auxiliary_lm_weight:g}")
+    schedule = config.train.schedule or "default schedule"
+    parts.append(f"{schedule} {config.train.learning_rate:g}" if config.train.learning_rate else schedule)
+    return ", ".join(parts)
+
+
+def markdown(results: list[dict]) -> str:
+    """Relative change (%) per layer group, a column per run; the squared distance of all the weights below."""
+    groups = list(dict.fromkeys(row["group"] for result in results for row in result["groups"]))
+    lines = ["| layer group | " + " | ".join(result["label"] for result in results) + " |",
+             "|---|" + "---:|" * len(results),
+             "| *run* | " + " | ".join(Path(result["run"]).name for result in results) + " |",
+             "| *from* | " + " | ".join(result["start"] for result in results) + " |"]
+    for group in groups:
+        cells = [next((f"{row['relative_change']:.3f} %" for row in result["groups"] if row["group"] == group), "–") for result in results]
+        lines.append(f"| {group} | " + " | ".join(cells) + " |")
+    lines.append("| **all** | " + " | ".join(f"**{result['total']['relative_change']:.3f} %**" for result in results) + " |")
+    lines.append("| squared distance | " + " | ".join(f"{result['total']['squared_distance']:.4g}" for result in results) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def drift_figure(results: list[dict]):
+    """Relative change per layer group, bottom to top, a line per run."""
+    from seqtransfer.analysis.figures import new_figure
+
+    groups = list(dict.fromkeys(row["group"] for result in results for row in result["groups"]))
+    figure = new_figure(6.5, 3.8)
+    axis = figure.subplots()
+    for result in results:
+        changes = {row["group"]: row["relative_change"] for row in result["groups"]}
+        positions = [index for index, group in enumerate(groups) if group in changes]
+        axis.plot(positions, [changes[groups[index]] for index in positions], "o-", label=result["label"])
+    axis.set_xticks(range(len(groups)), groups, rotation=30, fontsize=8)
+    axis.set_ylabel("||W - W0|| / ||W0|| (%)")
+    axis.set_title("how far training moved each layer group", fontsize=9)
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    return figure
