@@ -278,6 +278,7 @@ def test_fine_tuning_an_encoder_tagger_trains_the_encoder_and_saves_it_with_the_
     assert '<h2 id="probes">' in (tmp_path / "report.html").read_text()
     drift = run_command(["analyze", "drift", str(output)])[0]  # how far fine-tuning moved each layer group from the pretrained weights
     assert [row["group"] for row in drift["groups"]] == ["embeddings", "layer 1", "layer 2"] and drift["start"] == "pretrained encoder tiny-bert"
+    assert drift["groups"][0]["tensors"] == 5  # word, position and token-type tables, the layer norm's two: not the pooler, which nothing reads
     top = [name for name in pretrained if name.startswith("encoder.layer.1.") and pretrained[name].is_floating_point()]
     assert drift["groups"][2]["squared_distance"] == pytest.approx(sum(float(((weights[f"encoder.{name}"].double() - pretrained[name].double()) ** 2).sum()) for name in top))
     from seqtransfer.analysis.probes import layer_vectors

@@ -9,7 +9,8 @@ embeddings and each of its layers; the BiLSTM's word representation and each of 
 - the squared distance ||W - W0||^2: what L2-SP penalises (alpha/2 times it, per batch).
 
 Only weights with a starting value count: not a new classifier, not the adapters' own matrices,
-not the BiLSTM's word and character tables (their new words' rows start random, as in L2-SP).
+not the BiLSTM's word and character tables (their new words' rows start random, as in L2-SP),
+not an encoder's pooler (no model here reads it) nor a weight its folder lacks (drawn at random).
 Under LoRA the encoder's effective weights W0 + (alpha / r) B A (PEFT's merge) are compared with
 W0; under Houlsby adapters the encoder's layer norms are the only pretrained weights that train.
 Schemes that hold lower layers back (discriminative rates, gradual unfreezing, L2-SP) should show
@@ -32,7 +33,7 @@ ENCODER_LAYER_NAME = re.compile(r"^encoder\.encoder\.layer\.(\d+)\.")
 
 def encoder_states(run) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     """(start, end) of a fine-tuned encoder's weights, named as in the pretrained encoder with ``encoder.`` before."""
-    from seqtransfer.embeddings.transformer import load_encoder
+    from seqtransfer.embeddings.transformer import encoder_path, load_encoder
     from seqtransfer.models.adapters import adapter_weight, pretrained_name
 
     _, pretrained = load_encoder(run.config.model.encoder)
@@ -40,8 +41,23 @@ def encoder_states(run) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor
         final = copy.deepcopy(run.model.encoder).merge_and_unload().state_dict()  # W0 + (alpha / r) B A
     else:
         final = {pretrained_name(name): tensor for name, tensor in run.model.encoder.state_dict().items() if not adapter_weight(name)}
-    start = {f"encoder.{name}": tensor for name, tensor in pretrained.state_dict().items() if tensor.is_floating_point()}
+    held = stored_names(encoder_path(run.config.model.encoder))
+    start = {f"encoder.{name}": tensor for name, tensor in pretrained.state_dict().items()
+             if tensor.is_floating_point() and not name.startswith("pooler.") and (held is None or any(key == name or key.endswith(f".{name}") for key in held))}
     return start, {f"encoder.{name}": final[name] for name in (key.removeprefix("encoder.") for key in start) if name in final}
+
+
+def stored_names(folder: Path) -> set[str] | None:
+    """The weight names the encoder folder's safetensors files hold (None without any). A weight
+    the folder lacks (our LM's pooler) is drawn at random on every load: it has no starting value.
+    The pooler is left out anyway: no seqtransfer model reads it, so it never trains."""
+    from safetensors import safe_open
+
+    names: set[str] = set()
+    for path in sorted(Path(folder).glob("*.safetensors")):
+        with safe_open(str(path), "pt") as weights:
+            names.update(weights.keys())
+    return names or None
 
 
 def encoder_group(name: str) -> str:
@@ -129,19 +145,33 @@ def markdown(results: list[dict]) -> str:
 
 
 def drift_figure(results: list[dict]):
-    """Relative change per layer group, bottom to top, a line per run."""
+    """Relative change per layer group, bottom to top, a line per run (a symmetric log scale: held-back
+    layers move by hundredths of a percent where others move by tens)."""
     from seqtransfer.analysis.figures import new_figure
 
     groups = list(dict.fromkeys(row["group"] for result in results for row in result["groups"]))
-    figure = new_figure(6.5, 3.8)
+    figure = new_figure(8.0, 4.0)
     axis = figure.subplots()
-    for result in results:
+    colours = [figure_colour(index) for index in range(len(results))]
+    for index, result in enumerate(results):
         changes = {row["group"]: row["relative_change"] for row in result["groups"]}
-        positions = [index for index, group in enumerate(groups) if group in changes]
-        axis.plot(positions, [changes[groups[index]] for index in positions], "o-", label=result["label"])
+        positions = [position for position, group in enumerate(groups) if group in changes]
+        axis.plot(positions, [changes[groups[position]] for position in positions], MARKERS[index % len(MARKERS)] + ("-" if index < 10 else "--"),
+                  color=colours[index], label=result["label"])
+    axis.set_yscale("symlog", linthresh=0.01)
     axis.set_xticks(range(len(groups)), groups, rotation=30, fontsize=8)
     axis.set_ylabel("||W - W0|| / ||W0|| (%)")
     axis.set_title("how far training moved each layer group", fontsize=9)
-    axis.legend(fontsize=7)
+    axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     figure.tight_layout()
     return figure
+
+
+MARKERS = "osD^v<>phX*"
+
+
+def figure_colour(index: int) -> str:
+    """Matplotlib's ten default colours, then the ten of tab20's lighter ones."""
+    from matplotlib import colormaps
+
+    return colormaps["tab10"](index % 10) if index < 10 else colormaps["tab20"](2 * (index % 10) + 1)
