@@ -137,6 +137,9 @@ def test_drift_measures_how_far_each_transferred_layer_group_moved_from_the_sour
     assert finetuned["groups"][1]["relative_change"] == pytest.approx(100 * (expected / sum(float((source[name].double() ** 2).sum()) for name in names)) ** 0.5)
     table = (tmp_path / "drift" / "drift.md").read_text(encoding="utf-8")
     assert table.startswith("| layer group | SFT | SFE |") and (tmp_path / "drift" / "drift.png").is_file()
+    run(["analyze", "report", "--drift", str(outputs["finetune"]), str(outputs["features"]), "--output", str(tmp_path / "report.html")])
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert '<h2 id="drift">' in page and "<th>layer group</th>" in page and "data:image/png;base64," in page
     with pytest.raises(SeqTransferError, match="started random"):
         run(["analyze", "drift", str(tiny_run)])
     with pytest.raises(SeqTransferError, match="1 --label for 2 runs"):

@@ -58,6 +58,7 @@ class ReportContent:
     curve_points: list[CurvePoint] = field(default_factory=list)
     unit_ablation: dict | None = None  # analysis/units.py: a multi-task run's units ablated one at a time
     probes: dict | None = None  # analysis/probes.py: a logistic probe per encoder layer
+    drift: list[dict] = field(default_factory=list)  # analysis/drift.py: how far each layer group moved, per run
     similarity: dict | None = None  # commands/analyze.py similarity_analysis: distances between corpora
     title: str = "seqtransfer: what transfer did"
 
@@ -204,6 +205,25 @@ def probes_section(result: dict) -> str:
     ])
 
 
+def drift_section(results: list[dict]) -> str:
+    """How far training moved each layer group from its pretrained or source weights, a column per run."""
+    from seqtransfer.analysis.drift import drift_figure
+
+    groups = list(dict.fromkeys(row["group"] for result in results for row in result["groups"]))
+    changes = [{row["group"]: row["relative_change"] for row in result["groups"]} for result in results]
+    rows = [[escape(group), *(change.get(group, "") for change in changes)] for group in groups]
+    rows.append(["all", *(result["total"]["relative_change"] for result in results)])
+    runs = "; ".join(f"{result['label']}: {result['run']} (from the {result['start']})" for result in results)
+    return "\n".join([
+        '<h2 id="drift">How far training moved each layer group</h2>',
+        '<p class="note">||W - W0|| / ||W0|| (%) of each layer group against where the run started: a fine-tuned encoder&#x27;s pretrained weights, '
+        'a sequential-transfer run&#x27;s source weights. New heads, the adapters&#x27; own matrices and the BiLSTM&#x27;s word and character tables '
+        f'are left out. Runs: {escape(runs)}.</p>',
+        embedded_figure(drift_figure(results), "Relative change per layer group, bottom to top (symmetric log scale)."),
+        table(["layer group", *(result["label"] for result in results)], rows, digits=3),
+    ])
+
+
 def probe_description(result: dict) -> str:
     """What the probes learnt from what, and how they are scored."""
     if result.get("metric") == "pearson":
@@ -250,6 +270,8 @@ def render_report(content: ReportContent) -> str:
         sections.append(ablation_section(content.unit_ablation))
     if content.probes:
         sections.append(probes_section(content.probes))
+    if content.drift:
+        sections.append(drift_section(content.drift))
     if content.similarity:
         sections.append(similarity_section(content.similarity))
     body = "\n".join(sections) or "<p>Nothing to show: pass --transfer, --neurons, --curve or --ablation.</p>"

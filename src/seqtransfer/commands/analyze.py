@@ -9,7 +9,7 @@
     analyze similarity CORPUS... [--target T] [--gains CSV] [--output DIR]  KL / JS / OOV / LM cross-entropy between corpora
     analyze tokens RUN... [--split test] [--output DIR]          accuracy and share of errors by kind of token (mentions, hashtags, ...)
     analyze tokens PSEUDO.conll... --gold DATASET[:TASK]         the same for pseudo-labelled data, against the gold labels of its sentences
-    analyze report --transfer A B [--transfer C D ...] [--neurons RUN] [--curve RUN ...] --output report.html
+    analyze report --transfer A B [--transfer C D ...] [--neurons RUN] [--curve RUN ...] [--drift RUN ...] --output report.html
 """
 
 from __future__ import annotations
@@ -87,6 +87,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     report.add_argument("--ablation", metavar="RUN", help="multi-task run whose lowest task's units to ablate (as `analyze units`)")
     report.add_argument("--ablation-max-sentences", type=int, help="score the ablations on the first N sentences of each dev set")
     report.add_argument("--probes", metavar="RUN", help="run with a Transformer encoder whose layers to probe (as `analyze probes`)")
+    report.add_argument("--drift", nargs="+", default=[], metavar="RUN", help="fine-tuned encoder or sequential-transfer runs: how far each layer group moved (as `analyze drift`)")
     report.add_argument("--similarity", nargs="+", default=[], metavar="CORPUS", help="corpora to compare (as `analyze similarity`)")
     add_similarity_options(report)
     report.add_argument("--split", default="dev", help="split of the prediction files (default dev)")
@@ -341,8 +342,8 @@ def run_report(arguments: argparse.Namespace):
     from seqtransfer.analysis.negative_transfer import compare_runs
     from seqtransfer.files import write_text
 
-    if not (arguments.transfer or arguments.neurons or arguments.curve or arguments.ablation or arguments.probes or arguments.similarity):
-        raise SeqTransferError("nothing to report", hint="pass --transfer RUN_A RUN_B, --neurons RUN, --curve RUN ..., --ablation RUN, --probes RUN and/or --similarity CORPUS ...")
+    if not (arguments.transfer or arguments.neurons or arguments.curve or arguments.ablation or arguments.probes or arguments.drift or arguments.similarity):
+        raise SeqTransferError("nothing to report", hint="pass --transfer RUN_A RUN_B, --neurons RUN, --curve RUN ..., --ablation RUN, --probes RUN, --drift RUN ... and/or --similarity CORPUS ...")
     content = ReportContent(title=arguments.title)
     content.comparisons = [compare_runs(reference, transferred, arguments.split) for reference, transferred in arguments.transfer]
     if arguments.neurons:
@@ -357,6 +358,10 @@ def run_report(arguments: argparse.Namespace):
         from seqtransfer.analysis.probes import probe_layers
 
         content.probes = probe_layers(arguments.probes)
+    if arguments.drift:
+        from seqtransfer.analysis.drift import measure_drift
+
+        content.drift = [measure_drift(run) for run in arguments.drift]
     if arguments.similarity:
         content.similarity = similarity_analysis(arguments, arguments.similarity)
     write_text(arguments.output, render_report(content))
