@@ -96,29 +96,42 @@ def test_fine_tuning_with_a_masked_lm_is_reproducible_changes_training_and_predi
     assert seqtransfer.load(tmp_path / "a", device="cpu").predict([["john", "lives", "in", "new", "york"]])[0].__len__() == 5
 
 
-def test_the_head_starts_from_the_encoder_folders_pretraining_head_when_it_has_one(encoder, tmp_path):
-    """A folder saved from a masked LM (our pretrain-lm's, BERT's) keeps its head: the auxiliary loss
-    continues the pretraining instead of starting from a random head (whose scores over every
-    sub-word move the whole tied embedding table)."""
+@pytest.mark.parametrize("tied", [True, False])
+def test_the_head_starts_from_the_encoder_folders_pretraining_head_when_it_has_one(encoder, tmp_path, tied):
+    """A folder saved from a masked LM (BERT's tied one; our pretrain-lm's untied one, whose decoder
+    is its own matrix) keeps its head: the auxiliary loss continues the pretraining instead of
+    starting from a random head (whose scores over every sub-word move the whole tied table)."""
     from safetensors.torch import load_file
     from transformers import AutoModel, BertForMaskedLM
 
+    from seqtransfer.rundir import load_run
     from seqtransfer.transfer.masked_lm import MaskedLanguageModelHead, load_pretraining_head
 
     folder = tmp_path / "with-head"
     shutil.copytree(encoder, folder)
+    config = AutoModel.from_pretrained(str(encoder)).config
+    config.tie_word_embeddings = tied
     torch.manual_seed(1)
-    BertForMaskedLM(AutoModel.from_pretrained(str(encoder)).config).save_pretrained(folder)
+    language_model = BertForMaskedLM(config)
+    with torch.no_grad():
+        language_model.cls.predictions.decoder.bias.uniform_(-1.0, 1.0)  # the bias the decoder adds (untied: not cls.predictions.bias)
+    language_model.save_pretrained(folder)
     stored = load_file(str(folder / "model.safetensors"))
-    head = MaskedLanguageModelHead(16, 16, len(VOCAB))
+    head = MaskedLanguageModelHead(16, 16, len(VOCAB), tied=tied)
     assert load_pretraining_head(head, folder)
-    assert torch.equal(head.transform.weight, stored["cls.predictions.transform.dense.weight"]) and torch.equal(head.bias, stored["cls.predictions.bias"])
-    assert not load_pretraining_head(MaskedLanguageModelHead(16, 16, len(VOCAB)), encoder)  # a bare encoder's folder: the head stays random
-    assert not load_pretraining_head(MaskedLanguageModelHead(16, 8, len(VOCAB)), folder)  # shapes that do not fit: random too
+    assert torch.equal(head.transform.weight, stored["cls.predictions.transform.dense.weight"])
+    assert torch.equal(head.bias, stored.get("cls.predictions.decoder.bias", stored.get("cls.predictions.bias"))) and head.bias.abs().max() > 0
+    if not tied:
+        assert torch.equal(head.decoder, stored["cls.predictions.decoder.weight"])
+        assert not torch.equal(stored["cls.predictions.decoder.weight"], stored["bert.embeddings.word_embeddings.weight"])
+    assert not load_pretraining_head(MaskedLanguageModelHead(16, 16, len(VOCAB), tied=tied), encoder)  # a bare encoder's folder: the head stays random
+    assert not load_pretraining_head(MaskedLanguageModelHead(16, 8, len(VOCAB), tied=tied), folder)  # shapes that do not fit: random too
     run(encoder_arguments(tmp_path / "run", folder, "transfer.auxiliary_lm_weight=0.1", "--epochs", "1"))
     assert "auxiliary masked LM head: the encoder folder's pretraining head" in (tmp_path / "run" / "log.txt").read_text(encoding="utf-8")
-    run(encoder_arguments(tmp_path / "bare", encoder, "transfer.auxiliary_lm_weight=0.1", "--epochs", "1"))
-    assert "auxiliary masked LM head: random" in (tmp_path / "bare" / "log.txt").read_text(encoding="utf-8")
+    assert (load_run(tmp_path / "run").model.language_model.decoder is None) == tied  # the saved run rebuilds the same head
+    if tied:
+        run(encoder_arguments(tmp_path / "bare", encoder, "transfer.auxiliary_lm_weight=0.1", "--epochs", "1"))
+        assert "auxiliary masked LM head: random" in (tmp_path / "bare" / "log.txt").read_text(encoding="utf-8")
 
 
 def test_a_masked_lm_trains_beside_lora_and_a_sentence_classifier(encoder, tmp_path):

@@ -176,7 +176,7 @@ def build_target_model(config: RunConfig, scheme: Scheme, vocabularies: Vocabula
             from seqtransfer.transfer.masked_lm import load_pretraining_head
 
             pretrained = load_pretraining_head(model.language_model, encoder_path(config.model.encoder))
-            origin = "the encoder folder's pretraining head" if pretrained else "random (the encoder folder has no pretraining head)"
+            origin = "the encoder folder's pretraining head" if pretrained else "random (no pretraining head of its shapes in the encoder folder)"
             log(f"auxiliary masked LM head: {origin}")
     if source is not None:
         source_state = source.model.state_dict()

@@ -11,16 +11,19 @@ sub-word, 10 % stay), runs the encoder again on the masked windows and predicts 
     logits = LayerNorm(GELU(W_t h_m)) E^T + b                         (M, V)  at the M masked positions
     loss   = weight * sum_m CE(logits_m, original sub-word_m)
 
-E is the encoder's own input embedding matrix (tied, as in BERT's pretraining head). The
-transform W_t, its layer norm and the bias b (V = ``model.language_model_words``, the encoder's
-vocabulary) are the model's ``language_model``, saved with the run; prediction never reads them.
-They start from the encoder folder's own pretraining head where it has one (our ``pretrain-lm``
-folders, BERT's ``cls.predictions``, RoBERTa's and MPNet's ``lm_head``), so the loss continues the
-pretraining; otherwise (the packaged MiniLM and MPNet ship without theirs) from random. A random
-head's scores over all V sub-words move every row of the tied table at each step: on the
-adaptation grid (seed 1, ``seqtransfer analyze drift``) the random head moved MiniLM's embeddings
-by 21-57 % and our tweet LM's (with its head then left unused) by 186-436 %, against under 1 % and
-24-39 % under plain fine-tuning.
+E is the encoder's own input embedding matrix (tied, as in BERT's pretraining head), or the
+head's own decoder matrix D for an encoder pretrained with an untied one (``tie_word_embeddings:
+false`` in its config, as our ``pretrain-lm`` folders): then logits = LayerNorm(GELU(W_t h_m)) D^T + b
+and the loss reaches E only through the encoder's input, as in that pretraining. The transform
+W_t, its layer norm, D and the bias b (V = ``model.language_model_words``, the encoder's vocabulary)
+are the model's ``language_model``, saved with the run; prediction never reads them. They start
+from the encoder folder's own pretraining head where it has one of the same shapes (BERT-like
+``cls.predictions.``, RoBERTa's and MPNet's ``lm_head.``; the bias the decoder adds), so the loss
+continues the pretraining; otherwise (the packaged MiniLM and MPNet ship without theirs) from
+random. A random head's scores over all V sub-words move every row of a tied table at each step:
+on the adaptation grid (seed 1, ``seqtransfer analyze drift``) it moved MiniLM's embeddings by
+21-57 %, against under 1 % under plain fine-tuning. (The layer norm keeps torch's eps, 1e-5, where
+BERT's has 1e-12: on inputs of variance near 1 the two differ by about 1e-5 of a unit.)
 Masks draw from torch's generator, which the run's seed fixes. The scores hold M x V floats:
 for a batch of 16 sentences of 40 sub-words (M = 96) and MiniLM's 30,522 sub-words that is
 96 x 30,522 x 4 bytes, about 12 MB (arithmetic, not a measurement); eight times that for a
@@ -42,48 +45,66 @@ MASKED_SHARE, REPLACED_BY_MASK, REPLACED_BY_RANDOM = 0.15, 0.8, 0.1  # BERT's re
 
 class MaskedLanguageModelHead(nn.Module):
     """(M, H) encoder states -> (M, V) sub-word scores, the decoder tied to the encoder's input
-    embeddings (E, of their own width: ALBERT's and ELECTRA's are narrower than H)."""
+    embeddings (E, of their own width: ALBERT's and ELECTRA's are narrower than H), or its own
+    (``tied=False``: an encoder pretrained with an untied decoder)."""
 
-    def __init__(self, hidden: int, embedding: int, words: int) -> None:
+    def __init__(self, hidden: int, embedding: int, words: int, tied: bool = True) -> None:
         super().__init__()
         self.transform = nn.Linear(hidden, embedding)
         self.norm = nn.LayerNorm(embedding)
+        self.decoder = None if tied else nn.Parameter(torch.empty(words, embedding).normal_(0.0, 0.02))  # (V, E), BERT's initialisation
         self.bias = nn.Parameter(torch.zeros(words))
         self.words = words
 
     def forward(self, states: torch.Tensor, embeddings: torch.Tensor) -> torch.Tensor:
-        return self.norm(functional.gelu(self.transform(states))) @ embeddings.t() + self.bias
+        decoder = embeddings if self.decoder is None else self.decoder  # (V, E)
+        return self.norm(functional.gelu(self.transform(states))) @ decoder.t() + self.bias
 
 
 def attach_masked_language_model(model: nn.Module, words: int) -> None:
-    """Give a fine-tuned encoder's model its masked-LM head (``words``: the encoder's vocabulary size)."""
+    """Give a fine-tuned encoder's model its masked-LM head (``words``: the encoder's vocabulary
+    size), with its own decoder where the encoder's config unties it from the input embeddings."""
     embedding = model.encoder.get_input_embeddings().embedding_dim
-    model.language_model = MaskedLanguageModelHead(model.encoder.config.hidden_size, embedding, words)
+    config = model.encoder.config
+    model.language_model = MaskedLanguageModelHead(config.hidden_size, embedding, words, tied=getattr(config, "tie_word_embeddings", True))
 
 
 # the pretraining head's weights in a Hugging Face folder, per part of MaskedLanguageModelHead
-# (BERT-like: "cls.predictions."; RoBERTa, MPNet: "lm_head."), the decoder's bias under either name
+# (BERT-like: "cls.predictions."; RoBERTa, MPNet: "lm_head."). The bias is the one the decoder
+# adds: "decoder.bias" where the folder has it (an untied head's "cls.predictions.bias" may be an
+# unused zero vector), else the head's own; "decoder" only for a head with its own decoder.
 PRETRAINING_HEADS = (
-    {"transform.weight": "cls.predictions.transform.dense.weight", "transform.bias": "cls.predictions.transform.dense.bias",
-     "norm.weight": "cls.predictions.transform.LayerNorm.weight", "norm.bias": "cls.predictions.transform.LayerNorm.bias", "bias": "cls.predictions.bias"},
-    {"transform.weight": "lm_head.dense.weight", "transform.bias": "lm_head.dense.bias",
-     "norm.weight": "lm_head.layer_norm.weight", "norm.bias": "lm_head.layer_norm.bias", "bias": "lm_head.bias"},
+    {"transform.weight": ["cls.predictions.transform.dense.weight"], "transform.bias": ["cls.predictions.transform.dense.bias"],
+     "norm.weight": ["cls.predictions.transform.LayerNorm.weight"], "norm.bias": ["cls.predictions.transform.LayerNorm.bias"],
+     "bias": ["cls.predictions.decoder.bias", "cls.predictions.bias"], "decoder": ["cls.predictions.decoder.weight"]},
+    {"transform.weight": ["lm_head.dense.weight"], "transform.bias": ["lm_head.dense.bias"],
+     "norm.weight": ["lm_head.layer_norm.weight"], "norm.bias": ["lm_head.layer_norm.bias"],
+     "bias": ["lm_head.decoder.bias", "lm_head.bias"], "decoder": ["lm_head.decoder.weight"]},
 )
 
 
 def load_pretraining_head(head: MaskedLanguageModelHead, folder: Path) -> bool:
-    """Start ``head`` from the encoder folder's pretraining head, when the folder's safetensors hold
-    one of the same shapes; returns whether they did (if not, the head stays as it was: random)."""
+    """Start ``head`` from the encoder folder's pretraining head, when the folder's safetensors
+    (one file or shards) hold all of its parts with the same shapes; returns whether they did (if
+    not, the head stays as it was: random)."""
     from safetensors import safe_open
 
     own = head.state_dict()
+    files = {}  # weight name -> the file holding it
+    for path in sorted(Path(folder).glob("*.safetensors")):
+        with safe_open(str(path), "pt") as weights:
+            files.update({name: path for name in weights.keys()})
     for names in PRETRAINING_HEADS:
-        for path in sorted(Path(folder).glob("*.safetensors")):
-            with safe_open(str(path), "pt") as weights:
-                found = {part: weights.get_tensor(name) for part, name in names.items() if name in weights.keys()}
-            if len(found) == len(names) and all(found[part].shape == own[part].shape for part in names):
-                head.load_state_dict(found)
-                return True
+        chosen = {part: next((name for name in candidates if name in files), None) for part, candidates in names.items() if part in own}
+        if None in chosen.values():
+            continue
+        found = {}
+        for part, name in chosen.items():
+            with safe_open(str(files[name]), "pt") as weights:
+                found[part] = weights.get_tensor(name)
+        if all(found[part].shape == own[part].shape for part in own):
+            head.load_state_dict(found)
+            return True
     return False
 
 
