@@ -236,6 +236,14 @@ def test_multitask_finetuning_transfers_every_branch_of_a_multitask_source(tmp_p
 
     source, target = load_file(str(tmp_path / "source" / "model.safetensors")), load_file(str(tmp_path / "target" / "model.safetensors"))
     assert set(source) == set(target)
+    from seqtransfer.analysis.drift import measure_drift
+
+    drift = measure_drift(tmp_path / "target")  # every transferred branch counts, by level of the hierarchy
+    assert drift["start"] == "source run source" and len(drift["groups"]) > 1 and drift["total"]["relative_change"] > 0
+    assert drift["groups"][0]["group"] == "word_representation" and all(row["tensors"] for row in drift["groups"])
+    transferred_branches = [name for name in source if name.startswith("projections.") or name.startswith("branches.") and ".feature_extractor." in name]
+    branch_weights = sum(source[name].numel() for name in transferred_branches)
+    assert sum(row["weights"] for row in drift["groups"][1:]) >= branch_weights
     # mono-task runs are not multi-task sources
     mono = tmp_path / "mono"
     assert main(["train", "--train", NER["train"], "--dev", NER["dev"], "--columns", "word,ner", "--epochs", "1", "--output", str(mono), "--quiet", *TINY_MODEL]) == 0

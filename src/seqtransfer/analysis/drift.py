@@ -28,7 +28,8 @@ import torch
 
 from seqtransfer.errors import SeqTransferError
 
-ENCODER_LAYER_NAME = re.compile(r"^encoder\.encoder\.layer\.(\d+)\.")
+ENCODER_LAYER_NAME = re.compile(r"^encoder\.(?:base_model\.model\.)?(?:encoder|transformer)\.layer\.(\d+)(?:\.|$)")  # BERT-like, DistilBERT; under PEFT
+MARKERS = "osD^v<>phX*"
 
 
 def encoder_states(run) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
@@ -41,43 +42,54 @@ def encoder_states(run) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor
         final = copy.deepcopy(run.model.encoder).merge_and_unload().state_dict()  # W0 + (alpha / r) B A
     else:
         final = {pretrained_name(name): tensor for name, tensor in run.model.encoder.state_dict().items() if not adapter_weight(name)}
-    held = stored_names(encoder_path(run.config.model.encoder))
+    held = stored_names(encoder_path(run.config.model.encoder), pretrained.base_model_prefix)
     start = {f"encoder.{name}": tensor for name, tensor in pretrained.state_dict().items()
-             if tensor.is_floating_point() and not name.startswith("pooler.") and (held is None or any(key == name or key.endswith(f".{name}") for key in held))}
-    return start, {f"encoder.{name}": final[name] for name in (key.removeprefix("encoder.") for key in start) if name in final}
+             if tensor.is_floating_point() and not name.startswith("pooler.") and (held is None or name in held)}
+    return start, {name: final[name.removeprefix("encoder.")] for name in start if name.removeprefix("encoder.") in final}
 
 
-def stored_names(folder: Path) -> set[str] | None:
-    """The weight names the encoder folder's safetensors files hold (None without any). A weight
-    the folder lacks (our LM's pooler) is drawn at random on every load: it has no starting value.
-    The pooler is left out anyway: no seqtransfer model reads it, so it never trains."""
+def stored_names(folder: Path, base_prefix: str) -> set[str] | None:
+    """The weight names the encoder folder's safetensors files hold, without the base model's prefix
+    (``bert.`` in a masked LM's folder); None without any. A weight the folder lacks (our LM's
+    pooler) is drawn at random on every load: it has no starting value. The pooler is left out
+    anyway: no seqtransfer model reads it, so it never trains."""
     from safetensors import safe_open
 
     names: set[str] = set()
     for path in sorted(Path(folder).glob("*.safetensors")):
         with safe_open(str(path), "pt") as weights:
-            names.update(weights.keys())
+            names.update(name.removeprefix(f"{base_prefix}.") for name in weights.keys())
     return names or None
 
 
-def encoder_group(name: str) -> str:
-    """The embeddings (with what the encoder shares across its layers), or layer N (1-based, as the probes count)."""
+def group_name(name: str) -> str:
+    """A parameter's or layer group's display name: an encoder's embeddings (with what it shares across
+    its layers) or layer N (1-based, as the probes count); a BiLSTM's groups keep their names."""
     match = ENCODER_LAYER_NAME.match(name)
-    return f"layer {int(match.group(1)) + 1}" if match else "embeddings"
+    if match:
+        return f"layer {int(match.group(1)) + 1}"
+    return "embeddings" if name.startswith("encoder.") else name
 
 
 def source_states(run) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], dict[str, str]]:
-    """(start, end, group of each name, bottom to top) of a sequential-transfer run's transferred weights."""
+    """(start, end, group of each name, bottom to top) of a sequential-transfer run's transferred weights
+    (a multi-task model's: its shared representation, the branches and projections of its shared tasks)."""
+    from seqtransfer.models.adapters import adapter_weight
     from seqtransfer.rundir import load_run
     from seqtransfer.transfer.adaptations import EMBEDDING_TABLES, layer_groups
     from seqtransfer.transfer.schemes import get_scheme, scheme_prefixes
 
-    source = load_run(run.config.transfer.source).model.state_dict()
-    final = run.model.state_dict()
-    prefixes = scheme_prefixes(run.model, get_scheme(run.config.transfer.scheme))
-    names = {name for name in source if name.startswith(prefixes) and name in final and name not in EMBEDDING_TABLES
-             and final[name].shape == source[name].shape and final[name].is_floating_point()}
-    group_of = {name: group for group, members in layer_groups(run.model) for name in members if name in names}
+    source_model = load_run(run.config.transfer.source).model
+    if hasattr(run.model, "hierarchy"):
+        from seqtransfer.training.multitask import transferred_prefixes
+
+        prefixes = transferred_prefixes(run.model, source_model)
+    else:
+        prefixes = scheme_prefixes(run.model, get_scheme(run.config.transfer.scheme))
+    source, final = source_model.state_dict(), run.model.state_dict()
+    names = {name for name in source if name.startswith(prefixes) and name in final and name not in EMBEDDING_TABLES and ".pooler." not in name
+             and not adapter_weight(name) and final[name].shape == source[name].shape and final[name].is_floating_point()}
+    group_of = {name: group_name(group) for group, members in layer_groups(run.model) for name in members if name in names}
     return {name: source[name] for name in group_of}, {name: final[name] for name in group_of}, group_of
 
 
@@ -92,7 +104,7 @@ def measure_drift(directory: str | Path, label: str | None = None) -> dict:
         origin = f"source run {Path(config.transfer.source).name}"
     elif config.model.encoder and config.model.encoder_mode == "finetune":
         start, end = encoder_states(run)
-        group_of = {name: encoder_group(name) for name in end}  # the pretrained encoder's order: embeddings, then its layers
+        group_of = {name: group_name(name) for name in end}  # the pretrained encoder's order: embeddings, then its layers
         origin = f"pretrained encoder {Path(str(config.model.encoder)).name}"
     else:
         raise SeqTransferError("this run's weights started random (or it read frozen encoder features): nothing to compare them with", path=directory,
@@ -110,7 +122,9 @@ def measure_drift(directory: str | Path, label: str | None = None) -> dict:
     rows = list(groups.values())
     total = {"group": "all", **{key: sum(row[key] for row in rows) for key in ("tensors", "weights", "squared_distance", "squared_norm")}}
     for row in (*rows, total):
-        row["relative_change"] = 100.0 * math.sqrt(row["squared_distance"] / row.pop("squared_norm")) if row["squared_norm"] else 0.0
+        norm = row.pop("squared_norm")
+        # weights that all started at zero have no relative change, unless they stayed there
+        row["relative_change"] = 100.0 * math.sqrt(row["squared_distance"] / norm) if norm else (0.0 if row["squared_distance"] == 0 else None)
     return {"run": str(directory), "label": label or setting(config), "start": origin, "setting": setting(config), "groups": rows, "total": total}
 
 
@@ -119,14 +133,18 @@ def setting(config) -> str:
     parts = [f"{config.transfer.scheme} from its source" if config.transfer.source else "fine-tuned encoder"]
     if config.model.encoder_adapter:
         parts.append(config.model.encoder_adapter)
-    parts.extend(config.transfer.adaptations)
-    if "l2sp" in config.transfer.adaptations:
-        parts[-1] = f"l2sp (alpha {config.transfer.l2sp_weight:g})"
+    parts.extend(f"l2sp (alpha {config.transfer.l2sp_weight:g})" if name == "l2sp" else name for name in config.transfer.adaptations)
     if config.transfer.auxiliary_lm_weight:
         parts.append(f"auxiliary LM {config.transfer.auxiliary_lm_weight:g}")
     schedule = config.train.schedule or "default schedule"
     parts.append(f"{schedule} {config.train.learning_rate:g}" if config.train.learning_rate else schedule)
     return ", ".join(parts)
+
+
+def distinct_labels(results: list[dict]) -> list[dict]:
+    """The results, each labelled by its run folder's name where two share a label (the same setting)."""
+    labels = [result["label"] for result in results]
+    return [result if labels.count(result["label"]) == 1 else {**result, "label": Path(result["run"]).name} for result in results]
 
 
 def markdown(results: list[dict]) -> str:
@@ -137,11 +155,15 @@ def markdown(results: list[dict]) -> str:
              "| *run* | " + " | ".join(Path(result["run"]).name for result in results) + " |",
              "| *from* | " + " | ".join(result["start"] for result in results) + " |"]
     for group in groups:
-        cells = [next((f"{row['relative_change']:.3f} %" for row in result["groups"] if row["group"] == group), "–") for result in results]
+        cells = [next((percent(row["relative_change"]) for row in result["groups"] if row["group"] == group), "–") for result in results]
         lines.append(f"| {group} | " + " | ".join(cells) + " |")
-    lines.append("| **all** | " + " | ".join(f"**{result['total']['relative_change']:.3f} %**" for result in results) + " |")
+    lines.append("| **all** | " + " | ".join(f"**{percent(result['total']['relative_change'])}**" for result in results) + " |")
     lines.append("| squared distance | " + " | ".join(f"{result['total']['squared_distance']:.4g}" for result in results) + " |")
     return "\n".join(lines) + "\n"
+
+
+def percent(value: float | None) -> str:
+    return "n/a (started at zero)" if value is None else f"{value:.3f} %"
 
 
 def drift_figure(results: list[dict]):
@@ -154,7 +176,7 @@ def drift_figure(results: list[dict]):
     axis = figure.subplots()
     colours = [figure_colour(index) for index in range(len(results))]
     for index, result in enumerate(results):
-        changes = {row["group"]: row["relative_change"] for row in result["groups"]}
+        changes = {row["group"]: row["relative_change"] for row in result["groups"] if row["relative_change"] is not None}
         positions = [position for position, group in enumerate(groups) if group in changes]
         axis.plot(positions, [changes[groups[position]] for position in positions], MARKERS[index % len(MARKERS)] + ("-" if index < 10 else "--"),
                   color=colours[index], label=result["label"])
@@ -167,11 +189,8 @@ def drift_figure(results: list[dict]):
     return figure
 
 
-MARKERS = "osD^v<>phX*"
-
-
-def figure_colour(index: int) -> str:
-    """Matplotlib's ten default colours, then the ten of tab20's lighter ones."""
+def figure_colour(index: int) -> tuple:
+    """(r, g, b, a): matplotlib's ten default colours, then the ten of tab20's lighter ones."""
     from matplotlib import colormaps
 
     return colormaps["tab10"](index % 10) if index < 10 else colormaps["tab20"](2 * (index % 10) + 1)

@@ -207,18 +207,19 @@ def probes_section(result: dict) -> str:
 
 def drift_section(results: list[dict]) -> str:
     """How far training moved each layer group from its pretrained or source weights, a column per run."""
-    from seqtransfer.analysis.drift import drift_figure
+    from seqtransfer.analysis.drift import distinct_labels, drift_figure
 
+    results = distinct_labels(results)
     groups = list(dict.fromkeys(row["group"] for result in results for row in result["groups"]))
-    changes = [{row["group"]: row["relative_change"] for row in result["groups"]} for result in results]
+    changes = [{row["group"]: row["relative_change"] for row in result["groups"] if row["relative_change"] is not None} for result in results]
     rows = [[escape(group), *(change.get(group, "") for change in changes)] for group in groups]
-    rows.append(["all", *(result["total"]["relative_change"] for result in results)])
+    rows.append(["all", *("" if result["total"]["relative_change"] is None else result["total"]["relative_change"] for result in results)])
     runs = "; ".join(f"{result['label']}: {result['run']} (from the {result['start']})" for result in results)
     return "\n".join([
         '<h2 id="drift">How far training moved each layer group</h2>',
         '<p class="note">||W - W0|| / ||W0|| (%) of each layer group against where the run started: a fine-tuned encoder&#x27;s pretrained weights, '
-        'a sequential-transfer run&#x27;s source weights. New heads, the adapters&#x27; own matrices and the BiLSTM&#x27;s word and character tables '
-        f'are left out. Runs: {escape(runs)}.</p>',
+        'a sequential-transfer run&#x27;s source weights. New heads, the adapters&#x27; own matrices, the BiLSTM&#x27;s word and character tables, '
+        f'the pooler and weights the encoder folder lacks are left out. Runs: {escape(runs)}.</p>',
         embedded_figure(drift_figure(results), "Relative change per layer group, bottom to top (symmetric log scale)."),
         table(["layer group", *(result["label"] for result in results)], rows, digits=3),
     ])

@@ -5,7 +5,7 @@
     analyze curve RUN... [--split dev] --output DIR             score vs training-set size
     analyze units RUN [--task POS] [--split dev] [--output DIR]  multi-task: ablate each unit of h_POS (MuTSPad §5.5)
     analyze absorption RUN... [--split dev] [--output DIR]      PretRand: do pre-trained units absorb the random ones (Figure 5)
-    analyze drift RUN... [--output DIR]                          how far training moved each layer group from its pretrained / source weights
+    analyze drift RUN... [--label NAME ...] [--output DIR]      how far training moved each layer group from its pretrained / source weights
     analyze similarity CORPUS... [--target T] [--gains CSV] [--output DIR]  KL / JS / OOV / LM cross-entropy between corpora
     analyze tokens RUN... [--split test] [--output DIR]          accuracy and share of errors by kind of token (mentions, hashtags, ...)
     analyze tokens PSEUDO.conll... --gold DATASET[:TASK]         the same for pseudo-labelled data, against the gold labels of its sentences
@@ -156,12 +156,12 @@ def run_absorption(arguments: argparse.Namespace) -> list[dict]:
 
 def run_drift(arguments: argparse.Namespace) -> list[dict]:
     from seqtransfer.analysis import figures
-    from seqtransfer.analysis.drift import drift_figure, markdown, measure_drift
+    from seqtransfer.analysis.drift import distinct_labels, drift_figure, markdown, measure_drift
     from seqtransfer.files import write_json, write_text
 
     if arguments.label and len(arguments.label) != len(arguments.runs):
         raise SeqTransferError(f"{len(arguments.label)} --label for {len(arguments.runs)} runs", hint="give one --label per RUN, in order, or none")
-    results = [measure_drift(run, label) for run, label in zip(arguments.runs, arguments.label or [None] * len(arguments.runs))]
+    results = distinct_labels([measure_drift(run, label) for run, label in zip(arguments.runs, arguments.label or [None] * len(arguments.runs))])
     print(markdown(results), end="")
     if arguments.output:
         output = Path(arguments.output)
