@@ -129,6 +129,7 @@ def test_the_head_starts_from_the_encoder_folders_pretraining_head_when_it_has_o
     run(encoder_arguments(tmp_path / "run", folder, "transfer.auxiliary_lm_weight=0.1", "--epochs", "1"))
     assert "auxiliary masked LM head: the encoder folder's pretraining head" in (tmp_path / "run" / "log.txt").read_text(encoding="utf-8")
     assert (load_run(tmp_path / "run").model.language_model.decoder is None) == tied  # the saved run rebuilds the same head
+    assert f"language_model_decoder: {str(not tied).lower()}" in (tmp_path / "run" / "config.yaml").read_text(encoding="utf-8")
     if tied:
         run(encoder_arguments(tmp_path / "bare", encoder, "transfer.auxiliary_lm_weight=0.1", "--epochs", "1"))
         assert "auxiliary masked LM head: random" in (tmp_path / "bare" / "log.txt").read_text(encoding="utf-8")

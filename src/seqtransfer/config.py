@@ -121,6 +121,7 @@ class ModelConfig:
     score_mean: float | None = None  # filled with center_scores: the training scores' mean
     sentence_pairs: bool | None = None  # sentence tasks: the data are pairs (A [SEP] B): the BiLSTM model pools A and B apart; None = from the data
     language_model_words: int = 0  # >0: auxiliary LM softmax layers over this many words, or a fine-tuned encoder's sub-words (filled when transfer.auxiliary_lm_weight is set)
+    language_model_decoder: bool = False  # the fine-tuned encoder's masked-LM head has its own decoder: the encoder was pretrained untied (filled with language_model_words)
     discriminator_hidden: int = 0  # >0: a domain discriminator with this many hidden units (adversarial pretraining; filled when train.adversarial_data is set)
 
 

@@ -28,7 +28,7 @@ def build_model(config: ModelConfig, vocabularies: Vocabularies) -> nn.Module:
     check_feature_extractor(config)
     model = ARCHITECTURES[config.architecture].from_vocabularies(config, vocabularies)
     attach_discriminator(model, config.discriminator_hidden)
-    attach_language_model(model, config.language_model_words)
+    attach_language_model(model, config.language_model_words, config.language_model_decoder)
     return model
 
 

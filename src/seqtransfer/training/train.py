@@ -31,7 +31,7 @@ from seqtransfer.models.tagger import count_parameters, size_metrics
 from seqtransfer.training.loop import BatchSource, Evaluate, EvaluationSet, FitResult, ShuffledBatches, dev_evaluation, fit, predict_labels
 from seqtransfer.training.metrics import evaluate
 from seqtransfer.training.optimizers import fill_optimizer
-from seqtransfer.transfer.auxiliary_lm import language_model_words
+from seqtransfer.transfer.auxiliary_lm import language_model_decoder, language_model_words
 from seqtransfer.transfer.loss_terms import TermContext, loss_terms
 from seqtransfer.transfer.schemes import Scheme, get_scheme, scheme_prefixes, set_trainable
 from seqtransfer.transfer.weights import copy_shared_label_rows, transfer_weights
@@ -357,6 +357,7 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     vocabularies, matrix = prepare_vocabularies(config, data, log, base=source.vocabularies if source else None, extra_tokens=adversarial_tokens)
     if config.transfer.auxiliary_lm_weight:  # saved with the run: the LM layers are part of the model
         config.model.language_model_words = language_model_words(config, vocabularies)
+        config.model.language_model_decoder = language_model_decoder(config)
     model = build_target_model(config, scheme, vocabularies, matrix, source, log)
     check_auxiliary_lm(config, scheme)
     check_distillation(config, model, data)

@@ -92,12 +92,23 @@ def language_model_words(config, vocabularies) -> int:
     return min(config.transfer.auxiliary_lm_words, len(vocabularies.words))
 
 
-def attach_language_model(model: nn.Module, words: int) -> None:
-    """Give ``model`` its auxiliary LM layers (``words`` > 0), as the model's config says."""
+def language_model_decoder(config) -> bool:
+    """Whether a fine-tuned encoder's masked-LM head needs its own decoder: the encoder was pretrained
+    with one untied from its input embeddings (``tie_word_embeddings: false``, as our pretrain-lm's)."""
+    if not config.model.architecture.startswith("encoder_"):
+        return False
+    from seqtransfer.embeddings.transformer import encoder_config
+
+    return not encoder_config(config.model.encoder).get("tie_word_embeddings", True)
+
+
+def attach_language_model(model: nn.Module, words: int, own_decoder: bool = False) -> None:
+    """Give ``model`` its auxiliary LM layers (``words`` > 0), as the model's config says
+    (``own_decoder``: a fine-tuned encoder's masked-LM head not tied to its input embeddings)."""
     if words > 0 and pretrained_encoder(model):
         from seqtransfer.transfer.masked_lm import attach_masked_language_model
 
-        attach_masked_language_model(model, words)
+        attach_masked_language_model(model, words, own_decoder)
     elif words > 0 and hasattr(model, "hierarchy"):  # one LM per root branch, reading its first layer (every batch runs a root branch)
         vocabulary_size = model.word_representation.word_embedding.num_embeddings
         model.language_model = nn.ModuleDict({task: LanguageModelHead(language_model_layer(model.branches[task]).forward_lstm.hidden_size, words, vocabulary_size)

@@ -61,12 +61,12 @@ class MaskedLanguageModelHead(nn.Module):
         return self.norm(functional.gelu(self.transform(states))) @ decoder.t() + self.bias
 
 
-def attach_masked_language_model(model: nn.Module, words: int) -> None:
+def attach_masked_language_model(model: nn.Module, words: int, own_decoder: bool = False) -> None:
     """Give a fine-tuned encoder's model its masked-LM head (``words``: the encoder's vocabulary
-    size), with its own decoder where the encoder's config unties it from the input embeddings."""
+    size), with its own decoder for an encoder pretrained untied (``model.language_model_decoder``;
+    runs saved before it existed rebuild the tied head they trained)."""
     embedding = model.encoder.get_input_embeddings().embedding_dim
-    config = model.encoder.config
-    model.language_model = MaskedLanguageModelHead(config.hidden_size, embedding, words, tied=getattr(config, "tie_word_embeddings", True))
+    model.language_model = MaskedLanguageModelHead(model.encoder.config.hidden_size, embedding, words, tied=not own_decoder)
 
 
 # the pretraining head's weights in a Hugging Face folder, per part of MaskedLanguageModelHead
