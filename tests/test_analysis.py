@@ -157,6 +157,8 @@ def test_figures_are_written(tmp_path):
         png, svg = figures.save_figure(figure, tmp_path / "figures" / name)
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 2000, name
         assert svg.read_text().lstrip().startswith("<?xml"), name
+        again = figures.save_figure(figure, tmp_path / "again" / name)  # the same figure, the same bytes: committed figures redraw unchanged
+        assert [path.read_bytes() for path in again] == [png.read_bytes(), svg.read_bytes()], name
 
 
 REMOTE_RESOURCE = re.compile(r"""(src|href)\s*=\s*["']?\s*(https?:)?//|url\(\s*["']?\s*(https?:)?//|@import""", re.IGNORECASE)

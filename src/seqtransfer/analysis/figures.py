@@ -35,9 +35,15 @@ def new_figure(width: float, height: float) -> Figure:
 
 
 def figure_bytes(figure: Figure, file_format: str) -> bytes:
-    """The figure encoded as ``png`` or ``svg``."""
+    """The figure encoded as ``png`` or ``svg``, the same bytes for the same figure: no date in the
+    SVG's metadata and a fixed salt for its element ids (random by default), so that a figure drawn
+    again from the same results leaves its committed file unchanged."""
+    import matplotlib
+
     buffer = io.BytesIO()
-    figure.savefig(buffer, format=file_format, dpi=100, bbox_inches="tight")
+    metadata = {"Date": None} if file_format == "svg" else None
+    with matplotlib.rc_context({"svg.hashsalt": "seqtransfer"}):
+        figure.savefig(buffer, format=file_format, dpi=100, bbox_inches="tight", metadata=metadata)
     return buffer.getvalue()
 
 
