@@ -805,6 +805,9 @@ def test_a_fine_tuned_encoders_run_is_a_source_for_fine_tuning_and_feature_extra
         assert lora and all(name in saved for name in lora)  # the target is a LoRA model too, its adapters copied
         if scheme == "features":  # only the classifier trained: the adapters are the source's
             assert all(torch_equal(saved[name], start[name]) for name in lora)
+        drift = run_command(["analyze", "drift", str(output)])[0]  # LoRA's merged weights against the source's merged ones
+        assert [row["group"] for row in drift["groups"]] == ["embeddings", "layer 1", "layer 2"]
+        assert (drift["total"]["relative_change"] == 0.0) == (scheme == "features") and drift["groups"][0]["relative_change"] == 0.0
     assert main(["transfer", "--source", str(source), "--method", "pretrand", *pos, "--output", str(tmp_path / "pretrand")]) == 2  # no random branch beside an encoder
     with pytest.raises(SeqTransferError, match="the source run has model.encoder_adapter=lora; this run asks for houlsby"):
         run_command(["transfer", "--source", str(source), "--method", "finetune", *pos, "--output", str(tmp_path / "other"), "model.encoder_adapter=houlsby"])

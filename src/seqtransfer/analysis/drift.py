@@ -32,20 +32,33 @@ ENCODER_LAYER_NAME = re.compile(r"^encoder\.(?:base_model\.model\.)?(?:encoder|t
 MARKERS = "osD^v<>phX*"
 
 
+def plain_state(model) -> dict[str, torch.Tensor]:
+    """The model's weights with its encoder's named as in the pretrained encoder (``encoder.`` before):
+    under LoRA its effective weights W0 + (alpha / r) B A (PEFT's merge), under Houlsby adapters its
+    own weights without the bottlenecks; every other weight as it is."""
+    from seqtransfer.models.adapters import adapter_weight, pretrained_name
+
+    state = {name: tensor for name, tensor in model.state_dict().items() if not name.startswith("encoder.")}
+    encoder = getattr(model, "encoder", None)
+    if encoder is None:
+        return state
+    if hasattr(encoder, "merge_and_unload"):  # a PEFT (LoRA) model
+        weights = copy.deepcopy(encoder).merge_and_unload().state_dict()
+    else:
+        weights = {pretrained_name(name): tensor for name, tensor in encoder.state_dict().items() if not adapter_weight(name)}
+    return {**{f"encoder.{name}": tensor for name, tensor in weights.items()}, **state}
+
+
 def encoder_states(run) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     """(start, end) of a fine-tuned encoder's weights, named as in the pretrained encoder with ``encoder.`` before."""
     from seqtransfer.embeddings.transformer import encoder_path, load_encoder
-    from seqtransfer.models.adapters import adapter_weight, pretrained_name
 
     _, pretrained = load_encoder(run.config.model.encoder)
-    if run.config.model.encoder_adapter == "lora":
-        final = copy.deepcopy(run.model.encoder).merge_and_unload().state_dict()  # W0 + (alpha / r) B A
-    else:
-        final = {pretrained_name(name): tensor for name, tensor in run.model.encoder.state_dict().items() if not adapter_weight(name)}
+    final = plain_state(run.model)
     held = stored_names(encoder_path(run.config.model.encoder), pretrained.base_model_prefix)
     start = {f"encoder.{name}": tensor for name, tensor in pretrained.state_dict().items()
              if tensor.is_floating_point() and not name.startswith("pooler.") and (held is None or name in held)}
-    return start, {name: final[name.removeprefix("encoder.")] for name in start if name.removeprefix("encoder.") in final}
+    return start, {name: final[name] for name in start if name in final}
 
 
 def stored_names(folder: Path, base_prefix: str) -> set[str] | None:
@@ -73,8 +86,8 @@ def group_name(name: str) -> str:
 
 def source_states(run) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], dict[str, str]]:
     """(start, end, group of each name, bottom to top) of a sequential-transfer run's transferred weights
-    (a multi-task model's: its shared representation, the branches and projections of its shared tasks)."""
-    from seqtransfer.models.adapters import adapter_weight
+    (a multi-task model's: its shared representation, the branches and projections of its shared tasks;
+    an encoder's as :func:`plain_state` names them, its layers first)."""
     from seqtransfer.rundir import load_run
     from seqtransfer.transfer.adaptations import EMBEDDING_TABLES, layer_groups
     from seqtransfer.transfer.schemes import get_scheme, scheme_prefixes
@@ -86,10 +99,13 @@ def source_states(run) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]
         prefixes = transferred_prefixes(run.model, source_model)
     else:
         prefixes = scheme_prefixes(run.model, get_scheme(run.config.transfer.scheme))
-    source, final = source_model.state_dict(), run.model.state_dict()
-    names = {name for name in source if name.startswith(prefixes) and name in final and name not in EMBEDDING_TABLES and ".pooler." not in name
-             and not adapter_weight(name) and final[name].shape == source[name].shape and final[name].is_floating_point()}
-    group_of = {name: group_name(group) for group, members in layer_groups(run.model) for name in members if name in names}
+    source, final = plain_state(source_model), plain_state(run.model)
+    names = [name for name in final if name.startswith(prefixes) and name in source and name not in EMBEDDING_TABLES and ".pooler." not in name
+             and final[name].shape == source[name].shape and final[name].is_floating_point()]
+    layer_group = {name: group for group, members in layer_groups(run.model) for name in members}
+    encoder = [name for name in names if name.startswith("encoder.")]  # the encoder's state order: embeddings, then its layers
+    others = [name for group, members in layer_groups(run.model) for name in members if name in names and not name.startswith("encoder.")]
+    group_of = {**{name: group_name(name) for name in encoder}, **{name: group_name(layer_group[name]) for name in others}}
     return {name: source[name] for name in group_of}, {name: final[name] for name in group_of}, group_of
 
 

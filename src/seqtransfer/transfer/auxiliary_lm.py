@@ -97,9 +97,12 @@ def language_model_decoder(config) -> bool:
     with one untied from its input embeddings (``tie_word_embeddings: false``, as our pretrain-lm's)."""
     if not config.model.architecture.startswith("encoder_"):
         return False
-    from seqtransfer.embeddings.transformer import encoder_config
+    from transformers import AutoConfig
 
-    return not encoder_config(config.model.encoder).get("tie_word_embeddings", True)
+    from seqtransfer.embeddings.transformer import encoder_path
+
+    # the built config: a model class's own default where config.json leaves the setting out
+    return not AutoConfig.from_pretrained(str(encoder_path(config.model.encoder)), local_files_only=True).tie_word_embeddings
 
 
 def attach_language_model(model: nn.Module, words: int, own_decoder: bool = False) -> None:
