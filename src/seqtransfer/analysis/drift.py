@@ -66,13 +66,9 @@ def stored_names(folder: Path, base_prefix: str) -> set[str] | None:
     (``bert.`` in a masked LM's folder); None without any. A weight the folder lacks (our LM's
     pooler) is drawn at random on every load: it has no starting value. The pooler is left out
     anyway: no seqtransfer model reads it, so it never trains."""
-    from safetensors import safe_open
+    from seqtransfer.embeddings.transformer import stored_weights
 
-    names: set[str] = set()
-    for path in sorted(Path(folder).glob("*.safetensors")):
-        with safe_open(str(path), "pt") as weights:
-            names.update(name.removeprefix(f"{base_prefix}.") for name in weights.keys())
-    return names or None
+    return {name.removeprefix(f"{base_prefix}.") for name in stored_weights(folder)} or None
 
 
 def group_name(name: str) -> str:
@@ -102,10 +98,10 @@ def source_states(run) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]
     source, final = plain_state(source_model), plain_state(run.model)
     names = [name for name in final if name.startswith(prefixes) and name in source and name not in EMBEDDING_TABLES and ".pooler." not in name
              and final[name].shape == source[name].shape and final[name].is_floating_point()]
-    layer_group = {name: group for group, members in layer_groups(run.model) for name in members}
-    encoder = [name for name in names if name.startswith("encoder.")]  # the encoder's state order: embeddings, then its layers
-    others = [name for group, members in layer_groups(run.model) for name in members if name in names and not name.startswith("encoder.")]
-    group_of = {**{name: group_name(name) for name in encoder}, **{name: group_name(layer_group[name]) for name in others}}
+    encoder = {name: group_name(name) for name in names if name.startswith("encoder.")}  # the encoder's state order: embeddings, then its layers
+    kept = set(names)
+    others = {name: group_name(group) for group, members in layer_groups(run.model) for name in members if name in kept and not name.startswith("encoder.")}
+    group_of = {**encoder, **others}
     return {name: source[name] for name in group_of}, {name: final[name] for name in group_of}, group_of
 
 
@@ -141,7 +137,8 @@ def measure_drift(directory: str | Path, label: str | None = None) -> dict:
         norm = row.pop("squared_norm")
         # weights that all started at zero have no relative change, unless they stayed there
         row["relative_change"] = 100.0 * math.sqrt(row["squared_distance"] / norm) if norm else (0.0 if row["squared_distance"] == 0 else None)
-    return {"run": str(directory), "label": label or setting(config), "start": origin, "setting": setting(config), "groups": rows, "total": total}
+    described = setting(config)
+    return {"run": str(directory), "label": label or described, "start": origin, "setting": described, "groups": rows, "total": total}
 
 
 def setting(config) -> str:
@@ -163,9 +160,14 @@ def distinct_labels(results: list[dict]) -> list[dict]:
     return [result if labels.count(result["label"]) == 1 else {**result, "label": Path(result["run"]).name} for result in results]
 
 
+def all_groups(results: list[dict]) -> list[str]:
+    """The layer groups of every result, bottom to top, each once."""
+    return list(dict.fromkeys(row["group"] for result in results for row in result["groups"]))
+
+
 def markdown(results: list[dict]) -> str:
     """Relative change (%) per layer group, a column per run; the squared distance of all the weights below."""
-    groups = list(dict.fromkeys(row["group"] for result in results for row in result["groups"]))
+    groups = all_groups(results)
     lines = ["| layer group | " + " | ".join(result["label"] for result in results) + " |",
              "|---|" + "---:|" * len(results),
              "| *run* | " + " | ".join(Path(result["run"]).name for result in results) + " |",
@@ -187,7 +189,7 @@ def drift_figure(results: list[dict]):
     layers move by hundredths of a percent where others move by tens)."""
     from seqtransfer.analysis.figures import new_figure
 
-    groups = list(dict.fromkeys(row["group"] for result in results for row in result["groups"]))
+    groups = all_groups(results)
     figure = new_figure(8.0, 4.0)
     axis = figure.subplots()
     colours = [figure_colour(index) for index in range(len(results))]

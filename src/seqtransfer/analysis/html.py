@@ -207,10 +207,10 @@ def probes_section(result: dict) -> str:
 
 def drift_section(results: list[dict]) -> str:
     """How far training moved each layer group from its pretrained or source weights, a column per run."""
-    from seqtransfer.analysis.drift import distinct_labels, drift_figure
+    from seqtransfer.analysis.drift import all_groups, distinct_labels, drift_figure
 
     results = distinct_labels(results)
-    groups = list(dict.fromkeys(row["group"] for result in results for row in result["groups"]))
+    groups = all_groups(results)
     changes = [{row["group"]: row["relative_change"] for row in result["groups"] if row["relative_change"] is not None} for result in results]
     rows = [[escape(group), *(change.get(group, "") for change in changes)] for group in groups]
     rows.append(["all", *("" if result["total"]["relative_change"] is None else result["total"]["relative_change"] for result in results)])

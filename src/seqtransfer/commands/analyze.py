@@ -162,11 +162,12 @@ def run_drift(arguments: argparse.Namespace) -> list[dict]:
     if arguments.label and len(arguments.label) != len(arguments.runs):
         raise SeqTransferError(f"{len(arguments.label)} --label for {len(arguments.runs)} runs", hint="give one --label per RUN, in order, or none")
     results = distinct_labels([measure_drift(run, label) for run, label in zip(arguments.runs, arguments.label or [None] * len(arguments.runs))])
-    print(markdown(results), end="")
+    table = markdown(results)
+    print(table, end="")
     if arguments.output:
         output = Path(arguments.output)
         write_json(output / "drift.json", results)
-        write_text(output / "drift.md", markdown(results))
+        write_text(output / "drift.md", table)
         figures.save_figure(drift_figure(results), output / "drift")
         print(f"written to {output}")
     return results

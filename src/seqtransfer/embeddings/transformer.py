@@ -95,6 +95,17 @@ def encoder_config(name: str) -> dict:
     return json.loads((encoder_path(name) / "config.json").read_text(encoding="utf-8"))
 
 
+def stored_weights(folder: Path) -> dict[str, Path]:
+    """Weight name -> the safetensors file of ``folder`` holding it (one file or shards; headers only)."""
+    from safetensors import safe_open
+
+    files: dict[str, Path] = {}
+    for path in sorted(Path(folder).glob("*.safetensors")):
+        with safe_open(str(path), "pt") as weights:
+            files.update({name: path for name in weights.keys()})
+    return files
+
+
 def has_token_types(name: str) -> bool:
     """Whether the encoder reads BERT token types (segments A and B)."""
     try:

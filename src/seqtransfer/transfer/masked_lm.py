@@ -89,11 +89,10 @@ def load_pretraining_head(head: MaskedLanguageModelHead, folder: Path) -> bool:
     not, the head stays as it was: random)."""
     from safetensors import safe_open
 
+    from seqtransfer.embeddings.transformer import stored_weights
+
     own = head.state_dict()
-    files = {}  # weight name -> the file holding it
-    for path in sorted(Path(folder).glob("*.safetensors")):
-        with safe_open(str(path), "pt") as weights:
-            files.update({name: path for name in weights.keys()})
+    files = stored_weights(folder)
     for names in PRETRAINING_HEADS:
         chosen = {part: next((name for name in candidates if name in files), None) for part, candidates in names.items() if part in own}
         if None in chosen.values():
