@@ -59,13 +59,30 @@ def test_layer_groups_of_a_parser_and_of_pretrand_cover_every_parameter_bottom_t
     assert any(name.startswith("random_feature_extractor.") for name in layer_groups(pretrand)[-1][1])
 
 
-def test_gradual_unfreezing_trains_the_top_group_first_then_one_more_per_epoch(source, tmp_path):
+def test_layer_groups_of_a_distilbert_encoder_are_its_embeddings_then_each_layer():
+    """DistilBERT keeps its layers in ``transformer.layer.N`` (BERT: ``encoder.layer.N``): each is a group, not all the head."""
+    transformers = pytest.importorskip("transformers")
+
+    model = torch.nn.Module()
+    model.encoder = transformers.DistilBertModel(transformers.DistilBertConfig(vocab_size=50, dim=16, n_layers=2, n_heads=2, hidden_dim=32, max_position_embeddings=16))
+    model.classifier = torch.nn.Linear(16, 3)
+    groups = layer_groups(model)
+    assert [name for name, _ in groups] == ["encoder.embeddings", "encoder.transformer.layer.0", "encoder.transformer.layer.1", "head"]
+    assert groups[-1][1] == ["classifier.weight", "classifier.bias"]
+    from seqtransfer.analysis.drift import group_name
+
+    assert group_name("encoder.transformer.layer.1.ffn.lin2.weight") == "layer 2"
+
+
+def test_gradual_unfreezing_trains_the_top_group_first_then_one_more_per_epoch(source, tmp_path, capsys):
     snapshots = []
     for epochs in (1, 2):
         output = tmp_path / f"target{epochs}"
         assert main(["transfer", "--source", str(source), "--method", "finetune", *POS, "--epochs", str(epochs), "--output", str(output),
                      "transfer.adaptations=[gradual_unfreezing]", "train.patience=10"]) == 0
         snapshots.append(load_file(str(output / "model.safetensors")))
+        # fewer epochs than layer groups (word representation, BiLSTM, head): the lowest never train, and the user is told
+        assert f"train.max_epochs={epochs} leaves the lowest {3 - epochs} of the 3 groups frozen (raise it to 3" in capsys.readouterr().err
     start = load_file(str(source / "model.safetensors"))
     lstm, embedding = "feature_extractor.forward_lstm.weight_ih_l0", "word_representation.character_encoder.lstm.forward_lstm.weight_ih_l0"
     assert torch.equal(snapshots[0][lstm], start[lstm]) and torch.equal(snapshots[0][embedding], start[embedding])  # epoch 1: the head only

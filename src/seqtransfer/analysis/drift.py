@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import copy
 import math
-import re
 from pathlib import Path
 
 import torch
 
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.transfer.adaptations import ENCODER_LAYER
 
-ENCODER_LAYER_NAME = re.compile(r"^encoder\.(?:base_model\.model\.)?(?:encoder|transformer)\.layer\.(\d+)(?:\.|$)")  # BERT-like, DistilBERT; under PEFT
 MARKERS = "osD^v<>phX*"
 
 
@@ -74,9 +73,9 @@ def stored_names(folder: Path, base_prefix: str) -> set[str] | None:
 def group_name(name: str) -> str:
     """A parameter's or layer group's display name: an encoder's embeddings (with what it shares across
     its layers) or layer N (1-based, as the probes count); a BiLSTM's groups keep their names."""
-    match = ENCODER_LAYER_NAME.match(name)
+    match = ENCODER_LAYER.match(name)
     if match:
-        return f"layer {int(match.group(1)) + 1}"
+        return f"layer {int(match.group(3)) + 1}"
     return "embeddings" if name.startswith("encoder.") else name
 
 

@@ -268,7 +268,7 @@ def multitask_adaptations(config: RunConfig, model: HierarchicalMultiTask, sourc
         return ()
     from seqtransfer.transfer.adaptations import MultitaskEWC, MultitaskL2SP, check_adaptations, layer_groups, source_fisher
 
-    check_adaptations(config.transfer, model, has_source=source is not None)
+    check_adaptations(config.transfer, model, has_source=source is not None, max_epochs=config.train.max_epochs)
     log("adaptations " + ", ".join(config.transfer.adaptations) + " over groups: " + ", ".join(name for name, _ in layer_groups(model)))
     if not {"l2sp", "ewc"} & set(config.transfer.adaptations):
         return ()

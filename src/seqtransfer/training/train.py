@@ -364,7 +364,8 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     if config.transfer.adaptations:
         from seqtransfer.transfer.adaptations import check_adaptations
 
-        check_adaptations(config.transfer, model, source is not None, scheme.phases(config.transfer), scheme_prefixes(model, scheme))
+        check_adaptations(config.transfer, model, source is not None, scheme.phases(config.transfer), scheme_prefixes(model, scheme),
+                          max_epochs=config.train.max_epochs)
     device = resolve_device(config.train.device)
     prepare_device(device)
     model.to(device)

@@ -35,10 +35,12 @@ import torch
 from torch import nn
 
 from seqtransfer.config import TransferConfig
-from seqtransfer.errors import SeqTransferError
+from seqtransfer.errors import SeqTransferError, warn
 
 LayerGroup = tuple[str, list[str]]  # (name, parameter names)
-ENCODER_LAYER = re.compile(r"(encoder\.(?:base_model\.model\.)?)encoder\.layer\.(\d+)\.")  # (the encoder's root, its layer)
+# a Hugging Face encoder's layer N inside a model: (its root, under PEFT's LoRA inside base_model.model; the layers'
+# container: encoder in BERT-like encoders, transformer in DistilBERT; N)
+ENCODER_LAYER = re.compile(r"(encoder\.(?:base_model\.model\.)?)(encoder|transformer)\.layer\.(\d+)(?:\.|$)")
 EMBEDDING_TABLES = ("word_representation.word_embedding.weight", "word_representation.character_encoder.embedding.weight")
 
 
@@ -65,13 +67,14 @@ def layer_groups(model: nn.Module) -> list[LayerGroup]:
         return multitask_groups(model, names)
     prefixes: list[str] = []
     shared: tuple[str, ...] = ()
-    roots = {match.group(1) for name in names if (match := ENCODER_LAYER.match(name))}
-    if roots:  # a Hugging Face encoder inside the model (under PEFT's LoRA: inside its base_model.model)
-        root = min(roots)
-        layers = sorted({int(match.group(2)) for name in names if (match := ENCODER_LAYER.match(name)) and match.group(1) == root})
+    matches = [match for name in names if (match := ENCODER_LAYER.match(name))]
+    if matches:  # a Hugging Face encoder inside the model (under PEFT's LoRA: inside its base_model.model)
+        root = min(match.group(1) for match in matches)
+        container = next(f"{root}{match.group(2)}." for match in matches if match.group(1) == root)
+        layers = sorted({int(match.group(3)) for match in matches if match.group(1) == root})
         # what the encoder shares across its layers (MPNet's relative attention bias) goes with its embeddings
-        shared = tuple(name for name in names if name.startswith(f"{root}encoder.") and not name.startswith(f"{root}encoder.layer."))
-        prefixes = [f"{root}embeddings.", *(f"{root}encoder.layer.{layer}." for layer in layers)]
+        shared = tuple(name for name in names if name.startswith(container) and not name.startswith(f"{container}layer."))
+        prefixes = [f"{root}embeddings.", *(f"{container}layer.{layer}." for layer in layers)]
     elif any(name.startswith("word_representation.") for name in names):
         stacked = sorted({int(match.group(1)) for name in names if (match := re.match(r"feature_extractor\.(?:lstm\.)?layers\.(\d+)\.", name))})
         extractor = [f"feature_extractor.lstm.layers.{layer}." if any(n.startswith("feature_extractor.lstm.") for n in names) else f"feature_extractor.layers.{layer}."
@@ -118,10 +121,12 @@ ADAPTATIONS: dict[str, Adaptation] = {
 SOURCE_PENALTIES = ("l2sp", "ewc")
 
 
-def check_adaptations(config: TransferConfig, model: nn.Module, has_source: bool, phases: list | None = None, transferred: tuple[str, ...] = ()) -> list[Adaptation]:
+def check_adaptations(config: TransferConfig, model: nn.Module, has_source: bool, phases: list | None = None, transferred: tuple[str, ...] = (),
+                      max_epochs: int | None = None) -> list[Adaptation]:
     """The configured adaptations; one that cannot apply to this model or scheme is a one-line
     error. ``phases``: the scheme's (None: everything trains in one); ``transferred``: the name
-    prefixes of the weights it copies from its source."""
+    prefixes of the weights it copies from its source; ``max_epochs``: the run's, a warning when
+    gradual unfreezing could not open every group in as many epochs."""
     chosen = []
     trainable = tuple(prefix for phase in phases for prefix in phase.trainable) if phases is not None else ("",)
     groups = [group for group, _ in trainable_groups(model, trainable_names(model, trainable))]  # those the scheme trains
@@ -144,6 +149,9 @@ def check_adaptations(config: TransferConfig, model: nn.Module, has_source: bool
             raise SeqTransferError(f"adaptation '{name}' pulls the transferred weights towards the source's, and this scheme keeps them frozen",
                                    hint="drop it, or use --method finetune")
         chosen.append(adaptation)
+    if "gradual_unfreezing" in config.adaptations and max_epochs is not None and max_epochs < len(groups):
+        warn(f"gradual unfreezing opens one layer group per epoch, the top first: train.max_epochs={max_epochs} leaves the lowest "
+             f"{len(groups) - max_epochs} of the {len(groups)} groups frozen (raise it to {len(groups)} to train them all)")
     return chosen
 
 
