@@ -57,3 +57,24 @@ def test_a_pretrained_lm_trains_and_predicts_under_each_adaptation(language_mode
         assert 0 < metrics["trainable_parameters"] < metrics["parameters"]
     predicted = seqtransfer.load(output, device="cpu").predict([["John", "loves", "Paris"], ["Mary"]])
     assert [len(labels) for labels in predicted] == [3, 1]
+
+
+def test_a_causal_lm_pools_sentences_by_their_mean_and_takes_no_masked_lm_loss(language_model, tmp_path, capsys):
+    """A left-to-right LM's [CLS] vector sees only itself (the same for every sentence), and a masked-LM
+    loss reads both sides of a word: with a causal LM both are one line before anything is written."""
+    from test_parser import error_line
+
+    sentences = ["train", "--train", str(FIXTURES / "tiny_sentiment_train.tsv"), "--dev", str(FIXTURES / "tiny_sentiment_dev.tsv"), "--epochs", "1", "--quiet",
+                 *TINY_MODEL, f"model.encoder={language_model}", "model.encoder_mode=finetune"]
+    causal = language_model.parent.name.startswith("lm-causal")
+    refused = {"cls": ([], "reads left to right (a causal LM): its first vector ([CLS]) sees only itself"),
+               "auxiliary LM": (["model.sentence_pooling=mean", "transfer.auxiliary_lm_weight=0.1"], "adds a masked-LM loss, which reads both sides")}
+    for number, (settings, message) in enumerate(refused.values()):
+        output = tmp_path / f"sentences-{number}"
+        if causal:
+            assert message in error_line([*sentences, "--output", str(output), *settings], capsys)
+            assert not output.exists()
+        else:  # a masked LM: both train
+            assert run([*sentences, "--output", str(output), *settings])["dev"] is not None
+    if causal:
+        assert run([*sentences, "--output", str(tmp_path / "mean"), "model.sentence_pooling=mean"])["dev"] is not None

@@ -95,6 +95,16 @@ def encoder_config(name: str) -> dict:
     return json.loads((encoder_path(name) / "config.json").read_text(encoding="utf-8"))
 
 
+def causal_encoder(name: str) -> bool:
+    """Whether an encoder reads left to right only: a BERT-like one saved as a decoder (``is_decoder``,
+    our ``pretrain-lm --objective causal``), or a model type transformers knows only as a causal LM (GPT-2, ...)."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, MODEL_FOR_MASKED_LM_MAPPING_NAMES
+
+    config = encoder_config(name)
+    model_type = config.get("model_type")
+    return bool(config.get("is_decoder")) or (model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES)
+
+
 def stored_weights(folder: Path) -> dict[str, Path]:
     """Weight name -> the safetensors file of ``folder`` holding it (one file or shards; headers only)."""
     from safetensors import safe_open

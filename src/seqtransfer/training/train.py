@@ -299,6 +299,22 @@ def check_fine_tuned_encoder(data: TaskData, scheme: Scheme) -> None:
                                hint="use model.encoder_mode=features (frozen encoder vectors) for this model")
 
 
+def check_causal_encoder(config: RunConfig) -> None:
+    """A left-to-right encoder's first vector ([CLS]) sees only itself, and a masked LM needs both sides:
+    a fine-tuned causal LM pools a sentence by its mean and adds no masked-LM loss (one line each)."""
+    from seqtransfer.embeddings.transformer import causal_encoder
+
+    model = config.model
+    if not causal_encoder(model.encoder):
+        return
+    if model.architecture in ("encoder_classifier", "encoder_regressor") and model.sentence_pooling == "cls":
+        raise SeqTransferError(f"the encoder {model.encoder} reads left to right (a causal LM): its first vector ([CLS]) sees only itself, the same for every sentence",
+                               hint="add model.sentence_pooling=mean (the mean of the token vectors)")
+    if config.transfer.auxiliary_lm_weight:
+        raise SeqTransferError(f"transfer.auxiliary_lm_weight adds a masked-LM loss, which reads both sides of a masked word; the encoder {model.encoder} reads left to right (a causal LM)",
+                               hint="drop transfer.auxiliary_lm_weight, or use a masked LM (seqtransfer pretrain-lm --objective masked)")
+
+
 def check_distillation(config: RunConfig, model, data: TaskData) -> None:
     """Distillation teaches label distributions: a tagger's per token or a classifier's per sentence,
     not a parser's trees or a regressor's scores (refused before the run directory is written)."""
@@ -338,6 +354,7 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     if config.model.encoder and config.model.encoder_mode == "finetune":
         check_fine_tuned_encoder(data, scheme)
         fill_fine_tuning(config, data.kind)
+        check_causal_encoder(config)
     if config.train.adversarial_data and not config.model.discriminator_hidden:
         config.model.discriminator_hidden = 100  # saved with the run: the discriminator is part of the model
     fill_optimizer(config.train, data.kind.optimizer)
