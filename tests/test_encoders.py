@@ -390,26 +390,52 @@ def test_lora_trains_only_its_matrices_and_the_head_and_the_run_keeps_only_them(
     assert "differs from the one this run was trained on" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("mode", ["features", "finetune"])
+@pytest.mark.parametrize("mode", ["features", "finetune", "houlsby"])
 def test_a_run_whose_encoder_folder_changed_is_refused_or_warned_about(encoder, tmp_path, capsys, mode):
-    """Frozen features come from the folder: another encoder is refused. A fully fine-tuned run holds
-    its own weights and reads only the tokenizer there: a warning."""
+    """Frozen features come from the folder, and so does the encoder an adapter sits in: another
+    encoder is refused. A fully fine-tuned run holds its own weights and reads only the tokenizer
+    there: a warning. An encoder of other sizes is said to differ, not the run to be damaged."""
     folder = tmp_path / "encoder"
     shutil.copytree(encoder, folder)
     output = tmp_path / mode
+    settings = ["model.encoder_mode=finetune", "model.encoder_adapter=houlsby", "model.adapter_size=4"] if mode == "houlsby" else [f"model.encoder_mode={mode}"]
     assert main(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-                 "--epochs", "1", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={folder}", f"model.encoder_mode={mode}"]) == 0
+                 "--epochs", "1", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={folder}", *settings]) == 0
     from transformers import AutoModel
 
     changed = AutoModel.from_pretrained(str(folder))
     with __import__("torch").no_grad():
         changed.embeddings.word_embeddings.weight.add_(1.0)
     changed.save_pretrained(folder)
+    evaluate = ["evaluate", str(output), "--file", str(FIXTURES / "tiny_ner_test.conll"), "--columns", "word,ner"]
     capsys.readouterr()
-    code = main(["evaluate", str(output), "--file", str(FIXTURES / "tiny_ner_test.conll"), "--columns", "word,ner"])
+    code = main(evaluate)
     error = capsys.readouterr().err
     assert "differs from the one this run was trained on" in error
-    assert code == (2 if mode == "features" else 0)
+    assert code == (0 if mode == "finetune" else 2)
+    shutil.rmtree(folder)
+    save_tiny_encoder(folder, hidden=32)
+    assert main(evaluate) == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "differs from the one this run was trained on" in error and "do not match the configuration" not in error
+    assert mode != "finetune" or "and the run's weights do not fit it" in error
+
+
+def test_a_run_finds_its_encoder_by_its_relative_path_from_another_working_directory(encoder, tmp_path, monkeypatch):
+    """An encoder named by a path relative to where the run trained is found from a folder that holds
+    the run directory, when the run is read from elsewhere (its hash still checked)."""
+    from seqtransfer.cli import run as run_command
+
+    project = tmp_path / "project"
+    shutil.copytree(encoder, project / "lms" / "tiny")
+    monkeypatch.chdir(project)
+    metrics = run_command(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--test", str(FIXTURES / "tiny_ner_test.conll"),
+                           "--columns", "word,ner", "--epochs", "1", "--output", "runs/relative", "--quiet", *TINY_MODEL, "model.encoder=lms/tiny",
+                           "model.encoder_mode=finetune", "model.encoder_adapter=lora", "model.lora_rank=2"])
+    assert "encoder: lms/tiny" in (project / "runs" / "relative" / "config.yaml").read_text(encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    predicted = run_command(["evaluate", str(project / "runs" / "relative"), "--file", str(FIXTURES / "tiny_ner_test.conll"), "--columns", "word,ner"])
+    assert predicted["f1"] == metrics["test"]["f1"]
 
 
 def test_houlsby_adapters_start_as_the_pretrained_encoder_and_train_alone(encoder, tmp_path):
@@ -621,6 +647,7 @@ def test_table5_heads_features_with_a_crf_alone_and_a_fine_tuned_encoder_with_a_
     head = dict(layer_groups(model))["head"]
     assert any(name.startswith("feature_extractor.") for name in head)  # the BiLSTM thaws first, with the classifier
     assert len(seqtransfer.load(tmp_path / "ft-bilstm").predict([["john", "lives", "in", "new", "york"]])[0]) == 5
+    capsys.readouterr()  # gradual unfreezing's warning above: 2 epochs for 4 groups
     assert "model.feature_extractor" in error_line(parser_arguments(tmp_path / "parser", 1, 1, "model.feature_extractor=none"), capsys)
 
 

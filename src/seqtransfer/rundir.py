@@ -218,23 +218,40 @@ def check_run_directory(directory: Path) -> None:
         )
 
 
-def check_encoder_hash(config: RunConfig, directory: Path) -> None:
+def check_encoder_hash(config: RunConfig, directory: Path) -> str | None:
     """The encoder folder must be the one the run was trained on: a run on frozen features, or one
     that saved only its adapter, reads the encoder's weights from it (they fit no other), so another
     encoder is refused; a fully fine-tuned run holds its own weights and reads only the tokenizer
-    from the folder, so it is warned about. Runs trained before the hash was recorded pass, and so
-    do those that recorded it with our LM's training report (before 2026-11-26)."""
+    from the folder, so it is warned about (the warning returned). Runs trained before the hash was
+    recorded pass, and so do those that recorded it with our LM's training report (before 2026-11-26)."""
     from seqtransfer.embeddings.transformer import encoder_fingerprint
     from seqtransfer.errors import warn
 
     found = encoder_fingerprint(config.model.encoder)
     if not config.model.encoder_hash or config.model.encoder_hash in (found, encoder_fingerprint(config.model.encoder, with_training_report=True)):
-        return
+        return None
     message = f"the encoder at {config.model.encoder} differs from the one this run was trained on (hash {found}, expected {config.model.encoder_hash})"
     if config.model.encoder_mode == "finetune" and config.model.encoder_adapter is None:
         warn(f"{directory}: {message}; the run holds its own encoder weights and reads only the tokenizer from that folder")
-        return
-    raise SeqTransferError(message, path=directory, hint="point model.encoder in config.yaml at the run's encoder folder")
+        return message
+    raise SeqTransferError(message, path=directory, hint=ENCODER_HINT)
+
+
+ENCODER_HINT = "point model.encoder in config.yaml at the run's encoder folder"
+
+
+def run_encoder(name: str, directory: Path) -> str:
+    """The encoder folder a run names: as saved (a packaged encoder, an absolute path, or a path from
+    where the run was trained) when it is there; otherwise the same relative path from a folder that
+    holds the run directory (a run read from another working directory, or a project moved whole).
+    The encoder's hash still decides whether it is the run's."""
+    from seqtransfer.embeddings.packaged import PACKAGED
+
+    path = Path(name)
+    if name in PACKAGED or path.is_absolute() or path.is_dir():
+        return name
+    found = next((parent / path for parent in directory.resolve().parents if (parent / path).is_dir()), None)
+    return str(found) if found else name
 
 
 def read_members(directory: str | Path) -> tuple[list[Path], str] | None:
@@ -302,14 +319,23 @@ def load_run(directory: str | Path, device: str | None = "cpu") -> LoadedRun:
     check_run_directory(directory)
     config = read_run_config(directory)
     vocabularies = read_vocabularies(directory)
-    check_weights_fit(config, vocabularies, weight_shapes(directory), directory)
+    differs = None
+    if config.model.encoder:  # before the weights are compared with it: another encoder is said to be one
+        saved, config.model.encoder = config.model.encoder, run_encoder(config.model.encoder, directory)
+        if vocabularies.encoder == saved:  # the sub-words and features the encoded sentences carry come from it too
+            vocabularies.encoder = config.model.encoder
+        differs = check_encoder_hash(config, directory)
+    try:
+        check_weights_fit(config, vocabularies, weight_shapes(directory), directory)
+    except SeqTransferError:
+        if differs:  # a fine-tuned run's encoder folder now holds an encoder of other sizes
+            raise SeqTransferError(f"{differs}, and the run's weights do not fit it", path=directory, hint=ENCODER_HINT) from None
+        raise
     model = build_model(config.model, vocabularies)
     try:
         state = load_file(str(directory / WEIGHTS))
     except Exception as error:  # offsets past the end of the file, truncated data
         raise SeqTransferError(f"model.safetensors is damaged ({str(error).splitlines()[0][:120]})", path=directory / WEIGHTS, hint=DAMAGED) from None
-    if config.model.encoder:
-        check_encoder_hash(config, directory)
     if hasattr(model, "stored") and len(state) < len(model.state_dict()):  # an adapter's run: the frozen encoder comes from its folder
         model.load_pretrained()
         model.load_state_dict(state, strict=False)
