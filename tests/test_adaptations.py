@@ -14,6 +14,7 @@ from seqtransfer.transfer.adaptations import layer_groups, parameter_groups
 from test_parser import error_line
 
 POS = ["--train", str(FIXTURES / "tiny_pos_train.conll"), "--dev", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos", "--quiet", *TINY_MODEL]
+NER = ["--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner", "--scheme", "iob2", "--quiet", *TINY_MODEL]
 
 
 @pytest.fixture(scope="module")
@@ -264,6 +265,24 @@ def test_distillation_averages_the_teachers_soft_targets_and_trains_the_student_
     assert "distilling 2 teacher run(s) at temperature 2.0" in (student / "log.txt").read_text()
     assert main(tiny_train_arguments(plain, epochs=2)) == 0  # the same run without the teachers: other weights
     assert (student / "model.safetensors").read_bytes() != (plain / "model.safetensors").read_bytes()
+
+
+def test_teachers_that_cannot_teach_are_one_line_before_anything_is_written(source, tmp_path, capsys):
+    """A missing teacher, one of another tag set (NER teaching POS) or one without label scores (a
+    parser): refused before the student's run directory is written, so the fixed command starts clean."""
+    from test_parser import parser_arguments
+
+    parser = tmp_path / "parser"
+    assert main(parser_arguments(parser, 1)) == 0
+    cases = {"missing": ([*POS, f"transfer.distill_from=[{tmp_path / 'nobody'}]"], "nobody"),
+             "another tag set": ([*POS, f"transfer.distill_from=[{source}]"], "the teacher labels in another tag set"),
+             "a parser": ([*NER, f"transfer.distill_from=[{parser}]"],
+                          "a teacher must be a tagging or sentence-classification run")}
+    for number, (arguments, message) in enumerate(cases.values()):
+        output = tmp_path / f"student-{number}"
+        capsys.readouterr()
+        assert message in error_line(["train", *arguments, "--epochs", "1", "--output", str(output)], capsys)
+        assert not output.exists()
 
 
 def test_a_loss_term_registered_by_name_is_added_to_every_batchs_loss(tmp_path, monkeypatch):

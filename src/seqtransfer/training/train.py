@@ -324,6 +324,16 @@ def check_distillation(config: RunConfig, model, data: TaskData) -> None:
         raise SeqTransferError(f"distillation (transfer.distill_from) teaches taggers and sentence classifiers, not a {data.kind.name} model", hint="drop transfer.distill_from")
 
 
+def check_teachers(config: RunConfig, labels) -> None:
+    """Each teacher run loads and labels in this task's tag set, before the run directory is written
+    (loading builds a model: under a forked random state, so the run draws what it drew without the check)."""
+    from seqtransfer.transfer.distillation import check_teacher
+
+    with torch.random.fork_rng(devices=[]):
+        for teacher in config.transfer.distill_from:
+            check_teacher(rundir.load_run(teacher), labels)
+
+
 def check_auxiliary_lm(config: RunConfig, scheme: Scheme) -> None:
     """The auxiliary LM's layers train beside the layers they read: not under a scheme that trains only the classifier."""
     if config.transfer.auxiliary_lm_weight and not any("language_model.".startswith(prefix) for phase in scheme.phases(config.transfer) for prefix in phase.trainable):
@@ -378,6 +388,7 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     model = build_target_model(config, scheme, vocabularies, matrix, source, log)
     check_auxiliary_lm(config, scheme)
     check_distillation(config, model, data)
+    check_teachers(config, vocabularies.labels)
     if config.transfer.adaptations:
         from seqtransfer.transfer.adaptations import check_adaptations
 

@@ -39,17 +39,23 @@ def gives_label_distributions(model: nn.Module) -> bool:
     return getattr(model, "task_kind", None) != "regression" and (hasattr(model, "emissions") or hasattr(model, "sentence_scores"))
 
 
-def teacher_distributions(run, tokens: Sequence[Sequence[str]], labels: Vocabulary, temperature: float, batch_size: int = 256) -> list[np.ndarray]:
-    """Per sentence (T, L_student): one teacher's label distribution at ``temperature``, on the student's labels (T = 1 for a sentence classifier)."""
-    model = run.model
-    if not gives_label_distributions(model):
+def check_teacher(run, labels: Vocabulary) -> None:
+    """A teacher gives label distributions (a tagger or sentence classifier) in the student's tag set: else one line."""
+    if not gives_label_distributions(run.model):
         raise SeqTransferError("a teacher must be a tagging or sentence-classification run (it gives label scores)", path=run.directory,
                                hint="pass tagger, PretRand or classifier runs")
-    mapping = np.array([labels.index.get(label, -1) for label in run.vocabularies.labels.items])
     teacher_labels = set(run.vocabularies.labels.items)
     if not one_tag_set(teacher_labels, set(labels.items)):
         raise SeqTransferError(f"the teacher labels in another tag set: {len(teacher_labels & set(labels.items))} of its {len(teacher_labels)} labels are this task's",
                                path=run.directory, hint="distil from runs of the same task, or train the teacher with data.label_map=FILE so that it labels in this tag set")
+
+
+def teacher_distributions(run, tokens: Sequence[Sequence[str]], labels: Vocabulary, temperature: float, batch_size: int = 256) -> list[np.ndarray]:
+    """Per sentence (T, L_student): one teacher's label distribution at ``temperature``, on the student's labels (T = 1 for a sentence classifier)."""
+    model = run.model
+    check_teacher(run, labels)
+    mapping = np.array([labels.index.get(label, -1) for label in run.vocabularies.labels.items])
+    teacher_labels = set(run.vocabularies.labels.items)
     if not (mapping >= 0).all():
         dropped = sorted(teacher_labels - set(labels.items))
         warn(f"{run.directory}: the teacher's labels {', '.join(dropped[:6])}{' ...' if len(dropped) > 6 else ''} are not this task's; "
