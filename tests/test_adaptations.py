@@ -151,6 +151,7 @@ def test_adaptations_that_cannot_apply_are_one_line(source, tmp_path, capsys):
     # settings that would do nothing, or fail after training began, are refused before it starts
     refused = {"features: only the classifier trains": (["--method", "features", "transfer.adaptations=[gradual_unfreezing]"], "train 1 (head)"),
                "features: the transferred weights stay frozen": (["--method", "features", "transfer.adaptations=[l2sp]"], "keeps them frozen"),
+               "features: no layer below the head trains at its own rate": (["--method", "features", "transfer.adaptations=[discriminative]"], "train 1 (head)"),
                "source_only trains nothing": (["--method", "source_only", "transfer.adaptations=[discriminative]"], "source_only trains nothing, so transfer.adaptations"),
                "chain-thaw after gradual unfreezing": (["--method", "finetune", "transfer.adaptations=[gradual_unfreezing, chain_thaw]"], "both choose which layer groups")}
     for number, (arguments, message) in enumerate(refused.values()):
@@ -218,16 +219,17 @@ def test_ewc_stores_the_sources_fisher_information_and_weighs_the_pull_by_it(sou
     assert penalty(model, None).item() == pytest.approx(0.5 * 0.5 * 2.0 * state[name].numel())
 
 
-def test_chain_thaw_trains_the_head_then_each_group_alone_then_everything(source, tmp_path):
+def test_chain_thaw_trains_the_head_then_each_group_alone_then_everything(source, tmp_path, capsys):
     output = tmp_path / "chain"
     metrics = run(["transfer", "--source", str(source), "--method", "finetune", *POS, "--epochs", "1", "--output", str(output), "transfer.adaptations=[chain_thaw]"])
     assert [record["phase"] for record in metrics["history"]] == ["head", "word_representation", "feature_extractor", "all"]
     log = (output / "log.txt").read_text()
     counts = [int(line.split(": ")[1].split()[0]) for line in log.splitlines() if line.startswith("phase '")]
     assert counts[-1] == sum(counts[:-1]) == metrics["parameters"]  # the groups partition the model; the last phase trains all
-    code = main(["transfer", "--source", str(source), "--method", "pretrand", *POS, "--output", str(tmp_path / "p"), "transfer.adaptations=[chain_thaw]",
-                 "model.random_hidden=6"])
-    assert code == 2 and not (tmp_path / "p").exists()  # PretRand has two phases of its own: refused before anything is written
+    capsys.readouterr()
+    error = error_line(["transfer", "--source", str(source), "--method", "pretrand", *POS, "--output", str(tmp_path / "p"), "transfer.adaptations=[chain_thaw]",
+                        "model.random_hidden=6"], capsys)
+    assert "chain-thaw replaces a one-phase scheme's phase" in error and not (tmp_path / "p").exists()  # PretRand has two phases of its own: refused before anything is written
 
 
 def test_distillation_averages_the_teachers_soft_targets_and_trains_the_student_on_them(source, tmp_path):

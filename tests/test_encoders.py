@@ -813,7 +813,20 @@ def test_adapters_on_frozen_features_are_one_line(encoder, tmp_path, capsys):
     assert "this run has encoder" in capsys.readouterr().err and not (tmp_path / "a").exists()
 
 
-def test_a_fine_tuned_encoders_run_is_a_source_for_fine_tuning_and_feature_extraction(encoder, tmp_path):
+def test_schemes_an_encoder_model_cannot_take_are_one_line_before_anything_is_written(encoder, tmp_path, capsys):
+    """EWC without a source run (L2-SP alone may pull towards the pretrained encoder), and an auxiliary
+    BiLSTM LM on frozen features fed to the classifier with no BiLSTM between."""
+    common = ["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
+              "--epochs", "1", "--quiet", *TINY_MODEL, f"model.encoder={encoder}"]
+    cases = {"ewc": (["model.encoder_mode=finetune", "transfer.adaptations=[ewc]"], "adaptation 'ewc' pulls towards a source run's weights, and this scheme has none"),
+             "auxiliary LM": (["model.feature_extractor=none", "transfer.auxiliary_lm_weight=0.1"], "leaves no BiLSTM for the domain discriminator or the auxiliary LM to read")}
+    for name, (settings, message) in cases.items():
+        output = tmp_path / name
+        assert message in error_line([*common, "--output", str(output), *settings], capsys)
+        assert not output.exists()
+
+
+def test_a_fine_tuned_encoders_run_is_a_source_for_fine_tuning_and_feature_extraction(encoder, tmp_path, capsys):
     from safetensors.torch import load_file
 
     from seqtransfer.cli import run as run_command
@@ -836,6 +849,7 @@ def test_a_fine_tuned_encoders_run_is_a_source_for_fine_tuning_and_feature_extra
         assert [row["group"] for row in drift["groups"]] == ["embeddings", "layer 1", "layer 2"]
         assert (drift["total"]["relative_change"] == 0.0) == (scheme == "features") and drift["groups"][0]["relative_change"] == 0.0
     assert main(["transfer", "--source", str(source), "--method", "pretrand", *pos, "--output", str(tmp_path / "pretrand")]) == 2  # no random branch beside an encoder
+    assert "not tagging / pretrand" in capsys.readouterr().err and not (tmp_path / "pretrand").exists()
     with pytest.raises(SeqTransferError, match="the source run has model.encoder_adapter=lora; this run asks for houlsby"):
         run_command(["transfer", "--source", str(source), "--method", "finetune", *pos, "--output", str(tmp_path / "other"), "model.encoder_adapter=houlsby"])
 
