@@ -83,7 +83,7 @@ def test_gradual_unfreezing_trains_the_top_group_first_then_one_more_per_epoch(s
                      "transfer.adaptations=[gradual_unfreezing]", "train.patience=10"]) == 0
         snapshots.append(load_file(str(output / "model.safetensors")))
         # fewer epochs than layer groups (word representation, BiLSTM, head): the lowest never train, and the user is told
-        assert f"train.max_epochs={epochs} leaves the lowest {3 - epochs} of the 3 groups frozen (raise it to 3" in capsys.readouterr().err
+        assert f"needs 3 epochs to open every layer group, the top first: train.max_epochs={epochs} leaves the lowest {3 - epochs} frozen" in capsys.readouterr().err
     start = load_file(str(source / "model.safetensors"))
     lstm, embedding = "feature_extractor.forward_lstm.weight_ih_l0", "word_representation.character_encoder.lstm.forward_lstm.weight_ih_l0"
     assert torch.equal(snapshots[0][lstm], start[lstm]) and torch.equal(snapshots[0][embedding], start[embedding])  # epoch 1: the head only

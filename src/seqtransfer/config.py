@@ -166,7 +166,7 @@ class TransferConfig:
     source: str | None = None  # run directory of the source model
     copy_shared_labels: bool = False  # also copy classifier rows of labels the source and target share
     random_plus_plus: bool = True  # PretRand: train the random units alone first, then jointly
-    adaptations: list[str] = field(default_factory=list)  # discriminative | gradual_unfreezing | l2sp, combinable (transfer/adaptations.py)
+    adaptations: list[str] = field(default_factory=list)  # discriminative | gradual_unfreezing | chain_thaw | l2sp | ewc, combinable (transfer/adaptations.py ADAPTATIONS)
     discriminative_factor: float = 2.6  # each layer group below the top trains at 1/factor of the rate above (ULMFiT)
     l2sp_weight: float = 0.01  # alpha of L2-SP, per batch
     ewc_weight: float = 1.0  # lambda of EWC, per batch

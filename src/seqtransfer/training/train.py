@@ -192,26 +192,29 @@ def build_target_model(config: RunConfig, scheme: Scheme, vocabularies: Vocabula
 def train_phases(model: nn.Module, scheme: Scheme, config: RunConfig, train: BatchSource, evaluate_dev: Evaluate, directory: Path, log: Log, show_progress: bool,
                  recorder: ActivationRecorder | None = None, epoch_hooks: tuple = (), extra_losses: tuple = (), epoch_reports: tuple = ()) -> FitResult:
     """Run the scheme's phases one after the other, each from the previous phase's best weights
-    (with the adaptations of ``transfer.adaptations``: layer-group rates, gradual unfreezing)."""
-    from seqtransfer.transfer.adaptations import chain_thaw_phases, parameter_groups, unfreezing_epochs, unfreezing_hook
+    (with the adaptations of ``transfer.adaptations``, as their registry entries say: the phases
+    they train, their epoch hooks, the epochs before early stopping, their layer-group rates)."""
+    from seqtransfer.transfer.adaptations import chosen_adaptations, parameter_groups
 
     history: list[dict] = []
     restored_seconds = 0.0
     trained: set[str] = set()
-    adaptations = config.transfer.adaptations
+    adaptations = chosen_adaptations(config.transfer)
     phases = scheme.phases(config.transfer)
-    if "chain_thaw" in adaptations:
-        phases = chain_thaw_phases(model, phases)
+    for adaptation in adaptations:
+        if adaptation.phases:  # chain-thaw: a phase per layer group
+            phases = adaptation.phases(model, phases)
     for phase in phases:
         trainable = set_trainable(model, phase.trainable)
         log(f"phase '{phase.name}': {sum(p.numel() for p in model.parameters() if p.requires_grad)} trainable parameters ({len(trainable)} tensors)")
         hooks = (*epoch_hooks, *(recorder.start_phase(phase.name) if recorder else ()))
         train_config = config.train
-        if "gradual_unfreezing" in adaptations:
-            hooks = (unfreezing_hook(model, set(trainable)), *hooks)
-            thawed = unfreezing_epochs(model, set(trainable))  # early stopping waits until every group has trained
-            if thawed > train_config.min_epochs:
-                train_config = dataclasses.replace(train_config, min_epochs=thawed)
+        for adaptation in adaptations:
+            if adaptation.epoch_hook:  # gradual unfreezing: which groups train in each epoch
+                hooks = (adaptation.epoch_hook(model, set(trainable)), *hooks)
+            needed = adaptation.minimum_epochs(model, set(trainable)) if adaptation.minimum_epochs else 0  # early stopping waits until every group has trained
+            if needed > train_config.min_epochs:
+                train_config = dataclasses.replace(train_config, min_epochs=needed)
         groups = parameter_groups(model, config.transfer, config.train.learning_rate) if adaptations else None
         result = fit(model, train, evaluate_dev, train_config, parameter_groups=groups, epoch_hooks=hooks, extra_losses=extra_losses, checkpoint_dir=directory / "checkpoint" / phase.name,
                      log=log, show_progress=show_progress, epoch_reports=epoch_reports)

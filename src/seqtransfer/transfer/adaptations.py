@@ -18,6 +18,11 @@
   gradient over ``transfer.ewc_batches`` batches), computed once and stored in the source run
   directory (``fisher.safetensors``); ``transfer.ewc_weight`` is lambda.
 
+Each is one line of ``ADAPTATIONS``: what it needs of the model, and what it changes as the one
+training loop applies it (train_phases: the phases it trains, an epoch hook, the epochs before
+early stopping; parameter_groups: a rate factor per layer group; loss_terms: a pull towards the
+source's weights).
+
 A model's layer groups, bottom to top (``layer_groups``): a Transformer's embeddings, then each of
 its layers; or the word representation, then each BiLSTM layer; then everything else (the head).
 The optimizer holds every parameter from the start; a frozen one just gets no gradient. Chain-thaw
@@ -27,6 +32,7 @@ LoRA, the embeddings have none.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -106,19 +112,18 @@ def trainable_groups(model: nn.Module, allowed: set[str]) -> list[LayerGroup]:
 
 @dataclass(frozen=True)
 class Adaptation:
+    """One adaptation: what it changes, as the one training loop applies it (train_phases,
+    parameter_groups, the loss terms), and what it needs of the model."""
+
     name: str
     description: str
-    minimum_groups: int = 1
-
-
-ADAPTATIONS: dict[str, Adaptation] = {
-    "discriminative": Adaptation("discriminative", "discriminative learning rates: each layer group below the top at 1/factor of the one above", 2),
-    "gradual_unfreezing": Adaptation("gradual_unfreezing", "gradual unfreezing: the top group first, one more group per epoch", 2),
-    "l2sp": Adaptation("l2sp", "L2-SP: a pull towards the source run's weights"),
-    "chain_thaw": Adaptation("chain_thaw", "chain-thaw: the head, then each layer group alone bottom-up, then all", 2),
-    "ewc": Adaptation("ewc", "EWC: a pull towards the source weights, weighted by their Fisher information on the source data"),
-}
-SOURCE_PENALTIES = ("l2sp", "ewc")
+    minimum_groups: int = 1  # layer groups that must train (a staging or rate needs a group below the head)
+    pulls_towards_source: bool = False  # an extra loss term towards the source's weights (loss_terms.source_penalties)
+    stages_groups: bool = False  # chooses which layer groups train when (at most one such adaptation)
+    phases: Callable[[nn.Module, list], list] | None = None  # the scheme's phases -> the phases to train
+    epoch_hook: Callable[[nn.Module, set[str]], Callable] | None = None  # (model, trainable names) -> hook(epoch, model, optimizer)
+    minimum_epochs: Callable[[nn.Module, set[str]], int] | None = None  # epochs before early stopping may end a phase
+    rate_factor: Callable[[TransferConfig], float] | None = None  # each layer group below the top: the rate above divided by it
 
 
 def check_adaptations(config: TransferConfig, model: nn.Module, has_source: bool, phases: list | None = None, transferred: tuple[str, ...] = (),
@@ -126,32 +131,35 @@ def check_adaptations(config: TransferConfig, model: nn.Module, has_source: bool
     """The configured adaptations; one that cannot apply to this model or scheme is a one-line
     error. ``phases``: the scheme's (None: everything trains in one); ``transferred``: the name
     prefixes of the weights it copies from its source; ``max_epochs``: the run's, a warning when
-    gradual unfreezing could not open every group in as many epochs."""
+    an adaptation's minimum epochs (gradual unfreezing's, to open every group) exceed it."""
     chosen = []
     trainable = tuple(prefix for phase in phases for prefix in phase.trainable) if phases is not None else ("",)
     groups = [group for group, _ in trainable_groups(model, trainable_names(model, trainable))]  # those the scheme trains
-    if "chain_thaw" in config.adaptations and "gradual_unfreezing" in config.adaptations:
-        raise SeqTransferError("chain-thaw and gradual unfreezing both choose which layer groups train when", hint="use one of them")
-    for name in config.adaptations:
-        if name not in ADAPTATIONS:
-            raise SeqTransferError(f"unknown adaptation '{name}'", hint=f"use transfer.adaptations=[{', '.join(ADAPTATIONS)}]")
-        adaptation = ADAPTATIONS[name]
+    unknown = [name for name in config.adaptations if name not in ADAPTATIONS]
+    if unknown:
+        raise SeqTransferError(f"unknown adaptation '{unknown[0]}'", hint=f"use transfer.adaptations=[{', '.join(ADAPTATIONS)}]")
+    staging = [f"'{name}'" for name in config.adaptations if ADAPTATIONS[name].stages_groups]
+    if len(staging) > 1:
+        raise SeqTransferError(f"adaptations {' and '.join(staging)} both choose which layer groups train when", hint="use one of them")
+    for adaptation in chosen_adaptations(config):
+        name = adaptation.name
         if len(groups) < adaptation.minimum_groups:
             raise SeqTransferError(f"adaptation '{name}' needs at least {adaptation.minimum_groups} layer groups that train; this model and scheme train {len(groups)} ({', '.join(groups)})",
                                    hint="drop it, or use a scheme that trains the layers below the head (finetune, scratch)")
-        if name == "chain_thaw" and phases is not None and len(phases) != 1:
+        if adaptation.phases and phases is not None and len(phases) != 1:
             raise SeqTransferError("chain-thaw replaces a one-phase scheme's phase; this scheme has several", hint="use it with --method finetune or scratch")
-        if name in SOURCE_PENALTIES and not has_source and not (name == "l2sp" and pretrained_encoder(model)):
+        if adaptation.pulls_towards_source and not has_source and not (name == "l2sp" and pretrained_encoder(model)):
             raise SeqTransferError(f"adaptation '{name}' pulls towards a source run's weights, and this scheme has none",
                                    hint="use it with --method finetune (a source run); l2sp also pulls a fine-tuned encoder towards its pretrained weights")
-        if name in SOURCE_PENALTIES and has_source and transferred and not any(
+        if adaptation.pulls_towards_source and has_source and transferred and not any(
                 parameter.startswith(transferred) and parameter.startswith(trainable) for parameter, _ in model.named_parameters()):
             raise SeqTransferError(f"adaptation '{name}' pulls the transferred weights towards the source's, and this scheme keeps them frozen",
                                    hint="drop it, or use --method finetune")
         chosen.append(adaptation)
-    if "gradual_unfreezing" in config.adaptations and max_epochs is not None and max_epochs < len(groups):
-        warn(f"gradual unfreezing opens one layer group per epoch, the top first: train.max_epochs={max_epochs} leaves the lowest "
-             f"{len(groups) - max_epochs} of the {len(groups)} groups frozen (raise it to {len(groups)} to train them all)")
+        needed = adaptation.minimum_epochs(model, trainable_names(model, trainable)) if adaptation.minimum_epochs else 0
+        if max_epochs is not None and max_epochs < needed:
+            warn(f"adaptation '{name}' needs {needed} epochs to open every layer group, the top first: train.max_epochs={max_epochs} "
+                 f"leaves the lowest {needed - max_epochs} frozen (raise it to {needed} to train them all)")
     return chosen
 
 
@@ -159,7 +167,7 @@ def parameter_groups(model: nn.Module, config: TransferConfig, learning_rate: fl
     """One optimizer group per layer group, every parameter included; rates divided by the factor per group below the top."""
     parameters = dict(model.named_parameters())
     groups = layer_groups(model)
-    factor = config.discriminative_factor if "discriminative" in config.adaptations else 1.0
+    factor = math.prod(adaptation.rate_factor(config) for adaptation in chosen_adaptations(config) if adaptation.rate_factor)
     return [{"params": [parameters[name] for name in names], "lr": learning_rate / factor ** (len(groups) - 1 - depth), "name": group}
             for depth, (group, names) in enumerate(groups)]
 
@@ -190,6 +198,24 @@ def unfreezing_epochs(model: nn.Module, allowed: set[str]) -> int:
     """The epoch at which gradual unfreezing has opened every layer group the phase trains (early
     stopping may not end a phase before it: the lowest groups would never train)."""
     return max(len(trainable_groups(model, allowed)), 1)
+
+
+ADAPTATIONS: dict[str, Adaptation] = {
+    "discriminative": Adaptation("discriminative", "discriminative learning rates: each layer group below the top at 1/factor of the one above", 2,
+                                 rate_factor=lambda config: config.discriminative_factor),
+    "gradual_unfreezing": Adaptation("gradual_unfreezing", "gradual unfreezing: the top group first, one more group per epoch", 2, stages_groups=True,
+                                     epoch_hook=unfreezing_hook, minimum_epochs=unfreezing_epochs),
+    "l2sp": Adaptation("l2sp", "L2-SP: a pull towards the source run's weights", pulls_towards_source=True),
+    "chain_thaw": Adaptation("chain_thaw", "chain-thaw: the head, then each layer group alone bottom-up, then all", 2, stages_groups=True,
+                             phases=chain_thaw_phases),
+    "ewc": Adaptation("ewc", "EWC: a pull towards the source weights, weighted by their Fisher information on the source data", pulls_towards_source=True),
+}
+SOURCE_PENALTIES = tuple(name for name, adaptation in ADAPTATIONS.items() if adaptation.pulls_towards_source)
+
+
+def chosen_adaptations(config: TransferConfig) -> list[Adaptation]:
+    """The run's adaptations, in its order (checked before training: ``check_adaptations``)."""
+    return [ADAPTATIONS[name] for name in config.adaptations]
 
 
 def pretrained_encoder(model: nn.Module) -> bool:
