@@ -287,6 +287,26 @@ def test_teachers_that_cannot_teach_are_one_line_before_anything_is_written(sour
         assert not output.exists()
 
 
+def test_an_adaptation_registered_by_name_is_applied_by_the_one_loop(source, tmp_path, monkeypatch):
+    """ADAPTATIONS is where the loop learns what an adaptation does: an entry registered there (its
+    phases, epoch hook, minimum epochs and rate factor) is applied with no other change."""
+    from seqtransfer.transfer import adaptations
+    from seqtransfer.transfer.schemes import Phase
+
+    epochs, rates = [], []
+
+    def hook(model, allowed):
+        return lambda epoch, model, optimizer: (epochs.append(epoch), rates.append([group["lr"] for group in optimizer.param_groups]))
+
+    entry = adaptations.Adaptation("head_twice", "the head alone, then everything", 2, phases=lambda model, phases: [Phase("head", ("classifier.",)), *phases],
+                                   epoch_hook=hook, minimum_epochs=lambda model, allowed: 2, rate_factor=lambda config: 10.0)
+    monkeypatch.setitem(adaptations.ADAPTATIONS, "head_twice", entry)
+    metrics = run(["transfer", "--source", str(source), "--method", "finetune", *POS, "--epochs", "3", "--output", str(tmp_path / "registered"),
+                   "transfer.adaptations=[head_twice]", "train.patience=1", "train.learning_rate=1e-12"])
+    assert [record["phase"] for record in metrics["history"]] == ["head", "head", "train", "train"]  # each phase waits 2 epochs
+    assert epochs == [1, 2, 1, 2] and rates[0] == pytest.approx([1e-12 / 100, 1e-12 / 10, 1e-12])  # 3 groups, a tenth per group below
+
+
 def test_a_loss_term_registered_by_name_is_added_to_every_batchs_loss(tmp_path, monkeypatch):
     """LOSS_TERMS is the one place the training loop's extra terms come from: a term registered
     there (its builder given the run) is called on every training batch and changes the weights."""
