@@ -164,6 +164,22 @@ def test_adaptations_that_cannot_apply_are_one_line(source, tmp_path, capsys):
     assert "adapts a fine-tuned encoder; this run has no encoder" in error and len(error.strip().splitlines()) == 1 and not (tmp_path / "c").exists()
 
 
+def test_settings_nothing_in_the_run_reads_are_warned_about(tmp_path, capsys):
+    """A setting changed from its default that the run's other settings leave unused (a factor without
+    its adaptation, an adapter's size without the adapter, a warm-up under the BiLSTM's schedule): a warning each."""
+    assert main(["train", *POS, "--epochs", "1", "--output", str(tmp_path / "idle"), "transfer.discriminative_factor=3", "model.lora_rank=4",
+                 "train.warmup=0.2", "transfer.distillation_temperature=3"]) == 0
+    error = capsys.readouterr().err
+    for line in ("transfer.discriminative_factor=3.0 does nothing in this run: it needs transfer.adaptations=[discriminative]",
+                 "model.lora_rank=4 does nothing in this run: it needs model.encoder_adapter=lora",
+                 "train.warmup=0.2 does nothing in this run: it needs train.schedule=linear_warmup or slanted_triangular",
+                 "transfer.distillation_temperature=3.0 does nothing in this run: it needs transfer.distill_from"):
+        assert line in error
+    assert main(["train", *POS, "--epochs", "1", "--output", str(tmp_path / "read"), "transfer.discriminative_factor=3", "transfer.adaptations=[discriminative]",
+                 "train.warmup=0.2", "train.schedule=slanted_triangular"]) == 0
+    assert "does nothing" not in capsys.readouterr().err
+
+
 def test_a_layer_group_the_model_keeps_frozen_does_not_count(capsys):
     """A group whose weights all stay frozen (the embeddings under LoRA) gets no phase of chain-thaw
     nor an epoch of gradual unfreezing: it is not counted, so too few groups left is one line before training."""

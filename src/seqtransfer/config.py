@@ -387,6 +387,34 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str | Callable[[], str]]] =
 ]
 
 
+# settings that change nothing unless another setting asks for them: (key, whether this run reads it, what it needs)
+_IDLE_RULES: tuple[tuple[str, Callable[[RunConfig], bool], str], ...] = (
+    ("transfer.discriminative_factor", lambda config: "discriminative" in config.transfer.adaptations, "transfer.adaptations=[discriminative]"),
+    ("transfer.l2sp_weight", lambda config: "l2sp" in config.transfer.adaptations, "transfer.adaptations=[l2sp]"),
+    ("transfer.ewc_weight", lambda config: "ewc" in config.transfer.adaptations, "transfer.adaptations=[ewc]"),
+    ("transfer.ewc_batches", lambda config: "ewc" in config.transfer.adaptations, "transfer.adaptations=[ewc]"),
+    ("transfer.distillation_temperature", lambda config: bool(config.transfer.distill_from), "transfer.distill_from=[RUN, ...]"),
+    ("transfer.distillation_weight", lambda config: bool(config.transfer.distill_from), "transfer.distill_from=[RUN, ...]"),
+    ("model.adapter_size", lambda config: config.model.encoder_adapter == "houlsby", "model.encoder_adapter=houlsby"),
+    ("model.lora_rank", lambda config: config.model.encoder_adapter == "lora", "model.encoder_adapter=lora"),
+    ("model.lora_alpha", lambda config: config.model.encoder_adapter == "lora", "model.encoder_adapter=lora"),
+    ("train.warmup", lambda config: config.train.schedule in ("linear_warmup", "slanted_triangular"), "train.schedule=linear_warmup or slanted_triangular"),
+    ("train.learning_rate_decay", lambda config: config.train.schedule in (None, "inverse_time"), "train.schedule=inverse_time"),
+)
+
+
+def idle_settings(config: RunConfig) -> list[str]:
+    """The settings changed from their defaults that nothing in this run reads (its schedule and
+    model resolved), each as one line saying what it needs."""
+    defaults, idle = RunConfig(), []
+    for key, applies, needs in _IDLE_RULES:
+        section, name = key.split(".")
+        value = getattr(getattr(config, section), name)
+        if value != getattr(getattr(defaults, section), name) and not applies(config):
+            idle.append(f"{key}={value} does nothing in this run: it needs {needs}")
+    return idle
+
+
 def check_values(config: RunConfig) -> RunConfig:
     """Reject settings no run can train with (a negative learning rate, an odd BiLSTM size...)."""
     for key, test, requirement in _VALUE_RULES:

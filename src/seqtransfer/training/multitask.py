@@ -33,12 +33,12 @@ import torch
 from torch import nn
 
 from seqtransfer import rundir
-from seqtransfer.config import MultiTaskConfig, RunConfig
+from seqtransfer.config import MultiTaskConfig, RunConfig, idle_settings
 from seqtransfer.data.batching import Batch, EncodedSentences, encode_sentences, training_batches
 from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
 from seqtransfer.device import describe_device, out_of_memory_error, peak_memory_megabytes, prepare_device, resolve_device
-from seqtransfer.errors import SeqTransferError
+from seqtransfer.errors import SeqTransferError, warn
 from seqtransfer.models.multitask import HierarchicalMultiTask, TaskView, target_name, task_levels, task_order
 from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import count_parameters, size_metrics
@@ -376,6 +376,8 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
     config.model.architecture = "multitask"
     config.model.task_kinds = {task: data.kind.name for task, data in tasks.items()}
     fill_optimizer(config.train, "adam" if "dependency" in config.model.task_kinds.values() else "sgd")
+    for idle in idle_settings(config):
+        warn(idle)
     for data in tasks.values():
         check_centred_scores(config.model, data.kind)
         filled = data.kind.fill_config(config.model, data.gold("train"), data.splits["train"])

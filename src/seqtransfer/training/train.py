@@ -16,7 +16,7 @@ from torch import nn
 
 from seqtransfer import rundir
 from seqtransfer.analysis.activations import ActivationRecorder, activation_recorder
-from seqtransfer.config import RunConfig, check_values, config_to_dict
+from seqtransfer.config import RunConfig, check_values, config_to_dict, idle_settings
 from seqtransfer.data.annealing import AnnealedBatches, add_annealing_sentences
 from seqtransfer.data.selection import training_sentences
 from seqtransfer.data.task_data import SPLITS, TaskData, load_task_data
@@ -24,7 +24,7 @@ from seqtransfer.data.vocabulary import Vocabularies, build_vocabularies, word_k
 from seqtransfer.embeddings.static import build_embedding_matrix, load_vectors
 from seqtransfer.training.precision import resolve_precision
 from seqtransfer.device import describe_device, out_of_memory_error, peak_memory_megabytes, prepare_device, resolve_device
-from seqtransfer.errors import SeqTransferError, SeqTransferWarning
+from seqtransfer.errors import SeqTransferError, SeqTransferWarning, warn
 from seqtransfer.resources import peak_rss_megabytes, reset_peak_rss
 from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import count_parameters, size_metrics
@@ -371,6 +371,8 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     if config.train.adversarial_data and not config.model.discriminator_hidden:
         config.model.discriminator_hidden = 100  # saved with the run: the discriminator is part of the model
     fill_optimizer(config.train, data.kind.optimizer)
+    for idle in idle_settings(config):  # the model and schedule resolved: what the run will not read
+        warn(idle)
     data.train_weights = training_sentences(config, data, log)  # subsets, selection, pseudo labels (data/selection.py)
     data.target_count = add_annealing_sentences(config, data, log)  # data annealing: source sentences after the target's
     if config.model.tag_jackknife:  # input tags of the training split from fold taggers (data/tag_feature.py)
