@@ -10,6 +10,10 @@ adds weight * T^2 * sum over tokens of the cross-entropy between those soft targ
 student's distribution at temperature T (the KL divergence up to a constant). The student's
 emissions are computed a second time for this term (another dropout draw): about one more
 forward pass per batch.
+
+A tagger's distribution is the softmax of its per-token label scores (emissions), for a CRF
+tagger too: a CRF teacher's token marginals (forward-backward over its transitions) are not used,
+nor a CRF student's transitions; the term teaches the emissions alone.
 """
 
 from __future__ import annotations
