@@ -731,6 +731,8 @@ def test_mixed_precision_on_a_gpu(encoder, tmp_path):
 
 
 def test_l2sp_pulls_a_fine_tuned_encoder_towards_its_pretrained_weights(encoder, tmp_path):
+    import re
+
     import torch
     from safetensors.torch import load_file
     from transformers import AutoModel
@@ -748,6 +750,10 @@ def test_l2sp_pulls_a_fine_tuned_encoder_towards_its_pretrained_weights(encoder,
         return sum(float((weights[f"encoder.{name}"] - tensor).pow(2).sum()) for name, tensor in pretrained.items() if f"encoder.{name}" in weights and tensor.is_floating_point())
 
     assert distance("l2sp") < 0.5 * distance("plain")
+    assert main([*common, "--output", str(tmp_path / "lora"), "transfer.adaptations=[l2sp]", "model.encoder_adapter=lora", "model.lora_rank=2"]) == 0
+    pulled = re.search(r"towards the pretrained encoder: (\d+) tensors", (tmp_path / "lora" / "log.txt").read_text(encoding="utf-8"))
+    lora = [name for name in load_file(str(tmp_path / "lora" / "model.safetensors")) if "lora_" in name]
+    assert lora and int(pulled.group(1)) == len(lora)  # under LoRA only its own matrices move: the encoder's frozen weights get no term
     for adaptation in ("l2sp", "ewc"):  # an encoder run as a source: its encoder.* weights are the transferred ones, pulled back towards it
         output = tmp_path / f"transfer-{adaptation}"
         assert main(["transfer", "--source", str(tmp_path / "plain"), "--method", "finetune", "--train", str(FIXTURES / "tiny_pos_train.conll"),

@@ -230,8 +230,9 @@ class L2SP:
     def __init__(self, model: nn.Module, source_state: dict[str, torch.Tensor], names: list[str], weight: float,
                  fisher: dict[str, torch.Tensor] | None = None) -> None:
         parameters = dict(model.named_parameters())
+        frozen = getattr(model, "frozen", lambda name: False)  # an encoder's own weights under an adapter never move: their terms are 0
         self.names = [name for name in names if name in parameters and name not in EMBEDDING_TABLES and parameters[name].shape == source_state[name].shape
-                      and (fisher is None or name in fisher)]
+                      and (fisher is None or name in fisher) and not frozen(name)]
         self.pairs = [(parameters[name], source_state[name].to(parameters[name].device)) for name in self.names]
         self.importance = None if fisher is None else [fisher[name].to(parameters[name].device) for name in self.names]
         self.weight = weight
