@@ -67,7 +67,7 @@ def test_a_causal_lm_pools_sentences_by_their_mean_and_takes_no_masked_lm_loss(l
     sentences = ["train", "--train", str(FIXTURES / "tiny_sentiment_train.tsv"), "--dev", str(FIXTURES / "tiny_sentiment_dev.tsv"), "--epochs", "1", "--quiet",
                  *TINY_MODEL, f"model.encoder={language_model}", "model.encoder_mode=finetune"]
     causal = language_model.parent.name.startswith("lm-causal")
-    refused = {"cls": ([], "reads left to right (a causal LM): its first vector ([CLS]) sees only itself"),
+    refused = {"cls": ([], "reads left to right (a causal LM): its first vector ([CLS]) sees only the first token"),
                "auxiliary LM": (["model.sentence_pooling=mean", "transfer.auxiliary_lm_weight=0.1"], "adds a masked-LM loss, which reads both sides")}
     for number, (settings, message) in enumerate(refused.values()):
         output = tmp_path / f"sentences-{number}"

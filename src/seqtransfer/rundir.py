@@ -218,6 +218,9 @@ def check_run_directory(directory: Path) -> None:
         )
 
 
+ENCODER_HINT = "point model.encoder in config.yaml at the run's encoder folder"
+
+
 def check_encoder_hash(config: RunConfig, directory: Path) -> str | None:
     """The encoder folder must be the one the run was trained on: a run on frozen features, or one
     that saved only its adapter, reads the encoder's weights from it (they fit no other), so another
@@ -237,21 +240,27 @@ def check_encoder_hash(config: RunConfig, directory: Path) -> str | None:
     raise SeqTransferError(message, path=directory, hint=ENCODER_HINT)
 
 
-ENCODER_HINT = "point model.encoder in config.yaml at the run's encoder folder"
-
-
-def run_encoder(name: str, directory: Path) -> str:
-    """The encoder folder a run names: as saved (a packaged encoder, an absolute path, or a path from
-    where the run was trained) when it is there; otherwise the same relative path from a folder that
-    holds the run directory (a run read from another working directory, or a project moved whole).
-    The encoder's hash still decides whether it is the run's."""
+def find_run_encoder(name: str, directory: Path, expected_hash: str | None) -> str:
+    """The encoder folder a run names: a packaged encoder or an absolute path as saved; a relative
+    path (from where the run was trained) from the working directory or else from a folder holding
+    the run directory (a run read from elsewhere, or a project moved whole): the first of those
+    whose hash is the run's, else the first that exists (its hash then checked: refused or warned about)."""
     from seqtransfer.embeddings.packaged import PACKAGED
+    from seqtransfer.embeddings.transformer import encoder_fingerprint
 
     path = Path(name)
-    if name in PACKAGED or path.is_absolute() or path.is_dir():
+    if name in PACKAGED or path.is_absolute():
         return name
-    found = next((parent / path for parent in directory.resolve().parents if (parent / path).is_dir()), None)
-    return str(found) if found else name
+    existing = [folder for folder in (path, *(parent / path for parent in directory.absolute().parents)) if folder.is_dir()]
+
+    def matches(folder: Path) -> bool:
+        try:
+            return expected_hash in (encoder_fingerprint(str(folder)), encoder_fingerprint(str(folder), with_training_report=True))
+        except SeqTransferError:  # an incomplete folder
+            return False
+
+    chosen = next((folder for folder in existing if expected_hash and matches(folder)), existing[0] if existing else path)
+    return name if chosen == path else str(chosen)
 
 
 def read_members(directory: str | Path) -> tuple[list[Path], str] | None:
@@ -312,19 +321,24 @@ def file_hash(path: str, size: int, modified: int) -> str:
     return digest.hexdigest()[:16]
 
 
+def read_run_setup(directory: Path) -> tuple[RunConfig, Vocabularies]:
+    """A run directory's settings and vocabularies, its encoder folder found (``find_run_encoder``)."""
+    check_run_directory(directory)
+    config = read_run_config(directory)
+    vocabularies = read_vocabularies(directory)
+    if config.model.encoder:
+        saved, config.model.encoder = config.model.encoder, find_run_encoder(config.model.encoder, directory, config.model.encoder_hash)
+        if vocabularies.encoder == saved:  # the sub-words and features the encoded sentences carry come from it too
+            vocabularies.encoder = config.model.encoder
+    return config, vocabularies
+
+
 def load_run(directory: str | Path, device: str | None = "cpu") -> LoadedRun:
     """Rebuild the model of a run directory (safetensors + YAML + JSON, no pickle) on ``device``
     (``auto``: the first GPU, else the CPU); a run trained on any device loads on any other."""
     directory = Path(directory)
-    check_run_directory(directory)
-    config = read_run_config(directory)
-    vocabularies = read_vocabularies(directory)
-    differs = None
-    if config.model.encoder:  # before the weights are compared with it: another encoder is said to be one
-        saved, config.model.encoder = config.model.encoder, run_encoder(config.model.encoder, directory)
-        if vocabularies.encoder == saved:  # the sub-words and features the encoded sentences carry come from it too
-            vocabularies.encoder = config.model.encoder
-        differs = check_encoder_hash(config, directory)
+    config, vocabularies = read_run_setup(directory)
+    differs = check_encoder_hash(config, directory) if config.model.encoder else None  # before the weights are compared with it: another encoder is said to be one
     try:
         check_weights_fit(config, vocabularies, weight_shapes(directory), directory)
     except SeqTransferError:

@@ -69,12 +69,16 @@ def check_encoder(name: str) -> None:
 
 
 def encoder_shape(name: str) -> tuple[int, int]:
-    """(layers + 1, hidden size) of an encoder, from its config.json (nothing loaded)."""
+    """(layers + 1, hidden size) of an encoder, from its config.json as transformers reads it (its
+    names for them: DistilBERT's n_layers and dim, GPT-2's n_layer and n_embd; no weights loaded)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from transformers import AutoConfig
+
     path = encoder_path(name)
     try:
-        config = encoder_config(name)
-        return int(config["num_hidden_layers"]) + 1, int(config["hidden_size"])
-    except (ValueError, KeyError, TypeError):
+        config = AutoConfig.from_pretrained(str(path), local_files_only=True)
+        return int(config.num_hidden_layers) + 1, int(config.hidden_size)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise SeqTransferError("the encoder's config.json has no num_hidden_layers / hidden_size", path=path / "config.json",
                                hint="pass a Transformer encoder folder saved with save_pretrained") from None
 
@@ -95,14 +99,16 @@ def encoder_config(name: str) -> dict:
     return json.loads((encoder_path(name) / "config.json").read_text(encoding="utf-8"))
 
 
-def causal_encoder(name: str) -> bool:
-    """Whether an encoder reads left to right only: a BERT-like one saved as a decoder (``is_decoder``,
-    our ``pretrain-lm --objective causal``), or a model type transformers knows only as a causal LM (GPT-2, ...)."""
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, MODEL_FOR_MASKED_LM_MAPPING_NAMES
+# model types transformers has only as left-to-right LMs (decoder-only), read as encoders here
+DECODER_ONLY = frozenset({"gpt2", "openai-gpt", "gpt_neo", "gpt_neox", "gptj", "gpt_bigcode", "codegen", "ctrl", "biogpt", "bloom", "falcon",
+                          "opt", "llama", "mistral", "mixtral", "qwen2", "phi", "phi3", "gemma", "gemma2", "olmo", "stablelm"})
 
+
+def is_causal_encoder(name: str) -> bool:
+    """Whether an encoder reads left to right only: a BERT-like one saved as a decoder (``is_decoder``,
+    our ``pretrain-lm --objective causal``), or a decoder-only model type (GPT-2, Llama, ...)."""
     config = encoder_config(name)
-    model_type = config.get("model_type")
-    return bool(config.get("is_decoder")) or (model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES)
+    return bool(config.get("is_decoder")) or config.get("model_type") in DECODER_ONLY
 
 
 def stored_weights(folder: Path) -> dict[str, Path]:

@@ -89,7 +89,7 @@ class EncoderTagger(SequenceLabeller):
 
         if self.adapter is None or not name.startswith("encoder.") or adapter_weight(name):
             return False
-        return not (self.adapter == "houlsby" and "LayerNorm" in name)
+        return not (self.adapter == "houlsby" and ("LayerNorm" in name or "layer_norm" in name))  # BERT-like LayerNorm, DistilBERT's sa_/output_layer_norm
 
     def stored(self, name: str) -> bool:
         """A weight the run directory holds (an adapter's run: not the frozen encoder, rebuilt from its folder)."""

@@ -38,7 +38,7 @@ from seqtransfer.data.batching import Batch, EncodedSentences, encode_sentences,
 from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
 from seqtransfer.device import describe_device, out_of_memory_error, peak_memory_megabytes, prepare_device, resolve_device
-from seqtransfer.errors import SeqTransferError, warn
+from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.multitask import HierarchicalMultiTask, TaskView, target_name, task_levels, task_order
 from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import count_parameters, size_metrics
@@ -266,11 +266,11 @@ def multitask_adaptations(config: RunConfig, model: HierarchicalMultiTask, sourc
     build L2-SP and EWC towards a multi-task source's weights (extra loss terms) when asked."""
     if not config.transfer.adaptations:
         return ()
-    from seqtransfer.transfer.adaptations import MultitaskEWC, MultitaskL2SP, check_adaptations, layer_groups, source_fisher
+    from seqtransfer.transfer.adaptations import SOURCE_PENALTIES, MultitaskEWC, MultitaskL2SP, check_adaptations, layer_groups, source_fisher
 
-    check_adaptations(config.transfer, model, has_source=source is not None, max_epochs=config.train.max_epochs)
+    check_adaptations(config.transfer, model, has_source=source is not None, max_epochs=config.train.max_epochs, log=log)
     log("adaptations " + ", ".join(config.transfer.adaptations) + " over groups: " + ", ".join(name for name, _ in layer_groups(model)))
-    if not {"l2sp", "ewc"} & set(config.transfer.adaptations):
+    if not set(SOURCE_PENALTIES) & set(config.transfer.adaptations):
         return ()
     state = {name: tensor.detach().clone() for name, tensor in source.model.state_dict().items()}
     copied = [name for name in state if name.startswith(transferred_prefixes(model, source.model))]  # the branches fed as in the source
@@ -364,7 +364,8 @@ def check_multitask_settings(config: RunConfig) -> None:
 
 def train_multitask(config: RunConfig, directory: Path, started: float, log: Log, show_progress: bool) -> dict:
     """Train a multi-task model (from scratch or from a multi-task source) and write its run directory."""
-    from seqtransfer.training.train import check_resumable, train_phases
+    from seqtransfer.training.checks import check_resumable
+    from seqtransfer.training.train import train_phases
 
     scheme = get_scheme(config.transfer.scheme)
     check_multitask_settings(config)
@@ -377,7 +378,7 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
     config.model.task_kinds = {task: data.kind.name for task, data in tasks.items()}
     fill_optimizer(config.train, "adam" if "dependency" in config.model.task_kinds.values() else "sgd")
     for idle in idle_settings(config):
-        warn(idle)
+        log(f"warning: {idle}")
     for data in tasks.values():
         check_centred_scores(config.model, data.kind)
         filled = data.kind.fill_config(config.model, data.gold("train"), data.splits["train"])

@@ -16,15 +16,17 @@ from torch import nn
 
 from seqtransfer import rundir
 from seqtransfer.analysis.activations import ActivationRecorder, activation_recorder
-from seqtransfer.config import RunConfig, check_values, config_to_dict, idle_settings
+from seqtransfer.config import RunConfig, check_values, idle_settings
 from seqtransfer.data.annealing import AnnealedBatches, add_annealing_sentences
 from seqtransfer.data.selection import training_sentences
 from seqtransfer.data.task_data import SPLITS, TaskData, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies, build_vocabularies, word_key
 from seqtransfer.embeddings.static import build_embedding_matrix, load_vectors
+from seqtransfer.training.checks import (check_adapter, check_auxiliary_lm, check_causal_encoder, check_distillation, check_fine_tuned_encoder,
+                                         check_nothing_is_added, check_resumable)
 from seqtransfer.training.precision import resolve_precision
 from seqtransfer.device import describe_device, out_of_memory_error, peak_memory_megabytes, prepare_device, resolve_device
-from seqtransfer.errors import SeqTransferError, SeqTransferWarning, warn
+from seqtransfer.errors import SeqTransferError, SeqTransferWarning
 from seqtransfer.resources import peak_rss_megabytes, reset_peak_rss
 from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import count_parameters, size_metrics
@@ -246,15 +248,6 @@ def score_splits(model, data: TaskData, vocabularies: Vocabularies, config: RunC
     return scores
 
 
-def check_adapter(config: RunConfig) -> None:
-    """Adapters (LoRA, Houlsby) live inside a fine-tuned encoder: elsewhere they would be silently ignored."""
-    adapter, model = config.model.encoder_adapter, config.model
-    if adapter and not (model.encoder and model.encoder_mode == "finetune"):
-        has = f"encoder {model.encoder} in mode {model.encoder_mode}" if model.encoder else "no encoder"
-        raise SeqTransferError(f"model.encoder_adapter={adapter} adapts a fine-tuned encoder; this run has {has}",
-                               hint="add model.encoder=NAME model.encoder_mode=finetune, or drop model.encoder_adapter")
-
-
 def train_multitask_run(config: RunConfig, directory: Path, started: float, log: Log, show_progress: bool) -> dict:
     """A hierarchical multi-task model (several tasks and datasets; training/multitask.py), after
     refusing what applies to one task only."""
@@ -287,63 +280,6 @@ def load_logged_task_data(config: RunConfig, splits: tuple[str, ...], log: Log) 
     return data
 
 
-def check_nothing_is_added(config: RunConfig, scheme: Scheme) -> None:
-    """A scheme that trains nothing (the source as it is) refuses settings that would do nothing."""
-    ignored = [key for key, value in (("transfer.adaptations", config.transfer.adaptations), ("transfer.distill_from", config.transfer.distill_from),
-                                      ("transfer.auxiliary_lm_weight", config.transfer.auxiliary_lm_weight)) if value]
-    if ignored:
-        raise SeqTransferError(f"{scheme.name} trains nothing, so {', '.join(ignored)} would do nothing", hint="drop them, or use --method finetune")
-
-
-def check_fine_tuned_encoder(data: TaskData, scheme: Scheme) -> None:
-    """A fine-tuned encoder serves the task kinds that have an encoder model, from scratch or from an encoder's run."""
-    if "encoder" not in data.kind.architectures or scheme.architecture != "tagger":
-        raise SeqTransferError(f"a fine-tuned encoder serves tagging and sentence tasks from scratch or from a fine-tuned encoder's run (finetune, features), not {data.kind.name} / {scheme.name}",
-                               hint="use model.encoder_mode=features (frozen encoder vectors) for this model")
-
-
-def check_causal_encoder(config: RunConfig) -> None:
-    """A left-to-right encoder's first vector ([CLS]) sees only itself, and a masked LM needs both sides:
-    a fine-tuned causal LM pools a sentence by its mean and adds no masked-LM loss (one line each)."""
-    from seqtransfer.embeddings.transformer import causal_encoder
-
-    model = config.model
-    if not causal_encoder(model.encoder):
-        return
-    if model.architecture in ("encoder_classifier", "encoder_regressor") and model.sentence_pooling == "cls":
-        raise SeqTransferError(f"the encoder {model.encoder} reads left to right (a causal LM): its first vector ([CLS]) sees only itself, the same for every sentence",
-                               hint="add model.sentence_pooling=mean (the mean of the token vectors)")
-    if config.transfer.auxiliary_lm_weight:
-        raise SeqTransferError(f"transfer.auxiliary_lm_weight adds a masked-LM loss, which reads both sides of a masked word; the encoder {model.encoder} reads left to right (a causal LM)",
-                               hint="drop transfer.auxiliary_lm_weight, or use a masked LM (seqtransfer pretrain-lm --objective masked)")
-
-
-def check_distillation(config: RunConfig, model, data: TaskData) -> None:
-    """Distillation teaches label distributions: a tagger's per token or a classifier's per sentence,
-    not a parser's trees or a regressor's scores (refused before the run directory is written)."""
-    from seqtransfer.transfer.distillation import gives_label_distributions
-
-    if config.transfer.distill_from and not gives_label_distributions(model):
-        raise SeqTransferError(f"distillation (transfer.distill_from) teaches taggers and sentence classifiers, not a {data.kind.name} model", hint="drop transfer.distill_from")
-
-
-def check_teachers(config: RunConfig, labels) -> None:
-    """Each teacher run loads and labels in this task's tag set, before the run directory is written
-    (loading builds a model: under a forked random state, so the run draws what it drew without the check)."""
-    from seqtransfer.transfer.distillation import check_teacher
-
-    with torch.random.fork_rng(devices=[]):
-        for teacher in config.transfer.distill_from:
-            check_teacher(rundir.load_run(teacher), labels)
-
-
-def check_auxiliary_lm(config: RunConfig, scheme: Scheme) -> None:
-    """The auxiliary LM's layers train beside the layers they read: not under a scheme that trains only the classifier."""
-    if config.transfer.auxiliary_lm_weight and not any("language_model.".startswith(prefix) for phase in scheme.phases(config.transfer) for prefix in phase.trainable):
-        raise SeqTransferError(f"transfer.auxiliary_lm_weight trains LM layers beside the layers they read; scheme {scheme.name} trains only the classifier",
-                               hint="drop transfer.auxiliary_lm_weight, or use finetune or pretrand")
-
-
 def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print, show_progress: bool = True, epoch_reports: tuple = ()) -> dict:
     """Train with the configured scheme, keep the best dev epoch, score dev and test, write the run directory
     (``epoch_reports``: callables given each epoch's record, e.g. a tuning service's report)."""
@@ -372,7 +308,7 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
         config.model.discriminator_hidden = 100  # saved with the run: the discriminator is part of the model
     fill_optimizer(config.train, data.kind.optimizer)
     for idle in idle_settings(config):  # the model and schedule resolved: what the run will not read
-        warn(idle)
+        log(f"warning: {idle}")
     data.train_weights = training_sentences(config, data, log)  # subsets, selection, pseudo labels (data/selection.py)
     data.target_count = add_annealing_sentences(config, data, log)  # data annealing: source sentences after the target's
     if config.model.tag_jackknife:  # input tags of the training split from fold taggers (data/tag_feature.py)
@@ -392,13 +328,12 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
         config.model.language_model_decoder = language_model_decoder(config)
     model = build_target_model(config, scheme, vocabularies, matrix, source, log)
     check_auxiliary_lm(config, scheme)
-    check_distillation(config, model, data)
-    check_teachers(config, vocabularies.labels)
+    check_distillation(config, model, data, vocabularies.labels)
     if config.transfer.adaptations:
         from seqtransfer.transfer.adaptations import check_adaptations
 
         check_adaptations(config.transfer, model, source is not None, scheme.phases(config.transfer), scheme_prefixes(model, scheme),
-                          max_epochs=config.train.max_epochs)
+                          max_epochs=config.train.max_epochs, log=log)
     device = resolve_device(config.train.device)
     prepare_device(device)
     model.to(device)
@@ -444,39 +379,6 @@ def source_as_is(config: RunConfig, directory: Path, data: TaskData, source: run
         rundir.save_weights(directory, source.model.state_dict(), source.model)
         rundir.save_metrics(directory, metrics)
     return metrics
-
-
-def check_resumable(directory: Path, config: RunConfig) -> None:
-    """A run directory with an unfinished run resumes only with the same configuration."""
-    if not (directory / rundir.CONFIG).is_file():
-        return
-    saved = rundir.read_saved_config(directory)
-    differing = config_differences(saved, config)
-    if differing:
-        raise SeqTransferError(
-            f"this run directory holds an unfinished run with other settings ({', '.join(differing)})",
-            path=directory, hint="run the same command to resume it, pass --restart to start it over, or choose another --output",
-        )
-
-
-def config_differences(first: RunConfig, second: RunConfig) -> list[str]:
-    """Dotted keys whose values differ between a saved (``first``) and a new config.
-
-    Ignored: where data lives, threads, device and the evaluation batch size (none changes the
-    trained weights); a saved value that is null (resolved at run time by versions that did not
-    save it); and ``data.scheme`` of a registered dataset (its registry entry decides).
-    """
-    ignored = {"data.data_dir", "train.threads", "train.device", "train.evaluation_batch_size"}
-    if second.data.dataset:
-        ignored.add("data.scheme")
-    first_values, second_values = config_to_dict(first), config_to_dict(second)
-    differing = []
-    for section, values in second_values.items():
-        for key, value in values.items():
-            saved = first_values.get(section, {}).get(key)
-            if f"{section}.{key}" not in ignored and saved is not None and saved != value:
-                differing.append(f"{section}.{key}")
-    return differing
 
 
 def unlabelled_target(config: RunConfig) -> list[list[str]]:

@@ -119,6 +119,7 @@ class Adaptation:
     description: str
     minimum_groups: int = 1  # layer groups that must train (a staging or rate needs a group below the head)
     pulls_towards_source: bool = False  # an extra loss term towards the source's weights (loss_terms.source_penalties)
+    pretrained_reference: bool = False  # with no source run, it pulls a fine-tuned encoder towards its pretrained weights
     stages_groups: bool = False  # chooses which layer groups train when (at most one such adaptation)
     phases: Callable[[nn.Module, list], list] | None = None  # the scheme's phases -> the phases to train
     epoch_hook: Callable[[nn.Module, set[str]], Callable] | None = None  # (model, trainable names) -> hook(epoch, model, optimizer)
@@ -127,11 +128,12 @@ class Adaptation:
 
 
 def check_adaptations(config: TransferConfig, model: nn.Module, has_source: bool, phases: list | None = None, transferred: tuple[str, ...] = (),
-                      max_epochs: int | None = None) -> list[Adaptation]:
+                      max_epochs: int | None = None, log: Callable[[str], None] | None = None) -> list[Adaptation]:
     """The configured adaptations; one that cannot apply to this model or scheme is a one-line
     error. ``phases``: the scheme's (None: everything trains in one); ``transferred``: the name
-    prefixes of the weights it copies from its source; ``max_epochs``: the run's, a warning when
-    an adaptation's minimum epochs (gradual unfreezing's, to open every group) exceed it."""
+    prefixes of the weights it copies from its source; ``max_epochs``: the run's, a warning (to the
+    run's ``log``, else Python's warnings) when an adaptation's minimum epochs (gradual unfreezing's,
+    to open every group) exceed it."""
     chosen = []
     trainable = tuple(prefix for phase in phases for prefix in phase.trainable) if phases is not None else ("",)
     groups = [group for group, _ in trainable_groups(model, trainable_names(model, trainable))]  # those the scheme trains
@@ -147,8 +149,8 @@ def check_adaptations(config: TransferConfig, model: nn.Module, has_source: bool
             raise SeqTransferError(f"adaptation '{name}' needs at least {adaptation.minimum_groups} layer groups that train; this model and scheme train {len(groups)} ({', '.join(groups)})",
                                    hint="drop it, or use a scheme that trains the layers below the head (finetune, scratch)")
         if adaptation.phases and phases is not None and len(phases) != 1:
-            raise SeqTransferError("chain-thaw replaces a one-phase scheme's phase; this scheme has several", hint="use it with --method finetune or scratch")
-        if adaptation.pulls_towards_source and not has_source and not (name == "l2sp" and pretrained_encoder(model)):
+            raise SeqTransferError(f"adaptation '{name}' replaces a one-phase scheme's phase; this scheme has several", hint="use it with --method finetune or scratch")
+        if adaptation.pulls_towards_source and not has_source and not (adaptation.pretrained_reference and pretrained_encoder(model)):
             raise SeqTransferError(f"adaptation '{name}' pulls towards a source run's weights, and this scheme has none",
                                    hint="use it with --method finetune (a source run); l2sp also pulls a fine-tuned encoder towards its pretrained weights")
         if adaptation.pulls_towards_source and has_source and transferred and not any(
@@ -158,8 +160,12 @@ def check_adaptations(config: TransferConfig, model: nn.Module, has_source: bool
         chosen.append(adaptation)
         needed = adaptation.minimum_epochs(model, trainable_names(model, trainable)) if adaptation.minimum_epochs else 0
         if max_epochs is not None and max_epochs < needed:
-            warn(f"adaptation '{name}' needs {needed} epochs to open every layer group, the top first: train.max_epochs={max_epochs} "
-                 f"leaves the lowest {needed - max_epochs} frozen (raise it to {needed} to train them all)")
+            message = (f"adaptation '{name}' needs {needed} epochs to open every layer group, the top first: train.max_epochs={max_epochs} "
+                       f"leaves the lowest {needed - max_epochs} frozen (raise it to {needed} to train them all)")
+            if log:
+                log(f"warning: {message}")
+            else:
+                warn(message)
     return chosen
 
 
@@ -205,7 +211,7 @@ ADAPTATIONS: dict[str, Adaptation] = {
                                  rate_factor=lambda config: config.discriminative_factor),
     "gradual_unfreezing": Adaptation("gradual_unfreezing", "gradual unfreezing: the top group first, one more group per epoch", 2, stages_groups=True,
                                      epoch_hook=unfreezing_hook, minimum_epochs=unfreezing_epochs),
-    "l2sp": Adaptation("l2sp", "L2-SP: a pull towards the source run's weights", pulls_towards_source=True),
+    "l2sp": Adaptation("l2sp", "L2-SP: a pull towards the source run's weights", pulls_towards_source=True, pretrained_reference=True),
     "chain_thaw": Adaptation("chain_thaw", "chain-thaw: the head, then each layer group alone bottom-up, then all", 2, stages_groups=True,
                              phases=chain_thaw_phases),
     "ewc": Adaptation("ewc", "EWC: a pull towards the source weights, weighted by their Fisher information on the source data", pulls_towards_source=True),

@@ -19,6 +19,7 @@ nor a CRF student's transitions; the term teaches the emissions alone.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -43,21 +44,28 @@ def gives_label_distributions(model: nn.Module) -> bool:
     return getattr(model, "task_kind", None) != "regression" and (hasattr(model, "emissions") or hasattr(model, "sentence_scores"))
 
 
-def check_teacher(run, labels: Vocabulary) -> None:
-    """A teacher gives label distributions (a tagger or sentence classifier) in the student's tag set: else one line."""
-    if not gives_label_distributions(run.model):
-        raise SeqTransferError("a teacher must be a tagging or sentence-classification run (it gives label scores)", path=run.directory,
+def check_teacher(directory: Path, labels: Vocabulary) -> None:
+    """A teacher run gives label distributions (a tagger or sentence classifier) in the student's tag
+    set: else one line. Read from its run directory, its model built on the meta device (nothing loaded, nothing drawn)."""
+    from seqtransfer import rundir
+    from seqtransfer.models.registry import build_model
+
+    config, vocabularies = rundir.read_run_setup(directory)
+    with torch.device("meta"):
+        model = build_model(config.model, vocabularies)
+    if not gives_label_distributions(model):
+        raise SeqTransferError("a teacher must be a tagging or sentence-classification run (it gives label scores)", path=directory,
                                hint="pass tagger, PretRand or classifier runs")
-    teacher_labels = set(run.vocabularies.labels.items)
+    teacher_labels = set(vocabularies.labels.items)
     if not one_tag_set(teacher_labels, set(labels.items)):
         raise SeqTransferError(f"the teacher labels in another tag set: {len(teacher_labels & set(labels.items))} of its {len(teacher_labels)} labels are this task's",
-                               path=run.directory, hint="distil from runs of the same task, or train the teacher with data.label_map=FILE so that it labels in this tag set")
+                               path=directory, hint="distil from runs of the same task, or train the teacher with data.label_map=FILE so that it labels in this tag set")
 
 
 def teacher_distributions(run, tokens: Sequence[Sequence[str]], labels: Vocabulary, temperature: float, batch_size: int = 256) -> list[np.ndarray]:
     """Per sentence (T, L_student): one teacher's label distribution at ``temperature``, on the student's labels (T = 1 for a sentence classifier)."""
     model = run.model
-    check_teacher(run, labels)
+    check_teacher(run.directory, labels)
     mapping = np.array([labels.index.get(label, -1) for label in run.vocabularies.labels.items])
     teacher_labels = set(run.vocabularies.labels.items)
     if not (mapping >= 0).all():

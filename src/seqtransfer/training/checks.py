@@ -1,0 +1,107 @@
+"""What a run's settings must satisfy before its run directory is written: one error line each
+(adapters without a fine-tuned encoder, settings a scheme that trains nothing would ignore, a causal
+LM read as a sentence encoder, teachers that cannot teach, an unfinished run with other settings)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from seqtransfer import rundir
+from seqtransfer.config import RunConfig, config_to_dict
+from seqtransfer.data.task_data import TaskData
+from seqtransfer.data.vocabulary import Vocabulary
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.transfer.schemes import Scheme
+
+
+def check_adapter(config: RunConfig) -> None:
+    """Adapters (LoRA, Houlsby) live inside a fine-tuned encoder: elsewhere they would be silently ignored."""
+    adapter, model = config.model.encoder_adapter, config.model
+    if adapter and not (model.encoder and model.encoder_mode == "finetune"):
+        has = f"encoder {model.encoder} in mode {model.encoder_mode}" if model.encoder else "no encoder"
+        raise SeqTransferError(f"model.encoder_adapter={adapter} adapts a fine-tuned encoder; this run has {has}",
+                               hint="add model.encoder=NAME model.encoder_mode=finetune, or drop model.encoder_adapter")
+
+
+def check_nothing_is_added(config: RunConfig, scheme: Scheme) -> None:
+    """A scheme that trains nothing (the source as it is) refuses settings that would do nothing."""
+    ignored = [key for key, value in (("transfer.adaptations", config.transfer.adaptations), ("transfer.distill_from", config.transfer.distill_from),
+                                      ("transfer.auxiliary_lm_weight", config.transfer.auxiliary_lm_weight)) if value]
+    if ignored:
+        raise SeqTransferError(f"{scheme.name} trains nothing, so {', '.join(ignored)} would do nothing", hint="drop them, or use --method finetune")
+
+
+def check_fine_tuned_encoder(data: TaskData, scheme: Scheme) -> None:
+    """A fine-tuned encoder serves the task kinds that have an encoder model, from scratch or from an encoder's run."""
+    if "encoder" not in data.kind.architectures or scheme.architecture != "tagger":
+        raise SeqTransferError(f"a fine-tuned encoder serves tagging and sentence tasks from scratch or from a fine-tuned encoder's run (finetune, features), not {data.kind.name} / {scheme.name}",
+                               hint="use model.encoder_mode=features (frozen encoder vectors) for this model")
+
+
+def check_causal_encoder(config: RunConfig) -> None:
+    """A left-to-right encoder's first vector ([CLS]) sees only itself, and a masked LM needs both sides:
+    a fine-tuned causal LM pools a sentence by its mean and adds no masked-LM loss (one line each)."""
+    from seqtransfer.embeddings.transformer import is_causal_encoder
+
+    model = config.model
+    if not is_causal_encoder(model.encoder):
+        return
+    if model.architecture in ("encoder_classifier", "encoder_regressor") and model.sentence_pooling == "cls":
+        raise SeqTransferError(f"the encoder {model.encoder} reads left to right (a causal LM): its first vector ([CLS]) sees only the first token, not the sentence",
+                               hint="add model.sentence_pooling=mean (the mean of the token vectors)")
+    if config.transfer.auxiliary_lm_weight:
+        raise SeqTransferError(f"transfer.auxiliary_lm_weight adds a masked-LM loss, which reads both sides of a masked word; the encoder {model.encoder} reads left to right (a causal LM)",
+                               hint="drop transfer.auxiliary_lm_weight, or use a masked LM (seqtransfer pretrain-lm --objective masked)")
+
+
+def check_distillation(config: RunConfig, model, data: TaskData, labels: Vocabulary) -> None:
+    """Distillation teaches label distributions: a tagger's per token or a classifier's per sentence,
+    not a parser's trees or a regressor's scores; and each teacher run gives them in this task's tag
+    set (read from its run directory, its model built on the meta device: nothing loaded). Refused
+    before the run directory is written."""
+    from seqtransfer.transfer.distillation import check_teacher, gives_label_distributions
+
+    if config.transfer.distill_from and not gives_label_distributions(model):
+        raise SeqTransferError(f"distillation (transfer.distill_from) teaches taggers and sentence classifiers, not a {data.kind.name} model", hint="drop transfer.distill_from")
+    for teacher in config.transfer.distill_from:
+        check_teacher(Path(teacher), labels)
+
+
+def check_auxiliary_lm(config: RunConfig, scheme: Scheme) -> None:
+    """The auxiliary LM's layers train beside the layers they read: not under a scheme that trains only the classifier."""
+    if config.transfer.auxiliary_lm_weight and not any("language_model.".startswith(prefix) for phase in scheme.phases(config.transfer) for prefix in phase.trainable):
+        raise SeqTransferError(f"transfer.auxiliary_lm_weight trains LM layers beside the layers they read; scheme {scheme.name} trains only the classifier",
+                               hint="drop transfer.auxiliary_lm_weight, or use finetune or pretrand")
+
+
+def check_resumable(directory: Path, config: RunConfig) -> None:
+    """A run directory with an unfinished run resumes only with the same configuration."""
+    if not (directory / rundir.CONFIG).is_file():
+        return
+    saved = rundir.read_saved_config(directory)
+    differing = config_differences(saved, config)
+    if differing:
+        raise SeqTransferError(
+            f"this run directory holds an unfinished run with other settings ({', '.join(differing)})",
+            path=directory, hint="run the same command to resume it, pass --restart to start it over, or choose another --output",
+        )
+
+
+def config_differences(first: RunConfig, second: RunConfig) -> list[str]:
+    """Dotted keys whose values differ between a saved (``first``) and a new config.
+
+    Ignored: where data lives, threads, device and the evaluation batch size (none changes the
+    trained weights); a saved value that is null (resolved at run time by versions that did not
+    save it); and ``data.scheme`` of a registered dataset (its registry entry decides).
+    """
+    ignored = {"data.data_dir", "train.threads", "train.device", "train.evaluation_batch_size"}
+    if second.data.dataset:
+        ignored.add("data.scheme")
+    first_values, second_values = config_to_dict(first), config_to_dict(second)
+    differing = []
+    for section, values in second_values.items():
+        for key, value in values.items():
+            saved = first_values.get(section, {}).get(key)
+            if f"{section}.{key}" not in ignored and saved is not None and saved != value:
+                differing.append(f"{section}.{key}")
+    return differing
