@@ -282,7 +282,8 @@ def load_logged_task_data(config: RunConfig, splits: tuple[str, ...], log: Log) 
 
 def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print, show_progress: bool = True, epoch_reports: tuple = ()) -> dict:
     """Train with the configured scheme, keep the best dev epoch, score dev and test, write the run directory
-    (``epoch_reports``: callables given each epoch's record, e.g. a tuning service's report)."""
+    (``epoch_reports``: callables given each epoch's record, e.g. a tuning service's report). Everything
+    is checked before the run directory is written."""
     directory = Path(run_directory)
     if (directory / rundir.METRICS).exists():
         raise SeqTransferError("run directory already holds a finished run", path=directory, hint="choose another --output")
@@ -299,6 +300,29 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     if not scheme.phases(config.transfer):  # nothing trains: the source model as it is
         check_nothing_is_added(config, scheme)
         return source_as_is(config, directory, data, source, started, log)
+    resolve_model_settings(config, scheme, data, log)
+    started -= prepare_training_split(config, data, directory, log)  # fold taggers trained by an earlier start of this run count as its time
+    vocabularies, matrix = prepare_vocabularies(config, data, log, base=source.vocabularies if source else None, extra_tokens=unlabelled_target(config))
+    if config.transfer.auxiliary_lm_weight:  # saved with the run: the LM layers are part of the model
+        config.model.language_model_words = language_model_words(config, vocabularies)
+        config.model.language_model_decoder = language_model_decoder(config)
+    model = build_target_model(config, scheme, vocabularies, matrix, source, log)
+    check_target_model(config, model, scheme, source is not None, data, vocabularies, log)
+    place_on_device(config, model, log)
+    check_resumable(directory, config)
+    with rundir.writer_lock(directory):
+        if (directory / rundir.METRICS).exists():  # finished by another process while this one prepared
+            raise SeqTransferError("run directory already holds a finished run", path=directory, hint="choose another --output")
+        rundir.remove_partial_files(directory)
+        if vocabularies.encoder and (directory / rundir.VOCABULARY).is_file():  # resumed: the pair features its first epochs read
+            vocabularies.encoder_segments = rundir.read_vocabularies(directory).encoder_segments
+        rundir.save_setup(directory, config, vocabularies)
+        return fit_and_save(config, directory, data, vocabularies, model, scheme, started, log, show_progress, epoch_reports)
+
+
+def resolve_model_settings(config: RunConfig, scheme: Scheme, data: TaskData, log: Log) -> None:
+    """The model's architecture, a fine-tuned encoder's defaults, the optimizer and its rate, and
+    what the task fills in (saved with the run); a warning for each setting nothing will read."""
     config.model.architecture = model_architecture(scheme, data)
     if config.model.encoder and config.model.encoder_mode == "finetune":
         check_fine_tuned_encoder(data, scheme)
@@ -309,46 +333,46 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     fill_optimizer(config.train, data.kind.optimizer)
     for idle in idle_settings(config):  # the model and schedule resolved: what the run will not read
         log(f"warning: {idle}")
+
+
+def prepare_training_split(config: RunConfig, data: TaskData, directory: Path, log: Log) -> float:
+    """The training sentences and their weights (subsets, selection, pseudo labels, annealed source
+    sentences), jackknifed input tags, and what the task fills in from them; the seconds fold
+    taggers trained by an earlier start of this run took."""
     data.train_weights = training_sentences(config, data, log)  # subsets, selection, pseudo labels (data/selection.py)
     data.target_count = add_annealing_sentences(config, data, log)  # data annealing: source sentences after the target's
+    earlier_seconds = 0.0
     if config.model.tag_jackknife:  # input tags of the training split from fold taggers (data/tag_feature.py)
         from seqtransfer.data.tag_feature import jackknife_tags
 
         data.train_tags, earlier_seconds = jackknife_tags(config, data, directory, log)
-        started -= earlier_seconds  # fold taggers trained by an earlier start of this run count as its time
         seed_everything(config.train.seed, config.train.threads)  # the fold taggers drew random numbers (or, resumed, did not): start from the seed either way
     check_centred_scores(config.model, data.kind)
     filled = data.kind.fill_config(config.model, data.gold("train"), data.splits["train"])
     if filled:
         log(filled)
-    adversarial_tokens = unlabelled_target(config)
-    vocabularies, matrix = prepare_vocabularies(config, data, log, base=source.vocabularies if source else None, extra_tokens=adversarial_tokens)
-    if config.transfer.auxiliary_lm_weight:  # saved with the run: the LM layers are part of the model
-        config.model.language_model_words = language_model_words(config, vocabularies)
-        config.model.language_model_decoder = language_model_decoder(config)
-    model = build_target_model(config, scheme, vocabularies, matrix, source, log)
+    return earlier_seconds
+
+
+def check_target_model(config: RunConfig, model: nn.Module, scheme: Scheme, has_source: bool, data: TaskData, vocabularies: Vocabularies, log: Log) -> None:
+    """What must hold of the built model: the auxiliary LM's layers train, teachers can teach it, its adaptations apply."""
     check_auxiliary_lm(config, scheme)
     check_distillation(config, model, data, vocabularies.labels)
     if config.transfer.adaptations:
         from seqtransfer.transfer.adaptations import check_adaptations
 
-        check_adaptations(config.transfer, model, source is not None, scheme.phases(config.transfer), scheme_prefixes(model, scheme),
+        check_adaptations(config.transfer, model, has_source, scheme.phases(config.transfer), scheme_prefixes(model, scheme),
                           max_epochs=config.train.max_epochs, log=log)
+
+
+def place_on_device(config: RunConfig, model: nn.Module, log: Log) -> None:
+    """The model on the run's device, with its precision (one line before anything is written when it cannot apply)."""
     device = resolve_device(config.train.device)
     prepare_device(device)
     model.to(device)
-    precision = resolve_precision(config.train.amp, model, device)  # one line before anything is written when it cannot apply
+    precision = resolve_precision(config.train.amp, model, device)
     if precision.dtype is not None:
         log(f"precision: {precision.describe()}")
-    check_resumable(directory, config)
-    with rundir.writer_lock(directory):
-        if (directory / rundir.METRICS).exists():  # finished by another process while this one prepared
-            raise SeqTransferError("run directory already holds a finished run", path=directory, hint="choose another --output")
-        rundir.remove_partial_files(directory)
-        if vocabularies.encoder and (directory / rundir.VOCABULARY).is_file():  # resumed: the pair features its first epochs read
-            vocabularies.encoder_segments = rundir.read_vocabularies(directory).encoder_segments
-        rundir.save_setup(directory, config, vocabularies)
-        return fit_and_save(config, directory, data, vocabularies, model, scheme, started, log, show_progress, epoch_reports)
 
 
 def fill_fine_tuning(config: RunConfig, kind) -> None:
