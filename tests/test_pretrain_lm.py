@@ -116,3 +116,45 @@ def test_bad_pretraining_settings_are_one_line(text, tmp_path, capsys, option, v
     arguments = ["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "lm"), *TINY_LM]
     arguments[arguments.index(option) + 1] = value
     assert expected in error_line(arguments, capsys) and not (tmp_path / "lm").exists()
+
+
+def test_a_partial_folder_resumes_only_the_run_that_left_it(text, tmp_path, monkeypatch, capsys):
+    """An interrupted run's OUTPUT.partial records its text and settings: the same command resumes it;
+    other text or other settings are one line (resuming would train one tokenizer's weights under another's)."""
+    def interrupted(*arguments, **keywords):  # as a Ctrl-C in the first epoch
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("seqtransfer.training.loop.fit", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run(["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "lm"), *TINY_LM])
+    assert json.loads((tmp_path / "lm.partial" / "settings.json").read_text())["settings"]["objective"] == "masked"
+    other = tmp_path / "other.txt"
+    other.write_text("\n".join(line.upper() + " !" for line in LINES * 4) + "\n", encoding="utf-8")
+    for arguments, differing in (([str(other)], "the text"), ([str(text), "--objective", "causal"], "settings.objective"), ([str(text), "--seed", "2"], "training.seed")):
+        error = error_line(["pretrain-lm", "--text", *arguments, "--output", str(tmp_path / "lm"), *TINY_LM], capsys)
+        assert "holds an interrupted run with other settings" in error and differing in error
+
+
+def test_what_pretraining_cannot_learn_or_score_is_one_line_and_leaves_nothing(tmp_path, capsys):
+    punctuation = tmp_path / "punctuation.txt"  # two distinct lines whose held-out one has no sub-word a masked LM predicts
+    punctuation.write_text("a\nb\n", encoding="utf-8")
+    cases = {"a held-out line with nothing to predict": ([str(punctuation)], "the held-out lines give no sub-word to predict"),
+             "an unknown corpus name": (["mytweets"], "is neither a file, a raw corpus nor a registered dataset"),
+             "a dataset's unknown split": (["tpos:devv"], "'devv' is neither a split nor a task of dataset 'tpos'")}
+    for arguments, message in cases.values():
+        assert message in error_line(["pretrain-lm", "--text", *arguments, "--output", str(tmp_path / "lm"), *TINY_LM], capsys)
+        assert not (tmp_path / "lm").exists() and not (tmp_path / "lm.partial").exists()
+
+
+def test_the_output_must_be_a_new_folder(text, tmp_path, capsys):
+    (tmp_path / "a-file").write_text("x", encoding="utf-8")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "notes.txt").write_text("x", encoding="utf-8")
+    for output, message in (("a-file", "--output is a file"), ("full", "--output is a folder with files"), (" ", "--output is empty")):
+        assert message in error_line(["pretrain-lm", "--text", str(text), "--output", str(tmp_path / output) if output.strip() else output, *TINY_LM], capsys)
+
+
+def test_a_high_held_out_share_keeps_a_training_line_and_the_log_shows_perplexity(text, tmp_path, capsys):
+    summary = run(["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "lm"), *[value if value != "0.2" else "0.99" for value in TINY_LM]])
+    assert summary["training_lines"] >= 4 and summary["held_out_lines"] == len(LINES) - 1  # one distinct line (repeated 4 times) trains
+    assert "held-out perplexity" in capsys.readouterr().out

@@ -72,6 +72,9 @@ def read_dataset(entry: str, data_dir: str | Path | None) -> list[list[str]]:
     sentences = []
     for name in names.split("+"):
         spec = get_dataset(name)
+        if part and part not in spec.split_names() and part not in spec.tasks:
+            raise SeqTransferError(f"'{part}' is neither a split nor a task of dataset '{name}'", path=entry,
+                                   hint=f"name a split ({', '.join(spec.split_names())}) or a task ({', '.join(spec.tasks)}): {name}:SPLIT")
         split = part if part in spec.split_names() else "train"
         task = part if part and part not in spec.split_names() else None
         data = load_task_data(DataConfig(dataset=name, task=task, data_dir=None if data_dir is None else str(data_dir)), (split,))

@@ -186,9 +186,53 @@ def split_held_out(lines: list[str], share: float, seed: int) -> tuple[list[str]
     if len(distinct) < 2:
         raise SeqTransferError("the text has fewer than two distinct lines", hint="give more text: one sentence or tweet per line")
     order = np.random.default_rng(seed).permutation(len(distinct))
-    held = max(1, int(round(share * len(distinct))))
+    held = min(max(1, int(round(share * len(distinct)))), len(distinct) - 1)
     held_set = {distinct[index] for index in order[:held]}
     return [line for line in lines if line not in held_set], [distinct[index] for index in order[:held]]
+
+
+def check_predicted(sequences: list[np.ndarray], held_out: list[LanguageModelBatch]) -> None:
+    """Training lines to learn from and held-out sub-words to predict (a perplexity of nothing scored would read 1.00): else one line."""
+    if not sequences:
+        raise SeqTransferError("no training line has a sub-word once tokenised", hint="give more text: one sentence or tweet per line")
+    if not any(int((batch.labels != IGNORED).sum()) for batch in held_out):
+        raise SeqTransferError("the held-out lines give no sub-word to predict, so there is no perplexity to stop on",
+                               hint="give more text, or raise --held-out")
+
+
+IDENTITY_FILE = "settings.json"
+
+
+def run_identity(lines: Sequence[str], settings: LanguageModelSettings, train_config) -> dict:
+    """What decides the LM a run trains: its text (a hash of its lines), the model's settings and
+    the training's (not threads nor device)."""
+    import hashlib
+
+    text = hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()[:16]
+    training = {key: getattr(train_config, key) for key in ("learning_rate", "batch_size", "max_epochs", "patience", "seed", "weight_decay", "gradient_clip", "schedule")}
+    return {"text": {"lines": len(lines), "hash": text}, "settings": dict(settings.__dict__), "training": training}
+
+
+def start_work_folder(work: Path, identity: dict) -> None:
+    """Create ``OUTPUT.partial`` with the run's identity, or resume one that holds the same run: a
+    folder an interrupted run with other settings or text left is one line (mixing them would train
+    one tokenizer's weights under another's)."""
+    from seqtransfer.files import read_json, write_json
+
+    saved = work / IDENTITY_FILE
+    if saved.is_file():
+        earlier = read_json(saved)
+        differing = [f"{section}.{key}" if section != "text" else "the text" for section in identity for key in identity[section]
+                     if earlier.get(section, {}).get(key) != identity[section][key]]
+        if differing:
+            raise SeqTransferError(f"{work} holds an interrupted run with other settings ({', '.join(dict.fromkeys(differing))})",
+                                   hint=f"run the same command to resume it, or delete {work} to start over")
+        return
+    if work.is_dir() and any(work.iterdir()):
+        raise SeqTransferError(f"{work} holds an interrupted run of an earlier version (no {IDENTITY_FILE}), its settings unknown",
+                               hint=f"delete {work} to start over")
+    work.mkdir(parents=True, exist_ok=True)
+    write_json(saved, identity)
 
 
 def pretrain(lines: list[str], settings: LanguageModelSettings, train_config, output: Path, log, show_progress: bool = True, device: str = "auto") -> dict:
@@ -198,7 +242,6 @@ def pretrain(lines: list[str], settings: LanguageModelSettings, train_config, ou
     from seqtransfer.training.train import seed_everything
 
     work = output.with_name(output.name + ".partial")
-    work.mkdir(parents=True, exist_ok=True)
     seed_everything(train_config.seed, train_config.threads)
     training_lines, held_out_lines = split_held_out(lines, settings.held_out, train_config.seed)
     tokenizer = train_tokenizer(training_lines, settings.vocabulary_size)
@@ -213,10 +256,13 @@ def pretrain(lines: list[str], settings: LanguageModelSettings, train_config, ou
     source = LanguageModelBatches(sequences, settings, tokenizer, train_config.batch_size, train_config.seed)
     held_out_source = LanguageModelBatches(encode_lines(tokenizer, held_out_lines, settings.max_length), settings, tokenizer, train_config.evaluation_batch_size, train_config.seed)
     held_out = list(held_out_source.batches(0))  # masked once: every epoch is scored on the same positions
+    check_predicted(sequences, held_out)
     parameters = sum(parameter.numel() for parameter in language_model.parameters())
     log(f"language model: {settings.objective}, {parameters:,} parameters, {len(tokenizer)} sub-words; "
         f"{len(sequences):,} training lines, {len(held_out_lines):,} held out; {sum(map(len, sequences)):,} training sub-words")
-    result = fit(model, source, lambda trained: (-perplexity(trained, held_out), {}), train_config, checkpoint_dir=work, log=log, show_progress=show_progress)
+    start_work_folder(work, run_identity(lines, settings, train_config))
+    result = fit(model, source, lambda trained: (-perplexity(trained, held_out), {}), train_config, checkpoint_dir=work, log=log, show_progress=show_progress,
+                 describe_dev=lambda score: f"held-out perplexity {-score:.2f}")
     model.load_state_dict(result.best_state)
     final = perplexity(model, held_out)
     log(f"held-out perplexity {final:.2f} (best epoch {result.best_epoch})")

@@ -188,17 +188,20 @@ def fit(
     log: Callable[[str], None] = print,
     show_progress: bool = True,
     epoch_reports: Sequence[Callable[[dict], None]] = (),
+    describe_dev: Callable[[float], str] | None = None,
 ) -> FitResult:
     """Train until the dev score has not improved for ``config.patience`` epochs (and at least
     ``config.min_epochs`` epochs); each epoch's
-    record (epoch, loss, dev, seconds) goes to every ``epoch_reports`` callable (a tuning service)."""
+    record (epoch, loss, dev, seconds) goes to every ``epoch_reports`` callable (a tuning service).
+    ``describe_dev``: how the log shows a dev score (an LM's: its held-out perplexity; default ``dev 71.50``)."""
     groups = parameter_groups or [{"params": [p for p in model.parameters() if p.requires_grad]}]
     optimizer = make_optimizer(groups, config)
     state = checkpoint.resume(checkpoint_dir, model, optimizer) if checkpoint_dir else None
     state = state or checkpoint.TrainingState(best_state=checkpoint.copy_state(model))
     restored_seconds = sum(record.get("epoch_seconds", 0.0) for record in state.history)
     if state.epoch:
-        log(f"resuming after epoch {state.epoch} (best dev {state.best_score:.2f} at epoch {state.best_epoch})")
+        best = describe_dev(state.best_score).strip() if describe_dev else f"dev {state.best_score:.2f}"
+        log(f"resuming after epoch {state.epoch} (best {best} at epoch {state.best_epoch})")
     while state.epoch < config.max_epochs and (state.epoch < config.min_epochs or state.epoch - state.best_epoch < config.patience):
         epoch = state.epoch + 1
         for hook in epoch_hooks:
@@ -220,7 +223,8 @@ def fit(
         state.history.append(record)
         tasks = "".join(f"  {task} {value:6.2f}" for task, value in task_scores.items())
         extras = "".join(f"  {name.replace('_', ' ')} {value:.2f}" for name, value in summaries.items())
-        log(f"epoch {epoch:3d}  loss {loss:8.3f}  dev {dev_score:6.2f}{' *' if improved else '  '}  {train_seconds:5.1f}s{tasks}{extras}")
+        shown = describe_dev(dev_score) if describe_dev else f"dev {dev_score:6.2f}"
+        log(f"epoch {epoch:3d}  loss {loss:8.3f}  {shown}{' *' if improved else '  '}  {train_seconds:5.1f}s{tasks}{extras}")
         if checkpoint_dir:
             checkpoint.save(checkpoint_dir, model, optimizer, state)
         for report in epoch_reports:
