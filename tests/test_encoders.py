@@ -413,6 +413,9 @@ def test_a_run_whose_encoder_folder_changed_is_refused_or_warned_about(encoder, 
     error = capsys.readouterr().err
     assert "differs from the one this run was trained on" in error
     assert code == (0 if mode == "finetune" else 2)
+    if mode == "finetune":  # drift starts from the folder's weights: other weights are refused, not measured from
+        assert main(["analyze", "drift", str(output)]) == 2
+        assert "is not the one this run was fine-tuned from" in capsys.readouterr().err
     shutil.rmtree(folder)
     save_tiny_encoder(folder, hidden=32)
     assert main(evaluate) == 2

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 import torch
 
 from conftest import FIXTURES, TINY_MODEL
-from seqtransfer.cli import run
+from seqtransfer.cli import main, run
 from seqtransfer.config import RunConfig, apply_overrides
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.task_data import load_task_data
@@ -144,6 +146,47 @@ def test_drift_measures_how_far_each_transferred_layer_group_moved_from_the_sour
         run(["analyze", "drift", str(tiny_run)])
     with pytest.raises(SeqTransferError, match="1 --label for 2 runs"):
         run(["analyze", "drift", str(outputs["finetune"]), str(outputs["features"]), "--label", "SFT"])
+
+
+def test_drift_finds_its_source_from_elsewhere_and_refuses_one_with_other_weights(tmp_path, monkeypatch, capsys):
+    """A source named by a relative path is found from a folder holding the run; a source retrained at
+    the same path (other weights than the run read) or gone is one line, not numbers from other weights."""
+    from conftest import tiny_train_arguments
+    from test_parser import error_line
+
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert main(tiny_train_arguments(project / "source", epochs=1)) == 0
+    monkeypatch.chdir(project)
+    run(["transfer", "--source", "source", "--method", "finetune", "--train", str(FIXTURES / "tiny_pos_train.conll"), "--dev", str(FIXTURES / "tiny_pos_dev.conll"),
+         "--columns", "word,pos", "--epochs", "1", "--output", "target", "--quiet", *TINY_MODEL])
+    monkeypatch.chdir(elsewhere)
+    assert run(["analyze", "drift", str(project / "target")])[0]["total"]["relative_change"] > 0
+    assert main(tiny_train_arguments(elsewhere / "other", epochs=1, seed=7)) == 0
+    shutil.copyfile(elsewhere / "other" / "model.safetensors", project / "source" / "model.safetensors")  # the source retrained in its place
+    capsys.readouterr()
+    assert "holds other weights than the run was trained from" in error_line(["analyze", "drift", str(project / "target")], capsys)
+    shutil.rmtree(project / "source")
+    assert "the run's source run source is not there" in error_line(["analyze", "drift", str(project / "target")], capsys)
+
+
+def test_drift_labels_runs_apart_and_refuses_what_would_mislead(tiny_run, tmp_path, capsys):
+    from seqtransfer.analysis.drift import all_groups, distinct_labels
+    from test_parser import error_line
+
+    results = [{"run": "/a/seed-1/run", "label": "FT"}, {"run": "/a/seed-2/run", "label": "FT"}, {"run": "/a/seed-2/lora", "label": "LoRA"}]
+    assert [result["label"] for result in distinct_labels(results)] == ["seed-1/run", "seed-2/run", "LoRA"]
+    mixed = [{"groups": [{"group": "embeddings"}, {"group": "layer 1"}, {"group": "layer 2"}]}, {"groups": [{"group": "word_representation"}, {"group": "feature_extractor"}]},
+             {"groups": [{"group": "embeddings"}, {"group": "layer 1"}, {"group": "layer 2"}, {"group": "layer 3"}]}]
+    assert all_groups(mixed) == ["embeddings", "layer 1", "layer 2", "layer 3", "word_representation", "feature_extractor"]
+    (tmp_path / "a-file").write_text("x", encoding="utf-8")
+    refused = {"the same run is given twice": [str(tiny_run), str(tiny_run)],
+               "--label 'A' names two runs": [str(tiny_run), str(tmp_path), "--label", "A", "--label", "A"],
+               "--output is a file": [str(tiny_run), "--output", str(tmp_path / "a-file")],
+               "--output is a run directory": [str(tiny_run), "--output", str(tiny_run)]}
+    for message, arguments in refused.items():
+        assert message in error_line(["analyze", "drift", *arguments], capsys)
 
 
 def test_source_only_scores_the_source_model_as_it_is(tiny_run, tmp_path):

@@ -240,18 +240,25 @@ def check_encoder_hash(config: RunConfig, directory: Path) -> str | None:
     raise SeqTransferError(message, path=directory, hint=ENCODER_HINT)
 
 
+def find_beside_run(name: str, directory: Path, matches) -> Path:
+    """A folder a run names by a path (its source run, its encoder): an absolute path as saved; a
+    relative one (from where the run was trained) from the working directory or else from a folder
+    holding the run directory (a run read from elsewhere, or a project moved whole): the first of
+    those for which ``matches(folder)`` holds, else the first that exists, else the path as saved."""
+    path = Path(name)
+    candidates = [path] if path.is_absolute() else [path, *(parent / path for parent in directory.absolute().parents)]
+    existing = [folder for folder in candidates if folder.is_dir()]
+    return next((folder for folder in existing if matches(folder)), existing[0] if existing else path)
+
+
 def find_run_encoder(name: str, directory: Path, expected_hash: str | None) -> str:
-    """The encoder folder a run names: a packaged encoder or an absolute path as saved; a relative
-    path (from where the run was trained) from the working directory or else from a folder holding
-    the run directory (a run read from elsewhere, or a project moved whole): the first of those
-    whose hash is the run's, else the first that exists (its hash then checked: refused or warned about)."""
+    """The encoder folder a run names (``find_beside_run``): a packaged encoder as it is; else the
+    folder whose hash is the run's, or the first that exists (its hash then checked: refused or warned about)."""
     from seqtransfer.embeddings.packaged import PACKAGED
     from seqtransfer.embeddings.transformer import encoder_fingerprint
 
-    path = Path(name)
-    if name in PACKAGED or path.is_absolute():
+    if name in PACKAGED:
         return name
-    existing = [folder for folder in (path, *(parent / path for parent in directory.absolute().parents)) if folder.is_dir()]
 
     def matches(folder: Path) -> bool:
         try:
@@ -259,8 +266,25 @@ def find_run_encoder(name: str, directory: Path, expected_hash: str | None) -> s
         except SeqTransferError:  # an incomplete folder
             return False
 
-    chosen = next((folder for folder in existing if expected_hash and matches(folder)), existing[0] if existing else path)
-    return name if chosen == path else str(chosen)
+    found = find_beside_run(name, directory, lambda folder: bool(expected_hash) and matches(folder))
+    if not found.is_dir():
+        raise SeqTransferError(f"the run's encoder folder {name} is not there", path=directory,
+                               hint="point model.encoder in the run's config.yaml at the encoder folder it was trained on")
+    return name if found == Path(name) else str(found)
+
+
+def find_run_source(run: "LoadedRun") -> Path:
+    """The source run a transfer run read (``find_beside_run``): the one whose weights' hash is the
+    one its metrics recorded; one line when it is not there, or holds other weights."""
+    saved, expected = run.config.transfer.source, run.metrics.get("source_weights")
+    found = find_beside_run(saved, run.directory, lambda folder: expected is not None and weights_fingerprint(folder) == expected)
+    if weights_fingerprint(found) is None:
+        raise SeqTransferError(f"the run's source run {saved} is not there", path=run.directory,
+                               hint="point transfer.source in the run's config.yaml at the source run it was trained from")
+    if expected and weights_fingerprint(found) != expected:
+        raise SeqTransferError(f"the source run at {found} holds other weights than the run was trained from (retrained or replaced)", path=run.directory,
+                               hint="point transfer.source in the run's config.yaml at the source run it was trained from")
+    return found
 
 
 def read_members(directory: str | Path) -> tuple[list[Path], str] | None:

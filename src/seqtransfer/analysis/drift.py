@@ -52,12 +52,24 @@ def encoder_states(run) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor
     """(start, end) of a fine-tuned encoder's weights, named as in the pretrained encoder with ``encoder.`` before."""
     from seqtransfer.embeddings.transformer import encoder_path, load_encoder
 
+    check_same_encoder(run)
     _, pretrained = load_encoder(run.config.model.encoder)
     final = plain_state(run.model)
     held = stored_names(encoder_path(run.config.model.encoder), pretrained.base_model_prefix)
     start = {f"encoder.{name}": tensor for name, tensor in pretrained.state_dict().items()
              if tensor.is_floating_point() and not name.startswith("pooler.") and (held is None or name in held)}
     return start, {name: final[name] for name in start if name in final}
+
+
+def check_same_encoder(run) -> None:
+    """Drift starts from the encoder folder's weights: one line when they are not those the run was
+    fine-tuned from (loading only warns about a fully fine-tuned run, which reads its tokenizer alone there)."""
+    from seqtransfer.embeddings.transformer import encoder_fingerprint
+
+    expected, encoder = run.config.model.encoder_hash, run.config.model.encoder
+    if expected and expected not in (encoder_fingerprint(encoder), encoder_fingerprint(encoder, with_training_report=True)):
+        raise SeqTransferError(f"the encoder at {encoder} is not the one this run was fine-tuned from: drift would measure from other weights", path=run.directory,
+                               hint="point model.encoder in the run's config.yaml at the encoder folder it was trained on")
 
 
 def stored_names(folder: Path, base_prefix: str) -> set[str] | None:
@@ -83,11 +95,11 @@ def source_states(run) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]
     """(start, end, group of each name, bottom to top) of a sequential-transfer run's transferred weights
     (a multi-task model's: its shared representation, the branches and projections of its shared tasks;
     an encoder's as :func:`plain_state` names them, its layers first)."""
-    from seqtransfer.rundir import load_run
+    from seqtransfer.rundir import find_run_source, load_run
     from seqtransfer.transfer.adaptations import EMBEDDING_TABLES, layer_groups
     from seqtransfer.transfer.schemes import get_scheme, scheme_prefixes
 
-    source_model = load_run(run.config.transfer.source).model
+    source_model = load_run(find_run_source(run)).model
     if hasattr(run.model, "hierarchy"):
         from seqtransfer.training.multitask import transferred_prefixes
 
@@ -154,14 +166,30 @@ def setting(config) -> str:
 
 
 def distinct_labels(results: list[dict]) -> list[dict]:
-    """The results, each labelled by its run folder's name where two share a label (the same setting)."""
+    """The results, each labelled by as much of its run's path as tells it apart where two share a
+    label (the same setting): its folder's name, or more of its path (``seed-1/run``, ``round-2/model-1``)."""
     labels = [result["label"] for result in results]
-    return [result if labels.count(result["label"]) == 1 else {**result, "label": Path(result["run"]).name} for result in results]
+    shared = [result for result in results if labels.count(result["label"]) > 1]
+    parts = {result["run"]: Path(result["run"]).absolute().parts for result in shared}
+    depth = 1
+    while len({parts[result["run"]][-depth:] for result in shared}) < len(shared) and depth < max((len(value) for value in parts.values()), default=1):
+        depth += 1
+    return [result if labels.count(result["label"]) == 1 else {**result, "label": "/".join(parts[result["run"]][-depth:])} for result in results]
 
 
 def all_groups(results: list[dict]) -> list[str]:
-    """The layer groups of every result, bottom to top, each once."""
-    return list(dict.fromkeys(row["group"] for result in results for row in result["groups"]))
+    """The layer groups of every result, each once, bottom to top: an encoder's embeddings and layers
+    (by number, whatever each encoder's depth), then the other groups in the order the runs give them."""
+    seen = list(dict.fromkeys(row["group"] for result in results for row in result["groups"]))
+
+    def position(group: str) -> tuple[int, int]:
+        if group == "embeddings":
+            return 0, 0
+        if group.startswith("layer ") and group.removeprefix("layer ").isdigit():
+            return 1, int(group.removeprefix("layer "))
+        return 2, seen.index(group)
+
+    return sorted(seen, key=position)
 
 
 def markdown(results: list[dict]) -> str:

@@ -154,6 +154,31 @@ def run_absorption(arguments: argparse.Namespace) -> list[dict]:
     return [public(result) for result in results]
 
 
+def check_distinct_runs(runs: list[str], labels: list[str]) -> None:
+    """Each run once, each label once and not empty, and no label that breaks a table (one line each)."""
+    resolved = [Path(run).resolve() for run in runs]
+    repeated = next((run for run, path in zip(runs, resolved) if resolved.count(path) > 1), None)
+    if repeated:
+        raise SeqTransferError("the same run is given twice", path=repeated, hint="give each RUN once")
+    repeated_label = next((label for label in labels if labels.count(label) > 1), None)
+    if repeated_label is not None:
+        raise SeqTransferError(f"--label {repeated_label!r} names two runs", hint="give each RUN its own --label")
+    bad = next((label for label in labels if not label.strip() or "|" in label), None)
+    if bad is not None:
+        raise SeqTransferError(f"--label {bad!r} is empty or holds '|' (a table's column separator)", hint="give each RUN a plain name")
+
+
+def check_output_folder(output: str) -> None:
+    """An analysis's --output is a folder of its own: not a file, nor a run directory (one line each, before anything is computed)."""
+    from seqtransfer.rundir import CONFIG
+
+    path = Path(output)
+    if path.is_file():
+        raise SeqTransferError("--output is a file", path=path, hint="pass a folder for the analysis's files")
+    if (path / CONFIG).is_file():
+        raise SeqTransferError("--output is a run directory", path=path, hint="pass a folder of its own for the analysis's files")
+
+
 def run_drift(arguments: argparse.Namespace) -> list[dict]:
     from seqtransfer.analysis import figures
     from seqtransfer.analysis.drift import distinct_labels, drift_figure, markdown, measure_drift
@@ -161,6 +186,9 @@ def run_drift(arguments: argparse.Namespace) -> list[dict]:
 
     if arguments.label and len(arguments.label) != len(arguments.runs):
         raise SeqTransferError(f"{len(arguments.label)} --label for {len(arguments.runs)} runs", hint="give one --label per RUN, in order, or none")
+    check_distinct_runs(arguments.runs, arguments.label)
+    if arguments.output:
+        check_output_folder(arguments.output)
     results = distinct_labels([measure_drift(run, label) for run, label in zip(arguments.runs, arguments.label or [None] * len(arguments.runs))])
     table = markdown(results)
     print(table, end="")
@@ -345,6 +373,10 @@ def run_report(arguments: argparse.Namespace):
 
     if not (arguments.transfer or arguments.neurons or arguments.curve or arguments.ablation or arguments.probes or arguments.drift or arguments.similarity):
         raise SeqTransferError("nothing to report", hint="pass --transfer RUN_A RUN_B, --neurons RUN, --curve RUN ..., --ablation RUN, --probes RUN, --drift RUN ... and/or --similarity CORPUS ...")
+    if Path(arguments.output).is_dir():
+        raise SeqTransferError("--output is a folder; the report is one HTML file", path=arguments.output, hint="pass --output FILE.html")
+    if arguments.drift:
+        check_distinct_runs(arguments.drift, [])
     content = ReportContent(title=arguments.title)
     content.comparisons = [compare_runs(reference, transferred, arguments.split) for reference, transferred in arguments.transfer]
     if arguments.neurons:
@@ -360,9 +392,9 @@ def run_report(arguments: argparse.Namespace):
 
         content.probes = probe_layers(arguments.probes)
     if arguments.drift:
-        from seqtransfer.analysis.drift import measure_drift
+        from seqtransfer.analysis.drift import distinct_labels, measure_drift
 
-        content.drift = [measure_drift(run) for run in arguments.drift]
+        content.drift = distinct_labels([measure_drift(run) for run in arguments.drift])
     if arguments.similarity:
         content.similarity = similarity_analysis(arguments, arguments.similarity)
     write_text(arguments.output, render_report(content))
