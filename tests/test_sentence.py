@@ -264,3 +264,34 @@ def test_sentence_classifiers_distil_into_one_per_sentence(tmp_path):
     student = tmp_path / "student"
     assert main([*common, "--output", str(student), f"transfer.distill_from=[{teachers[0]}, {teachers[1]}]"]) == 0
     assert "distilling 2 teacher run(s)" in (student / "log.txt").read_text(encoding="utf-8")
+
+
+def test_an_ensemble_of_sentence_classifiers_averages_their_sentence_distributions(tmp_path):
+    """One distribution per sentence (not per token): the ensemble's label is the arg-max of its members'
+    averaged softmax, scored and written like a classifier's predictions."""
+    from seqtransfer.config import DataConfig
+    from seqtransfer.data.task_data import load_task_data
+    from seqtransfer.experiments.ensemble import build_ensemble, member_probabilities
+    from seqtransfer.rundir import load_run
+
+    members = [tmp_path / f"member-{seed}" for seed in (1, 2)]
+    for seed, output in zip((1, 2), members):
+        run(["train", "--train", TRAIN, "--dev", DEV, "--test", DEV, "--epochs", "2", "--seed", str(seed), "--output", str(output), "--quiet", *TINY_MODEL])
+    data = load_task_data(DataConfig(train=TRAIN, dev=DEV, test=DEV))
+    metrics = build_ensemble(members, data, tmp_path / "ensemble")
+    from seqtransfer.data.batching import encode_sentences, make_batch
+
+    runs = [load_run(member) for member in members]
+    by_hand = []
+    for loaded in runs:
+        batch = make_batch(encode_sentences(data.tokens("dev"), loaded.vocabularies), torch.arange(len(data.tokens("dev"))).numpy())
+        with torch.no_grad():
+            probabilities = member_probabilities(loaded.model.eval(), batch)[:, 0]  # (B, L)
+        order = [sorted(loaded.vocabularies.labels.items).index(label) for label in loaded.vocabularies.labels.items]
+        by_hand.append(probabilities[:, torch.tensor(order).argsort()])
+    labels = sorted(runs[0].vocabularies.labels.items)
+    expected = [[labels[index]] for index in torch.stack(by_hand).mean(0).argmax(-1).tolist()]
+    gold = data.labels("dev")
+    assert metrics["dev"]["accuracy"] == pytest.approx(100 * sum(p == g for p, g in zip(expected, gold)) / len(gold))
+    written = (tmp_path / "ensemble" / "predictions" / "dev.conll").read_text().split()
+    assert written[0] == "sentence-1" and written[2] == expected[0][0]

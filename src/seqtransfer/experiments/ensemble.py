@@ -1,4 +1,5 @@
-"""Ensembles: average the per-token label distributions of several finished runs.
+"""Ensembles: average the label distributions of several finished runs, per token (taggers) or per
+sentence (sentence classifiers).
 
 Members may have different vocabularies and label orders (a fine-tuned run and a scratch run),
 so each member encodes the sentences with its own vocabularies and its distributions are
@@ -26,18 +27,26 @@ from seqtransfer.rundir import LoadedRun
 from seqtransfer.training.metrics import evaluate
 
 
+def member_probabilities(model, batch) -> torch.Tensor:
+    """(B, T, L_member) label probabilities: a tagger's per token, a sentence classifier's per sentence (T = 1)."""
+    if hasattr(model, "sentence_scores"):
+        return model.sentence_scores(batch).softmax(-1).unsqueeze(1)
+    return model.probabilities(batch)
+
+
 def member_distributions(run: LoadedRun, tokens: list[list[str]], labels: list[str], batch_size: int = 256) -> list[torch.Tensor]:
-    """For each sentence, a (T, len(labels)) tensor of the member's label probabilities."""
+    """For each sentence, a (T, len(labels)) tensor of the member's label probabilities (T = 1 for a sentence classifier)."""
     encoded = encode_sentences(tokens, run.vocabularies)
     columns = torch.tensor([labels.index(label) for label in run.vocabularies.labels.items])
     distributions: list[torch.Tensor | None] = [None] * len(tokens)
     run.model.eval()
     with torch.inference_mode():
         for batch in evaluation_batches(encoded, batch_size):
-            probabilities = run.model.probabilities(batch.to(next(run.model.parameters()).device)).cpu()  # (B, T, L_member)
+            probabilities = member_probabilities(run.model, batch.to(next(run.model.parameters()).device)).cpu()  # (B, T, L_member)
             for row, index in enumerate(batch.indices):
-                mapped = torch.zeros(int(encoded.lengths[index]), len(labels))
-                mapped[:, columns] = probabilities[row, : encoded.lengths[index]]
+                length = 1 if hasattr(run.model, "sentence_scores") else int(encoded.lengths[index])
+                mapped = torch.zeros(length, len(labels))
+                mapped[:, columns] = probabilities[row, :length]
                 distributions[index] = mapped
     return distributions
 
@@ -68,7 +77,7 @@ def averaged_distributions(runs: list[LoadedRun], tokens: list[list[str]]) -> tu
 
 
 def ensemble_predict(runs: list[LoadedRun], tokens: list[list[str]]) -> list[list[str]]:
-    """Arg-max of the averaged member distributions, one label per token."""
+    """Arg-max of the averaged member distributions, one label per token (a sentence classifier's: one per sentence)."""
     labels, averaged = averaged_distributions(runs, tokens)
     return [[labels[index] for index in sentence.argmax(-1).tolist()] for sentence in averaged]
 
@@ -76,11 +85,13 @@ def ensemble_predict(runs: list[LoadedRun], tokens: list[list[str]]) -> list[lis
 def build_ensemble(member_directories: list[Path], data: TaskData, directory: Path) -> dict:
     """Score the ensemble on every evaluation split and write its metrics and predictions."""
     started = time.perf_counter()
+    from seqtransfer.transfer.distillation import gives_label_distributions
+
     runs = [rundir.load_run(path) for path in member_directories]
     for run in runs:
-        if not hasattr(run.model, "probabilities"):
-            raise SeqTransferError(f"ensembles average per-token label distributions; this {run.model.task_kind} run has none",
-                                   path=run.directory, hint="ensemble tagging runs only (remove the ensemble method for this task)")
+        if not gives_label_distributions(run.model) or not (hasattr(run.model, "probabilities") or hasattr(run.model, "sentence_scores")):
+            raise SeqTransferError(f"ensembles average label distributions; this {run.model.task_kind} run has none",
+                                   path=run.directory, hint="ensemble tagging or sentence-classification runs only (remove the ensemble method for this task)")
     metrics = {"dataset": data.dataset, "task": data.task, "metric": data.metric, "scheme": "ensemble",
                "members": [str(path) for path in member_directories]}
     for split in data.splits:
@@ -88,7 +99,7 @@ def build_ensemble(member_directories: list[Path], data: TaskData, directory: Pa
             continue
         predicted = ensemble_predict(runs, data.tokens(split))
         metrics[split] = evaluate(data.labels(split), predicted, data.metric)
-        rundir.write_predictions(directory / "predictions" / f"{split}.conll", data.tokens(split), data.labels(split), predicted)
+        data.kind.write_predictions(directory / "predictions", split, data.splits[split], data.labels(split), predicted)  # a tagger's: predictions/SPLIT.conll
     frozen = shared_frozen_encoder_parameters(run.config.model for run in runs)
     metrics["parameters"] = sum(count_parameters(run.model) for run in runs) + frozen
     if frozen:
