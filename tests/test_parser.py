@@ -254,7 +254,7 @@ def test_ensembles_refuse_parsers_with_one_line(parser_run, tmp_path):
     from seqtransfer.experiments.ensemble import build_ensemble
 
     data = load_task_data(seqtransfer.load(parser_run).run.config.data, splits=("test",))
-    with pytest.raises(SeqTransferError, match="ensembles average per-token label distributions"):
+    with pytest.raises(SeqTransferError, match="ensembles average label distributions; this dependency run has none"):
         build_ensemble([parser_run, parser_run], data, tmp_path / "ensemble")
 
 
