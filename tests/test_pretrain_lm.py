@@ -158,3 +158,7 @@ def test_a_high_held_out_share_keeps_a_training_line_and_the_log_shows_perplexit
     summary = run(["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "lm"), *[value if value != "0.2" else "0.99" for value in TINY_LM]])
     assert summary["training_lines"] >= 4 and summary["held_out_lines"] == len(LINES) - 1  # one distinct line (repeated 4 times) trains
     assert "held-out perplexity" in capsys.readouterr().out
+    from seqtransfer.errors import SeqTransferWarning
+
+    with pytest.warns(SeqTransferWarning, match="--keep-test keeps a raw corpus's test files"):  # a file has no test files to keep
+        run(["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "kept"), "--keep-test", *TINY_LM])

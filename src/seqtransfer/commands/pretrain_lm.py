@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from seqtransfer.commands.base import Command
-from seqtransfer.errors import SeqTransferError
+from seqtransfer.errors import SeqTransferError, warn
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -72,6 +72,8 @@ def read_lines(arguments: argparse.Namespace) -> tuple[list[str], list[str], int
     text = arguments.text
     if text in RAW_CORPORA:
         return read_text_lines(text, arguments.data_dir, arguments.keep_test)
+    if arguments.keep_test:
+        warn(f"--keep-test keeps a raw corpus's test files ({', '.join(RAW_CORPORA)}); --text {text} is not one, so it changes nothing")
     names = text.partition(":")[0].split("+")
     if not Path(text).exists() and not Path(text).suffix and "/" not in text and not all(name in DATASETS for name in names):
         raise SeqTransferError(f"--text {text!r} is neither a file, a raw corpus nor a registered dataset",
