@@ -436,6 +436,13 @@ def test_a_run_finds_its_encoder_by_its_relative_path_from_another_working_direc
                            "--columns", "word,ner", "--epochs", "1", "--output", "runs/relative", "--quiet", *TINY_MODEL, "model.encoder=lms/tiny",
                            "model.encoder_mode=finetune", "model.encoder_adapter=lora", "model.lora_rank=2"])
     assert "encoder: lms/tiny" in (project / "runs" / "relative" / "config.yaml").read_text(encoding="utf-8")
+    absolute = tmp_path / "absolute"  # an encoder saved by its absolute path, then deleted: one line naming whose it was
+    shutil.copytree(encoder, tmp_path / "gone")
+    run_command(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner", "--epochs", "1",
+                 "--output", str(absolute), "--quiet", *TINY_MODEL, f"model.encoder={tmp_path / 'gone'}", "model.encoder_mode=finetune"])
+    shutil.rmtree(tmp_path / "gone")
+    with pytest.raises(SeqTransferError, match=f"the run's encoder folder {tmp_path / 'gone'} is not there"):
+        run_command(["evaluate", str(absolute), "--file", str(FIXTURES / "tiny_ner_test.conll"), "--columns", "word,ner"])
     elsewhere = tmp_path / "elsewhere"
     save_tiny_encoder(elsewhere / "lms" / "tiny", hidden=32)  # another encoder at the same relative path here: passed over, its hash is not the run's
     monkeypatch.chdir(elsewhere)

@@ -136,14 +136,20 @@ def test_a_partial_folder_resumes_only_the_run_that_left_it(text, tmp_path, monk
 
 
 def test_what_pretraining_cannot_learn_or_score_is_one_line_and_leaves_nothing(tmp_path, capsys):
-    punctuation = tmp_path / "punctuation.txt"  # two distinct lines whose held-out one has no sub-word a masked LM predicts
-    punctuation.write_text("a\nb\n", encoding="utf-8")
-    cases = {"a held-out line with nothing to predict": ([str(punctuation)], "the held-out lines give no sub-word to predict"),
+    letters = tmp_path / "letters.txt"  # two one-letter lines: the held-out one's single sub-word is not masked at seed 1
+    letters.write_text("a\nb\n", encoding="utf-8")
+    older = tmp_path / "older.partial"  # an interrupted run of a version that kept no settings.json
+    older.mkdir()
+    (older / "tensors.safetensors").write_bytes(b"")
+    cases = {"a held-out line with nothing to predict": ([str(letters)], "the held-out lines give no sub-word to predict"),
              "an unknown corpus name": (["mytweets"], "is neither a file, a raw corpus nor a registered dataset"),
              "a dataset's unknown split": (["tpos:devv"], "'devv' is neither a split nor a task of dataset 'tpos'")}
     for arguments, message in cases.values():
         assert message in error_line(["pretrain-lm", "--text", *arguments, "--output", str(tmp_path / "lm"), *TINY_LM], capsys)
         assert not (tmp_path / "lm").exists() and not (tmp_path / "lm.partial").exists()
+    text = tmp_path / "text.txt"
+    text.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    assert "holds an interrupted run of an earlier version" in error_line(["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "older"), *TINY_LM], capsys)
 
 
 def test_the_output_must_be_a_new_folder(text, tmp_path, capsys):
@@ -158,7 +164,9 @@ def test_a_high_held_out_share_keeps_a_training_line_and_the_log_shows_perplexit
     summary = run(["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "lm"), *[value if value != "0.2" else "0.99" for value in TINY_LM]])
     assert summary["training_lines"] >= 4 and summary["held_out_lines"] == len(LINES) - 1  # one distinct line (repeated 4 times) trains
     assert "held-out perplexity" in capsys.readouterr().out
-    from seqtransfer.errors import SeqTransferWarning
+    from seqtransfer.errors import SeqTransferError, SeqTransferWarning
 
-    with pytest.warns(SeqTransferWarning, match="--keep-test keeps a raw corpus's test files"):  # a file has no test files to keep
-        run(["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "kept"), "--keep-test", *TINY_LM])
+    one_line = tmp_path / "one-line.txt"  # fails once read: the warning comes before
+    one_line.write_text("just this\n", encoding="utf-8")
+    with pytest.warns(SeqTransferWarning, match="--keep-test keeps a raw corpus's test files"), pytest.raises(SeqTransferError, match="fewer than two distinct lines"):
+        run(["pretrain-lm", "--text", str(one_line), "--output", str(tmp_path / "kept"), "--keep-test", *TINY_LM])

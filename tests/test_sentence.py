@@ -266,12 +266,12 @@ def test_sentence_classifiers_distil_into_one_per_sentence(tmp_path):
     assert "distilling 2 teacher run(s)" in (student / "log.txt").read_text(encoding="utf-8")
 
 
-def test_an_ensemble_of_sentence_classifiers_averages_their_sentence_distributions(tmp_path):
+def test_an_ensemble_of_sentence_classifiers_averages_their_sentence_distributions(tmp_path, tiny_run):
     """One distribution per sentence (not per token): the ensemble's label is the arg-max of its members'
     averaged softmax, scored and written like a classifier's predictions."""
     from seqtransfer.config import DataConfig
     from seqtransfer.data.task_data import load_task_data
-    from seqtransfer.experiments.ensemble import build_ensemble, member_probabilities
+    from seqtransfer.experiments.ensemble import build_ensemble
     from seqtransfer.rundir import load_run
 
     members = [tmp_path / f"member-{seed}" for seed in (1, 2)]
@@ -286,7 +286,7 @@ def test_an_ensemble_of_sentence_classifiers_averages_their_sentence_distributio
     for loaded in runs:
         batch = make_batch(encode_sentences(data.tokens("dev"), loaded.vocabularies), torch.arange(len(data.tokens("dev"))).numpy())
         with torch.no_grad():
-            probabilities = member_probabilities(loaded.model.eval(), batch)[:, 0]  # (B, L)
+            probabilities = loaded.model.eval().sentence_scores(batch).softmax(-1)  # (B, L)
         order = [sorted(loaded.vocabularies.labels.items).index(label) for label in loaded.vocabularies.labels.items]
         by_hand.append(probabilities[:, torch.tensor(order).argsort()])
     labels = sorted(runs[0].vocabularies.labels.items)
@@ -295,3 +295,5 @@ def test_an_ensemble_of_sentence_classifiers_averages_their_sentence_distributio
     assert metrics["dev"]["accuracy"] == pytest.approx(100 * sum(p == g for p, g in zip(expected, gold)) / len(gold))
     written = (tmp_path / "ensemble" / "predictions" / "dev.conll").read_text().split()
     assert written[0] == "sentence-1" and written[2] == expected[0][0]
+    with pytest.raises(SeqTransferError, match="an ensemble of sentence runs has a tagging member"):
+        build_ensemble([members[0], tiny_run], data, tmp_path / "mixed")

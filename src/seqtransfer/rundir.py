@@ -221,6 +221,15 @@ def check_run_directory(directory: Path) -> None:
 ENCODER_HINT = "point model.encoder in config.yaml at the run's encoder folder"
 
 
+def encoder_is_the_runs(model_config) -> bool:
+    """Whether ``model.encoder`` holds the encoder the run was trained on (its recorded hash, with or
+    without our LM's training report, as runs before 2026-11-26 recorded it); runs that recorded none pass."""
+    from seqtransfer.embeddings.transformer import encoder_fingerprint
+
+    expected, encoder = model_config.encoder_hash, model_config.encoder
+    return not expected or expected in (encoder_fingerprint(encoder), encoder_fingerprint(encoder, with_training_report=True))
+
+
 def check_encoder_hash(config: RunConfig, directory: Path) -> str | None:
     """The encoder folder must be the one the run was trained on: a run on frozen features, or one
     that saved only its adapter, reads the encoder's weights from it (they fit no other), so another
@@ -230,9 +239,9 @@ def check_encoder_hash(config: RunConfig, directory: Path) -> str | None:
     from seqtransfer.embeddings.transformer import encoder_fingerprint
     from seqtransfer.errors import warn
 
-    found = encoder_fingerprint(config.model.encoder)
-    if not config.model.encoder_hash or config.model.encoder_hash in (found, encoder_fingerprint(config.model.encoder, with_training_report=True)):
+    if encoder_is_the_runs(config.model):
         return None
+    found = encoder_fingerprint(config.model.encoder)
     message = f"the encoder at {config.model.encoder} differs from the one this run was trained on (hash {found}, expected {config.model.encoder_hash})"
     if config.model.encoder_mode == "finetune" and config.model.encoder_adapter is None:
         warn(f"{directory}: {message}; the run holds its own encoder weights and reads only the tokenizer from that folder")
@@ -246,7 +255,8 @@ def find_beside_run(name: str, directory: Path, matches) -> Path:
     holding the run directory (a run read from elsewhere, or a project moved whole): the first of
     those for which ``matches(folder)`` holds, else the first that exists, else the path as saved."""
     path = Path(name)
-    candidates = [path] if path.is_absolute() else [path, *(parent / path for parent in directory.absolute().parents)]
+    holders = dict.fromkeys([*directory.absolute().parents, *directory.resolve().parents])  # a linked run directory: its link's folders, then its own
+    candidates = [path] if path.is_absolute() else list(dict.fromkeys([path, *(holder / path for holder in holders)]))
     existing = [folder for folder in candidates if folder.is_dir()]
     return next((folder for folder in existing if matches(folder)), existing[0] if existing else path)
 
@@ -275,9 +285,10 @@ def find_run_encoder(name: str, directory: Path, expected_hash: str | None) -> s
 
 def find_run_source(run: "LoadedRun") -> Path:
     """The source run a transfer run read (``find_beside_run``): the one whose weights' hash is the
-    one its metrics recorded; one line when it is not there, or holds other weights."""
+    one its metrics recorded (a run recorded before the hash: the first that holds weights); one line
+    when it is not there, or holds other weights."""
     saved, expected = run.config.transfer.source, run.metrics.get("source_weights")
-    found = find_beside_run(saved, run.directory, lambda folder: expected is not None and weights_fingerprint(folder) == expected)
+    found = find_beside_run(saved, run.directory, lambda folder: weights_fingerprint(folder) == expected if expected else weights_fingerprint(folder) is not None)
     if weights_fingerprint(found) is None:
         raise SeqTransferError(f"the run's source run {saved} is not there", path=run.directory,
                                hint="point transfer.source in the run's config.yaml at the source run it was trained from")

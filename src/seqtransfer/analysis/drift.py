@@ -64,11 +64,10 @@ def encoder_states(run) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor
 def check_same_encoder(run) -> None:
     """Drift starts from the encoder folder's weights: one line when they are not those the run was
     fine-tuned from (loading only warns about a fully fine-tuned run, which reads its tokenizer alone there)."""
-    from seqtransfer.embeddings.transformer import encoder_fingerprint
+    from seqtransfer.rundir import encoder_is_the_runs
 
-    expected, encoder = run.config.model.encoder_hash, run.config.model.encoder
-    if expected and expected not in (encoder_fingerprint(encoder), encoder_fingerprint(encoder, with_training_report=True)):
-        raise SeqTransferError(f"the encoder at {encoder} is not the one this run was fine-tuned from: drift would measure from other weights", path=run.directory,
+    if not encoder_is_the_runs(run.config.model):
+        raise SeqTransferError(f"the encoder at {run.config.model.encoder} is not the one this run was fine-tuned from: drift would measure from other weights", path=run.directory,
                                hint="point model.encoder in the run's config.yaml at the encoder folder it was trained on")
 
 
@@ -170,7 +169,7 @@ def distinct_labels(results: list[dict]) -> list[dict]:
     label (the same setting): its folder's name, or more of its path (``seed-1/run``, ``round-2/model-1``)."""
     labels = [result["label"] for result in results]
     shared = [result for result in results if labels.count(result["label"]) > 1]
-    parts = {result["run"]: Path(result["run"]).absolute().parts for result in shared}
+    parts = {result["run"]: tuple(part.replace("|", "/") for part in Path(result["run"]).absolute().parts[1:]) for result in shared}  # no root; '|' would split a table cell
     depth = 1
     while len({parts[result["run"]][-depth:] for result in shared}) < len(shared) and depth < max((len(value) for value in parts.values()), default=1):
         depth += 1

@@ -213,11 +213,11 @@ def run_identity(lines: Sequence[str], settings: LanguageModelSettings, train_co
     return {"text": {"lines": len(lines), "hash": text}, "settings": dict(settings.__dict__), "training": training}
 
 
-def start_work_folder(work: Path, identity: dict) -> None:
-    """Create ``OUTPUT.partial`` with the run's identity, or resume one that holds the same run: a
-    folder an interrupted run with other settings or text left is one line (mixing them would train
-    one tokenizer's weights under another's)."""
-    from seqtransfer.files import read_json, write_json
+def check_work_folder(work: Path, identity: dict) -> None:
+    """``OUTPUT.partial``, if there is one, holds this run (resumed): a folder an interrupted run with
+    other settings or text left is one line (mixing them would train one tokenizer's weights under
+    another's), as is one of an earlier version, whose settings are unknown. Reads only."""
+    from seqtransfer.files import read_json
 
     saved = work / IDENTITY_FILE
     if saved.is_file():
@@ -227,12 +227,18 @@ def start_work_folder(work: Path, identity: dict) -> None:
         if differing:
             raise SeqTransferError(f"{work} holds an interrupted run with other settings ({', '.join(dict.fromkeys(differing))})",
                                    hint=f"run the same command to resume it, or delete {work} to start over")
-        return
-    if work.is_dir() and any(work.iterdir()):
+    elif work.is_dir() and any(work.iterdir()):
         raise SeqTransferError(f"{work} holds an interrupted run of an earlier version (no {IDENTITY_FILE}), its settings unknown",
                                hint=f"delete {work} to start over")
-    work.mkdir(parents=True, exist_ok=True)
-    write_json(saved, identity)
+
+
+def start_work_folder(work: Path, identity: dict) -> None:
+    """Create ``OUTPUT.partial`` with the run's identity (checked by ``check_work_folder``), unless it holds it already."""
+    from seqtransfer.files import write_json
+
+    if not (work / IDENTITY_FILE).is_file():
+        work.mkdir(parents=True, exist_ok=True)
+        write_json(work / IDENTITY_FILE, identity)
 
 
 def pretrain(lines: list[str], settings: LanguageModelSettings, train_config, output: Path, log, show_progress: bool = True, device: str = "auto") -> dict:
@@ -242,6 +248,8 @@ def pretrain(lines: list[str], settings: LanguageModelSettings, train_config, ou
     from seqtransfer.training.train import seed_everything
 
     work = output.with_name(output.name + ".partial")
+    identity = run_identity(lines, settings, train_config)
+    check_work_folder(work, identity)  # before minutes of tokenizer training and encoding
     seed_everything(train_config.seed, train_config.threads)
     training_lines, held_out_lines = split_held_out(lines, settings.held_out, train_config.seed)
     tokenizer = train_tokenizer(training_lines, settings.vocabulary_size)
@@ -260,7 +268,7 @@ def pretrain(lines: list[str], settings: LanguageModelSettings, train_config, ou
     parameters = sum(parameter.numel() for parameter in language_model.parameters())
     log(f"language model: {settings.objective}, {parameters:,} parameters, {len(tokenizer)} sub-words; "
         f"{len(sequences):,} training lines, {len(held_out_lines):,} held out; {sum(map(len, sequences)):,} training sub-words")
-    start_work_folder(work, run_identity(lines, settings, train_config))
+    start_work_folder(work, identity)
     result = fit(model, source, lambda trained: (-perplexity(trained, held_out), {}), train_config, checkpoint_dir=work, log=log, show_progress=show_progress,
                  describe_dev=lambda score: f"held-out perplexity {-score:.2f}")
     model.load_state_dict(result.best_state)

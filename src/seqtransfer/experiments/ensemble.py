@@ -25,6 +25,7 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.tagger import count_parameters, shared_frozen_encoder_parameters
 from seqtransfer.rundir import LoadedRun
 from seqtransfer.training.metrics import evaluate
+from seqtransfer.transfer.distillation import gives_label_distributions
 
 
 def member_probabilities(model, batch) -> torch.Tensor:
@@ -44,7 +45,7 @@ def member_distributions(run: LoadedRun, tokens: list[list[str]], labels: list[s
         for batch in evaluation_batches(encoded, batch_size):
             probabilities = member_probabilities(run.model, batch.to(next(run.model.parameters()).device)).cpu()  # (B, T, L_member)
             for row, index in enumerate(batch.indices):
-                length = 1 if hasattr(run.model, "sentence_scores") else int(encoded.lengths[index])
+                length = min(int(encoded.lengths[index]), probabilities.size(1))  # a sentence classifier's one row
                 mapped = torch.zeros(length, len(labels))
                 mapped[:, columns] = probabilities[row, :length]
                 distributions[index] = mapped
@@ -85,13 +86,14 @@ def ensemble_predict(runs: list[LoadedRun], tokens: list[list[str]]) -> list[lis
 def build_ensemble(member_directories: list[Path], data: TaskData, directory: Path) -> dict:
     """Score the ensemble on every evaluation split and write its metrics and predictions."""
     started = time.perf_counter()
-    from seqtransfer.transfer.distillation import gives_label_distributions
-
     runs = [rundir.load_run(path) for path in member_directories]
     for run in runs:
         if not gives_label_distributions(run.model) or not (hasattr(run.model, "probabilities") or hasattr(run.model, "sentence_scores")):
             raise SeqTransferError(f"ensembles average label distributions; this {run.model.task_kind} run has none",
                                    path=run.directory, hint="ensemble tagging or sentence-classification runs only (remove the ensemble method for this task)")
+        if run.model.task_kind != data.kind.name:
+            raise SeqTransferError(f"an ensemble of {data.kind.name} runs has a {run.model.task_kind} member", path=run.directory,
+                                   hint="ensemble runs of the task the ensemble is scored on")
     metrics = {"dataset": data.dataset, "task": data.task, "metric": data.metric, "scheme": "ensemble",
                "members": [str(path) for path in member_directories]}
     for split in data.splits:

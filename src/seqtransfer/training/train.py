@@ -282,8 +282,9 @@ def load_logged_task_data(config: RunConfig, splits: tuple[str, ...], log: Log) 
 
 def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print, show_progress: bool = True, epoch_reports: tuple = ()) -> dict:
     """Train with the configured scheme, keep the best dev epoch, score dev and test, write the run directory
-    (``epoch_reports``: callables given each epoch's record, e.g. a tuning service's report). Everything
-    is checked before the run directory is written."""
+    (``epoch_reports``: callables given each epoch's record, e.g. a tuning service's report). The
+    settings are checked before the run directory is written (but for jackknifed input tags, whose
+    fold taggers keep their tags in it as they go)."""
     directory = Path(run_directory)
     if (directory / rundir.METRICS).exists():
         raise SeqTransferError("run directory already holds a finished run", path=directory, hint="choose another --output")
@@ -321,8 +322,8 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
 
 
 def resolve_model_settings(config: RunConfig, scheme: Scheme, data: TaskData, log: Log) -> None:
-    """The model's architecture, a fine-tuned encoder's defaults, the optimizer and its rate, and
-    what the task fills in (saved with the run); a warning for each setting nothing will read."""
+    """The model's architecture, a fine-tuned encoder's defaults, the optimizer and its rate (saved
+    with the run); a warning for each setting nothing will read."""
     config.model.architecture = model_architecture(scheme, data)
     if config.model.encoder and config.model.encoder_mode == "finetune":
         check_fine_tuned_encoder(data, scheme)

@@ -36,7 +36,7 @@ def label_together(runs: Sequence, tokens: Sequence[Sequence[str]], combination:
     from seqtransfer.transfer.selflabel import model_predictions, vote
 
     for loaded in runs:
-        if not hasattr(loaded.model, "probabilities"):
+        if not hasattr(loaded.model, "probabilities") or getattr(loaded.model, "task_kind", "tagging") != "tagging":
             raise SeqTransferError("pseudo-labelling needs tagging runs (per-token label distributions)", path=loaded.directory)
     if combination not in COMBINATIONS:
         raise SeqTransferError(f"unknown combination '{combination}'", hint=f"use one of: {', '.join(COMBINATIONS)}")
