@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, TINY_MODEL
+from conftest import DATA_ROOT, FIXTURES, TINY_MODEL
 from seqtransfer.cli import run
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.spec import load_experiment
@@ -771,6 +771,7 @@ def test_other_methods_runs_label_text_that_a_pseudo_labels_method_trains_on(tmp
             load_experiment(experiment)
 
 
+@pytest.mark.skipif(not (DATA_ROOT / "tweebank_v2").is_dir(), reason="shared datasets not found")  # its test_on reads TweeBank
 def test_an_ensemble_scores_a_targets_test_on_data_and_only_where_all_its_members_run(tmp_path):
     from seqtransfer.experiments import grid
     from seqtransfer.experiments.store import ResultsStore

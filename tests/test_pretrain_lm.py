@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import seqtransfer
-from conftest import FIXTURES, TINY_MODEL
+from conftest import DATA_ROOT, FIXTURES, TINY_MODEL
 from seqtransfer.cli import run
 from seqtransfer.embeddings.pretrain import LanguageModelSettings, masked_batch, train_tokenizer
 from test_parser import error_line
@@ -90,6 +90,7 @@ def test_masking_follows_bert_and_skips_special_tokens():
     assert 0.7 < masked < 0.9
 
 
+@pytest.mark.skipif(not (DATA_ROOT / "tweets_unlabeled").is_dir(), reason="shared datasets not found")
 def test_the_test_tweets_stay_out_of_tweets_unlabeled():
     from seqtransfer.data.unlabeled import read_text_lines
 

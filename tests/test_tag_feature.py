@@ -38,7 +38,7 @@ def tagger_run(tmp_path_factory):
 
 
 def test_gold_tags_are_an_input_of_the_parser(gold_tag_parser):
-    loaded = seqtransfer.load(gold_tag_parser).run
+    loaded = seqtransfer.load(gold_tag_parser, device="cpu").run  # the batches below are built on the CPU
     tags = loaded.vocabularies.tags
     gold = read_conllu(FIXTURES / "tiny_dep_train.conllu")
     assert tags.items[:2] == ["<pad>", "<unk>"] and set(tags.items[2:]) == {tag for sentence in gold for tag in sentence.columns["upos"]}
