@@ -30,7 +30,7 @@ def test_word_classes_are_the_most_frequent_training_words():
 
 def test_the_loss_is_the_weighted_next_and_previous_word_cross_entropy(tmp_path):
     run(tagger_arguments(tmp_path / "aux", "transfer.auxiliary_lm_weight=0.5", "transfer.auxiliary_lm_words=7"))
-    loaded = seqtransfer.load(tmp_path / "aux").run
+    loaded = seqtransfer.load(tmp_path / "aux", device="cpu").run  # the batch below is built on the CPU
     model, vocabularies = loaded.model, loaded.vocabularies
     assert model.language_model.words == 7 == loaded.config.model.language_model_words
     assert sorted(model.language_model.word_classes.tolist())[-5:] == [2, 3, 4, 5, 6]  # 5 frequent training words, saved with the run
@@ -92,7 +92,7 @@ def test_a_multitask_model_has_an_lm_on_each_root_branch_and_a_batch_trains_thos
     metrics = run(["train", "--config", str(config), "--output", str(tmp_path / "multi"), "--epochs", "2", "--quiet", *TINY_MODEL, "transfer.auxiliary_lm_weight=0.2"])
     assert set(metrics["tasks"]) == {"pos", "chunk", "ner"}
     assert "(first layers of chunk, pos)" in (tmp_path / "multi" / "log.txt").read_text(encoding="utf-8")
-    loaded = seqtransfer.load(tmp_path / "multi").run
+    loaded = seqtransfer.load(tmp_path / "multi", device="cpu").run  # the batches below are built on the CPU
     model, vocabularies = loaded.model, loaded.vocabularies
     assert sorted(model.language_model) == ["chunk", "pos"]  # the roots; ner reads pos
     from seqtransfer.transfer.adaptations import layer_groups

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, TINY_MODEL
+from conftest import DATA_ROOT, FIXTURES, TINY_MODEL
 from seqtransfer.cli import main
 from seqtransfer.data.conllu import read_conllu
 from seqtransfer.data.unify import unify
@@ -75,6 +75,7 @@ def test_unify_refuses_a_run_of_the_wrong_task(tmp_path, runs):
     assert not (tmp_path / "out" / "train.conllu").exists()
 
 
+@pytest.mark.skipif(not (DATA_ROOT / "tweebank_v2").is_dir(), reason="shared datasets not found")  # its first case reads TweeBank
 def test_cli_unify_error_is_one_line(tmp_path, runs, capsys):
     code = main(["unify", "--data", "dp=tweebank:dependency", "--run", f"dp={runs['ner']}", "--output", str(tmp_path / "out")])
     error = capsys.readouterr().err
