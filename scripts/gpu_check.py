@@ -62,6 +62,9 @@ def agreement(run_directory: Path) -> dict:
     batch = next(evaluation_batches(data.encode("train", cpu.vocabularies), 16))
     for model in (cpu.model, gpu.model):
         model.eval()  # dropout off; gradients still flow
+        for module in model.modules():  # cuDNN's RNN backward runs in training mode only (no dropout inside a one-layer LSTM)
+            if isinstance(module, torch.nn.RNNBase):
+                module.train()
         model.zero_grad()
         model.loss(batch.to(next(model.parameters()).device)).backward()
     differences = [float((a.grad - b.grad.cpu()).abs().max()) for a, b in zip(cpu.model.parameters(), gpu.model.parameters()) if a.grad is not None and not a.grad.is_sparse]
