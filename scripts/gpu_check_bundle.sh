@@ -29,5 +29,6 @@ PY
 .venv/bin/python -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux1_x86_64 \
   -d .gpu-check/wheels ufal.chu_liu_edmonds==1.0.3
-.venv/bin/python -m pip download --quiet --no-deps -d .gpu-check/wheels seqeval==1.2.2
+# seqeval ships an sdist whose build needs setuptools_scm from the network: build its wheel here
+.venv/bin/python -m pip wheel --quiet --no-deps -w .gpu-check/wheels seqeval==1.2.2
 du -sh .gpu-check
