@@ -218,16 +218,21 @@ def check_run_directory(directory: Path) -> None:
         )
 
 
-ENCODER_HINT = "point model.encoder in config.yaml at the run's encoder folder"
+ENCODER_HINT = "point model.encoder in the run's config.yaml at the encoder folder it was trained on"
+SOURCE_HINT = "point transfer.source in the run's config.yaml at the source run it was trained from"
+
+
+def holds_encoder(encoder: str, expected_hash: str) -> bool:
+    """Whether an encoder folder's hash is ``expected_hash``, with or without our LM's training report
+    (as runs before 2026-11-26 recorded it)."""
+    from seqtransfer.embeddings.transformer import encoder_fingerprint
+
+    return expected_hash in (encoder_fingerprint(encoder), encoder_fingerprint(encoder, with_training_report=True))
 
 
 def encoder_is_the_runs(model_config) -> bool:
-    """Whether ``model.encoder`` holds the encoder the run was trained on (its recorded hash, with or
-    without our LM's training report, as runs before 2026-11-26 recorded it); runs that recorded none pass."""
-    from seqtransfer.embeddings.transformer import encoder_fingerprint
-
-    expected, encoder = model_config.encoder_hash, model_config.encoder
-    return not expected or expected in (encoder_fingerprint(encoder), encoder_fingerprint(encoder, with_training_report=True))
+    """Whether ``model.encoder`` holds the encoder the run was trained on; runs that recorded no hash pass."""
+    return not model_config.encoder_hash or holds_encoder(model_config.encoder, model_config.encoder_hash)
 
 
 def check_encoder_hash(config: RunConfig, directory: Path) -> str | None:
@@ -265,21 +270,19 @@ def find_run_encoder(name: str, directory: Path, expected_hash: str | None) -> s
     """The encoder folder a run names (``find_beside_run``): a packaged encoder as it is; else the
     folder whose hash is the run's, or the first that exists (its hash then checked: refused or warned about)."""
     from seqtransfer.embeddings.packaged import PACKAGED
-    from seqtransfer.embeddings.transformer import encoder_fingerprint
 
     if name in PACKAGED:
         return name
 
     def matches(folder: Path) -> bool:
         try:
-            return expected_hash in (encoder_fingerprint(str(folder)), encoder_fingerprint(str(folder), with_training_report=True))
+            return bool(expected_hash) and holds_encoder(str(folder), expected_hash)
         except SeqTransferError:  # an incomplete folder
             return False
 
-    found = find_beside_run(name, directory, lambda folder: bool(expected_hash) and matches(folder))
+    found = find_beside_run(name, directory, matches)
     if not found.is_dir():
-        raise SeqTransferError(f"the run's encoder folder {name} is not there", path=directory,
-                               hint="point model.encoder in the run's config.yaml at the encoder folder it was trained on")
+        raise SeqTransferError(f"the run's encoder folder {name} is not there", path=directory, hint=ENCODER_HINT)
     return name if found == Path(name) else str(found)
 
 
@@ -289,12 +292,11 @@ def find_run_source(run: "LoadedRun") -> Path:
     when it is not there, or holds other weights."""
     saved, expected = run.config.transfer.source, run.metrics.get("source_weights")
     found = find_beside_run(saved, run.directory, lambda folder: weights_fingerprint(folder) == expected if expected else weights_fingerprint(folder) is not None)
-    if weights_fingerprint(found) is None:
-        raise SeqTransferError(f"the run's source run {saved} is not there", path=run.directory,
-                               hint="point transfer.source in the run's config.yaml at the source run it was trained from")
-    if expected and weights_fingerprint(found) != expected:
-        raise SeqTransferError(f"the source run at {found} holds other weights than the run was trained from (retrained or replaced)", path=run.directory,
-                               hint="point transfer.source in the run's config.yaml at the source run it was trained from")
+    held = weights_fingerprint(found)
+    if held is None:
+        raise SeqTransferError(f"the run's source run {saved} is not there", path=run.directory, hint=SOURCE_HINT)
+    if expected and held != expected:
+        raise SeqTransferError(f"the source run at {found} holds other weights than the run was trained from (retrained or replaced)", path=run.directory, hint=SOURCE_HINT)
     return found
 
 

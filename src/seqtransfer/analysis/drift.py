@@ -64,11 +64,11 @@ def encoder_states(run) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor
 def check_same_encoder(run) -> None:
     """Drift starts from the encoder folder's weights: one line when they are not those the run was
     fine-tuned from (loading only warns about a fully fine-tuned run, which reads its tokenizer alone there)."""
-    from seqtransfer.rundir import encoder_is_the_runs
+    from seqtransfer.rundir import ENCODER_HINT, encoder_is_the_runs
 
     if not encoder_is_the_runs(run.config.model):
         raise SeqTransferError(f"the encoder at {run.config.model.encoder} is not the one this run was fine-tuned from: drift would measure from other weights", path=run.directory,
-                               hint="point model.encoder in the run's config.yaml at the encoder folder it was trained on")
+                               hint=ENCODER_HINT)
 
 
 def stored_names(folder: Path, base_prefix: str) -> set[str] | None:
