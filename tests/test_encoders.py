@@ -641,7 +641,7 @@ def test_frozen_features_of_a_pair_read_the_token_types_fine_tuning_reads(encode
     windows, positions, types = (value[0] for value in subword_windows(str(encoder), [pair]))
     assert len(windows) == 2 and [window_types.min() for window_types in types] == [0, 1]
     with torch.inference_mode():
-        layers = [torch.stack(model(input_ids=torch.tensor([ids]), token_type_ids=torch.tensor([kinds])).hidden_states, dim=2)[0] for ids, kinds in zip(windows, types)]
+        layers = [torch.stack(model(input_ids=torch.as_tensor(ids)[None], token_type_ids=torch.as_tensor(kinds)[None]).hidden_states, dim=2)[0] for ids, kinds in zip(windows, types)]
     expected = np.stack([layers[window][position].numpy() for window, position, _ in positions]).astype(np.float16)
     assert np.array_equal(typed, expected)  # the fine-tuning path's ids and token types, window by window
     assert not np.array_equal(typed[4:], untyped[4:])  # B reads type 1 (before this, features of pairs read 0 throughout)

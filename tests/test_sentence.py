@@ -266,7 +266,7 @@ def test_sentence_classifiers_distil_into_one_per_sentence(tmp_path):
     assert "distilling 2 teacher run(s)" in (student / "log.txt").read_text(encoding="utf-8")
 
 
-def test_an_ensemble_of_sentence_classifiers_averages_their_sentence_distributions(tmp_path, tiny_run):
+def test_an_ensemble_of_sentence_classifiers_averages_their_sentence_distributions(tmp_path, tiny_run, capsys):
     """One distribution per sentence (not per token): the ensemble's label is the arg-max of its members'
     averaged softmax, scored and written like a classifier's predictions."""
     from seqtransfer.config import DataConfig
@@ -297,3 +297,8 @@ def test_an_ensemble_of_sentence_classifiers_averages_their_sentence_distributio
     assert written[0] == "sentence-1" and written[2] == expected[0][0]
     with pytest.raises(SeqTransferError, match="an ensemble of sentence runs has a tagging member"):
         build_ensemble([members[0], tiny_run], data, tmp_path / "mixed")
+    from seqtransfer.predictor import load  # the grid's ensemble folder is one model: it predicts and scores as above
+
+    assert load(tmp_path / "ensemble").predict(data.tokens("dev")[:3]) == [labels[0] for labels in expected[:3]]
+    assert main(["evaluate", str(tmp_path / "ensemble"), "--file", DEV]) == 0
+    assert f"accuracy {metrics['dev']['accuracy']:.2f}" in capsys.readouterr().out

@@ -101,7 +101,7 @@ def load(run_directory: str | Path, tokenizer: str = "whitespace", device: str =
     if batch_size < 1:
         raise SeqTransferError(f"batch size must be at least 1, got {batch_size}", hint="pass --batch-size 1 or more")
     members = read_members(run_directory)
-    if members:  # several models that predict together (tri-training: a majority vote)
+    if members:  # several models that predict together (tri-training: a majority vote; an ensemble: their averaged distributions)
         return VotingPredictor(*members, tokenizer, device, batch_size, transliterate, amp)
     return Predictor(load_run(run_directory, device), tokenizer, batch_size, transliterate, amp)
 
@@ -123,10 +123,11 @@ def model_words(tokens: list[list[str]], known_script: float | None, language: s
 
 
 class VotingPredictor:
-    """The models of a ``members.json`` (written by ``seqtransfer selflabel``), predicting together:
-    ``vote``: per token the label most of them give (a tie: the first model's); ``confident``: per
-    sentence the labels of the model surer of it (its lowest label probability is higher); one
-    model (``single``) predicts alone."""
+    """The models of a ``members.json`` (written by ``seqtransfer selflabel`` or ``seqtransfer
+    ensemble``), predicting together: ``vote``: per token the label most of them give (a tie: the
+    first model's); ``confident``: per sentence the labels of the model surer of it (its lowest
+    label probability is higher); ``average``: the arg-max of their averaged label distributions;
+    one model (``single``) predicts alone."""
 
     def __init__(self, members: list[Path], combination: str, tokenizer: str, device: str, batch_size: int, transliterate: str | None = None,
                  amp: str = "off") -> None:
@@ -147,8 +148,8 @@ class VotingPredictor:
 
         tokens = self.tokenized(sentences)
         tokens = tokens if checked else self.members[0].model_words(tokens)  # one warning, not one per model
-        if self.combination == "confident":
-            return combine("confident", [member.run for member in self.members], tokens, self.members[0].batch_size, self.members[0].amp, cache_features)
+        if self.combination in ("confident", "average"):
+            return combine(self.combination, [member.run for member in self.members], tokens, self.members[0].batch_size, self.members[0].amp, cache_features)
         return vote([member.predict_raw(tokens, tags, checked=True, cache_features=cache_features) for member in self.members])
 
     def predict(self, sentences: Sequence[Sequence[str] | str]) -> list[list]:

@@ -40,7 +40,8 @@ CONFIG = "config.yaml"
 VOCABULARY = "vocabulary.json"
 WEIGHTS = "model.safetensors"
 METRICS = "metrics.json"
-MEMBERS = "members.json"  # a folder of models that predict together (a self-labelling run, transfer/selflabel.py)
+MEMBERS = "members.json"  # a folder of models that predict together (a self-labelling run, transfer/selflabel.py; an ensemble, commands/ensemble.py)
+COMBINATIONS = ("single", "vote", "confident", "average")  # how a folder's models predict together (transfer/selflabel.py combine)
 REQUIRED = (CONFIG, VOCABULARY, WEIGHTS, METRICS)
 _SPACES = re.compile(r"[ \t]")
 EMBEDDING_TABLES = ("word_representation.word_embedding.weight", "word_representation.character_encoder.embedding.weight")
@@ -301,18 +302,31 @@ def find_run_source(run: "LoadedRun") -> Path:
 
 
 def read_members(directory: str | Path) -> tuple[list[Path], str] | None:
-    """The models of a folder that predict together (a self-labelling run's ``members.json``) and how
-    they combine (single, vote or confident); None for a plain run directory."""
+    """The models of a folder that predict together (a self-labelling run's or an ensemble's
+    ``members.json``) and how they combine (``COMBINATIONS``); None for a plain run directory."""
     path = Path(directory) / MEMBERS
     if not path.is_file():
         return None
     described = read_json(path)
     members = described.get("members") if isinstance(described, dict) else None
     if not isinstance(members, list) or not members or not all(isinstance(member, str) for member in members) \
-            or described.get("combination") not in ("single", "vote", "confident"):
-        raise SeqTransferError("members.json must list 'members' and a 'combination' (single, vote or confident)", path=path,
-                               hint="it is written by `seqtransfer selflabel`: run it again")
+            or described.get("combination") not in COMBINATIONS:
+        raise SeqTransferError(f"members.json must list 'members' and a 'combination' ({', '.join(COMBINATIONS)})", path=path,
+                               hint="it is written by `seqtransfer selflabel` or `seqtransfer ensemble`: run it again")
     return [path.parent / member for member in described["members"]], described["combination"]
+
+
+def write_members(directory: Path, members: list[Path], combination: str, **described) -> None:
+    """Make ``directory`` a folder of models that predict together: ``members.json`` names them by
+    their paths relative to it (the folder and its members move together) and how they combine."""
+    relative = [os.path.relpath(Path(member).resolve(), Path(directory).resolve()) for member in members]
+    write_json(Path(directory) / MEMBERS, {**described, "combination": combination, "members": relative})
+
+
+def member_directories(directory: str | Path) -> list[Path]:
+    """Every model of a folder that predicts together, or the run directory itself."""
+    members = read_members(directory)
+    return members[0] if members else [Path(directory)]
 
 
 def first_member(directory: str | Path) -> Path:

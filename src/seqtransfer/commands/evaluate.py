@@ -11,7 +11,7 @@ from seqtransfer.commands.predict import add_amp_option
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_directory", metavar="RUN_DIR", help="a run directory written by `seqtransfer train` (or a self-labelling run's folder: its models predict together)")
+    parser.add_argument("run_directory", metavar="RUN_DIR", help="a run directory written by `seqtransfer train` (or a folder of models that predict together: `seqtransfer ensemble`'s, a self-labelling run's)")
     parser.add_argument("--dataset", help="registered dataset (default: the one the model was trained on)")
     parser.add_argument("--split", default="test", help="split to score (default test)")
     parser.add_argument("--file", help="score your own labelled CoNLL/CoNLL-U file instead")
@@ -68,7 +68,7 @@ def data_config_of(run, arguments: argparse.Namespace):
 
 
 def predict_split(run, members, data, split: str, batch_size: int, arguments: argparse.Namespace) -> list:
-    """The run's predictions for ``split`` of ``data`` (a self-labelling run's models together)."""
+    """The run's predictions for ``split`` of ``data`` (a folder's models together: an ensemble, a self-labelling run)."""
     import torch
 
     from seqtransfer import rundir
@@ -95,7 +95,7 @@ def run(arguments: argparse.Namespace) -> dict:
     from seqtransfer.training.metrics import evaluate
     from seqtransfer.training.report import format_split_scores
 
-    members = rundir.read_members(arguments.run_directory)  # a self-labelling run's models, predicting together
+    members = rundir.read_members(arguments.run_directory)  # an ensemble's or a self-labelling run's models, predicting together
     run = rundir.load_run(members[0][0] if members else arguments.run_directory, arguments.device)
     batch_size = arguments.batch_size if arguments.batch_size is not None else run.config.train.evaluation_batch_size
     if batch_size < 1:
@@ -111,7 +111,8 @@ def run(arguments: argparse.Namespace) -> dict:
     if not arguments.file:
         from seqtransfer.data.overlap import warn_of_leaks
 
-        warn_of_leaks(run.config, data_config.dataset, split)
+        for configured in [run.config, *(rundir.read_run_config(member) for member in (members[0][1:] if members else []))]:  # each model's
+            warn_of_leaks(configured, data_config.dataset, split)
     if data.kind.name != run.model.task_kind:
         raise SeqTransferError(
             f"this run is a {run.model.task_kind} model but task '{data.task}' of {data.dataset} is {data.kind.name}",

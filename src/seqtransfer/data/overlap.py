@@ -18,15 +18,17 @@ from seqtransfer.errors import SeqTransferError, warn
 def trained_on(config: RunConfig, depth: int = 8) -> list[str]:
     """The registered datasets a run's weights learnt from: its own (a multi-task run's, each
     task's), then those of its source and of its distillation teachers, followed through their run
-    directories (a self-labelling folder: its first model)."""
+    directories (a source that is a folder of models: its first model; a teacher that is one, an
+    ensemble: each of its models)."""
     datasets = [config.data.dataset] if config.data.dataset else []
     datasets += [entry.partition(":")[0] for entry in (config.multitask.data or {}).values() if isinstance(entry, str)]
     if depth:
-        from seqtransfer.rundir import CONFIG, first_member, read_run_config
+        from seqtransfer.rundir import CONFIG, first_member, member_directories, read_run_config
 
-        for other in [config.transfer.source, *config.transfer.distill_from]:
-            directory = first_member(other) if other and Path(other).is_dir() else None
-            if directory is not None and (directory / CONFIG).is_file():
+        teachers = [directory for teacher in config.transfer.distill_from if Path(teacher).is_dir() for directory in member_directories(teacher)]
+        source = [first_member(config.transfer.source)] if config.transfer.source and Path(config.transfer.source).is_dir() else []
+        for directory in source + teachers:
+            if (directory / CONFIG).is_file():
                 datasets += trained_on(read_run_config(directory), depth - 1)
     return datasets
 

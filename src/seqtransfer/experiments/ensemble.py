@@ -7,6 +7,10 @@ mapped onto the union of the labels by name before averaging. Members must label
 two members sharing fewer than half of the smaller label set (NER and POS models, or WNUT's and
 CoNLL-2003's entity types) are refused in one line; a source in another tag set is mapped when it
 is trained (``data.label_map``), so that its run labels in the shared one.
+
+An ensemble's folder (``build_ensemble``, ``seqtransfer ensemble``) names its members in
+``members.json`` (combination ``average``), so that ``evaluate``, ``predict``, ``seqtransfer.load``
+and ``transfer.distill_from`` take it as one model.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from seqtransfer.data.vocabulary import one_tag_set
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.tagger import count_parameters, shared_frozen_encoder_parameters
 from seqtransfer.rundir import LoadedRun
+from seqtransfer.training.loop import model_device
 from seqtransfer.training.metrics import evaluate
+from seqtransfer.training.precision import resolve_precision
 from seqtransfer.transfer.distillation import gives_label_distributions
 
 
@@ -35,21 +41,39 @@ def member_probabilities(model, batch) -> torch.Tensor:
     return model.probabilities(batch)
 
 
-def member_distributions(run: LoadedRun, tokens: list[list[str]], labels: list[str], batch_size: int = 256) -> list[torch.Tensor]:
-    """For each sentence, a (T, len(labels)) tensor of the member's label probabilities (T = 1 for a sentence classifier)."""
-    encoded = encode_sentences(tokens, run.vocabularies)
+def member_distributions(run: LoadedRun, tokens: list[list[str]], labels: list[str], batch_size: int = 256, amp: str = "off",
+                         cache_features: bool = True) -> list[torch.Tensor]:
+    """For each sentence, a (T, len(labels)) tensor of the member's label probabilities (T = 1 for a
+    sentence classifier); ``amp``: a fine-tuned encoder's precision; ``cache_features=False``: a
+    user's sentences, whose frozen encoder features stay in memory (``encode_sentences``)."""
+    encoded = encode_sentences(tokens, run.vocabularies, cache_features=cache_features)
     columns = torch.tensor([labels.index(label) for label in run.vocabularies.labels.items])
     distributions: list[torch.Tensor | None] = [None] * len(tokens)
+    device = model_device(run.model)
     run.model.eval()
-    with torch.inference_mode():
+    with torch.inference_mode(), resolve_precision(amp, run.model, device, "amp").autocast():
         for batch in evaluation_batches(encoded, batch_size):
-            probabilities = member_probabilities(run.model, batch.to(next(run.model.parameters()).device)).cpu()  # (B, T, L_member)
+            probabilities = member_probabilities(run.model, batch.to(device)).float().cpu()  # (B, T, L_member)
             for row, index in enumerate(batch.indices):
                 length = min(int(encoded.lengths[index]), probabilities.size(1))  # a sentence classifier's one row
                 mapped = torch.zeros(length, len(labels))
                 mapped[:, columns] = probabilities[row, :length]
                 distributions[index] = mapped
     return distributions
+
+
+def check_members(runs: list[LoadedRun], kind: str | None = None) -> None:
+    """Members of one ensemble: each gives label distributions (a tagger or a sentence classifier),
+    all of one task kind (``kind``, when the ensemble is scored on a task's data) and one tag set."""
+    kind = kind or runs[0].model.task_kind
+    for run in runs:
+        if not gives_label_distributions(run.model) or not (hasattr(run.model, "probabilities") or hasattr(run.model, "sentence_scores")):
+            raise SeqTransferError(f"ensembles average label distributions; this {run.model.task_kind} run has none",
+                                   path=run.directory, hint="ensemble tagging or sentence-classification runs only (remove the ensemble method for this task)")
+        if run.model.task_kind != kind:
+            raise SeqTransferError(f"an ensemble of {kind} runs has a {run.model.task_kind} member", path=run.directory,
+                                   hint="ensemble runs of the task the ensemble is scored on")
+    check_label_sets(runs)
 
 
 def check_label_sets(runs: list[LoadedRun]) -> None:
@@ -69,17 +93,19 @@ def shown(labels: set[str], most: int = 4) -> str:
     return ", ".join(ordered[:most]) + (" ..." if len(ordered) > most else "")
 
 
-def averaged_distributions(runs: list[LoadedRun], tokens: list[list[str]]) -> tuple[list[str], list[torch.Tensor]]:
+def averaged_distributions(runs: list[LoadedRun], tokens: list[list[str]], batch_size: int = 256, amp: str = "off",
+                           cache_features: bool = True) -> tuple[list[str], list[torch.Tensor]]:
     """The union of the members' labels and, per sentence, the (T, labels) mean of their distributions."""
     check_label_sets(runs)
     labels = sorted({label for run in runs for label in run.vocabularies.labels.items})
-    members = [member_distributions(run, tokens, labels) for run in runs]
+    members = [member_distributions(run, tokens, labels, batch_size, amp, cache_features) for run in runs]
     return labels, [torch.stack(parts).mean(0) for parts in zip(*members)]
 
 
-def ensemble_predict(runs: list[LoadedRun], tokens: list[list[str]]) -> list[list[str]]:
+def ensemble_predict(runs: list[LoadedRun], tokens: list[list[str]], batch_size: int = 256, amp: str = "off",
+                     cache_features: bool = True) -> list[list[str]]:
     """Arg-max of the averaged member distributions, one label per token (a sentence classifier's: one per sentence)."""
-    labels, averaged = averaged_distributions(runs, tokens)
+    labels, averaged = averaged_distributions(runs, tokens, batch_size, amp, cache_features)
     return [[labels[index] for index in sentence.argmax(-1).tolist()] for sentence in averaged]
 
 
@@ -87,13 +113,8 @@ def build_ensemble(member_directories: list[Path], data: TaskData, directory: Pa
     """Score the ensemble on every evaluation split and write its metrics and predictions."""
     started = time.perf_counter()
     runs = [rundir.load_run(path) for path in member_directories]
-    for run in runs:
-        if not gives_label_distributions(run.model) or not (hasattr(run.model, "probabilities") or hasattr(run.model, "sentence_scores")):
-            raise SeqTransferError(f"ensembles average label distributions; this {run.model.task_kind} run has none",
-                                   path=run.directory, hint="ensemble tagging or sentence-classification runs only (remove the ensemble method for this task)")
-        if run.model.task_kind != data.kind.name:
-            raise SeqTransferError(f"an ensemble of {data.kind.name} runs has a {run.model.task_kind} member", path=run.directory,
-                                   hint="ensemble runs of the task the ensemble is scored on")
+    check_members(runs, data.kind.name)
+    rundir.write_members(directory, member_directories, "average")  # the folder is then one model to evaluate, predict with or distil
     metrics = {"dataset": data.dataset, "task": data.task, "metric": data.metric, "scheme": "ensemble",
                "members": [str(path) for path in member_directories]}
     for split in data.splits:

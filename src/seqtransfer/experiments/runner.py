@@ -230,9 +230,9 @@ def score_elsewhere(directory: Path, entry: str, data_dir: str | None, score: bo
     name, _, task = entry.partition(":")
     from seqtransfer.data.overlap import warn_of_leaks
 
-    configured = rundir.first_member(directory)  # a self-labelling folder: its first model's settings
-    if (configured / rundir.CONFIG).is_file():
-        warn_of_leaks(rundir.read_run_config(configured), name, "test")
+    for configured in rundir.member_directories(directory):  # a folder of models (self-labelling, an ensemble): each model's settings
+        if (configured / rundir.CONFIG).is_file():
+            warn_of_leaks(rundir.read_run_config(configured), name, "test")
     data = load_task_data(DataConfig(dataset=name, task=task or None, data_dir=data_dir), ("test",))
     predicted = predict_elsewhere(directory, data.tokens("test"))
     gold = data.gold("test")

@@ -59,12 +59,12 @@ def check_distillation(config: RunConfig, model, data: TaskData, labels: Vocabul
     not a parser's trees or a regressor's scores; and each teacher run gives them in this task's tag
     set (read from its run directory, its model built on the meta device: nothing loaded). Refused
     before the run directory is written."""
-    from seqtransfer.transfer.distillation import check_teacher, gives_label_distributions
+    from seqtransfer.transfer.distillation import check_teacher, gives_label_distributions, teacher_directories
 
     if config.transfer.distill_from and not gives_label_distributions(model):
         raise SeqTransferError(f"distillation (transfer.distill_from) teaches taggers and sentence classifiers, not a {data.kind.name} model", hint="drop transfer.distill_from")
-    for teacher in config.transfer.distill_from:
-        check_teacher(Path(teacher), labels)
+    for teacher in teacher_directories(config.transfer.distill_from):
+        check_teacher(teacher, labels)
 
 
 def check_auxiliary_lm(config: RunConfig, scheme: Scheme) -> None:

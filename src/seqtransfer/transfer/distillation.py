@@ -2,6 +2,7 @@
 taggers per token, sentence classifiers per sentence.
 
     transfer.distill_from=[RUN, RUN, ...]  transfer.distillation_temperature=2  transfer.distillation_weight=1
+    transfer.distill_from=[ENSEMBLE]       (a folder written by `seqtransfer ensemble`: each of its runs teaches)
 
 The teachers' label distributions at temperature T, averaged over the teachers, are computed once
 for every training token (their labels mapped onto the student's by name; a label the student
@@ -42,6 +43,14 @@ def label_scores(model: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Te
 def gives_label_distributions(model: nn.Module) -> bool:
     """Whether a model gives label distributions to distil: a tagger's per token, a classifier's per sentence (not a regressor's score)."""
     return getattr(model, "task_kind", None) != "regression" and (hasattr(model, "emissions") or hasattr(model, "sentence_scores"))
+
+
+def teacher_directories(entries: Sequence[str | Path]) -> list[Path]:
+    """The teacher runs ``transfer.distill_from`` names: each run directory, and each model of a
+    folder of models that predict together (an ensemble's folder, ``seqtransfer ensemble``)."""
+    from seqtransfer.rundir import member_directories
+
+    return [directory for entry in entries for directory in member_directories(entry)]
 
 
 def check_teacher(directory: Path, labels: Vocabulary) -> None:

@@ -78,9 +78,9 @@ def distillation(context: TermContext) -> tuple:
     transfer = context.config.transfer
     if not transfer.distill_from:
         return ()
-    from seqtransfer.transfer.distillation import Distillation
+    from seqtransfer.transfer.distillation import Distillation, teacher_directories
 
-    teachers = [rundir.load_run(directory) for directory in transfer.distill_from]
+    teachers = [rundir.load_run(directory) for directory in teacher_directories(transfer.distill_from)]
     term = Distillation(teachers, context.data.tokens("train"), context.vocabularies.labels, transfer.distillation_temperature, transfer.distillation_weight)
     context.log(f"distilling {len(teachers)} teacher run(s) at temperature {transfer.distillation_temperature}, weight {transfer.distillation_weight}")
     return (term,)

@@ -162,8 +162,15 @@ def vote(predictions: Sequence[list[list[str]]]) -> list[list[str]]:
 def combine(combination: str, runs: Sequence, tokens: Sequence[Sequence[str]], batch_size: int = 256, amp: str = "off",
             cache_features: bool = True) -> list[list[str]]:
     """The labels several runs (directories or loaded runs) give together: ``single`` (the first),
-    ``vote`` (per token, see :func:`vote`) or ``confident`` (per sentence, the surer run's labels);
+    ``vote`` (per token, see :func:`vote`), ``confident`` (per sentence, the surer run's labels) or
+    ``average`` (an ensemble's: the arg-max of their averaged label distributions);
     ``cache_features``: see :func:`model_predictions`."""
+    if combination == "average":
+        from seqtransfer.experiments.ensemble import ensemble_predict
+        from seqtransfer.rundir import load_run
+
+        loaded = [load_run(run) if isinstance(run, (str, Path)) else run for run in runs]
+        return ensemble_predict(loaded, [list(sentence) for sentence in tokens], batch_size, amp, cache_features)
     predictions = [model_predictions(run, tokens, batch_size, combination == "confident", amp, cache_features) for run in runs]
     if combination == "confident":
         return [predictions[int(np.argmax([confidence[index] for _, confidence in predictions]))][0][index] for index in range(len(tokens))]
@@ -388,7 +395,7 @@ class SelfLabelling:
         return scores[get_metric(data.metric).main]
 
     def write_members(self, last_round: int) -> None:
-        from seqtransfer.rundir import MEMBERS
+        from seqtransfer.rundir import write_members
 
-        members = [str(self.model_directory(last_round, model).relative_to(self.output)) for model in range(self.method.models)]
-        write_json(self.output / MEMBERS, {"method": self.settings.method, "combination": self.method.combination, "members": members})
+        write_members(self.output, [self.model_directory(last_round, model) for model in range(self.method.models)], self.method.combination,
+                      method=self.settings.method)

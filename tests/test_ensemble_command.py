@@ -1,0 +1,111 @@
+"""`seqtransfer ensemble`: several runs as one model for evaluate, predict, load and distillation."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, TINY_MODEL, tiny_train_arguments
+from seqtransfer.cli import main
+
+
+@pytest.fixture(scope="module")
+def members(tmp_path_factory) -> list[Path]:
+    """Two tiny NER taggers of different seeds (one CRF), in one folder."""
+    folder = tmp_path_factory.mktemp("ensemble")
+    runs = [folder / "seed-1", folder / "seed-2"]
+    assert main(tiny_train_arguments(runs[0], epochs=2, seed=1)) == 0
+    assert main(tiny_train_arguments(runs[1], epochs=2, seed=2, classifier="crf")) == 0
+    return runs
+
+
+def one_error_line(arguments: list[str], capsys) -> str:
+    code = main(arguments)
+    error = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(error) == 1, error
+    return error[0]
+
+
+def test_an_ensemble_folder_scores_and_predicts_as_its_members_averaged(members, tmp_path, capsys):
+    from seqtransfer.config import DataConfig
+    from seqtransfer.data.task_data import load_task_data
+    from seqtransfer.experiments.ensemble import build_ensemble, ensemble_predict
+    from seqtransfer.predictor import load
+    from seqtransfer.rundir import load_run
+
+    output = tmp_path / "ensemble"
+    assert main(["ensemble", *map(str, members), "--output", str(output)]) == 0
+    assert "ensemble of 2 tagging runs" in capsys.readouterr().out
+    described = json.loads((output / "members.json").read_text(encoding="utf-8"))
+    assert described["combination"] == "average" and not any(Path(member).is_absolute() for member in described["members"])
+    assert [(output / member).resolve() for member in described["members"]] == [member.resolve() for member in members]
+    data = load_task_data(DataConfig(train=str(FIXTURES / "tiny_ner_train.conll"), test=str(FIXTURES / "tiny_ner_test.conll"), columns=["word", "ner"], scheme="iob2",
+                                     metric="span_f1"))
+    expected = build_ensemble(members, data, tmp_path / "grid-cell")["test"]
+    assert main(["evaluate", str(output), "--file", str(FIXTURES / "tiny_ner_test.conll"), "--columns", "word,ner", "--scheme", "iob2"]) == 0
+    assert f"{expected['f1']:.2f}" in capsys.readouterr().out
+    runs = [load_run(member) for member in members]
+    sentences = ["John lives in Paris", "Mary loves New York"]
+    averaged = ensemble_predict(runs, [sentence.split() for sentence in sentences])
+    assert load(output).predict(sentences) == averaged
+    text = tmp_path / "input.txt"
+    text.write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    assert main(["predict", str(output), str(text), "--output", str(tmp_path / "tagged.conll")]) == 0
+    tagged = [line.split()[-1] for line in (tmp_path / "tagged.conll").read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert tagged == [label for sentence in averaged for label in sentence]
+    tree = tmp_path / "tree"  # the folder names its members relative to itself: a tree moved whole still loads
+    copies = [shutil.copytree(member, tree / "runs" / member.name) for member in members]
+    assert main(["ensemble", *map(str, copies), "--output", str(tree / "ensemble")]) == 0
+    moved = shutil.move(tree, tmp_path / "moved")
+    assert load(Path(moved) / "ensemble").predict(sentences) == averaged
+
+
+def test_a_voting_ensemble_predicts_by_majority(members, tmp_path, capsys):
+    from seqtransfer.predictor import load
+    from seqtransfer.transfer.selflabel import model_predictions, vote
+
+    output = tmp_path / "vote"
+    assert main(["ensemble", *map(str, members), str(members[0]), "--output", str(output), "--combination", "vote"]) == 2  # listed twice
+    assert "listed twice" in capsys.readouterr().err
+    third = tmp_path / "seed-3"
+    assert main(tiny_train_arguments(third, epochs=2, seed=3)) == 0
+    assert main(["ensemble", *map(str, members), str(third), "--output", str(output), "--combination", "vote"]) == 0
+    tokens = [["John", "lives", "in", "Paris"], ["Mary"]]
+    expected = vote([model_predictions(run, tokens, confidences=False)[0] for run in [*members, third]])
+    assert load(output).predict(tokens) == expected
+
+
+def test_distilling_an_ensemble_folder_is_distilling_its_runs(members, tmp_path):
+    output = tmp_path / "ensemble"
+    assert main(["ensemble", *map(str, members), "--output", str(output)]) == 0
+    from_folder, from_runs = tmp_path / "from-folder", tmp_path / "from-runs"
+    assert main([*tiny_train_arguments(from_folder, epochs=2, seed=5), f"transfer.distill_from=[{output}]"]) == 0
+    assert main([*tiny_train_arguments(from_runs, epochs=2, seed=5), f"transfer.distill_from=[{members[0]}, {members[1]}]"]) == 0
+    assert "distilling 2 teacher run(s)" in (from_folder / "log.txt").read_text(encoding="utf-8")
+    assert (from_folder / "model.safetensors").read_bytes() == (from_runs / "model.safetensors").read_bytes()
+
+
+def test_what_cannot_be_an_ensemble_is_one_line_and_writes_nothing(members, tmp_path, capsys):
+    pos = tmp_path / "pos"
+    assert main(["train", "--train", str(FIXTURES / "tiny_pos_train.conll"), "--dev", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos",
+                 "--epochs", "1", "--output", str(pos), "--quiet", *TINY_MODEL]) == 0
+    made = tmp_path / "made"
+    assert main(["ensemble", *map(str, members), "--output", str(made)]) == 0
+    full = tmp_path / "full"
+    (full / "notes").mkdir(parents=True)
+    cases = {
+        "one run": ([str(members[0])], "at least two runs"),
+        "another tag set": ([str(members[0]), str(pos)], "the runs label in different tag sets"),
+        "a missing run": ([str(members[0]), str(tmp_path / "nobody")], "nobody"),
+        "an ensemble as a member": ([str(members[0]), str(made)], "already a folder of models"),
+    }
+    for name, (runs, message) in cases.items():
+        output = tmp_path / name.replace(" ", "-")
+        assert message in one_error_line(["ensemble", *runs, "--output", str(output)], capsys), name
+        assert not output.exists(), name
+    assert "--output is not empty" in one_error_line(["ensemble", *map(str, members), "--output", str(full)], capsys)
+    assert "--output is one of the runs" in one_error_line(["ensemble", *map(str, members), "--output", str(members[0])], capsys)
+    assert sorted(path.name for path in full.iterdir()) == ["notes"]
