@@ -40,7 +40,7 @@ def test_an_ensemble_folder_scores_and_predicts_as_its_members_averaged(members,
     assert main(["ensemble", *map(str, members), "--output", str(output)]) == 0
     assert "ensemble of 2 tagging runs" in capsys.readouterr().out
     described = json.loads((output / "members.json").read_text(encoding="utf-8"))
-    assert described["combination"] == "average" and not any(Path(member).is_absolute() for member in described["members"])
+    assert described["combination"] == "average" and described["method"] == "ensemble" and not any(Path(member).is_absolute() for member in described["members"])
     assert [(output / member).resolve() for member in described["members"]] == [member.resolve() for member in members]
     data = load_task_data(DataConfig(train=str(FIXTURES / "tiny_ner_train.conll"), test=str(FIXTURES / "tiny_ner_test.conll"), columns=["word", "ner"], scheme="iob2",
                                      metric="span_f1"))
@@ -108,4 +108,7 @@ def test_what_cannot_be_an_ensemble_is_one_line_and_writes_nothing(members, tmp_
         assert not output.exists(), name
     assert "--output is not empty" in one_error_line(["ensemble", *map(str, members), "--output", str(full)], capsys)
     assert "--output is one of the runs" in one_error_line(["ensemble", *map(str, members), "--output", str(members[0])], capsys)
+    message = one_error_line(["transfer", "--source", str(made), "--method", "finetune", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--columns", "word,ner",
+                              "--output", str(tmp_path / "from-ensemble"), "--quiet", "train.threads=1"], capsys)
+    assert "an ensemble is not a source" in message and "transfer.distill_from=" in message and not (tmp_path / "from-ensemble").exists()
     assert sorted(path.name for path in full.iterdir()) == ["notes"]

@@ -323,6 +323,12 @@ def write_members(directory: Path, members: list[Path], combination: str, **desc
     write_json(Path(directory) / MEMBERS, {**described, "combination": combination, "members": relative})
 
 
+def is_ensemble(directory: str | Path) -> bool:
+    """Whether ``directory`` is an ensemble's folder (``seqtransfer ensemble``, a grid's ensemble cell)."""
+    path = Path(directory) / MEMBERS
+    return path.is_file() and read_json(path).get("method") == "ensemble"
+
+
 def member_directories(directory: str | Path) -> list[Path]:
     """Every model of a folder that predicts together, or the run directory itself."""
     members = read_members(directory)

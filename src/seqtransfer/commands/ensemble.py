@@ -57,7 +57,7 @@ def run(arguments: argparse.Namespace) -> dict:
     check_output(output, members)
     loaded = [rundir.load_run(member, "cpu") for member in members]
     check_members(loaded)
-    rundir.write_members(output, members, arguments.combination)
+    rundir.write_members(output, members, arguments.combination, method="ensemble")
     kind, labels = loaded[0].model.task_kind, sorted({label for run in loaded for label in run.vocabularies.labels.items})
     print(f"ensemble of {len(members)} {kind} runs ({len(labels)} labels, {arguments.combination}) -> {output}\n"
           f"  score it: seqtransfer evaluate {output}   use it: seqtransfer predict {output} FILE   distil it: transfer.distill_from=[{output}]")

@@ -114,7 +114,7 @@ def build_ensemble(member_directories: list[Path], data: TaskData, directory: Pa
     started = time.perf_counter()
     runs = [rundir.load_run(path) for path in member_directories]
     check_members(runs, data.kind.name)
-    rundir.write_members(directory, member_directories, "average")  # the folder is then one model to evaluate, predict with or distil
+    rundir.write_members(directory, member_directories, "average", method="ensemble")  # the folder is then one model to evaluate, predict with or distil
     metrics = {"dataset": data.dataset, "task": data.task, "metric": data.metric, "scheme": "ensemble",
                "members": [str(path) for path in member_directories]}
     for split in data.splits:

@@ -125,6 +125,9 @@ def load_source(config: RunConfig, scheme: Scheme) -> rundir.LoadedRun | None:
         return None
     if not config.transfer.source:
         raise SeqTransferError(f"scheme '{scheme.name}' needs a source run", hint="pass --source RUN_DIR (a run trained on the source data)")
+    if rundir.is_ensemble(config.transfer.source):
+        raise SeqTransferError("an ensemble is not a source: its runs hold different weights", path=config.transfer.source,
+                               hint=f"transfer from one of its runs, or distil it into the new model: transfer.distill_from=[{config.transfer.source}]")
     if (Path(config.transfer.source) / rundir.MEMBERS).is_file():  # a self-labelling run: its first final model
         config.transfer.source = str(rundir.first_member(config.transfer.source))
     source = rundir.load_run(config.transfer.source)
