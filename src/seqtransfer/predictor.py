@@ -149,6 +149,7 @@ class VotingPredictor:
         tokens = self.tokenized(sentences)
         tokens = tokens if checked else self.members[0].model_words(tokens)  # one warning, not one per model
         if self.combination in ("confident", "average"):
+            torch.set_num_threads(self.run.config.train.threads)
             return combine(self.combination, [member.run for member in self.members], tokens, self.members[0].batch_size, self.members[0].amp, cache_features)
         return vote([member.predict_raw(tokens, tags, checked=True, cache_features=cache_features) for member in self.members])
 

@@ -304,16 +304,36 @@ def find_run_source(run: "LoadedRun") -> Path:
 def read_members(directory: str | Path) -> tuple[list[Path], str] | None:
     """The models of a folder that predict together (a self-labelling run's or an ensemble's
     ``members.json``) and how they combine (``COMBINATIONS``); None for a plain run directory."""
+    described = read_members_file(directory)
+    if described is None:
+        return None
+    path = Path(directory) / MEMBERS
+    members = described.get("members")
+    if not isinstance(members, list) or not members or not all(isinstance(member, str) for member in members) \
+            or described.get("combination") not in COMBINATIONS:
+        raise SeqTransferError(f"members.json must list 'members' and a 'combination' ({', '.join(COMBINATIONS)})", path=path, hint=MEMBERS_HINT)
+    for member in members:
+        if not (path.parent / member).is_dir():
+            raise SeqTransferError(f"its model {member} is not there", path=path,
+                                   hint="keep the folder and its runs together (members.json names them relative to it), or make it again")
+    return [path.parent / member for member in members], described["combination"]
+
+
+MEMBERS_HINT = "it is written by `seqtransfer selflabel` or `seqtransfer ensemble`: run it again"
+
+
+def read_members_file(directory: str | Path) -> dict | None:
+    """A folder's ``members.json`` as a dict; None when there is none; one line when it is not a JSON object."""
     path = Path(directory) / MEMBERS
     if not path.is_file():
         return None
-    described = read_json(path)
-    members = described.get("members") if isinstance(described, dict) else None
-    if not isinstance(members, list) or not members or not all(isinstance(member, str) for member in members) \
-            or described.get("combination") not in COMBINATIONS:
-        raise SeqTransferError(f"members.json must list 'members' and a 'combination' ({', '.join(COMBINATIONS)})", path=path,
-                               hint="it is written by `seqtransfer selflabel` or `seqtransfer ensemble`: run it again")
-    return [path.parent / member for member in described["members"]], described["combination"]
+    try:
+        described = read_json(path)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise SeqTransferError(f"members.json is not readable JSON ({error})", path=path, hint=MEMBERS_HINT) from None
+    if not isinstance(described, dict):
+        raise SeqTransferError("members.json must hold a JSON object", path=path, hint=MEMBERS_HINT)
+    return described
 
 
 def write_members(directory: Path, members: list[Path], combination: str, **described) -> None:
@@ -325,8 +345,8 @@ def write_members(directory: Path, members: list[Path], combination: str, **desc
 
 def is_ensemble(directory: str | Path) -> bool:
     """Whether ``directory`` is an ensemble's folder (``seqtransfer ensemble``, a grid's ensemble cell)."""
-    path = Path(directory) / MEMBERS
-    return path.is_file() and read_json(path).get("method") == "ensemble"
+    described = read_members_file(directory)
+    return described is not None and described.get("method") == "ensemble"
 
 
 def member_directories(directory: str | Path) -> list[Path]:

@@ -120,7 +120,8 @@ def run(arguments: argparse.Namespace) -> dict:
         )
     predicted = predict_split(run, members, data, split, batch_size, arguments)
     gold = data.gold(split)
-    warn_unknown_labels(data.kind.label_strings(gold), run.vocabularies.labels.items)
+    known = {label for member in members[0] for label in rundir.read_vocabularies(member).labels.items} if members else run.vocabularies.labels.items
+    warn_unknown_labels(data.kind.label_strings(gold), sorted(known))  # a folder of models: the labels any of them knows
     scores = evaluate(gold, predicted, data.metric)
     name = Path(arguments.file).name if arguments.file else f"{data.dataset}-{split}"
     data.kind.write_predictions(Path(arguments.run_directory) / "predictions", f"evaluate-{name}", data.splits[split], gold, predicted)

@@ -3,7 +3,8 @@ sentence (sentence classifiers).
 
 Members may have different vocabularies and label orders (a fine-tuned run and a scratch run),
 so each member encodes the sentences with its own vocabularies and its distributions are
-mapped onto the union of the labels by name before averaging. Members must label in one tag set:
+mapped onto the union of the labels by name before averaging. A CRF member's distribution is the
+softmax of its emissions (its transitions unused), as distillation reads it. Members must label in one tag set:
 two members sharing fewer than half of the smaller label set (NER and POS models, or WNUT's and
 CoNLL-2003's entity types) are refused in one line; a source in another tag set is mapped when it
 is trained (``data.label_map``), so that its run labels in the shared one.
@@ -73,6 +74,9 @@ def check_members(runs: list[LoadedRun], kind: str | None = None) -> None:
         if run.model.task_kind != kind:
             raise SeqTransferError(f"an ensemble of {kind} runs has a {run.model.task_kind} member", path=run.directory,
                                    hint="ensemble runs of the task the ensemble is scored on")
+        if run.vocabularies.tags is not None and not run.vocabularies.tagger:
+            raise SeqTransferError(f"this run reads the input's {run.config.model.tag_feature} tags (model.tag_feature), which an ensemble does not pass on",
+                                   path=run.directory, hint="ensemble runs that read no input tags, or that tag their input themselves (model.tag_tagger=RUN)")
     check_label_sets(runs)
 
 

@@ -207,7 +207,8 @@ def predict_elsewhere(directory: Path, tokens: list[list[str]]) -> list[list[str
     if metrics.get("scheme") == "ensemble":
         from seqtransfer.experiments.ensemble import ensemble_predict
 
-        return ensemble_predict([rundir.load_run(member) for member in metrics["members"]], tokens)
+        members = rundir.member_directories(directory) if rundir.is_ensemble(directory) else metrics["members"]  # cells older than members.json: paths from the working folder
+        return ensemble_predict([rundir.load_run(member) for member in members], tokens)
     from seqtransfer.predictor import load
 
     return load(directory, device="cpu").predict_raw(tokens, cache_features=True)  # a dataset's split: scored again by other runs

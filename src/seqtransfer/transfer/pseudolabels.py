@@ -70,11 +70,12 @@ def write_pseudo_labels(output: str | Path, run_directories: Sequence[str | Path
                         threshold: float | None = None, top_n: int | None = None) -> dict:
     """Label ``tokens`` with the runs, keep the surest sentences, write them to ``output`` (whole or
     not at all); returns how many sentences of how many were kept."""
-    from seqtransfer.rundir import load_run
+    from seqtransfer.rundir import load_run, member_directories
     from seqtransfer.transfer.selflabel import write_pseudo
 
     check_selection(threshold, top_n)
-    labels, confidence = label_together([load_run(directory) for directory in run_directories], tokens, combination)
+    runs = [load_run(member) for directory in run_directories for member in member_directories(directory)]  # an ensemble's folder: its runs
+    labels, confidence = label_together(runs, tokens, combination)
     kept = kept_sentences(confidence, threshold, top_n)
     write_pseudo(Path(output), [tokens[index] for index in kept], [labels[index] for index in kept])
     return {"sentences": len(kept), "of": len(tokens), "tokens": sum(len(tokens[index]) for index in kept), "output": str(output)}
