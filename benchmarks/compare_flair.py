@@ -40,10 +40,13 @@ DEFAULT_DATA = BENCHMARKS.parent.parent / "shared" / "datasets"
 
 
 def flair_venv_ready(python: Path) -> bool:
-    """True when ``python`` imports flair 0.15.1 on torch 2.13.0."""
+    """True when ``python`` imports flair 0.15.1 on this interpreter's torch (2.13.0 here; a GPU
+    machine's venv, made by scripts/gpu_bench.sh, shares its system torch)."""
     if not python.exists():
         return False
-    check = f"import flair, torch; assert flair.__version__ == '{FLAIR_VERSION}', flair.__version__; assert torch.__version__.startswith('{TORCH_VERSION}'), torch.__version__"
+    import torch
+
+    check = f"import flair, torch; assert flair.__version__ == '{FLAIR_VERSION}', flair.__version__; assert torch.__version__ == '{torch.__version__}', torch.__version__"
     return subprocess.run([str(python), "-c", check], capture_output=True).returncode == 0
 
 
@@ -75,7 +78,8 @@ def export_for_flair(arguments: argparse.Namespace, dataset: str, folder: Path):
     flair's WordEmbeddings gets every row except padding, with seqtransfer's <unk> row last,
     where flair keeps its unknown word.
     """
-    config = benchmark_config(dataset, arguments.threads, arguments.max_train_sentences, arguments.data_dir, arguments.seed)
+    config = benchmark_config(dataset, arguments.threads, arguments.max_train_sentences, arguments.data_dir, arguments.seed,
+                              embeddings=arguments.embeddings, batch_size=arguments.train_batch_size)
     data = load_benchmark_data(config, arguments.max_evaluation_sentences)
     vocabularies, matrix = prepare_vocabularies(config, data, log=lambda message: None)
     words = vocabularies.words.items
@@ -145,6 +149,10 @@ def seqtransfer_options(arguments: argparse.Namespace, dataset: str) -> list[str
         options += ["--max-evaluation-sentences", str(arguments.max_evaluation_sentences)]
     if arguments.data_dir:
         options += ["--data-dir", arguments.data_dir]
+    if getattr(arguments, "embeddings", None):
+        options += ["--embeddings", arguments.embeddings]
+    if getattr(arguments, "train_batch_size", None):
+        options += ["--train-batch-size", str(arguments.train_batch_size)]
     return options
 
 
@@ -214,8 +222,11 @@ def comparison_parser(description: str, datasets: list[str], batch_sizes: list[i
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
-    return comparison_parser(__doc__.split("\n\n")[0], ["wnut17", "conll2003"], INFERENCE_BATCH_SIZES,
-                             "training epochs per tool (the median of their times is reported)").parse_args(argv)
+    parser = comparison_parser(__doc__.split("\n\n")[0], ["wnut17", "conll2003"], INFERENCE_BATCH_SIZES,
+                               "training epochs per tool (the median of their times is reported)")
+    parser.add_argument("--embeddings", default=None, help="a word-vector text file instead of the GloVe 6B 50d package (scripts/gpu_bench_bundle.sh writes its rows)")
+    parser.add_argument("--train-batch-size", type=int, default=None, help="training sentences per batch, both tools (default: seqtransfer's train.batch_size)")
+    return parser.parse_args(argv)
 
 
 def subset_description(arguments: argparse.Namespace) -> str:
@@ -238,8 +249,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="compare-flair-") as temporary:
         work = Path(arguments.work_dir or temporary)
         rows = [row for dataset in arguments.datasets for row in compare_dataset(arguments, dataset, flair_python, work / dataset)]
-    print(f"\nseqtransfer vs flair {rows[1]['flair']}: torch {rows[0]['torch']}, {arguments.threads} threads, CRF, {arguments.epochs} epochs, "
-          f"seed {arguments.seed}{subset_description(arguments)}")
+    print(f"\nseqtransfer vs flair {rows[1]['flair']}: torch {rows[0]['torch']}, {rows[0]['device']}, {arguments.threads} threads, CRF, "
+          f"training batch {rows[0]['train_batch_size']}, {arguments.epochs} epochs, seed {arguments.seed}{subset_description(arguments)}")
     report_rows(rows, arguments)
     return rows
 

@@ -44,9 +44,11 @@ INFERENCE_BATCH_SIZES = [32, 128, 512, 2048]
 
 
 def benchmark_config(dataset: str, threads: int, max_train_sentences: int | None, data_dir: str | None, seed: int = 1,
-                     encoder: str | None = None, epochs: int | None = None, amp: str = "off") -> RunConfig:
+                     encoder: str | None = None, epochs: int | None = None, amp: str = "off", embeddings: str | None = None,
+                     batch_size: int | None = None) -> RunConfig:
     """The reference configuration with a CRF output, or with ``encoder`` the fine-tuned encoder's
-    (``fine_tuned_encoder``); the flair side copies these numbers."""
+    (``fine_tuned_encoder``); the flair side copies these numbers. ``embeddings``: another vector file
+    than GloVe 6B 50d's package (the GPU bundle's rows of it); ``batch_size``: training sentences per batch."""
     config = RunConfig()
     config.train.seed = seed
     config.data.dataset, config.data.data_dir = dataset, data_dir
@@ -58,6 +60,8 @@ def benchmark_config(dataset: str, threads: int, max_train_sentences: int | None
     else:
         config.model.classifier = "crf"
         fill_optimizer(config.train, "sgd")
+        config.model.embeddings = embeddings or config.model.embeddings
+    config.train.batch_size = batch_size or config.train.batch_size
     return config
 
 
@@ -156,7 +160,8 @@ def time_inference(model: Tagger, encoded, labels, batch_sizes: list[int], amp: 
 def run(arguments: argparse.Namespace) -> dict:
     """Train and time one dataset; write predictions; return the measurements."""
     config = benchmark_config(arguments.dataset, arguments.threads, arguments.max_train_sentences, arguments.data_dir, arguments.seed,
-                              encoder=arguments.encoder, epochs=arguments.epochs, amp=arguments.amp)
+                              encoder=arguments.encoder, epochs=arguments.epochs, amp=arguments.amp, embeddings=arguments.embeddings,
+                              batch_size=arguments.train_batch_size)
     config.train.batching = arguments.batching
     seed_everything(config.train.seed, config.train.threads)
     data = load_benchmark_data(config, arguments.max_evaluation_sentences)
@@ -184,6 +189,7 @@ def run(arguments: argparse.Namespace) -> dict:
         "amp": config.train.amp,
         "predict_amp": arguments.predict_amp,
         "batching": config.train.batching,
+        "train_batch_size": config.train.batch_size,
         "train_sentences": len(train.lengths),
         "train_tokens": int(train.lengths.sum()),
         "test_tokens": int(test.lengths.sum()),
@@ -220,6 +226,8 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--amp", default="off", choices=["off", "bf16"], help="with --encoder: train.amp (bf16 autocast in training; the CPU needs bf16 instructions to gain)")
     parser.add_argument("--batching", default="tokens", choices=["tokens", "subwords", "random"], help="train.batching: what sentences share a training batch")
     parser.add_argument("--predict-amp", default="off", choices=["off", "bf16"], help="with --encoder: the precision of the timed and written predictions (seqtransfer predict --amp)")
+    parser.add_argument("--embeddings", default=None, help="a word-vector text file instead of the GloVe 6B 50d package (the GPU bundle's rows of it)")
+    parser.add_argument("--train-batch-size", type=int, default=None, help="training sentences per batch (default: train.batch_size)")
     parser.add_argument("--predictions", required=True, help="JSON file for the dev and test predictions")
     return parser.parse_args(argv)
 
