@@ -42,12 +42,16 @@ DEFAULT_DATA = BENCHMARKS.parent.parent / "shared" / "datasets"
 def flair_venv_ready(python: Path) -> bool:
     """True when ``python`` imports flair 0.15.1 on this interpreter's torch (2.13.0 here; a GPU
     machine's venv, made by scripts/gpu_bench.sh, shares its system torch)."""
-    if not python.exists():
-        return False
+    return python.exists() and flair_venv_problem(python) is None
+
+
+def flair_venv_problem(python: Path) -> str | None:
+    """Why ``python`` cannot run the flair side (the end of its error), or None."""
     import torch
 
     check = f"import flair, torch; assert flair.__version__ == '{FLAIR_VERSION}', flair.__version__; assert torch.__version__ == '{torch.__version__}', torch.__version__"
-    return subprocess.run([str(python), "-c", check], capture_output=True).returncode == 0
+    result = subprocess.run([str(python), "-c", check], capture_output=True, text=True)
+    return None if result.returncode == 0 else (result.stderr.strip().splitlines() or ["no output"])[-1]
 
 
 def ensure_flair_venv(venv: Path) -> Path:
@@ -180,14 +184,15 @@ def compare_dataset(arguments: argparse.Namespace, dataset: str, flair_python: P
 
 
 def print_table(rows: list[dict]) -> None:
-    header = f"{'tool':12} {'dataset':10} {'tokens':>8} {'epoch s':>8} {'train tok/s':>12} {'infer tok/s':>12} {'batch':>6} {'peak MB':>8} {'train MB':>8} {'dev F1':>7} {'test F1':>7}"
+    header = f"{'tool':12} {'dataset':10} {'tokens':>8} {'epoch s':>8} {'train tok/s':>12} {'infer tok/s':>12} {'batch':>6} {'peak MB':>8} {'train MB':>8} {'GPU MB':>7} {'dev F1':>7} {'test F1':>7}"
     print(header)
     for row in rows:
         train_mb = f"{row['train_peak_rss_mb']:8.0f}" if row["train_peak_rss_mb"] is not None else f"{'-':>8}"
+        gpu_mb = f"{row['gpu_peak_mb']:7.0f}" if row.get("gpu_peak_mb") is not None else f"{'-':>7}"  # torch.cuda.max_memory_allocated
         print(
             f"{row['tool']:12} {row['dataset']:10} {row['train_tokens']:8d} {row['epoch_seconds_median']:8.2f} "
             f"{row['train_tokens_per_second']:12,.0f} {row['inference_tokens_per_second']:12,.0f} {row['best_inference_batch']:6d} "
-            f"{row['peak_rss_mb']:8.0f} {train_mb} {row['dev_f1']:7.2f} {row['test_f1']:7.2f}"
+            f"{row['peak_rss_mb']:8.0f} {train_mb} {gpu_mb} {row['dev_f1']:7.2f} {row['test_f1']:7.2f}"
         )
 
 
@@ -226,6 +231,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
                                "training epochs per tool (the median of their times is reported)")
     parser.add_argument("--embeddings", default=None, help="a word-vector text file instead of the GloVe 6B 50d package (scripts/gpu_bench_bundle.sh writes its rows)")
     parser.add_argument("--train-batch-size", type=int, default=None, help="training sentences per batch, both tools (default: seqtransfer's train.batch_size)")
+    parser.add_argument("--no-install", action="store_true", help="use --flair-venv as it is, and stop with its error if it cannot run flair (no network)")
     return parser.parse_args(argv)
 
 
@@ -245,11 +251,17 @@ def report_rows(rows: list[dict], arguments: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> list[dict]:
     arguments = parse_arguments(argv)
-    flair_python = ensure_flair_venv(Path(arguments.flair_venv))
+    if arguments.no_install:  # a machine without network (scripts/gpu_bench.sh): the given venv or nothing
+        flair_python = Path(arguments.flair_venv) / "bin" / "python"
+        problem = flair_venv_problem(flair_python) if flair_python.exists() else f"{flair_python} does not exist"
+        if problem:
+            raise SystemExit(f"the flair venv cannot run flair {FLAIR_VERSION}: {problem}")
+    else:
+        flair_python = ensure_flair_venv(Path(arguments.flair_venv))
     with tempfile.TemporaryDirectory(prefix="compare-flair-") as temporary:
         work = Path(arguments.work_dir or temporary)
         rows = [row for dataset in arguments.datasets for row in compare_dataset(arguments, dataset, flair_python, work / dataset)]
-    print(f"\nseqtransfer vs flair {rows[1]['flair']}: torch {rows[0]['torch']}, {rows[0]['device']}, {arguments.threads} threads, CRF, "
+    print(f"\nseqtransfer vs flair {rows[1]['flair']}: torch {rows[0]['torch']}, {rows[0]['device']} / {rows[1].get('device', 'cpu')}, {arguments.threads} threads, CRF, "
           f"training batch {rows[0]['train_batch_size']}, {arguments.epochs} epochs, seed {arguments.seed}{subset_description(arguments)}")
     report_rows(rows, arguments)
     return rows

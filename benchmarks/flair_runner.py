@@ -226,6 +226,8 @@ def measure(arguments: argparse.Namespace, data: dict, tagger: SequenceTagger, c
         "flair": flair.__version__,
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
+        "device": str(flair.device),
+        "gpu_peak_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1) if flair.device.type == "cuda" else None,
         "train_sentences": len(train),
         "train_tokens": sum(len(sentence) for sentence in train),
         "test_tokens": sum(len(sentence) for sentence in test),

@@ -36,7 +36,7 @@ from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import Tagger, count_parameters
 from seqtransfer.tasks import TAGGING
 from seqtransfer.training.loop import ShuffledBatches, predict_labels, train_epoch
-from seqtransfer.device import resolve_device
+from seqtransfer.device import peak_memory_megabytes, prepare_device, resolve_device
 from seqtransfer.training.optimizers import fill_optimizer, make_optimizer
 from seqtransfer.training.train import fill_fine_tuning, prepare_vocabularies, seed_everything
 
@@ -167,7 +167,9 @@ def run(arguments: argparse.Namespace) -> dict:
     data = load_benchmark_data(config, arguments.max_evaluation_sentences)
     vocabularies, matrix = prepare_vocabularies(config, data, log=lambda message: None)
     model = build_benchmark_model(config, vocabularies, matrix)
-    model.to(resolve_device(arguments.device))
+    device = resolve_device(arguments.device)
+    prepare_device(device)  # as `seqtransfer train` does (cuBLAS's workspace, for deterministic runs)
+    model.to(device)
     train = encode_sentences(data.tokens("train"), vocabularies, data.labels("train"))
     dev, test = (encode_sentences(data.tokens(split), vocabularies) for split in ("dev", "test"))
     del matrix
@@ -185,6 +187,7 @@ def run(arguments: argparse.Namespace) -> dict:
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "device": str(next(model.parameters()).device),
+        "gpu_peak_mb": peak_memory_megabytes(device),
         **(encoder_details(model) if config.model.encoder else {}),
         "amp": config.train.amp,
         "predict_amp": arguments.predict_amp,
