@@ -108,3 +108,32 @@ def test_log_partition_and_gradient_stay_exact_for_extreme_scores():
     expected = torch.autograd.grad(reference.sum(), [reference_emissions, reference_crf.transitions, reference_crf.start, reference_crf.end])
     for mine, reference_gradient in zip(gradients, expected):
         assert torch.allclose(mine.double(), reference_gradient, atol=1e-5)
+
+
+def test_label_marginals_match_enumeration_on_the_numpy_and_the_torch_recursions(monkeypatch):
+    """p(y_t = l | sentence) summed over every path with label l at t, over Z; 0 past each end. The
+    CPU takes the numpy forward-backward, other devices the torch recursion: both are checked here,
+    inside inference mode as prediction calls them."""
+    import seqtransfer.models.crf as crf_module
+
+    crf = make_crf(3, seed=7)
+    lengths = torch.tensor([4, 2, 1])
+    emissions = torch.randn(3, 4, 3)
+    mask = torch.arange(4).unsqueeze(0) < lengths.unsqueeze(1)
+    expected = torch.zeros(3, 4, 3)
+    with torch.no_grad():
+        for row, length in enumerate(lengths.tolist()):
+            log_partition, _ = brute_force(crf, emissions[row], length)
+            for path in itertools.product(range(3), repeat=length):
+                score = crf.start[path[0]] + crf.end[path[-1]] + sum(emissions[row, t, label] for t, label in enumerate(path))
+                score = score + sum(crf.transitions[a, b] for a, b in zip(path, path[1:]))
+                for t, label in enumerate(path):
+                    expected[row, t, label] += torch.exp(score - log_partition)
+    with torch.inference_mode():
+        numpy_marginals = crf.marginals(emissions, mask)
+    monkeypatch.setattr(crf_module.ForwardBackward, "apply", lambda *arguments: crf_module.log_partition_torch(*arguments))
+    with torch.inference_mode():
+        torch_marginals = crf.marginals(emissions, mask)
+    for marginals in (numpy_marginals, torch_marginals):
+        assert torch.allclose(marginals, expected, atol=1e-5)
+        assert torch.allclose(marginals.sum(-1), mask.float(), atol=1e-5)  # each real token's labels sum to 1

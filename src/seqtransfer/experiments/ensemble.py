@@ -3,8 +3,8 @@ sentence (sentence classifiers).
 
 Members may have different vocabularies and label orders (a fine-tuned run and a scratch run),
 so each member encodes the sentences with its own vocabularies and its distributions are
-mapped onto the union of the labels by name before averaging. A CRF member's distribution is the
-softmax of its emissions (its transitions unused), as distillation reads it. Members must label in one tag set:
+mapped onto the union of the labels by name before averaging. A CRF member's distributions are its
+label marginals (forward-backward over its transitions). Members must label in one tag set:
 two members sharing fewer than half of the smaller label set (NER and POS models, or WNUT's and
 CoNLL-2003's entity types) are refused in one line; a source in another tag set is mapped when it
 is trained (``data.label_map``), so that its run labels in the shared one.

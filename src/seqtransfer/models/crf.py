@@ -66,6 +66,15 @@ class CRF(nn.Module):
             return ForwardBackward.apply(emissions, mask, self.transitions, self.start, self.end)
         return log_partition_torch(emissions, mask, self.transitions, self.start, self.end)
 
+    def marginals(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """(B, T, L) label marginals p(y_t = l | sentence), 0 past each sentence's end: the gradient
+        of log Z with respect to the emissions (forward-backward, by the same recursions as training),
+        taken outside inference mode whatever the caller's."""
+        with torch.inference_mode(False), torch.enable_grad():
+            scores, valid = emissions.detach().clone().requires_grad_(), mask.clone()
+            (marginals,) = torch.autograd.grad(self.log_partition(scores, valid).sum(), scores)
+        return marginals * valid.unsqueeze(-1)
+
     def decode(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """(B, T) best label paths (Viterbi); positions beyond each length are 0."""
         batch_size, width, _ = emissions.shape

@@ -32,8 +32,8 @@ class SoftmaxOutput(nn.Module):
         """(B, T, L) -> (B, T) arg-max labels."""
         return emissions.argmax(-1) * mask.long()
 
-    def probabilities(self, emissions: torch.Tensor) -> torch.Tensor:
-        """(B, T, L) per-token label distributions."""
+    def probabilities(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """(B, T, L) per-token label distributions: the softmax of each token's scores."""
         return emissions.softmax(-1)
 
 
@@ -51,9 +51,10 @@ class CRFOutput(nn.Module):
     def decode(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         return self.crf.decode(emissions, mask)
 
-    def probabilities(self, emissions: torch.Tensor) -> torch.Tensor:
-        """Per-token softmax of the emissions (used only to average ensemble members)."""
-        return emissions.softmax(-1)
+    def probabilities(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """(B, T, L) each token's label marginals under the CRF, p(y_t = l | sentence): what
+        ensembles average and self-labelling's confidences read (0 past each sentence's end)."""
+        return self.crf.marginals(emissions, mask)
 
 
 OUTPUTS = {"softmax": SoftmaxOutput, "crf": CRFOutput}

@@ -43,8 +43,8 @@ class SequenceLabeller(nn.Module):
         return self.output.decode(self.emissions(batch).float(), batch.mask)
 
     def probabilities(self, batch: Batch) -> torch.Tensor:
-        """(B, T, L) per-token label distributions (what ensembles average)."""
-        return self.output.probabilities(self.emissions(batch).float())
+        """(B, T, L) per-token label distributions (what ensembles average): a softmax output's, or a CRF's label marginals."""
+        return self.output.probabilities(self.emissions(batch).float(), batch.mask)
 
     @classmethod
     def from_vocabularies(cls, config: ModelConfig, vocabularies) -> "SequenceLabeller":
