@@ -286,6 +286,25 @@ def test_distillation_averages_the_teachers_soft_targets_and_trains_the_student_
     assert (student / "model.safetensors").read_bytes() != (plain / "model.safetensors").read_bytes()
 
 
+def test_a_crf_teacher_teaches_its_label_marginals_at_the_temperature(tmp_path):
+    import numpy as np
+
+    from seqtransfer.data.batching import encode_sentences, make_batch
+    from seqtransfer.rundir import load_run
+    from seqtransfer.transfer.distillation import teacher_distributions
+
+    teacher = tmp_path / "crf-teacher"
+    assert main(tiny_train_arguments(teacher, epochs=2, classifier="crf")) == 0
+    loaded = load_run(teacher)
+    tokens = [["John", "lives", "in", "Paris"]]
+    soft = teacher_distributions(loaded, tokens, loaded.vocabularies.labels, temperature=2.0)[0]
+    batch = make_batch(encode_sentences(tokens, loaded.vocabularies), np.array([0]))
+    with torch.no_grad():
+        marginals = loaded.model.eval().output.crf.marginals(loaded.model.emissions(batch), batch.mask, 2.0)[0].numpy()
+        softmax = (loaded.model.emissions(batch)[0] / 2.0).softmax(-1).numpy()
+    assert np.allclose(soft, marginals, atol=1e-6) and not np.allclose(soft, softmax, atol=1e-4)
+
+
 def test_teachers_that_cannot_teach_are_one_line_before_anything_is_written(source, tmp_path, capsys):
     """A missing teacher, one of another tag set (NER teaching POS) or one without label scores (a
     parser): refused before the student's run directory is written, so the fixed command starts clean."""

@@ -137,3 +137,15 @@ def test_label_marginals_match_enumeration_on_the_numpy_and_the_torch_recursions
     for marginals in (numpy_marginals, torch_marginals):
         assert torch.allclose(marginals, expected, atol=1e-5)
         assert torch.allclose(marginals.sum(-1), mask.float(), atol=1e-5)  # each real token's labels sum to 1
+
+
+def test_marginals_at_a_temperature_are_those_of_the_crf_with_every_score_divided_by_it():
+    crf = make_crf(3, seed=9)
+    cooled = make_crf(3, seed=9)
+    with torch.no_grad():
+        for parameter in cooled.parameters():
+            parameter /= 2.0
+    emissions = torch.randn(2, 3, 3)
+    mask = torch.tensor([[True, True, True], [True, True, False]])
+    assert torch.allclose(crf.marginals(emissions, mask, temperature=2.0), cooled.marginals(emissions / 2.0, mask), atol=1e-6)
+    assert not torch.allclose(crf.marginals(emissions, mask, temperature=2.0), crf.marginals(emissions, mask), atol=1e-3)

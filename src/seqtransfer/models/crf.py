@@ -66,13 +66,17 @@ class CRF(nn.Module):
             return ForwardBackward.apply(emissions, mask, self.transitions, self.start, self.end)
         return log_partition_torch(emissions, mask, self.transitions, self.start, self.end)
 
-    def marginals(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """(B, T, L) label marginals p(y_t = l | sentence), 0 past each sentence's end: the gradient
-        of log Z with respect to the emissions (forward-backward, by the same recursions as training),
-        taken outside inference mode whatever the caller's."""
+    def marginals(self, emissions: torch.Tensor, mask: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+        """(B, T, L) label marginals p(y_t = l | sentence), 0 past each sentence's end, of the CRF
+        whose every score (emissions, transitions, start, end) is divided by ``temperature``
+        (distillation's soft targets): the gradient of log Z with respect to the emissions
+        (forward-backward, by the same recursions as training), taken outside inference mode
+        whatever the caller's."""
         with torch.inference_mode(False), torch.enable_grad():
-            scores, valid = emissions.detach().clone().requires_grad_(), mask.clone()
-            (marginals,) = torch.autograd.grad(self.log_partition(scores, valid).sum(), scores)
+            scores, valid = (emissions.detach() / temperature).requires_grad_(), mask.clone()
+            transitions, start, end = (parameter.detach() / temperature for parameter in (self.transitions, self.start, self.end))
+            partition = ForwardBackward.apply if scores.device.type == "cpu" else log_partition_torch
+            (marginals,) = torch.autograd.grad(partition(scores, valid, transitions, start, end).sum(), scores)
         return marginals * valid.unsqueeze(-1)
 
     def decode(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -12,9 +12,10 @@ student's distribution at temperature T (the KL divergence up to a constant). Th
 emissions are computed a second time for this term (another dropout draw): about one more
 forward pass per batch.
 
-A tagger's distribution is the softmax of its per-token label scores (emissions), for a CRF
-tagger too: a CRF teacher's token marginals (forward-backward over its transitions) are not used,
-nor a CRF student's transitions; the term teaches the emissions alone.
+A softmax tagger's distribution is the softmax of its per-token label scores (emissions); a CRF
+teacher's is its token marginals (forward-backward over its transitions, every score divided by
+T), as ensembles read it. The term teaches the student's emissions alone: a CRF student's
+transitions learn from its own loss only.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ def teacher_distributions(run, tokens: Sequence[Sequence[str]], labels: Vocabula
     with torch.inference_mode():
         for batch in evaluation_batches(encoded, batch_size):
             scores, mask = label_scores(model, batch)
-            probabilities = (scores / temperature).softmax(-1).numpy()  # (B, T, L_teacher)
+            probabilities = soft_distribution(model, scores, mask, temperature).numpy()  # (B, T, L_teacher)
             for row, index in enumerate(batch.indices):
                 length = int(mask[row].sum())
                 student = np.zeros((length, len(labels)), dtype=np.float32)
@@ -95,6 +96,14 @@ def teacher_distributions(run, tokens: Sequence[Sequence[str]], labels: Vocabula
                 student[:, mapping[kept]] = probabilities[row, :length][:, kept]
                 result[index] = student / np.maximum(student.sum(-1, keepdims=True), 1e-12)
     return result
+
+
+def soft_distribution(model: nn.Module, scores: torch.Tensor, mask: torch.Tensor, temperature: float) -> torch.Tensor:
+    """(B, T, L) a teacher's label distribution at ``temperature``: a CRF's token marginals, else the softmax of its scores."""
+    crf = getattr(getattr(model, "output", None), "crf", None)
+    if crf is not None and not hasattr(model, "sentence_scores"):
+        return crf.marginals(scores.float(), mask, temperature)
+    return (scores / temperature).softmax(-1)
 
 
 class Distillation:
