@@ -42,6 +42,7 @@ WEIGHTS = "model.safetensors"
 METRICS = "metrics.json"
 MEMBERS = "members.json"  # a folder of models that predict together (a self-labelling run, transfer/selflabel.py; an ensemble, commands/ensemble.py)
 COMBINATIONS = ("single", "vote", "confident", "average")  # how a folder's models predict together (transfer/selflabel.py combine)
+MEMBERS_HINT = "it is written by `seqtransfer selflabel` or `seqtransfer ensemble`: run it again"
 REQUIRED = (CONFIG, VOCABULARY, WEIGHTS, METRICS)
 _SPACES = re.compile(r"[ \t]")
 EMBEDDING_TABLES = ("word_representation.word_embedding.weight", "word_representation.character_encoder.embedding.weight")
@@ -317,9 +318,6 @@ def read_members(directory: str | Path) -> tuple[list[Path], str] | None:
             raise SeqTransferError(f"its model {member} is not there", path=path,
                                    hint="keep the folder and its runs together (members.json names them relative to it), or make it again")
     return [path.parent / member for member in members], described["combination"]
-
-
-MEMBERS_HINT = "it is written by `seqtransfer selflabel` or `seqtransfer ensemble`: run it again"
 
 
 def read_members_file(directory: str | Path) -> dict | None:
