@@ -127,12 +127,12 @@ def test_the_head_starts_from_the_encoder_folders_pretraining_head_when_it_has_o
     assert not load_pretraining_head(MaskedLanguageModelHead(16, 16, len(VOCAB), tied=tied), encoder)  # a bare encoder's folder: the head stays random
     assert not load_pretraining_head(MaskedLanguageModelHead(16, 8, len(VOCAB), tied=tied), folder)  # shapes that do not fit: random too
     run(encoder_arguments(tmp_path / "run", folder, "transfer.auxiliary_lm_weight=0.1", "--epochs", "1"))
-    assert "auxiliary masked LM head: the encoder folder's pretraining head" in (tmp_path / "run" / "log.txt").read_text(encoding="utf-8")
+    assert "auxiliary LM head: the encoder folder's pretraining head" in (tmp_path / "run" / "log.txt").read_text(encoding="utf-8")
     assert (load_run(tmp_path / "run").model.language_model.decoder is None) == tied  # the saved run rebuilds the same head
     assert f"language_model_decoder: {str(not tied).lower()}" in (tmp_path / "run" / "config.yaml").read_text(encoding="utf-8")
     if tied:
         run(encoder_arguments(tmp_path / "bare", encoder, "transfer.auxiliary_lm_weight=0.1", "--epochs", "1"))
-        assert "auxiliary masked LM head: random" in (tmp_path / "bare" / "log.txt").read_text(encoding="utf-8")
+        assert "auxiliary LM head: random" in (tmp_path / "bare" / "log.txt").read_text(encoding="utf-8")
 
 
 def test_a_masked_lm_trains_beside_lora_and_a_sentence_classifier(encoder, tmp_path):

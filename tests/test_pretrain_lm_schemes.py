@@ -59,22 +59,55 @@ def test_a_pretrained_lm_trains_and_predicts_under_each_adaptation(language_mode
     assert [len(labels) for labels in predicted] == [3, 1]
 
 
-def test_a_causal_lm_pools_sentences_by_their_mean_and_takes_no_masked_lm_loss(language_model, tmp_path, capsys):
-    """A left-to-right LM's [CLS] vector sees only itself (the same for every sentence), and a masked-LM
-    loss reads both sides of a word: with a causal LM both are one line before anything is written."""
+def test_a_causal_lm_pools_sentences_by_their_mean_and_its_auxiliary_lm_predicts_the_next_sub_word(language_model, tmp_path, capsys):
+    """A left-to-right LM's [CLS] vector sees only itself (the same for every sentence): one line before
+    anything is written. Its auxiliary LM loss continues its pretraining: each sub-word predicts the next."""
     from test_parser import error_line
 
     sentences = ["train", "--train", str(FIXTURES / "tiny_sentiment_train.tsv"), "--dev", str(FIXTURES / "tiny_sentiment_dev.tsv"), "--epochs", "1", "--quiet",
                  *TINY_MODEL, f"model.encoder={language_model}", "model.encoder_mode=finetune"]
     causal = language_model.parent.name.startswith("lm-causal")
-    refused = {"cls": ([], "reads left to right (a causal LM): its first vector ([CLS]) sees only the first token"),
-               "auxiliary LM": (["model.sentence_pooling=mean", "transfer.auxiliary_lm_weight=0.1"], "adds a masked-LM loss, which reads both sides")}
-    for number, (settings, message) in enumerate(refused.values()):
-        output = tmp_path / f"sentences-{number}"
-        if causal:
-            assert message in error_line([*sentences, "--output", str(output), *settings], capsys)
-            assert not output.exists()
-        else:  # a masked LM: both train
-            assert run([*sentences, "--output", str(output), *settings])["dev"] is not None
     if causal:
-        assert run([*sentences, "--output", str(tmp_path / "mean"), "model.sentence_pooling=mean"])["dev"] is not None
+        message = "reads left to right (a causal LM): its first vector ([CLS]) sees only the first token"
+        assert message in error_line([*sentences, "--output", str(tmp_path / "cls")], capsys) and not (tmp_path / "cls").exists()
+    else:
+        assert run([*sentences, "--output", str(tmp_path / "cls")])["dev"] is not None
+    output = tmp_path / "auxiliary"
+    assert run([*sentences, "--output", str(output), "model.sentence_pooling=mean", "transfer.auxiliary_lm_weight=0.1"])["dev"] is not None
+    log = (output / "log.txt").read_text(encoding="utf-8")
+    assert "auxiliary LM head: the encoder folder's pretraining head" in log
+    assert ("each next sub-word (a causal LM's objective)" in log) == causal and ("masked sub-words (15 %)" in log) == (not causal)
+
+
+@pytest.mark.parametrize("language_model", ["causal"], indirect=True)  # the masked LM's term: test_masked_lm.py
+def test_the_causal_auxiliary_loss_is_the_lms_own_next_sub_word_loss(language_model, tmp_path):
+    """The term, with weight 1, equals Hugging Face's BertLMHeadModel loss (summed) when that model
+    holds the run's encoder and head: the same objective as the LM's pretraining."""
+    import torch
+    from transformers import BertLMHeadModel
+
+    from seqtransfer.data.batching import encode_sentences, make_batch
+    from seqtransfer.rundir import load_run
+    from seqtransfer.transfer.masked_lm import CausalLanguageModelLoss
+
+    output = tmp_path / "run"
+    run(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner", "--epochs", "1",
+         "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={language_model}", "model.encoder_mode=finetune", "transfer.auxiliary_lm_weight=0.5"])
+    loaded = load_run(output)
+    model = loaded.model.eval()
+    batch = make_batch(encode_sentences([["John", "loves", "Paris"], ["Mary", "lives", "in", "Lagos", "now"]], loaded.vocabularies), torch.arange(2).numpy())
+    reference = BertLMHeadModel.from_pretrained(str(language_model)).eval()
+    state = {f"bert.{name}": tensor for name, tensor in model.encoder.state_dict().items() if not name.startswith("pooler.")}  # the LM has no pooler
+    head = model.language_model.state_dict()
+    state.update({"cls.predictions.transform.dense.weight": head["transform.weight"], "cls.predictions.transform.dense.bias": head["transform.bias"],
+                  "cls.predictions.transform.LayerNorm.weight": head["norm.weight"], "cls.predictions.transform.LayerNorm.bias": head["norm.bias"],
+                  "cls.predictions.decoder.weight": head["decoder"], "cls.predictions.bias": head["bias"], "cls.predictions.decoder.bias": head["bias"]})
+    missing, unexpected = reference.load_state_dict(state, strict=False)
+    assert not unexpected and not [name for name in missing if "position_ids" not in name]
+    reference.cls.predictions.transform.LayerNorm.eps = model.language_model.norm.eps  # ours keeps torch's eps (masked_lm.py)
+    labels = batch.subword_ids.masked_fill(~batch.subword_mask.bool(), -100)
+    with torch.no_grad():
+        outputs = reference(input_ids=batch.subword_ids, attention_mask=batch.subword_mask, labels=labels)
+        predicted = int((labels[:, 1:] != -100).sum())
+        ours = CausalLanguageModelLoss(1.0)(model, batch)
+    assert ours.item() == pytest.approx(outputs.loss.item() * predicted, rel=1e-4)

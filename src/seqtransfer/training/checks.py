@@ -39,8 +39,9 @@ def check_fine_tuned_encoder(data: TaskData, scheme: Scheme) -> None:
 
 
 def check_causal_encoder(config: RunConfig) -> None:
-    """A left-to-right encoder's first vector ([CLS]) sees only itself, and a masked LM needs both sides:
-    a fine-tuned causal LM pools a sentence by its mean and adds no masked-LM loss (one line each)."""
+    """A left-to-right encoder's first vector ([CLS]) sees only itself: a fine-tuned causal LM pools a
+    sentence by its mean (one line otherwise). Its auxiliary LM loss predicts each next sub-word
+    (``transfer/masked_lm.py``)."""
     from seqtransfer.embeddings.transformer import is_causal_encoder
 
     model = config.model
@@ -49,9 +50,6 @@ def check_causal_encoder(config: RunConfig) -> None:
     if model.architecture in ("encoder_classifier", "encoder_regressor") and model.sentence_pooling == "cls":
         raise SeqTransferError(f"the encoder {model.encoder} reads left to right (a causal LM): its first vector ([CLS]) sees only the first token, not the sentence",
                                hint="add model.sentence_pooling=mean (the mean of the token vectors)")
-    if config.transfer.auxiliary_lm_weight:
-        raise SeqTransferError(f"transfer.auxiliary_lm_weight adds a masked-LM loss, which reads both sides of a masked word; the encoder {model.encoder} reads left to right (a causal LM)",
-                               hint="drop transfer.auxiliary_lm_weight, or use a masked LM (seqtransfer pretrain-lm --objective masked)")
 
 
 def check_distillation(config: RunConfig, model, data: TaskData, labels: Vocabulary) -> None:

@@ -176,13 +176,13 @@ def build_target_model(config: RunConfig, scheme: Scheme, vocabularies: Vocabula
         model.word_representation.load_vectors(matrix)
     if hasattr(model, "load_pretrained"):  # a fine-tuned encoder starts from its pretrained weights
         model.load_pretrained()
-        if getattr(model, "language_model", None) is not None:  # the auxiliary masked LM: from the folder's pretraining head, if it has one
+        if getattr(model, "language_model", None) is not None:  # the auxiliary LM (masked or causal): from the folder's pretraining head, if it has one
             from seqtransfer.embeddings.transformer import encoder_path
             from seqtransfer.transfer.masked_lm import load_pretraining_head
 
             pretrained = load_pretraining_head(model.language_model, encoder_path(config.model.encoder))
             origin = "the encoder folder's pretraining head" if pretrained else "random (no pretraining head of its shapes in the encoder folder)"
-            log(f"auxiliary masked LM head: {origin}")
+            log(f"auxiliary LM head: {origin}")
     if source is not None:
         source_state = source.model.state_dict()
         prefixes = scheme_prefixes(model, scheme)

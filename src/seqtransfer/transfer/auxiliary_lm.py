@@ -80,12 +80,12 @@ def language_model_heads(model: nn.Module) -> list[tuple[nn.Module, LanguageMode
 
 def language_model_words(config, vocabularies) -> int:
     """The LM's classes: the ``transfer.auxiliary_lm_words`` most frequent words (+ padding and
-    unknown), or a fine-tuned encoder's whole sub-word vocabulary (its tokenizer must have a mask
-    token: else one line, before anything is written)."""
+    unknown), or a fine-tuned encoder's whole sub-word vocabulary (a masked one's tokenizer must have
+    a mask token: else one line, before anything is written)."""
     if config.model.architecture.startswith("encoder_"):
-        from seqtransfer.embeddings.transformer import encoder_config, tokenizer_of
+        from seqtransfer.embeddings.transformer import encoder_config, is_causal_encoder, tokenizer_of
 
-        if tokenizer_of(config.model.encoder).mask_token_id is None:
+        if not is_causal_encoder(config.model.encoder) and tokenizer_of(config.model.encoder).mask_token_id is None:
             raise SeqTransferError("an auxiliary LM loss on a fine-tuned encoder masks sub-words, and this encoder's tokenizer has no mask token", path=config.model.encoder,
                                    hint="drop transfer.auxiliary_lm_weight, or use an encoder trained with a masked LM (BERT, MiniLM, MPNet)")
         return int(encoder_config(config.model.encoder)["vocab_size"])
@@ -178,10 +178,15 @@ def auxiliary_language_model(config, model: nn.Module, training_word_ids, log) -
 
 
 def masked_language_model_loss(config, model: nn.Module, log):
-    """A fine-tuned encoder's masked-LM term (its tokenizer's mask token checked by :func:`language_model_words`)."""
-    from seqtransfer.embeddings.transformer import tokenizer_of
-    from seqtransfer.transfer.masked_lm import MaskedLanguageModelLoss
+    """A fine-tuned encoder's LM term: masked sub-words (its tokenizer's mask token checked by
+    :func:`language_model_words`), or each next sub-word for a left-to-right encoder."""
+    from seqtransfer.embeddings.transformer import is_causal_encoder, tokenizer_of
+    from seqtransfer.transfer.masked_lm import CausalLanguageModelLoss, MaskedLanguageModelLoss
 
+    if is_causal_encoder(config.model.encoder):
+        log(f"auxiliary LM loss: weight {config.transfer.auxiliary_lm_weight:g}, each next sub-word (a causal LM's objective) over the encoder's "
+            f"{model.language_model.words} sub-words")
+        return CausalLanguageModelLoss(config.transfer.auxiliary_lm_weight)
     tokenizer = tokenizer_of(config.model.encoder)
     log(f"auxiliary LM loss: weight {config.transfer.auxiliary_lm_weight:g}, masked sub-words (15 %) over the encoder's {model.language_model.words} sub-words")
     return MaskedLanguageModelLoss(model, config.transfer.auxiliary_lm_weight, tokenizer)

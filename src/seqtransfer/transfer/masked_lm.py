@@ -1,4 +1,4 @@
-"""The auxiliary LM loss of a fine-tuned encoder: its masked-LM objective kept beside the task's.
+"""The auxiliary LM loss of a fine-tuned encoder: its pretraining objective kept beside the task's.
 
 The tutorial's multi-task fine-tuning for a Transformer (``transfer.auxiliary_lm_weight``; the
 BiLSTM models' next/previous-word loss is ``auxiliary_lm.py``). A bidirectional encoder's state
@@ -28,6 +28,15 @@ Masks draw from torch's generator, which the run's seed fixes. The scores hold M
 for a batch of 16 sentences of 40 sub-words (M = 96) and MiniLM's 30,522 sub-words that is
 96 x 30,522 x 4 bytes, about 12 MB (arithmetic, not a measurement); eight times that for a
 250,000-sub-word vocabulary.
+
+A left-to-right encoder (a causal LM, as ``pretrain-lm --objective causal`` trains) was pretrained
+to predict each next sub-word, and its state at a sub-word has not read the next one: its term
+(``CausalLanguageModelLoss``) runs the encoder again on the unmasked windows and predicts every
+real sub-word after a window's first from the state before it, through the same head (its folder's
+``cls.predictions.`` head, which BertLMHeadModel shares with the masked one):
+
+    h      = Encoder(windows)                                                     (W, S, H)
+    loss   = weight * sum over real pairs (s, s + 1) CE(head(h_s), sub-word_{s+1})
 """
 
 from __future__ import annotations
@@ -120,6 +129,21 @@ def mask_subwords(ids: torch.Tensor, maskable: torch.Tensor, mask_id: int, vocab
     randomised = chosen & (draw >= REPLACED_BY_MASK) & (draw < REPLACED_BY_MASK + REPLACED_BY_RANDOM)
     masked = torch.where(randomised, torch.randint_like(ids, vocabulary_size), masked)
     return masked, chosen
+
+
+class CausalLanguageModelLoss:
+    """The extra loss term of a left-to-right encoder: a second encoder pass over the batch's windows,
+    each sub-word predicting the next, as in its pretraining."""
+
+    def __init__(self, weight: float) -> None:
+        self.weight = weight
+
+    def __call__(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        ids, real = batch.subword_ids, batch.subword_mask.bool()  # (W, S)
+        states = model.encode(batch)  # (W, S, H)
+        predicted = real[:, :-1] & real[:, 1:]  # (W, S - 1): s and s + 1 both real
+        scores = model.language_model(states[:, :-1][predicted], model.encoder.get_input_embeddings().weight)  # (P, V)
+        return self.weight * functional.cross_entropy(scores.float(), ids[:, 1:][predicted], reduction="sum")
 
 
 class MaskedLanguageModelLoss:
