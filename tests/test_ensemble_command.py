@@ -162,3 +162,15 @@ def test_a_broken_ensemble_folder_is_one_line(members, tmp_path, capsys):
     for command in (["predict", str(tmp_path / "ensemble"), str(tmp_path / "any.txt")], ["evaluate", str(tmp_path / "ensemble")]):
         assert "its model ../runs/seed-2 is not there" in one_error_line(command, capsys), command
 
+
+
+def test_pseudolabel_takes_an_ensemble_folder_as_its_runs(members, tmp_path, capsys):
+    output = tmp_path / "ensemble"
+    assert main(["ensemble", *map(str, members), "--output", str(output)]) == 0
+    text = tmp_path / "unlabelled.txt"
+    text.write_text("John lives in Paris\nMary loves New York\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["pseudolabel", str(output), "--unlabeled", str(text), "--output", str(tmp_path / "pseudo.conll")]) == 0
+    assert "2 of 2 sentences (8 tokens) labelled by 2 run(s)" in capsys.readouterr().out
+    labels = [line.split("\t")[1] for line in (tmp_path / "pseudo.conll").read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert labels == [label for sentence in averaged_by_hand(members, [["John", "lives", "in", "Paris"], ["Mary", "loves", "New", "York"]]) for label in sentence]

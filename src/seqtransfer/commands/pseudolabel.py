@@ -11,7 +11,7 @@ from seqtransfer.data.tokenize import TOKENIZERS
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("runs", nargs="+", metavar="RUN", help="tagging run directories (several: they label together)")
+    parser.add_argument("runs", nargs="+", metavar="RUN", help="tagging run directories, or ensembles' folders (several runs label together)")
     parser.add_argument("--unlabeled", required=True, help="DATASET[:SPLIT] (labels ignored), tweets_unlabeled, a text file or a CoNLL file")
     parser.add_argument("--tokenizer", choices=list(TOKENIZERS), default="whitespace", help="how a raw-text file is split (default whitespace)")
     parser.add_argument("--word-column", type=int, help="a CoNLL file's word column (1-based)")
@@ -29,7 +29,7 @@ def run(arguments: argparse.Namespace) -> dict:
     check_selection(arguments.threshold, arguments.top_n)
     tokens = read_unlabeled(arguments.unlabeled, arguments.data_dir, arguments.tokenizer, arguments.word_column)
     written = write_pseudo_labels(arguments.output, arguments.runs, tokens, arguments.combination, arguments.threshold, arguments.top_n)
-    print(f"{written['sentences']} of {written['of']} sentences ({written['tokens']} tokens) labelled by {len(arguments.runs)} run(s) -> {arguments.output}")
+    print(f"{written['sentences']} of {written['of']} sentences ({written['tokens']} tokens) labelled by {written['runs']} run(s) -> {arguments.output}")
     return {key: written[key] for key in ("sentences", "of", "output")}
 
 

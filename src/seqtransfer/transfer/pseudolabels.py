@@ -78,4 +78,4 @@ def write_pseudo_labels(output: str | Path, run_directories: Sequence[str | Path
     labels, confidence = label_together(runs, tokens, combination)
     kept = kept_sentences(confidence, threshold, top_n)
     write_pseudo(Path(output), [tokens[index] for index in kept], [labels[index] for index in kept])
-    return {"sentences": len(kept), "of": len(tokens), "tokens": sum(len(tokens[index]) for index in kept), "output": str(output)}
+    return {"sentences": len(kept), "of": len(tokens), "tokens": sum(len(tokens[index]) for index in kept), "runs": len(runs), "output": str(output)}
