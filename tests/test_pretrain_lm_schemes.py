@@ -109,5 +109,13 @@ def test_the_causal_auxiliary_loss_is_the_lms_own_next_sub_word_loss(language_mo
     with torch.no_grad():
         outputs = reference(input_ids=batch.subword_ids, attention_mask=batch.subword_mask, labels=labels)
         predicted = int((labels[:, 1:] != -100).sum())
-        ours = CausalLanguageModelLoss(1.0)(model, batch)
+        ours = CausalLanguageModelLoss(1.0, None)(model, batch)  # no separator left out: every real pair, as Hugging Face's loss
     assert ours.item() == pytest.approx(outputs.loss.item() * predicted, rel=1e-4)
+    from seqtransfer.embeddings.transformer import tokenizer_of
+
+    separator = tokenizer_of(str(language_model)).sep_token_id
+    assert int((batch.subword_ids == separator).sum()) == 2  # each window ends with one, followed by padding: nothing to leave out here
+    pair = make_batch(encode_sentences([["John", "loves", "[SEP]", "Paris"]], loaded.vocabularies), torch.arange(1).numpy())
+    with torch.no_grad():  # a pair's first [SEP] predicts nothing: the second text is not what pretraining taught after it
+        scored = CausalLanguageModelLoss(1.0, separator)(model, pair) < CausalLanguageModelLoss(1.0, None)(model, pair)
+    assert scored

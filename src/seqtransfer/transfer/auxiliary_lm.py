@@ -186,7 +186,7 @@ def masked_language_model_loss(config, model: nn.Module, log):
     if is_causal_encoder(config.model.encoder):
         log(f"auxiliary LM loss: weight {config.transfer.auxiliary_lm_weight:g}, each next sub-word (a causal LM's objective) over the encoder's "
             f"{model.language_model.words} sub-words")
-        return CausalLanguageModelLoss(config.transfer.auxiliary_lm_weight)
+        return CausalLanguageModelLoss(config.transfer.auxiliary_lm_weight, tokenizer_of(config.model.encoder).sep_token_id)
     tokenizer = tokenizer_of(config.model.encoder)
     log(f"auxiliary LM loss: weight {config.transfer.auxiliary_lm_weight:g}, masked sub-words (15 %) over the encoder's {model.language_model.words} sub-words")
     return MaskedLanguageModelLoss(model, config.transfer.auxiliary_lm_weight, tokenizer)

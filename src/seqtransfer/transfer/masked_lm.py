@@ -33,10 +33,16 @@ A left-to-right encoder (a causal LM, as ``pretrain-lm --objective causal`` trai
 to predict each next sub-word, and its state at a sub-word has not read the next one: its term
 (``CausalLanguageModelLoss``) runs the encoder again on the unmasked windows and predicts every
 real sub-word after a window's first from the state before it, through the same head (its folder's
-``cls.predictions.`` head, which BertLMHeadModel shares with the masked one):
+``cls.predictions.`` head, which BertLMHeadModel shares with the masked one; a decoder-only model
+such as GPT-2 has no such transform, and its head starts random, as the run's log says):
 
     h      = Encoder(windows)                                                     (W, S, H)
     loss   = weight * sum over real pairs (s, s + 1) CE(head(h_s), sub-word_{s+1})
+
+A [SEP] predicts nothing: pretraining sequences end there, and in a sentence pair the next
+sub-word is the second text's. The term scores nearly every sub-word, against the masked term's
+15 %, so the same ``transfer.auxiliary_lm_weight`` weighs about six times more, and its scores hold
+about six times as many floats (P x V).
 """
 
 from __future__ import annotations
@@ -135,13 +141,13 @@ class CausalLanguageModelLoss:
     """The extra loss term of a left-to-right encoder: a second encoder pass over the batch's windows,
     each sub-word predicting the next, as in its pretraining."""
 
-    def __init__(self, weight: float) -> None:
-        self.weight = weight
+    def __init__(self, weight: float, separator: int | None) -> None:
+        self.weight, self.separator = weight, separator
 
     def __call__(self, model: nn.Module, batch: Batch) -> torch.Tensor:
         ids, real = batch.subword_ids, batch.subword_mask.bool()  # (W, S)
         states = model.encode(batch)  # (W, S, H)
-        predicted = real[:, :-1] & real[:, 1:]  # (W, S - 1): s and s + 1 both real
+        predicted = real[:, :-1] & real[:, 1:] & (ids[:, :-1] != self.separator)  # (W, S - 1): s and s + 1 both real, s not a [SEP]
         scores = model.language_model(states[:, :-1][predicted], model.encoder.get_input_embeddings().weight)  # (P, V)
         return self.weight * functional.cross_entropy(scores.float(), ids[:, 1:][predicted], reduction="sum")
 
