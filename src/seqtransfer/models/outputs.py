@@ -32,9 +32,9 @@ class SoftmaxOutput(nn.Module):
         """(B, T, L) -> (B, T) arg-max labels."""
         return emissions.argmax(-1) * mask.long()
 
-    def probabilities(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """(B, T, L) per-token label distributions: the softmax of each token's scores."""
-        return emissions.softmax(-1)
+    def probabilities(self, emissions: torch.Tensor, mask: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+        """(B, T, L) per-token label distributions: the softmax of each token's scores (divided by ``temperature``)."""
+        return (emissions / temperature).softmax(-1)
 
 
 class CRFOutput(nn.Module):
@@ -51,10 +51,11 @@ class CRFOutput(nn.Module):
     def decode(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         return self.crf.decode(emissions, mask)
 
-    def probabilities(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """(B, T, L) each token's label marginals under the CRF, p(y_t = l | sentence): what
-        ensembles average and self-labelling's confidences read (0 past each sentence's end)."""
-        return self.crf.marginals(emissions, mask)
+    def probabilities(self, emissions: torch.Tensor, mask: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+        """(B, T, L) each token's label marginals under the CRF (every score divided by ``temperature``),
+        p(y_t = l | sentence): what ensembles average, self-labelling's confidences and distillation
+        read (0 past each sentence's end)."""
+        return self.crf.marginals(emissions, mask, temperature)
 
 
 OUTPUTS = {"softmax": SoftmaxOutput, "crf": CRFOutput}

@@ -99,11 +99,11 @@ def teacher_distributions(run, tokens: Sequence[Sequence[str]], labels: Vocabula
 
 
 def soft_distribution(model: nn.Module, scores: torch.Tensor, mask: torch.Tensor, temperature: float) -> torch.Tensor:
-    """(B, T, L) a teacher's label distribution at ``temperature``: a CRF's token marginals, else the softmax of its scores."""
-    crf = getattr(getattr(model, "output", None), "crf", None)
-    if crf is not None and not hasattr(model, "sentence_scores"):
-        return crf.marginals(scores.float(), mask, temperature)
-    return (scores / temperature).softmax(-1)
+    """(B, T, L) a teacher's label distribution at ``temperature``: a sentence classifier's softmax, a
+    tagger's from its output layer (a softmax, or a CRF's token marginals)."""
+    if hasattr(model, "sentence_scores"):
+        return (scores / temperature).softmax(-1)
+    return model.output.probabilities(scores.float(), mask, temperature)
 
 
 class Distillation:
