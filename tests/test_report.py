@@ -248,6 +248,26 @@ def test_a_pair_tested_over_every_seed_it_shares_and_over_the_seeds_together(tmp
     assert "(two sources) | yes |" in row
 
 
+def test_each_target_lists_its_methods_best_first_with_their_test_and_cost(tmp_path):
+    gold = [["NN", "VB", "DT"]] * 60
+    worse = [["NN", "VB", "DT"]] * 57 + [["NN", "NN", "DT"]] * 3
+    records = []
+    for seed in (1, 2, 3):  # Tuned beats Scratch at three seeds; Adapted is tested against Tuned alone, at one seed
+        records += [_record("Scratch", "TPoS", seed, 98.33, _write_run(tmp_path / f"a{seed}", gold, worse)),
+                    {**_record("Tuned", "TPoS", seed, 100.0, _write_run(tmp_path / f"b{seed}", gold, gold)), "trainable_parameters": 500,
+                     "peak_rss_megabytes": 1200.0}]
+    records.append(_record("Adapted", "TPoS", 1, 98.33, _write_run(tmp_path / "c", gold, worse)))
+    spec = _spec(["Scratch", "Tuned", "Adapted"], ["TPoS", "ArK"], [("Tuned", "Scratch"), ("Adapted", "Tuned")])
+    section = render_markdown(spec, records).split("## By target", 1)[1]
+    assert "### ArK" not in section  # no finished run
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in section.splitlines() if line.startswith("| ") and "Method" not in line]
+    assert [row[0] for row in rows] == ["Tuned", "Scratch", "Adapted"]  # best mean first (ties keep the spec's order)
+    tuned, scratch, adapted = rows
+    assert tuned[1:3] == ["100.00 ± 0.00 (3)", "+1.67"] and float(tuned[3]) < 0.01 and tuned[4:] == ["500", "2m 00s", "1,200"]  # p over the three seeds; its cost records' means
+    assert scratch[2:4] == ["", ""] and scratch[4] == "–"  # the reference; runs without cost records
+    assert adapted[2] == "−1.67 vs Tuned" and adapted[3].endswith("(seed 1)") and 0.2 < float(adapted[3].split()[0]) < 0.3
+
+
 def test_the_pooled_test_of_several_seeds():
     import numpy as np
 

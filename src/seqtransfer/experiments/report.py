@@ -405,12 +405,27 @@ def two_sources_mark(records: Sequence[dict]) -> str:
     return " (two sources)" if len({record.get("source_weights") for record in records} - {None}) > 1 else ""
 
 
-def _significance_section(spec: ReportSpec, records: Sequence[dict]) -> list[str]:
+@dataclass(frozen=True)
+class PairTests:
+    """The tests of one (target, A, B) pair: the significance table's row (the first seed both have
+    evidence of) and the "Over the seeds" row (None where fewer than two seeds have evidence)."""
+
+    first_seed: list[str]
+    over_seeds: list[str] | None
+
+
+def significance_tests(spec: ReportSpec, records: Sequence[dict]) -> dict[tuple[str, str, str], PairTests]:
+    """(target, A, B) -> its :class:`PairTests`, for every significance pair of every target both
+    methods run on, in the spec's order (computed once: the significance and by-target sections share them)."""
+    by_seed = {(record["method"], record["target"], record["seed"]): record for record in records}
+    return {(target, *pair): PairTests(_significance_row(spec, by_seed, target, pair), _seeds_row(spec, by_seed, target, pair))
+            for target in spec.targets for pair in spec.significance_pairs if target in spec.pair_targets(pair)}
+
+
+def _significance_section(spec: ReportSpec, tests: Mapping[tuple[str, str, str], PairTests]) -> list[str]:
     """Heading, explanation and one table row per (target, pair); then the same pairs over every
     seed they share, where that is more than one."""
-    by_seed = {(record["method"], record["target"], record["seed"]): record for record in records}
-    pairs = [(target, pair) for target in spec.targets for pair in spec.significance_pairs if target in spec.pair_targets(pair)]
-    rows = [_significance_row(spec, by_seed, target, pair) for target, pair in pairs]
+    rows = [test.first_seed for test in tests.values()]
     intro = (
         f"Paired approximate randomisation test at the sentence level ({spec.trials:,} trials, two-sided, "
         f"p = (r + 1) / (N + 1)) on the test predictions of the first seed both methods share whose runs both have them "
@@ -418,7 +433,7 @@ def _significance_section(spec: ReportSpec, records: Sequence[dict]) -> list[str
     )
     header = ["Target", "A", "B", "seed", "A score", "B score", "p", f"p < {SIGNIFICANCE_LEVEL}"]
     lines = ["## Significance", "", intro, "", *_table(header, rows)]
-    seed_rows = [row for target, pair in pairs if (row := _seeds_row(spec, by_seed, target, pair))]
+    seed_rows = [test.over_seeds for test in tests.values() if test.over_seeds]
     if seed_rows:
         seeds_intro = (
             "Over every seed both methods share (with test predictions or their evidence): the mean of A − B, the test at each "
@@ -486,8 +501,55 @@ def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
     if spec.paper_results:
         lines += ["", "## Paper (Δ = ours − paper)", "", *_paper_table(spec, summaries, records)]
     if spec.significance_pairs:
-        lines += ["", *_significance_section(spec, records)]
+        tests = significance_tests(spec, records)
+        lines += ["", *_significance_section(spec, tests), "", *_by_target_section(spec, records, summaries, tests)]
     return "\n".join(lines) + "\n"
+
+
+def _by_target_section(spec: ReportSpec, records: Sequence[dict], summaries: Mapping[tuple[str, str], Summary],
+                       tests: Mapping[tuple[str, str, str], PairTests]) -> list[str]:
+    """One table per target, its methods best first: score over the seeds, the difference from the
+    method each is tested against and that test's p, and the cost of its runs."""
+    costs = {(point["method"], point["target"]): point for point in cost_points(spec, records)}
+    intro = (f"Each target's methods, best mean first: the {spec.split} score over the seeds; the difference from the method it is "
+             f"tested against ({spec.reference_method} unless named), a mean over the seeds both have, and that test's p, over those seeds together where two or more have "
+             "test predictions (\"Over the seeds\" above), else at the one seed named; trainable parameters, time and peak memory as in "
+             "the cost section (– where its runs recorded none).")
+    lines = ["## By target", "", intro]
+    for target, header in zip(spec.targets, _target_header(spec, records)):
+        cells = sorted(((method, summaries[method, target]) for method in spec.methods if (method, target) in summaries),
+                       key=lambda item: -item[1].mean)
+        if not cells:
+            continue
+        rows = [[method, f"{summary.mean:.2f} ± {summary.std:.2f} ({len(summary.seeds)})", *_compared_cells(spec, tests, method, target),
+                 *_cost_cells(costs.get((method, target)), summary)] for method, summary in cells]
+        lines += ["", f"### {header}", "", *_table(["Method", "score", "difference", "p", "trainable params", "time / run", "peak MB"], rows)]
+    return lines
+
+
+def _compared_cells(spec: ReportSpec, tests: Mapping[tuple[str, str, str], PairTests], method: str, target: str) -> list[str]:
+    """[difference, p] of ``method`` against the reference where that pair is tested, else against
+    the first method a pair tests it against; blank where no pair tests it."""
+    tested = [key for key in tests if key[0] == target and key[1] == method]
+    key = next((key for key in tested if key[2] == spec.reference_method), tested[0] if tested else None)
+    if key is None:
+        return ["", ""]
+    against = "" if key[2] == spec.reference_method else f" vs {key[2]}"
+    test = tests[key]
+    if test.over_seeds:
+        return [test.over_seeds[4] + against, test.over_seeds[6]]
+    row = test.first_seed
+    if row[3] == MISSING:
+        return [MISSING, MISSING]
+    difference = _signed(float(row[4]) - float(row[5])) + against
+    return [difference, row[6] if row[6] in ("no predictions", "gold differs") else f"{row[6]} (seed {row[3]})"]
+
+
+def _cost_cells(point: dict | None, summary: Summary) -> list[str]:
+    """[trainable parameters, time / run, peak MB] of a cell: its cost records' means, else its time alone."""
+    if point is None:
+        return [MISSING, _duration(summary.seconds_mean), MISSING]
+    return [f"{point['trainable']:,.0f}", _duration(point["seconds"]), MISSING if point["memory"] is None else f"{point['memory']:,.0f}"]
 
 
 def source_instances_note(spec: ReportSpec, records: Sequence[dict]) -> list[str]:
