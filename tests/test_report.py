@@ -170,7 +170,7 @@ def test_render_markdown_and_csv_with_a_missing_cell(tmp_path):
     significance = next(line for line in markdown.splitlines() if line.startswith("| TPoS | Tuned | Scratch |"))
     assert significance.endswith("| 0.0050 | yes |")
     assert "| ArK | Tuned | Scratch | – |" in markdown
-    assert "| Tuned − Scratch | +65.67 | – |" in markdown  # 99.00 − 33.33 on TPoS; ArK has no Tuned run
+    assert "| Tuned − Scratch | +65.67* | – |" in markdown  # 99.00 − 33.33 on TPoS (p = 0.005 at seed 1); ArK has no Tuned run
     rows = render_csv(spec, records).splitlines()
     assert rows[0] == "method,target,metric,mean,std,n,paper,delta" and len(rows) == 5
     assert rows[4] == "Tuned,ArK,accuracy,,,0,92.09,"
@@ -266,6 +266,9 @@ def test_each_target_lists_its_methods_best_first_with_their_test_and_cost(tmp_p
     assert tuned[1:3] == ["100.00 ± 0.00 (3)", "+1.67"] and float(tuned[3]) < 0.01 and tuned[4:] == ["500", "2m 00s", "1,200"]  # p over the three seeds; its cost records' means
     assert scratch[2:4] == ["", ""] and scratch[4] == "–"  # the reference; runs without cost records
     assert adapted[2] == "−1.67 vs Tuned" and adapted[3].endswith("(seed 1)") and 0.2 < float(adapted[3].split()[0]) < 0.3
+    differences = render_markdown(spec, records).split("## Differences between methods", 1)[1]
+    assert "| Tuned − Scratch | +1.67* | – |" in differences  # p < 0.05 over the three seeds
+    assert "| Adapted − Tuned | −1.67 | – |" in differences  # p > 0.2 at its one seed
 
 
 def test_the_pooled_test_of_several_seeds():

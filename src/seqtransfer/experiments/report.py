@@ -311,16 +311,28 @@ def _other_metrics_section(spec: ReportSpec, records: Sequence[dict]) -> list[st
     return [f"## Other metrics ({spec.split})", "", "The same runs scored by other metrics from their predictions (a target's `also`).", "", *_table(header, rows)]
 
 
-def _differences_table(spec: ReportSpec, summaries: Mapping[tuple[str, str], Summary]) -> list[str]:
+def _differences_table(spec: ReportSpec, summaries: Mapping[tuple[str, str], Summary],
+                       tests: Mapping[tuple[str, str, str], PairTests]) -> list[str]:
     """Mean A − mean B per target for each compared pair (the file's significance pairs): FT − FE,
-    a scheme against FT, ...; each mean over that method's seeds."""
+    a scheme against FT, ...; each mean over that method's seeds, with ``*`` where the pair's test
+    (over the seeds, else at one seed) gives p < 0.05."""
     means = means_by_method(summaries)
     rows = []
     for first, second in spec.significance_pairs:
-        cells = [_signed(means[first][target] - means[second][target]) if target in means.get(first, {}) and target in means.get(second, {})
+        cells = [_signed(means[first][target] - means[second][target]) + _significant_mark(tests, target, first, second)
+                 if target in means.get(first, {}) and target in means.get(second, {})
                  else MISSING if target in spec.pair_targets((first, second)) else "" for target in spec.targets]
         rows.append([f"{first} − {second}", *cells])
     return _table(["Difference", *spec.targets], rows)
+
+
+def _significant_mark(tests: Mapping[tuple[str, str, str], PairTests], target: str, first: str, second: str) -> str:
+    """``*`` where the pair's test on ``target`` (over the seeds where it has that row, else at its one seed) says p < 0.05."""
+    test = tests.get((target, first, second))
+    if test is None:
+        return ""
+    row = test.over_seeds or test.first_seed
+    return "*" if row[-1] == "yes" else ""
 
 
 def _best_cell(spec: ReportSpec, means: Means, target: str) -> str:
@@ -495,13 +507,14 @@ def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
     other = _other_metrics_section(spec, records)
     if other:
         lines += ["", *other]
+    tests = significance_tests(spec, records) if spec.significance_pairs else {}
     if spec.significance_pairs:
         lines += ["", f"## Differences between methods ({spec.split}, ours)", "", "Mean of the first method minus mean of the second (each over its own seeds); "
-                  "the significance tests below pair their runs.", "", *_differences_table(spec, summaries)]
+                  "the significance tests below pair their runs: * marks p < 0.05 (over the seeds both share where two or more have test "
+                  "predictions, else at the first seed they share).", "", *_differences_table(spec, summaries, tests)]
     if spec.paper_results:
         lines += ["", "## Paper (Δ = ours − paper)", "", *_paper_table(spec, summaries, records)]
     if spec.significance_pairs:
-        tests = significance_tests(spec, records)
         lines += ["", *_significance_section(spec, tests), "", *_by_target_section(spec, records, summaries, tests)]
     return "\n".join(lines) + "\n"
 
