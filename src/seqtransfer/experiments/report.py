@@ -510,7 +510,7 @@ def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
     tests = significance_tests(spec, records) if spec.significance_pairs else {}
     if spec.significance_pairs:
         lines += ["", f"## Differences between methods ({spec.split}, ours)", "", "Mean of the first method minus mean of the second (each over its own seeds); "
-                  "the significance tests below pair their runs: * marks p < 0.05 (over the seeds both share where two or more have test "
+                  "the significance tests below pair their runs' test predictions: * marks p < 0.05 (over the seeds both share where two or more have test "
                   "predictions, else at the first seed they share).", "", *_differences_table(spec, summaries, tests)]
     if spec.paper_results:
         lines += ["", "## Paper (Δ = ours − paper)", "", *_paper_table(spec, summaries, records)]
@@ -536,7 +536,8 @@ def _by_target_section(spec: ReportSpec, records: Sequence[dict], summaries: Map
             continue
         rows = [[method, f"{summary.mean:.2f} ± {summary.std:.2f} ({len(summary.seeds)})", *_compared_cells(spec, tests, method, target),
                  *_cost_cells(costs.get((method, target)), summary)] for method, summary in cells]
-        lines += ["", f"### {header}", "", *_table(["Method", "score", "difference", "p", "trainable params", "time / run", "peak MB"], rows)]
+        tested = "" if spec.split == "test" else "test "  # the tests read test predictions, whatever split the scores are
+        lines += ["", f"### {header}", "", *_table(["Method", f"{spec.split} score", f"{tested}difference", f"{tested}p", "trainable params", "time / run", "peak MB"], rows)]
     return lines
 
 
