@@ -782,6 +782,8 @@ def test_l2sp_pulls_a_fine_tuned_encoder_towards_its_pretrained_weights(encoder,
         return sum(float((weights[f"encoder.{name}"] - tensor).pow(2).sum()) for name, tensor in pretrained.items() if f"encoder.{name}" in weights and tensor.is_floating_point())
 
     assert distance("l2sp") < 0.5 * distance("plain")
+    trained = {run: json.loads((tmp_path / run / "metrics.json").read_text(encoding="utf-8"))["trainable_parameters"] for run in ("plain", "l2sp")}
+    assert trained["l2sp"] == trained["plain"]  # the pull leaves out the pooler, which nothing reads: it trains no more than FT
     assert main([*common, "--output", str(tmp_path / "lora"), "transfer.adaptations=[l2sp]", "model.encoder_adapter=lora", "model.lora_rank=2"]) == 0
     pulled = re.search(r"towards the pretrained encoder: (\d+) tensors", (tmp_path / "lora" / "log.txt").read_text(encoding="utf-8"))
     lora = [name for name in load_file(str(tmp_path / "lora" / "model.safetensors")) if "lora_" in name]

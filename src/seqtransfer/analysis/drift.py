@@ -50,14 +50,14 @@ def plain_state(model) -> dict[str, torch.Tensor]:
 
 def encoder_states(run) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     """(start, end) of a fine-tuned encoder's weights, named as in the pretrained encoder with ``encoder.`` before."""
-    from seqtransfer.embeddings.transformer import encoder_path, load_encoder
+    from seqtransfer.embeddings.transformer import encoder_path, load_encoder, unread_weight
 
     check_same_encoder(run)
     _, pretrained = load_encoder(run.config.model.encoder)
     final = plain_state(run.model)
     held = stored_names(encoder_path(run.config.model.encoder), pretrained.base_model_prefix)
     start = {f"encoder.{name}": tensor for name, tensor in pretrained.state_dict().items()
-             if tensor.is_floating_point() and not name.startswith("pooler.") and (held is None or name in held)}
+             if tensor.is_floating_point() and not unread_weight(name) and (held is None or name in held)}
     return start, {name: final[name] for name in start if name in final}
 
 
@@ -94,6 +94,7 @@ def source_states(run) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]
     """(start, end, group of each name, bottom to top) of a sequential-transfer run's transferred weights
     (a multi-task model's: its shared representation, the branches and projections of its shared tasks;
     an encoder's as :func:`plain_state` names them, its layers first)."""
+    from seqtransfer.embeddings.transformer import unread_weight
     from seqtransfer.rundir import find_run_source, load_run
     from seqtransfer.transfer.adaptations import EMBEDDING_TABLES, layer_groups
     from seqtransfer.transfer.schemes import get_scheme, scheme_prefixes
@@ -106,7 +107,7 @@ def source_states(run) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]
     else:
         prefixes = scheme_prefixes(run.model, get_scheme(run.config.transfer.scheme))
     source, final = plain_state(source_model), plain_state(run.model)
-    names = [name for name in final if name.startswith(prefixes) and name in source and name not in EMBEDDING_TABLES and ".pooler." not in name
+    names = [name for name in final if name.startswith(prefixes) and name in source and name not in EMBEDDING_TABLES and not unread_weight(name)
              and final[name].shape == source[name].shape and final[name].is_floating_point()]
     encoder = {name: group_name(name) for name in names if name.startswith("encoder.")}  # the encoder's state order: embeddings, then its layers
     kept = set(names)

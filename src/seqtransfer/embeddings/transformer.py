@@ -111,6 +111,13 @@ def is_causal_encoder(name: str) -> bool:
     return bool(config.get("is_decoder")) or config.get("model_type") in DECODER_ONLY
 
 
+def unread_weight(name: str) -> bool:
+    """Whether a weight of an encoder (named with or without a prefix such as ``encoder.``) is one no
+    seqtransfer model reads: the pooler over [CLS] (taggers read every token, sentence tasks pool
+    themselves). It never trains, so L2-SP and drift leave it out."""
+    return name.startswith("pooler.") or ".pooler." in name
+
+
 def stored_weights(folder: Path) -> dict[str, Path]:
     """Weight name -> the safetensors file of ``folder`` holding it (one file or shards; headers only)."""
     from safetensors import safe_open

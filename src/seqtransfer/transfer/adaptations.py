@@ -41,6 +41,7 @@ import torch
 from torch import nn
 
 from seqtransfer.config import TransferConfig
+from seqtransfer.embeddings.transformer import unread_weight
 from seqtransfer.errors import SeqTransferError, warn
 
 LayerGroup = tuple[str, list[str]]  # (name, parameter names)
@@ -237,8 +238,9 @@ class L2SP:
                  fisher: dict[str, torch.Tensor] | None = None) -> None:
         parameters = dict(model.named_parameters())
         frozen = getattr(model, "frozen", lambda name: False)  # an encoder's own weights under an adapter never move: their terms are 0
+        # nor an encoder's pooler: nothing reads it, and a pull on it alone would give it a gradient (and optimizer state) it never had
         self.names = [name for name in names if name in parameters and name not in EMBEDDING_TABLES and parameters[name].shape == source_state[name].shape
-                      and (fisher is None or name in fisher) and not frozen(name)]
+                      and (fisher is None or name in fisher) and not frozen(name) and not unread_weight(name)]
         self.pairs = [(parameters[name], source_state[name].to(parameters[name].device)) for name in self.names]
         self.importance = None if fisher is None else [fisher[name].to(parameters[name].device) for name in self.names]
         self.weight = weight
