@@ -424,14 +424,21 @@ class PairTests:
 
     first_seed: list[str]
     over_seeds: list[str] | None
+    first_seed_difference: float | None = None  # A − B at the first seed's row, from the records (its cells are rounded)
 
 
 def significance_tests(spec: ReportSpec, records: Sequence[dict]) -> dict[tuple[str, str, str], PairTests]:
     """(target, A, B) -> its :class:`PairTests`, for every significance pair of every target both
     methods run on, in the spec's order (computed once: the significance and by-target sections share them)."""
     by_seed = {(record["method"], record["target"], record["seed"]): record for record in records}
-    return {(target, *pair): PairTests(_significance_row(spec, by_seed, target, pair), _seeds_row(spec, by_seed, target, pair))
-            for target in spec.targets for pair in spec.significance_pairs if target in spec.pair_targets(pair)}
+    tests = {}
+    for target in spec.targets:
+        for pair in spec.significance_pairs:
+            if target in spec.pair_targets(pair):
+                row = _significance_row(spec, by_seed, target, pair)
+                difference = None if row[3] == MISSING else float(by_seed[pair[0], target, int(row[3])]["test"]) - float(by_seed[pair[1], target, int(row[3])]["test"])
+                tests[target, *pair] = PairTests(row, _seeds_row(spec, by_seed, target, pair), difference)
+    return tests
 
 
 def _significance_section(spec: ReportSpec, tests: Mapping[tuple[str, str, str], PairTests]) -> list[str]:
@@ -553,9 +560,9 @@ def _compared_cells(spec: ReportSpec, tests: Mapping[tuple[str, str, str], PairT
     if test.over_seeds:
         return [test.over_seeds[4] + against, test.over_seeds[6]]
     row = test.first_seed
-    if row[3] == MISSING:
+    if test.first_seed_difference is None:
         return [MISSING, MISSING]
-    difference = _signed(float(row[4]) - float(row[5])) + against
+    difference = _signed(test.first_seed_difference) + against
     return [difference, row[6] if row[6] in ("no predictions", "gold differs") else f"{row[6]} (seed {row[3]})"]
 
 
