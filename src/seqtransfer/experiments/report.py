@@ -432,13 +432,18 @@ def significance_tests(spec: ReportSpec, records: Sequence[dict]) -> dict[tuple[
     methods run on, in the spec's order (computed once: the significance and by-target sections share them)."""
     by_seed = {(record["method"], record["target"], record["seed"]): record for record in records}
     tests = {}
-    for target in spec.targets:
-        for pair in spec.significance_pairs:
-            if target in spec.pair_targets(pair):
-                row = _significance_row(spec, by_seed, target, pair)
-                difference = None if row[3] == MISSING else float(by_seed[pair[0], target, int(row[3])]["test"]) - float(by_seed[pair[1], target, int(row[3])]["test"])
-                tests[target, *pair] = PairTests(row, _seeds_row(spec, by_seed, target, pair), difference)
+    for target, pair in ((target, pair) for target in spec.targets for pair in spec.significance_pairs if target in spec.pair_targets(pair)):
+        row = _significance_row(spec, by_seed, target, pair)
+        tests[target, *pair] = PairTests(row, _seeds_row(spec, by_seed, target, pair), _first_seed_difference(by_seed, target, pair, row))
     return tests
+
+
+def _first_seed_difference(by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str], row: list[str]) -> float | None:
+    """A − B at the seed a significance row tested (its column 3), from the records' unrounded scores; None without one."""
+    if row[3] == MISSING:
+        return None
+    first, second = (by_seed[method, target, int(row[3])] for method in pair)
+    return float(first["test"]) - float(second["test"])
 
 
 def _significance_section(spec: ReportSpec, tests: Mapping[tuple[str, str, str], PairTests]) -> list[str]:
