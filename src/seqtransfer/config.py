@@ -147,7 +147,8 @@ class TrainConfig:
     patience: int = 10
     min_epochs: int = 0  # early stopping waits until this epoch (data annealing: until the source's share is small)
     seed: int = 1
-    threads: int = 2
+    threads: int = 2  # at most; fewer when the machine has fewer cores or OMP_NUM_THREADS (Ray) grants fewer
+    share_cores: bool = True  # drop to the cores other programs leave free while they run (threads.py); like threads, not part of a run's identity
     device: str = "auto"  # auto (first GPU, else CPU) | cpu | cuda | cuda:N | mps; like threads, not part of a run's identity
     amp: str = "off"  # mixed precision for fine-tuned encoders: off | auto (bf16 or fp16 on a CUDA GPU, else off) | bf16 | fp16 (training/precision.py)
     evaluation_batch_size: int = 512
@@ -450,7 +451,7 @@ def result_settings(config: RunConfig | dict) -> dict:
     or which device run it, or whether activations are recorded for analysis."""
     values = copy.deepcopy(config) if isinstance(config, dict) else config_to_dict(config)
     values.get("data", {}).pop("data_dir", None)
-    for key in ("threads", "device", "record_activations"):
+    for key in ("threads", "share_cores", "device", "record_activations"):
         values.get("train", {}).pop(key, None)
     return non_default(values, config_to_dict(RunConfig()))
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import torch
 
+from seqtransfer.threads import granted_threads
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.script import TRANSLITERATIONS, script_mismatch, transliterate, vocabulary_script
 from seqtransfer.data.tokenize import TOKENIZERS
@@ -85,7 +86,7 @@ class Predictor:
         tokens = self.tokenized(sentences)
         tokens = tokens if checked else self.model_words(tokens)
         encoded = encode_sentences(tokens, self.run.vocabularies, tags=tags, cache_features=cache_features)
-        torch.set_num_threads(self.run.config.train.threads)
+        torch.set_num_threads(granted_threads(self.run.config.train.threads))
         try:
             return predict_labels(self.run.model, encoded, self.run.vocabularies.task_labels or self.run.vocabularies.labels, self.batch_size, self.amp)
         except torch.cuda.OutOfMemoryError:
@@ -149,7 +150,7 @@ class VotingPredictor:
         tokens = self.tokenized(sentences)
         tokens = tokens if checked else self.members[0].model_words(tokens)  # one warning, not one per model
         if self.combination in ("confident", "average"):
-            torch.set_num_threads(self.run.config.train.threads)
+            torch.set_num_threads(granted_threads(self.run.config.train.threads))
             return combine(self.combination, [member.run for member in self.members], tokens, self.members[0].batch_size, self.members[0].amp, cache_features)
         return vote([member.predict_raw(tokens, tags, checked=True, cache_features=cache_features) for member in self.members])
 

@@ -21,7 +21,9 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ray", metavar="ADDRESS", help="run on Ray: auto, local, or HOST:PORT of a cluster head")
     parser.add_argument("--gpus-per-run", type=float, default=0.0, help="with --ray, and for search: GPUs each run or trial asks Ray for (e.g. 0.25: four BiLSTM runs share a GPU; default 0)")
     parser.add_argument("--device", help="device of every run: auto, cpu, cuda, cuda:N, mps (does not change results' identity)")
-    parser.add_argument("--cpus-per-trial", type=float, default=1.0, help="search: CPUs Ray gives each trial (default 1)")
+    parser.add_argument("--cpus-per-run", "--cpus-per-trial", dest="cpus_per_run", type=float, default=1.0,
+                        help="with --ray, and for search: CPUs Ray gives each run or trial (default 1); a run's torch threads stay within them "
+                             "(0.5: two single-thread runs per core)")
     parser.add_argument("--threads", type=int, help="torch threads per run (does not change results' identity; default: the file's)")
 
 
@@ -77,11 +79,11 @@ def run(arguments: argparse.Namespace) -> list[dict]:
     if arguments.action == "search":
         from seqtransfer.experiments.search import run_searches
 
-        return run_searches(spec, store, arguments.data_dir, only, arguments.ray or "local", arguments.cpus_per_trial,
+        return run_searches(spec, store, arguments.data_dir, only, arguments.ray or "local", arguments.cpus_per_run,
                             log=lambda line: print(line, flush=True), gpus_per_trial=arguments.gpus_per_run or 0.0)
     if arguments.gpus_per_run and not arguments.ray:
         raise SeqTransferError("--gpus-per-run asks Ray for GPUs: it needs --ray", hint="add --ray local (or --ray HOST:PORT), or use --device for an in-process grid")
-    backend = RayBackend(arguments.ray, gpus_per_run=arguments.gpus_per_run) if arguments.ray else LocalBackend()
+    backend = RayBackend(arguments.ray, cpus_per_run=arguments.cpus_per_run, gpus_per_run=arguments.gpus_per_run) if arguments.ray else LocalBackend()
     keep = (lambda record: write_kept(arguments.records, merge(read_kept(arguments.records, spec.name), [record]))) if arguments.records else None  # each finished cell at once
     records = run_experiment(spec, store, seeds, backend, arguments.data_dir, only, log=lambda line: print(line, flush=True), kept=kept, on_record=keep)
     if arguments.records:

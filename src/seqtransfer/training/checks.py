@@ -92,7 +92,7 @@ def config_differences(first: RunConfig, second: RunConfig) -> list[str]:
     trained weights); a saved value that is null (resolved at run time by versions that did not
     save it); and ``data.scheme`` of a registered dataset (its registry entry decides).
     """
-    ignored = {"data.data_dir", "train.threads", "train.device", "train.evaluation_batch_size"}
+    ignored = {"data.data_dir", "train.threads", "train.share_cores", "train.device", "train.evaluation_batch_size"}
     if second.data.dataset:
         ignored.add("data.scheme")
     first_values, second_values = config_to_dict(first), config_to_dict(second)

@@ -23,6 +23,7 @@ from seqtransfer.config import TrainConfig
 from seqtransfer.data.batching import Batch, EncodedSentences, evaluation_batches, training_batches
 from seqtransfer.data.vocabulary import Vocabulary
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.threads import CoreShare
 from seqtransfer.training import checkpoint
 from seqtransfer.tasks import kind_of
 from seqtransfer.training.metrics import evaluate, main_score
@@ -130,8 +131,9 @@ ExtraLoss = Callable[[nn.Module, Batch], torch.Tensor]
 
 
 def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, source: BatchSource, config: TrainConfig, epoch: int, show_progress: bool,
-                extra_losses: Sequence[ExtraLoss] = ()) -> float:
-    """One pass over the training batches; returns the mean loss per sentence (the model's loss, without extra terms)."""
+                extra_losses: Sequence[ExtraLoss] = (), cores: CoreShare | None = None) -> float:
+    """One pass over the training batches; returns the mean loss per sentence (the model's loss,
+    without extra terms). ``cores``: the run's threads, adjusted between batches to the free cores."""
     model.train()
     parameters = [parameter for group in optimizer.param_groups for parameter in group["params"]]
     device = model_device(model)
@@ -142,6 +144,8 @@ def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, source: Batc
     # Embedding rows are brought up to date as batches read them, and all of them at the end.
     with optimizer.track_rows(model) if isinstance(optimizer, LazyMomentumSGD) else nullcontext():
         for step, batch in enumerate(tqdm(source.batches(epoch), total=source.batch_count, desc=f"epoch {epoch}", leave=False, disable=not show_progress, unit="batch")):
+            if cores:
+                cores.tick()
             set_learning_rates(optimizer, schedule, Position(epoch, step, source.batch_count), config)
             optimizer.zero_grad(set_to_none=True)
             batch = batch.to(device)
@@ -198,6 +202,7 @@ def fit(
     optimizer = make_optimizer(groups, config)
     state = checkpoint.resume(checkpoint_dir, model, optimizer) if checkpoint_dir else None
     state = state or checkpoint.TrainingState(best_state=checkpoint.copy_state(model))
+    cores = CoreShare(config.threads, config.share_cores)
     restored_seconds = sum(record.get("epoch_seconds", 0.0) for record in state.history)
     if state.epoch:
         best = describe_dev(state.best_score).strip() if describe_dev else f"dev {state.best_score:.2f}"
@@ -207,7 +212,7 @@ def fit(
         for hook in epoch_hooks:
             hook(epoch, model, optimizer)
         started = time.perf_counter()
-        loss = train_epoch(model, optimizer, train, config, epoch, show_progress, extra_losses)
+        loss = train_epoch(model, optimizer, train, config, epoch, show_progress, extra_losses, cores)
         train_seconds = time.perf_counter() - started
         summaries = {name: value for term in extra_losses if hasattr(term, "epoch_summary") for name, value in term.epoch_summary().items()}
         dev_score, task_scores = evaluate_dev(model)

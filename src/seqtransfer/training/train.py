@@ -28,6 +28,7 @@ from seqtransfer.training.precision import resolve_precision
 from seqtransfer.device import describe_device, out_of_memory_error, peak_memory_megabytes, prepare_device, resolve_device
 from seqtransfer.errors import SeqTransferError, SeqTransferWarning
 from seqtransfer.resources import peak_rss_megabytes, reset_peak_rss
+from seqtransfer.threads import granted_threads
 from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import count_parameters, size_metrics
 from seqtransfer.training.loop import BatchSource, Evaluate, EvaluationSet, FitResult, ShuffledBatches, dev_evaluation, fit, predict_labels
@@ -47,7 +48,7 @@ def seed_everything(seed: int, threads: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-    torch.set_num_threads(threads)
+    torch.set_num_threads(granted_threads(threads))
     torch.use_deterministic_algorithms(True, warn_only=True)
     # Deterministic mode also fills every new tensor with NaN by default (to expose reads of
     # uninitialised memory): a quarter of the training step. Nothing reads such memory (the scores

@@ -1,0 +1,118 @@
+"""Threads a run may use, and giving cores back while other programs use them (seqtransfer/threads.py)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+
+from seqtransfer import threads
+from seqtransfer.config import RunConfig, result_settings
+
+
+@pytest.fixture(autouse=True)
+def restore_torch_threads():
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def test_cgroup_quota_in_cores(tmp_path):
+    (tmp_path / "cpu.max").write_text("150000 100000\n")
+    assert threads.cgroup_cores(tmp_path) == 1.5
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert threads.cgroup_cores(tmp_path) is None
+
+
+def test_cgroup_v1_quota(tmp_path):
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("300000\n")
+    (tmp_path / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
+    assert threads.cgroup_cores(tmp_path) == 3.0
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
+    assert threads.cgroup_cores(tmp_path) is None
+
+
+def test_quota_caps_the_machine_cores(monkeypatch):
+    monkeypatch.setattr(threads, "affinity", lambda: {0, 1, 2, 3})
+    monkeypatch.setattr(threads, "cgroup_cores", lambda: 2.0)
+    assert threads.machine_cores() == 2
+    monkeypatch.setattr(threads, "cgroup_cores", lambda: None)
+    assert threads.machine_cores() == 4
+
+
+def test_granted_threads_stay_within_cores_and_omp_num_threads(monkeypatch):
+    monkeypatch.setattr(threads, "machine_cores", lambda: 4)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert threads.granted_threads(100_000) == 4
+    assert threads.granted_threads(2) == 2
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # what Ray sets for a task asking for one CPU (or less)
+    assert threads.granted_threads(2) == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "not a number")
+    assert threads.granted_threads(3) == 3
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_counters_see_this_process_work():
+    cpus = threads.affinity()
+    before = threads.cpu_counters(cpus)
+    total = 0
+    for value in range(3_000_000):
+        total += value
+    after = threads.cpu_counters(cpus)
+    assert after[1] > before[1]  # this process's ticks
+    assert after[0] >= before[0]
+
+
+class ScriptedLoad:
+    """cpu_counters and the clock of a machine where other programs keep ``others`` cores busy."""
+
+    def __init__(self) -> None:
+        self.now, self.busy, self.own, self.others = 0.0, 0.0, 0.0, 0.0
+
+    def advance(self, seconds: float, own_cores: float) -> None:
+        ticks = 100 * seconds
+        self.now += seconds
+        self.own += own_cores * ticks
+        self.busy += (own_cores + self.others) * ticks
+
+
+def test_core_share_gives_cores_back_and_takes_them_again(monkeypatch):
+    load = ScriptedLoad()
+    monkeypatch.setattr(threads, "machine_cores", lambda: 2)
+    monkeypatch.setattr(threads, "affinity", lambda: {0, 1})
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(threads, "cpu_counters", lambda cpus: (load.busy, load.own))
+    monkeypatch.setattr(threads.time, "monotonic", lambda: load.now)
+    monkeypatch.setattr(threads.os, "sysconf", lambda name: 100)
+    share = threads.CoreShare(2)
+    assert torch.get_num_threads() == 2
+    load.advance(0.1, 2.0)
+    assert share.tick() == 2  # not time to look yet
+    load.others = 1.0  # a second training starts
+    load.advance(1.0, 1.0)
+    assert share.tick() == 1 and torch.get_num_threads() == 1
+    load.advance(1.0, 1.0)
+    assert share.tick() == 1  # it is still there: stay at one thread
+    load.others = 0.0
+    load.advance(1.0, 1.0)
+    assert share.tick() == 2 and torch.get_num_threads() == 2
+
+
+def test_core_share_off_keeps_the_threads(monkeypatch):
+    load = ScriptedLoad()
+    monkeypatch.setattr(threads, "machine_cores", lambda: 2)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(threads, "cpu_counters", lambda cpus: (load.busy, load.own))
+    monkeypatch.setattr(threads.time, "monotonic", lambda: load.now)
+    share = threads.CoreShare(2, adapt=False)
+    load.others = 2.0
+    load.advance(1.0, 1.0)
+    assert share.tick() == 2 and torch.get_num_threads() == 2
+
+
+def test_sharing_cores_is_not_part_of_a_runs_identity():
+    config = RunConfig()
+    config.train.share_cores = False
+    assert result_settings(config) == result_settings(RunConfig())
