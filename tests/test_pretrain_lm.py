@@ -10,7 +10,7 @@ import pytest
 import seqtransfer
 from conftest import DATA_ROOT, FIXTURES, TINY_MODEL
 from seqtransfer.cli import run
-from seqtransfer.embeddings.pretrain import LanguageModelSettings, masked_batch, train_tokenizer
+from seqtransfer.workflows.pretraining import LanguageModelSettings, masked_batch, train_tokenizer
 from test_parser import error_line
 
 LINES = ["I love this so much", "@user lol that was great", "what a day !!", "see you at the game tonight", "no way this is real",
@@ -57,7 +57,7 @@ def test_a_conll_files_words_train_the_same_lm_as_its_text(text, tmp_path, capsy
 
 
 def test_an_interrupted_pretraining_resumes_from_its_partial_folder(text, tmp_path, monkeypatch, capsys):
-    from seqtransfer.embeddings import pretrain as module
+    from seqtransfer.workflows import pretraining as module
 
     original = module.perplexity
     calls = {"count": 0}
@@ -125,7 +125,7 @@ def test_a_partial_folder_resumes_only_the_run_that_left_it(text, tmp_path, monk
     def interrupted(*arguments, **keywords):  # as a Ctrl-C in the first epoch
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("seqtransfer.training.loop.fit", interrupted)
+    monkeypatch.setattr("seqtransfer.workflows.pretraining.fit", interrupted)
     with pytest.raises(KeyboardInterrupt):
         run(["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "lm"), *TINY_LM])
     assert json.loads((tmp_path / "lm.partial" / "settings.json").read_text())["settings"]["objective"] == "masked"

@@ -11,7 +11,7 @@ import pytest
 from conftest import DATA_ROOT, FIXTURES, TINY_MODEL
 from seqtransfer.cli import main
 from seqtransfer.data.conllu import read_conllu
-from seqtransfer.data.unify import unify
+from seqtransfer.workflows.unify import unify
 from seqtransfer.errors import SeqTransferError
 
 POS = {"train": str(FIXTURES / "tiny_pos_train.conll"), "dev": str(FIXTURES / "tiny_pos_dev.conll"), "columns": ["word", "pos"], "scheme": "none"}
@@ -88,7 +88,7 @@ def test_cli_unify_error_is_one_line(tmp_path, runs, capsys):
 def test_a_models_chunk_task_reads_the_presets_ck_column(tmp_path, runs):
     """The presets name their tasks POS, CK, NER, DP (columns pos, ck, ...); the documented config
     says chunk: it reads the ck column, as upos reads pos."""
-    from seqtransfer.data.unify import load_task, unified_sentences, with_task_columns
+    from seqtransfer.workflows.unify import load_task, unified_sentences, with_task_columns
 
     unify({"CK": NER, "POS": POS}, {"CK": runs["ner"], "POS": runs["pos"]}, tmp_path / "unified", log=lambda line: None)
     sentences = unified_sentences(tmp_path / "unified")

@@ -89,7 +89,7 @@ def read_lines(arguments: argparse.Namespace) -> tuple[list[str], list[str], int
 
 def run(arguments: argparse.Namespace) -> dict:
     from seqtransfer.config import TrainConfig
-    from seqtransfer.embeddings.pretrain import LanguageModelSettings, pretrain
+    from seqtransfer.workflows.pretraining import LanguageModelSettings, pretrain
 
     check(arguments)
     try:

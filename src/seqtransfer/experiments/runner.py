@@ -53,7 +53,7 @@ def execute_task(task: RunTask, echo: Log | None = None) -> list[dict]:
 
 def unify_logged(task: RunTask, directory: Path, echo: Log | None) -> None:
     """Unify the run's training data with its filler runs (``seqtransfer unify``) into DIRECTORY/unified."""
-    from seqtransfer.data.unify import unify
+    from seqtransfer.workflows.unify import unify
 
     with open(directory / "log.txt", "a", encoding="utf-8") as log_file:
 

@@ -95,7 +95,7 @@ def load_multitask_data(config: RunConfig) -> dict[str, TaskData]:
             raise SeqTransferError(f"dataset '{data.dataset}' (task '{task}') has no dev split for early stopping", hint="use a dataset with a dev split")
         tasks[task] = data
     if config.multitask.unified:  # training sentences labelled for every task (`seqtransfer unify`)
-        from seqtransfer.data.unify import unified_sentences, with_task_columns
+        from seqtransfer.workflows.unify import unified_sentences, with_task_columns
 
         tasks = with_task_columns(unified_sentences(config.multitask.unified), tasks, config.multitask.unified)
     return tasks

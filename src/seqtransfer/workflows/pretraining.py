@@ -27,8 +27,12 @@ from torch import nn
 from torch.nn import functional
 
 from seqtransfer.data.batching import length_groups_of, pad_arrays
-from seqtransfer.errors import SeqTransferError
+from seqtransfer.device import prepare_device, resolve_device
 from seqtransfer.embeddings.transformer import TRAINING_REPORT
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.files import read_json, write_json
+from seqtransfer.training.loop import fit
+from seqtransfer.training.train import seed_everything
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 IGNORED = -100  # positions the loss skips
@@ -217,8 +221,6 @@ def check_work_folder(work: Path, identity: dict) -> None:
     """``OUTPUT.partial``, if there is one, holds this run (resumed): a folder an interrupted run with
     other settings or text left is one line (mixing them would train one tokenizer's weights under
     another's), as is one of an earlier version, whose settings are unknown. Reads only."""
-    from seqtransfer.files import read_json
-
     saved = work / IDENTITY_FILE
     if saved.is_file():
         earlier = read_json(saved)
@@ -234,8 +236,6 @@ def check_work_folder(work: Path, identity: dict) -> None:
 
 def start_work_folder(work: Path, identity: dict) -> None:
     """Create ``OUTPUT.partial`` with the run's identity (checked by ``check_work_folder``), unless it holds it already."""
-    from seqtransfer.files import write_json
-
     if not (work / IDENTITY_FILE).is_file():
         work.mkdir(parents=True, exist_ok=True)
         write_json(work / IDENTITY_FILE, identity)
@@ -244,9 +244,6 @@ def start_work_folder(work: Path, identity: dict) -> None:
 def pretrain(lines: list[str], settings: LanguageModelSettings, train_config, output: Path, log, show_progress: bool = True, device: str = "auto") -> dict:
     """Train the tokenizer and the LM on ``lines``; write the Hugging Face folder ``output``
     (built in ``output.partial``, renamed when complete; an interrupted run resumes from there)."""
-    from seqtransfer.training.loop import fit
-    from seqtransfer.training.train import seed_everything
-
     work = output.with_name(output.name + ".partial")
     identity = run_identity(lines, settings, train_config)
     check_work_folder(work, identity)  # before minutes of tokenizer training and encoding
@@ -255,8 +252,6 @@ def pretrain(lines: list[str], settings: LanguageModelSettings, train_config, ou
     tokenizer = train_tokenizer(training_lines, settings.vocabulary_size)
     language_model = build_language_model(settings, len(tokenizer))
     model = Pretraining(language_model, settings.objective == "causal")
-    from seqtransfer.device import prepare_device, resolve_device
-
     target = resolve_device(device)
     prepare_device(target)
     model.to(target)

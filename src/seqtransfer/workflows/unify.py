@@ -31,13 +31,16 @@ from pathlib import Path
 
 from seqtransfer.config import DataConfig
 from seqtransfer.data.batching import encode_sentences
-from seqtransfer.data.conllu import write_conllu
+from seqtransfer.data.conllu import read_conllu, write_conllu
 from seqtransfer.data.corpus import Sentence
 from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.data.trees import HEAD, RELATION, Tree
 from seqtransfer.data.vocabulary import one_tag_set
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.files import write_json
+from seqtransfer.files import read_json, write_json
+from seqtransfer.rundir import METRICS, load_run
+from seqtransfer.training.loop import predict_labels
+from seqtransfer.training.metrics import evaluate, get_metric, main_score
 
 PRESETS = {
     "tweetall": {"POS": "tweebank:upos", "CK": "tchunk:chunk", "NER": "wnut17:ner", "DP": "tweebank:dependency"},
@@ -110,7 +113,6 @@ def gather(tasks: dict[str, TaskData], split: str) -> list[UnifiedSentence]:
 
 def fill(sentences: list[UnifiedSentence], task: str, run, batch_size: int) -> int:
     """Predict ``task`` for every sentence lacking it; returns how many sentences were filled."""
-    from seqtransfer.training.loop import predict_labels
 
     missing = [sentence for sentence in sentences if task not in sentence.annotation]
     if missing:
@@ -136,7 +138,6 @@ def as_conllu(sentence: UnifiedSentence, order: list[str]) -> Sentence:
 def unify(entries: dict[str, str | dict], runs: dict[str, str | Path], output: str | Path, data_dir: str | None = None, splits: tuple[str, ...] = ("train",),
           batch_size: int = 256, log: Log = print) -> dict:
     """Write ``output/SPLIT.conllu`` for each split and ``output/summary.json``; returns the summary."""
-    from seqtransfer.rundir import load_run
 
     if set(entries) != set(runs):
         missing = sorted(set(entries) - set(runs)) or sorted(set(runs) - set(entries))
@@ -177,7 +178,6 @@ def unify(entries: dict[str, str | dict], runs: dict[str, str | Path], output: s
 def gold_checks(sentences: list[UnifiedSentence], task: str, run) -> list[dict]:
     """The labels filled for ``task``, scored per dataset against each column of the sentences' own
     files that holds the filler's tag set (:func:`one_tag_set`), with the filler's metric."""
-    from seqtransfer.training.metrics import evaluate, main_score
 
     metric = run.metrics.get("metric") or "accuracy"
     run_labels = set(run.vocabularies.labels.items) - {"<pad>", "<unk>"}
@@ -202,9 +202,6 @@ def gold_checks(sentences: list[UnifiedSentence], task: str, run) -> list[dict]:
 
 def filler_score(run: str | Path) -> dict | None:
     """{metric, test} of a filling run's metrics.json: its main score on its own test split (None when it has none)."""
-    from seqtransfer.files import read_json
-    from seqtransfer.rundir import METRICS
-    from seqtransfer.training.metrics import get_metric
 
     metrics = read_json(Path(run) / METRICS)
     test = metrics.get("test") or {}
@@ -233,7 +230,6 @@ def unified_columns(task: str, kind_name: str) -> str:
 
 def unified_sentences(folder: str | Path, split: str = "train") -> list[Sentence]:
     """The sentences of a unified split written by :func:`unify`."""
-    from seqtransfer.data.conllu import read_conllu
 
     path = Path(folder) / f"{split}.conllu"
     if not path.is_file():
