@@ -251,7 +251,7 @@ def test_analyze_transfer_counts_labelled_attachment(parser_run, tmp_path):
 def test_ensembles_refuse_parsers_with_one_line(parser_run, tmp_path):
     from seqtransfer.data.task_data import load_task_data
     from seqtransfer.errors import SeqTransferError
-    from seqtransfer.experiments.ensemble import build_ensemble
+    from seqtransfer.workflows.ensemble import build_ensemble
 
     data = load_task_data(seqtransfer.load(parser_run).run.config.data, splits=("test",))
     with pytest.raises(SeqTransferError, match="ensembles average label distributions; this dependency run has none"):

@@ -11,7 +11,7 @@ from conftest import FIXTURES, TINY_MODEL
 from seqtransfer.cli import main, run
 from seqtransfer.analysis.predictions import read_predictions
 from seqtransfer.predictor import load
-from seqtransfer.transfer.selflabel import choose_agreed, token_accuracy, vote
+from seqtransfer.workflows.selflabel import choose_agreed, token_accuracy, vote
 
 
 UNLABELED = ["Peter lives in Berlin", "Mary visited Paris today", "John works for Google", "we met Anna in Rome", "Paul flew to London",
@@ -61,7 +61,7 @@ def test_tri_training_rounds_resume_and_predict_by_vote(tmp_path, capsys):
 
 
 def test_a_crash_inside_a_round_resumes_to_the_same_models(tmp_path, monkeypatch, capsys):
-    from seqtransfer.training import train as training
+    from seqtransfer.workflows import selflabel as training  # where the rounds call train_tagger
 
     run(selflabel_arguments("tri_training", tmp_path / "whole"))
     original = training.train_tagger
@@ -143,7 +143,7 @@ def test_bad_self_labelling_settings_are_one_line(tmp_path, capsys, extra, messa
 
 def test_an_experiment_files_tri_training_takes_no_top_n():
     from seqtransfer.errors import SeqTransferError
-    from seqtransfer.transfer.selflabel import SelfLabelSettings, check_settings
+    from seqtransfer.workflows.selflabel import SelfLabelSettings, check_settings
 
     with pytest.raises(SeqTransferError, match="tri_training adds every sentence the other two models agree on: top_n does not apply"):
         check_settings(SelfLabelSettings(method="tri_training", unlabeled="tweebank", top_n=5))
@@ -181,7 +181,7 @@ def test_co_training_teaches_each_view_the_others_surest_sentences(tmp_path, cap
     assert [load_run(output / "round-2" / f"model-{number}").config.model.inputs for number in (1, 2)] == ["words", "characters"]
     members = json.loads((output / "members.json").read_text(encoding="utf-8"))
     assert members["combination"] == "confident"
-    from seqtransfer.transfer.selflabel import model_predictions
+    from seqtransfer.workflows.selflabel import model_predictions
 
     sentence = [["Peter", "lives", "in", "Berlin"]]
     (first, first_confidence), (second, second_confidence) = (model_predictions(output / "round-2" / f"model-{number}", sentence) for number in (1, 2))

@@ -271,7 +271,7 @@ def test_an_ensemble_of_sentence_classifiers_averages_their_sentence_distributio
     averaged softmax, scored and written like a classifier's predictions."""
     from seqtransfer.config import DataConfig
     from seqtransfer.data.task_data import load_task_data
-    from seqtransfer.experiments.ensemble import build_ensemble
+    from seqtransfer.workflows.ensemble import build_ensemble
     from seqtransfer.rundir import load_run
 
     members = [tmp_path / f"member-{seed}" for seed in (1, 2)]

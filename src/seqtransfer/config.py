@@ -51,7 +51,7 @@ class DataConfig:
     select_tokenizer: str = "whitespace"  # how select_like's raw-text lines are split: whitespace | tweet
     select_word_column: int | None = None  # select_like is a column (CoNLL) file: the column (1-based) holding its words
     bootstrap: int | None = None  # train on a bootstrap sample (with replacement, same size) of the training split drawn with this seed (tri-training)
-    pseudo_train: str | None = None  # a CoNLL file (word, label) of pseudo-labelled target sentences added to the training split (transfer/selflabel.py)
+    pseudo_train: str | None = None  # a CoNLL file (word, label) of pseudo-labelled target sentences added to the training split (workflows/selflabel.py)
     pseudo_weight: float = 1.0  # loss weight of each pseudo-labelled sentence (gold sentences weigh 1)
     # Data annealing (Gu & Yu 2020; data/annealing.py): the source's labelled training sentences
     # mixed into each epoch, their share anneal_start * anneal_decay^(epoch - 1).

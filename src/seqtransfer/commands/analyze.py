@@ -211,7 +211,7 @@ def run_tokens(arguments: argparse.Namespace) -> dict:
     if len(set(names)) < len(names):
         raise SeqTransferError("the same run is given twice", hint="pass each run once")
     if arguments.gold:
-        from seqtransfer.transfer.selflabel import labelled_split
+        from seqtransfer.workflows.selflabel import labelled_split
 
         gold_tokens, gold_labels = labelled_split(arguments.gold, arguments.data_dir, arguments.gold_split)
         predictions = [checked_pseudo_labels(path, gold_tokens, gold_labels) for path in arguments.runs]

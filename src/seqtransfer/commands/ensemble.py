@@ -2,7 +2,7 @@
 
 The folder holds only ``members.json`` (the runs, by their paths relative to it, and how they
 combine); ``evaluate``, ``predict``, ``seqtransfer.load`` and ``transfer.distill_from`` take it as a
-run (see :mod:`seqtransfer.experiments.ensemble`).
+run (see :mod:`seqtransfer.workflows.ensemble`).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def check_output(output: Path, members: list[Path]) -> None:
 
 def run(arguments: argparse.Namespace) -> dict:
     from seqtransfer import rundir
-    from seqtransfer.experiments.ensemble import check_members
+    from seqtransfer.workflows.ensemble import check_members
 
     members = check_runs(arguments.runs)
     output = Path(arguments.output)

@@ -77,7 +77,7 @@ def predict_split(run, members, data, split: str, batch_size: int, arguments: ar
 
     try:
         if members:
-            from seqtransfer.transfer.selflabel import combine
+            from seqtransfer.workflows.selflabel import combine
 
             paths, combination = members
             return combine(combination, [run, *(rundir.load_run(path, arguments.device) for path in paths[1:])], data.tokens(split), batch_size, arguments.amp)

@@ -1,6 +1,6 @@
 """`seqtransfer pseudolabel RUN... --unlabeled TEXT --output FILE`: label unlabelled text with one or
 several runs (an ensemble of sources), keep the surest sentences, write ``word TAB label`` CoNLL
-(see :mod:`seqtransfer.transfer.pseudolabels`)."""
+(see :mod:`seqtransfer.workflows.pseudolabels`)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(arguments: argparse.Namespace) -> dict:
     from seqtransfer.data.unlabeled import read_unlabeled
-    from seqtransfer.transfer.pseudolabels import check_selection, write_pseudo_labels
+    from seqtransfer.workflows.pseudolabels import check_selection, write_pseudo_labels
 
     check_selection(arguments.threshold, arguments.top_n)
     tokens = read_unlabeled(arguments.unlabeled, arguments.data_dir, arguments.tokenizer, arguments.word_column)

@@ -1,4 +1,4 @@
-"""`seqtransfer selflabel METHOD`: self-, co- or tri-training on unlabelled target text (transfer/selflabel.py)."""
+"""`seqtransfer selflabel METHOD`: self-, co- or tri-training on unlabelled target text (workflows/selflabel.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from seqtransfer.data.tokenize import TOKENIZERS
 
 def arguments(parser: argparse.ArgumentParser) -> None:
     from seqtransfer.commands.train import arguments as train_arguments
-    from seqtransfer.transfer.selflabel import METHODS
+    from seqtransfer.workflows.selflabel import METHODS
 
     parser.add_argument("method", choices=list(METHODS), help="self_training, tri_training, tri_training_disagreement or co_training")
     parser.add_argument("--unlabeled", required=True, help="unlabelled target text: DATASET[:SPLIT] (labels ignored), tweets_unlabeled, a text file or a CoNLL file")
@@ -30,7 +30,7 @@ def run(arguments: argparse.Namespace) -> list[dict]:
     from seqtransfer.commands.train import config_from_arguments
     from seqtransfer.config import check_values
     from seqtransfer.errors import SeqTransferError
-    from seqtransfer.transfer.selflabel import METHODS, SelfLabelling, SelfLabelSettings, choose_confident
+    from seqtransfer.workflows.selflabel import METHODS, SelfLabelling, SelfLabelSettings, choose_confident
 
     config = check_values(config_from_arguments(arguments))
     if config.model.tasks or config.data.pseudo_train:

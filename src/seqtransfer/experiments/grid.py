@@ -32,7 +32,7 @@ class RunTask:
     config: dict
     record: dict
     unify: dict | None = None  # {"entries": task -> data, "runs": task -> run directory}: unify into DIRECTORY/unified first
-    selflabel: dict | None = None  # self-labelling settings: the run is rounds of models in DIRECTORY (transfer/selflabel.py)
+    selflabel: dict | None = None  # self-labelling settings: the run is rounds of models in DIRECTORY (workflows/selflabel.py)
     when_needed: bool = False  # trained only for a run that needs it, as a source is (a run another method reads, its cell not asked for)
     pseudo: dict | None = None  # {"runs": labelling run directories, "unlabeled", "combination", "threshold", "top_n", "tokenizer"}: label PSEUDO_FILE first
     ensemble_of: list[RunTask] | None = None  # an ensemble's member runs (it trains nothing itself)

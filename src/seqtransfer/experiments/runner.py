@@ -17,7 +17,7 @@ from seqtransfer import rundir
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.config import RunConfig, config_from_dict
 from seqtransfer.data.task_data import load_task_data
-from seqtransfer.experiments.ensemble import build_ensemble
+from seqtransfer.workflows.ensemble import build_ensemble
 from seqtransfer.experiments.grid import PSEUDO_FILE, RunTask, ensemble_tasks, method_tasks, slug, source_tasks
 from seqtransfer.experiments.kept import cell_key, merge, run_id_of
 from seqtransfer.experiments.spec import ExperimentSpec
@@ -68,7 +68,7 @@ def unify_logged(task: RunTask, directory: Path, echo: Log | None) -> None:
 def pseudo_label_logged(task: RunTask, directory: Path, echo: Log | None) -> None:
     """Label the run's unlabelled text with its labelling runs together into DIRECTORY/pseudo.conll."""
     from seqtransfer.data.unlabeled import read_unlabeled
-    from seqtransfer.transfer.pseudolabels import write_pseudo_labels
+    from seqtransfer.workflows.pseudolabels import write_pseudo_labels
 
     settings = task.pseudo
     tokens = read_unlabeled(settings["unlabeled"], task.config["data"]["data_dir"], settings["tokenizer"], settings.get("word_column"), "pseudo_labels.word_column")
@@ -83,7 +83,7 @@ def pseudo_label_logged(task: RunTask, directory: Path, echo: Log | None) -> Non
 
 def selflabel_logged(task: RunTask, config: RunConfig, directory: Path, echo: Log | None) -> None:
     """Self-labelling rounds into ``directory`` (resumable), its progress in log.txt."""
-    from seqtransfer.transfer.selflabel import SelfLabelling, SelfLabelSettings
+    from seqtransfer.workflows.selflabel import SelfLabelling, SelfLabelSettings
 
     with open(directory / "log.txt", "a", encoding="utf-8") as log_file:
 
@@ -205,7 +205,7 @@ def predict_elsewhere(directory: Path, tokens: list[list[str]]) -> list[list[str
     """Labels of a run (one, the models of a self-labelling run together, or an ensemble's members averaged) for ``tokens``."""
     metrics = read_json(directory / rundir.METRICS)
     if metrics.get("scheme") == "ensemble":
-        from seqtransfer.experiments.ensemble import ensemble_predict
+        from seqtransfer.workflows.ensemble import ensemble_predict
 
         members = rundir.member_directories(directory) if rundir.is_ensemble(directory) else metrics["members"]  # cells older than members.json: paths from the working folder
         return ensemble_predict([rundir.load_run(member) for member in members], tokens)

@@ -109,7 +109,7 @@ class MethodSpec:
     source: str | dict[str, str] | None = None  # a key of ``sources`` used instead of each target's own (a multi-task source), or target -> source
     unify_with: str | None = None  # a multi-task method trained on unified target data, filled by this method's runs (same seed)
     targets: list[str] | None = None  # only these targets (e.g. where the source's labels are the target's); None = all
-    selflabel: dict | None = None  # rounds of self-labelling around the scheme (transfer/selflabel.py): {method, unlabeled, rounds, pool, top_n, ...}
+    selflabel: dict | None = None  # rounds of self-labelling around the scheme (workflows/selflabel.py): {method, unlabeled, rounds, pool, top_n, ...}
     tagger: str | None = None  # a key of ``sources``: a tagging run whose predicted tags the model reads as input (model.tag_tagger)
     anneal: bool = False  # data annealing: mix the training data of each target's source into its training (data.anneal_source)
     start_from: dict[str, str] | None = None  # {method: NAME, target: TARGET}: transfer from that method's run on that target, same seed (a label-free model, then a few labels)
@@ -202,8 +202,8 @@ def booleans_read(kind: type, values: dict, where: str, path: Path) -> dict:
 
 
 def check_selflabel(name: str, values: object, path: Path) -> None:
-    """A method's ``selflabel`` block: the settings of :class:`~seqtransfer.transfer.selflabel.SelfLabelSettings` (target aside)."""
-    from seqtransfer.transfer.selflabel import SelfLabelSettings, check_settings
+    """A method's ``selflabel`` block: the settings of :class:`~seqtransfer.workflows.selflabel.SelfLabelSettings` (target aside)."""
+    from seqtransfer.workflows.selflabel import SelfLabelSettings, check_settings
 
     if not isinstance(values, dict) or "method" not in values or "unlabeled" not in values:
         raise SeqTransferError(f"method '{name}': selflabel needs 'method' and 'unlabeled'", path=path, hint="e.g. selflabel: {method: self_training, unlabeled: tweebank, top_n: 500}")
@@ -249,7 +249,7 @@ def check_read_method(spec: ExperimentSpec, name: str, method: MethodSpec, read:
 def check_pseudo_labels(spec: ExperimentSpec, name: str, method: MethodSpec, path: Path) -> None:
     """A method's ``pseudo_labels``: mono-task methods of the file with runs on each of its targets label the text."""
     from seqtransfer.data.tokenize import TOKENIZERS
-    from seqtransfer.transfer.pseudolabels import COMBINATIONS
+    from seqtransfer.workflows.pseudolabels import COMBINATIONS
 
     values = method.pseudo_labels
     example = "e.g. pseudo_labels: {from: [Source only, Source only (PTB)], unlabeled: target, top_n: 1000}"

@@ -51,7 +51,7 @@ def describe_checkpoint(directory: Path) -> str | None:
 
 def count_rounds(task: RunTask) -> str:
     """"R of N rounds trained" of a self-labelling run: a round counts once all its models are."""
-    from seqtransfer.transfer.selflabel import METHODS, SelfLabelSettings
+    from seqtransfer.workflows.selflabel import METHODS, SelfLabelSettings
 
     settings = SelfLabelSettings(**task.selflabel)
     models = METHODS[settings.method].models

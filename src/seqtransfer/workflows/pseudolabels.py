@@ -17,14 +17,15 @@ from pathlib import Path
 import numpy as np
 
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.rundir import load_run, member_directories
+from seqtransfer.workflows.ensemble import averaged_distributions, check_label_sets
+from seqtransfer.workflows.selflabel import model_predictions, vote, write_pseudo
 
 COMBINATIONS = ("average", "vote")
 
 
 def ensemble_labels(runs, tokens) -> tuple[list[list[str]], np.ndarray]:
     """Averaged distributions of the runs: arg-max labels and each sentence's lowest arg-max probability."""
-    from seqtransfer.experiments.ensemble import averaged_distributions
-
     labels, averaged = averaged_distributions(runs, tokens)
     return ([[labels[index] for index in sentence.argmax(-1).tolist()] for sentence in averaged],
             np.array([float(sentence.max(-1).values.min()) for sentence in averaged]))
@@ -32,9 +33,6 @@ def ensemble_labels(runs, tokens) -> tuple[list[list[str]], np.ndarray]:
 
 def label_together(runs: Sequence, tokens: Sequence[Sequence[str]], combination: str = "average") -> tuple[list[list[str]], np.ndarray]:
     """Every sentence's labels from the loaded ``runs`` together, and the labeller's confidence in each."""
-    from seqtransfer.experiments.ensemble import check_label_sets
-    from seqtransfer.transfer.selflabel import model_predictions, vote
-
     for loaded in runs:
         if not hasattr(loaded.model, "probabilities") or getattr(loaded.model, "task_kind", "tagging") != "tagging":
             raise SeqTransferError("pseudo-labelling needs tagging runs (per-token label distributions)", path=loaded.directory)
@@ -70,9 +68,6 @@ def write_pseudo_labels(output: str | Path, run_directories: Sequence[str | Path
                         threshold: float | None = None, top_n: int | None = None) -> dict:
     """Label ``tokens`` with the runs, keep the surest sentences, write them to ``output`` (whole or
     not at all); returns how many sentences of how many were kept."""
-    from seqtransfer.rundir import load_run, member_directories
-    from seqtransfer.transfer.selflabel import write_pseudo
-
     check_selection(threshold, top_n)
     runs = [load_run(member) for directory in run_directories for member in member_directories(directory)]  # an ensemble's folder: its runs
     labels, confidence = label_together(runs, tokens, combination)

@@ -44,9 +44,20 @@ from pathlib import Path
 
 import numpy as np
 
-from seqtransfer.config import RunConfig, config_to_dict, result_settings
+from seqtransfer import rundir
+from seqtransfer.config import DataConfig, RunConfig, config_to_dict, result_settings
+from seqtransfer.data.batching import encode_sentences, evaluation_batches
+from seqtransfer.data.registry import get_dataset
+from seqtransfer.data.task_data import load_task_data
+from seqtransfer.data.unlabeled import RAW_CORPORA, read_unlabeled
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json, write_json, write_text
+from seqtransfer.rundir import METRICS, load_run, write_members
+from seqtransfer.training.loop import model_device, predict_labels
+from seqtransfer.training.metrics import evaluate, get_metric
+from seqtransfer.training.precision import resolve_precision
+from seqtransfer.training.train import train_tagger
+from seqtransfer.workflows.ensemble import ensemble_predict
 
 Log = Callable[[str], None]
 
@@ -126,10 +137,6 @@ def model_predictions(directory, tokens: Sequence[Sequence[str]], batch_size: in
     user's sentences, whose frozen encoder features stay in memory (``encode_sentences``)."""
     import torch
 
-    from seqtransfer.data.batching import encode_sentences, evaluation_batches
-    from seqtransfer.rundir import load_run
-    from seqtransfer.training.loop import model_device, predict_labels
-    from seqtransfer.training.precision import resolve_precision
 
     run = load_run(directory) if isinstance(directory, (str, Path)) else directory
     encoded = encode_sentences(tokens, run.vocabularies, cache_features=cache_features)  # once, for the decoding and for the probabilities
@@ -166,9 +173,6 @@ def combine(combination: str, runs: Sequence, tokens: Sequence[Sequence[str]], b
     ``average`` (an ensemble's: the arg-max of their averaged label distributions);
     ``cache_features``: see :func:`model_predictions`."""
     if combination == "average":
-        from seqtransfer.experiments.ensemble import ensemble_predict
-        from seqtransfer.rundir import load_run
-
         loaded = [load_run(run) if isinstance(run, (str, Path)) else run for run in runs]
         return ensemble_predict(loaded, [list(sentence) for sentence in tokens], batch_size, amp, cache_features)
     predictions = [model_predictions(run, tokens, batch_size, combination == "confident", amp, cache_features) for run in runs]
@@ -185,10 +189,6 @@ def token_accuracy(predicted: Sequence[Sequence[str]], gold: Sequence[Sequence[s
 def unlabeled_gold(entry: str, data_dir: str | None, task: str) -> list[list[str]] | None:
     """Gold labels of the unlabelled sentences when they are a registered dataset's split annotated
     for a task of the same name as the model's (``ud_ewt`` upos → ``tweebank:upos``); else None."""
-    from seqtransfer.data.unlabeled import RAW_CORPORA
-
-    from seqtransfer.data.registry import get_dataset
-
     if Path(entry).is_file() or entry in RAW_CORPORA or "+" in entry:
         return None
     name, _, part = entry.partition(":")
@@ -204,9 +204,6 @@ def unlabeled_gold(entry: str, data_dir: str | None, task: str) -> list[list[str
 
 def labelled_split(entry: str, data_dir: str | None, split: str = "train") -> tuple[list[list[str]], list[list[str]]]:
     """(tokens, gold labels) of ``DATASET[:TASK]``'s split."""
-    from seqtransfer.config import DataConfig
-    from seqtransfer.data.task_data import load_task_data
-
     name, _, task = entry.partition(":")
     data = load_task_data(DataConfig(dataset=name, task=task or None, data_dir=data_dir), (split,))
     return data.tokens(split), data.gold(split)
@@ -260,9 +257,6 @@ class SelfLabelling:
         return config
 
     def train(self, round_number: int, model: int, pseudo: Path | None) -> None:
-        from seqtransfer import rundir
-        from seqtransfer.training.train import train_tagger
-
         directory = self.model_directory(round_number, model)
         if (directory / rundir.METRICS).is_file():
             return
@@ -273,8 +267,6 @@ class SelfLabelling:
 
     def run(self) -> list[dict]:
         """Train every round not yet finished; returns the per-round records."""
-        from seqtransfer.data.unlabeled import read_unlabeled
-
         settings = self.settings
         unlabeled = read_unlabeled(settings.unlabeled, self.base.data.data_dir, settings.tokenizer, settings.word_column)
         gold = unlabeled_gold(settings.unlabeled, self.base.data.data_dir, self.task_name())
@@ -307,10 +299,6 @@ class SelfLabelling:
         final model's dev scores, the final models' combined scores on the training data's test split,
         the parameters of all final models, the seconds of every model trained, and the largest peak
         memory of their trainings."""
-        from seqtransfer.data.task_data import load_task_data
-        from seqtransfer.rundir import METRICS
-        from seqtransfer.training.metrics import evaluate
-
         finals = [self.model_directory(last_round, model) for model in range(self.method.models)]
         final_metrics = [read_json(path / METRICS) for path in finals]
         first = final_metrics[0]
@@ -332,8 +320,6 @@ class SelfLabelling:
 
     def task_name(self) -> str | None:
         """The model's task name (a registered dataset's default task when none is given)."""
-        from seqtransfer.data.registry import get_dataset
-
         data = self.base.data
         return data.task or (get_dataset(data.dataset.split("+")[0]).default_task if data.dataset and not data.train else None)
 
@@ -373,8 +359,6 @@ class SelfLabelling:
 
     def round_record(self, round_number: int, pool: int, added: list[dict]) -> dict:
         """What a round did and how its models score (source dev; the target split with ``target``)."""
-        from seqtransfer.rundir import METRICS
-
         directories = [self.model_directory(round_number, model) for model in range(self.method.models)]
         record = {"round": round_number, "pool": pool, "added": [{key: value for key, value in item.items() if key != "pool_indices"} for item in added],
                   "source_dev": [read_json(directory / METRICS)["dev"] for directory in directories]}
@@ -384,10 +368,6 @@ class SelfLabelling:
         return record
 
     def score_target(self, directories: list[Path]) -> float:
-        from seqtransfer.config import DataConfig
-        from seqtransfer.data.task_data import load_task_data
-        from seqtransfer.training.metrics import evaluate, get_metric
-
         name, _, task = self.settings.target.partition(":")
         data = load_task_data(DataConfig(dataset=name, task=task or None, data_dir=self.base.data.data_dir), ("test",))
         predicted = combine(self.method.combination, directories, data.tokens("test"))
@@ -395,7 +375,5 @@ class SelfLabelling:
         return scores[get_metric(data.metric).main]
 
     def write_members(self, last_round: int) -> None:
-        from seqtransfer.rundir import write_members
-
         write_members(self.output, [self.model_directory(last_round, model) for model in range(self.method.models)], self.method.combination,
                       method=self.settings.method)
