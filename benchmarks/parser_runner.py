@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from seqtransfer.config import RunConfig, apply_overrides
-from seqtransfer.training.loop import predict_labels
+from seqtransfer.training.inference import predict_labels
 from seqtransfer.training.train import train_tagger
 
 

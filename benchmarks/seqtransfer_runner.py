@@ -35,7 +35,8 @@ from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import Tagger, count_parameters
 from seqtransfer.tasks import TAGGING
-from seqtransfer.training.loop import ShuffledBatches, predict_labels, train_epoch
+from seqtransfer.training.loop import ShuffledBatches, train_epoch
+from seqtransfer.training.inference import predict_labels
 from seqtransfer.device import peak_memory_megabytes, prepare_device, resolve_device
 from seqtransfer.training.optimizers import fill_optimizer, make_optimizer
 from seqtransfer.training.train import fill_fine_tuning, prepare_vocabularies, seed_everything

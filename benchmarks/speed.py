@@ -21,7 +21,8 @@ from seqtransfer.config import RunConfig
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.models.tagger import Tagger
-from seqtransfer.training.loop import ShuffledBatches, predict_labels, train_epoch
+from seqtransfer.training.loop import ShuffledBatches, train_epoch
+from seqtransfer.training.inference import predict_labels
 from seqtransfer.device import peak_memory_megabytes, prepare_device, resolve_device
 from seqtransfer.training.optimizers import make_optimizer
 from seqtransfer.training.metrics import evaluate

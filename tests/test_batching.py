@@ -42,7 +42,7 @@ def test_decoding_with_the_form_table_equals_encoding_forms_per_batch():
     from seqtransfer.config import ModelConfig
     from seqtransfer.data.batching import evaluation_batches
     from seqtransfer.models.tagger import Tagger
-    from seqtransfer.training.loop import predict_labels
+    from seqtransfer.training.inference import predict_labels
 
     sentences = SENTENCES * 5 + [["a", "b"], ["unseen", "forms", "here", "!"]]
     labels = [[("B-X", "I-X", "O", "B-Y")[position % 4] for position in range(len(sentence))] for sentence in SENTENCES]

@@ -341,7 +341,7 @@ def test_unit_ablation_measures_each_tasks_max_class_drop(tmp_path, capsys):
     # zeroed then restored in turn) must be the same, and some unit must matter
     from seqtransfer.analysis.units import ablate_units, class_scores, load_evaluation
     from seqtransfer.models.multitask import TaskView
-    from seqtransfer.training.loop import predict_labels
+    from seqtransfer.training.inference import predict_labels
     from seqtransfer.training.metrics import evaluate
 
     result = ablate_units(tmp_path / "run", log=lambda line: None)

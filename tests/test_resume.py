@@ -49,7 +49,8 @@ def test_resumed_fit_reports_the_time_of_restored_epochs(tmp_path):
     from seqtransfer.data.batching import encode_sentences
     from seqtransfer.data.task_data import load_task_data
     from seqtransfer.models.registry import build_model
-    from seqtransfer.training.loop import EvaluationSet, ShuffledBatches, dev_evaluation, fit
+    from seqtransfer.training.loop import ShuffledBatches, dev_evaluation, fit
+    from seqtransfer.training.inference import EvaluationSet
     from seqtransfer.training.train import prepare_vocabularies
 
     config = apply_overrides(RunConfig(), TINY_MODEL)

@@ -15,7 +15,7 @@ from seqtransfer.device import out_of_memory_error
 from seqtransfer.errors import SeqTransferError, warn
 from seqtransfer.rundir import LoadedRun, load_run, read_members
 from seqtransfer.tasks import kind_of
-from seqtransfer.training.loop import model_device, predict_labels
+from seqtransfer.training.inference import model_device, predict_labels
 from seqtransfer.training.precision import resolve_precision
 
 

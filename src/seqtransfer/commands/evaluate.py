@@ -73,7 +73,7 @@ def predict_split(run, members, data, split: str, batch_size: int, arguments: ar
 
     from seqtransfer import rundir
     from seqtransfer.device import out_of_memory_error
-    from seqtransfer.training.loop import predict_labels
+    from seqtransfer.training.inference import predict_labels
 
     try:
         if members:
@@ -135,7 +135,7 @@ def evaluate_multitask(run, arguments: argparse.Namespace, batch_size: int) -> d
     from seqtransfer.data.task_data import load_task_data
     from seqtransfer.errors import SeqTransferError
     from seqtransfer.models.multitask import TaskView
-    from seqtransfer.training.loop import predict_labels
+    from seqtransfer.training.inference import predict_labels
     from seqtransfer.training.metrics import evaluate
     from seqtransfer.training.multitask import data_config_of
     from seqtransfer.training.report import format_split_scores

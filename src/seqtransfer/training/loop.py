@@ -20,27 +20,18 @@ from torch import nn
 from tqdm import tqdm
 
 from seqtransfer.config import TrainConfig
-from seqtransfer.data.batching import Batch, EncodedSentences, evaluation_batches, training_batches
+from seqtransfer.data.batching import Batch, EncodedSentences, training_batches
 from seqtransfer.data.vocabulary import Vocabulary
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.threads import CoreShare
 from seqtransfer.training import checkpoint
-from seqtransfer.tasks import kind_of
-from seqtransfer.training.metrics import evaluate, main_score
 from seqtransfer.training.optimizer import LazyMomentumSGD, clip_gradient_norm
 from seqtransfer.training.optimizers import make_optimizer
+from seqtransfer.training.inference import EvaluationSet, model_device, score
 from seqtransfer.training.precision import resolve_precision
 from seqtransfer.training.schedules import Position, get_schedule
 
 EpochHook = Callable[[int, nn.Module, torch.optim.Optimizer], None]
-
-
-@dataclass
-class EvaluationSet:
-    """Encoded sentences with their gold annotation (label strings, trees; labels unseen in training included)."""
-
-    encoded: EncodedSentences
-    gold: list
 
 
 @dataclass
@@ -54,48 +45,6 @@ class FitResult:
     restored_seconds: float = 0.0  # time of the epochs restored from a checkpoint (run by an earlier process)
     trained_parameters: int = 0  # parameters that trained in at least one phase
     updated: frozenset[str] = frozenset()  # names of the parameters the optimizer stepped (``updated_names``)
-
-
-def predict_labels(model: nn.Module, data: EncodedSentences, labels: Vocabulary | dict[str, Vocabulary], batch_size: int, amp: str = "off") -> list:
-    """Decode every sentence of ``data``; predictions in the original order, as the model's task
-    kind reads them (label strings for taggers, trees for parsers, {task: prediction} for a
-    multi-task model, whose ``labels`` are its tasks' vocabularies).
-
-    Each distinct word form of ``data`` goes through the character encoder once (``forms_of``).
-    ``amp``: a fine-tuned encoder's precision (``training/precision.py``; off: fp32, the default,
-    as in training's evaluations).
-    """
-    kind = kind_of(model)
-    model.eval()
-    predictions: list = [None] * len(data.lengths)
-    device = model_device(model)
-    precision = resolve_precision(amp, model, device, "amp")
-    forms = model.word_representation.forms_of(data) if model.word_representation is not None else nullcontext()  # character vectors once per form
-    with torch.inference_mode(), forms, precision.autocast():
-        for batch in evaluation_batches(data, batch_size):
-            decoded = kind.read_decoded(to_host(model.decode(batch.to(device))), data.lengths[batch.indices], labels)
-            for sentence_index, prediction in zip(batch.indices, decoded):
-                predictions[sentence_index] = prediction
-    return predictions
-
-
-def model_device(model: nn.Module) -> torch.device:
-    """Where the model's weights are (the loop moves each batch there, once)."""
-    return next(model.parameters()).device
-
-
-def to_host(decoded: torch.Tensor | dict):
-    """A model's decoding on the CPU (nested dicts of a multi-task model too)."""
-    if isinstance(decoded, dict):
-        return {name: to_host(value) for name, value in decoded.items()}
-    return decoded.cpu()
-
-
-def score(model: nn.Module, evaluation: EvaluationSet, labels: Vocabulary, metric: str, batch_size: int) -> tuple[float, dict]:
-    """(the score early stopping watches, all scores) on one evaluation set."""
-    predicted = predict_labels(model, evaluation.encoded, labels, batch_size)
-    scores = evaluate(evaluation.gold, predicted, metric)
-    return main_score(metric, scores), scores
 
 
 def set_learning_rates(optimizer: torch.optim.Optimizer, schedule, position: Position, config: TrainConfig) -> None:

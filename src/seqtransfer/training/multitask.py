@@ -44,7 +44,8 @@ from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import count_parameters, size_metrics
 from seqtransfer.resources import peak_rss_megabytes
 from seqtransfer.tasks.regression import check_centred_scores
-from seqtransfer.training.loop import Evaluate, EvaluationSet, predict_labels, score
+from seqtransfer.training.loop import Evaluate
+from seqtransfer.training.inference import EvaluationSet, predict_labels, score
 from seqtransfer.training.metrics import evaluate
 from seqtransfer.training.optimizers import fill_optimizer
 from seqtransfer.training.precision import resolve_precision

@@ -31,7 +31,8 @@ from seqtransfer.resources import peak_rss_megabytes, reset_peak_rss
 from seqtransfer.threads import granted_threads
 from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import count_parameters, size_metrics
-from seqtransfer.training.loop import BatchSource, Evaluate, EvaluationSet, FitResult, ShuffledBatches, dev_evaluation, fit, predict_labels
+from seqtransfer.training.loop import BatchSource, Evaluate, FitResult, ShuffledBatches, dev_evaluation, fit
+from seqtransfer.training.inference import EvaluationSet, predict_labels
 from seqtransfer.training.metrics import evaluate
 from seqtransfer.training.optimizers import fill_optimizer
 from seqtransfer.transfer.auxiliary_lm import language_model_decoder, language_model_words

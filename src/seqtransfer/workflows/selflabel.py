@@ -53,7 +53,7 @@ from seqtransfer.data.unlabeled import RAW_CORPORA, read_unlabeled
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json, write_json, write_text
 from seqtransfer.rundir import METRICS, load_run, write_members
-from seqtransfer.training.loop import model_device, predict_labels
+from seqtransfer.training.inference import model_device, predict_labels
 from seqtransfer.training.metrics import evaluate, get_metric
 from seqtransfer.training.precision import resolve_precision
 from seqtransfer.training.train import train_tagger

@@ -39,7 +39,7 @@ from seqtransfer.data.vocabulary import one_tag_set
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json, write_json
 from seqtransfer.rundir import METRICS, load_run
-from seqtransfer.training.loop import predict_labels
+from seqtransfer.training.inference import predict_labels
 from seqtransfer.training.metrics import evaluate, get_metric, main_score
 
 PRESETS = {
