@@ -207,7 +207,7 @@ def test_a_resumed_run_reads_its_kept_jackknifed_tags_only_when_they_are_its_own
     import json
 
     from seqtransfer.config import RunConfig
-    from seqtransfer.data.tag_feature import jackknife_tags, kept_jackknife
+    from seqtransfer.workflows.jackknife import jackknife_tags, kept_jackknife
     from seqtransfer.files import write_text
 
     config = RunConfig()

@@ -91,7 +91,7 @@ def restart(output: Path) -> None:
 
     if not output.exists():
         return
-    from seqtransfer.data.tag_feature import JACKKNIFE
+    from seqtransfer.workflows.jackknife import JACKKNIFE
 
     if not ((output / "config.yaml").is_file() or (output / "checkpoint").is_dir() or (output / JACKKNIFE).is_dir()):  # a run, or one stopped while its fold taggers trained
         raise SeqTransferError("--restart deletes run directories only, and this folder is not one", path=output, hint="choose another --output")

@@ -348,8 +348,8 @@ def prepare_training_split(config: RunConfig, data: TaskData, directory: Path, l
     data.train_weights = training_sentences(config, data, log)  # subsets, selection, pseudo labels (data/selection.py)
     data.target_count = add_annealing_sentences(config, data, log)  # data annealing: source sentences after the target's
     earlier_seconds = 0.0
-    if config.model.tag_jackknife:  # input tags of the training split from fold taggers (data/tag_feature.py)
-        from seqtransfer.data.tag_feature import jackknife_tags
+    if config.model.tag_jackknife:  # input tags of the training split from fold taggers (workflows/jackknife.py)
+        from seqtransfer.workflows.jackknife import jackknife_tags
 
         data.train_tags, earlier_seconds = jackknife_tags(config, data, directory, log)
         seed_everything(config.train.seed, config.train.threads)  # the fold taggers drew random numbers (or, resumed, did not): start from the seed either way
