@@ -30,7 +30,7 @@ import numpy as np
 from seqtransfer.data.schemes import chunks
 from seqtransfer.data.vocabulary import PADDING, UNKNOWN
 from seqtransfer.training.metrics import evaluate
-from seqtransfer.training.train import prepare_vocabularies
+from seqtransfer.training.vocabularies import prepare_vocabularies
 from seqtransfer_runner import INFERENCE_BATCH_SIZES, benchmark_config, load_benchmark_data
 
 BENCHMARKS = Path(__file__).resolve().parent

@@ -23,7 +23,8 @@ from seqtransfer.embeddings import transformer
 from seqtransfer.models.registry import build_model
 from seqtransfer.training.loop import ShuffledBatches, train_epoch
 from seqtransfer.training.optimizers import fill_optimizer, make_optimizer
-from seqtransfer.training.train import prepare_vocabularies, seed_everything
+from seqtransfer.training.seeding import seed_everything
+from seqtransfer.training.vocabularies import prepare_vocabularies
 
 
 def main() -> None:

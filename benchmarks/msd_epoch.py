@@ -21,7 +21,8 @@ from seqtransfer.data.task_data import load_task_data
 from seqtransfer.models.registry import build_model
 from seqtransfer.training.loop import ShuffledBatches, train_epoch
 from seqtransfer.training.optimizers import fill_optimizer, make_optimizer
-from seqtransfer.training.train import prepare_vocabularies, seed_everything
+from seqtransfer.training.seeding import seed_everything
+from seqtransfer.training.vocabularies import prepare_vocabularies
 
 
 def epoch_seconds(dataset: str, task: str, classifier: str, epochs: int, threads: int, overrides: list[str]) -> tuple[float, int]:

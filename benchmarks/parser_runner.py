@@ -19,7 +19,7 @@ import torch
 
 from seqtransfer.config import RunConfig, apply_overrides
 from seqtransfer.training.inference import predict_labels
-from seqtransfer.training.train import train_tagger
+from seqtransfer.workflows.train import train_tagger
 
 
 def main(settings_path: str, result_path: str) -> None:

@@ -31,7 +31,8 @@ from seqtransfer.data.task_data import load_task_data
 from seqtransfer.models.tagger import Tagger
 from seqtransfer.training.optimizers import make_optimizer
 from seqtransfer.training.optimizer import clip_gradient_norm
-from seqtransfer.training.train import prepare_vocabularies, seed_everything
+from seqtransfer.training.seeding import seed_everything
+from seqtransfer.training.vocabularies import prepare_vocabularies
 
 
 def timed(totals: dict, name: str, function, *arguments):

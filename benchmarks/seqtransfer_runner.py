@@ -39,7 +39,9 @@ from seqtransfer.training.loop import ShuffledBatches, train_epoch
 from seqtransfer.training.inference import predict_labels
 from seqtransfer.device import peak_memory_megabytes, prepare_device, resolve_device
 from seqtransfer.training.optimizers import fill_optimizer, make_optimizer
-from seqtransfer.training.train import fill_fine_tuning, prepare_vocabularies, seed_everything
+from seqtransfer.workflows.train import fill_fine_tuning
+from seqtransfer.training.seeding import seed_everything
+from seqtransfer.training.vocabularies import prepare_vocabularies
 
 INFERENCE_BATCH_SIZES = [32, 128, 512, 2048]
 

@@ -23,7 +23,7 @@ from seqtransfer.data.batching import evaluation_batches
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.rundir import load_run
 from seqtransfer.training.inference import predict_labels
-from seqtransfer.training.train import train_tagger
+from seqtransfer.workflows.train import train_tagger
 
 TOLERANCE = 1e-3  # forward scores and gradients: float32 kernels differ between devices in rounding
 

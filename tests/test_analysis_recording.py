@@ -15,7 +15,9 @@ from seqtransfer.cli import run
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.rundir import load_run
-from seqtransfer.training.train import build_target_model, load_source, prepare_vocabularies, seed_everything
+from seqtransfer.workflows.train import build_target_model, load_source
+from seqtransfer.training.seeding import seed_everything
+from seqtransfer.training.vocabularies import prepare_vocabularies
 from seqtransfer.transfer.schemes import SCHEMES
 from test_transfer import target_config
 

@@ -146,7 +146,7 @@ def test_the_value_rules_of_registry_settings_name_every_registry_entry():
     """model.encoder_adapter and multitask.weight_schedule are checked against the registries' names."""
     from seqtransfer.config import RunConfig, apply_overrides, check_values
     from seqtransfer.models.adapters import ADAPTERS
-    from seqtransfer.training.multitask import WEIGHT_SCHEDULES
+    from seqtransfer.workflows.multitask import WEIGHT_SCHEDULES
 
     for name in ADAPTERS:
         check_values(apply_overrides(RunConfig(), [f"model.encoder_adapter={name}"]))

@@ -17,7 +17,7 @@ from seqtransfer.data.batching import encode_sentences, make_batch
 from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.multitask import HierarchicalMultiTask, target_name, task_levels, task_order
-from seqtransfer.training.multitask import TaskSchedule, initial_weights, loss_weight_hook
+from seqtransfer.workflows.multitask import TaskSchedule, initial_weights, loss_weight_hook
 
 SMALL = ["model.word_dimension=6", "model.char_dimension=4", "model.char_hidden=6", "model.hidden=8", "model.parser_hidden=8",
          "model.parser_layers=1", "model.arc_hidden=6", "model.relation_hidden=4", "model.projection=3", "model.dropout=0.0"]

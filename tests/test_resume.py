@@ -51,7 +51,7 @@ def test_resumed_fit_reports_the_time_of_restored_epochs(tmp_path):
     from seqtransfer.models.registry import build_model
     from seqtransfer.training.loop import ShuffledBatches, dev_evaluation, fit
     from seqtransfer.training.inference import EvaluationSet
-    from seqtransfer.training.train import prepare_vocabularies
+    from seqtransfer.training.vocabularies import prepare_vocabularies
 
     config = apply_overrides(RunConfig(), TINY_MODEL)
     config.data.dataset, config.data.columns = None, ["word", "ner"]

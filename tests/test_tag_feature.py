@@ -149,7 +149,7 @@ reference: plain
 
 def test_a_multitask_model_refuses_input_tags():
     from seqtransfer.config import RunConfig, apply_overrides
-    from seqtransfer.training.multitask import load_multitask_data
+    from seqtransfer.workflows.multitask import load_multitask_data
 
     config = apply_overrides(RunConfig(), ["multitask.data.pos=tweebank:upos", "multitask.data.dp=tweebank:dependency", "model.tasks={pos: [], dp: [pos]}", "model.tag_feature=upos"])
     with pytest.raises(seqtransfer.SeqTransferError, match="for single-task models"):

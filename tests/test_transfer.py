@@ -16,7 +16,8 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.rundir import load_run
 from seqtransfer.training.loop import ShuffledBatches, train_epoch
 from seqtransfer.training.optimizers import make_optimizer
-from seqtransfer.training.train import build_target_model, load_source, model_architecture, prepare_vocabularies
+from seqtransfer.workflows.train import build_target_model, load_source, model_architecture
+from seqtransfer.training.vocabularies import prepare_vocabularies
 from seqtransfer.transfer.schemes import SCHEMES, set_trainable
 
 

@@ -183,7 +183,7 @@ class TransferConfig:
 class MultiTaskConfig:
     """Where each task of a multi-task model (``model.tasks``) finds its data, and how tasks share training.
 
-    See ``training/multitask.py``: "one task per batch" in the hierarchy's low -> high order
+    See ``workflows/multitask.py``: "one task per batch" in the hierarchy's low -> high order
     (MuTSPad paper, section 4.2.1), loss weights doubled every epoch until 1 (section 4.1).
     """
 
@@ -191,7 +191,7 @@ class MultiTaskConfig:
     unified: str | None = None  # a folder written by `seqtransfer unify`: train on its train.conllu (every task at every step); dev/test stay ``data``'s
     sampling: str = "round_robin"  # round_robin: one task per batch, low -> high, until every set is used once | proportional: a random task, weighted by its batches left
     loss_weights: dict[str, float] | None = None  # first-epoch weight per task; None = 2^-level (paper: pos 1, chunk 0.5, ner 0.25, dp 0.25)
-    weight_schedule: str = "geometric"  # how the loss weights change per epoch (training/multitask.py WEIGHT_SCHEDULES): geometric | linear | constant
+    weight_schedule: str = "geometric"  # how the loss weights change per epoch (workflows/multitask.py WEIGHT_SCHEDULES): geometric | linear | constant
     weight_growth: float = 2.0  # geometric: weights are multiplied by this every epoch, up to 1 (1.0 = constant)
     weight_ramp_epochs: int = 3  # linear: the epoch at which every weight has risen in equal steps to 1
     early_stopping: str = "mean"  # the dev score early stopping watches: mean of the tasks' main scores | a task's name

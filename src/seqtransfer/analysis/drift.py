@@ -101,7 +101,7 @@ def source_states(run) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]
 
     source_model = load_run(find_run_source(run)).model
     if hasattr(run.model, "hierarchy"):
-        from seqtransfer.training.multitask import transferred_prefixes
+        from seqtransfer.workflows.multitask import transferred_prefixes
 
         prefixes = transferred_prefixes(run.model, source_model)
     else:

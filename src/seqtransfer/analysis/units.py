@@ -47,7 +47,7 @@ def outgoing_weights(model: HierarchicalMultiTask, task: str) -> list[torch.Tens
 
 
 def load_evaluation(run, split: str, max_sentences: int | None, data_dir: str | None) -> dict[str, TaskData]:
-    from seqtransfer.training.multitask import data_config_of
+    from seqtransfer.workflows.multitask import data_config_of
 
     tasks = {}
     for task in run.model.order:

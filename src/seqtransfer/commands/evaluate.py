@@ -137,7 +137,7 @@ def evaluate_multitask(run, arguments: argparse.Namespace, batch_size: int) -> d
     from seqtransfer.models.multitask import TaskView
     from seqtransfer.training.inference import predict_labels
     from seqtransfer.training.metrics import evaluate
-    from seqtransfer.training.multitask import data_config_of
+    from seqtransfer.workflows.multitask import data_config_of
     from seqtransfer.training.report import format_split_scores
 
     tasks = run.model.order

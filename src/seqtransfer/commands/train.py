@@ -122,7 +122,7 @@ class RunLog:
 
 
 def run(arguments: argparse.Namespace) -> dict:
-    from seqtransfer.training.train import train_tagger
+    from seqtransfer.workflows.train import train_tagger
     from seqtransfer.training.report import format_scores
 
     config = config_from_arguments(arguments)

@@ -252,7 +252,7 @@ def method_config(spec: ExperimentSpec, data_dir: str | None, method, target_nam
 
 def method_source(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, method, target_name: str, seed: int, sources: dict[str, RunTask]) -> RunTask | None:
     """The run a method's run transfers from: another method's run of this seed (``start_from``;
-    training/train.py starts from a self-labelling run's first model), the method's or the target's source, or none."""
+    workflows/train.py starts from a self-labelling run's first model), the method's or the target's source, or none."""
     if method.start_from:
         return method_task(spec, store, data_dir, method.start_from["method"], method.start_from["target"], seed, sources)
     target = target_spec(spec, target_name)

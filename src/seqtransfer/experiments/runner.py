@@ -97,7 +97,7 @@ def selflabel_logged(task: RunTask, config: RunConfig, directory: Path, echo: Lo
 
 def train_logged(config: RunConfig, directory: Path, echo: Log | None) -> None:
     """Train into ``directory``, appending the log to its log.txt (and to ``echo``)."""
-    from seqtransfer.training.train import train_tagger
+    from seqtransfer.workflows.train import train_tagger
 
     with open(directory / "log.txt", "a", encoding="utf-8") as log_file:
 

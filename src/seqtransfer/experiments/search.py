@@ -172,7 +172,7 @@ def make_trainable(base: dict, store_root: str, prefix: str, source_id: str | No
         from seqtransfer.experiments.grid import identity_of
         from seqtransfer.experiments.store import ResultsStore, content_id
         from seqtransfer.files import read_json
-        from seqtransfer.training.train import train_tagger
+        from seqtransfer.workflows.train import train_tagger
 
         config = trial_config(base, values)
         if max_epochs is not None:

@@ -14,7 +14,7 @@ Targets of task t are ``batch.targets["t.labels"]`` (and ``"t.heads"``). A batch
 whose targets it holds: only their branches, the branches below them and the shared WRE take
 part in the loss, so only they receive gradients ("one task per batch", section 4.2.1). The loss
 is the weighted mean over those tasks, sum_t alpha_t * L_t / N (equation 6); ``loss_weights``
-is set each epoch by the training loop's hook (``training/multitask.py``).
+is set each epoch by the training loop's hook (``workflows/multitask.py``).
 """
 
 from __future__ import annotations

@@ -294,7 +294,7 @@ def source_batches(source):
 
     train = source.config.train
     if hasattr(source.model, "hierarchy"):
-        from seqtransfer.training.multitask import TaskSchedule, encode_streams, load_multitask_data
+        from seqtransfer.workflows.multitask import TaskSchedule, encode_streams, load_multitask_data
 
         streams = encode_streams(load_multitask_data(source.config), source.vocabularies, bool(source.config.multitask.unified))
         return TaskSchedule(streams, train.batch_size, train.seed, source.config.multitask.sampling).batches(1)

@@ -10,8 +10,8 @@ do not ask for it; the one training loop adds every term to each batch's loss
 - ``auxiliary_lm``: an auxiliary language model (``transfer.auxiliary_lm_weight``).
 
 Adversarial training is not a term of this registry: it also changes the batches (a source batch
-paired with an unlabelled target batch: training/train.py ``adversarial_training``). A multi-task
-run builds its own penalties, one per branch (training/multitask.py).
+paired with an unlabelled target batch: workflows/train.py ``adversarial_training``). A multi-task
+run builds its own penalties, one per branch (workflows/multitask.py).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from seqtransfer.data.tag_feature import load_tagger, predicted_tags, resolve_ta
 from seqtransfer.data.task_data import in_fold, load_task_data
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json, write_text
-from seqtransfer.training.train import train_tagger
+from seqtransfer.workflows.train import train_tagger
 
 
 JACKKNIFE = "jackknife"  # the run directory's folder of the fold taggers (removed once their tags are kept)

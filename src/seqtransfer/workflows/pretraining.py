@@ -32,7 +32,7 @@ from seqtransfer.embeddings.transformer import TRAINING_REPORT
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json, write_json
 from seqtransfer.training.loop import fit
-from seqtransfer.training.train import seed_everything
+from seqtransfer.training.seeding import seed_everything
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 IGNORED = -100  # positions the loss skips

@@ -56,7 +56,7 @@ from seqtransfer.rundir import METRICS, load_run, write_members
 from seqtransfer.training.inference import model_device, predict_labels
 from seqtransfer.training.metrics import evaluate, get_metric
 from seqtransfer.training.precision import resolve_precision
-from seqtransfer.training.train import train_tagger
+from seqtransfer.workflows.train import train_tagger
 from seqtransfer.workflows.ensemble import ensemble_predict
 
 Log = Callable[[str], None]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import random
 import shutil
 import time
 import warnings
@@ -16,92 +15,37 @@ from torch import nn
 
 from seqtransfer import rundir
 from seqtransfer.analysis.activations import ActivationRecorder, activation_recorder
-from seqtransfer.config import RunConfig, check_values, idle_settings
+from seqtransfer.config import ModelConfig, RunConfig, check_values, idle_settings
 from seqtransfer.data.annealing import AnnealedBatches, add_annealing_sentences
+from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.selection import training_sentences
 from seqtransfer.data.task_data import SPLITS, TaskData, load_task_data
-from seqtransfer.data.vocabulary import Vocabularies, build_vocabularies, word_key
-from seqtransfer.embeddings.static import build_embedding_matrix, load_vectors
-from seqtransfer.training.checks import (check_adapter, check_auxiliary_lm, check_causal_encoder, check_distillation, check_fine_tuned_encoder,
-                                         check_nothing_is_added, check_resumable)
-from seqtransfer.training.precision import resolve_precision
+from seqtransfer.data.vocabulary import Vocabularies
 from seqtransfer.device import describe_device, out_of_memory_error, peak_memory_megabytes, prepare_device, resolve_device
+from seqtransfer.embeddings.transformer import encoder_path
 from seqtransfer.errors import SeqTransferError, SeqTransferWarning
-from seqtransfer.resources import peak_rss_megabytes, reset_peak_rss
-from seqtransfer.threads import granted_threads
 from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import count_parameters, size_metrics
-from seqtransfer.training.loop import BatchSource, Evaluate, FitResult, ShuffledBatches, dev_evaluation, fit
+from seqtransfer.resources import peak_rss_megabytes, reset_peak_rss
+from seqtransfer.tasks.regression import check_centred_scores
 from seqtransfer.training.inference import EvaluationSet, predict_labels
+from seqtransfer.training.loop import BatchSource, Evaluate, FitResult, ShuffledBatches, dev_evaluation, fit
 from seqtransfer.training.metrics import evaluate
 from seqtransfer.training.optimizers import fill_optimizer
+from seqtransfer.training.precision import resolve_precision
+from seqtransfer.training.seeding import seed_everything
+from seqtransfer.training.vocabularies import prepare_vocabularies
+from seqtransfer.transfer.adaptations import check_adaptations, chosen_adaptations, parameter_groups
+from seqtransfer.transfer.adversarial import DomainLoss, PairedBatches, unlabelled_tokens
 from seqtransfer.transfer.auxiliary_lm import language_model_decoder, language_model_words
 from seqtransfer.transfer.loss_terms import TermContext, loss_terms
+from seqtransfer.transfer.masked_lm import load_pretraining_head
 from seqtransfer.transfer.schemes import Scheme, get_scheme, scheme_prefixes, set_trainable
 from seqtransfer.transfer.weights import copy_shared_label_rows, transfer_weights
-from seqtransfer.tasks.regression import check_centred_scores
+from seqtransfer.training.checks import (check_adapter, check_auxiliary_lm, check_causal_encoder, check_distillation, check_fine_tuned_encoder,
+                                         check_nothing_is_added, check_resumable)
 
 Log = Callable[[str], None]
-
-
-def seed_everything(seed: int, threads: int) -> None:
-    """Make a run repeatable on CPU."""
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    torch.set_num_threads(granted_threads(threads))
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    # Deterministic mode also fills every new tensor with NaN by default (to expose reads of
-    # uninitialised memory): a quarter of the training step. Nothing reads such memory (the scores
-    # are identical either way), so skip the fill.
-    torch.utils.deterministic.fill_uninitialized_memory = False
-
-
-def prepare_vocabularies(config: RunConfig, data: TaskData, log: Log, base: Vocabularies | None = None, extra_tokens: list | None = None) -> tuple[Vocabularies, np.ndarray]:
-    """Vocabularies (extending ``base``'s when transferring) and the initial word embedding matrix;
-    ``extra_tokens`` (unlabelled sentences) count as evaluation words."""
-    from seqtransfer.data.tag_feature import add_tag_vocabulary
-
-    evaluation_tokens = [tokens for split in data.splits if split != "train" for tokens in data.tokens(split)] + list(extra_tokens or [])
-    vocabularies, matrix = build_word_vocabularies(config, data.tokens("train"), evaluation_tokens, data.kind.label_strings(data.gold("train")), log, base)
-    described = add_tag_vocabulary(config.model, data, vocabularies, base)
-    if described:
-        log(described)
-    return vocabularies, matrix
-
-
-def build_word_vocabularies(config: RunConfig, train_tokens: list, evaluation_tokens: list, train_labels, log: Log, base: Vocabularies | None = None) -> tuple[Vocabularies, np.ndarray]:
-    """Words (training words + evaluation words with a pre-trained vector), characters, labels, and
-    the initial word embedding matrix."""
-    model_config, data_config = config.model, config.data
-    if base is not None:  # the target must look words up exactly as the source did
-        model_config.lowercase_words, data_config.twitter_normalization = base.lowercase, base.twitter
-    vectors = None
-    if model_config.embeddings:
-        keys = {word_key(t, model_config.lowercase_words, data_config.twitter_normalization) for s in train_tokens + evaluation_tokens for t in s}
-        vectors = load_vectors(model_config.embeddings, keys, lowercase=model_config.lowercase_words)
-        if vectors.dimension != model_config.word_dimension:
-            raise SeqTransferError(
-                f"embeddings '{model_config.embeddings}' have {vectors.dimension} dimensions, model.word_dimension is {model_config.word_dimension}",
-                hint=f"set model.word_dimension={vectors.dimension}",
-            )
-    pretrained = set(vectors.words) if vectors is not None else set()
-    vocabularies = build_vocabularies(
-        train_tokens, train_labels, evaluation_tokens, pretrained, model_config.lowercase_words, data_config.twitter_normalization, base=base,
-    )
-    if model_config.encoder:  # every sentence encoded with these vocabularies carries the encoder's vectors
-        from seqtransfer.embeddings.transformer import check_encoder, encoder_fingerprint, encoder_shape
-
-        check_encoder(model_config.encoder)
-        model_config.encoder_layers, model_config.encoder_dimension = encoder_shape(model_config.encoder)
-        model_config.encoder_hash = encoder_fingerprint(model_config.encoder)
-        vocabularies.encoder, vocabularies.encoder_pooling, vocabularies.encoder_mode = model_config.encoder, model_config.encoder_pooling, model_config.encoder_mode
-        vocabularies.encoder_segments = True
-        how = f"fine-tuned, {model_config.encoder_pooling} sub-word" if model_config.encoder_mode == "finetune" else f"frozen, {model_config.encoder_pooling} sub-word, scalar mix"
-        log(f"encoder {model_config.encoder}: {model_config.encoder_layers} layers of {model_config.encoder_dimension} units, {how}")
-    matrix, found = build_embedding_matrix(vocabularies.words.items, vectors, model_config.word_dimension, seed=config.train.seed)
-    log(f"vocabulary: {len(vocabularies.words)} words ({found} pre-trained), {len(vocabularies.characters)} characters, {len(vocabularies.labels)} labels")
-    return vocabularies, matrix
 
 
 # Model settings a transferred model takes from its source run (the copied weights' shapes).
@@ -150,8 +94,6 @@ def check_source_set_up(config: RunConfig, source: rundir.LoadedRun) -> None:
     """The target takes its source's set-up; one it asks for otherwise (a fine-tuned encoder over a
     frozen-features source, LoRA over a fully fine-tuned one, characters over a words-only source:
     co-training's views) is one line, not silently dropped."""
-    from seqtransfer.config import ModelConfig
-
     defaults = ModelConfig()
     for name in SOURCE_SET_UP:
         wanted, had = getattr(config.model, name), getattr(source.config.model, name)
@@ -179,9 +121,6 @@ def build_target_model(config: RunConfig, scheme: Scheme, vocabularies: Vocabula
     if hasattr(model, "load_pretrained"):  # a fine-tuned encoder starts from its pretrained weights
         model.load_pretrained()
         if getattr(model, "language_model", None) is not None:  # the auxiliary LM (masked or causal): from the folder's pretraining head, if it has one
-            from seqtransfer.embeddings.transformer import encoder_path
-            from seqtransfer.transfer.masked_lm import load_pretraining_head
-
             pretrained = load_pretraining_head(model.language_model, encoder_path(config.model.encoder))
             origin = "the encoder folder's pretraining head" if pretrained else "random (no pretraining head of its shapes in the encoder folder)"
             log(f"auxiliary LM head: {origin}")
@@ -201,8 +140,6 @@ def train_phases(model: nn.Module, scheme: Scheme, config: RunConfig, train: Bat
     """Run the scheme's phases one after the other, each from the previous phase's best weights
     (with the adaptations of ``transfer.adaptations``, as their registry entries say: the phases
     they train, their epoch hooks, the epochs before early stopping, their layer-group rates)."""
-    from seqtransfer.transfer.adaptations import chosen_adaptations, parameter_groups
-
     history: list[dict] = []
     restored_seconds = 0.0
     trained: set[str] = set()
@@ -254,9 +191,9 @@ def score_splits(model, data: TaskData, vocabularies: Vocabularies, config: RunC
 
 
 def train_multitask_run(config: RunConfig, directory: Path, started: float, log: Log, show_progress: bool) -> dict:
-    """A hierarchical multi-task model (several tasks and datasets; training/multitask.py), after
+    """A hierarchical multi-task model (several tasks and datasets; workflows/multitask.py), after
     refusing what applies to one task only."""
-    from seqtransfer.training.multitask import train_multitask
+    from seqtransfer.workflows.multitask import train_multitask
 
     if config.data.select_like:
         raise SeqTransferError("data.select_* (selecting source sentences) applies to one task, not to a multi-task model", hint="drop data.select_like")
@@ -365,8 +302,6 @@ def check_target_model(config: RunConfig, model: nn.Module, scheme: Scheme, has_
     check_auxiliary_lm(config, scheme)
     check_distillation(config, model, data, vocabularies.labels)
     if config.transfer.adaptations:
-        from seqtransfer.transfer.adaptations import check_adaptations
-
         check_adaptations(config.transfer, model, has_source, scheme.phases(config.transfer), scheme_prefixes(model, scheme),
                           max_epochs=config.train.max_epochs, log=log)
 
@@ -415,8 +350,6 @@ def unlabelled_target(config: RunConfig) -> list[list[str]]:
     """The unlabelled target sentences of adversarial training (none without ``train.adversarial_data``)."""
     if not config.train.adversarial_data:
         return []
-    from seqtransfer.transfer.adversarial import unlabelled_tokens
-
     tokens = unlabelled_tokens(config.train.adversarial_data, config.data.data_dir, config.train.adversarial_tokenizer, config.train.adversarial_word_column)
     if not tokens:
         raise SeqTransferError(f"train.adversarial_data '{config.train.adversarial_data}' holds no sentences", hint="give unlabelled target sentences")
@@ -427,9 +360,6 @@ def adversarial_training(config: RunConfig, model: nn.Module, vocabularies: Voca
     """With ``train.adversarial_data``: source batches paired with target batches, and the domain loss."""
     if not config.train.adversarial_data:
         return source, ()
-    from seqtransfer.data.batching import encode_sentences
-    from seqtransfer.transfer.adversarial import DomainLoss, PairedBatches
-
     tokens = unlabelled_target(config)
     log(f"adversarial training against {config.train.adversarial_data}: {len(tokens)} unlabelled target sentences, lambda {config.train.adversarial_weight}")
     paired = PairedBatches(source, encode_sentences(tokens, vocabularies), config.train.batch_size, config.train.seed)

@@ -44,14 +44,19 @@ from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import count_parameters, size_metrics
 from seqtransfer.resources import peak_rss_megabytes
 from seqtransfer.tasks.regression import check_centred_scores
-from seqtransfer.training.loop import Evaluate
+from seqtransfer.training.checks import check_resumable
 from seqtransfer.training.inference import EvaluationSet, predict_labels, score
+from seqtransfer.training.loop import Evaluate
 from seqtransfer.training.metrics import evaluate
 from seqtransfer.training.optimizers import fill_optimizer
 from seqtransfer.training.precision import resolve_precision
+from seqtransfer.training.vocabularies import build_word_vocabularies
+from seqtransfer.transfer.adaptations import MultitaskEWC, MultitaskL2SP, SOURCE_PENALTIES, check_adaptations, layer_groups, source_fisher
 from seqtransfer.transfer.auxiliary_lm import auxiliary_language_model, language_model_words
 from seqtransfer.transfer.schemes import Scheme, get_scheme
 from seqtransfer.transfer.weights import copy_shared_label_rows, transfer_weights
+from seqtransfer.workflows.train import load_source, train_phases
+from seqtransfer.workflows.unify import unified_sentences, with_task_columns
 
 Log = Callable[[str], None]
 SCHEMES = ("scratch", "finetune")  # multi-task training from scratch, or MuTSPad's multi-task fine-tuning of a multi-task source
@@ -96,8 +101,6 @@ def load_multitask_data(config: RunConfig) -> dict[str, TaskData]:
             raise SeqTransferError(f"dataset '{data.dataset}' (task '{task}') has no dev split for early stopping", hint="use a dataset with a dev split")
         tasks[task] = data
     if config.multitask.unified:  # training sentences labelled for every task (`seqtransfer unify`)
-        from seqtransfer.workflows.unify import unified_sentences, with_task_columns
-
         tasks = with_task_columns(unified_sentences(config.multitask.unified), tasks, config.multitask.unified)
     return tasks
 
@@ -118,8 +121,6 @@ def distinct_datasets(tasks: dict[str, TaskData]) -> list[TaskData]:
 
 def prepare_multitask_vocabularies(config: RunConfig, tasks: dict[str, TaskData], log: Log, base: Vocabularies | None = None) -> tuple[Vocabularies, np.ndarray]:
     """Words and characters of every dataset (extending the source's when transferring), labels per task."""
-    from seqtransfer.training.train import build_word_vocabularies
-
     datasets = distinct_datasets(tasks)
     train_tokens = [tokens for data in datasets for tokens in data.tokens("train")]
     evaluation_tokens = [tokens for data in datasets for split in data.splits if split != "train" for tokens in data.tokens(split)]
@@ -253,8 +254,6 @@ def load_multitask_source(config: RunConfig, scheme: Scheme):
         raise SeqTransferError(f"scheme '{scheme.name}' does not apply to multi-task models", hint=f"use one of: {', '.join(SCHEMES)}")
     if not scheme.uses_source:
         return None
-    from seqtransfer.training.train import load_source
-
     source = load_source(config, scheme)
     if not isinstance(source.model, HierarchicalMultiTask):
         raise SeqTransferError("the source run is not a multi-task model", path=config.transfer.source, hint="pass a run trained with model.tasks set (multi-task pretraining)")
@@ -267,8 +266,6 @@ def multitask_adaptations(config: RunConfig, model: HierarchicalMultiTask, sourc
     build L2-SP and EWC towards a multi-task source's weights (extra loss terms) when asked."""
     if not config.transfer.adaptations:
         return ()
-    from seqtransfer.transfer.adaptations import SOURCE_PENALTIES, MultitaskEWC, MultitaskL2SP, check_adaptations, layer_groups, source_fisher
-
     check_adaptations(config.transfer, model, has_source=source is not None, max_epochs=config.train.max_epochs, log=log)
     log("adaptations " + ", ".join(config.transfer.adaptations) + " over groups: " + ", ".join(name for name, _ in layer_groups(model)))
     if not set(SOURCE_PENALTIES) & set(config.transfer.adaptations):
@@ -365,9 +362,6 @@ def check_multitask_settings(config: RunConfig) -> None:
 
 def train_multitask(config: RunConfig, directory: Path, started: float, log: Log, show_progress: bool) -> dict:
     """Train a multi-task model (from scratch or from a multi-task source) and write its run directory."""
-    from seqtransfer.training.checks import check_resumable
-    from seqtransfer.training.train import train_phases
-
     scheme = get_scheme(config.transfer.scheme)
     check_multitask_settings(config)
     source = load_multitask_source(config, scheme)

@@ -1,0 +1,60 @@
+"""A run's vocabularies (words, characters, labels, input tags) and its initial word embedding matrix."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from seqtransfer.config import RunConfig
+from seqtransfer.data.tag_feature import add_tag_vocabulary
+from seqtransfer.data.task_data import TaskData
+from seqtransfer.data.vocabulary import Vocabularies, build_vocabularies, word_key
+from seqtransfer.embeddings.static import build_embedding_matrix, load_vectors
+from seqtransfer.embeddings.transformer import check_encoder, encoder_fingerprint, encoder_shape
+from seqtransfer.errors import SeqTransferError
+
+Log = Callable[[str], None]
+
+
+def prepare_vocabularies(config: RunConfig, data: TaskData, log: Log, base: Vocabularies | None = None, extra_tokens: list | None = None) -> tuple[Vocabularies, np.ndarray]:
+    """Vocabularies (extending ``base``'s when transferring) and the initial word embedding matrix;
+    ``extra_tokens`` (unlabelled sentences) count as evaluation words."""
+    evaluation_tokens = [tokens for split in data.splits if split != "train" for tokens in data.tokens(split)] + list(extra_tokens or [])
+    vocabularies, matrix = build_word_vocabularies(config, data.tokens("train"), evaluation_tokens, data.kind.label_strings(data.gold("train")), log, base)
+    described = add_tag_vocabulary(config.model, data, vocabularies, base)
+    if described:
+        log(described)
+    return vocabularies, matrix
+
+
+def build_word_vocabularies(config: RunConfig, train_tokens: list, evaluation_tokens: list, train_labels, log: Log, base: Vocabularies | None = None) -> tuple[Vocabularies, np.ndarray]:
+    """Words (training words + evaluation words with a pre-trained vector), characters, labels, and
+    the initial word embedding matrix."""
+    model_config, data_config = config.model, config.data
+    if base is not None:  # the target must look words up exactly as the source did
+        model_config.lowercase_words, data_config.twitter_normalization = base.lowercase, base.twitter
+    vectors = None
+    if model_config.embeddings:
+        keys = {word_key(t, model_config.lowercase_words, data_config.twitter_normalization) for s in train_tokens + evaluation_tokens for t in s}
+        vectors = load_vectors(model_config.embeddings, keys, lowercase=model_config.lowercase_words)
+        if vectors.dimension != model_config.word_dimension:
+            raise SeqTransferError(
+                f"embeddings '{model_config.embeddings}' have {vectors.dimension} dimensions, model.word_dimension is {model_config.word_dimension}",
+                hint=f"set model.word_dimension={vectors.dimension}",
+            )
+    pretrained = set(vectors.words) if vectors is not None else set()
+    vocabularies = build_vocabularies(
+        train_tokens, train_labels, evaluation_tokens, pretrained, model_config.lowercase_words, data_config.twitter_normalization, base=base,
+    )
+    if model_config.encoder:  # every sentence encoded with these vocabularies carries the encoder's vectors
+        check_encoder(model_config.encoder)
+        model_config.encoder_layers, model_config.encoder_dimension = encoder_shape(model_config.encoder)
+        model_config.encoder_hash = encoder_fingerprint(model_config.encoder)
+        vocabularies.encoder, vocabularies.encoder_pooling, vocabularies.encoder_mode = model_config.encoder, model_config.encoder_pooling, model_config.encoder_mode
+        vocabularies.encoder_segments = True
+        how = f"fine-tuned, {model_config.encoder_pooling} sub-word" if model_config.encoder_mode == "finetune" else f"frozen, {model_config.encoder_pooling} sub-word, scalar mix"
+        log(f"encoder {model_config.encoder}: {model_config.encoder_layers} layers of {model_config.encoder_dimension} units, {how}")
+    matrix, found = build_embedding_matrix(vocabularies.words.items, vectors, model_config.word_dimension, seed=config.train.seed)
+    log(f"vocabulary: {len(vocabularies.words)} words ({found} pre-trained), {len(vocabularies.characters)} characters, {len(vocabularies.labels)} labels")
+    return vocabularies, matrix
