@@ -51,7 +51,7 @@ def run_directory(name: str) -> Path:
 
 
 def prediction_rows(path: Path) -> list[list[list[str]]]:
-    """``token [gold] predicted`` lines, a blank line between sentences (rundir.write_predictions)."""
+    """``token [gold] predicted`` lines, a blank line between sentences (data.conll.write_prediction_lines)."""
     blocks = path.read_text(encoding="utf-8").strip("\n").split("\n\n")
     return [[line.split(" ") for line in block.split("\n")] for block in blocks]
 

@@ -50,7 +50,7 @@ def test_run_records_its_device_and_loads_anywhere(tmp_path):
 
 def test_resuming_on_another_device_is_the_same_run():
     from seqtransfer.config import RunConfig
-    from seqtransfer.training.checks import config_differences
+    from seqtransfer.workflows.checks import config_differences
 
     other = RunConfig()
     other.train.device = "cuda:0"

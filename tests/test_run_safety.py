@@ -195,7 +195,7 @@ def test_a_run_saved_by_the_previous_version_resumes_with_the_same_command():
     """Settings the previous version did not save (optimizer, metric) must not look changed."""
     from seqtransfer.rundir import read_saved_config
     from seqtransfer.training.optimizers import fill_optimizer
-    from seqtransfer.training.checks import config_differences
+    from seqtransfer.workflows.checks import config_differences
 
     saved = read_saved_config(FIXTURES / "runs" / "v0_tagger_crf")
     new = read_saved_config(FIXTURES / "runs" / "v0_tagger_crf")

@@ -17,7 +17,6 @@ import functools
 import hashlib
 import math
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +30,7 @@ from seqtransfer.config import RunConfig, check_values, config_from_dict, dump_c
 from seqtransfer.data.vocabulary import Vocabularies
 from seqtransfer.device import resolve_device
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.files import atomic_write, read_json, write_json, write_text
+from seqtransfer.files import read_json, write_json, write_text
 from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import SequenceLabeller
 from seqtransfer.training.checkpoint import save_tensors
@@ -44,7 +43,6 @@ MEMBERS = "members.json"  # a folder of models that predict together (a self-lab
 COMBINATIONS = ("single", "vote", "confident", "average")  # how a folder's models predict together (workflows/selflabel.py combine)
 MEMBERS_HINT = "it is written by `seqtransfer selflabel` or `seqtransfer ensemble`: run it again"
 REQUIRED = (CONFIG, VOCABULARY, WEIGHTS, METRICS)
-_SPACES = re.compile(r"[ \t]")
 EMBEDDING_TABLES = ("word_representation.word_embedding.weight", "word_representation.character_encoder.embedding.weight")
 
 
@@ -189,22 +187,6 @@ def parameters_without_embeddings(directory: Path) -> int:
     with safe_open(str(directory / WEIGHTS), framework="pt") as weights:
         shapes = [weights.get_slice(name).get_shape() for name in weights.keys() if name not in EMBEDDING_TABLES]
     return sum(math.prod(shape) for shape in shapes)
-
-
-def write_predictions(path: Path, tokens: list[list[str]], gold: list[list[str]] | None, predicted: list[list[str]]) -> None:
-    """One ``token [gold] predicted`` line per token, blank line between sentences.
-
-    Fields are separated by one space, conlleval's default delimiter; a space or TAB inside a
-    token (possible in CoNLL-U) or a label (MTT's merged tags, ``Q Vmpr1s``) is written as ``_``
-    so the line keeps its three fields.
-    """
-    with atomic_write(path) as handle:
-        for index, sentence in enumerate(tokens):
-            for position, token in enumerate(sentence):
-                columns = [token] + ([gold[index][position]] if gold is not None else []) + [predicted[index][position]]
-                columns = [_SPACES.sub("_", field) for field in columns]
-                handle.write(" ".join(columns) + "\n")
-            handle.write("\n")
 
 
 def check_run_directory(directory: Path) -> None:

@@ -24,6 +24,7 @@ Written by hand rather than with a library: the format is a few lines of splitti
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -195,3 +196,22 @@ def field_value(sentence: Sentence, name: str, index: int, token: str) -> str:
             hint="replace spaces/TABs inside tokens and labels (e.g. with _) before writing a column file",
         )
     return value
+
+
+_SPACES = re.compile(r"[ \t]")  # a space or TAB inside a field would split it
+
+
+def write_prediction_lines(path: Path, tokens: list[list[str]], gold: list[list[str]] | None, predicted: list[list[str]]) -> None:
+    """One ``token [gold] predicted`` line per token, blank line between sentences.
+
+    Fields are separated by one space, conlleval's default delimiter; a space or TAB inside a
+    token (possible in CoNLL-U) or a label (MTT's merged tags, ``Q Vmpr1s``) is written as ``_``
+    so the line keeps its three fields.
+    """
+    with atomic_write(path) as handle:
+        for index, sentence in enumerate(tokens):
+            for position, token in enumerate(sentence):
+                columns = [token] + ([gold[index][position]] if gold is not None else []) + [predicted[index][position]]
+                columns = [_SPACES.sub("_", field) for field in columns]
+                handle.write(" ".join(columns) + "\n")
+            handle.write("\n")

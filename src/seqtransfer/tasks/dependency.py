@@ -20,6 +20,7 @@ import torch
 from seqtransfer.config import ModelConfig
 from seqtransfer.data.batching import encode_labels
 from seqtransfer.data.conllu import format_sentence, UD_COLUMNS, write_conllu
+from seqtransfer.data.conll import write_prediction_lines
 from seqtransfer.data.corpus import Sentence
 from seqtransfer.data.trees import HEAD, RELATION, Tree, read_tree, universal_relation
 from seqtransfer.data.vocabulary import Vocabulary
@@ -66,11 +67,9 @@ class Dependency:
         return [Tree(tuple(heads[row, :length].tolist()), tuple(labels.decode(relations[row, :length]))) for row, length in enumerate(lengths)]
 
     def write_predictions(self, directory: Path, name: str, sentences: Sequence[Sentence], gold: Sequence[Tree] | None, predicted: Sequence[Tree]) -> None:
-        from seqtransfer.rundir import write_predictions
-
         write_conllu(directory / f"{name}.conllu", [with_tree(sentence, tree) for sentence, tree in zip(sentences, predicted)], columns=UD_COLUMNS)
         gold_labels = None if gold is None else [scoring_labels(tree) for tree in gold]
-        write_predictions(directory / f"{name}.conll", [sentence.tokens for sentence in sentences], gold_labels, [scoring_labels(tree) for tree in predicted])
+        write_prediction_lines(directory / f"{name}.conll", [sentence.tokens for sentence in sentences], gold_labels, [scoring_labels(tree) for tree in predicted])
 
     def format_output(self, sentences: Sequence[Sentence], predicted: Sequence[Tree]) -> str:
         """CoNLL-U: the input sentences with HEAD and DEPREL filled."""

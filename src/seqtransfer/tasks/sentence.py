@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from seqtransfer.data.batching import encode_labels
+from seqtransfer.data.conll import write_prediction_lines
 from seqtransfer.data.corpus import Sentence
 from seqtransfer.data.vocabulary import Vocabulary
 from seqtransfer.files import atomic_write
@@ -50,14 +51,12 @@ class SentenceClassification:
         """``predictions/NAME.tsv``: [gold TAB] predicted TAB text per sentence; and ``NAME.conll``,
         one line per sentence (``sentence-N gold predicted``), which significance tests and
         ``analyze transfer`` read as they read tagging runs."""
-        from seqtransfer.rundir import write_predictions
-
         with atomic_write(directory / f"{name}.tsv") as handle:
             for index, sentence in enumerate(sentences):
                 fields = ([gold[index][0]] if gold is not None else []) + [predicted[index][0], " ".join(sentence.tokens)]
                 handle.write("\t".join(fields) + "\n")
         names = [[f"sentence-{index + 1}"] for index in range(len(sentences))]
-        write_predictions(directory / f"{name}.conll", names, None if gold is None else list(gold), list(predicted))
+        write_prediction_lines(directory / f"{name}.conll", names, None if gold is None else list(gold), list(predicted))
 
     def format_output(self, sentences: Sequence[Sentence], predicted: Sequence[list[str]]) -> str:
         return "".join(f"{labels[0]}\t{' '.join(sentence.tokens)}\n" for sentence, labels in zip(sentences, predicted))

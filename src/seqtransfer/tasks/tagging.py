@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from seqtransfer.data.batching import encode_labels
+from seqtransfer.data.conll import write_prediction_lines
 from seqtransfer.data.corpus import Sentence
 from seqtransfer.data.schemes import infer_scheme, tag_problem, transition_problems
 from seqtransfer.data.trees import token_line
@@ -79,9 +80,7 @@ class Tagging:
 
     def write_predictions(self, directory: Path, name: str, sentences: Sequence[Sentence], gold: Sequence[Labels] | None, predicted: Sequence[Labels]) -> None:
         """``predictions/NAME.conll``: token, gold and predicted label per line (conlleval's input)."""
-        from seqtransfer.rundir import write_predictions
-
-        write_predictions(directory / f"{name}.conll", [sentence.tokens for sentence in sentences], gold, predicted)
+        write_prediction_lines(directory / f"{name}.conll", [sentence.tokens for sentence in sentences], gold, predicted)
 
     def format_output(self, sentences: Sequence[Sentence], predicted: Sequence[Labels]) -> str:
         """``token<TAB>label`` lines, a blank line between sentences."""

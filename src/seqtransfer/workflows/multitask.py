@@ -44,7 +44,7 @@ from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import count_parameters, size_metrics
 from seqtransfer.resources import peak_rss_megabytes
 from seqtransfer.tasks.regression import check_centred_scores
-from seqtransfer.training.checks import check_resumable
+from seqtransfer.workflows.checks import check_resumable
 from seqtransfer.training.inference import EvaluationSet, predict_labels, score
 from seqtransfer.training.loop import Evaluate
 from seqtransfer.training.metrics import evaluate

@@ -42,7 +42,7 @@ from seqtransfer.transfer.loss_terms import TermContext, loss_terms
 from seqtransfer.transfer.masked_lm import load_pretraining_head
 from seqtransfer.transfer.schemes import Scheme, get_scheme, scheme_prefixes, set_trainable
 from seqtransfer.transfer.weights import copy_shared_label_rows, transfer_weights
-from seqtransfer.training.checks import (check_adapter, check_auxiliary_lm, check_causal_encoder, check_distillation, check_fine_tuned_encoder,
+from seqtransfer.workflows.checks import (check_adapter, check_auxiliary_lm, check_causal_encoder, check_distillation, check_fine_tuned_encoder,
                                          check_nothing_is_added, check_resumable)
 
 Log = Callable[[str], None]

@@ -10,7 +10,9 @@ from seqtransfer import rundir
 from seqtransfer.config import RunConfig, config_to_dict
 from seqtransfer.data.task_data import TaskData
 from seqtransfer.data.vocabulary import Vocabulary
+from seqtransfer.embeddings.transformer import is_causal_encoder
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.transfer.distillation import check_teacher, gives_label_distributions, teacher_directories
 from seqtransfer.transfer.schemes import Scheme
 
 
@@ -42,8 +44,6 @@ def check_causal_encoder(config: RunConfig) -> None:
     """A left-to-right encoder's first vector ([CLS]) sees only itself: a fine-tuned causal LM pools a
     sentence by its mean (one line otherwise). Its auxiliary LM loss predicts each next sub-word
     (``transfer/masked_lm.py``)."""
-    from seqtransfer.embeddings.transformer import is_causal_encoder
-
     model = config.model
     if not is_causal_encoder(model.encoder):
         return
@@ -57,8 +57,6 @@ def check_distillation(config: RunConfig, model, data: TaskData, labels: Vocabul
     not a parser's trees or a regressor's scores; and each teacher run gives them in this task's tag
     set (read from its run directory, its model built on the meta device: nothing loaded). Refused
     before the run directory is written."""
-    from seqtransfer.transfer.distillation import check_teacher, gives_label_distributions, teacher_directories
-
     if config.transfer.distill_from and not gives_label_distributions(model):
         raise SeqTransferError(f"distillation (transfer.distill_from) teaches taggers and sentence classifiers, not a {data.kind.name} model", hint="drop transfer.distill_from")
     for teacher in teacher_directories(config.transfer.distill_from):
