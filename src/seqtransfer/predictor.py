@@ -66,6 +66,9 @@ class Predictor:
         if not isinstance(sentences, (list, tuple)):
             raise SeqTransferError(f"expected a list of sentences, got {type(sentences).__name__}",
                                    hint='pass e.g. [["I", "love", "NYC"]] or ["I love NYC"]')
+        if looks_like_one_tokenised_sentence(sentences):
+            warn(f"predict got {len(sentences)} strings of one word each: each string is a sentence, so this tags {len(sentences)} one-word sentences; "
+                 f"for one tokenised sentence pass a list of token lists, e.g. [{list(sentences[:3])!r}]")
         tokens = [self.tokenize(sentence) if isinstance(sentence, str) else check_tokens(sentence, number) for number, sentence in enumerate(sentences, start=1)]
         for number, sentence in enumerate(tokens, start=1):
             if not sentence:
@@ -99,12 +102,23 @@ def load(run_directory: str | Path, tokenizer: str = "whitespace", device: str =
     else the CPU); ``transliterate="sr"`` reads Serbian Cyrillic input as Latin script; ``amp``: a
     fine-tuned encoder's precision (``off``: fp32, ``bf16``, ``fp16`` on CUDA, ``auto``: a CUDA
     GPU's half precision, else fp32; as ``train.amp`` reads them)."""
-    if batch_size < 1:
-        raise SeqTransferError(f"batch size must be at least 1, got {batch_size}", hint="pass --batch-size 1 or more")
+    check_batch_size(batch_size)
     members = read_members(run_directory)
     if members:  # several models that predict together (tri-training: a majority vote; an ensemble: their averaged distributions)
         return VotingPredictor(*members, tokenizer, device, batch_size, transliterate, amp)
     return Predictor(load_run(run_directory, device), tokenizer, batch_size, transliterate, amp)
+
+
+def looks_like_one_tokenised_sentence(sentences: Sequence) -> bool:
+    """``["I", "love", "NYC"]``: several strings, none holding a space: most likely one sentence's
+    tokens passed without the outer list (it is read as that many one-word sentences)."""
+    return len(sentences) > 1 and all(isinstance(sentence, str) and sentence.strip() and not any(character.isspace() for character in sentence.strip())
+                                      for sentence in sentences)
+
+
+def check_batch_size(batch_size) -> None:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise SeqTransferError(f"batch size must be a whole number of at least 1, got {batch_size!r}", hint="pass e.g. batch_size=64 (--batch-size 64)")
 
 
 def check_transliteration(language: str | None) -> None:

@@ -390,6 +390,14 @@ def read_run_setup(directory: Path) -> tuple[RunConfig, Vocabularies]:
     return config, vocabularies
 
 
+def check_finite(state: dict[str, torch.Tensor], path: Path) -> None:
+    """Weights holding NaN or infinity predict garbage with a straight face: refuse them."""
+    broken = [name for name, tensor in state.items() if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all())]
+    if broken:
+        raise SeqTransferError(f"{len(broken)} weight tensor(s) hold NaN or infinite values ({', '.join(broken[:3])}{', ...' if len(broken) > 3 else ''})",
+                               path=path, hint="the run diverged or the file was changed: train it again (--restart)")
+
+
 def load_run(directory: str | Path, device: str | None = "cpu") -> LoadedRun:
     """Rebuild the model of a run directory (safetensors + YAML + JSON, no pickle) on ``device``
     (``auto``: the first GPU, else the CPU); a run trained on any device loads on any other."""
@@ -407,6 +415,7 @@ def load_run(directory: str | Path, device: str | None = "cpu") -> LoadedRun:
         state = load_file(str(directory / WEIGHTS))
     except Exception as error:  # offsets past the end of the file, truncated data
         raise SeqTransferError(f"model.safetensors is damaged ({str(error).splitlines()[0][:120]})", path=directory / WEIGHTS, hint=DAMAGED) from None
+    check_finite(state, directory / WEIGHTS)
     if hasattr(model, "stored") and len(state) < len(model.state_dict()):  # an adapter's run: the frozen encoder comes from its folder
         model.load_pretrained()
         model.load_state_dict(state, strict=False)

@@ -14,10 +14,11 @@ Conventions shared by all readers and writers (``conll.py``, ``conllu.py``):
 
 from __future__ import annotations
 
+import codecs
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seqtransfer.errors import SeqTransferError
+from seqtransfer.errors import SeqTransferError, warn
 
 
 @dataclass
@@ -79,8 +80,18 @@ def read_lines(path: str | Path, encoding: str = "utf-8") -> list[str]:
     return decode_lines(data, file_path, encoding)
 
 
+# Byte-order marks that name a file's encoding (UTF-32's first: its little-endian mark starts like UTF-16's).
+BYTE_ORDER_MARKS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
 def decode_lines(data: bytes, path: Path, encoding: str) -> list[str]:
-    """Decode ``data`` and split it into lines; a bad byte is reported with its 1-based line."""
+    """Decode ``data`` and split it into lines; a bad byte is reported with its 1-based line. A file
+    that starts with a UTF-16 or UTF-32 byte-order mark is read in that encoding (Windows editors
+    write "Unicode" text so), with a warning."""
+    marked = next((name for mark, name in BYTE_ORDER_MARKS if data.startswith(mark)), None)
+    if marked and encoding.replace("-", "").lower() in ("utf8", "utf_8"):
+        warn(f"{path}: read as {marked.upper()} (its byte-order mark says so), not UTF-8")
+        encoding = marked
     try:
         text = data.decode(encoding)
     except LookupError:

@@ -7,6 +7,7 @@ learning rate (``parameter_groups``) and, where needed, what happens at the star
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
@@ -114,7 +115,12 @@ def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, source: Batc
                 scaler.update()
             else:
                 optimizer.step()
-            total_loss += loss.item()
+            value = loss.item()
+            if not math.isfinite(value):
+                clipping = f"train.gradient_clip (now {config.gradient_clip})" if config.gradient_clip > 0 else "turn on train.gradient_clip (e.g. 5)"
+                raise SeqTransferError(f"the training loss became {value} at batch {step + 1} of epoch {epoch}: training diverged",
+                                       hint=f"lower train.learning_rate (now {config.learning_rate}) or {clipping}")
+            total_loss += value
     if skipped and skipped == source.batch_count:
         raise SeqTransferError(f"nothing trains in epoch {epoch}: no batch reaches a trainable weight", hint="check the scheme's phases and transfer.adaptations (what is frozen)")
     return total_loss / max(source.sentence_count, 1)

@@ -1,0 +1,93 @@
+"""Issue 50's cases: inputs that used to give a traceback or a silently wrong result with exit 0.
+
+Each runs the real CLI in-process (exit 2, one stderr line, no traceback, nothing left behind) or
+the Python API, and fails on the code before its fix.
+"""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+import seqtransfer
+from conftest import FIXTURES, tiny_train_arguments
+from seqtransfer.data.corpus import read_lines
+from seqtransfer.errors import SeqTransferError
+from test_bad_input import run_cli, train_on
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32"])
+def test_a_file_with_a_utf16_or_utf32_byte_order_mark_is_read_with_a_warning(tmp_path, encoding):
+    path = tmp_path / "windows.conll"
+    text = "John B-person\nlives O\n\n"
+    mark = {"utf-16": b"", "utf-16-be": b"\xfe\xff", "utf-32": b""}[encoding]
+    path.write_bytes(mark + text.encode(encoding))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert read_lines(path) == ["John B-person", "lives O", ""]
+    assert any("byte-order mark" in str(warning.message) for warning in caught)
+
+
+def test_a_utf16_training_file_trains(tmp_path, capsys):
+    utf16 = tmp_path / "train.conll"
+    utf16.write_bytes((FIXTURES / "tiny_ner_train.conll").read_text(encoding="utf-8").encode("utf-16"))
+    from seqtransfer.cli import main
+
+    assert main(train_on(utf16, tmp_path / "run")) == 0
+    assert "read as UTF-16" in capsys.readouterr().out  # the CLI prints warnings with its log
+    assert (tmp_path / "run" / "model.safetensors").is_file()
+
+
+def test_a_diverging_learning_rate_stops_with_one_line(tmp_path, capsys):
+    message = run_cli(tiny_train_arguments(tmp_path / "run", epochs=2) + ["train.learning_rate=1e38", "train.gradient_clip=0"], capsys)
+    assert "diverged" in message and "batch" in message and "epoch 2" in message and "train.learning_rate" in message
+    assert not (tmp_path / "run" / "model.safetensors").exists()
+
+
+@pytest.mark.parametrize("option, expected", [(["--epochs", "0"], "train.max_epochs"), (["--seed", "-5"], "train.seed")])
+def test_meaningless_numbers_are_refused(option, expected, tmp_path, capsys):
+    arguments = tiny_train_arguments(tmp_path / "run")
+    for index in range(0, len(option), 2):
+        position = arguments.index(option[index])
+        arguments[position + 1] = option[index + 1]
+    assert expected in run_cli(arguments, capsys)
+    assert not (tmp_path / "run").exists()
+
+
+def test_dataset_and_training_files_together_are_refused(tmp_path, capsys):
+    message = run_cli(tiny_train_arguments(tmp_path / "run") + ["--dataset", "wnut17"], capsys)
+    assert "--dataset" in message and "--train" in message
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("batch_size", ["8", 2.5, 0, True])
+def test_a_bad_batch_size_is_one_error(tiny_run, batch_size):
+    with pytest.raises(SeqTransferError, match="batch size"):
+        seqtransfer.load(tiny_run, batch_size=batch_size)
+
+
+def test_a_flat_token_list_warns_that_each_string_is_a_sentence(tiny_run):
+    predictor = seqtransfer.load(tiny_run)
+    with pytest.warns(Warning, match="one-word sentences"):
+        assert len(predictor.predict(["I", "love", "NYC"])) == 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        predictor.predict(["I love NYC"])
+        predictor.predict([["I", "love", "NYC"]])
+
+
+def test_weights_holding_nan_are_refused_at_load(tiny_run, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(tiny_run, copy)
+    state = load_file(str(copy / "model.safetensors"))
+    name = next(name for name, tensor in state.items() if tensor.is_floating_point())
+    state[name] = state[name].clone()
+    state[name].view(-1)[0] = float("nan")
+    save_file(state, str(copy / "model.safetensors"))
+    with pytest.raises(SeqTransferError, match="NaN"):
+        seqtransfer.load(copy)
+    assert torch.isfinite(load_file(str(tiny_run / "model.safetensors"))[name]).all()
