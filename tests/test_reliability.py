@@ -91,3 +91,35 @@ def test_weights_holding_nan_are_refused_at_load(tiny_run, tmp_path):
     with pytest.raises(SeqTransferError, match="NaN"):
         seqtransfer.load(copy)
     assert torch.isfinite(load_file(str(tiny_run / "model.safetensors"))[name]).all()
+
+
+def label_file(path, rows):
+    path.write_text("\n\n".join("\n".join(f"{word} {label}" for word, label in sentence) for sentence in rows) + "\n", encoding="utf-8")
+    return path
+
+
+def test_training_data_with_one_label_is_warned_about(tmp_path, capsys):
+    from seqtransfer.cli import main
+
+    train = label_file(tmp_path / "train.conll", [[("John", "O"), ("runs", "O")], [("Mary", "O"), ("sings", "O")]])
+    assert main(train_on(train, tmp_path / "run")) == 0
+    assert "every training label is 'O' (4 of them)" in capsys.readouterr().out
+
+
+def test_dev_labels_unseen_in_training_are_counted(tmp_path, capsys):
+    from seqtransfer.cli import main
+
+    assert main(tiny_train_arguments(tmp_path / "run", epochs=1)) == 0
+    assert "test has 1 label never seen in training (1 kind: B-group (1))" in capsys.readouterr().out
+
+
+def test_labels_that_look_like_words_suggest_swapped_columns(tmp_path, capsys):
+    from seqtransfer.cli import main
+
+    sentences = [[(label, f"word{index * 3 + position}") for position, label in enumerate(["B-person", "O", "O"])] for index in range(60)]
+    train = label_file(tmp_path / "train.conll", sentences)
+    arguments = train_on(train, tmp_path / "run")
+    arguments[arguments.index("--scheme") + 1] = "none"
+    arguments[arguments.index("--dev") + 1] = str(train)
+    assert main(arguments) == 0
+    assert "are --columns swapped?" in capsys.readouterr().out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from dataclasses import dataclass, field, replace
 
 from seqtransfer.config import DataConfig, fold_of
@@ -199,3 +201,41 @@ def without_fold(sentences: list[Sentence], fold: str) -> list[Sentence]:
 def default_metric(kind, scheme: str) -> str:
     """Entity F1 for span labels, else the kind's first metric (token accuracy, LAS)."""
     return "span_f1" if scheme != "none" and "span_f1" in kind.metrics else kind.metrics[0]
+
+
+# Label sets that train without error but most likely not as the user meant: one label only, labels
+# of dev or test that training never shows, and "labels" that look like words (swapped columns).
+# Each gives a note (a warning in the run's log) with counts; none stops the run.
+WORD_LIKE_LABELS = 100  # more distinct labels than this, and at least half as many as distinct words: words, not labels
+
+
+def label_counts(data: TaskData, split: str) -> Counter:
+    """How often each label string occurs in ``split`` (tagging: per token; parsing: per relation; sentences: per sentence)."""
+    return Counter(label for labels in data.kind.label_strings(data.gold(split)) for label in labels)
+
+
+def label_notes(data: TaskData) -> list[str]:
+    """Notes on the training labels and on the evaluation splits' labels, for the run's log."""
+    if "train" not in data.splits:
+        return []
+    training = label_counts(data, "train")
+    if not training:  # regression: scores, no labels
+        return []
+    notes = []
+    if len(training) == 1:
+        label, count = next(iter(training.items()))
+        notes.append(f"every training label is '{label}' ({count} of them): the model can only learn to predict it; check --columns and the file")
+    words = {token for tokens in data.tokens("train") for token in tokens}
+    if len(training) > WORD_LIKE_LABELS and len(training) >= len(words) / 2:
+        examples = ", ".join(repr(label) for label, _ in training.most_common(3))
+        notes.append(f"the labels look like words ({len(training)} distinct labels for {len(words)} distinct tokens, e.g. {examples}): are --columns swapped?")
+    for split in data.splits:
+        if split == "train":
+            continue
+        unseen = {label: count for label, count in label_counts(data, split).items() if label not in training}
+        if unseen:
+            shown = ", ".join(f"{label} ({count})" for label, count in sorted(unseen.items(), key=lambda item: -item[1])[:5])
+            total = sum(unseen.values())
+            notes.append(f"{split} has {total} label{'s' if total != 1 else ''} never seen in training ({len(unseen)} kind{'s' if len(unseen) != 1 else ''}: "
+                         f"{shown}): they are scored but can never be predicted")
+    return notes

@@ -19,7 +19,7 @@ from seqtransfer.config import ModelConfig, RunConfig, check_values, idle_settin
 from seqtransfer.data.annealing import AnnealedBatches, add_annealing_sentences
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.selection import training_sentences
-from seqtransfer.data.task_data import SPLITS, TaskData, load_task_data
+from seqtransfer.data.task_data import SPLITS, TaskData, label_notes, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies
 from seqtransfer.device import describe_device, out_of_memory_error, peak_memory_megabytes, prepare_device, resolve_device
 from seqtransfer.embeddings.transformer import encoder_path
@@ -216,7 +216,7 @@ def load_logged_task_data(config: RunConfig, splits: tuple[str, ...], log: Log) 
             warnings.warn_explicit(repair.message, repair.category, repair.filename, repair.lineno)
     if "dev" not in data.splits:
         raise SeqTransferError(f"dataset '{data.dataset}' has no dev split for early stopping", hint="pass --dev PATH")
-    for note in data.notes:
+    for note in data.notes + label_notes(data):
         log(f"warning: {note}")
     config.data.scheme, config.data.metric = data.scheme, data.metric
     return data
