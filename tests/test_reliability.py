@@ -123,3 +123,12 @@ def test_labels_that_look_like_words_suggest_swapped_columns(tmp_path, capsys):
     arguments[arguments.index("--dev") + 1] = str(train)
     assert main(arguments) == 0
     assert "are --columns swapped?" in capsys.readouterr().out
+
+
+def test_ensembles_naming_each_other_are_one_line_before_anything_runs(tmp_path, capsys):
+    experiment = tmp_path / "cycle.yaml"
+    experiment.write_text("name: cycle\ntitle: t\ncommand: x\ntargets:\n  WNUT: {dataset: wnut17}\nmethods:\n  A: {scheme: scratch}\n"
+                          "  E1: {ensemble: [A, E2]}\n  E2: {ensemble: [A, E1]}\nreference: A\n", encoding="utf-8")
+    message = run_cli(["experiment", "run", str(experiment), "--results", str(tmp_path / "results")], capsys)
+    assert "ensemble 'E1' names ensemble 'E2'" in message
+    assert not (tmp_path / "results").exists()

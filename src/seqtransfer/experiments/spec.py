@@ -368,6 +368,9 @@ def _check_method_kind(spec: ExperimentSpec, name: str, method: MethodSpec, path
     for member in method.ensemble:
         if split_member(member)[0] not in spec.methods:
             raise SeqTransferError(f"ensemble '{name}' names unknown method '{member}'", path=path)
+        if spec.methods[split_member(member)[0]].ensemble:  # an ensemble of ensembles (or two naming each other) has no run to build on
+            raise SeqTransferError(f"ensemble '{name}' names ensemble '{member}': an ensemble's members are trained methods", path=path,
+                                   hint=f"list the trained methods of '{member}' in '{name}' instead")
 
 
 def _check_hierarchy(spec: ExperimentSpec, path: Path) -> None:
