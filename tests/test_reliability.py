@@ -132,3 +132,16 @@ def test_ensembles_naming_each_other_are_one_line_before_anything_runs(tmp_path,
     message = run_cli(["experiment", "run", str(experiment), "--results", str(tmp_path / "results")], capsys)
     assert "ensemble 'E1' names ensemble 'E2'" in message
     assert not (tmp_path / "results").exists()
+
+
+def test_a_run_interrupted_without_a_setting_does_not_resume_with_it(tmp_path, capsys, monkeypatch):
+    """A saved null counts: resuming an interrupted run with data.max_train_sentences (or GloVe) added is refused by name."""
+    from seqtransfer.rundir import read_saved_config
+    from seqtransfer.workflows.checks import config_differences
+
+    saved = read_saved_config(FIXTURES / "runs" / "v1_tagger_crf")
+    new = read_saved_config(FIXTURES / "runs" / "v1_tagger_crf")
+    assert saved.data.max_train_sentences is None and config_differences(saved, new) == []
+    new.data.max_train_sentences = 300
+    new.model.embeddings = "glove-6b-50d"
+    assert config_differences(saved, new) == ["data.max_train_sentences", "model.embeddings"]

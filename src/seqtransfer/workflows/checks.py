@@ -83,12 +83,21 @@ def check_resumable(directory: Path, config: RunConfig) -> None:
         )
 
 
+# Settings a run fills in itself (the optimizer and its rate, the metric, an encoder's shape and
+# hash); a run directory of an earlier version may hold them as null.
+RESOLVED_AT_RUN_TIME = frozenset({"train.optimizer", "train.learning_rate", "data.metric", "model.encoder_layers", "model.encoder_dimension",
+                                  "model.encoder_hash"})
+
+
 def config_differences(first: RunConfig, second: RunConfig) -> list[str]:
     """Dotted keys whose values differ between a saved (``first``) and a new config.
 
     Ignored: where data lives, threads, device and the evaluation batch size (none changes the
-    trained weights); a saved value that is null (resolved at run time by versions that did not
-    save it); and ``data.scheme`` of a registered dataset (its registry entry decides).
+    trained weights), and ``data.scheme`` of a registered dataset (its registry entry decides).
+    A saved null counts like any value (an interrupted run without ``data.max_train_sentences``,
+    or without GloVe, and a new command with it are other runs, whose weights do not fit each
+    other), except for the settings a run resolves itself (``RESOLVED_AT_RUN_TIME``), which
+    earlier versions saved unresolved.
     """
     ignored = {"data.data_dir", "train.threads", "train.share_cores", "train.device", "train.evaluation_batch_size"}
     if second.data.dataset:
@@ -98,6 +107,7 @@ def config_differences(first: RunConfig, second: RunConfig) -> list[str]:
     for section, values in second_values.items():
         for key, value in values.items():
             saved = first_values.get(section, {}).get(key)
-            if f"{section}.{key}" not in ignored and saved is not None and saved != value:
+            name = f"{section}.{key}"
+            if name not in ignored and saved != value and not (saved is None and name in RESOLVED_AT_RUN_TIME):
                 differing.append(f"{section}.{key}")
     return differing
