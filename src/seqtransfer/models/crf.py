@@ -80,24 +80,32 @@ class CRF(nn.Module):
         return marginals * valid.unsqueeze(-1)
 
     def decode(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """(B, T) best label paths (Viterbi); positions beyond each length are 0."""
-        batch_size, width, _ = emissions.shape
+        """(B, T) best label paths (Viterbi); positions beyond each length are 0.
+
+        The forward pass runs on the model's device, five operators per time step
+        (``benchmarks/launches.py``); the back-pointers then go to the host in one copy and are
+        followed there in numpy: on a GPU that is one synchronisation per batch instead of a
+        gather launched per time step, and the caller reads the labels on the host anyway."""
+        batch_size, width, label_count = emissions.shape
+        if not width:
+            return emissions.new_zeros((batch_size, 0), dtype=torch.long)
         score = self.start + emissions[:, 0]  # (B, L)
+        valid = mask.unsqueeze(2)  # (B, T, 1)
+        # Past the end, point each label to itself so back-tracking carries the last label.
+        identity = torch.arange(label_count, device=emissions.device).expand(batch_size, label_count)  # (B, L)
         backpointers = []
         for step in range(1, width):
             best_score, best_previous = (score.unsqueeze(2) + self.transitions).max(dim=1)  # (B, L)
-            candidate = best_score + emissions[:, step]
-            valid = mask[:, step].unsqueeze(1)
-            score = torch.where(valid, candidate, score)
-            # Past the end, point each label to itself so back-tracking carries the last label.
-            identity = torch.arange(score.size(1), device=score.device).expand_as(best_previous)
-            backpointers.append(torch.where(valid, best_previous, identity))
+            score = torch.where(valid[:, step], best_score + emissions[:, step], score)
+            backpointers.append(torch.where(valid[:, step], best_previous, identity))
         best_last = (score + self.end).argmax(dim=1)  # (B,)
-        path = [best_last]
-        for pointers in reversed(backpointers):
-            path.append(pointers.gather(1, path[-1].unsqueeze(1)).squeeze(1))
-        path.reverse()
-        return torch.stack(path, dim=1) * mask.long() if width else emissions.new_zeros((batch_size, 0), dtype=torch.long)
+        pointers = torch.stack(backpointers, dim=1).cpu().numpy() if backpointers else np.zeros((batch_size, 0, label_count), dtype=np.int64)  # (B, T-1, L)
+        path = np.empty((batch_size, width), dtype=np.int64)
+        path[:, -1] = best_last.cpu().numpy()
+        rows = np.arange(batch_size)
+        for step in range(width - 2, -1, -1):
+            path[:, step] = pointers[rows, step, path[:, step + 1]]
+        return torch.from_numpy(path).to(emissions.device) * mask.long()
 
 
 def log_partition_torch(emissions: torch.Tensor, mask: torch.Tensor, transitions: torch.Tensor, start: torch.Tensor, end: torch.Tensor) -> torch.Tensor:
