@@ -161,12 +161,16 @@ def seqtransfer_options(arguments: argparse.Namespace, dataset: str) -> list[str
 
 
 def run_tools(dataset: str, commands: dict[str, list[str]], data, folder: Path, threads: int) -> list[dict]:
-    """Run each tool's runner in turn (seqtransfer first), score its predictions; check both read the same data."""
+    """Run each tool's runner in turn (seqtransfer first), score its predictions; check both read the
+    same data. Each tool's measurements are printed (one JSON line) and written to
+    ``FOLDER/TOOL-result.json`` the moment it ends: a later tool's failure or time-out loses only its own."""
     rows = []
     for tool, command in commands.items():
         print(f"{dataset}: running {tool} ...", file=sys.stderr, flush=True)
         predictions = folder / f"{tool}-predictions.json"
         rows.append(summarize(run_json([*command, "--predictions", str(predictions)], threads), data, predictions))
+        (folder / f"{tool}-result.json").write_text(json.dumps(rows[-1], indent=1), encoding="utf-8")
+        print(f"{dataset}: {tool} finished: {json.dumps(rows[-1])}", file=sys.stderr, flush=True)
     if rows[0]["train_tokens"] != rows[1]["train_tokens"] or rows[0]["test_tokens"] != rows[1]["test_tokens"]:
         raise SystemExit(f"{dataset}: the two tools did not get the same data: {rows}")
     return rows

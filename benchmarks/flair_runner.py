@@ -25,6 +25,7 @@ import logging
 import random
 import resource
 import tempfile
+import sys
 import time
 from pathlib import Path
 
@@ -66,6 +67,7 @@ class EpochSchedulePlugin(TrainerPlugin):
     @TrainerPlugin.hook
     def after_training_epoch(self, epoch: int, **kwargs) -> None:
         self.epoch_seconds.append(time.perf_counter() - self.started)
+        print(f"flair: epoch {epoch} trained in {self.epoch_seconds[-1]:.2f} s", file=sys.stderr, flush=True)  # seen even if the run is cut off later
 
 
 def make_sentences(split: dict, with_labels: bool) -> list[Sentence]:
@@ -88,7 +90,8 @@ def word_embeddings(words: list[str], vectors: np.ndarray) -> WordEmbeddings:
     in. This avoids gensim, which flair needs only for reading vector files. The keys are
     lower-case, and flair looks a token up as written, then lower-cased: a lower-cased lookup.
     """
-    embedding = WordEmbeddings(None, fine_tune=True, vocab={word: row for row, word in enumerate(words)}, embedding_length=vectors.shape[1], name="glove-6b-50d")
+    # force_cpu=False: a fine-tuned table must live where the model trains (flair refuses a GPU run otherwise).
+    embedding = WordEmbeddings(None, fine_tune=True, force_cpu=False, vocab={word: row for row, word in enumerate(words)}, embedding_length=vectors.shape[1], name="glove-6b-50d")
     if embedding.embedding.weight.shape != vectors.shape:
         raise ValueError(f"flair made {tuple(embedding.embedding.weight.shape)} rows, vectors are {vectors.shape}")
     with torch.no_grad():

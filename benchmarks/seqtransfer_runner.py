@@ -22,6 +22,7 @@ import dataclasses
 import gc
 import json
 import resource
+import sys
 import time
 from pathlib import Path
 
@@ -133,6 +134,7 @@ def train_timed(model: Tagger, train, config: RunConfig, epochs: int) -> list[fl
         train_epoch(model, optimizer, ShuffledBatches(train, config.train.batch_size, config.train.seed, config.train.batching), config.train, epoch, show_progress=False)
         synchronize(model)
         seconds.append(time.perf_counter() - started)
+        print(f"seqtransfer: epoch {epoch} trained in {seconds[-1]:.2f} s", file=sys.stderr, flush=True)  # seen even if the run is cut off later
     return seconds
 
 
