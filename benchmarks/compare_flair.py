@@ -9,7 +9,7 @@ both on 2 torch threads, with the same sentences, IOB2 tags, word vocabulary and
 vectors, and prints per tool: median training epoch seconds and training tokens/s (training
 batches only), test-set inference tokens/s at the tool's best batch size, peak resident memory,
 and the dev and test entity F1 after the same number of epochs, both scored by
-``seqtransfer.training.metrics.evaluate`` on the predicted tags. Then the ratios
+``seqtransfer.data.metrics.evaluate`` on the predicted tags. Then the ratios
 seqtransfer / flair. ``benchmarks/README.md`` lists what still differs between the two setups.
 """
 
@@ -29,7 +29,7 @@ import numpy as np
 
 from seqtransfer.data.schemes import chunks
 from seqtransfer.data.vocabulary import PADDING, UNKNOWN
-from seqtransfer.training.metrics import evaluate
+from seqtransfer.data.metrics import evaluate
 from seqtransfer.training.vocabularies import prepare_vocabularies
 from seqtransfer_runner import INFERENCE_BATCH_SIZES, benchmark_config, load_benchmark_data
 

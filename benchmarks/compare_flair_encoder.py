@@ -11,7 +11,7 @@ of 16), each in a process of its own on 2 torch threads: ``seqtransfer_runner.py
 this interpreter, ``flair_encoder_runner.py`` with the flair venv's (created as
 ``compare_flair.py`` creates it). Prints per tool the median training epoch seconds, training
 and inference tokens/s, peak resident memory and dev and test entity F1, both tools' predictions
-scored by ``seqtransfer.training.metrics.evaluate``; then the ratios seqtransfer / flair.
+scored by ``seqtransfer.data.metrics.evaluate``; then the ratios seqtransfer / flair.
 ``benchmarks/README.md`` lists what still differs between the two setups.
 """
 

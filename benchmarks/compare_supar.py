@@ -13,7 +13,7 @@ BiLSTM of 400 units per direction, arc MLPs 400, relation MLPs 100, dropout 0.5,
 training epoch seconds and training tokens/s (training passes only), test parsing tokens/s
 (tree decoding; the best of two passes at each tool's best batch size: 32/64/128/512 sentences,
 1000/2000/5000 tokens), peak resident memory, and test UAS/LAS of both tools' predictions scored by
-``seqtransfer.training.attachment`` (equal to conll18_ud_eval.py), then the ratios.
+``seqtransfer.data.attachment`` (equal to conll18_ud_eval.py), then the ratios.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 from seqtransfer.data.conllu import read_conllu, write_conllu
 from seqtransfer.data.registry import load_split
 from seqtransfer.data.trees import read_tree
-from seqtransfer.training.attachment import attachment_scores
+from seqtransfer.data.attachment import attachment_scores
 
 BENCHMARKS = Path(__file__).resolve().parent
 SUPAR_VERSION = "1.1.4"

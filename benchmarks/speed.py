@@ -25,7 +25,7 @@ from seqtransfer.training.loop import ShuffledBatches, train_epoch
 from seqtransfer.training.inference import predict_labels
 from seqtransfer.device import peak_memory_megabytes, prepare_device, resolve_device
 from seqtransfer.training.optimizers import make_optimizer
-from seqtransfer.training.metrics import evaluate
+from seqtransfer.data.metrics import evaluate
 from seqtransfer.training.seeding import seed_everything
 from seqtransfer.training.vocabularies import prepare_vocabularies
 from seqtransfer_runner import peak_rss_megabytes, time_inference  # benchmarks/ is on sys.path when run as a script

@@ -531,7 +531,7 @@ def test_a_targets_other_metrics_must_score_its_kind(tmp_path):
 
 def test_other_scores_read_a_regressions_predictions(tmp_path):
     from seqtransfer.experiments.runner import other_scores
-    from seqtransfer.training.metrics import evaluate
+    from seqtransfer.data.metrics import evaluate
 
     (tmp_path / "test.tsv").write_text("1\t1.5\ta b\n2\t1.0\tc d\n3\t3.5\te f\n", encoding="utf-8")
     scores = other_scores(tmp_path, tmp_path, ["spearman"])
@@ -713,7 +713,7 @@ def test_self_labelling_progress_counts_whole_rounds_and_a_bad_members_file_is_o
 
 def test_a_target_may_ask_for_other_metrics_scored_from_each_runs_predictions(tmp_path):
     from seqtransfer.analysis.predictions import read_predictions
-    from seqtransfer.training.metrics import evaluate
+    from seqtransfer.data.metrics import evaluate
 
     experiment = tiny_experiment(tmp_path)
     text = experiment.read_text(encoding="utf-8").replace("  pos: {dataset: null, source: ner,", "  pos: {dataset: null, source: ner, also: [span_f1],")

@@ -342,7 +342,7 @@ def test_unit_ablation_measures_each_tasks_max_class_drop(tmp_path, capsys):
     from seqtransfer.analysis.units import ablate_units, class_scores, load_evaluation
     from seqtransfer.models.multitask import TaskView
     from seqtransfer.training.inference import predict_labels
-    from seqtransfer.training.metrics import evaluate
+    from seqtransfer.data.metrics import evaluate
 
     result = ablate_units(tmp_path / "run", log=lambda line: None)
     run = load_run(tmp_path / "run")

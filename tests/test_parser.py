@@ -17,7 +17,7 @@ from seqtransfer.data.conllu import read_conllu
 from seqtransfer.data.trees import Tree
 from seqtransfer.models.biaffine import BiaffineParser
 from seqtransfer.models.spanning_tree import maximum_spanning_tree
-from seqtransfer.training.attachment import attachment_scores
+from seqtransfer.data.attachment import attachment_scores
 
 TINY_PARSER = [*TINY_MODEL, "model.parser_hidden=16", "model.parser_layers=2", "model.arc_hidden=12", "model.relation_hidden=6"]
 

@@ -21,7 +21,7 @@ from seqtransfer.experiments.significance import (
     sentence_counts,
 )
 from seqtransfer.experiments.spec import ExperimentSpec, MethodSpec, TargetSpec
-from seqtransfer.training.metrics import evaluate
+from seqtransfer.data.metrics import evaluate
 
 TARGETS = ["TPoS", "ArK", "TweeBank", "TChunk", "WNUT"]
 # PretRand paper, Table 4 (test): accuracy, and entity F1 for WNUT.

@@ -149,7 +149,7 @@ def test_pearson_and_spearman_equal_scipys():
     scipy_stats = pytest.importorskip("scipy.stats")
     import numpy as np
 
-    from seqtransfer.training.metrics import correlation_scores
+    from seqtransfer.data.metrics import correlation_scores
 
     generator = np.random.default_rng(0)
     gold = np.round(generator.uniform(0, 5, 200), 1)  # many ties, as STS-B scores
@@ -160,7 +160,7 @@ def test_pearson_and_spearman_equal_scipys():
 
 
 def test_mrpc_f1_is_the_positive_classs_and_spearman_may_be_the_one_number():
-    from seqtransfer.training.metrics import evaluate, get_metric, main_score
+    from seqtransfer.data.metrics import evaluate, get_metric, main_score
 
     gold, predicted = [["1"], ["1"], ["1"], ["0"], ["0"]], [["1"], ["0"], ["1"], ["1"], ["0"]]
     scores = evaluate(gold, predicted, "positive_f1")  # precision 2/3, recall 2/3

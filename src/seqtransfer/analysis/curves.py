@@ -18,7 +18,7 @@ import yaml
 
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json
-from seqtransfer.training.metrics import get_metric
+from seqtransfer.data.metrics import get_metric
 
 _LOGGED_SIZE = re.compile(r"^training \S+ on \S+: (\d+) sentences", re.MULTILINE)
 

@@ -21,7 +21,7 @@ from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.multitask import HierarchicalMultiTask, TaskView
 from seqtransfer.training.inference import predict_labels
-from seqtransfer.training.metrics import evaluate
+from seqtransfer.data.metrics import evaluate
 
 Log = Callable[[str], None]
 

@@ -92,7 +92,7 @@ def run(arguments: argparse.Namespace) -> dict:
     from seqtransfer import rundir
     from seqtransfer.data.task_data import load_task_data
     from seqtransfer.errors import SeqTransferError
-    from seqtransfer.training.metrics import evaluate
+    from seqtransfer.data.metrics import evaluate
     from seqtransfer.training.report import format_split_scores
 
     members = rundir.read_members(arguments.run_directory)  # an ensemble's or a self-labelling run's models, predicting together
@@ -136,7 +136,7 @@ def evaluate_multitask(run, arguments: argparse.Namespace, batch_size: int) -> d
     from seqtransfer.errors import SeqTransferError
     from seqtransfer.models.multitask import TaskView
     from seqtransfer.training.inference import predict_labels
-    from seqtransfer.training.metrics import evaluate
+    from seqtransfer.data.metrics import evaluate
     from seqtransfer.workflows.multitask import data_config_of
     from seqtransfer.training.report import format_split_scores
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from seqtransfer.config import DataConfig, fold_of
 from seqtransfer.data.batching import EncodedSentences, encode_sentences
 from seqtransfer.data.corpus import Sentence
-from seqtransfer.training.metrics import METRICS
+from seqtransfer.data.metrics import METRICS
 from seqtransfer.data.registry import custom_dataset, get_dataset, load_split
 from seqtransfer.data.vocabulary import Vocabularies
 from seqtransfer.errors import SeqTransferError

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.significance import paired_randomization_correlation_seeds, paired_randomization_seeds
-from seqtransfer.training.metrics import METRICS, get_metric
+from seqtransfer.data.metrics import METRICS, get_metric
 
 MISSING = "–"
 SIGNIFICANCE_LEVEL = 0.05

@@ -23,7 +23,7 @@ from seqtransfer.experiments.kept import cell_key, merge, run_id_of
 from seqtransfer.experiments.spec import ExperimentSpec
 from seqtransfer.experiments.store import ResultsStore, content_id, digest_of
 from seqtransfer.files import read_json, write_json
-from seqtransfer.training.metrics import get_metric
+from seqtransfer.data.metrics import get_metric
 
 Log = Callable[[str], None]
 
@@ -184,7 +184,7 @@ def other_scores(dev_folder: Path, test_folder: Path, metrics: list[str]) -> dic
     files, or a regression's ``gold predicted text`` lines) by other metrics than its own: a
     target's ``also`` (MuTSPad's chunk F1 beside accuracy, STS-B's Spearman beside Pearson)."""
     from seqtransfer.analysis.predictions import read_predictions, read_scores
-    from seqtransfer.training.metrics import evaluate
+    from seqtransfer.data.metrics import evaluate
 
     scores: dict[str, dict[str, float]] = {}
     for split, folder in (("dev", dev_folder), ("test", test_folder)):
@@ -220,7 +220,7 @@ def score_elsewhere(directory: Path, entry: str, data_dir: str | None, score: bo
     (not cached and not ``score``: None)."""
     from seqtransfer.config import DataConfig
     from seqtransfer.data.task_data import load_task_data
-    from seqtransfer.training.metrics import evaluate
+    from seqtransfer.data.metrics import evaluate
 
     folder = directory / f"test-on-{slug(entry)}"
     cached = folder / "score.json"

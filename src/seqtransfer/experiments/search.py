@@ -306,7 +306,7 @@ def run_searches(spec, store, data_dir: str | None, only: set[str], address: str
 
 
 def main_score(metrics: dict) -> str:
-    from seqtransfer.training.metrics import get_metric
+    from seqtransfer.data.metrics import get_metric
 
     return get_metric(metrics["metric"]).main
 

@@ -347,7 +347,7 @@ def check_metrics_fit(name: str, target: TargetSpec, path: Path) -> None:
 
 def _check_targets(spec: ExperimentSpec, path: Path) -> None:
     """A target's extra metrics exist and its source is defined."""
-    from seqtransfer.training.metrics import METRICS
+    from seqtransfer.data.metrics import METRICS
 
     for name, target in spec.targets.items():
         unknown = [metric for metric in target.also if metric not in METRICS] if isinstance(target.also, list) else [target.also]

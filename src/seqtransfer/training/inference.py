@@ -15,7 +15,7 @@ from torch import nn
 from seqtransfer.data.batching import EncodedSentences, evaluation_batches
 from seqtransfer.data.vocabulary import Vocabulary
 from seqtransfer.tasks import kind_of
-from seqtransfer.training.metrics import evaluate, main_score
+from seqtransfer.data.metrics import evaluate, main_score
 from seqtransfer.training.precision import resolve_precision
 
 

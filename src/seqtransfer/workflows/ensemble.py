@@ -30,7 +30,7 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.tagger import count_parameters, shared_frozen_encoder_parameters
 from seqtransfer.rundir import LoadedRun
 from seqtransfer.training.inference import model_device
-from seqtransfer.training.metrics import evaluate
+from seqtransfer.data.metrics import evaluate
 from seqtransfer.training.precision import resolve_precision
 from seqtransfer.transfer.distillation import gives_label_distributions
 

@@ -47,7 +47,7 @@ from seqtransfer.tasks.regression import check_centred_scores
 from seqtransfer.workflows.checks import check_resumable
 from seqtransfer.training.inference import EvaluationSet, predict_labels, score
 from seqtransfer.training.loop import Evaluate
-from seqtransfer.training.metrics import evaluate
+from seqtransfer.data.metrics import evaluate
 from seqtransfer.training.optimizers import fill_optimizer
 from seqtransfer.training.precision import resolve_precision
 from seqtransfer.training.vocabularies import build_word_vocabularies

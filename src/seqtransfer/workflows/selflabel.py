@@ -54,7 +54,7 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json, write_json, write_text
 from seqtransfer.rundir import METRICS, load_run, write_members
 from seqtransfer.training.inference import model_device, predict_labels
-from seqtransfer.training.metrics import evaluate, get_metric
+from seqtransfer.data.metrics import evaluate, get_metric
 from seqtransfer.training.precision import resolve_precision
 from seqtransfer.workflows.train import train_tagger
 from seqtransfer.workflows.ensemble import ensemble_predict

@@ -30,7 +30,7 @@ from seqtransfer.resources import peak_rss_megabytes, reset_peak_rss
 from seqtransfer.tasks.regression import check_centred_scores
 from seqtransfer.training.inference import EvaluationSet, predict_labels
 from seqtransfer.training.loop import BatchSource, Evaluate, FitResult, ShuffledBatches, dev_evaluation, fit
-from seqtransfer.training.metrics import evaluate
+from seqtransfer.data.metrics import evaluate
 from seqtransfer.training.optimizers import fill_optimizer
 from seqtransfer.training.precision import resolve_precision
 from seqtransfer.training.seeding import seed_everything

@@ -40,7 +40,7 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json, write_json
 from seqtransfer.rundir import METRICS, load_run
 from seqtransfer.training.inference import predict_labels
-from seqtransfer.training.metrics import evaluate, get_metric, main_score
+from seqtransfer.data.metrics import evaluate, get_metric, main_score
 
 PRESETS = {
     "tweetall": {"POS": "tweebank:upos", "CK": "tchunk:chunk", "NER": "wnut17:ner", "DP": "tweebank:dependency"},

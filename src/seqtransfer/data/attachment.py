@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from seqtransfer.data.trees import Tree, universal_relation
-from seqtransfer.training.metrics import ClassScores
+from seqtransfer.data.class_scores import ClassScores
 
 
 def attachment_scores(gold: Sequence[Tree], predicted: Sequence[Tree]) -> dict:

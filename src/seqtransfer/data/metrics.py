@@ -17,33 +17,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from seqtransfer.data.schemes import chunks
+from seqtransfer.data.attachment import attachment_scores
+from seqtransfer.data.class_scores import ClassScores
 from seqtransfer.errors import SeqTransferError
 
 Sentences = Sequence[Sequence[str]]
-
-
-@dataclass(frozen=True)
-class ClassScores:
-    """Precision, recall and F1 (percent) with the counts they come from."""
-
-    precision: float
-    recall: float
-    f1: float
-    gold_count: int
-    predicted_count: int
-    correct_count: int
-
-    @classmethod
-    def from_counts(cls, gold_count: int, predicted_count: int, correct_count: int) -> ClassScores:
-        """Scores from counts, 0 wherever a denominator is 0 (as conlleval)."""
-        precision = 100.0 * correct_count / predicted_count if predicted_count else 0.0
-        recall = 100.0 * correct_count / gold_count if gold_count else 0.0
-        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        return cls(precision, recall, f1, gold_count, predicted_count, correct_count)
-
-    def as_dict(self) -> dict:
-        """Plain dict for JSON."""
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -134,8 +112,7 @@ def span_f1_scores(gold: Sentences, predicted: Sentences) -> dict:
 
 
 def attachment(gold, predicted) -> dict:
-    from seqtransfer.training.attachment import attachment_scores  # trees, not label strings
-
+    """LAS and UAS of trees (not label strings), as CoNLL 2018 scores them."""
     return attachment_scores(gold, predicted)
 
 
