@@ -227,7 +227,7 @@ significance: [[MuTSPad, Multi-task]]
     assert "| MuTSPad |" in report and "| ner | MuTSPad | Multi-task |" in report
     mono = sum(record["network_parameters"] for record in records if record["method"] == "Mono-task")
     row = next(line for line in report.splitlines() if line.startswith("| Multi-task |"))
-    from seqtransfer.experiments.report import _ratio
+    from seqtransfer.experiments.report_base import _ratio
 
     assert f"| {_ratio(multitask[0]['network_parameters'] / mono)} |" in row  # one model against the mono-task models together
 

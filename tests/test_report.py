@@ -4,16 +4,8 @@ import random
 
 import pytest
 
-from seqtransfer.experiments.report import (
-    ReportSpec,
-    aggregate,
-    anrg,
-    mnrg,
-    normalised_relative_gains,
-    render_csv,
-    render_markdown,
-    report_spec,
-)
+from seqtransfer.experiments.report import render_csv, render_markdown
+from seqtransfer.experiments.report_base import ReportSpec, aggregate, anrg, mnrg, normalised_relative_gains, report_spec
 from seqtransfer.experiments.significance import (
     bootstrap_confidence_interval,
     paired_randomization_test,

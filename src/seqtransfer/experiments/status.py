@@ -13,6 +13,7 @@ import json
 import statistics
 from pathlib import Path
 
+from seqtransfer.experiments.report_base import _duration
 from seqtransfer.experiments.kept import cell_key, run_id_of
 from seqtransfer.experiments.grid import RunTask, ensemble_tasks, method_tasks, source_tasks
 from seqtransfer.experiments.runner import describe, finish_records, is_finished, kept_records_of
@@ -110,8 +111,6 @@ def kind_of_cell(record: dict) -> tuple:
 
 def time_left(waiting: list[RunTask], seconds: dict[tuple, list[float]]) -> str:
     """"about 2h 05m for 5 of the 6 runs to train" from the wall times of finished runs of the same kind."""
-    from seqtransfer.experiments.report import _duration
-
     known = [statistics.fmean(seconds[kind]) for task in waiting if (kind := kind_of_cell(task.record)) in seconds]
     if not waiting:
         return "nothing left to train"

@@ -1,0 +1,141 @@
+"""The significance part of a report: paired randomisation tests between the experiment's method
+pairs, over the seeds both share (or at the first seed they share), and their table."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.experiments.evidence import decode_array, evidence_of
+from seqtransfer.experiments.report_base import MISSING, ReportSpec, SIGNIFICANCE_LEVEL, _table
+from seqtransfer.experiments.significance import paired_randomization_correlation_seeds, paired_randomization_seeds
+
+
+def test_evidence(record: dict) -> dict | None:
+    """What the significance test reads of a cell's test predictions: from its run's predictions
+    folder where the store has it, else the kept record's ``evidence`` (experiments/evidence.py)."""
+    folder = Path(record.get("predictions") or Path(record["run_directory"]) / "predictions")  # a multi-task run: predictions/TASK
+    try:
+        evidence = evidence_of(folder, record["metric"])
+    except SeqTransferError:  # unreadable predictions: as if there were none
+        evidence = None
+    return evidence or record.get("evidence")
+
+
+def _significance_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str]) -> list[str]:
+    """One row: the paired test on the first seed both methods share, or ``–`` cells."""
+    first, second = pair
+    seeds = sorted({seed for method, name, seed in by_seed if (method, name) == (first, target)}
+                   & {seed for method, name, seed in by_seed if (method, name) == (second, target)})
+    if not seeds:
+        return [target, first, second, MISSING, MISSING, MISSING, MISSING, MISSING]
+    # the first shared seed whose two runs both have their test predictions (or a kept record's evidence of them)
+    tested, evidence_a, evidence_b = seeds[0], None, None
+    for seed in seeds:
+        pair_evidence = test_evidence(by_seed[first, target, seed]), test_evidence(by_seed[second, target, seed])
+        if all(pair_evidence):
+            tested, (evidence_a, evidence_b) = seed, pair_evidence
+            break
+    record_a, record_b = by_seed[first, target, tested], by_seed[second, target, tested]
+    scores = [f"{float(record_a['test']):.2f}", f"{float(record_b['test']):.2f}"]
+    if evidence_a is None or evidence_b is None:  # kept records from before records carried evidence, or runs without predictions
+        return [target, first, second, str(tested), *scores, "no predictions", MISSING]
+    if evidence_a["gold"] != evidence_b["gold"]:
+        return [target, first, second, str(tested), *scores, "gold differs", MISSING]
+    p_value = pair_p_value(record_a["metric"], [(decode_array(evidence_a), decode_array(evidence_b))], spec.trials)
+    shown = f"{p_value:.4f}{two_sources_mark([record_a, record_b])}"
+    return [target, first, second, str(tested), *scores, shown, "yes" if p_value < SIGNIFICANCE_LEVEL else "no"]
+
+
+def pair_p_value(metric: str, pairs: Sequence[tuple], trials: int) -> float:
+    """p of the paired randomisation test of A against B over one or more seeds: per seed, the two
+    runs' decoded evidence (per-sentence counts, or a correlation's [gold, predicted] columns)."""
+    if metric == "correlation":
+        return paired_randomization_correlation_seeds([(a[:, 0], a[:, 1], b[:, 1]) for a, b in pairs], trials=trials)
+    return paired_randomization_seeds(pairs, metric, trials=trials)
+
+
+def two_sources_mark(records: Sequence[dict]) -> str:
+    """" (two sources)" where the tested runs read more than one instance of their source (not the
+    methods' difference alone), else ""."""
+    return " (two sources)" if len({record.get("source_weights") for record in records} - {None}) > 1 else ""
+
+
+@dataclass(frozen=True)
+class PairTests:
+    """The tests of one (target, A, B) pair: the significance table's row (the first seed both have
+    evidence of) and the "Over the seeds" row (None where fewer than two seeds have evidence)."""
+
+    first_seed: list[str]
+    over_seeds: list[str] | None
+    first_seed_difference: float | None = None  # A − B at the first seed's row, from the records (its cells are rounded)
+
+
+def significance_tests(spec: ReportSpec, records: Sequence[dict]) -> dict[tuple[str, str, str], PairTests]:
+    """(target, A, B) -> its :class:`PairTests`, for every significance pair of every target both
+    methods run on, in the spec's order (computed once: the significance and by-target sections share them)."""
+    by_seed = {(record["method"], record["target"], record["seed"]): record for record in records}
+    tests = {}
+    for target, pair in ((target, pair) for target in spec.targets for pair in spec.significance_pairs if target in spec.pair_targets(pair)):
+        row = _significance_row(spec, by_seed, target, pair)
+        tests[target, *pair] = PairTests(row, _seeds_row(spec, by_seed, target, pair), _first_seed_difference(by_seed, target, pair, row))
+    return tests
+
+
+def _first_seed_difference(by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str], row: list[str]) -> float | None:
+    """A − B at the seed a significance row tested (its column 3), from the records' unrounded scores; None without one."""
+    if row[3] == MISSING:
+        return None
+    first, second = (by_seed[method, target, int(row[3])] for method in pair)
+    return float(first["test"]) - float(second["test"])
+
+
+def _significance_section(spec: ReportSpec, tests: Mapping[tuple[str, str, str], PairTests]) -> list[str]:
+    """Heading, explanation and one table row per (target, pair); then the same pairs over every
+    seed they share, where that is more than one."""
+    rows = [test.first_seed for test in tests.values()]
+    intro = (
+        f"Paired approximate randomisation test at the sentence level ({spec.trials:,} trials, two-sided, "
+        f"p = (r + 1) / (N + 1)) on the test predictions of the first seed both methods share whose runs both have them "
+        f"(their run directories, or the evidence kept records carry)."
+    )
+    header = ["Target", "A", "B", "seed", "A score", "B score", "p", f"p < {SIGNIFICANCE_LEVEL}"]
+    lines = ["## Significance", "", intro, "", *_table(header, rows)]
+    seed_rows = [test.over_seeds for test in tests.values() if test.over_seeds]
+    if seed_rows:
+        seeds_intro = (
+            "Over every seed both methods share (with test predictions or their evidence): the mean of A − B, the test at each "
+            "seed, and one test of the mean difference over those seeds together (each trial swaps the two methods' predictions "
+            "of each sentence of each seed with probability 0.5). The pooled test sees a small difference that every seed shares; "
+            "it does not model how much a method's score varies from seed to seed: compare the difference with the seeds' spread "
+            "in the first table.")
+        seeds_header = ["Target", "A", "B", "seeds", "mean A − B", "p at each seed", "p over the seeds", f"p < {SIGNIFICANCE_LEVEL}"]
+        lines += ["", "### Over the seeds", "", seeds_intro, "", *_table(seeds_header, seed_rows)]
+    return lines
+
+
+def _seeds_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str]) -> list[str] | None:
+    """The pair's tests over every shared seed whose runs have their test evidence (one gold), or
+    None where fewer than two seeds do."""
+    first, second = pair
+    tested = []
+    for method, name, seed in sorted(by_seed, key=lambda key: key[2]):
+        if (method, name) != (first, target) or (second, target, seed) not in by_seed:
+            continue
+        record_a, record_b = by_seed[first, target, seed], by_seed[second, target, seed]
+        evidence_a, evidence_b = test_evidence(record_a), test_evidence(record_b)
+        if evidence_a and evidence_b and evidence_a["gold"] == evidence_b["gold"]:
+            tested.append((seed, record_a, decode_array(evidence_a), decode_array(evidence_b)))
+    if len(tested) < 2:
+        return None
+    metric = tested[0][1]["metric"]
+    each = [pair_p_value(metric, [(a, b)], spec.trials) for _, _, a, b in tested]
+    pooled = pair_p_value(metric, [(a, b) for _, _, a, b in tested], spec.trials)
+    difference = statistics.mean(float(by_seed[first, target, seed]["test"]) - float(by_seed[second, target, seed]["test"]) for seed, *_ in tested)
+    seeds = ", ".join(str(seed) for seed, *_ in tested)
+    shown = f"{pooled:.4f}{two_sources_mark([by_seed[method, target, seed] for seed, *_ in tested for method in pair])}"
+    return [target, first, second, seeds, f"{difference:+.2f}".replace("-", "−"), ", ".join(f"{p:.4f}" for p in each), shown,
+            "yes" if pooled < SIGNIFICANCE_LEVEL else "no"]
