@@ -176,20 +176,31 @@ def fit(
             state.best_score, state.best_epoch, state.best_state = dev_score, epoch, checkpoint.copy_state(model)
         state.epoch = epoch
         epoch_seconds = time.perf_counter() - started  # training + dev scoring
-        record = {"epoch": epoch, "loss": round(loss, 4), "dev": round(dev_score, 2), "train_seconds": round(train_seconds, 2), "epoch_seconds": round(epoch_seconds, 4)}
-        if task_scores:
-            record["dev_tasks"] = {task: round(value, 2) for task, value in task_scores.items()}
-        record.update(summaries)
+        record = epoch_record(epoch, loss, dev_score, task_scores, summaries, train_seconds, epoch_seconds)
         state.history.append(record)
-        tasks = "".join(f"  {task} {value:6.2f}" for task, value in task_scores.items())
-        extras = "".join(f"  {name.replace('_', ' ')} {value:.2f}" for name, value in summaries.items())
-        shown = describe_dev(dev_score) if describe_dev else f"dev {dev_score:6.2f}"
-        log(f"epoch {epoch:3d}  loss {loss:8.3f}  {shown}{' *' if improved else '  '}  {train_seconds:5.1f}s{tasks}{extras}")
+        shown_dev = describe_dev(dev_score) if describe_dev else f"dev {dev_score:6.2f}"
+        log(epoch_line(epoch, loss, shown_dev, improved, train_seconds, task_scores, summaries))
         if checkpoint_dir:
             checkpoint.save(checkpoint_dir, model, optimizer, state)
         for report in epoch_reports:
             report(record)
     return FitResult(state.best_state, state.best_epoch, state.best_score, state.history, restored_seconds, updated=updated_names(model, optimizer))
+
+
+def epoch_record(epoch: int, loss: float, dev_score: float, task_scores: dict, summaries: dict, train_seconds: float, epoch_seconds: float) -> dict:
+    """One epoch of the run's history (``metrics.json``), as a tuning service is told it."""
+    record = {"epoch": epoch, "loss": round(loss, 4), "dev": round(dev_score, 2), "train_seconds": round(train_seconds, 2), "epoch_seconds": round(epoch_seconds, 4)}
+    if task_scores:
+        record["dev_tasks"] = {task: round(value, 2) for task, value in task_scores.items()}
+    record.update(summaries)
+    return record
+
+
+def epoch_line(epoch: int, loss: float, shown_dev: str, improved: bool, train_seconds: float, task_scores: dict, summaries: dict) -> str:
+    """The log line of one epoch: loss, dev score (* when best so far), training seconds, per-task and extra-term figures."""
+    tasks = "".join(f"  {task} {value:6.2f}" for task, value in task_scores.items())
+    extras = "".join(f"  {name.replace('_', ' ')} {value:.2f}" for name, value in summaries.items())
+    return f"epoch {epoch:3d}  loss {loss:8.3f}  {shown_dev}{' *' if improved else '  '}  {train_seconds:5.1f}s{tasks}{extras}"
 
 
 def updated_names(model: nn.Module, optimizer: torch.optim.Optimizer) -> frozenset[str]:
