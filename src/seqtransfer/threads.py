@@ -79,7 +79,7 @@ def cpu_counters(cpus: set[int]) -> tuple[float, float] | None:
             user, nice, system, _idle, _iowait, irq, softirq, steal = ([int(value) for value in values] + [0] * 8)[:8]
             busy += user + system + irq + softirq + steal + (0 if niced_away else nice)
         return float(busy), float(int(own[11]) + int(own[12]))  # utime + stime: fields 14 and 15 of proc(5)
-    except (OSError, ValueError, IndexError):
+    except (OSError, ValueError, IndexError, AttributeError):  # no /proc, or no os.getpriority (not Linux)
         return None
 
 
