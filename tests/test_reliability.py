@@ -145,3 +145,16 @@ def test_a_run_interrupted_without_a_setting_does_not_resume_with_it(tmp_path, c
     new.data.max_train_sentences = 300
     new.model.embeddings = "glove-6b-50d"
     assert config_differences(saved, new) == ["data.max_train_sentences", "model.embeddings"]
+
+
+def test_a_utf16_tsv_file_trains_a_sentence_classifier(tmp_path, capsys):
+    """The TSV header and labels are read by their byte-order mark too (not garbled into a missing 'text' field)."""
+    from seqtransfer.cli import main
+
+    train = tmp_path / "train.tsv"
+    train.write_bytes((FIXTURES / "tiny_sentiment_train.tsv").read_text(encoding="utf-8").encode("utf-16"))
+    dev = str(FIXTURES / "tiny_sentiment_dev.tsv")
+    from conftest import TINY_MODEL
+
+    assert main(["train", "--train", str(train), "--dev", dev, "--test", dev, "--epochs", "1", "--output", str(tmp_path / "run"), "--quiet", *TINY_MODEL]) == 0
+    assert "read as UTF-16" in capsys.readouterr().out

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from seqtransfer.data.conll import check_columns
-from seqtransfer.data.corpus import Sentence
+from seqtransfer.data.corpus import Sentence, read_lines
 from seqtransfer.data.dataset_spec import CARVE_NOTE, CONLLU_EXTENSIONS, DEPENDENCY, SCHEMES, TRAIN_DEV_TEST, DatasetSpec, standard_splits  # noqa: F401 - re-exported
 from seqtransfer.data.mtt import MTT_HR_NEWS, MTT_HR_SM, MTT_SL_NEWS, MTT_SL_SM, MTT_SR_NEWS, MTT_SR_NEWS_UD, MTT_SR_SM
 from seqtransfer.data.locate import Downloader, read_split
@@ -412,7 +412,7 @@ def custom_tsv_dataset(paths: dict[str, Path], columns: Sequence[str] | str | No
 
     header = columns is None
     if header:
-        first = paths["train"].read_text(encoding="utf-8-sig", errors="replace").split("\n", 1)[0]
+        first = (read_lines(paths["train"]) or [""])[0]  # a UTF-16/32 file read by its byte-order mark
         names = tuple(name.strip() for name in first.split("\t"))
     else:
         names = tuple(columns.split(",") if isinstance(columns, str) else columns)
@@ -435,7 +435,7 @@ def custom_tsv_dataset(paths: dict[str, Path], columns: Sequence[str] | str | No
 def tsv_field_values(path: Path, names: tuple[str, ...], field: str, header: bool) -> list[str]:
     """One field's values in a TSV file (lines with another field count are left to the reader's error)."""
     index = names.index(field)
-    lines = path.read_text(encoding="utf-8-sig", errors="replace").splitlines()[1 if header else 0:]
+    lines = read_lines(path)[1 if header else 0:]
     return [values[index].strip() for values in (line.split("\t") for line in lines if line.strip()) if len(values) == len(names)]
 
 

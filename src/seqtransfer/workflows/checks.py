@@ -83,10 +83,11 @@ def check_resumable(directory: Path, config: RunConfig) -> None:
         )
 
 
-# Settings a run fills in itself (the optimizer and its rate, the metric, an encoder's shape and
-# hash); a run directory of an earlier version may hold them as null.
-RESOLVED_AT_RUN_TIME = frozenset({"train.optimizer", "train.learning_rate", "data.metric", "model.encoder_layers", "model.encoder_dimension",
-                                  "model.encoder_hash"})
+# Settings whose default is null and which a run fills in itself before this check (the optimizer,
+# its rate and schedule, the metric, an encoder's hash, the task kinds, the regression scores'
+# mean): a run directory of an earlier version may hold them as null.
+RESOLVED_AT_RUN_TIME = frozenset({"train.optimizer", "train.learning_rate", "train.schedule", "data.metric", "model.encoder_hash", "model.task_kinds",
+                                  "model.score_mean"})
 
 
 def config_differences(first: RunConfig, second: RunConfig) -> list[str]:

@@ -114,10 +114,11 @@ def tag_accuracy(tags: list[list[str]], gold: list[list[str]]) -> float:
 
 def train_fold_tagger(config, settings, fold_data, run: Path) -> None:
     """Train one fold's tagger into ``run``: the tagger run's ``settings`` on ``fold_data``, with
-    this run's seed, threads and device. An unfinished fold (a crash) starts over: a fold is
+    this run's seed, threads (and their sharing) and device. An unfinished fold (a crash) starts over: a fold is
     minutes, and this run's own scratch work."""
     settings = copy.deepcopy(settings)  # training fills it in
     settings.data = fold_data
     settings.train.seed, settings.train.threads, settings.train.device = config.train.seed, config.train.threads, config.train.device
+    settings.train.share_cores = config.train.share_cores
     shutil.rmtree(run, ignore_errors=True)
     train_tagger(settings, run, log=lambda message: None, show_progress=False)
