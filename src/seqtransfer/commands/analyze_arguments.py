@@ -6,6 +6,8 @@ import argparse
 
 from seqtransfer.data.tokenize import TOKENIZERS
 
+DATA_DIR_HELP = "folder holding the dataset folders (default: $SEQTRANSFER_DATA)"
+
 
 def add_neuron_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-k", type=int, default=10, help="words listed per unit and sign (default 10)")
@@ -53,7 +55,7 @@ def units_arguments(analyses) -> None:
     units.add_argument("--units", help="comma-separated units to ablate (default all)")
     units.add_argument("--max-sentences", type=int, help="score on the first N sentences of each split (faster)")
     units.add_argument("--top-k", type=int, default=10, help="words listed for each task's most important unit (default 10)")
-    units.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
+    units.add_argument("--data-dir", help=DATA_DIR_HELP)
     units.add_argument("--output", help="folder for units.json, units.md and units.png/svg")
 
 
@@ -62,7 +64,7 @@ def probes_arguments(analyses) -> None:
     probes.add_argument("run", metavar="RUN", help="a tagging, sentence classification or regression run trained with model.encoder")
     probes.add_argument("--split", default="dev", help="split the probes are scored on (default dev)")
     probes.add_argument("--max-train-sentences", type=int, help="train the probes on the first N training sentences (faster)")
-    probes.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
+    probes.add_argument("--data-dir", help=DATA_DIR_HELP)
     probes.add_argument("--output", help="folder for probes.json and probes.png/svg")
 
 
@@ -70,7 +72,7 @@ def absorption_arguments(analyses) -> None:
     absorption = analyses.add_parser("absorption", help="PretRand runs: weights and outputs of the pre-trained and random FC layers, each branch alone (Figure 5)")
     absorption.add_argument("runs", nargs="+", metavar="RUN", help="PretRand run directories (e.g. with and without model.normalize_branches)")
     absorption.add_argument("--split", default="dev", help="split the outputs are measured on (default dev)")
-    absorption.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
+    absorption.add_argument("--data-dir", help=DATA_DIR_HELP)
     absorption.add_argument("--output", help="folder for absorption.json, absorption.md and absorption.png/svg")
 
 
@@ -125,4 +127,4 @@ def add_similarity_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-lm", action="store_true", help="skip the trigram language models (faster)")
     parser.add_argument("--sample-tokens", type=int, help="compare random samples of whole sentences of about N tokens each (divergences grow as samples shrink: equal sizes compare fairly)")
     parser.add_argument("--seed", type=int, default=1, help="seed of --sample-tokens (default 1)")
-    parser.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
+    parser.add_argument("--data-dir", help=DATA_DIR_HELP)

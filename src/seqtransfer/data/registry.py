@@ -349,6 +349,16 @@ def load_split(
     return read_split(resolve_spec(name_or_spec), split, data_dir, downloader)
 
 
+def existing_paths(given: dict[str, str | Path | None]) -> dict[str, Path]:
+    """The given splits' files as absolute paths; a missing file or a folder is one error line."""
+    paths = {split: Path(path).expanduser().resolve() for split, path in given.items() if path is not None}
+    for split, path in paths.items():
+        if not path.is_file():
+            problem = "is a folder, not a file" if path.is_dir() else "not found"
+            raise SeqTransferError(f"{split} file {problem}", path=path, hint=f"pass an existing file with --{split} PATH")
+    return paths
+
+
 def custom_dataset(
     train: str | Path,
     dev: str | Path | None = None,
@@ -365,12 +375,7 @@ def custom_dataset(
     column (``label`` when columns are inferred, ``upos`` for CoNLL-U). Without ``dev``, dev is
     carved from train like the registered datasets (every 10th sentence).
     """
-    given = {"train": train, "dev": dev, "test": test}
-    paths = {split: Path(path).expanduser().resolve() for split, path in given.items() if path is not None}
-    for split, path in paths.items():
-        if not path.is_file():
-            problem = "is a folder, not a file" if path.is_dir() else "not found"
-            raise SeqTransferError(f"{split} file {problem}", path=path, hint=f"pass an existing file with --{split} PATH")
+    paths = existing_paths({"train": train, "dev": dev, "test": test})
     if paths["train"].suffix.lower() == ".tsv":
         return custom_tsv_dataset(paths, columns, task, dev is None)
     file_format = "conllu" if paths["train"].suffix.lower() in CONLLU_EXTENSIONS else "conll"

@@ -360,12 +360,9 @@ def check_multitask_settings(config: RunConfig) -> None:
         raise SeqTransferError(f"multitask.early_stopping is '{watched}'", hint=f"use mean or a task: {', '.join(config.model.tasks)}")
 
 
-def train_multitask(config: RunConfig, directory: Path, started: float, log: Log, show_progress: bool) -> dict:
-    """Train a multi-task model (from scratch or from a multi-task source) and write its run directory."""
-    scheme = get_scheme(config.transfer.scheme)
-    check_multitask_settings(config)
-    source = load_multitask_source(config, scheme)
-    tasks = load_multitask_data(config)
+def resolve_multitask_settings(config: RunConfig, tasks: dict[str, TaskData], log: Log) -> None:
+    """The data's notes logged; the architecture, task kinds, optimizer and each kind's filled
+    settings (saved with the run); a warning for each setting nothing will read."""
     for task, data in tasks.items():
         for note in data.notes:
             log(f"warning: {task}: {note}")
@@ -379,6 +376,15 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
         filled = data.kind.fill_config(config.model, data.gold("train"), data.splits["train"])
         if filled:
             log(filled)
+
+
+def train_multitask(config: RunConfig, directory: Path, started: float, log: Log, show_progress: bool) -> dict:
+    """Train a multi-task model (from scratch or from a multi-task source) and write its run directory."""
+    scheme = get_scheme(config.transfer.scheme)
+    check_multitask_settings(config)
+    source = load_multitask_source(config, scheme)
+    tasks = load_multitask_data(config)
+    resolve_multitask_settings(config, tasks, log)
     weights = initial_weights(config)
     vocabularies, matrix = prepare_multitask_vocabularies(config, tasks, log, base=source.vocabularies if source else None)
     if config.transfer.auxiliary_lm_weight:  # saved with the run: the LM layers are part of the model
