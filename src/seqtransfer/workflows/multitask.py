@@ -378,6 +378,20 @@ def resolve_multitask_settings(config: RunConfig, tasks: dict[str, TaskData], lo
             log(filled)
 
 
+def multitask_metrics(config: RunConfig, scheme: Scheme, tasks: dict[str, TaskData], task_results: dict, model, result, seconds: float, device) -> dict:
+    """What ``metrics.json`` holds for a multi-task run: per-task scores, sizes, history, cost."""
+    metrics = {
+        "dataset": "+".join(data.dataset for data in distinct_datasets(tasks)), "task": "multitask", "metric": config.multitask.early_stopping,
+        "scheme": scheme.name, "best_epoch": result.best_epoch, "tasks": task_results, **size_metrics(model, config.model),
+        "trainable_parameters": result.trained_parameters, "history": result.history, "seconds": round(seconds, 1), "device": describe_device(device),
+        "peak_rss_megabytes": peak_rss_megabytes(), **rundir.source_weights(config.transfer.source if scheme.uses_source else None),
+        **rundir.encoder_weights(config.model),
+    }
+    if peak_memory_megabytes(device) is not None:
+        metrics["gpu_peak_megabytes"] = peak_memory_megabytes(device)
+    return metrics
+
+
 def train_multitask(config: RunConfig, directory: Path, started: float, log: Log, show_progress: bool) -> dict:
     """Train a multi-task model (from scratch or from a multi-task source) and write its run directory."""
     scheme = get_scheme(config.transfer.scheme)
@@ -418,16 +432,7 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
             raise out_of_memory_error(config.train.batch_size, "while training") from None
         for task, epoch in best_epochs(result.history).items():
             task_results[task]["best_epoch"] = epoch
-        seconds = time.perf_counter() - started + result.restored_seconds
-        metrics = {
-            "dataset": "+".join(data.dataset for data in distinct_datasets(tasks)), "task": "multitask", "metric": config.multitask.early_stopping,
-            "scheme": scheme.name, "best_epoch": result.best_epoch, "tasks": task_results, **size_metrics(model, config.model),
-            "trainable_parameters": result.trained_parameters, "history": result.history, "seconds": round(seconds, 1), "device": describe_device(device),
-            "peak_rss_megabytes": peak_rss_megabytes(), **rundir.source_weights(config.transfer.source if scheme.uses_source else None),
-            **rundir.encoder_weights(config.model),
-        }
-        if peak_memory_megabytes(device) is not None:
-            metrics["gpu_peak_megabytes"] = peak_memory_megabytes(device)
+        metrics = multitask_metrics(config, scheme, tasks, task_results, model, result, time.perf_counter() - started + result.restored_seconds, device)
         rundir.save_weights(directory, result.best_state)
         rundir.save_metrics(directory, metrics)
         shutil.rmtree(directory / "checkpoint", ignore_errors=True)
