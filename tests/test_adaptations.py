@@ -64,7 +64,12 @@ def test_layer_groups_of_a_distilbert_encoder_are_its_embeddings_then_each_layer
     """DistilBERT keeps its layers in ``transformer.layer.N`` (BERT: ``encoder.layer.N``): each is a group, not all the head."""
     transformers = pytest.importorskip("transformers")
 
-    model = torch.nn.Module()
+    from seqtransfer.models.transformer_encoder import TransformerEncoder
+
+    class Model(TransformerEncoder, torch.nn.Module):  # the transformer encoder family's layer groups, without a folder to build from
+        pass
+
+    model = Model()
     model.encoder = transformers.DistilBertModel(transformers.DistilBertConfig(vocab_size=50, dim=16, n_layers=2, n_heads=2, hidden_dim=32, max_position_embeddings=16))
     model.classifier = torch.nn.Linear(16, 3)
     groups = layer_groups(model)

@@ -98,12 +98,12 @@ def test_crf_torch_recursion_equals_the_numpy_forward_backward():
 
 
 def test_out_of_memory_is_one_line_naming_the_batch_size(tmp_path, capsys, monkeypatch):
-    from seqtransfer.models.tagger import SequenceLabeller
+    from seqtransfer.models.heads import TaggingHead
 
     def out_of_memory(self, batch):
         raise torch.cuda.OutOfMemoryError("CUDA out of memory")
 
-    monkeypatch.setattr(SequenceLabeller, "loss", out_of_memory)
+    monkeypatch.setattr(TaggingHead, "loss", out_of_memory)
     code = main(tiny_train_arguments(tmp_path / "run", epochs=1))
     error = capsys.readouterr().err
     assert code == 2 and len(error.strip().splitlines()) == 1 and "ran out of memory" in error and "batches of 16" in error

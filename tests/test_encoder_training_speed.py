@@ -16,7 +16,7 @@ from torch import nn
 from seqtransfer.config import TrainConfig
 from seqtransfer.models import attention
 from seqtransfer.models.dropout import Dropout
-from seqtransfer.models.encoder_tagger import use_fast_dropout
+from seqtransfer.models.transformer_encoder import use_fast_dropout
 from seqtransfer.training.optimizer import clip_gradient_norm
 from seqtransfer.training.optimizers import build_adam, build_adamw
 

@@ -581,7 +581,7 @@ def test_mean_pooling_averages_each_tokens_subwords_across_windows(encoder):
     from seqtransfer.config import ModelConfig
     from seqtransfer.data.batching import encode_sentences, make_batch
     from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
-    from seqtransfer.models.encoder_tagger import EncoderTagger
+    from seqtransfer.models.tagger import EncoderTagger
 
     vocabularies = Vocabularies(Vocabulary.build(["abc"]), Vocabulary.build("abc"), Vocabulary(["O"]), encoder=str(encoder), encoder_mode="finetune")
     batch = make_batch(encode_sentences([["john", "abc"], ["abc"] * 9], vocabularies), np.arange(2))

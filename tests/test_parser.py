@@ -15,7 +15,7 @@ from seqtransfer.cli import main, run
 from seqtransfer.config import ModelConfig
 from seqtransfer.data.conllu import read_conllu
 from seqtransfer.data.trees import Tree
-from seqtransfer.models.biaffine import BiaffineParser
+from seqtransfer.models.parser import BiaffineParser
 from seqtransfer.models.spanning_tree import maximum_spanning_tree
 from seqtransfer.data.attachment import attachment_scores
 

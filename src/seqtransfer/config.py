@@ -106,6 +106,9 @@ class ModelConfig:
     # A pretrained Transformer's token vectors joined to the word representation (frozen features,
     # a learned scalar mix of its layers; embeddings/transformer.py): a Hugging Face folder or minilm.
     encoder: str | None = None
+    # What turns a batch into token states (models/encoders.py): None = as the rest implies (a
+    # fine-tuned model.encoder: transformer; otherwise words: word vector + character BiLSTM)
+    encoder_family: str | None = None
     encoder_pooling: str = "first"  # a token's vector (features and fine-tuning): its first sub-word | the mean of its sub-words
     sentence_pooling: str = "cls"  # a fine-tuned encoder's sentence vector (classification, regression): its [CLS] | the mean of its token vectors
     encoder_join: bool = True  # features: join the word and character vectors (true) or replace them (false: the encoder's mix alone)

@@ -32,7 +32,6 @@ from seqtransfer.device import resolve_device
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json, write_json, write_text
 from seqtransfer.models.registry import build_model
-from seqtransfer.models.tagger import SequenceLabeller
 from seqtransfer.training.checkpoint import save_tensors
 
 CONFIG = "config.yaml"
@@ -53,7 +52,7 @@ class LoadedRun:
     directory: Path
     config: RunConfig
     vocabularies: Vocabularies
-    model: SequenceLabeller
+    model: torch.nn.Module
     metrics: dict
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.transfer.adaptations import ENCODER_LAYER
+from seqtransfer.models.transformer_encoder import ENCODER_LAYER
 
 MARKERS = "osD^v<>phX*"
 

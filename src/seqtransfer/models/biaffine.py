@@ -11,8 +11,10 @@ Loss: summed over tokens, cross-entropy over the heads plus cross-entropy over t
 the gold arcs (as the tagger, the loss is a sum over the batch's tokens). Decoding: maximum
 spanning tree over the log-softmax arc scores (``spanning_tree.py``), then each token's best
 relation for its decoded head. The MLPs use LeakyReLU(0.1) and the biaffine weights start at
-zero, as in Dozat & Manning. Module names follow the tagger's (``word_representation``,
-``feature_extractor``, ``classifier``) so that the transfer schemes apply unchanged.
+zero, as in Dozat & Manning. The parser is the word encoder (its BiLSTM reading a learned ROOT
+first) under the dependency head (``models/encoders.py``, ``models/heads.py``): module names follow
+the tagger's (``word_representation``, ``feature_extractor``, ``classifier``) so that the transfer
+schemes apply unchanged.
 """
 
 from __future__ import annotations
@@ -22,11 +24,8 @@ import torch
 import torch.nn.functional as functional
 from torch import nn
 
-from seqtransfer.config import ModelConfig
-from seqtransfer.data.batching import Batch
 from seqtransfer.models.bilstm import StackedBiLSTM
 from seqtransfer.models.dropout import Dropout
-from seqtransfer.models.representation import word_representation_of
 from seqtransfer.models.spanning_tree import maximum_spanning_tree
 
 
@@ -120,37 +119,3 @@ class BiaffineClassifier(nn.Module):
         heads = torch.from_numpy(heads).to(states.device)
         labels = self.relation_scores(states, heads).argmax(-1)
         return {"heads": heads, "labels": labels * mask.long()}
-
-
-class BiaffineParser(nn.Module):
-    """Word+char representation -> ROOT + stacked BiLSTM -> biaffine arcs and relations."""
-
-    task_kind = "dependency"
-
-    def __init__(self, config: ModelConfig, word_count: int, character_count: int, label_count: int) -> None:
-        super().__init__()
-        self.word_representation = word_representation_of(config, word_count, character_count)
-        self.feature_extractor = RootedBiLSTM(self.word_representation.output_size, config.parser_hidden, config.parser_layers, config.dropout)
-        self.dropout = Dropout(config.dropout)
-        self.classifier = BiaffineClassifier(config.parser_hidden, config.arc_hidden, config.relation_hidden, label_count, config.dropout)
-        self.single_root = config.single_root is not False
-
-    def states(self, batch: Batch) -> torch.Tensor:
-        """Batch -> (B, T+1, H) feature extractor states, ROOT first (after dropout)."""
-        return self.dropout(self.feature_extractor(self.word_representation(batch), batch.lengths))
-
-    def features(self, batch: Batch) -> torch.Tensor:
-        """(B, T, H) states of the tokens (what neuron analysis reads)."""
-        return self.feature_extractor(self.word_representation(batch), batch.lengths)[:, 1:]
-
-    def loss(self, batch: Batch) -> torch.Tensor:
-        """Summed cross-entropy of the gold heads and of the gold arcs' relations."""
-        return self.classifier.loss(self.states(batch), batch.targets["heads"], batch.targets["labels"], batch.mask, batch.lengths, batch.weights)
-
-    def decode(self, batch: Batch) -> dict[str, torch.Tensor]:
-        """{"heads": (B, T) maximum spanning trees, "labels": (B, T) relation indices}."""
-        return self.classifier.decode(self.states(batch), batch.mask, batch.lengths, self.single_root)
-
-    @classmethod
-    def from_vocabularies(cls, config: ModelConfig, vocabularies) -> "BiaffineParser":
-        return cls(config, len(vocabularies.words), len(vocabularies.characters), len(vocabularies.labels))

@@ -30,7 +30,7 @@ from seqtransfer.models.bilstm import BiLSTM
 from seqtransfer.models.dropout import Dropout
 from seqtransfer.models.outputs import OUTPUTS
 from seqtransfer.models.representation import word_representation_of
-from seqtransfer.models.tagger import check_classifier
+from seqtransfer.models.heads import check_classifier
 
 TARGET_SEPARATOR = "."
 

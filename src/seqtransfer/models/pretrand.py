@@ -21,9 +21,10 @@ from seqtransfer.config import ModelConfig
 from seqtransfer.data.batching import Batch
 from seqtransfer.models.bilstm import BiLSTM
 from seqtransfer.models.dropout import Dropout
+from seqtransfer.models.encoders import WordEncoder
+from seqtransfer.models.heads import TaggingHead, check_classifier
 from seqtransfer.models.outputs import OUTPUTS
 from seqtransfer.models.representation import word_representation_of
-from seqtransfer.models.tagger import SequenceLabeller, check_classifier
 
 
 class BranchWeighting(nn.Module):
@@ -56,11 +57,15 @@ def combine_branches(pretrained_scores: torch.Tensor, random_scores: torch.Tenso
     return weighting(pretrained_scores, random_scores)
 
 
-class PretRand(SequenceLabeller):
-    """The base tagger's branch (transferred) plus a random BiLSTM + FC branch on the shared WRE."""
+class PretRand(TaggingHead, WordEncoder, nn.Module):
+    """The base tagger's branch (transferred) plus a random BiLSTM + FC branch on the shared WRE:
+    the word encoder and the tagging head's loss, decoding and output, with two branches between."""
+
+    feature_extractors = ()
+    reads_root = False
 
     def __init__(self, config: ModelConfig, word_count: int, character_count: int, label_count: int) -> None:
-        super().__init__()
+        nn.Module.__init__(self)
         check_classifier(config)
         self.word_representation = word_representation_of(config, word_count, character_count)
         self.feature_extractor = BiLSTM(self.word_representation.output_size, config.hidden)  # Phi_p
@@ -73,9 +78,9 @@ class PretRand(SequenceLabeller):
         self.dropout = Dropout(config.dropout)
         self.output = OUTPUTS[config.classifier](label_count)
 
-    def features(self, batch: Batch) -> torch.Tensor:
-        """(B, T, H) states of the pre-trained feature extractor (what neuron analysis reads)."""
-        return self.feature_extractor(self.word_representation(batch), batch.lengths)
+    @classmethod
+    def from_vocabularies(cls, config: ModelConfig, vocabularies) -> "PretRand":
+        return cls(config, len(vocabularies.words), len(vocabularies.characters), len(vocabularies.labels))
 
     def branch_emissions(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """Raw (B, T, L) scores of the pre-trained and the random branch."""

@@ -1,4 +1,9 @@
-"""Model architectures by name: one line per architecture."""
+"""Model architectures by name: an encoder family and a head, or one of the composite models.
+
+Most architectures are a task kind's head on the encoder ``model.encoder_family`` names (or the
+config implies: ``models/encoders.py``). PretRand and the hierarchical multi-task model compose
+the word encoder's parts with heads of their own.
+"""
 
 from __future__ import annotations
 
@@ -7,37 +12,44 @@ from torch import nn
 from seqtransfer.config import ModelConfig
 from seqtransfer.data.vocabulary import Vocabularies
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.models.biaffine import BiaffineParser
-from seqtransfer.models.encoder_tagger import EncoderTagger
-from seqtransfer.models.sentence import EncoderClassifier, EncoderRegressor, SentenceClassifier, SentenceRegressor
+from seqtransfer.models.encoders import encoder_family, model_class
 from seqtransfer.models.multitask import HierarchicalMultiTask
 from seqtransfer.models.pretrand import PretRand
-from seqtransfer.models.tagger import Tagger
 from seqtransfer.transfer.adversarial import attach_discriminator
 from seqtransfer.transfer.auxiliary_lm import attach_language_model
 
-ARCHITECTURES: dict[str, type[nn.Module]] = {"tagger": Tagger, "pretrand": PretRand, "parser": BiaffineParser, "multitask": HierarchicalMultiTask, "encoder_tagger": EncoderTagger,
-                                               "sentence_classifier": SentenceClassifier, "encoder_classifier": EncoderClassifier,
-                                               "sentence_regressor": SentenceRegressor, "encoder_regressor": EncoderRegressor}
+# architecture -> the task kind whose head it puts on the encoder (the encoder_* names: a fine-tuned encoder's)
+HEADED: dict[str, str] = {"tagger": "tagging", "encoder_tagger": "tagging", "parser": "dependency", "sentence_classifier": "sentence",
+                          "encoder_classifier": "sentence", "sentence_regressor": "regression", "encoder_regressor": "regression"}
+COMPOSITES: dict[str, type[nn.Module]] = {"pretrand": PretRand, "multitask": HierarchicalMultiTask}
+ARCHITECTURES = (*HEADED, *COMPOSITES)
+
+
+def architecture_class(config: ModelConfig) -> type[nn.Module]:
+    """The model class ``config`` describes."""
+    if config.architecture in COMPOSITES:
+        return COMPOSITES[config.architecture]
+    if config.architecture not in HEADED:
+        raise SeqTransferError(f"unknown architecture '{config.architecture}'", hint=f"use one of: {', '.join(ARCHITECTURES)}")
+    return model_class(encoder_family(config), HEADED[config.architecture])
 
 
 def build_model(config: ModelConfig, vocabularies: Vocabularies) -> nn.Module:
     """A freshly initialised model sized for ``vocabularies``."""
-    if config.architecture not in ARCHITECTURES:
-        raise SeqTransferError(f"unknown architecture '{config.architecture}'", hint=f"use one of: {', '.join(ARCHITECTURES)}")
-    check_feature_extractor(config)
-    model = ARCHITECTURES[config.architecture].from_vocabularies(config, vocabularies)
+    model_type = architecture_class(config)
+    check_feature_extractor(config, model_type)
+    model = model_type.from_vocabularies(config, vocabularies)
     attach_discriminator(model, config.discriminator_hidden)
     attach_language_model(model, config.language_model_words, config.language_model_decoder)
     return model
 
 
-def check_feature_extractor(config: ModelConfig) -> None:
+def check_feature_extractor(config: ModelConfig, model_type: type[nn.Module]) -> None:
     """``model.feature_extractor`` serves the models that offer a choice, and ``none`` leaves no
     BiLSTM for a domain discriminator or an auxiliary LM to read: one line each."""
     if config.feature_extractor is None:
         return
-    if config.feature_extractor not in getattr(ARCHITECTURES[config.architecture], "feature_extractors", ()):
+    if config.feature_extractor not in getattr(model_type, "feature_extractors", ()):
         raise SeqTransferError(f"model.feature_extractor chooses a tagger's layer between representation and classifier; a {config.architecture} keeps its own",
                                hint="drop model.feature_extractor for this model")
     if config.feature_extractor == "none" and (config.discriminator_hidden or config.language_model_words):

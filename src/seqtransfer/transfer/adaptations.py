@@ -33,7 +33,6 @@ LoRA, the embeddings have none.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -45,9 +44,6 @@ from seqtransfer.embeddings.transformer import unread_weight
 from seqtransfer.errors import SeqTransferError, warn
 
 LayerGroup = tuple[str, list[str]]  # (name, parameter names)
-# a Hugging Face encoder's layer N inside a model: (its root, under PEFT's LoRA inside base_model.model; the layers'
-# container: encoder in BERT-like encoders, transformer in DistilBERT; N)
-ENCODER_LAYER = re.compile(r"(encoder\.(?:base_model\.model\.)?)(encoder|transformer)\.layer\.(\d+)(?:\.|$)")
 EMBEDDING_TABLES = ("word_representation.word_embedding.weight", "word_representation.character_encoder.embedding.weight")
 
 
@@ -68,27 +64,12 @@ def multitask_groups(model: nn.Module, names: list[str]) -> list[LayerGroup]:
 
 
 def layer_groups(model: nn.Module) -> list[LayerGroup]:
-    """Parameter names by layer group, bottom to top; whatever no lower group takes is the top group (the head)."""
+    """Parameter names by layer group, bottom to top: the encoder's (``layer_prefixes``, where the
+    model has them), then whatever no lower group takes, the top group (the head)."""
     names = [name for name, _ in model.named_parameters()]
     if hasattr(model, "hierarchy"):
         return multitask_groups(model, names)
-    prefixes: list[str] = []
-    shared: tuple[str, ...] = ()
-    matches = [match for name in names if (match := ENCODER_LAYER.match(name))]
-    if matches:  # a Hugging Face encoder inside the model (under PEFT's LoRA: inside its base_model.model)
-        root = min(match.group(1) for match in matches)
-        container = next(f"{root}{match.group(2)}." for match in matches if match.group(1) == root)
-        layers = sorted({int(match.group(3)) for match in matches if match.group(1) == root})
-        # what the encoder shares across its layers (MPNet's relative attention bias) goes with its embeddings
-        shared = tuple(name for name in names if name.startswith(container) and not name.startswith(f"{container}layer."))
-        prefixes = [f"{root}embeddings.", *(f"{container}layer.{layer}." for layer in layers)]
-    elif any(name.startswith("word_representation.") for name in names):
-        stacked = sorted({int(match.group(1)) for name in names if (match := re.match(r"feature_extractor\.(?:lstm\.)?layers\.(\d+)\.", name))})
-        extractor = [f"feature_extractor.lstm.layers.{layer}." if any(n.startswith("feature_extractor.lstm.") for n in names) else f"feature_extractor.layers.{layer}."
-                     for layer in stacked] or ["feature_extractor."]
-        prefixes = ["word_representation.", *extractor]
-        # the extractor's own inputs outside its layers (the parser's learned ROOT vector) go with the word representation
-        shared = tuple(name for name in names if name.startswith("feature_extractor.") and not any(name.startswith(prefix) for prefix in extractor))
+    prefixes, shared = model.layer_prefixes(names) if hasattr(model, "layer_prefixes") else ([], ())
     groups, taken = [], set()
     for prefix in prefixes:
         members = [name for name in names if (name.startswith(prefix) or prefix == prefixes[0] and name in shared) and name not in taken]  # shared inputs join the bottom group

@@ -1,9 +1,10 @@
-"""A fine-tuned Transformer encoder with a light tagging head (To-tune-or-not-to-tune paper, "FT").
+"""A fine-tuned Transformer encoder (To-tune-or-not-to-tune paper, "FT"): the ``transformer``
+family of ``models/encoders.py``, under a light head (``models/heads.py``).
 
     h        = Encoder(sub-word windows)          every window of the batch at once      (W, S, H)
     x_t      = h[first sub-word of token t]       (or the mean of its sub-words)         (B, T, H)
-    y        = softmax or CRF(Linear(dropout(x)))                                        (B, T, L)
-               (model.feature_extractor=bilstm: a BiLSTM of model.hidden units reads x first)
+               (model.feature_extractor=bilstm: a BiLSTM of model.hidden units reads x)
+    s        = h[the sentence's first window, 0]  its [CLS]: the sentence vector         (B, H)
 
 The encoder's architecture comes from its folder's config.json (``model.encoder``); its
 pretrained weights are loaded once, when training starts (``load_pretrained``), and saved with
@@ -20,6 +21,7 @@ loading rebuilds the encoder from its folder, checked against the hash the run r
 from __future__ import annotations
 
 import os
+import re
 
 import torch
 from torch import nn
@@ -27,25 +29,27 @@ from torch.nn import functional
 
 from seqtransfer.config import ModelConfig
 from seqtransfer.data.batching import Batch
+from seqtransfer.embeddings.transformer import encoder_path, load_encoder
+from seqtransfer.models.adapters import ADAPTERS, adapter_weight, pretrained_name
 from seqtransfer.models.attention import use_fast_attention
 from seqtransfer.models.bilstm import BiLSTM
 from seqtransfer.models.dropout import Dropout
-from seqtransfer.models.outputs import OUTPUTS
-from seqtransfer.models.tagger import SequenceLabeller, check_classifier
+
+# a Hugging Face encoder's layer N inside a model: (its root, under PEFT's LoRA inside base_model.model; the layers'
+# container: encoder in BERT-like encoders, transformer in DistilBERT; N)
+ENCODER_LAYER = re.compile(r"(encoder\.(?:base_model\.model\.)?)(encoder|transformer)\.layer\.(\d+)(?:\.|$)")
 
 
-class EncoderTagger(SequenceLabeller):
-    """Transformer encoder + linear (+ CRF) on each token's first sub-word (or mean of its sub-words)."""
+class TransformerEncoder:
+    """A Transformer encoder's last layer at each token's first sub-word (or the mean of its sub-words)."""
 
     word_representation = None  # no word or character tables (nothing to precompute per form)
     feature_extractors = ("bilstm", "none")  # what model.feature_extractor may choose (models/registry.py)
+    reads_pairs_jointly = True  # a pair is one input, A [SEP] B (with token types where the encoder has them)
 
-    def __init__(self, config: ModelConfig, word_count: int, character_count: int, label_count: int) -> None:
-        super().__init__()
-        check_classifier(config)
+    def build_encoder(self, config: ModelConfig, word_count: int, character_count: int, task_kind: str) -> int:
         from transformers import AutoConfig, AutoModel
 
-        from seqtransfer.embeddings.transformer import encoder_path
 
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         self.encoder_name = config.encoder
@@ -58,35 +62,25 @@ class EncoderTagger(SequenceLabeller):
         use_fast_attention(self.encoder)
         self.adapter = config.encoder_adapter
         if self.adapter:
-            from seqtransfer.models.adapters import ADAPTERS
-
             self.encoder = ADAPTERS[self.adapter](self.encoder, config)
         self.pooling = config.encoder_pooling  # a token's vector: its first sub-word's, or the mean of its sub-words'
         self.feature_extractor = None
         if config.feature_extractor == "bilstm":  # a BiLSTM between the encoder and the classifier (To-tune paper, Table 5)
             self.feature_extractor, size = BiLSTM(size, config.hidden), config.hidden
-        self.dropout = Dropout(config.dropout)
-        self.classifier = nn.Linear(size, label_count)
-        self.output = OUTPUTS[config.classifier](label_count)
+        return size
 
     def load_pretrained(self) -> None:
         """Start from the encoder's pretrained weights (before training; a saved run has its own)."""
-        from seqtransfer.embeddings.transformer import load_encoder
-
         _, pretrained = load_encoder(self.encoder_name)
         state = pretrained.state_dict()
         if self.adapter is None:
             self.encoder.load_state_dict(state)
             return
-        from seqtransfer.models.adapters import adapter_weight, pretrained_name
-
         base = {name: state[pretrained_name(name)] for name in self.encoder.state_dict() if not adapter_weight(name)}
         self.encoder.load_state_dict(base, strict=False)
 
     def frozen(self, name: str) -> bool:
         """A parameter that never trains: the encoder's own weights under an adapter (Houlsby's also train the layer norms)."""
-        from seqtransfer.models.adapters import adapter_weight
-
         if self.adapter is None or not name.startswith("encoder.") or adapter_weight(name):
             return False
         return not (self.adapter == "houlsby" and ("LayerNorm" in name or "layer_norm" in name))  # BERT-like LayerNorm, DistilBERT's sa_/output_layer_norm
@@ -123,8 +117,23 @@ class EncoderTagger(SequenceLabeller):
         first = batch.token_index + batch.token_index // width  # the token's first row in the padded layout
         return (sums[first + batch.token_sizes] - sums[first]) / batch.token_sizes.unsqueeze(-1)
 
-    def emissions(self, batch: Batch) -> torch.Tensor:
-        return self.classifier(self.dropout(self.features(batch)))
+    def sentence_vector(self, batch: Batch) -> torch.Tensor:
+        """Batch -> (B, H) the [CLS] vector of each sentence's first window (its first token lies there)."""
+        states = self.encode(batch)  # (W, S, H)
+        first_windows = batch.token_index[:, 0] // states.size(1)
+        return states[first_windows, 0]
+
+    def layer_prefixes(self, names: list[str]) -> tuple[list[str], tuple[str, ...]]:
+        """Its embeddings, then each of its layers, bottom to top; what the encoder shares across its
+        layers (MPNet's relative attention bias) goes with its embeddings."""
+        matches = [match for name in names if (match := ENCODER_LAYER.match(name))]
+        if not matches:
+            return [], ()
+        root = min(match.group(1) for match in matches)  # under PEFT's LoRA: inside its base_model.model
+        container = next(f"{root}{match.group(2)}." for match in matches if match.group(1) == root)
+        layers = sorted({int(match.group(3)) for match in matches if match.group(1) == root})
+        shared = tuple(name for name in names if name.startswith(container) and not name.startswith(f"{container}layer."))
+        return [f"{root}embeddings.", *(f"{container}layer.{layer}." for layer in layers)], shared
 
 
 def use_fast_dropout(module: nn.Module) -> None:
