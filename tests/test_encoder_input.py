@@ -41,19 +41,19 @@ def train_tagger(encoder: Path, output: Path, *overrides: str) -> None:
 def test_a_cached_file_that_does_not_fit_its_sentences_or_encoder_is_recomputed_with_a_warning(encoder, feature_cache, monkeypatch, damage):
     from safetensors.numpy import save_file
 
-    from seqtransfer.embeddings import transformer
+    from seqtransfer.embeddings import feature_cache as features_module
 
-    computed = transformer.cached_features(str(encoder), SENTENCES, "first")
+    computed = features_module.cached_features(str(encoder), SENTENCES, "first")
     path, = feature_cache.glob("*.safetensors")
     tokens, layers, hidden = computed[0].shape
     wrong = {"tokens": (tokens + 1, layers, hidden), "hidden": (tokens, layers, 8), "layers": (tokens, layers - 1, hidden)}[damage]
     save_file({"0": np.zeros(wrong, dtype=np.float16), "1": computed[1]}, str(path))
     with pytest.warns(SeqTransferWarning, match=path.name):
-        again = transformer.cached_features(str(encoder), SENTENCES, "first")
+        again = features_module.cached_features(str(encoder), SENTENCES, "first")
     assert all(np.array_equal(a, b) for a, b in zip(computed, again))
     assert [file.name for file in feature_cache.iterdir()] == [path.name]  # rewritten in place, no temporary file left
-    monkeypatch.setattr(transformer, "load_encoder", lambda name: pytest.fail("the rewritten file was not read"))
-    assert all(np.array_equal(a, b) for a, b in zip(computed, transformer.cached_features(str(encoder), SENTENCES, "first")))
+    monkeypatch.setattr(features_module, "load_encoder", lambda name: pytest.fail("the rewritten file was not read"))
+    assert all(np.array_equal(a, b) for a, b in zip(computed, features_module.cached_features(str(encoder), SENTENCES, "first")))
 
 
 def test_predicting_a_users_sentences_writes_no_cache_file(encoder, tmp_path, feature_cache):

@@ -24,7 +24,7 @@ class ToyEncoder:
     word_representation = None  # no word vectors to load, no character table to precompute
     feature_extractors = ()
 
-    def build_encoder(self, config, word_count: int, character_count: int, task_kind: str) -> int:
+    def build_encoder(self, config, word_count: int, character_count: int, task_kind: str, vocabularies) -> int:
         self.toy_embedding = nn.Embedding(word_count, 10, padding_idx=0)
         self.toy_layer = nn.Linear(10, 12)
         return 12

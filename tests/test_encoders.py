@@ -105,18 +105,18 @@ def test_a_sentence_longer_than_the_encoder_is_encoded_in_windows(encoder):
 
 
 def test_features_are_cached_per_encoder_and_sentences(encoder, tmp_path, feature_cache, monkeypatch):
-    from seqtransfer.embeddings import transformer
+    from seqtransfer.embeddings import feature_cache as features_module
 
     sentences = [["john", "lives", "in", "new", "york"], ["@", "abc", "!"]]
-    computed = transformer.cached_features(str(encoder), sentences, "first")
+    computed = features_module.cached_features(str(encoder), sentences, "first")
     assert len(list(feature_cache.glob("*.safetensors"))) == 1
-    monkeypatch.setattr(transformer, "load_encoder", lambda name: pytest.fail("recomputed instead of read from the cache"))
-    again = transformer.cached_features(str(encoder), sentences, "first")
+    monkeypatch.setattr(features_module, "load_encoder", lambda name: pytest.fail("recomputed instead of read from the cache"))
+    again = features_module.cached_features(str(encoder), sentences, "first")
     assert all(np.array_equal(a, b) for a, b in zip(computed, again))
     other = save_tiny_encoder(tmp_path / "other", hidden=8)
     monkeypatch.undo()
     monkeypatch.setenv("SEQTRANSFER_CACHE", str(feature_cache))
-    assert transformer.cached_features(str(other), sentences, "first")[0].shape == (5, 3, 8)  # another encoder: another cache entry
+    assert features_module.cached_features(str(other), sentences, "first")[0].shape == (5, 3, 8)  # another encoder: another cache entry
     assert len(list(feature_cache.glob("*.safetensors"))) == 2
 
 
@@ -649,15 +649,15 @@ def test_frozen_features_of_a_pair_read_the_token_types_fine_tuning_reads(encode
 
 def test_pairs_get_their_own_cache_entry_and_old_runs_keep_untyped_features(encoder, feature_cache):
     from seqtransfer.data.vocabulary import Vocabularies
-    from seqtransfer.embeddings import transformer
+    from seqtransfer.embeddings import feature_cache as features_module
 
     single = [["john", "lives"]]
-    transformer.cached_features(str(encoder), single, "first")
-    transformer.cached_features(str(encoder), single, "first", segments=True)
+    features_module.cached_features(str(encoder), single, "first")
+    features_module.cached_features(str(encoder), single, "first", segments=True)
     assert len(list(feature_cache.glob("*.safetensors"))) == 1  # no pair: token types change nothing, one entry serves both
     pair = [["john", "[SEP]", "lives"]]
-    transformer.cached_features(str(encoder), pair, "first")
-    transformer.cached_features(str(encoder), pair, "first", segments=True)
+    features_module.cached_features(str(encoder), pair, "first")
+    features_module.cached_features(str(encoder), pair, "first", segments=True)
     assert len(list(feature_cache.glob("*.safetensors"))) == 3
     saved = {"words": ["<pad>"], "characters": ["<pad>"], "labels": ["O"], "lowercase": True, "twitter": False, "encoder": "x"}
     assert Vocabularies.from_json(saved).encoder_segments is False  # a run saved before: trained on untyped pairs, predicts so

@@ -25,7 +25,8 @@ from seqtransfer.errors import SeqTransferError
 
 def layer_vectors(run, tokens: list[list[str]], which: str) -> list[np.ndarray]:
     """Per sentence (T, L + 1, H): the pretrained encoder's vectors, or the fine-tuned run's."""
-    from seqtransfer.embeddings.transformer import cached_features, encode_sentences_with, tokenizer_of
+    from seqtransfer.embeddings.feature_cache import cached_features
+    from seqtransfer.embeddings.transformer import encode_sentences_with, tokenizer_of
 
     config = run.config.model
     # pairs read the token types the run read: fine-tuning always gave them; features since encoder_segments

@@ -1,4 +1,5 @@
-"""`seqtransfer pretrain-lm`: a small Transformer LM of our own on tweets, saved as an encoder folder."""
+"""`seqtransfer pretrain-lm`: a small language model of our own on tweets or news, saved as an encoder
+folder: a Transformer (masked or causal, the default) or an ELMo-style BiLSTM LM (``--architecture bilstm``)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,15 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--word-column", type=int, help="a CoNLL file's word column (1-based); not for a plain text file")
     parser.add_argument("--output", required=True,
                         help="the Hugging Face folder to write (model.encoder=FOLDER reads it); built in OUTPUT.partial, where an interrupted run resumes")
-    parser.add_argument("--objective", choices=["masked", "causal"], default="masked", help="masked (BERT's) or causal (left to right) LM")
+    parser.add_argument("--architecture", choices=["transformer", "bilstm"], default="transformer",
+                        help="transformer (a small BERT, default) or bilstm (ELMo-style: character CNN, forward and backward 2-layer LSTMs)")
+    parser.add_argument("--objective", choices=["masked", "causal"], help="transformer: masked (BERT's, default) or causal (left to right) LM")
+    parser.add_argument("--size", choices=["tiny", "small", "large"], default="small",
+                        help="bilstm: small (ELMo-small's shape, scaled down: about 3M parameters), large (about 36M) or tiny (for smoke tests); default small")
+    parser.add_argument("--softmax", choices=["adaptive", "full"], default="adaptive", help="bilstm: adaptive (default, faster) or full softmax over the words")
+    parser.add_argument("--tokenizer", choices=["whitespace", "tweet"], help="bilstm: how a text file's lines split into tokens (default: a raw corpus's own, else whitespace)")
     parser.add_argument("--keep-test", action="store_true", help="also train on the raw corpus's test files (default: TweetEval's test tweets stay out)")
-    parser.add_argument("--vocabulary-size", type=int, default=8000, help="BPE sub-words (default 8000)")
+    parser.add_argument("--vocabulary-size", type=int, help="transformer: BPE sub-words (default 8000); bilstm: words of the softmax (default 30000)")
     parser.add_argument("--hidden", type=int, default=256, help="hidden units of each layer (default 256)")
     parser.add_argument("--layers", type=int, default=4, help="Transformer layers (default 4)")
     parser.add_argument("--heads", type=int, default=4, help="attention heads; they divide --hidden (default 4)")
@@ -27,7 +34,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epochs", type=int, default=10, help="at most this many epochs (default 10)")
     parser.add_argument("--patience", type=int, default=2, help="stop after this many epochs without a better held-out perplexity (default 2)")
     parser.add_argument("--batch-size", type=int, default=64, help="lines per batch (default 64)")
-    parser.add_argument("--learning-rate", type=float, default=5e-4, help="AdamW's peak rate, after a linear warm-up (default 5e-4)")
+    parser.add_argument("--learning-rate", type=float, help="transformer: AdamW's peak rate after a linear warm-up (default 5e-4); bilstm: Adam's (default 1e-3)")
     parser.add_argument("--seed", type=int, default=1, help="fixes the held-out split, the masking and the weights (default 1)")
     parser.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
@@ -35,8 +42,26 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
+DEFAULTS = {"transformer": {"objective": "masked", "vocabulary_size": 8000, "learning_rate": 5e-4},
+            "bilstm": {"vocabulary_size": 30000, "learning_rate": 1e-3}}
+
+
+def fill_defaults(arguments: argparse.Namespace) -> None:
+    """Each architecture's defaults for the options it reads; an option it does not have is one line."""
+    if arguments.architecture == "bilstm" and arguments.objective is not None:
+        raise SeqTransferError(f"--objective {arguments.objective} is a Transformer LM's: the BiLSTM LM is trained as ELMo is, a forward and a backward LM at once",
+                               hint="drop --objective, or use --architecture transformer")
+    if arguments.architecture == "transformer" and arguments.tokenizer is not None:
+        raise SeqTransferError("--tokenizer is the BiLSTM LM's (it reads words); the Transformer LM trains its own sub-word tokenizer",
+                               hint="drop --tokenizer, or use --architecture bilstm")
+    for option, value in DEFAULTS[arguments.architecture].items():
+        if getattr(arguments, option) is None:
+            setattr(arguments, option, value)
+
+
 def check(arguments: argparse.Namespace) -> None:
     """The options' values and the output folder: one line each before anything is read or written."""
+    fill_defaults(arguments)
     rules = [("--vocabulary-size", arguments.vocabulary_size >= 100, "at least 100"), ("--hidden", arguments.hidden >= 8, "at least 8"),
              ("--layers", arguments.layers >= 1, "at least 1"),
              ("--heads", arguments.heads >= 1 and arguments.hidden % arguments.heads == 0, f"at least 1 and divide --hidden {arguments.hidden}"),
@@ -87,11 +112,42 @@ def read_lines(arguments: argparse.Namespace) -> tuple[list[str], list[str], int
     return lines, [], 0
 
 
+def read_sentences(arguments: argparse.Namespace) -> tuple[list[list[str]], list[str], int]:
+    """(token lists, test files left out, lines left out as repeats of theirs) of ``--text``, for the
+    BiLSTM LM: a raw corpus split by its own tokenizer, a text file by ``--tokenizer``."""
+    from seqtransfer.data.tokenize import TOKENIZERS
+    from seqtransfer.data.unlabeled import RAW_CORPORA
+
+    lines, left_out, repeats = read_lines(arguments)
+    if arguments.text in RAW_CORPORA or (Path(arguments.text).is_file() and arguments.word_column is None):
+        default = RAW_CORPORA[arguments.text].tokenizer if arguments.text in RAW_CORPORA else "whitespace"
+        split = TOKENIZERS[arguments.tokenizer or default]
+        return [tokens for line in lines if (tokens := split(line))], left_out, repeats
+    return [line.split(" ") for line in lines], left_out, repeats  # a dataset's sentences, joined by read_lines
+
+
+def run_recurrent(arguments: argparse.Namespace) -> dict:
+    from seqtransfer.config import TrainConfig
+    from seqtransfer.workflows.recurrent_pretraining import RecurrentSettings, pretrain_recurrent
+
+    sentences, left_out, repeats = read_sentences(arguments)
+    settings = RecurrentSettings(arguments.size, arguments.vocabulary_size, arguments.softmax, arguments.held_out)
+    train_config = TrainConfig(optimizer="adam", learning_rate=arguments.learning_rate, schedule="inverse_time", betas=[0.9, 0.999], gradient_clip=5.0,
+                               batch_size=arguments.batch_size, max_epochs=arguments.epochs, patience=arguments.patience, seed=arguments.seed,
+                               threads=arguments.threads, device=arguments.device, evaluation_batch_size=max(arguments.batch_size, 64))
+    summary = pretrain_recurrent(sentences, settings, train_config, Path(arguments.output), print, show_progress=not arguments.quiet, device=arguments.device)
+    summary["left_out"], summary["left_out_repeats"] = left_out, repeats
+    print(f"wrote {arguments.output}: use it with model.encoder={arguments.output}")
+    return summary
+
+
 def run(arguments: argparse.Namespace) -> dict:
     from seqtransfer.config import TrainConfig
     from seqtransfer.workflows.pretraining import LanguageModelSettings, pretrain
 
     check(arguments)
+    if arguments.architecture == "bilstm":
+        return run_recurrent(arguments)
     try:
         import tokenizers  # noqa: F401
         import transformers  # noqa: F401
@@ -112,4 +168,5 @@ def run(arguments: argparse.Namespace) -> dict:
     return summary
 
 
-COMMAND = Command("pretrain a small Transformer LM (masked or causal) with its own tokenizer, saved as an encoder folder", arguments, run)
+COMMAND = Command("pretrain a small LM of our own, saved as an encoder folder: a Transformer (masked or causal, its own tokenizer) or an ELMo-style BiLSTM LM",
+                  arguments, run)

@@ -128,11 +128,12 @@ def encode_sentences(
     lengths = np.array([len(sentence) for sentence in tokens], dtype=np.int64)
     features = subwords = positions = types = None
     if vocabularies.encoder and vocabularies.encoder_mode == "finetune":
-        from seqtransfer.embeddings.transformer import subword_windows
+        from seqtransfer.embeddings.transformer import reads_subwords, subword_windows
 
-        subwords, positions, types = subword_windows(vocabularies.encoder, tokens)
+        if reads_subwords(vocabularies.encoder):  # our recurrent LM reads the batch's characters instead
+            subwords, positions, types = subword_windows(vocabularies.encoder, tokens)
     elif vocabularies.encoder:
-        from seqtransfer.embeddings.transformer import cached_features
+        from seqtransfer.embeddings.feature_cache import cached_features
 
         features = cached_features(vocabularies.encoder, tokens, vocabularies.encoder_pooling, vocabularies.encoder_segments, store=cache_features)
     tag_ids = None

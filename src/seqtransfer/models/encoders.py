@@ -6,7 +6,8 @@ the model, so parameter names stay flat (``word_representation.``, ``feature_ext
 ``encoder.``, ``classifier.``, ``output.``), which is what transfer schemes select and saved runs
 hold. An encoder family is a class with:
 
-    build_encoder(config, word_count, character_count, task_kind) -> D   its modules, on self
+    build_encoder(config, word_count, character_count, task_kind,       its modules, on self
+                  vocabularies) -> D
     features(batch) -> (B, T, D)                                        token states
     layer_prefixes(names) -> [prefix, ...], shared names                its layer groups, bottom to top
     word_representation                                                 the word tables (None: it has none)
@@ -14,8 +15,9 @@ and where it has them: ``sentence_vector(batch) -> (B, D)`` (a [CLS]), ``reads_r
 ``rooted_features(batch) -> (B, T+1, D)`` (a ROOT of its own for the parser), ``load_pretrained()``, ``frozen(name)`` and
 ``stored(name)`` (adapters), ``feature_extractors`` (the ``model.feature_extractor`` choices).
 
-    words         word vector + character BiLSTM (+ frozen Transformer features) -> BiLSTM
+    words         word vector + character BiLSTM (+ frozen encoder features) -> BiLSTM
     transformer   a fine-tuned Hugging Face encoder (models/transformer_encoder.py)
+    bilstm_lm     our ELMo-style recurrent LM, fine-tuned (models/recurrent_encoder.py)
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ from seqtransfer.models.biaffine import RootedBiLSTM
 from seqtransfer.models.bilstm import BiLSTM, NoFeatureExtractor
 from seqtransfer.models.heads import HEADS
 from seqtransfer.models.representation import word_representation_of
+from seqtransfer.embeddings.recurrent_lm import is_recurrent_lm
+from seqtransfer.embeddings.transformer import encoder_path
+from seqtransfer.models.recurrent_encoder import RecurrentEncoder
 from seqtransfer.models.transformer_encoder import TransformerEncoder
 
 
@@ -54,7 +59,7 @@ class WordEncoder:
 
     feature_extractors = ("bilstm", "none")
 
-    def build_encoder(self, config: ModelConfig, word_count: int, character_count: int, task_kind: str) -> int:
+    def build_encoder(self, config: ModelConfig, word_count: int, character_count: int, task_kind: str, vocabularies=None) -> int:
         self.word_representation = word_representation_of(config, word_count, character_count)
         size = self.word_representation.output_size
         self.reads_root = task_kind == "dependency"  # the parser's BiLSTM reads a learned ROOT input first
@@ -84,15 +89,17 @@ class WordEncoder:
         return self.feature_extractor(self.word_representation(batch), batch.lengths)
 
 
-ENCODERS: dict[str, type] = {"words": WordEncoder, "transformer": TransformerEncoder}
+ENCODERS: dict[str, type] = {"words": WordEncoder, "transformer": TransformerEncoder, "bilstm_lm": RecurrentEncoder}
 
 
 def encoder_family(config: ModelConfig) -> str:
     """The encoder a model config describes: ``model.encoder_family`` when set; a fine-tuned
-    encoder folder's family (``transformer``); otherwise ``words``."""
+    encoder folder's family (``bilstm_lm`` for our recurrent LM, else ``transformer``); otherwise ``words``."""
     if config.encoder_family:
         return config.encoder_family
-    return "transformer" if config.encoder and config.encoder_mode == "finetune" else "words"
+    if not config.encoder or config.encoder_mode != "finetune":
+        return "words"
+    return "bilstm_lm" if is_recurrent_lm(encoder_path(config.encoder)) else "transformer"
 
 
 @cache
@@ -104,10 +111,11 @@ def model_class(family: str, task_kind: str) -> type[nn.Module]:
         raise SeqTransferError(f"no head for task kind '{task_kind}'", hint=f"the heads are: {', '.join(HEADS)}")
     encoder, head = ENCODERS[family], HEADS[task_kind]
 
-    def __init__(self, config: ModelConfig, word_count: int, character_count: int, label_count: int) -> None:
+    def __init__(self, config: ModelConfig, word_count: int, character_count: int, label_count: int, vocabularies=None) -> None:
+        """``vocabularies``: the run's (an encoder that reads the run's characters maps them to its own)."""
         nn.Module.__init__(self)
         self.check_head(config)
-        size = self.build_encoder(config, word_count, character_count, self.task_kind)
+        size = self.build_encoder(config, word_count, character_count, self.task_kind, vocabularies)
         self.build_head(config, size, label_count)
 
     name = f"{family.title().replace('_', '')}{task_kind.title()}Model"
@@ -118,4 +126,4 @@ def model_class(family: str, task_kind: str) -> type[nn.Module]:
 
 def from_vocabularies(cls, config: ModelConfig, vocabularies) -> nn.Module:
     """A model sized for ``vocabularies`` (words, characters, labels)."""
-    return cls(config, len(vocabularies.words), len(vocabularies.characters), len(vocabularies.labels))
+    return cls(config, len(vocabularies.words), len(vocabularies.characters), len(vocabularies.labels), vocabularies)

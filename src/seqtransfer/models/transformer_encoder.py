@@ -47,7 +47,7 @@ class TransformerEncoder:
     feature_extractors = ("bilstm", "none")  # what model.feature_extractor may choose (models/registry.py)
     reads_pairs_jointly = True  # a pair is one input, A [SEP] B (with token types where the encoder has them)
 
-    def build_encoder(self, config: ModelConfig, word_count: int, character_count: int, task_kind: str) -> int:
+    def build_encoder(self, config: ModelConfig, word_count: int, character_count: int, task_kind: str, vocabularies=None) -> int:
         from transformers import AutoConfig, AutoModel
 
 

@@ -1,0 +1,310 @@
+"""Our own ELMo-style recurrent language model (Peters et al. 2018; Jozefowicz et al. 2016).
+
+    c_t       characters of token t between begin- and end-of-word marks            (U, C) per distinct token
+    e_t       max over positions of relu(conv_k(char_embedding(c_t))), each width k   (U, F)
+    x_t       projection(highway^H(e_t))                                             (B, T, P)
+    f1, f2    forward LSTM layers (N cells, outputs projected to P); f2 += f1        (B, T, P) each
+    b1, b2    the same right to left (each sentence's own steps, padding after them)
+    p(w_t+1 | w_<=t) = softmax(f2_t),  p(w_t-1 | w_>=t) = softmax(b2_t)              one softmax over V words, both directions
+    layers    [x; x], [f1; b1], [f2; b2]: what a scalar mix reads                   (B, T, 3, 2P)
+
+A sentence is read as <S> w_1 ... w_n </S>. The softmax is over the V most frequent training
+words plus <unk>, <S> and </S>: an adaptive softmax (Grave et al. 2017) by default, or a full
+one. Everything else is characters, so any token gets a vector.
+
+A pretrained LM is a folder (``seqtransfer pretrain-lm --architecture bilstm``):
+``config.json`` (``"seqtransfer_architecture": "bilstm_lm"`` and the sizes), ``model.safetensors``
+and ``vocabulary.json`` (the softmax's words, the character set). ``model.encoder=FOLDER``
+reads it as the Transformer folders are read: frozen features of its three layers.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+from torch.nn import functional
+
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.padding import reversal_index, reverse_padded
+
+# torch warns that oneDNN has no LSTM with projections and falls back to its own kernel; that kernel
+# is still faster than an LSTM of N outputs followed by a linear layer to P (measured on this CPU,
+# one thread, B=64, T=22, forward + backward: 87 against 141 ms at N=512, P=128; 718 against
+# 1,840 ms at N=2048, P=256), so the warning says nothing a user can act on.
+ONEDNN_WARNING = "LSTM with projections is not supported with oneDNN"
+
+ARCHITECTURE = "bilstm_lm"  # config.json's "seqtransfer_architecture"
+WEIGHTS = "model.safetensors"
+VOCABULARY = "vocabulary.json"
+# character ids: 0 padding, then the marks; a token's characters sit between BEGIN_WORD and END_WORD
+PAD, UNKNOWN_CHARACTER, BEGIN_WORD, END_WORD, BEGIN_SENTENCE, END_SENTENCE = range(6)
+FIRST_CHARACTER = 6
+# word ids of the softmax
+UNKNOWN_WORD, SENTENCE_START, SENTENCE_END = 0, 1, 2
+SPECIAL_WORDS = ["<unk>", "<S>", "</S>"]
+
+# Two sizes that differ as ELMo-small and ELMo-large do (Peters et al.: 2048 filters, 1 or 2 highway
+# layers, cells of 1024 or 4096 projected to 128 or 512), scaled to pretrain on this CPU.
+SIZES: dict[str, dict] = {
+    "tiny": {"character_dimension": 8, "filters": [[1, 8], [2, 8], [3, 16]], "highway": 1, "projection": 16, "cell": 32},  # smoke tests
+    "small": {"character_dimension": 16, "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256]], "highway": 1, "projection": 128, "cell": 512},
+    "large": {"character_dimension": 16, "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]], "highway": 2,
+              "projection": 256, "cell": 2048},
+}
+DEFAULTS = {"max_characters": 50, "dropout": 0.1, "softmax": "adaptive"}
+
+
+class Highway(nn.Module):
+    """y = g * relu(W x) + (1 - g) * x, g = sigmoid(V x); the gate starts closed (bias -2: carry x)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.transform = nn.Linear(size, 2 * size)
+        with torch.no_grad():
+            self.transform.bias[size:].fill_(-2.0)
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        hidden, gate = self.transform(inputs).chunk(2, dim=-1)
+        gate = torch.sigmoid(gate)
+        return gate * functional.relu(hidden) + (1 - gate) * inputs
+
+
+class CharacterConvolution(nn.Module):
+    """(U, C) character ids -> (U, P): convolutions of several widths, max-pooled, highway, projection."""
+
+    def __init__(self, characters: int, dimension: int, filters: Sequence[Sequence[int]], highway: int, projection: int) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(characters, dimension, padding_idx=PAD)
+        self.convolutions = nn.ModuleList(nn.Conv1d(dimension, count, width) for width, count in filters)
+        size = sum(count for _, count in filters)
+        self.highways = nn.ModuleList(Highway(size) for _ in range(highway))
+        self.projection = nn.Linear(size, projection)
+        self.widest = max(width for width, _ in filters)
+
+    def forward(self, characters: torch.Tensor) -> torch.Tensor:
+        if characters.size(1) < self.widest:  # every width needs at least one position
+            characters = functional.pad(characters, (0, self.widest - characters.size(1)))
+        embedded = self.embedding(characters).transpose(1, 2)  # (U, D, C)
+        pooled = torch.cat([functional.relu(convolution(embedded)).amax(-1) for convolution in self.convolutions], dim=-1)  # (U, F)
+        for highway in self.highways:
+            pooled = highway(pooled)
+        return self.projection(pooled)
+
+
+class LSTMLayer(nn.Module):
+    """One layer of both directions: a forward and a backward LSTM of N cells, each projected to P."""
+
+    def __init__(self, projection: int, cell: int) -> None:
+        super().__init__()
+        self.forward_lstm = nn.LSTM(projection, cell, proj_size=projection, batch_first=True)
+        self.backward_lstm = nn.LSTM(projection, cell, proj_size=projection, batch_first=True)
+
+
+class RecurrentLanguageModel(nn.Module):
+    """The character CNN token encoder, a forward and a backward two-layer LSTM, one softmax."""
+
+    def __init__(self, settings: dict, with_softmax: bool = True) -> None:
+        """``with_softmax=False``: the encoder alone (a fine-tuned encoder reads its layers, never its softmax)."""
+        super().__init__()
+        self.settings = dict(settings)
+        projection = settings["projection"]
+        self.tokens = CharacterConvolution(settings["characters"], settings["character_dimension"], settings["filters"], settings["highway"], projection)
+        self.lstm_layers = nn.ModuleList(LSTMLayer(projection, settings["cell"]) for _ in range(2))  # layer-major: a layer group holds both directions
+        self.dropout = nn.Dropout(settings["dropout"])
+        words = settings["words"]
+        if not with_softmax:
+            self.softmax = None
+        elif settings["softmax"] == "adaptive":
+            self.softmax = nn.AdaptiveLogSoftmaxWithLoss(projection, words, adaptive_cutoffs(words), div_value=4.0)
+        else:
+            self.softmax = nn.Linear(projection, words)
+
+    def layers(self, forms: torch.Tensor, form_index: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """(U, C) characters of the batch's distinct tokens, (B, T) each position's token, (B,) lengths
+        -> x, f1, f2, b1, b2, each (B, T, P) (padded positions hold junk)."""
+        inputs = self.tokens(forms)[form_index]  # (B, T, P)
+        index = reversal_index(lengths.to(inputs.device), inputs.size(1))
+        forward_first, forward_second = self.direction(inputs, "forward_lstm")
+        backward_first, backward_second = self.direction(reverse_padded(inputs, index), "backward_lstm")
+        return inputs, forward_first, forward_second, reverse_padded(backward_first, index), reverse_padded(backward_second, index)
+
+    def direction(self, inputs: torch.Tensor, side: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, T, P) -> one direction's two layer outputs (B, T, P); the second has the first added (residual)."""
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=ONEDNN_WARNING)
+            first, _ = getattr(self.lstm_layers[0], side)(self.dropout(inputs))
+            second, _ = getattr(self.lstm_layers[1], side)(self.dropout(first))
+        return first, second + first
+
+    def token_layers(self, forms: torch.Tensor, form_index: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """The same inputs -> (B, T, 3, 2P): [x; x], [f1; b1], [f2; b2] at every position."""
+        inputs, forward_first, forward_second, backward_first, backward_second = self.layers(forms, form_index, lengths)
+        return torch.stack([torch.cat([inputs, inputs], -1), torch.cat([forward_first, backward_first], -1),
+                            torch.cat([forward_second, backward_second], -1)], dim=2)
+
+    def negative_log_likelihood(self, states: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """(N, P) states, (N,) word ids -> summed -log p(target)."""
+        states = self.dropout(states)
+        if isinstance(self.softmax, nn.AdaptiveLogSoftmaxWithLoss):
+            return -self.softmax(states, targets).output.sum()
+        return functional.cross_entropy(self.softmax(states), targets, reduction="sum")
+
+    def losses(self, forms: torch.Tensor, form_index: torch.Tensor, lengths: torch.Tensor, words: torch.Tensor) -> tuple[torch.Tensor, int]:
+        """Sentences <S> w_1 .. w_n </S> (B, T) -> (the forward and backward LMs' summed -log p, words predicted).
+
+        Forward: the state at position t predicts word t + 1; backward: word t - 1."""
+        _, _, forward_states, _, backward_states = self.layers(forms, form_index, lengths)
+        positions = torch.arange(words.size(1), device=words.device)
+        predicting = positions[None, :-1] < (lengths[:, None] - 1)  # (B, T - 1): pairs (t, t + 1) inside the sentence
+        forward = self.negative_log_likelihood(forward_states[:, :-1][predicting], words[:, 1:][predicting])
+        backward = self.negative_log_likelihood(backward_states[:, 1:][predicting], words[:, :-1][predicting])
+        count = int(predicting.sum())
+        return forward + backward, 2 * count
+
+
+def adaptive_cutoffs(words: int) -> list[int]:
+    """Cluster bounds of the adaptive softmax: the head holds the 2,000 most frequent words (fewer in a
+    small vocabulary), then tails of up to 8,000 and the rest."""
+    bounds = [bound for bound in (2000, 10000) if bound < words - 1]
+    return bounds or [max(1, words // 2)]
+
+
+def character_ids(token: str, characters: dict[str, int], limit: int) -> list[int]:
+    """BEGIN_WORD, the token's characters (unknown ones: UNKNOWN_CHARACTER), END_WORD; cut to ``limit``."""
+    inner = [characters.get(character, UNKNOWN_CHARACTER) for character in token[: limit - 2]]
+    return [BEGIN_WORD, *inner, END_WORD]
+
+
+SENTENCE_MARKS = {"<S>": [BEGIN_WORD, BEGIN_SENTENCE, END_WORD], "</S>": [BEGIN_WORD, END_SENTENCE, END_WORD]}
+
+
+def encode_batch(sentences: Sequence[Sequence[str]], characters: dict[str, int], limit: int,
+                 words: dict[str, int] | None = None) -> dict[str, torch.Tensor]:
+    """Sentences (tokens, without the marks) -> tensors of <S> tokens </S>: ``forms`` (U, C) the
+    distinct tokens' characters, ``form_index`` (B, T + 2), ``lengths`` (B,), and with ``words``
+    the softmax's ``words`` (B, T + 2) (an unknown word: <unk>)."""
+    distinct: dict[str, int] = {"<S>": 0, "</S>": 1}
+    rows = [[distinct.setdefault(token, len(distinct)) for token in ("<S>", *sentence, "</S>")] for sentence in sentences]
+    width = max(len(row) for row in rows)
+    form_index = np.zeros((len(rows), width), dtype=np.int64)
+    for number, row in enumerate(rows):
+        form_index[number, : len(row)] = row
+    encoded = [SENTENCE_MARKS.get(token) or character_ids(token, characters, limit) for token in distinct]
+    forms = np.zeros((len(encoded), max(map(len, encoded))), dtype=np.int64)
+    for number, ids in enumerate(encoded):
+        forms[number, : len(ids)] = ids
+    batch = {"forms": torch.from_numpy(forms), "form_index": torch.from_numpy(form_index), "lengths": torch.tensor([len(row) for row in rows])}
+    if words is not None:
+        ids = np.zeros((len(rows), width), dtype=np.int64)
+        for number, sentence in enumerate(sentences):
+            ids[number, : len(sentence) + 2] = [SENTENCE_START, *(words.get(token, UNKNOWN_WORD) for token in sentence), SENTENCE_END]
+        batch["words"] = torch.from_numpy(ids)
+    return batch
+
+
+def is_recurrent_lm(folder: Path) -> bool:
+    """Whether an encoder folder holds one of our recurrent LMs (its config.json says so)."""
+    config = Path(folder) / "config.json"
+    if not config.is_file():
+        return False
+    try:
+        return json.loads(config.read_text(encoding="utf-8")).get("seqtransfer_architecture") == ARCHITECTURE
+    except (ValueError, AttributeError):
+        return False
+
+
+def save_recurrent_lm(folder: Path, model: RecurrentLanguageModel, words: Sequence[str], characters: Sequence[str]) -> None:
+    """Write ``config.json``, ``model.safetensors`` and ``vocabulary.json`` into ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {"seqtransfer_architecture": ARCHITECTURE, **model.settings}
+    (folder / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+    (folder / VOCABULARY).write_text(json.dumps({"words": list(words), "characters": list(characters)}, ensure_ascii=False), encoding="utf-8")
+    save_file({name: tensor.detach().cpu().contiguous() for name, tensor in model.state_dict().items()}, str(folder / WEIGHTS))
+
+
+def read_settings(folder: Path) -> dict:
+    """config.json of a recurrent LM folder, checked to hold the sizes the model needs."""
+    folder = Path(folder)
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise SeqTransferError("the recurrent LM's config.json cannot be read as JSON", path=folder / "config.json",
+                               hint="use a folder written by seqtransfer pretrain-lm --architecture bilstm") from None
+    needed = ("characters", "character_dimension", "filters", "highway", "projection", "cell", "words", "max_characters", "dropout", "softmax")
+    missing = [key for key in needed if key not in config]
+    if missing:
+        raise SeqTransferError(f"the recurrent LM's config.json lacks {', '.join(missing)}", path=folder / "config.json",
+                               hint="use a folder written by seqtransfer pretrain-lm --architecture bilstm")
+    return config
+
+
+def read_vocabulary(folder: Path) -> tuple[list[str], list[str]]:
+    """(the softmax's words, the characters) of a recurrent LM folder, checked against its config.json."""
+    settings = read_settings(folder)
+    if not (folder / VOCABULARY).is_file():
+        raise SeqTransferError(f"the recurrent LM folder has no {VOCABULARY}", path=folder, hint="use the whole folder seqtransfer pretrain-lm wrote")
+    try:
+        vocabulary = json.loads((folder / VOCABULARY).read_text(encoding="utf-8"))
+        words, characters = list(vocabulary["words"]), list(vocabulary["characters"])
+    except (ValueError, KeyError, TypeError):
+        raise SeqTransferError(f"{VOCABULARY} is not a vocabulary (JSON with words and characters)", path=folder / VOCABULARY,
+                               hint="put this LM's own vocabulary.json in the folder") from None
+    if len(words) != settings["words"] or len(characters) + FIRST_CHARACTER != settings["characters"]:
+        raise SeqTransferError(f"vocabulary.json ({len(words)} words, {len(characters)} characters) does not fit config.json "
+                               f"({settings['words']} words, {settings['characters'] - FIRST_CHARACTER} characters)", path=folder / VOCABULARY,
+                               hint="put this LM's own vocabulary.json in the folder")
+    return words, characters
+
+
+def load_recurrent_lm(folder: Path) -> tuple[RecurrentLanguageModel, dict[str, int], dict[str, int]]:
+    """(model in eval mode, word -> id, character -> id) of a recurrent LM folder; a missing or
+    mismatched file is one error line."""
+    folder = Path(folder)
+    settings = read_settings(folder)
+    if not (folder / WEIGHTS).is_file():
+        raise SeqTransferError(f"the recurrent LM folder has no {WEIGHTS}", path=folder, hint="use the whole folder seqtransfer pretrain-lm wrote")
+    words, characters = read_vocabulary(folder)
+    with torch.random.fork_rng(devices=[]):  # building draws initial weights: a run's random numbers stay as they were
+        model = RecurrentLanguageModel(settings)
+    try:
+        model.load_state_dict(load_file(str(folder / WEIGHTS)))
+    except (RuntimeError, OSError) as error:
+        raise SeqTransferError(f"cannot load the recurrent LM's weights ({str(error).splitlines()[0][:160]})", path=folder / WEIGHTS,
+                               hint="the weights must be those pretrain-lm saved with this config.json") from None
+    model.eval()
+    return model, {word: index for index, word in enumerate(words)}, {character: index + FIRST_CHARACTER for index, character in enumerate(characters)}
+
+
+def recurrent_features(folder: Path, sentences: Sequence[Sequence[str]], batch_size: int = 64) -> list[np.ndarray]:
+    """Per sentence, (T, 3, 2P) float16 vectors of its tokens in the LM's three layers."""
+    model, _, characters = load_recurrent_lm(folder)
+    limit = model.settings["max_characters"]
+    order = sorted(range(len(sentences)), key=lambda index: len(sentences[index]))
+    result: list[np.ndarray | None] = [None] * len(sentences)
+    with torch.inference_mode():
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
+            batch = encode_batch([sentences[row] for row in rows], characters, limit)
+            layers = model.token_layers(batch["forms"], batch["form_index"], batch["lengths"]).numpy()  # (B, T + 2, 3, 2P)
+            for number, row in enumerate(rows):
+                result[row] = layers[number, 1 : len(sentences[row]) + 1].astype(np.float16)
+    return result
+
+
+def recurrent_shape(folder: Path) -> tuple[int, int]:
+    """(3 layers, 2P) of a recurrent LM folder."""
+    return 3, 2 * int(read_settings(Path(folder))["projection"])
+
+
+def recurrent_parameters(folder: Path) -> int:
+    """Parameters of the LM's encoder part (the softmax, which features never read, left out)."""
+    with torch.device("meta"):
+        model = RecurrentLanguageModel(read_settings(Path(folder)))
+    return sum(parameter.numel() for name, parameter in model.named_parameters() if not name.startswith("softmax."))

@@ -1,0 +1,177 @@
+"""Pretraining our ELMo-style recurrent LM (``seqtransfer pretrain-lm --architecture bilstm``).
+
+The network is ``embeddings/recurrent_lm.py``. Here: the character set and the softmax's
+frequency-capped word list from the training text, batches of similar length shuffled by
+(seed, epoch), the one training loop (``training/loop.fit``: Adam, early stopping on the
+held-out perplexity, a checkpoint per epoch so that an interrupted run resumes from its last
+finished epoch), and the folder written at the end, with what the training cost
+(``pretraining.json``: perplexity per epoch, seconds, tokens per second).
+
+Perplexity: exp of the mean -log p over every word the two directions predict (forward: w_1 ..
+w_n and </S>; backward: w_n .. w_1 and <S>), an unknown word counted as <unk>.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from seqtransfer.data.batching import length_groups_of
+from seqtransfer.device import prepare_device, resolve_device
+from seqtransfer.embeddings.recurrent_lm import (DEFAULTS, FIRST_CHARACTER, SIZES, SPECIAL_WORDS, RecurrentLanguageModel, encode_batch,
+                                                 save_recurrent_lm)
+from seqtransfer.embeddings.transformer import TRAINING_REPORT
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.training.loop import fit
+from seqtransfer.training.seeding import seed_everything
+from seqtransfer.workflows.pretraining import check_work_folder, perplexity, split_held_out, start_work_folder
+
+MINIMUM_CHARACTER_COUNT = 2  # rarer characters (one-off emoji) read as the unknown character
+
+
+@dataclass
+class RecurrentSettings:
+    size: str = "small"  # small | large (embeddings/recurrent_lm.SIZES)
+    vocabulary_size: int = 30000  # words of the softmax, most frequent first (at least 2 occurrences)
+    softmax: str = "adaptive"  # adaptive | full
+    held_out: float = 0.02
+    max_tokens: int = 100  # tokens per sentence (longer ones are cut)
+    sizes: dict = field(default_factory=dict)  # overrides of the size's numbers (tests: tiny models)
+
+
+def vocabularies(sentences: Sequence[Sequence[str]], vocabulary_size: int) -> tuple[list[str], list[str]]:
+    """(the softmax's words: <unk>, <S>, </S>, then the most frequent words seen twice or more, ties in
+    first-seen order; the characters seen at least ``MINIMUM_CHARACTER_COUNT`` times, most frequent first)."""
+    words = Counter(token for sentence in sentences for token in sentence)
+    frequent = [word for word, count in words.most_common() if count >= 2][:vocabulary_size]
+    characters = Counter()
+    for word, count in words.items():
+        for character in word:
+            characters[character] += count
+    return SPECIAL_WORDS + frequent, [character for character, count in characters.most_common() if count >= MINIMUM_CHARACTER_COUNT]
+
+
+@dataclass
+class RecurrentBatch:
+    tensors: dict[str, torch.Tensor]
+
+    def to(self, device: torch.device) -> "RecurrentBatch":
+        return RecurrentBatch({name: tensor if name == "lengths" else tensor.to(device) for name, tensor in self.tensors.items()})
+
+
+class RecurrentBatches:
+    """Training sentences in batches of similar length, shuffled by (seed, epoch)."""
+
+    def __init__(self, sentences: list[list[str]], words: dict[str, int], characters: dict[str, int], limit: int, batch_size: int, seed: int) -> None:
+        self.sentences, self.words, self.characters, self.limit, self.batch_size, self.seed = sentences, words, characters, limit, batch_size, seed
+        self.sentence_count = len(sentences)
+        self.batch_count = -(-len(sentences) // batch_size)
+
+    def make(self, rows: Sequence[int]) -> RecurrentBatch:
+        return RecurrentBatch(encode_batch([self.sentences[row] for row in rows], self.characters, self.limit, self.words))
+
+    def batches(self, epoch: int) -> Iterator[RecurrentBatch]:
+        generator = np.random.default_rng([self.seed, epoch])
+        order = generator.permutation(len(self.sentences))
+        groups = length_groups_of(order, np.array([len(sentence) for sentence in self.sentences]), self.batch_size)
+        for number in generator.permutation(len(groups)):
+            yield self.make(groups[number])
+
+    def fixed(self) -> list[RecurrentBatch]:
+        """Every sentence once, in order (held-out scoring)."""
+        return [self.make(range(start, min(start + self.batch_size, len(self.sentences)))) for start in range(0, len(self.sentences), self.batch_size)]
+
+
+class RecurrentPretraining(nn.Module):
+    """The LM as the training loop sees it: ``loss(batch)``, the mean -log p per predicted word."""
+
+    def __init__(self, language_model: RecurrentLanguageModel) -> None:
+        super().__init__()
+        self.language_model = language_model
+
+    def losses(self, batch: RecurrentBatch) -> tuple[torch.Tensor, int]:
+        tensors = batch.tensors
+        return self.language_model.losses(tensors["forms"], tensors["form_index"], tensors["lengths"].to(tensors["forms"].device), tensors["words"])
+
+    def loss(self, batch: RecurrentBatch) -> torch.Tensor:
+        total, count = self.losses(batch)
+        return total / max(count, 1)
+
+
+def model_settings(settings: RecurrentSettings, words: int, characters: int) -> dict:
+    if settings.size not in SIZES:
+        raise SeqTransferError(f"unknown LM size '{settings.size}'", hint=f"use --size {' or '.join(SIZES)}")
+    return {**SIZES[settings.size], **DEFAULTS, **settings.sizes, "softmax": settings.softmax, "words": words, "characters": characters}
+
+
+def run_identity(sentences: Sequence[Sequence[str]], settings: RecurrentSettings, train_config) -> dict:
+    """What decides the LM a run trains: its text, the settings, the training's (not threads nor device)."""
+    import hashlib
+
+    text = hashlib.sha256("\n".join(" ".join(sentence) for sentence in sentences).encode("utf-8")).hexdigest()[:16]
+    training = {key: getattr(train_config, key) for key in ("learning_rate", "batch_size", "max_epochs", "patience", "seed", "gradient_clip")}
+    return {"text": {"lines": len(sentences), "hash": text}, "settings": {"architecture": "bilstm", **settings.__dict__}, "training": training}
+
+
+def pretrain_recurrent(sentences: list[list[str]], settings: RecurrentSettings, train_config, output: Path, log, show_progress: bool = True,
+                       device: str = "auto") -> dict:
+    """Train the recurrent LM on ``sentences`` (token lists); write its folder ``output`` (built in
+    ``output.partial``, renamed when complete; an interrupted run resumes from there)."""
+    work = output.with_name(output.name + ".partial")
+    sentences = [sentence[: settings.max_tokens] for sentence in sentences if sentence]
+    identity = run_identity(sentences, settings, train_config)
+    check_work_folder(work, identity)
+    seed_everything(train_config.seed, train_config.threads)
+    lines = [" ".join(sentence) for sentence in sentences]  # the held-out split is one of distinct lines, as the Transformer LM's
+    training_lines, held_out_lines = split_held_out(lines, settings.held_out, train_config.seed)
+    training, held_out = [line.split(" ") for line in training_lines], [line.split(" ") for line in held_out_lines]
+    words, characters = vocabularies(training, settings.vocabulary_size)
+    language_model = RecurrentLanguageModel(model_settings(settings, len(words), len(characters) + FIRST_CHARACTER))
+    model = RecurrentPretraining(language_model)
+    target = resolve_device(device)
+    prepare_device(target)
+    model.to(target)
+    word_ids = {word: index for index, word in enumerate(words)}
+    character_ids = {character: index + FIRST_CHARACTER for index, character in enumerate(characters)}
+    limit = language_model.settings["max_characters"]
+    source = RecurrentBatches(training, word_ids, character_ids, limit, train_config.batch_size, train_config.seed)
+    scored = RecurrentBatches(held_out, word_ids, character_ids, limit, train_config.evaluation_batch_size, train_config.seed).fixed()
+    encoder_parameters = sum(parameter.numel() for name, parameter in language_model.named_parameters() if not name.startswith("softmax."))
+    training_tokens = sum(map(len, training))
+    log(f"recurrent language model ({settings.size}): {encoder_parameters:,} parameters (+ {sum(p.numel() for p in language_model.softmax.parameters()):,} "
+        f"in the {settings.softmax} softmax over {len(words):,} words), {len(characters)} characters; {len(training):,} training sentences "
+        f"({training_tokens:,} tokens), {len(held_out):,} held out")
+    start_work_folder(work, identity)
+    result = fit(model, source, lambda trained: (-perplexity(trained, scored), {}), train_config, checkpoint_dir=work, log=log,
+                 show_progress=show_progress, describe_dev=lambda score: f"held-out perplexity {-score:.2f}")
+    model.load_state_dict(result.best_state)
+    final = perplexity(model, scored)
+    log(f"held-out perplexity {final:.2f} (best epoch {result.best_epoch})")
+    summary = training_report(result, final, settings, language_model, encoder_parameters, training, held_out)
+    save_recurrent_lm(work / "model", language_model.cpu(), words, characters)
+    (work / "model" / TRAINING_REPORT).write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    (work / "model").rename(output)
+    shutil.rmtree(work)
+    return summary
+
+
+def training_report(result, final: float, settings: RecurrentSettings, language_model: RecurrentLanguageModel, encoder_parameters: int,
+                    training: list[list[str]], held_out: list[list[str]]) -> dict:
+    """What ``pretraining.json`` says: the perplexity per epoch, the sizes, and what the training cost."""
+    tokens = sum(map(len, training))
+    history = [{key: value for key, value in record.items() if key != "dev"} | {"held_out_perplexity": round(-record["dev"], 3)} for record in result.history]
+    train_seconds = sum(record.get("train_seconds", record.get("epoch_seconds", 0.0)) for record in result.history)
+    return {"architecture": "bilstm", "size": settings.size, "softmax": settings.softmax, "encoder_parameters": encoder_parameters,
+            "softmax_parameters": sum(parameter.numel() for parameter in language_model.softmax.parameters()), "words": language_model.settings["words"],
+            "held_out_perplexity": round(final, 3), "best_epoch": result.best_epoch, "training_sentences": len(training), "training_tokens": tokens,
+            "held_out_sentences": len(held_out), "seconds": round(sum(record.get("epoch_seconds", 0.0) for record in result.history), 1),
+            "training_tokens_per_second": round(tokens * len(result.history) / train_seconds, 1) if train_seconds else None,
+            "settings": language_model.settings, "history": history}

@@ -1,0 +1,171 @@
+"""Our ELMo-style recurrent LM (issue 54): pretraining, its folder, and its use as an encoder,
+frozen (features of its three layers) and fine-tuned (the ``bilstm_lm`` encoder family)."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pytest
+import torch
+
+from conftest import FIXTURES
+from seqtransfer.cli import main, run
+
+TINY_LM = ["--architecture", "bilstm", "--size", "tiny", "--epochs", "2", "--batch-size", "16", "--threads", "1", "--quiet", "--device", "cpu"]
+NER = ["--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--test", str(FIXTURES / "tiny_ner_test.conll"),
+       "--columns", "word,ner", "--scheme", "iob2"]
+TAGGER = ["--epochs", "2", "--quiet", "--device", "cpu", "model.embeddings=null", "model.hidden=8", "model.dropout=0.1", "train.threads=1"]
+
+
+@pytest.fixture(scope="module")
+def text(tmp_path_factory):
+    generator = random.Random(1)
+    words = "the a cat dog sat on mat ran to house big small John Mary lives in New York loves sees @user #tag lol :) !".split()
+    path = tmp_path_factory.mktemp("text") / "text.txt"
+    path.write_text("\n".join(" ".join(generator.choice(words) for _ in range(generator.randint(3, 12))) for _ in range(200)), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def language_model(text, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("lm") / "lm"
+    summary = run(["pretrain-lm", "--text", str(text), "--output", str(folder), *TINY_LM])
+    return folder, summary
+
+
+def test_pretraining_writes_an_encoder_folder_with_its_perplexity_and_cost(language_model):
+    folder, summary = language_model
+    assert {path.name for path in folder.iterdir()} == {"config.json", "model.safetensors", "vocabulary.json", "pretraining.json"}
+    config = json.loads((folder / "config.json").read_text())
+    assert config["seqtransfer_architecture"] == "bilstm_lm" and config["projection"] == 16
+    report = json.loads((folder / "pretraining.json").read_text())
+    assert [record["epoch"] for record in report["history"]] == [1, 2]
+    words = config["words"]
+    assert 1 < report["held_out_perplexity"] < 2 * words  # a softmax over `words` words: near uniform at worst after 2 epochs
+    assert report["training_tokens_per_second"] > 0 and report["encoder_parameters"] > 0 and summary["best_epoch"] in (1, 2)
+
+
+def test_the_same_seed_pretrains_the_same_lm(text, language_model, tmp_path):
+    from safetensors.torch import load_file
+
+    again = tmp_path / "again"
+    run(["pretrain-lm", "--text", str(text), "--output", str(again), *TINY_LM])
+    first, second = load_file(str(language_model[0] / "model.safetensors")), load_file(str(again / "model.safetensors"))
+    assert first.keys() == second.keys() and all(torch.equal(first[name], second[name]) for name in first)
+
+
+def test_each_direction_reads_only_its_own_side():
+    """The forward LSTM at t has read w_<=t, the backward one w_>=t: changing w_t+2 leaves the
+    forward states up to t+1 unchanged, changing w_t-2 the backward states from t-1."""
+    from seqtransfer.embeddings.recurrent_lm import DEFAULTS, FIRST_CHARACTER, SIZES, RecurrentLanguageModel, encode_batch
+
+    torch.manual_seed(0)
+    characters = {character: index + FIRST_CHARACTER for index, character in enumerate("abcdefghij")}
+    model = RecurrentLanguageModel({**SIZES["tiny"], **DEFAULTS, "characters": 16, "words": 10}).eval()
+    one, other = ["ab", "cd", "ef", "gh", "ij", "ab"], ["ab", "cd", "ef", "gh", "jj", "ab"]  # differ at token 5 (position 5 after <S>)
+    padded = [["ab"]]  # a shorter sentence in the batch: its padding must not reach the others
+    with torch.inference_mode():
+        layers = [model.layers(**{key: value for key, value in encode_batch([sentence, *padded], characters, 50).items()}) for sentence in (one, other)]
+    (_, forward_a, _, backward_a, _), (_, forward_b, _, backward_b, _) = layers
+    assert torch.equal(forward_a[0, :5], forward_b[0, :5]) and not torch.equal(forward_a[0, 5], forward_b[0, 5])
+    assert torch.equal(backward_a[0, 6:8], backward_b[0, 6:8]) and not torch.equal(backward_a[0, 5], backward_b[0, 5])
+
+
+@pytest.mark.parametrize("mode", ["features", "finetune"])
+def test_a_tagger_reads_the_lm_frozen_or_fine_tuned(language_model, tmp_path, monkeypatch, mode):
+    import seqtransfer
+    from seqtransfer.rundir import load_run
+    from seqtransfer.transfer.adaptations import layer_groups
+
+    monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))
+    folder, _ = language_model
+    output = tmp_path / mode
+    run(["train", *NER, "--output", str(output), *TAGGER, f"model.encoder={folder}", f"model.encoder_mode={mode}"])
+    loaded = load_run(output)
+    names = set(loaded.model.state_dict())
+    if mode == "features":
+        assert loaded.config.model.encoder_layers == 3 and loaded.config.model.encoder_dimension == 32
+        assert "word_representation.encoder_mix.weights" in names
+    else:
+        assert type(loaded.model).encoder_family == "bilstm_lm" and "encoder_mix.weights" in names
+        assert any(name.startswith("encoder.lstm_layers.1.backward_lstm.") for name in names) and not any(name.startswith("encoder.softmax") for name in names)
+        assert [group for group, _ in layer_groups(loaded.model)] == ["encoder.tokens", "encoder.lstm_layers.0", "encoder.lstm_layers.1", "head"]
+    sentences = [["John", "lives", "in", "New", "York"], ["Mary", "!"]]
+    predictor = seqtransfer.load(output)
+    predicted = predictor.predict(sentences)
+    assert [len(labels) for labels in predicted] == [5, 2] and predictor.predict(sentences) == predicted
+
+
+def test_fine_tuning_starts_from_the_pretrained_weights(language_model, tmp_path):
+    from safetensors.torch import load_file
+
+    from seqtransfer.config import RunConfig, apply_overrides
+    from seqtransfer.models.encoders import model_class
+
+    folder, _ = language_model
+    config = apply_overrides(RunConfig(), [f"model.encoder={folder}", "model.encoder_mode=finetune", "model.hidden=8"]).model
+    model = model_class("bilstm_lm", "tagging")(config, 5, 12, 3)
+    model.load_pretrained()
+    pretrained = load_file(str(folder / "model.safetensors"))
+    assert all(torch.equal(tensor, pretrained[name.removeprefix("encoder.")]) for name, tensor in model.state_dict().items() if name.startswith("encoder."))
+
+
+def test_an_interrupted_pretraining_resumes(text, tmp_path, monkeypatch, capsys):
+    from seqtransfer.workflows import recurrent_pretraining as module
+
+    original = module.perplexity
+    calls = {"count": 0}
+
+    def failing(model, batches):
+        calls["count"] += 1
+        if calls["count"] == 3:  # both epochs scored and checkpointed: the final scoring
+            raise KeyboardInterrupt
+        return original(model, batches)
+
+    monkeypatch.setattr(module, "perplexity", failing)
+    with pytest.raises(KeyboardInterrupt):
+        run(["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "lm"), *TINY_LM])
+    assert (tmp_path / "lm.partial").is_dir() and not (tmp_path / "lm").exists()
+    monkeypatch.setattr(module, "perplexity", original)
+    capsys.readouterr()
+    summary = run(["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "lm"), *TINY_LM])
+    assert "resuming after epoch 2" in capsys.readouterr().out and math.isfinite(summary["held_out_perplexity"])
+
+
+def one_line_error(capsys, arguments) -> str:
+    assert main(arguments) != 0
+    error = capsys.readouterr().err
+    assert "Traceback" not in error and error.strip().count("\n") <= 1, error
+    return error
+
+
+def test_bad_lm_input_is_one_line(language_model, text, tmp_path, capsys, monkeypatch):
+    import shutil
+
+    monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))
+    folder, _ = language_model
+    assert "--objective causal is a Transformer LM's" in one_line_error(capsys, ["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "a"), *TINY_LM,
+                                                                                 "--objective", "causal"])
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n", encoding="utf-8")
+    assert "holds no sentences" in one_line_error(capsys, ["pretrain-lm", "--text", str(empty), "--output", str(tmp_path / "b"), *TINY_LM])
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes("café au lait\nnaïve\n".encode("latin-1"))
+    assert "is not valid utf-8" in one_line_error(capsys, ["pretrain-lm", "--text", str(latin), "--output", str(tmp_path / "f"), *TINY_LM])
+    with pytest.raises(SystemExit):  # argparse's usage line and its one error line
+        main(["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "c"), "--architecture", "gru"])
+    assert "invalid choice: 'gru'" in capsys.readouterr().err
+    no_weights = tmp_path / "no_weights"
+    shutil.copytree(folder, no_weights)
+    (no_weights / "model.safetensors").unlink()
+    assert "has no model.safetensors" in one_line_error(capsys, ["train", *NER, "--output", str(tmp_path / "d"), *TAGGER, f"model.encoder={no_weights}"])
+    mismatched = tmp_path / "mismatched"
+    shutil.copytree(folder, mismatched)
+    vocabulary = json.loads((mismatched / "vocabulary.json").read_text())
+    (mismatched / "vocabulary.json").write_text(json.dumps({**vocabulary, "words": vocabulary["words"][:-1]}))
+    for mode in ("features", "finetune"):
+        assert "does not fit config.json" in one_line_error(capsys, ["train", *NER, "--output", str(tmp_path / f"e{mode}"), *TAGGER, f"model.encoder={mismatched}",
+                                                                     f"model.encoder_mode={mode}"])
+    assert not any((tmp_path / name / "metrics.json").exists() for name in ("d", "efeatures", "efinetune"))
