@@ -169,3 +169,48 @@ def test_bad_lm_input_is_one_line(language_model, text, tmp_path, capsys, monkey
         assert "does not fit config.json" in one_line_error(capsys, ["train", *NER, "--output", str(tmp_path / f"e{mode}"), *TAGGER, f"model.encoder={mismatched}",
                                                                      f"model.encoder_mode={mode}"])
     assert not any((tmp_path / name / "metrics.json").exists() for name in ("d", "efeatures", "efinetune"))
+
+
+def test_analyze_layers_reads_each_runs_scalar_mix_and_the_report_shows_it(language_model, tmp_path, monkeypatch, capsys):
+    from safetensors.torch import load_file
+
+    monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))
+    folder, _ = language_model
+    features = tmp_path / "features"
+    run(["train", *NER, "--output", str(features), *TAGGER, f"model.encoder={folder}"])
+    plain = tmp_path / "plain"
+    run(["train", *NER, "--output", str(plain), *TAGGER])
+    capsys.readouterr()
+    result, = run(["analyze", "layers", str(features), "--label", "frozen LM", "--output", str(tmp_path / "layers")])
+    saved = load_file(str(features / "model.safetensors"))["word_representation.encoder_mix.weights"]
+    assert result["weights"] == [round(value, 4) for value in torch.softmax(saved, 0).tolist()] and len(result["weights"]) == 3
+    assert "| frozen LM |" in capsys.readouterr().out and {path.name for path in (tmp_path / "layers").iterdir()} >= {"layers.json", "layers.md", "layers.png"}
+    run(["analyze", "report", "--layers", str(features), "--output", str(tmp_path / "report.html")])
+    assert 'id="layers"' in (tmp_path / "report.html").read_text()
+    assert "this run mixes no encoder layers" in one_line_error(capsys, ["analyze", "layers", str(plain)])
+
+
+def test_a_run_on_frozen_lm_features_refuses_another_lm_in_its_place(language_model, tmp_path, monkeypatch, capsys):
+    """The run records the LM folder's hash: a changed LM is one line, as a missing one is."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "lm"
+    shutil.copytree(language_model[0], folder)
+    output = tmp_path / "run"
+    run(["train", *NER, "--output", str(output), *TAGGER, f"model.encoder={folder}"])
+    weights = load_file(str(folder / "model.safetensors"))
+    weights["tokens.projection.bias"] += 1.0
+    save_file(weights, str(folder / "model.safetensors"))
+    sentence = ["John", "lives", "in", "York"]
+    with pytest.raises(Exception, match="differs from the one this run was trained on"):
+        import seqtransfer
+
+        seqtransfer.load(output).predict([sentence])
+    shutil.rmtree(folder)
+    text = tmp_path / "input.txt"
+    text.write_text("John lives in York\n", encoding="utf-8")
+    error = one_line_error(capsys, ["predict", str(output), str(text)])
+    assert "encoder folder" in error and "is not there" in error

@@ -59,6 +59,7 @@ class ReportContent:
     unit_ablation: dict | None = None  # analysis/units.py: a multi-task run's units ablated one at a time
     probes: dict | None = None  # analysis/probes.py: a logistic probe per encoder layer
     drift: list[dict] = field(default_factory=list)  # analysis/drift.py: how far each layer group moved, per run
+    layer_mix: list[dict] = field(default_factory=list)  # analysis/layer_mix.py: each run's learned weight per encoder layer
     similarity: dict | None = None  # commands/analyze.py similarity_analysis: distances between corpora
     title: str = "seqtransfer: what transfer did"
 
@@ -225,6 +226,21 @@ def drift_section(results: list[dict]) -> str:
     ])
 
 
+def layer_mix_section(results: list[dict]) -> str:
+    """Which encoder layers each run uses: the softmax weights of its scalar mix, a column per layer."""
+    from seqtransfer.analysis.layer_mix import mix_figure
+
+    layers = max(len(result["weights"]) for result in results)
+    rows = [[escape(result["label"]), *result["weights"], *([""] * (layers - len(result["weights"]))), result["gamma"], escape(result["mode"])] for result in results]
+    return "\n".join([
+        '<h2 id="layers">Which encoder layers each task uses</h2>',
+        '<p class="note">The learned scalar mix gamma * sum_l softmax(s)_l h_l of each run (Peters et al. 2018): softmax(s) per layer, '
+        'layer 0 being the embeddings (a Transformer) or the character CNN (our recurrent LM).</p>',
+        embedded_figure(mix_figure(results), "Softmax weight of each encoder layer, per run."),
+        table(["run", *(f"layer {layer}" for layer in range(layers)), "gamma", "encoder mode"], rows, digits=3),
+    ])
+
+
 def probe_description(result: dict) -> str:
     """What the probes learnt from what, and how they are scored."""
     if result.get("metric") == "pearson":
@@ -273,6 +289,8 @@ def render_report(content: ReportContent) -> str:
         sections.append(probes_section(content.probes))
     if content.drift:
         sections.append(drift_section(content.drift))
+    if content.layer_mix:
+        sections.append(layer_mix_section(content.layer_mix))
     if content.similarity:
         sections.append(similarity_section(content.similarity))
     body = "\n".join(sections) or "<p>Nothing to show: pass --transfer, --neurons, --curve or --ablation.</p>"

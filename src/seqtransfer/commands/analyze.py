@@ -6,6 +6,7 @@
     analyze units RUN [--task POS] [--split dev] [--output DIR]  multi-task: ablate each unit of h_POS (MuTSPad §5.5)
     analyze absorption RUN... [--split dev] [--output DIR]      PretRand: do pre-trained units absorb the random ones (Figure 5)
     analyze drift RUN... [--label NAME ...] [--output DIR]      how far training moved each layer group from its pretrained / source weights
+    analyze layers RUN... [--label NAME ...] [--output DIR]     which encoder layers each run's scalar mix uses (its learned weights)
     analyze similarity CORPUS... [--target T] [--gains CSV] [--output DIR]  KL / JS / OOV / LM cross-entropy between corpora
     analyze tokens RUN... [--split test] [--output DIR]          accuracy and share of errors by kind of token (mentions, hashtags, ...)
     analyze tokens PSEUDO.conll... --gold DATASET[:TASK]         the same for pseudo-labelled data, against the gold labels of its sentences
@@ -110,6 +111,28 @@ def run_drift(arguments: argparse.Namespace) -> list[dict]:
         write_json(output / "drift.json", results)
         write_text(output / "drift.md", table)
         figures.save_figure(drift_figure(results), output / "drift")
+        print(f"written to {output}")
+    return results
+
+
+def run_layers(arguments: argparse.Namespace) -> list[dict]:
+    from seqtransfer.analysis import figures
+    from seqtransfer.analysis.layer_mix import markdown, mix_figure, mix_weights
+    from seqtransfer.files import write_json, write_text
+
+    if arguments.label and len(arguments.label) != len(arguments.runs):
+        raise SeqTransferError(f"{len(arguments.label)} --label for {len(arguments.runs)} runs", hint="give one --label per RUN, in order, or none")
+    check_distinct_runs(arguments.runs, arguments.label)
+    if arguments.output:
+        check_output_folder(arguments.output)
+    results = [mix_weights(run, label) for run, label in zip(arguments.runs, arguments.label or [None] * len(arguments.runs))]
+    table = markdown(results)
+    print(table, end="")
+    if arguments.output:
+        output = Path(arguments.output)
+        write_json(output / "layers.json", results)
+        write_text(output / "layers.md", table)
+        figures.save_figure(mix_figure(results), output / "layers")
         print(f"written to {output}")
     return results
 
@@ -284,8 +307,10 @@ def run_report(arguments: argparse.Namespace):
     from seqtransfer.analysis.negative_transfer import compare_runs
     from seqtransfer.files import write_text
 
-    if not (arguments.transfer or arguments.neurons or arguments.curve or arguments.ablation or arguments.probes or arguments.drift or arguments.similarity):
-        raise SeqTransferError("nothing to report", hint="pass --transfer RUN_A RUN_B, --neurons RUN, --curve RUN ..., --ablation RUN, --probes RUN, --drift RUN ... and/or --similarity CORPUS ...")
+    if not (arguments.transfer or arguments.neurons or arguments.curve or arguments.ablation or arguments.probes or arguments.drift or arguments.layers
+            or arguments.similarity):
+        raise SeqTransferError("nothing to report", hint="pass --transfer RUN_A RUN_B, --neurons RUN, --curve RUN ..., --ablation RUN, --probes RUN, --drift RUN ..., "
+                                                          "--layers RUN ... and/or --similarity CORPUS ...")
     if Path(arguments.output).is_dir():
         raise SeqTransferError("--output is a folder; the report is one HTML file", path=arguments.output, hint="pass --output FILE.html")
     if arguments.drift:
@@ -308,6 +333,11 @@ def run_report(arguments: argparse.Namespace):
         from seqtransfer.analysis.drift import distinct_labels, measure_drift
 
         content.drift = distinct_labels([measure_drift(run) for run in arguments.drift])
+    if arguments.layers:
+        from seqtransfer.analysis.layer_mix import mix_weights
+
+        check_distinct_runs(arguments.layers, [])
+        content.layer_mix = [mix_weights(run) for run in arguments.layers]
     if arguments.similarity:
         content.similarity = similarity_analysis(arguments, arguments.similarity)
     write_text(arguments.output, render_report(content))
@@ -352,7 +382,7 @@ def run_probes(arguments: argparse.Namespace) -> dict:
     return result
 
 
-ANALYSES = {"transfer": run_transfer, "neurons": run_neurons, "curve": run_curve, "units": run_units, "probes": run_probes, "similarity": run_similarity, "absorption": run_absorption, "drift": run_drift, "tokens": run_tokens, "report": run_report}
+ANALYSES = {"transfer": run_transfer, "neurons": run_neurons, "curve": run_curve, "units": run_units, "probes": run_probes, "similarity": run_similarity, "absorption": run_absorption, "drift": run_drift, "layers": run_layers, "tokens": run_tokens, "report": run_report}
 
 
 def run(arguments: argparse.Namespace):

@@ -20,7 +20,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     """One subcommand per analysis, each with its options (in ``--help`` order)."""
     analyses = parser.add_subparsers(dest="analysis", metavar="ANALYSIS", required=True)
     for add in (transfer_arguments, neurons_arguments, curve_arguments, units_arguments, probes_arguments, absorption_arguments,
-                drift_arguments, similarity_arguments, tokens_arguments, report_arguments):
+                drift_arguments, layers_arguments, similarity_arguments, tokens_arguments, report_arguments):
         add(analyses)
 
 
@@ -83,6 +83,13 @@ def drift_arguments(analyses) -> None:
     drift.add_argument("--output", help="folder for drift.json, drift.md and drift.png/svg")
 
 
+def layers_arguments(analyses) -> None:
+    layers = analyses.add_parser("layers", help="runs that mix an encoder's layers (model.encoder): the learned weight of each layer (which layers each task uses)")
+    layers.add_argument("runs", nargs="+", metavar="RUN", help="runs trained with model.encoder (frozen features, or our recurrent LM fine-tuned)")
+    layers.add_argument("--label", action="append", default=[], metavar="NAME", help="a name per RUN, in order, for the table and figure (repeatable; default the run folder's name)")
+    layers.add_argument("--output", help="folder for layers.json, layers.md and layers.png/svg")
+
+
 def similarity_arguments(analyses) -> None:
     similarity = analyses.add_parser("similarity", help="how far apart corpora are: JS / KL of word distributions, OOV rate, trigram-LM cross-entropy; ranks sources for a target")
     similarity.add_argument("corpora", nargs="+", metavar="CORPUS", help="a dataset (NAME[:SPLIT], default train), tweets_unlabeled, or a text file (one sentence per line) or CoNLL file")
@@ -109,6 +116,7 @@ def report_arguments(analyses) -> None:
     report.add_argument("--ablation-max-sentences", type=int, help="score the ablations on the first N sentences of each dev set")
     report.add_argument("--probes", metavar="RUN", help="run with a Transformer encoder whose layers to probe (as `analyze probes`)")
     report.add_argument("--drift", nargs="+", default=[], metavar="RUN", help="fine-tuned encoder or sequential-transfer runs: how far each layer group moved (as `analyze drift`)")
+    report.add_argument("--layers", nargs="+", default=[], metavar="RUN", help="runs that mix an encoder's layers: each layer's learned weight (as `analyze layers`)")
     report.add_argument("--similarity", nargs="+", default=[], metavar="CORPUS", help="corpora to compare (as `analyze similarity`)")
     add_similarity_options(report)
     report.add_argument("--split", default="dev", help="split of the prediction files (default dev)")

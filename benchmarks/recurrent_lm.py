@@ -1,0 +1,159 @@
+"""Training throughput of our ELMo-style recurrent LM (issue 54): tokens per second, the share of
+this CPU's sgemm peak that the arithmetic reaches, and where a training step's time goes.
+
+    python benchmarks/recurrent_lm.py [--sizes small large] [--threads 2] [--steps 6] [--output benchmarks/results/recurrent_lm.json]
+
+For each size: batches of 64 real tweets (``tweets_unlabeled`` with ``$SEQTRANSFER_DATA``, else a
+synthetic text of the same sentence lengths) with the LM's own vocabularies; after two warm-up
+steps, ``--steps`` full training steps (forward, backward, Adam) are timed. Floating-point
+operations per step: the character CNN's and linear layers' counted by torch's FlopCounterMode,
+the LSTMs' from their sizes (per token, direction and layer: 2 * 4N(P + P) for the gates and
+2 * N * P for the projection, forward; twice that backward), the backward pass of everything
+else counted as twice its forward. The peak: the best of 2048 x 2048 x 2048 fp32 matrix products
+with the same threads. A profile of one more step groups the time by module (tokens, LSTM layers,
+softmax, optimizer). Run on a quiet machine; say what else ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from seqtransfer.embeddings.recurrent_lm import DEFAULTS, FIRST_CHARACTER, SIZES, RecurrentLanguageModel, encode_batch  # noqa: E402
+from seqtransfer.workflows.recurrent_pretraining import vocabularies  # noqa: E402
+
+
+def sgemm_peak(threads: int, size: int = 2048, repeats: int = 5) -> float:
+    """Best fp32 matrix-product rate (FLOP/s) of ``size`` cubed with ``threads`` threads."""
+    torch.set_num_threads(threads)
+    left, right = torch.randn(size, size), torch.randn(size, size)
+    left @ right
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        left @ right
+        best = min(best, time.perf_counter() - started)
+    return 2 * size**3 / best
+
+
+def sentences(count: int) -> list[list[str]]:
+    """Tweets tokenised as pretraining reads them, or synthetic sentences of 10-30 tokens."""
+    data = os.environ.get("SEQTRANSFER_DATA")
+    if data and (Path(data) / "tweets_unlabeled").is_dir():
+        from seqtransfer.data.tokenize import TOKENIZERS
+        from seqtransfer.data.unlabeled import RAW_CORPORA, read_text_lines
+
+        lines, _, _ = read_text_lines("tweets_unlabeled", data)
+        split = TOKENIZERS[RAW_CORPORA["tweets_unlabeled"].tokenizer]
+        return [tokens for line in lines[:count] if (tokens := split(line))]
+    generator = random.Random(1)
+    words = ["".join(generator.choices("abcdefghijklmnopqrstuvwxyz", k=generator.randint(2, 9))) for _ in range(20000)]
+    return [[generator.choice(words) for _ in range(generator.randint(10, 30))] for _ in range(count)]
+
+
+def lstm_flops(settings: dict, tokens: int) -> float:
+    """Forward + backward FLOPs of the four projected LSTMs over ``tokens`` positions."""
+    cell, projection = settings["cell"], settings["projection"]
+    forward = 2 * 4 * cell * (projection + projection) + 2 * cell * projection
+    return 3 * forward * tokens * 4  # two directions x two layers; backward costs twice the forward
+
+
+def measure(size: str, text: list[list[str]], threads: int, steps: int, batch_size: int = 64) -> dict:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(1)
+    words, characters = vocabularies(text, 30000)
+    word_ids, character_ids = {word: index for index, word in enumerate(words)}, {character: index + FIRST_CHARACTER for index, character in enumerate(characters)}
+    settings = {**SIZES[size], **DEFAULTS, "words": len(words), "characters": len(characters) + FIRST_CHARACTER}
+    model = RecurrentLanguageModel(settings)
+    optimizer = torch.optim.Adam(model.parameters(), 1e-3)
+    batches = [encode_batch(text[start : start + batch_size], character_ids, 50, word_ids) for start in range(0, len(text) - batch_size + 1, batch_size)]
+
+    def step(batch: dict) -> None:
+        loss, count = model.losses(batch["forms"], batch["form_index"], batch["lengths"], batch["words"])
+        optimizer.zero_grad(set_to_none=True)
+        (loss / count).backward()
+        optimizer.step()
+
+    for batch in batches[:2]:
+        step(batch)
+    timed = batches[2 : 2 + steps]
+    started = time.perf_counter()
+    for batch in timed:
+        step(batch)
+    seconds = time.perf_counter() - started
+    tokens = sum(int(batch["lengths"].sum()) - 2 * len(batch["lengths"]) for batch in timed)  # the words, without <S> and </S>
+    positions = sum(int(batch["lengths"].sum()) for batch in timed)
+    with FlopCounterMode(display=False) as counter:  # the convolutions, linear layers and softmax of one forward pass
+        with torch.no_grad():
+            for batch in timed:
+                model.losses(batch["forms"], batch["form_index"], batch["lengths"], batch["words"])
+    flops = 3 * counter.get_total_flops() + lstm_flops(settings, positions)
+    return {"size": size, "encoder_parameters": sum(p.numel() for n, p in model.named_parameters() if not n.startswith("softmax.")),
+            "softmax_words": len(words), "steps": len(timed), "tokens": tokens, "seconds": round(seconds, 3),
+            "tokens_per_second": round(tokens / seconds, 1), "flops_per_second": flops / seconds, "time_by_part": time_by_part(model, step, timed[0])}
+
+
+def time_by_part(model: RecurrentLanguageModel, step, batch: dict) -> dict[str, float]:
+    """Share of one step's CPU time per part, from torch.profiler's self times grouped by record_function labels."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    originals = {"tokens": model.tokens.forward, "softmax": model.negative_log_likelihood, "lstm": model.direction}
+
+    def labelled(name, function):
+        def wrapper(*arguments, **keywords):
+            with record_function(f"part::{name}"):
+                return function(*arguments, **keywords)
+        return wrapper
+
+    model.tokens.forward = labelled("forward: character CNN", originals["tokens"])
+    model.negative_log_likelihood = labelled("forward: softmax", originals["softmax"])
+    model.direction = labelled("forward: LSTMs", originals["lstm"])
+    started = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU]) as profiler:
+        step(batch)
+    total = time.perf_counter() - started
+    model.tokens.forward, model.negative_log_likelihood, model.direction = originals["tokens"], originals["softmax"], originals["lstm"]
+    parts = {event.key.removeprefix("part::"): event.cpu_time_total / 1e6 for event in profiler.key_averages() if event.key.startswith("part::")}
+    parts["backward, Adam and the rest"] = total - sum(parts.values())
+    return {name: round(seconds / total, 3) for name, seconds in parts.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", nargs="+", default=["small", "large"], choices=list(SIZES))
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--output", type=Path)
+    arguments = parser.parse_args()
+    peak = sgemm_peak(arguments.threads)
+    text = sentences(64 * (arguments.steps + 3) * 4)
+    text = [sentence for sentence in text if sentence][: 64 * (arguments.steps + 3)]
+    print(f"sgemm peak ({arguments.threads} threads, 2048^3 fp32): {peak / 1e9:.1f} GFLOP/s")
+    results = []
+    for size in arguments.sizes:
+        result = measure(size, text, arguments.threads, arguments.steps)
+        result["share_of_sgemm_peak"] = round(result["flops_per_second"] / peak, 3)
+        result["flops_per_second"] = round(result["flops_per_second"] / 1e9, 2)
+        results.append(result)
+        parts = ", ".join(f"{name} {share:.0%}" for name, share in result["time_by_part"].items())
+        print(f"{size}: {result['encoder_parameters']:,} parameters, {result['tokens_per_second']:,.0f} training tokens/s, "
+              f"{result['flops_per_second']:.1f} GFLOP/s = {result['share_of_sgemm_peak']:.0%} of sgemm peak; time: {parts}")
+    if arguments.output:
+        arguments.output.write_text(json.dumps({"machine": platform.processor() or platform.machine(), "threads": arguments.threads,
+                                                "torch": torch.__version__, "sgemm_peak_gflops": round(peak / 1e9, 1), "results": results}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

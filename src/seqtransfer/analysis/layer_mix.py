@@ -1,0 +1,64 @@
+"""Which encoder layers each task uses: the learned scalar-mix weights of runs that read an encoder's
+layers (``analyze layers``; issue 54, point 5).
+
+A run on frozen encoder features (``model.encoder``, ``encoder_mode=features``) or one fine-tuning
+our recurrent LM mixes the encoder's layers, gamma * sum_l softmax(s)_l h_l (Peters et al. 2018).
+softmax(s) says how much each layer contributes (0 = the embeddings or our LM's character CNN);
+the weights come from the run's saved model, no data is read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from matplotlib.figure import Figure
+from safetensors.torch import load_file
+
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.rundir import WEIGHTS, check_run_directory, read_saved_config
+
+MIX_SUFFIX = "encoder_mix.weights"
+
+
+def mix_weights(directory: str | Path, label: str | None = None) -> dict:
+    """{run, label, encoder, mode, weights (softmax, per layer), gamma} of one run."""
+    directory = Path(directory)
+    check_run_directory(directory)
+    config = read_saved_config(directory)
+    state = load_file(str(directory / WEIGHTS))
+    names = sorted(name for name in state if name.endswith(MIX_SUFFIX))
+    if not names:
+        raise SeqTransferError("this run mixes no encoder layers", path=directory,
+                               hint="pass runs trained with model.encoder (frozen features, or our recurrent LM fine-tuned)")
+    weights = torch.softmax(state[names[0]].float(), 0).tolist()
+    gamma = float(state[names[0].removesuffix("weights") + "gamma"].float().item())
+    model = config.model
+    return {"run": str(directory), "label": label or directory.resolve().name, "encoder": model.encoder, "mode": model.encoder_mode,
+            "weights": [round(weight, 4) for weight in weights], "gamma": round(gamma, 4)}
+
+
+def markdown(results: list[dict]) -> str:
+    """A table: a row per run, a column per layer (softmax weight), and gamma."""
+    layers = max(len(result["weights"]) for result in results)
+    header = "| run | " + " | ".join(f"layer {layer}" for layer in range(layers)) + " | gamma |"
+    rule = "| --- |" + " ---: |" * (layers + 1)
+    rows = ["| " + " | ".join([result["label"], *(f"{weight:.3f}" for weight in result["weights"]), *([""] * (layers - len(result["weights"]))),
+                               f"{result['gamma']:.3f}"]) + " |" for result in results]
+    return "\n".join([header, rule, *rows]) + "\n"
+
+
+def mix_figure(results: list[dict]) -> Figure:
+    """Grouped bars: each run's weight per layer (0 = embeddings / character CNN)."""
+    figure = Figure(figsize=(max(5.0, 1.2 * max(len(result["weights"]) for result in results) + 2), 3.6))
+    axes = figure.add_subplot()
+    width = 0.8 / len(results)
+    for number, result in enumerate(results):
+        positions = [layer + (number - (len(results) - 1) / 2) * width for layer in range(len(result["weights"]))]
+        axes.bar(positions, result["weights"], width, label=result["label"])
+    axes.set_xlabel("layer (0 = embeddings / character CNN)")
+    axes.set_ylabel("softmax weight")
+    axes.set_xticks(range(max(len(result["weights"]) for result in results)))
+    axes.legend(fontsize="small")
+    figure.tight_layout()
+    return figure
