@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from seqtransfer.analysis import figures
 from seqtransfer.analysis.curves import CurvePoint
+from seqtransfer.analysis.layer_mix import mix_figure
 from seqtransfer.analysis.mistakes import MISTAKE_TYPES
 from seqtransfer.analysis.negative_transfer import FalsifiedToken, TransferComparison
 from seqtransfer.analysis.neurons import NeuronAnalysis
@@ -228,8 +229,6 @@ def drift_section(results: list[dict]) -> str:
 
 def layer_mix_section(results: list[dict]) -> str:
     """Which encoder layers each run uses: the softmax weights of its scalar mix, a column per layer."""
-    from seqtransfer.analysis.layer_mix import mix_figure
-
     layers = max(len(result["weights"]) for result in results)
     rows = [[escape(result["label"]), *result["weights"], *([""] * (layers - len(result["weights"]))), result["gamma"], escape(result["mode"])] for result in results]
     return "\n".join([

@@ -92,7 +92,7 @@ def run(arguments: argparse.Namespace) -> dict:
     from seqtransfer import rundir
     from seqtransfer.data.task_data import load_task_data
     from seqtransfer.errors import SeqTransferError
-    from seqtransfer.data.metrics import evaluate
+    from seqtransfer.training.inference import score_predictions
     from seqtransfer.training.report import format_split_scores
 
     members = rundir.read_members(arguments.run_directory)  # an ensemble's or a self-labelling run's models, predicting together
@@ -119,12 +119,10 @@ def run(arguments: argparse.Namespace) -> dict:
             path=arguments.run_directory, hint="pass --task with a task of the model's kind (e.g. dependency for a parser, upos for a tagger)",
         )
     predicted = predict_split(run, members, data, split, batch_size, arguments)
-    gold = data.gold(split)
     known = {label for member in members[0] for label in rundir.read_vocabularies(member).labels.items} if members else run.vocabularies.labels.items
-    warn_unknown_labels(data.kind.label_strings(gold), sorted(known))  # a folder of models: the labels any of them knows
-    scores = evaluate(gold, predicted, data.metric)
+    warn_unknown_labels(data.kind.label_strings(data.gold(split)), sorted(known))  # a folder of models: the labels any of them knows
     name = Path(arguments.file).name if arguments.file else f"{data.dataset}-{split}"
-    data.kind.write_predictions(Path(arguments.run_directory) / "predictions", f"evaluate-{name}", data.splits[split], gold, predicted)
+    scores = score_predictions(data, split, predicted, Path(arguments.run_directory) / "predictions", f"evaluate-{name}")
     print(format_split_scores(name, scores))
     return scores
 
@@ -135,8 +133,7 @@ def evaluate_multitask(run, arguments: argparse.Namespace, batch_size: int) -> d
     from seqtransfer.data.task_data import load_task_data
     from seqtransfer.errors import SeqTransferError
     from seqtransfer.models.multitask import TaskView
-    from seqtransfer.training.inference import predict_labels
-    from seqtransfer.data.metrics import evaluate
+    from seqtransfer.training.inference import score_split
     from seqtransfer.workflows.multitask import data_config_of
     from seqtransfer.training.report import format_split_scores
 
@@ -162,13 +159,10 @@ def evaluate_multitask(run, arguments: argparse.Namespace, batch_size: int) -> d
         if data.kind.name != run.model.kinds[task]:
             raise SeqTransferError(f"task {task} of this run is {run.model.kinds[task]}, but {data.dataset}/{data.task} is {data.kind.name}",
                                    path=arguments.run_directory, hint="pass --task with a task of the same kind")
-        gold = data.gold(split)
-        predicted = predict_labels(TaskView(run.model, task), data.encode(split, run.vocabularies, with_targets=False), run.vocabularies.task_labels[task], batch_size,
-                                   arguments.amp)
-        warn_unknown_labels(data.kind.label_strings(gold), run.vocabularies.task_labels[task].items)
-        results[task] = evaluate(gold, predicted, data.metric)
+        warn_unknown_labels(data.kind.label_strings(data.gold(split)), run.vocabularies.task_labels[task].items)
         name = Path(arguments.file).name if arguments.file else f"{data.dataset}-{split}"
-        data.kind.write_predictions(Path(arguments.run_directory) / "predictions" / task, f"evaluate-{name}", data.splits[split], gold, predicted)
+        results[task] = score_split(TaskView(run.model, task), data, split, run.vocabularies, run.vocabularies.task_labels[task], batch_size,
+                                    Path(arguments.run_directory) / "predictions" / task, f"evaluate-{name}", arguments.amp)
         print(format_split_scores(f"{task} {name}", results[task]))
     return results
 

@@ -24,6 +24,7 @@ from seqtransfer.experiments.spec import ExperimentSpec
 from seqtransfer.experiments.store import ResultsStore, content_id, digest_of
 from seqtransfer.files import read_json, write_json
 from seqtransfer.data.metrics import get_metric
+from seqtransfer.training.inference import score_predictions
 
 Log = Callable[[str], None]
 
@@ -220,8 +221,6 @@ def score_elsewhere(directory: Path, entry: str, data_dir: str | None, score: bo
     (not cached and not ``score``: None)."""
     from seqtransfer.config import DataConfig
     from seqtransfer.data.task_data import load_task_data
-    from seqtransfer.data.metrics import evaluate
-
     folder = directory / f"test-on-{slug(entry)}"
     cached = folder / "score.json"
     if cached.is_file():
@@ -235,10 +234,7 @@ def score_elsewhere(directory: Path, entry: str, data_dir: str | None, score: bo
         if (configured / rundir.CONFIG).is_file():
             warn_of_leaks(rundir.read_run_config(configured), name, "test")
     data = load_task_data(DataConfig(dataset=name, task=task or None, data_dir=data_dir), ("test",))
-    predicted = predict_elsewhere(directory, data.tokens("test"))
-    gold = data.gold("test")
-    score = evaluate(gold, predicted, data.metric)[get_metric(data.metric).main]
-    data.kind.write_predictions(folder, "test", data.splits["test"], gold, predicted)
+    score = score_predictions(data, "test", predict_elsewhere(directory, data.tokens("test")), folder)[get_metric(data.metric).main]
     write_json(cached, {"test_on": entry, "score": score})
     return score, str(folder)
 

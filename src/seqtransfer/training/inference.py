@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -48,6 +49,25 @@ def predict_labels(model: nn.Module, data: EncodedSentences, labels: Vocabulary 
             for sentence_index, prediction in zip(batch.indices, decoded):
                 predictions[sentence_index] = prediction
     return predictions
+
+
+def score_split(model: nn.Module, data, split: str, vocabularies, labels: Vocabulary, batch_size: int, folder: Path, name: str | None = None,
+                amp: str = "off") -> dict:
+    """Predict ``split`` of ``data`` (a ``TaskData``, encoded with the run's ``vocabularies``; the
+    model's ``labels``) with ``model``, then ``score_predictions``: what training, a multi-task run
+    and ``evaluate`` do for each split they score."""
+    predicted = predict_labels(model, data.encode(split, vocabularies, with_targets=False), labels, batch_size, amp)
+    return score_predictions(data, split, predicted, folder, name)
+
+
+def score_predictions(data, split: str, predicted: list, folder: Path, name: str | None = None) -> dict:
+    """Score predictions of ``split`` of ``data`` (one model's, or several models' together: an
+    ensemble, a self-labelling run) against its gold annotation, and write the prediction file
+    ``folder/NAME`` (default the split's name)."""
+    gold = data.gold(split)
+    scores = evaluate(gold, predicted, data.metric)
+    data.kind.write_predictions(folder, name or split, data.splits[split], gold, predicted)
+    return scores
 
 
 def model_device(model: nn.Module) -> torch.device:

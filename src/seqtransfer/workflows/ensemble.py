@@ -29,8 +29,7 @@ from seqtransfer.data.vocabulary import one_tag_set
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.tagger import count_parameters, shared_frozen_encoder_parameters
 from seqtransfer.rundir import LoadedRun
-from seqtransfer.training.inference import model_device
-from seqtransfer.data.metrics import evaluate
+from seqtransfer.training.inference import model_device, score_predictions
 from seqtransfer.training.precision import resolve_precision
 from seqtransfer.transfer.distillation import gives_label_distributions
 
@@ -122,11 +121,8 @@ def build_ensemble(member_directories: list[Path], data: TaskData, directory: Pa
     metrics = {"dataset": data.dataset, "task": data.task, "metric": data.metric, "scheme": "ensemble",
                "members": [str(path) for path in member_directories]}
     for split in data.splits:
-        if split == "train":
-            continue
-        predicted = ensemble_predict(runs, data.tokens(split))
-        metrics[split] = evaluate(data.labels(split), predicted, data.metric)
-        data.kind.write_predictions(directory / "predictions", split, data.splits[split], data.labels(split), predicted)  # a tagger's: predictions/SPLIT.conll
+        if split != "train":  # a tagger's predictions: predictions/SPLIT.conll
+            metrics[split] = score_predictions(data, split, ensemble_predict(runs, data.tokens(split)), directory / "predictions")
     frozen = shared_frozen_encoder_parameters(run.config.model for run in runs)
     metrics["parameters"] = sum(count_parameters(run.model) for run in runs) + frozen
     if frozen:

@@ -45,9 +45,8 @@ from seqtransfer.models.tagger import count_parameters, size_metrics
 from seqtransfer.resources import peak_rss_megabytes
 from seqtransfer.tasks.regression import check_centred_scores
 from seqtransfer.workflows.checks import check_resumable
-from seqtransfer.training.inference import EvaluationSet, predict_labels, score
+from seqtransfer.training.inference import EvaluationSet, score, score_split
 from seqtransfer.training.loop import Evaluate
-from seqtransfer.data.metrics import evaluate
 from seqtransfer.training.optimizers import fill_optimizer
 from seqtransfer.training.precision import resolve_precision
 from seqtransfer.training.vocabularies import build_word_vocabularies
@@ -338,12 +337,9 @@ def score_tasks(model: HierarchicalMultiTask, tasks: dict[str, TaskData], vocabu
         view = TaskView(model, task)
         results[task] = {"dataset": data.dataset, "task": data.task, "metric": data.metric}
         for split in data.splits:
-            if split == "train":
-                continue
-            gold = data.gold(split)
-            predicted = predict_labels(view, data.encode(split, vocabularies, with_targets=False), vocabularies.task_labels[task], config.train.evaluation_batch_size)
-            results[task][split] = evaluate(gold, predicted, data.metric)
-            data.kind.write_predictions(directory / "predictions" / task, split, data.splits[split], gold, predicted)
+            if split != "train":
+                results[task][split] = score_split(view, data, split, vocabularies, vocabularies.task_labels[task], config.train.evaluation_batch_size,
+                                                   directory / "predictions" / task)
     return results
 
 

@@ -28,9 +28,8 @@ from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import count_parameters, size_metrics
 from seqtransfer.resources import peak_rss_megabytes, reset_peak_rss
 from seqtransfer.tasks.regression import check_centred_scores
-from seqtransfer.training.inference import EvaluationSet, predict_labels
+from seqtransfer.training.inference import EvaluationSet, score_split
 from seqtransfer.training.loop import BatchSource, Evaluate, FitResult, ShuffledBatches, dev_evaluation, fit
-from seqtransfer.data.metrics import evaluate
 from seqtransfer.training.optimizers import fill_optimizer
 from seqtransfer.training.precision import resolve_precision
 from seqtransfer.training.seeding import seed_everything
@@ -179,15 +178,8 @@ def evaluation_set(data: TaskData, split: str, vocabularies: Vocabularies) -> Ev
 
 def score_splits(model, data: TaskData, vocabularies: Vocabularies, config: RunConfig, directory: Path) -> dict:
     """Scores and prediction files for every evaluation split."""
-    scores = {}
-    for split in data.splits:
-        if split == "train":
-            continue
-        evaluation = evaluation_set(data, split, vocabularies)
-        predicted = predict_labels(model, evaluation.encoded, vocabularies.labels, config.train.evaluation_batch_size)
-        scores[split] = evaluate(evaluation.gold, predicted, data.metric)
-        data.kind.write_predictions(directory / "predictions", split, data.splits[split], evaluation.gold, predicted)
-    return scores
+    return {split: score_split(model, data, split, vocabularies, vocabularies.labels, config.train.evaluation_batch_size, directory / "predictions")
+            for split in data.splits if split != "train"}
 
 
 def train_multitask_run(config: RunConfig, directory: Path, started: float, log: Log, show_progress: bool) -> dict:
