@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from seqtransfer.config import TrainConfig
+from seqtransfer.config_sections import TrainConfig
 from seqtransfer.errors import SeqTransferError
 
 
