@@ -117,6 +117,8 @@ _IDLE_RULES: tuple[tuple[str, Callable[[RunConfig], bool], str], ...] = (
     ("model.lora_alpha", lambda config: config.model.encoder_adapter == "lora", "model.encoder_adapter=lora"),
     ("train.warmup", lambda config: config.train.schedule in ("linear_warmup", "slanted_triangular"), "train.schedule=linear_warmup or slanted_triangular"),
     ("train.learning_rate_decay", lambda config: config.train.schedule in (None, "inverse_time"), "train.schedule=inverse_time"),
+    ("model.sentence_reader", lambda config: config.model.architecture.startswith(("sentence_", "encoder_classifier", "encoder_regressor")),
+     "a sentence classification or regression task"),
 )
 
 

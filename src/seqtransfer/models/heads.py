@@ -6,8 +6,8 @@ into a loss and a decoding. A model class is one encoder and one head (``models/
 
     tagging      dropout -> linear -> softmax or CRF (``model.classifier``)            (B, T, L)
     dependency   [ROOT; states] -> biaffine arcs and relations (Dozat & Manning 2017)  (B, T, T+1), (B, T, L)
-    sentence     mean over the tokens (pairs: [u; v; |u-v|; u*v]), or the encoder's
-                 sentence vector (``model.sentence_pooling=cls``) -> dropout -> linear   (B, L)
+    sentence     a reader's sentence (or pair) vector (models/sentence_readers.py: the mean
+                 or [CLS], max, bi-attention, ESIM, BCN) -> dropout -> linear           (B, L)
     regression   the sentence head with one output and a squared-error loss           (B,)
 
 Module names (``dropout``, ``classifier``, ``output``) are those the transfer schemes select
@@ -26,17 +26,12 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.biaffine import BiaffineClassifier
 from seqtransfer.models.dropout import Dropout
 from seqtransfer.models.outputs import OUTPUTS
+from seqtransfer.models.sentence_readers import build_reader
 
 
 def check_classifier(config: ModelConfig) -> None:
     if config.classifier not in OUTPUTS:
         raise SeqTransferError(f"unknown classifier '{config.classifier}'", hint=f"use model.classifier={' or '.join(OUTPUTS)}")
-
-
-def mean_over(states: torch.Tensor, selected: torch.Tensor) -> torch.Tensor:
-    """(B, T, H) states, (B, T) bool -> (B, H) mean of the selected positions (0 where none is)."""
-    weights = selected.to(states.dtype).unsqueeze(-1)
-    return (states * weights).sum(1) / weights.sum(1).clamp(min=1.0)
 
 
 class TaggingHead:
@@ -110,10 +105,10 @@ class DependencyHead:
 class SentenceHead:
     """One label per sentence: loss and decoding of (B, L) scores against column 0 of the labels.
 
-    The sentence vector: the encoder's own (``sentence_vector``, its [CLS]) when it has one and
-    ``model.sentence_pooling=cls``; otherwise the mean of the token states. Pairs (A [SEP] B) that
-    the encoder reads apart (``reads_pairs_jointly`` false): [u; v; |u - v|; u * v] of the means
-    over A and over B (Conneau et al. 2017).
+    The sentence (or pair) vector comes from the reader ``model.sentence_reader`` chooses
+    (``models/sentence_readers.py``; by default the encoder's [CLS] where it has one, else the mean
+    of the token states, a pair read apart as [u; v; |u - v|; u * v]); dropout and a linear layer
+    (``classifier``) score it.
     """
 
     task_kind = "sentence"
@@ -123,23 +118,13 @@ class SentenceHead:
         pass
 
     def build_head(self, config: ModelConfig, input_size: int, label_count: int) -> None:
-        self.sentence_pooling = config.sentence_pooling if hasattr(self, "sentence_vector") else "mean"
-        self.pairs = bool(config.sentence_pairs) and not getattr(self, "reads_pairs_jointly", False)
+        self.reader = build_reader(config, input_size, self)
         self.dropout = Dropout(config.dropout)
-        self.classifier = nn.Linear(input_size * (4 if self.pairs else 1), label_count)
+        self.classifier = nn.Linear(self.reader.output_size, label_count)
 
     def sentence_scores(self, batch: Batch) -> torch.Tensor:
         """Batch -> (B, L) label scores of each sentence."""
-        if self.sentence_pooling == "cls":
-            return self.classifier(self.dropout(self.sentence_vector(batch)))
-        states = self.features(batch)
-        if not self.pairs:
-            return self.classifier(self.dropout(mean_over(states, batch.mask)))  # (B, H) mean over the sentence's tokens
-        if batch.segments is None:
-            raise SeqTransferError("this model scores sentence pairs, and no sentence given to it has a [SEP] between its two parts",
-                                   hint='give each pair as "A [SEP] B" (tokens of A, then "[SEP]", then tokens of B)')
-        first, second = mean_over(states, batch.segments == 0), mean_over(states, batch.segments == 1)
-        return self.classifier(self.dropout(torch.cat([first, second, (first - second).abs(), first * second], dim=-1)))
+        return self.classifier(self.dropout(self.reader(self, batch)))
 
     def loss(self, batch: Batch) -> torch.Tensor:
         return functional.cross_entropy(self.sentence_scores(batch).float(), batch.labels[:, 0], ignore_index=-1, reduction="sum")

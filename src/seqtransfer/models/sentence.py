@@ -16,7 +16,7 @@ read column 0 of the batch's ``labels`` target; decoding gives (B, T) with the l
 from __future__ import annotations
 
 from seqtransfer.models.encoders import model_class
-from seqtransfer.models.heads import mean_over
+from seqtransfer.models.sentence_readers import mean_over
 
 __all__ = ["EncoderClassifier", "EncoderRegressor", "SentenceClassifier", "SentenceRegressor", "mean_over"]
 

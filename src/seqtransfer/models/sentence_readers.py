@@ -1,0 +1,190 @@
+"""Sentence readers: how a sentence head turns token states into one vector per sentence (or pair).
+
+``model.sentence_reader`` chooses one (the To-tune paper's heads, §3 and appendix A):
+
+    pooled        the encoder's sentence vector ([CLS], model.sentence_pooling=cls) or the mean of
+                  its token states; a pair read apart: [u; v; |u - v|; u * v] (Conneau et al. 2017)
+    max           the maximum of the token states, feature by feature (fine-tuned ELMo, classification)
+    biattention   a pair: cross-sentence bi-attention between the two texts' token states, then
+                  ESIM's enhanced pooling; no weights of its own (fine-tuned ELMo, pairs)
+    esim          a pair: ESIM (Chen et al. 2017): BiLSTM encoding of each text, soft alignment,
+                  enhancement, a projection, a composition BiLSTM, average and max pooling, a tanh layer
+    bcn           a text: the bi-attentive classification network (McCann et al. 2017), simplified:
+                  ReLU layer, BiLSTM, self bi-attention [X; X - C; X * C], integrating BiLSTM, max /
+                  min / mean / self-attentive pooling, then one maxout layer (AllenNLP's has three)
+
+A reader's weights sit under ``reader.``; the head's output layer (``classifier``) reads its vector.
+Shapes: B sentences, T tokens, H state size; a pair's texts A and B have Ta and Tb tokens.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as functional
+from torch import nn
+
+from seqtransfer.config import ModelConfig
+from seqtransfer.data.batching import Batch
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.models.bilstm import BiLSTM
+from seqtransfer.models.dropout import Dropout
+
+NEGATIVE = -1e4  # a masked score: far below any real one, finite in half precision
+
+
+def mean_over(states: torch.Tensor, selected: torch.Tensor) -> torch.Tensor:
+    """(B, T, H) states, (B, T) bool -> (B, H) mean of the selected positions (0 where none is)."""
+    weights = selected.to(states.dtype).unsqueeze(-1)
+    return (states * weights).sum(1) / weights.sum(1).clamp(min=1.0)
+
+
+def max_over(states: torch.Tensor, selected: torch.Tensor) -> torch.Tensor:
+    """(B, T, H), (B, T) bool -> (B, H) maximum over the selected positions (0 where none is)."""
+    pooled = states.masked_fill(~selected.unsqueeze(-1), NEGATIVE).amax(1)
+    return torch.where(selected.any(1, keepdim=True), pooled, torch.zeros_like(pooled))
+
+
+def split_pair(states: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(B, T, H) states of "A [SEP] B" -> A's (B, Ta, H) and mask (B, Ta), B's (B, Tb, H) and mask,
+    each text's tokens moved to the front of its rows."""
+    if batch.segments is None:
+        raise SeqTransferError("this model reads sentence pairs, and no sentence given to it has a [SEP] between its two parts",
+                               hint='give each pair as "A [SEP] B" (tokens of A, then "[SEP]", then tokens of B)')
+    parts = []
+    for segment in (0, 1):
+        chosen = (batch.segments == segment) & batch.mask  # (B, T)
+        order = torch.argsort((~chosen).to(torch.int8), dim=1, stable=True)  # the chosen positions first, in order
+        width = max(int(chosen.sum(1).max()), 1)
+        index = order[:, :width]
+        parts += [states.gather(1, index.unsqueeze(-1).expand(-1, -1, states.size(-1))), chosen.gather(1, index)]
+    return parts[0], parts[1], parts[2], parts[3]
+
+
+def bi_attention(first: torch.Tensor, first_mask: torch.Tensor, second: torch.Tensor, second_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Soft alignment (ESIM's local inference): each token of one text attends over the other's:
+    (B, Ta, H), (B, Tb, H) -> (B, Ta, H) the second text aligned to each first token, (B, Tb, H) the reverse."""
+    scores = first @ second.transpose(1, 2)  # (B, Ta, Tb)
+    aligned_first = scores.masked_fill(~second_mask.unsqueeze(1), NEGATIVE).softmax(-1) @ second
+    aligned_second = scores.transpose(1, 2).masked_fill(~first_mask.unsqueeze(1), NEGATIVE).softmax(-1) @ first
+    return aligned_first, aligned_second
+
+
+def enhanced(states: torch.Tensor, aligned: torch.Tensor) -> torch.Tensor:
+    """[a; a~; a - a~; a * a~]: (B, T, H) twice -> (B, T, 4H)."""
+    return torch.cat([states, aligned, states - aligned, states * aligned], dim=-1)
+
+
+def average_and_max(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(B, T, F), (B, T) -> (B, 2F): [mean; max] over the real tokens."""
+    return torch.cat([mean_over(states, mask), max_over(states, mask)], dim=-1)
+
+
+class PooledReader(nn.Module):
+    """The encoder's sentence vector or the mean of the token states; a pair read apart: [u; v; |u-v|; u*v]."""
+
+    def __init__(self, config: ModelConfig, input_size: int, owner) -> None:
+        super().__init__()
+        self.use_sentence_vector = config.sentence_pooling == "cls" and hasattr(owner, "sentence_vector")
+        self.pairs = bool(config.sentence_pairs) and not getattr(owner, "reads_pairs_jointly", False)
+        self.output_size = input_size * (4 if self.pairs and not self.use_sentence_vector else 1)
+
+    def forward(self, owner, batch: Batch) -> torch.Tensor:
+        if self.use_sentence_vector:
+            return owner.sentence_vector(batch)
+        states = owner.features(batch)
+        if not self.pairs:
+            return mean_over(states, batch.mask)  # (B, H) mean over the sentence's tokens
+        if batch.segments is None:
+            split_pair(states, batch)  # one error line: a pair model given no pair
+        first, second = mean_over(states, batch.segments == 0), mean_over(states, batch.segments == 1)
+        return torch.cat([first, second, (first - second).abs(), first * second], dim=-1)
+
+
+class MaxReader(nn.Module):
+    """The maximum of the token states, feature by feature (over a whole pair, as one text)."""
+
+    def __init__(self, config: ModelConfig, input_size: int, owner) -> None:
+        super().__init__()
+        self.output_size = input_size
+
+    def forward(self, owner, batch: Batch) -> torch.Tensor:
+        return max_over(owner.features(batch), batch.mask)
+
+
+class BiattentionReader(nn.Module):
+    """A pair: bi-attention between the texts' token states, [a; a~; a-a~; a*a~] and the same for b,
+    then [mean; max] of each: (B, 16H); no weights of its own."""
+
+    def __init__(self, config: ModelConfig, input_size: int, owner) -> None:
+        super().__init__()
+        self.output_size = 16 * input_size
+
+    def forward(self, owner, batch: Batch) -> torch.Tensor:
+        first, first_mask, second, second_mask = split_pair(owner.features(batch), batch)
+        aligned_first, aligned_second = bi_attention(first, first_mask, second, second_mask)
+        return torch.cat([average_and_max(enhanced(first, aligned_first), first_mask), average_and_max(enhanced(second, aligned_second), second_mask)], -1)
+
+
+class ESIMReader(nn.Module):
+    """ESIM: BiLSTM encoding of each text (model.hidden), soft alignment, enhancement, a ReLU
+    projection to model.hidden, a composition BiLSTM, [mean; max] of each text, a tanh layer."""
+
+    def __init__(self, config: ModelConfig, input_size: int, owner) -> None:
+        super().__init__()
+        hidden = config.hidden
+        self.dropout = Dropout(config.dropout)
+        self.encoding = BiLSTM(input_size, hidden)
+        self.projection = nn.Linear(4 * hidden, hidden)
+        self.composition = BiLSTM(hidden, hidden)
+        self.output = nn.Linear(4 * hidden, hidden)
+        self.output_size = hidden
+
+    def forward(self, owner, batch: Batch) -> torch.Tensor:
+        first, first_mask, second, second_mask = split_pair(owner.features(batch), batch)
+        first = self.encoding(self.dropout(first), first_mask.sum(1).clamp(min=1))
+        second = self.encoding(self.dropout(second), second_mask.sum(1).clamp(min=1))
+        aligned_first, aligned_second = bi_attention(first, first_mask, second, second_mask)
+        composed = [self.composition(functional.relu(self.projection(self.dropout(enhanced(states, aligned)))), mask.sum(1).clamp(min=1))
+                    for states, aligned, mask in ((first, aligned_first, first_mask), (second, aligned_second, second_mask))]
+        pooled = torch.cat([average_and_max(composed[0], first_mask), average_and_max(composed[1], second_mask)], dim=-1)
+        return torch.tanh(self.output(self.dropout(pooled)))
+
+
+class BCNReader(nn.Module):
+    """The bi-attentive classification network on one text (X = Y), simplified to one maxout layer."""
+
+    def __init__(self, config: ModelConfig, input_size: int, owner, pieces: int = 4) -> None:
+        super().__init__()
+        hidden = config.hidden
+        self.dropout = Dropout(config.dropout)
+        self.feedforward = nn.Linear(input_size, hidden)
+        self.encoder = BiLSTM(hidden, hidden)
+        self.integrator = BiLSTM(3 * hidden, hidden)
+        self.attention = nn.Linear(hidden, 1)  # self-attentive pooling's scores
+        self.maxout = nn.Linear(4 * hidden, hidden * pieces)
+        self.pieces = pieces
+        self.output_size = hidden
+
+    def forward(self, owner, batch: Batch) -> torch.Tensor:
+        mask, lengths = batch.mask, batch.lengths.to(batch.mask.device)
+        encoded = self.encoder(functional.relu(self.feedforward(self.dropout(owner.features(batch)))), lengths)  # (B, T, H)
+        context, _ = bi_attention(encoded, mask, encoded, mask)
+        integrated = self.integrator(self.dropout(torch.cat([encoded, encoded - context, encoded * context], dim=-1)), lengths)
+        weights = self.attention(integrated).squeeze(-1).masked_fill(~mask, NEGATIVE).softmax(-1)  # (B, T)
+        minimum = -max_over(-integrated, mask)
+        pooled = torch.cat([max_over(integrated, mask), minimum, mean_over(integrated, mask), (weights.unsqueeze(-1) * integrated).sum(1)], dim=-1)
+        return self.maxout(self.dropout(pooled)).view(pooled.size(0), -1, self.pieces).amax(-1)
+
+
+READERS: dict[str, type[nn.Module]] = {"pooled": PooledReader, "max": MaxReader, "biattention": BiattentionReader, "esim": ESIMReader, "bcn": BCNReader}
+PAIR_READERS = ("biattention", "esim")
+
+
+def build_reader(config: ModelConfig, input_size: int, owner) -> nn.Module:
+    """The reader ``model.sentence_reader`` names (None: pooled); a pair reader needs pairs."""
+    name = config.sentence_reader or "pooled"
+    if name not in READERS:
+        raise SeqTransferError(f"unknown sentence reader '{name}'", hint=f"use model.sentence_reader={' or '.join(READERS)}")
+    if name in PAIR_READERS and config.sentence_pairs is False:
+        raise SeqTransferError(f"model.sentence_reader={name} reads sentence pairs, and this data has none", hint="use pooled, max or bcn for single texts")
+    return READERS[name](config, input_size, owner)
