@@ -64,3 +64,46 @@ def test_a_pair_reader_on_single_texts_and_an_unknown_reader_are_one_line(tmp_pa
         assert main(["train", *SENTIMENT, "--epochs", "1", "--output", str(tmp_path / reader), "--quiet", *TINY_MODEL, f"model.sentence_reader={reader}"]) != 0
         error = capsys.readouterr().err
         assert expected in error and "Traceback" not in error
+
+
+ENCODER = FIXTURES / "runs" / "tiny_bert"
+
+
+def test_separate_pair_encoding_gives_each_text_its_own_windows():
+    from seqtransfer.embeddings.transformer import subword_windows
+
+    pair = [["john", "lives", "[SEP]", "new", "york"]]
+    joint, joint_positions, joint_types = subword_windows(str(ENCODER), pair)
+    separate, positions, types = subword_windows(str(ENCODER), pair, separate=True)
+    assert len(joint[0]) == 1 and len(separate[0]) == 2  # A [SEP] in one window, B in another
+    assert joint_types[0][0].max() == 1 and all(window.max() == 0 for window in types[0])  # no token type 1 when each text is alone
+    assert positions[0][:, 0].tolist() == [0, 0, 0, 1, 1]  # the tokens' windows
+
+
+def test_separately_encoded_features_of_a_text_are_those_of_the_text_alone(tmp_path, monkeypatch):
+    import numpy as np
+
+    from seqtransfer.embeddings.feature_cache import cached_features
+
+    monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))
+    pair = [["john", "lives", "[SEP]", "new", "york"]]
+    separate = cached_features(str(ENCODER), pair, "first", segments=True, separate=True)[0]
+    alone = cached_features(str(ENCODER), [["new", "york"]], "first", segments=True)[0]
+    joint = cached_features(str(ENCODER), pair, "first", segments=True)[0]
+    assert np.array_equal(separate[3:], alone) and not np.array_equal(joint[3:], alone)
+    assert len(list((tmp_path / "cache").glob("*.safetensors"))) == 3
+
+
+@pytest.mark.parametrize("encoding", ["joint", "separate"])
+def test_a_fine_tuned_encoder_reads_a_pair_jointly_or_each_text_alone(tmp_path, encoding):
+    import seqtransfer
+    from seqtransfer.cli import run
+    from seqtransfer.rundir import load_run, read_vocabularies
+
+    output = tmp_path / encoding
+    run(["train", *SIMILARITY, "--epochs", "1", "--output", str(output), "--quiet", "--device", "cpu", *TINY_MODEL, f"model.encoder={ENCODER}",
+         "model.encoder_mode=finetune", f"model.pair_encoding={encoding}", "train.learning_rate=0.001"])
+    loaded = load_run(output)
+    assert read_vocabularies(output).pair_encoding == encoding
+    assert loaded.model.classifier.in_features == (32 if encoding == "joint" else 4 * 32)  # [CLS] of the pair, or [u; v; |u - v|; u * v]
+    assert len(seqtransfer.load(output).predict([["fine", "[SEP]", "good"]])) == 1

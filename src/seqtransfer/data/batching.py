@@ -131,11 +131,12 @@ def encode_sentences(
         from seqtransfer.embeddings.transformer import reads_subwords, subword_windows
 
         if reads_subwords(vocabularies.encoder):  # our recurrent LM reads the batch's characters instead
-            subwords, positions, types = subword_windows(vocabularies.encoder, tokens)
+            subwords, positions, types = subword_windows(vocabularies.encoder, tokens, vocabularies.pair_encoding == "separate")
     elif vocabularies.encoder:
         from seqtransfer.embeddings.feature_cache import cached_features
 
-        features = cached_features(vocabularies.encoder, tokens, vocabularies.encoder_pooling, vocabularies.encoder_segments, store=cache_features)
+        features = cached_features(vocabularies.encoder, tokens, vocabularies.encoder_pooling, vocabularies.encoder_segments, store=cache_features,
+                                   separate=vocabularies.pair_encoding == "separate")
     tag_ids = None
     if vocabularies.tags is not None:
         from seqtransfer.data.tag_feature import feature_tags

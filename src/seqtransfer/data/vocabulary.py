@@ -87,6 +87,7 @@ class Vocabularies:
     encoder_pooling: str = "first"
     encoder_mode: str = "features"  # features: cached frozen vectors | finetune: sub-word ids for an encoder inside the model
     encoder_segments: bool = False  # features: a pair's second text reads BERT token type 1 (false in runs saved before it did)
+    pair_encoding: str = "joint"  # a pair's texts encoded together (joint) or each alone (separate: the To-tune paper's Table 4)
     tags: Vocabulary | None = None  # input tags (model.tag_feature): padding, unknown, then the training tags
     tag_column: str | None = None  # the column the tags are read from (gold tags)
     tagger: str | None = None  # a tagging run directory that predicts the tags instead (data/tag_feature.py)
@@ -104,6 +105,7 @@ class Vocabularies:
             **({"task_labels": {task: labels.items for task, labels in self.task_labels.items()}} if self.task_labels else {}),
             **({"encoder": self.encoder, "encoder_pooling": self.encoder_pooling, "encoder_mode": self.encoder_mode, "encoder_segments": self.encoder_segments}
                if self.encoder else {}),
+            **({"pair_encoding": self.pair_encoding} if self.pair_encoding != "joint" else {}),
             **({"tags": self.tags.items, "tag_column": self.tag_column, "tagger": self.tagger} if self.tags is not None else {}),
         }
 
@@ -120,6 +122,7 @@ class Vocabularies:
             encoder_pooling=str(data.get("encoder_pooling", "first")),
             encoder_mode=str(data.get("encoder_mode", "features")),
             encoder_segments=bool(data.get("encoder_segments", False)),
+            pair_encoding=str(data.get("pair_encoding", "joint")),
             tags=Vocabulary(list(data["tags"])) if data.get("tags") else None,
             tag_column=data.get("tag_column"),
             tagger=data.get("tagger"),

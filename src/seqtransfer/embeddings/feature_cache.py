@@ -36,34 +36,38 @@ def sentences_hash(sentences: Sequence[Sequence[str]]) -> str:
     return hashlib.sha256(json.dumps([list(tokens) for tokens in sentences], ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
 
 
-def cached_features(name: str, sentences: Sequence[Sequence[str]], pooling: str, segments: bool = False, store: bool = True) -> list[np.ndarray]:
+def cached_features(name: str, sentences: Sequence[Sequence[str]], pooling: str, segments: bool = False, store: bool = True,
+                    separate: bool = False) -> list[np.ndarray]:
     """Token vectors of every layer for ``sentences``, from the disk cache or computed (and cached);
-    ``segments``: pairs read BERT token types (``encode_window``); ``store=False``: computed in
-    memory, the cache neither read nor written (a user's sentences: one file per call would pile up)."""
+    ``segments``: pairs read BERT token types (``encode_window``); ``separate``: each text of a pair
+    encoded alone; ``store=False``: computed in memory, the cache neither read nor written (a user's
+    sentences: one file per call would pile up)."""
     if not store:
-        return computed_features(name, sentences, pooling, segments)
-    path = cache_path(name, sentences, pooling, segments)
+        return computed_features(name, sentences, pooling, segments, separate)
+    path = cache_path(name, sentences, pooling, segments, separate)
     features = read_cached_features(path, sentences, encoder_shape(name))
     if features is None:
-        features = computed_features(name, sentences, pooling, segments)
+        features = computed_features(name, sentences, pooling, segments, separate)
         write_cached_features(path, features)
     return features
 
 
-def computed_features(name: str, sentences: Sequence[Sequence[str]], pooling: str, segments: bool) -> list[np.ndarray]:
+def computed_features(name: str, sentences: Sequence[Sequence[str]], pooling: str, segments: bool, separate: bool = False) -> list[np.ndarray]:
     if is_recurrent_lm(encoder_path(name)):  # characters in: no sub-words to pool, no token types
         return recurrent_features(encoder_path(name), sentences)
     tokenizer, model = load_encoder(name)
-    return encode_sentences_with(tokenizer, model, sentences, pooling, segments)
+    return encode_sentences_with(tokenizer, model, sentences, pooling, segments, separate)
 
 
-def cache_path(name: str, sentences: Sequence[Sequence[str]], pooling: str, segments: bool) -> Path:
+def cache_path(name: str, sentences: Sequence[Sequence[str]], pooling: str, segments: bool, separate: bool = False) -> Path:
     """The cache file of an encoder, pooling and set of sentences."""
+    pairs = any(PAIR_SEPARATOR in tokens for tokens in sentences)
     # token types change only pairs' vectors, and only for an encoder that has them: else the untyped entry serves
-    typed = "-segments" if segments and has_token_types(name) and any(PAIR_SEPARATOR in tokens for tokens in sentences) else ""
+    typed = "-segments" if segments and not separate and has_token_types(name) and pairs else ""
+    alone = "-separate" if separate and pairs and not is_recurrent_lm(encoder_path(name)) else ""  # each text of a pair in its own windows
     # byte-level BPE tokens read as words inside a sentence ("Ġword"): other pieces than before that convention, another entry
     spaced = "-spaced" if not is_recurrent_lm(encoder_path(name)) and marks_spaces(tokenizer_of(name)) else ""
-    key = f"v{CACHE_VERSION}-{encoder_fingerprint(name)}-{pooling}{typed}{spaced}-{sentences_hash(sentences)}"
+    key = f"v{CACHE_VERSION}-{encoder_fingerprint(name)}-{pooling}{typed}{alone}{spaced}-{sentences_hash(sentences)}"
     return cache_root() / f"{key}.safetensors"
 
 

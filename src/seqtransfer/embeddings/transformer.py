@@ -242,18 +242,26 @@ def marks_spaces(tokenizer) -> bool:
     return probe[0] != probe[1]
 
 
-def windows(pieces: list[list[int]], limit: int) -> list[tuple[int, int]]:
+def windows(pieces: list[list[int]], limit: int, breaks: frozenset[int] = frozenset()) -> list[tuple[int, int]]:
     """Consecutive token ranges [start, end) whose sub-words fit in ``limit`` (a token longer than
-    the limit is cut to it)."""
+    the limit is cut to it); a new range also starts at each token index of ``breaks``."""
     ranges, start, used = [], 0, 0
     for index, token_pieces in enumerate(pieces):
         size = min(len(token_pieces), limit)
-        if used + size > limit and index > start:
+        if (used + size > limit or index in breaks) and index > start:
             ranges.append((start, index))
             start, used = index, 0
         used += size
     ranges.append((start, len(pieces)))
     return ranges
+
+
+def pair_breaks(tokens: Sequence[str], separate: bool) -> frozenset[int]:
+    """Where a pair's second text starts its own window when the texts are encoded ``separate``ly
+    (the separator token ends the first text's window): the To-tune paper's Table 4."""
+    from seqtransfer.data.tsv import PAIR_SEPARATOR
+
+    return frozenset(index + 1 for index, token in enumerate(tokens) if token == PAIR_SEPARATOR) if separate else frozenset()
 
 
 def token_segments(tokens: Sequence[str]) -> list[int]:
@@ -295,15 +303,17 @@ def encode_window(tokenizer, model, pieces: list[list[int]], pooling: str, limit
     return torch.stack(vectors).float().numpy()
 
 
-def encode_sentences_with(tokenizer, model, sentences: Sequence[Sequence[str]], pooling: str, segments: bool = False) -> list[np.ndarray]:
+def encode_sentences_with(tokenizer, model, sentences: Sequence[Sequence[str]], pooling: str, segments: bool = False, separate: bool = False) -> list[np.ndarray]:
     """Per sentence a (T, L + 1, H) float16 array of token vectors (long sentences in windows);
-    ``segments``: a pair's second text reads token type 1 (``encode_window``)."""
+    ``segments``: a pair's second text reads token type 1 (``encode_window``); ``separate``: each
+    text of a pair is encoded alone, in windows of its own, all of token type 0."""
     limit = window_limit(model.config.to_dict(), tokenizer)
     result = []
     for tokens in sentences:
         pieces = subword_pieces(tokenizer, tokens)
-        kinds = token_segments(tokens) if segments else None
-        parts = [encode_window(tokenizer, model, pieces[start:end], pooling, limit, kinds[start : end + 1] if kinds else None) for start, end in windows(pieces, limit)]
+        kinds = token_segments(tokens) if segments and not separate else None
+        parts = [encode_window(tokenizer, model, pieces[start:end], pooling, limit, kinds[start : end + 1] if kinds else None)
+                 for start, end in windows(pieces, limit, pair_breaks(tokens, separate))]
         result.append(np.concatenate(parts).astype(np.float16))
     return result
 
@@ -350,19 +360,20 @@ def reads_subwords(name: str) -> bool:
     return not is_recurrent_lm(encoder_path(name))
 
 
-def subword_windows(name: str, sentences: Sequence[Sequence[str]]) -> tuple[list[list[np.ndarray]], list[np.ndarray], list[list[np.ndarray]]]:
+def subword_windows(name: str, sentences: Sequence[Sequence[str]], separate: bool = False) -> tuple[list[list[np.ndarray]], list[np.ndarray], list[list[np.ndarray]]]:
     """For fine-tuning: per sentence, its windows of sub-word ids (with [CLS] ... [SEP]), per
     token (window, position of its first sub-word, number of its sub-words), and per window the
-    segment of each sub-word (1 after a pair's [SEP], as BERT's token types: ``token_segments``)."""
+    segment of each sub-word (1 after a pair's [SEP], as BERT's token types: ``token_segments``);
+    ``separate``: each text of a pair in windows of its own, all of segment 0 (``pair_breaks``)."""
     tokenizer = tokenizer_of(name)
     limit = encoder_limit(name, tokenizer)
     specials = ([tokenizer.cls_token_id] if tokenizer.cls_token_id is not None else [], [tokenizer.sep_token_id] if tokenizer.sep_token_id is not None else [])
     all_windows, all_positions, all_types = [], [], []
     for tokens in sentences:
         pieces = [token_pieces[:limit] for token_pieces in subword_pieces(tokenizer, tokens)]
-        segments = token_segments(tokens)  # the pair's [SEP] itself is still segment 0
+        segments = [0] * (len(tokens) + 1) if separate else token_segments(tokens)  # the pair's [SEP] itself is still segment 0
         windows_of_sentence, positions, types_of_sentence = [], [], []
-        for number, (start, end) in enumerate(windows(pieces, limit)):
+        for number, (start, end) in enumerate(windows(pieces, limit, pair_breaks(tokens, separate))):
             ids, types, position = list(specials[0]), [segments[start]] * len(specials[0]), len(specials[0])
             for token_pieces, segment in zip(pieces[start:end], segments[start:end]):
                 positions.append((number, position, len(token_pieces)))

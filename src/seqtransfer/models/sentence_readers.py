@@ -84,8 +84,9 @@ class PooledReader(nn.Module):
 
     def __init__(self, config: ModelConfig, input_size: int, owner) -> None:
         super().__init__()
-        self.use_sentence_vector = config.sentence_pooling == "cls" and hasattr(owner, "sentence_vector")
         self.pairs = bool(config.sentence_pairs) and not getattr(owner, "reads_pairs_jointly", False)
+        # a [CLS] reads one text when the texts of a pair are encoded each alone: the pair is then pooled apart
+        self.use_sentence_vector = config.sentence_pooling == "cls" and hasattr(owner, "sentence_vector") and not self.pairs
         self.output_size = input_size * (4 if self.pairs and not self.use_sentence_vector else 1)
 
     def forward(self, owner, batch: Batch) -> torch.Tensor:

@@ -45,7 +45,6 @@ class TransformerEncoder:
 
     word_representation = None  # no word or character tables (nothing to precompute per form)
     feature_extractors = ("bilstm", "none")  # what model.feature_extractor may choose (models/registry.py)
-    reads_pairs_jointly = True  # a pair is one input, A [SEP] B (with token types where the encoder has them)
 
     def build_encoder(self, config: ModelConfig, word_count: int, character_count: int, task_kind: str, vocabularies=None) -> int:
         from transformers import AutoConfig, AutoModel
@@ -53,6 +52,7 @@ class TransformerEncoder:
 
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         self.encoder_name = config.encoder
+        self.reads_pairs_jointly = config.pair_encoding != "separate"  # a pair is one input, A [SEP] B (token types where the encoder has them); else each text alone
         self.encoder = AutoModel.from_config(AutoConfig.from_pretrained(str(encoder_path(config.encoder)), local_files_only=True))
         size = self.encoder.config.hidden_size
         # sparse: the sub-word table's gradient lists the batch's rows, made dense in a buffer kept

@@ -53,6 +53,7 @@ def build_word_vocabularies(config: RunConfig, train_tokens: list, evaluation_to
         model_config.encoder_hash = encoder_fingerprint(model_config.encoder)
         vocabularies.encoder, vocabularies.encoder_pooling, vocabularies.encoder_mode = model_config.encoder, model_config.encoder_pooling, model_config.encoder_mode
         vocabularies.encoder_segments = True
+        vocabularies.pair_encoding = model_config.pair_encoding
         how = f"fine-tuned, {model_config.encoder_pooling} sub-word" if model_config.encoder_mode == "finetune" else f"frozen, {model_config.encoder_pooling} sub-word, scalar mix"
         log(f"encoder {model_config.encoder}: {model_config.encoder_layers} layers of {model_config.encoder_dimension} units, {how}")
     matrix, found = build_embedding_matrix(vocabularies.words.items, vectors, model_config.word_dimension, seed=config.train.seed)
