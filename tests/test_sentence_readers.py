@@ -107,3 +107,15 @@ def test_a_fine_tuned_encoder_reads_a_pair_jointly_or_each_text_alone(tmp_path, 
     assert read_vocabularies(output).pair_encoding == encoding
     assert loaded.model.classifier.in_features == (32 if encoding == "joint" else 4 * 32)  # [CLS] of the pair, or [u; v; |u - v|; u * v]
     assert len(seqtransfer.load(output).predict([["fine", "[SEP]", "good"]])) == 1
+
+
+def test_to_tune_picks_the_papers_head_for_the_mode_and_the_texts():
+    from seqtransfer.config import RunConfig, apply_overrides
+    from seqtransfer.models.sentence_readers import reader_name
+
+    def chosen(*overrides):
+        return reader_name(apply_overrides(RunConfig(), ["model.sentence_reader=to_tune", *overrides]).model)
+
+    assert chosen("model.sentence_pairs=true") == "esim" and chosen("model.sentence_pairs=false") == "bcn"
+    finetune = ["model.encoder=minilm", "model.encoder_mode=finetune"]
+    assert chosen("model.sentence_pairs=true", *finetune) == "biattention" and chosen("model.sentence_pairs=false", *finetune) == "max"

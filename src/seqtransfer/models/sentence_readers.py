@@ -13,6 +13,9 @@
                   ReLU layer, BiLSTM, self bi-attention [X; X - C; X * C], integrating BiLSTM, max /
                   min / mean / self-attentive pooling, then one maxout layer (AllenNLP's has three)
 
+``to_tune`` picks the paper's head for the run: frozen features read by ESIM (pairs) or the BCN
+(single texts), a fine-tuned encoder by bi-attention (pairs) or max pooling (single texts).
+
 A reader's weights sit under ``reader.``; the head's output layer (``classifier``) reads its vector.
 Shapes: B sentences, T tokens, H state size; a pair's texts A and B have Ta and Tb tokens.
 """
@@ -181,11 +184,22 @@ READERS: dict[str, type[nn.Module]] = {"pooled": PooledReader, "max": MaxReader,
 PAIR_READERS = ("biattention", "esim")
 
 
+def reader_name(config: ModelConfig) -> str:
+    """``model.sentence_reader`` (None: pooled; ``to_tune``: the To-tune paper's head for the
+    encoder's mode and the data's texts)."""
+    if config.sentence_reader != "to_tune":
+        return config.sentence_reader or "pooled"
+    fine_tuned = bool(config.encoder) and config.encoder_mode == "finetune"
+    if config.sentence_pairs:
+        return "biattention" if fine_tuned else "esim"
+    return "max" if fine_tuned else "bcn"
+
+
 def build_reader(config: ModelConfig, input_size: int, owner) -> nn.Module:
-    """The reader ``model.sentence_reader`` names (None: pooled); a pair reader needs pairs."""
-    name = config.sentence_reader or "pooled"
+    """The reader ``model.sentence_reader`` names (``reader_name``); a pair reader needs pairs."""
+    name = reader_name(config)
     if name not in READERS:
-        raise SeqTransferError(f"unknown sentence reader '{name}'", hint=f"use model.sentence_reader={' or '.join(READERS)}")
+        raise SeqTransferError(f"unknown sentence reader '{name}'", hint=f"use model.sentence_reader={' or '.join(READERS)} or to_tune")
     if name in PAIR_READERS and config.sentence_pairs is False:
         raise SeqTransferError(f"model.sentence_reader={name} reads sentence pairs, and this data has none", hint="use pooled, max or bcn for single texts")
     return READERS[name](config, input_size, owner)
