@@ -665,7 +665,6 @@ KNOWN: tuple[str, ...] = (
     "in-function-library seqtransfer.analysis.similarity -> numpy",
     "in-function-library seqtransfer.commands.analyze -> numpy",
     "in-function-library seqtransfer.commands.analyze -> torch",
-    "in-function-library seqtransfer.commands.evaluate -> torch",
     "in-function-library seqtransfer.data.tag_feature -> torch",
     "in-function-library seqtransfer.embeddings.transformer -> safetensors",
     "in-function-library seqtransfer.experiments.status -> safetensors",

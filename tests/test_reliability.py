@@ -158,3 +158,80 @@ def test_a_utf16_tsv_file_trains_a_sentence_classifier(tmp_path, capsys):
 
     assert main(["train", "--train", str(train), "--dev", dev, "--test", dev, "--epochs", "1", "--output", str(tmp_path / "run"), "--quiet", *TINY_MODEL]) == 0
     assert "read as UTF-16" in capsys.readouterr().out
+
+
+def test_evaluating_a_split_the_data_lacks_is_one_line(capsys, monkeypatch):
+    from seqtransfer.cli import main
+
+    monkeypatch.chdir(FIXTURES)  # the fixture run's data paths are relative to it
+    assert main(["evaluate", "runs/v1_tagger_crf", "--split", "nosuch"]) != 0
+    error = capsys.readouterr().err
+    assert "no split 'nosuch' (splits: train, dev, test)" in error and "Traceback" not in error
+
+
+def long_sentence_file(folder, length: int):
+    """The tiny parser training file with one more sentence of ``length`` tokens (a chain of heads)."""
+    rows = [f"{index}\tw{index % 7}\t_\tX\t_\t_\t{index - 1}\t{'root' if index == 1 else 'dep'}\t_\t_" for index in range(1, length + 1)]
+    path = folder / "long.conllu"
+    path.write_text((FIXTURES / "tiny_dep_train.conllu").read_text(encoding="utf-8").rstrip("\n") + "\n\n" + "\n".join(rows) + "\n\n", encoding="utf-8")
+    return path
+
+
+PARSER = ["model.embeddings=null", "model.word_dimension=4", "model.char_dimension=3", "model.char_hidden=4", "model.parser_hidden=8", "model.parser_layers=1",
+          "model.arc_hidden=6", "model.relation_hidden=4", "train.threads=1"]
+
+
+def test_a_parsers_batch_that_cannot_fit_in_memory_is_refused_before_it_runs(tmp_path, capsys, monkeypatch):
+    """The arc scores grow with the square of a sentence's length: the longest batch is estimated
+    against the machine's memory (here 64 MB), refused with one line naming the option that skips
+    such sentences; with that option the run trains and says what it skipped."""
+    from seqtransfer.cli import main, run
+    from seqtransfer.training import memory
+
+    monkeypatch.setattr(memory, "available_memory_bytes", lambda: 64 * 2**20)
+    arguments = ["train", "--train", str(long_sentence_file(tmp_path, 1500)), "--dev", str(FIXTURES / "tiny_dep_dev.conllu"), "--task", "dependency",
+                 "--epochs", "1", "--quiet", *PARSER]
+    assert main([*arguments, "--output", str(tmp_path / "refused")]) != 0
+    error = capsys.readouterr().err
+    assert "training sentence 7 has 1,500 tokens" in error and "data.max_sentence_length" in error and "Traceback" not in error
+    assert not (tmp_path / "refused" / "metrics.json").exists()
+    run([*arguments, "--output", str(tmp_path / "skipped"), "data.max_sentence_length=100"])
+    assert "1 training sentence(s) of more than 100 tokens skipped" in (tmp_path / "skipped" / "log.txt").read_text()
+    with pytest.raises(SeqTransferError, match="sentence 1 has 2,000 tokens"):
+        seqtransfer.load(tmp_path / "skipped").predict([["w"] * 2000])
+
+
+def test_running_out_of_cpu_memory_is_one_line(tmp_path, capsys, monkeypatch):
+    from seqtransfer.cli import main
+    from seqtransfer.models.heads import TaggingHead
+
+    def exhausted(self, batch):
+        raise RuntimeError("[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: can't allocate memory: you tried to allocate 3600000000 bytes.")
+
+    monkeypatch.setattr(TaggingHead, "loss", exhausted)
+    assert main(tiny_train_arguments(tmp_path / "run", epochs=1)) != 0
+    error = capsys.readouterr().err
+    assert "the machine ran out of memory while training with batches of" in error and "Traceback" not in error
+
+
+def test_under_an_address_space_limit_a_huge_parser_batch_is_one_line(tmp_path):
+    """A real limit (resource.setrlimit in a child process, 3 GB of address space): the estimate reads
+    it, so the run refuses before allocating instead of dying with an allocator traceback."""
+    import subprocess
+    import sys
+
+    script = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30)); "
+              "from seqtransfer.cli import main; sys.exit(main(sys.argv[1:]))")
+    arguments = ["train", "--train", str(long_sentence_file(tmp_path, 9000)), "--dev", str(FIXTURES / "tiny_dep_dev.conllu"), "--task", "dependency",
+                 "--epochs", "1", "--quiet", "--output", str(tmp_path / "run"), *PARSER]
+    finished = subprocess.run([sys.executable, "-c", script, *arguments], capture_output=True, text=True, timeout=300)
+    assert finished.returncode != 0 and "has 9,000 tokens" in finished.stderr and "Traceback" not in finished.stderr, finished.stderr[-2000:]
+
+
+def test_a_huge_token_is_read_in_part_with_a_warning(tiny_run):
+    from seqtransfer.errors import SeqTransferWarning
+
+    blob = "x" * 1_000_000
+    with pytest.warns(SeqTransferWarning, match="1 token\\(s\\) of more than 1,000 characters"):
+        predicted = seqtransfer.load(tiny_run).predict([["John", blob, "York"]])
+    assert len(predicted[0]) == 3

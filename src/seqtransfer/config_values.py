@@ -98,6 +98,7 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str | Callable[[], str]]] =
     ("data.select_tokenizer", lambda value: value in TOKENIZERS, "one of " + ", ".join(TOKENIZERS)),
     ("train.adversarial_tokenizer", lambda value: value in TOKENIZERS, "one of " + ", ".join(TOKENIZERS)),
     ("data.max_train_sentences", lambda value: value is None or value >= 1, "at least 1 (or null for all)"),
+    ("data.max_sentence_length", lambda value: value is None or value >= 1, "at least 1 (or null for no limit)"),
     ("data.exclude_fold", lambda value: value is None or fold_of(value) is not None, "k/K with 1 <= k <= K and K >= 2, e.g. 1/5 (or null)"),
     ("model.tag_jackknife", lambda value: value == 0 or value >= 2, "0 (off) or a number of folds, at least 2"),
     ("train.record_activations", lambda value: value is None or all(isinstance(epoch, int) and not isinstance(epoch, bool) and epoch >= 0 for epoch in value),

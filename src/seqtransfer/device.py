@@ -7,6 +7,8 @@ saved from CPU tensors and loaded onto whatever device the user asks for).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 
@@ -77,6 +79,26 @@ def peak_memory_megabytes(device: torch.device) -> float | None:
     return round(torch.cuda.max_memory_allocated(device) / 2**20, 1)
 
 
-def out_of_memory_error(batch_size: int, what: str) -> SeqTransferError:
-    return SeqTransferError(f"the GPU ran out of memory {what} with batches of {batch_size} sentences",
-                            hint="lower train.evaluation_batch_size (predict and evaluate: --batch-size) or train.batch_size (with --restart), or use --device cpu")
+def out_of_memory_error(batch_size: int, what: str, on: str = "GPU") -> SeqTransferError:
+    other = "or use --device cpu" if on == "GPU" else "or skip very long sentences (data.max_sentence_length)"
+    return SeqTransferError(f"the {on} ran out of memory {what} with batches of {batch_size} sentences",
+                            hint=f"lower train.evaluation_batch_size (predict and evaluate: --batch-size) or train.batch_size (with --restart), {other}")
+
+
+CPU_ALLOCATION_FAILURES = ("DefaultCPUAllocator: can't allocate", "DefaultCPUAllocator: not enough memory")
+
+
+@contextmanager
+def memory_errors_as_one_line(batch_size: int, what: str) -> Iterator[None]:
+    """Running out of GPU or CPU memory inside the block is one error line naming the batch size
+    (``out_of_memory_error``); any other error passes through."""
+    try:
+        yield
+    except torch.cuda.OutOfMemoryError:
+        raise out_of_memory_error(batch_size, what) from None
+    except MemoryError:
+        raise out_of_memory_error(batch_size, what, "machine") from None
+    except RuntimeError as error:
+        if any(failure in str(error) for failure in CPU_ALLOCATION_FAILURES):
+            raise out_of_memory_error(batch_size, what, "machine") from None
+        raise

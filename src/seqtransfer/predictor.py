@@ -8,10 +8,11 @@ from pathlib import Path
 import torch
 
 from seqtransfer.threads import granted_threads
+from seqtransfer.training.memory import check_parser_memory
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.script import TRANSLITERATIONS, script_mismatch, transliterate, vocabulary_script
 from seqtransfer.data.tokenize import TOKENIZERS
-from seqtransfer.device import out_of_memory_error
+from seqtransfer.device import memory_errors_as_one_line
 from seqtransfer.errors import SeqTransferError, warn
 from seqtransfer.rundir import LoadedRun, load_run, read_members
 from seqtransfer.tasks import kind_of
@@ -88,12 +89,12 @@ class Predictor:
         encoder's features go to the feature cache (a dataset's split, read again), not only to memory."""
         tokens = self.tokenized(sentences)
         tokens = tokens if checked else self.model_words(tokens)
+        if getattr(self.run.model, "task_kind", None) == "dependency":
+            check_parser_memory([len(sentence) for sentence in tokens], self.batch_size, False, "sentence", "split it into shorter sentences, or use a smaller batch size")
         encoded = encode_sentences(tokens, self.run.vocabularies, tags=tags, cache_features=cache_features)
         torch.set_num_threads(granted_threads(self.run.config.train.threads))
-        try:
+        with memory_errors_as_one_line(self.batch_size, "while predicting"):
             return predict_labels(self.run.model, encoded, self.run.vocabularies.task_labels or self.run.vocabularies.labels, self.batch_size, self.amp)
-        except torch.cuda.OutOfMemoryError:
-            raise out_of_memory_error(self.batch_size, "while predicting") from None
 
 
 def load(run_directory: str | Path, tokenizer: str = "whitespace", device: str = "auto", batch_size: int = 256, transliterate: str | None = None,

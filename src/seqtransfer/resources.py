@@ -39,3 +39,18 @@ def peak_rss_megabytes() -> float:
             if line.startswith("VmHWM:"):
                 return round(int(line.split()[1]) / 1024, 1)
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def available_memory_bytes() -> int | None:
+    """Memory the system can give without swapping (/proc/meminfo's MemAvailable, Linux), capped by
+    this process's address-space limit where one is set; None where neither says."""
+    meminfo = Path("/proc/meminfo")
+    available = None
+    if meminfo.is_file():
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                available = int(line.split()[1]) * 1024
+    limit, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if limit != resource.RLIM_INFINITY:
+        available = limit if available is None else min(available, limit)
+    return available

@@ -67,23 +67,32 @@ def data_config_of(run, arguments: argparse.Namespace):
     return data_config, split
 
 
+def check_split_read(data, split: str, data_config) -> None:
+    """The split to score was there to read: one line naming the splits the data has."""
+    from seqtransfer.data.registry import get_dataset
+    from seqtransfer.errors import SeqTransferError
+
+    if split in data.splits:
+        return
+    if data_config.dataset:
+        where, names = f"dataset {data_config.dataset} has", get_dataset(data_config.dataset).split_names()
+    else:
+        where, names = "the run's data files have", [name for name in ("train", "dev", "test") if getattr(data_config, name)]
+    raise SeqTransferError(f"{where} no split '{split}' (splits: {', '.join(names)})", hint=f"pass --split {' or '.join(names)}, or --file FILE")
+
+
 def predict_split(run, members, data, split: str, batch_size: int, arguments: argparse.Namespace) -> list:
     """The run's predictions for ``split`` of ``data`` (a folder's models together: an ensemble, a self-labelling run)."""
-    import torch
-
     from seqtransfer import rundir
-    from seqtransfer.device import out_of_memory_error
+    from seqtransfer.device import memory_errors_as_one_line
     from seqtransfer.training.inference import predict_labels
+    from seqtransfer.workflows.selflabel import combine
 
-    try:
+    with memory_errors_as_one_line(batch_size, "while evaluating"):
         if members:
-            from seqtransfer.workflows.selflabel import combine
-
             paths, combination = members
             return combine(combination, [run, *(rundir.load_run(path, arguments.device) for path in paths[1:])], data.tokens(split), batch_size, arguments.amp)
         return predict_labels(run.model, data.encode(split, run.vocabularies, with_targets=False), run.vocabularies.labels, batch_size, arguments.amp)
-    except torch.cuda.OutOfMemoryError:
-        raise out_of_memory_error(batch_size, "while evaluating") from None
 
 
 def run(arguments: argparse.Namespace) -> dict:
@@ -106,6 +115,7 @@ def run(arguments: argparse.Namespace) -> dict:
         raise SeqTransferError("--model-task is for multi-task runs", path=arguments.run_directory, hint="leave it out for this single-task run")
     data_config, split = data_config_of(run, arguments)
     data = load_task_data(data_config, splits=(split,))
+    check_split_read(data, split, data_config)
     for note in data.notes:
         print(f"seqtransfer: warning: {note}", file=sys.stderr)
     if not arguments.file:
@@ -156,6 +166,7 @@ def evaluate_multitask(run, arguments: argparse.Namespace, batch_size: int) -> d
             data_config = dataclasses.replace(data_config, dataset=arguments.dataset, task=arguments.task, train=None, dev=None, test=None)
         data_config.strict = arguments.strict
         data = load_task_data(data_config, splits=(split,))
+        check_split_read(data, split, data_config)
         if data.kind.name != run.model.kinds[task]:
             raise SeqTransferError(f"task {task} of this run is {run.model.kinds[task]}, but {data.dataset}/{data.task} is {data.kind.name}",
                                    path=arguments.run_directory, hint="pass --task with a task of the same kind")

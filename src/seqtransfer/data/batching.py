@@ -14,6 +14,11 @@ import numpy as np
 import torch
 
 from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
+from seqtransfer.errors import warn
+
+# A token's characters the character encoder reads: a longer one (a pasted blob, a 1 MB line without
+# spaces) would cost minutes and gigabytes for nothing; real tokens (URLs included) are far shorter
+MAX_TOKEN_CHARACTERS = 1000
 
 
 @dataclass
@@ -121,7 +126,10 @@ def encode_sentences(
     forms: dict[str, int] = {}
     form_ids = [np.fromiter((forms.setdefault(token, len(forms)) for token in sentence), np.int64, len(sentence)) for sentence in tokens]
     characters = vocabularies.characters
-    form_characters = [characters.encode(list(form)) for form in forms]
+    form_characters = [characters.encode(list(form[:MAX_TOKEN_CHARACTERS])) for form in forms]
+    long_forms = sum(len(form) > MAX_TOKEN_CHARACTERS for form in forms)
+    if long_forms:
+        warn(f"{long_forms} token(s) of more than {MAX_TOKEN_CHARACTERS:,} characters: the character encoder reads their first {MAX_TOKEN_CHARACTERS:,}")
     word_ids = [vocabularies.words.encode(vocabularies.word_keys(sentence)) for sentence in tokens]
     if labels is not None:
         targets = {"labels": [encode_labels(vocabularies.labels, sentence) for sentence in labels]}

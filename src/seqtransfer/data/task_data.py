@@ -142,7 +142,8 @@ def read_label_map(path: str | None) -> dict | None:
 def part_config(config: DataConfig, part: str) -> DataConfig:
     """One part of ``a+b``: ``NAME`` (the config's task) or ``NAME:TASK`` (its own task, e.g. ud_ewt:upos+conll2000:pos)."""
     name, _, task = part.partition(":")
-    return replace(config, dataset=name, task=task or config.task, max_train_sentences=None, exclude_fold=None, label_map=None)  # combine() maps the parts
+    return replace(config, dataset=name, task=task or config.task, max_train_sentences=None, exclude_fold=None, label_map=None,
+                   max_sentence_length=None)  # combine() maps the parts
 
 
 def load_task_data(config: DataConfig, splits: tuple[str, ...] = SPLITS) -> TaskData:
@@ -154,7 +155,7 @@ def load_task_data(config: DataConfig, splits: tuple[str, ...] = SPLITS) -> Task
             data.splits["train"] = data.splits["train"][: config.max_train_sentences]
         if config.exclude_fold and "train" in data.splits:
             data.splits["train"] = without_fold(data.splits["train"], config.exclude_fold)
-        return data
+        return without_long_sentences(data, config.max_sentence_length)
     spec = resolve_spec(config)
     task = resolve_task(spec, config.task)
     column = spec.tasks[task]
@@ -183,6 +184,18 @@ def load_task_data(config: DataConfig, splits: tuple[str, ...] = SPLITS) -> Task
     mapping = read_label_map(config.label_map)
     if mapping and spec.name in mapping:  # one dataset in another's tag set (a source scored on a target: label-free adaptation)
         data = replace(combine([data], mapping, config.label_map), notes=notes)
+    return without_long_sentences(data, config.max_sentence_length)
+
+
+def without_long_sentences(data: TaskData, limit: int | None) -> TaskData:
+    """The training split without its sentences of more than ``limit`` tokens (none: unchanged), and a note counting them."""
+    if not limit or "train" not in data.splits:
+        return data
+    kept = [sentence for sentence in data.splits["train"] if len(sentence.tokens) <= limit]
+    skipped = len(data.splits["train"]) - len(kept)
+    if skipped:
+        data.splits["train"] = kept
+        data.notes.append(f"{skipped} training sentence(s) of more than {limit} tokens skipped (data.max_sentence_length)")
     return data
 
 

@@ -29,6 +29,16 @@ from seqtransfer.models.dropout import Dropout
 from seqtransfer.models.spanning_tree import maximum_spanning_tree
 
 
+# Bytes per arc score of a batch: the scores, their masked copy and log-softmax in fp32 (training:
+# the cross-entropy's and the backward pass's copies too)
+ARC_SCORE_BYTES = {"training": 4 * 6, "decoding": 4 * 4}
+
+
+def arc_score_bytes(sentences: int, length: int, training: bool) -> int:
+    """About what the (B, T, T + 1) arc scores of ``sentences`` sentences of ``length`` tokens take."""
+    return sentences * length * (length + 1) * ARC_SCORE_BYTES["training" if training else "decoding"]
+
+
 def with_bias(inputs: torch.Tensor) -> torch.Tensor:
     """(..., D) -> (..., D + 1) with a trailing 1."""
     return torch.cat([inputs, inputs.new_ones(*inputs.shape[:-1], 1)], dim=-1)

@@ -37,7 +37,7 @@ from seqtransfer.config import MultiTaskConfig, RunConfig, idle_settings
 from seqtransfer.data.batching import Batch, EncodedSentences, encode_sentences, training_batches
 from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
-from seqtransfer.device import describe_device, out_of_memory_error, peak_memory_megabytes, prepare_device, resolve_device
+from seqtransfer.device import describe_device, memory_errors_as_one_line, peak_memory_megabytes, prepare_device, resolve_device
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.multitask import HierarchicalMultiTask, TaskView, target_name, task_levels, task_order
 from seqtransfer.models.registry import build_model
@@ -419,13 +419,11 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
         evaluate_dev, _ = dev_evaluation(tasks, vocabularies, config)
         log(f"training multi-task {scheme.name}: " + ", ".join(f"{task} <- {data.dataset}/{data.task} ({len(data.splits['train'])} sentences)" for task, data in tasks.items())
             + f"; {schedule.batch_count} batches per epoch ({config.multitask.sampling}); {count_parameters(model)} parameters; device: {describe_device(device)}")
-        try:
+        with memory_errors_as_one_line(config.train.batch_size, "while training"):
             result = train_phases(model, scheme, config, schedule, evaluate_dev, directory, log, show_progress, epoch_hooks=(loss_weight_hook(weights, config.multitask),),
                                   extra_losses=extra_losses)
             model.load_state_dict(result.best_state)
             task_results = score_tasks(model, tasks, vocabularies, config, directory)
-        except torch.cuda.OutOfMemoryError:
-            raise out_of_memory_error(config.train.batch_size, "while training") from None
         for task, epoch in best_epochs(result.history).items():
             task_results[task]["best_epoch"] = epoch
         metrics = multitask_metrics(config, scheme, tasks, task_results, model, result, time.perf_counter() - started + result.restored_seconds, device)

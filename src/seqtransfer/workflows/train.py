@@ -10,7 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import torch
 from torch import nn
 
 from seqtransfer import rundir
@@ -21,7 +20,7 @@ from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.selection import training_sentences
 from seqtransfer.data.task_data import SPLITS, TaskData, label_notes, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies
-from seqtransfer.device import describe_device, out_of_memory_error, peak_memory_megabytes, prepare_device, resolve_device
+from seqtransfer.device import describe_device, memory_errors_as_one_line, peak_memory_megabytes, prepare_device, resolve_device
 from seqtransfer.embeddings.transformer import encoder_path
 from seqtransfer.errors import SeqTransferError, SeqTransferWarning
 from seqtransfer.models.registry import build_model
@@ -29,6 +28,7 @@ from seqtransfer.models.tagger import count_parameters, size_metrics
 from seqtransfer.resources import peak_rss_megabytes, reset_peak_rss
 from seqtransfer.tasks.regression import check_centred_scores
 from seqtransfer.training.inference import EvaluationSet, score_split
+from seqtransfer.training.memory import check_parser_memory
 from seqtransfer.training.loop import BatchSource, Evaluate, FitResult, ShuffledBatches, dev_evaluation, fit
 from seqtransfer.training.optimizers import fill_optimizer
 from seqtransfer.training.precision import resolve_precision
@@ -290,12 +290,24 @@ def prepare_training_split(config: RunConfig, data: TaskData, directory: Path, l
 
 
 def check_target_model(config: RunConfig, model: nn.Module, scheme: Scheme, has_source: bool, data: TaskData, vocabularies: Vocabularies, log: Log) -> None:
-    """What must hold of the built model: the auxiliary LM's layers train, teachers can teach it, its adaptations apply."""
+    """What must hold of the built model: the auxiliary LM's layers train, teachers can teach it, its
+    adaptations apply, a parser's longest batches fit in memory."""
     check_auxiliary_lm(config, scheme)
+    if data.kind.name == "dependency":
+        check_splits_fit(config, data)
     check_distillation(config, model, data, vocabularies.labels)
     if config.transfer.adaptations:
         check_adaptations(config.transfer, model, has_source, scheme.phases(config.transfer), scheme_prefixes(model, scheme),
                           max_epochs=config.train.max_epochs, log=log)
+
+
+def check_splits_fit(config: RunConfig, data: TaskData) -> None:
+    """A parser's longest training and evaluation batches fit in the machine's memory (one line each)."""
+    check_parser_memory([len(sentence.tokens) for sentence in data.splits["train"]], config.train.batch_size, True, "training sentence",
+                        "skip longer training sentences with data.max_sentence_length=N (e.g. 300), or lower train.batch_size")
+    for split in (name for name in data.splits if name != "train"):
+        check_parser_memory([len(sentence.tokens) for sentence in data.splits[split]], config.train.evaluation_batch_size, False, f"{split} sentence",
+                            "lower train.evaluation_batch_size, or score the split without its longest sentences")
 
 
 def place_on_device(config: RunConfig, model: nn.Module, log: Log) -> None:
@@ -374,21 +386,17 @@ def fit_and_save(config: RunConfig, directory: Path, data: TaskData, vocabularie
     recorder = activation_recorder(config.train.record_activations, directory, data.tokens("dev"), dev.encoded)
     device = next(model.parameters()).device
     log(f"device: {describe_device(device)}")
-    try:
+    with memory_errors_as_one_line(config.train.batch_size, "while training"):
         evaluate_dev = dev_evaluation(dev, vocabularies.labels, data.metric, config.train.evaluation_batch_size)
         source, extra_losses = adversarial_training(config, model, vocabularies, training_source(config, data, train), log)
         extra_losses = (*extra_losses, *loss_terms(TermContext(config, model, scheme, data, vocabularies, train.word_ids, log)))
         result = train_phases(model, scheme, config, source, evaluate_dev, directory, log, show_progress, recorder, extra_losses=extra_losses, epoch_reports=epoch_reports)
-    except torch.cuda.OutOfMemoryError:
-        raise out_of_memory_error(config.train.batch_size, "while training") from None
     if recorder:
         recorder.record_final(model, result.best_epoch)
     metrics = {"dataset": data.dataset, "task": data.task, "metric": data.metric, "scheme": scheme.name, "best_epoch": result.best_epoch,
                **rundir.source_weights(config.transfer.source if scheme.uses_source else None), **rundir.encoder_weights(config.model)}
-    try:
+    with memory_errors_as_one_line(config.train.evaluation_batch_size, "while scoring dev and test"):
         metrics.update(score_splits(model, data, vocabularies, config, directory))
-    except torch.cuda.OutOfMemoryError:
-        raise out_of_memory_error(config.train.evaluation_batch_size, "while scoring dev and test") from None
     # Epochs restored from a checkpoint ran in an earlier process: count their time too.
     seconds = time.perf_counter() - started + result.restored_seconds
     metrics.update(size_metrics(model, config.model))  # a frozen encoder's features come from outside the model: its weights count too
