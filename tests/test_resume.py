@@ -67,3 +67,48 @@ def test_resumed_fit_reports_the_time_of_restored_epochs(tmp_path):
     second = fit(model, ShuffledBatches(train, config.train.batch_size, config.train.seed), dev_evaluation(dev, vocabularies.labels, "accuracy", 512), config.train, checkpoint_dir=tmp_path, log=lambda message: None, show_progress=False)
     assert first.restored_seconds == 0.0 and len(second.history) == 3
     assert second.restored_seconds == sum(record["epoch_seconds"] for record in first.history) > 0
+
+
+@pytest.mark.parametrize("damage", ["truncated", "forged epoch", "other weights"])
+def test_a_damaged_checkpoint_is_one_line_naming_restart_and_rewrites_nothing(tmp_path, monkeypatch, capsys, damage):
+    """A checkpoint that is cut short, whose metadata does not describe its epochs, or whose weights
+    are not the model's: one line naming --restart, before config.yaml or vocabulary.json is rewritten."""
+    import json
+
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    from seqtransfer.cli import main
+
+    real_save = checkpoint.save
+
+    def save_then_crash(directory, model, optimizer, state):
+        real_save(directory, model, optimizer, state)
+        if state.epoch == 2:
+            raise Crash("killed after epoch 2")
+
+    monkeypatch.setattr(checkpoint, "save", save_then_crash)
+    arguments = tiny_train_arguments(tmp_path / "run", epochs=4) + ["train.patience=100"]
+    with pytest.raises(Crash):
+        run(arguments)
+    monkeypatch.setattr(checkpoint, "save", real_save)
+    path, = (tmp_path / "run" / "checkpoint").glob("*/tensors.safetensors")
+    if damage == "truncated":
+        path.write_bytes(path.read_bytes()[:-1000])
+    else:
+        with safe_open(str(path), "pt") as handle:
+            metadata = handle.metadata()
+        tensors = load_file(str(path))
+        if damage == "forged epoch":
+            state = json.loads(metadata["state"])
+            metadata["state"] = json.dumps({**state, "epoch": 7})
+        else:
+            name = next(name for name in tensors if name.startswith("model.classifier.weight"))
+            tensors[name] = tensors[name][:, :2].contiguous()
+        save_file(tensors, str(path), metadata=metadata)
+    written = {name: (tmp_path / "run" / name).stat().st_mtime_ns for name in ("config.yaml", "vocabulary.json")}
+    assert main(arguments) != 0
+    error = capsys.readouterr().err
+    assert "checkpoint of this unfinished run is damaged" in error and "--restart" in error and "Traceback" not in error
+    assert {name: (tmp_path / "run" / name).stat().st_mtime_ns for name in written} == written
+    assert main([*arguments, "--restart"]) == 0

@@ -18,7 +18,10 @@ from safetensors.torch import load_file
 from safetensors.torch import save as serialize
 from torch import nn
 
+from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import atomic_write, read_json
+
+RESTART_HINT = "run the same command with --restart to train it from the start (the checkpoint is deleted)"
 
 STATE_FILE = "state.json"  # read only: the state of checkpoints written by earlier versions
 # Per-parameter optimizer state kept in checkpoints (SGD's momentum; Adam's step and moments).
@@ -65,18 +68,61 @@ def save(directory: Path, model: nn.Module, optimizer: torch.optim.Optimizer, st
     save_tensors(directory / TENSORS_FILE, tensors, metadata={"state": json.dumps(summary)})
 
 
-def resume(directory: Path, model: nn.Module, optimizer: torch.optim.Optimizer) -> TrainingState | None:
-    """Restore model, optimizer and random state from ``directory``; None if there is nothing."""
+def damaged(directory: Path, what: str) -> SeqTransferError:
+    return SeqTransferError(f"the checkpoint of this unfinished run is damaged or not this run's: {what}", path=directory / TENSORS_FILE, hint=RESTART_HINT)
+
+
+def read_summary(directory: Path) -> tuple[dict, dict[str, tuple[int, ...]]] | None:
+    """(the epoch, best score and history, every tensor's shape) of a checkpoint, checked to be
+    whole and consistent; None where there is none. Reads the file's header only."""
     if not (directory / TENSORS_FILE).is_file():
         return None
-    with safe_open(str(directory / TENSORS_FILE), framework="pt") as handle:
-        metadata = handle.metadata() or {}
-    if "state" in metadata:
-        summary = json.loads(metadata["state"])
-    elif (directory / STATE_FILE).is_file():  # checkpoints written before the state moved into the tensors file
-        summary = read_json(directory / STATE_FILE)
-    else:
+    try:
+        with safe_open(str(directory / TENSORS_FILE), framework="pt") as handle:
+            metadata = handle.metadata() or {}
+            shapes = {name: tuple(handle.get_slice(name).get_shape()) for name in handle.keys()}
+        summary = json.loads(metadata["state"]) if "state" in metadata else read_json(directory / STATE_FILE) if (directory / STATE_FILE).is_file() else None
+    except Exception as error:  # safetensors and json raise their own errors for a truncated or garbled file
+        raise damaged(directory, str(error).splitlines()[0][:160] or type(error).__name__) from None
+    if summary is None:
         return None
+    check_summary(directory, summary)
+    return summary, shapes
+
+
+def check_summary(directory: Path, summary) -> None:
+    """The metadata describes the epochs it says: whole numbers in order, one history record per epoch."""
+    try:
+        epoch, best_epoch, history = int(summary["epoch"]), int(summary["best_epoch"]), list(summary["history"])
+        float(summary["best_score"])
+        numbered = [int(record["epoch"]) for record in history]
+    except (KeyError, TypeError, ValueError):
+        raise damaged(directory, "its metadata lacks the epoch, best epoch, best score or history") from None
+    if not 0 <= best_epoch <= epoch or numbered != list(range(epoch - len(history) + 1, epoch + 1)) or (epoch and not history):
+        raise damaged(directory, f"its metadata says epoch {epoch}, best epoch {best_epoch} and {len(history)} history records")
+
+
+def check_fits(directory: Path, model: nn.Module) -> None:
+    """A checkpoint in ``directory`` (if any) is whole and holds this model's weights, every name and
+    shape: read before anything of the run is rewritten, so that a mismatch strands nothing."""
+    read = read_summary(directory)
+    if read is None:
+        return
+    _, shapes = read
+    expected = {name: tuple(tensor.shape) for name, tensor in model.state_dict().items()}
+    held = {name[6:]: shape for name, shape in shapes.items() if name.startswith("model.")}
+    if held != expected or any(shapes.get(f"best.{name}") != shape for name, shape in expected.items()):
+        different = sorted(set(held) ^ set(expected)) or [name for name in expected if held.get(name) != expected[name]]
+        raise damaged(directory, f"its weights do not fit the model (first difference: {(different or ['best weights'])[0]})")
+
+
+def resume(directory: Path, model: nn.Module, optimizer: torch.optim.Optimizer) -> TrainingState | None:
+    """Restore model, optimizer and random state from ``directory``; None if there is nothing."""
+    read = read_summary(directory)
+    if read is None:
+        return None
+    summary, _ = read
+    check_fits(directory, model)
     tensors = load_file(str(directory / TENSORS_FILE))
     model.load_state_dict({name[6:]: tensor for name, tensor in tensors.items() if name.startswith("model.")})
     for index, parameter in enumerate(p for group in optimizer.param_groups for p in group["params"]):

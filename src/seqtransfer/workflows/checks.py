@@ -12,6 +12,7 @@ from seqtransfer.data.task_data import TaskData
 from seqtransfer.data.vocabulary import Vocabulary
 from seqtransfer.embeddings.transformer import is_causal_encoder
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.training.checkpoint import check_fits
 from seqtransfer.transfer.distillation import check_teacher, gives_label_distributions, teacher_directories
 from seqtransfer.transfer.schemes import Scheme
 
@@ -70,8 +71,13 @@ def check_auxiliary_lm(config: RunConfig, scheme: Scheme) -> None:
                                hint="drop transfer.auxiliary_lm_weight, or use finetune or pretrand")
 
 
-def check_resumable(directory: Path, config: RunConfig) -> None:
-    """A run directory with an unfinished run resumes only with the same configuration."""
+def check_resumable(directory: Path, config: RunConfig, model=None) -> None:
+    """A run directory with an unfinished run resumes only with the same configuration, and (with
+    ``model``) only from checkpoints that are whole and hold this model's weights: all checked
+    before anything in the directory is rewritten."""
+    if model is not None:
+        for phase in sorted((directory / "checkpoint").glob("*/")):
+            check_fits(phase, model)
     if not (directory / rundir.CONFIG).is_file():
         return
     saved = rundir.read_saved_config(directory)

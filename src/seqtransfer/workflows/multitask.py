@@ -407,7 +407,7 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
     precision = resolve_precision(config.train.amp, model, device)  # one line before anything is written when it cannot apply
     if precision.dtype is not None:
         log(f"precision: {precision.describe()}")
-    check_resumable(directory, config)
+    check_resumable(directory, config, model)
     with rundir.writer_lock(directory):
         if (directory / rundir.METRICS).exists():
             raise SeqTransferError("run directory already holds a finished run", path=directory, hint="choose another --output")

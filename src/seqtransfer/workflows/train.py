@@ -244,7 +244,7 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
     model = build_target_model(config, scheme, vocabularies, matrix, source, log)
     check_target_model(config, model, scheme, source is not None, data, vocabularies, log)
     place_on_device(config, model, log)
-    check_resumable(directory, config)
+    check_resumable(directory, config, model)
     with rundir.writer_lock(directory):
         if (directory / rundir.METRICS).exists():  # finished by another process while this one prepared
             raise SeqTransferError("run directory already holds a finished run", path=directory, hint="choose another --output")
