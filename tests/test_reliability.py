@@ -235,3 +235,12 @@ def test_a_huge_token_is_read_in_part_with_a_warning(tiny_run):
     with pytest.warns(SeqTransferWarning, match="1 token\\(s\\) of more than 1,000 characters"):
         predicted = seqtransfer.load(tiny_run).predict([["John", blob, "York"]])
     assert len(predicted[0]) == 3
+
+
+def test_an_experiment_source_with_a_misspelt_task_is_refused_before_anything_is_written(tmp_path, capsys):
+    experiment = tmp_path / "typo.yaml"
+    experiment.write_text("name: typo\ntitle: t\ncommand: x\nsources:\n  ner: {dataset: conll2003, task: nre}\ntargets:\n  WNUT: {dataset: wnut17, source: ner}\n"
+                          "methods:\n  SFT: {scheme: finetune}\nreference: SFT\n", encoding="utf-8")
+    message = run_cli(["experiment", "run", str(experiment), "--results", str(tmp_path / "results")], capsys)
+    assert "source 'ner': dataset 'conll2003' has no task 'nre'" in message
+    assert not (tmp_path / "results").exists()

@@ -123,6 +123,7 @@ def check_references(spec: ExperimentSpec, path: Path) -> None:
         _check_method_kind(spec, name, method, path)
     _check_hierarchy(spec, path)
     _check_sources(spec, path)
+    _check_dataset_tasks(spec, path)
     for name, method in spec.methods.items():
         _check_method_sources(spec, name, method, path)
     for name, method in spec.methods.items():
@@ -199,6 +200,27 @@ def _check_sources(spec: ExperimentSpec, path: Path) -> None:
             for task, filler in source.unify_with.items():
                 if filler not in spec.sources or spec.sources[filler].multitask:
                     raise SeqTransferError(f"source '{name}': unify_with.{task} must name a mono-task source, got '{filler}'", path=path)
+
+
+def _check_dataset_tasks(spec: ExperimentSpec, path: Path) -> None:
+    """Each registered dataset a source or target names has the task it asks for (each part of
+    ``a+b``, its own ``a:task`` or the entry's task): a misspelt task is told before any run
+    directory is made, not by the first run that reads it."""
+    from seqtransfer.data.registry import DATASETS
+    from seqtransfer.data.task_data import resolve_task
+
+    entries = [(f"source '{name}'", source.dataset, source.task) for name, source in spec.sources.items()]
+    entries += [(f"target '{name}'", target.dataset, target.task) for name, target in spec.targets.items()]
+    entries += [(f"source '{name}', task {task}", dataset, None) for name, source in spec.sources.items() for task, dataset in (source.multitask or {}).items()
+                if isinstance(dataset, str)]
+    for where, dataset, task in entries:
+        for part in str(dataset or "").split("+"):
+            name, _, own_task = part.partition(":")
+            if name in DATASETS and (own_task or task):
+                try:
+                    resolve_task(DATASETS[name], own_task or task)
+                except SeqTransferError as error:
+                    raise SeqTransferError(f"{where}: {error.message}", path=path, hint=error.hint) from None
 
 
 def _check_method_sources(spec: ExperimentSpec, name: str, method: MethodSpec, path: Path) -> None:
