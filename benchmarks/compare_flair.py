@@ -47,31 +47,44 @@ def flair_venv_ready(python: Path) -> bool:
 
 def flair_venv_problem(python: Path) -> str | None:
     """Why ``python`` cannot run the flair side (the end of its error), or None."""
+    return peer_venv_problem(python, "flair", FLAIR_VERSION)
+
+
+def peer_venv_problem(python: Path, package: str, version: str) -> str | None:
+    """Why ``python`` cannot run a peer library's side (the end of its error), or None: it must import
+    ``package`` at ``version`` on this interpreter's torch."""
     import torch
 
-    check = f"import flair, torch; assert flair.__version__ == '{FLAIR_VERSION}', flair.__version__; assert torch.__version__ == '{torch.__version__}', torch.__version__"
+    check = (f"import {package}, torch; assert {package}.__version__ == '{version}', {package}.__version__; "
+             f"assert torch.__version__ == '{torch.__version__}', torch.__version__")
     result = subprocess.run([str(python), "-c", check], capture_output=True, text=True)
     return None if result.returncode == 0 else (result.stderr.strip().splitlines() or ["no output"])[-1]
 
 
 def ensure_flair_venv(venv: Path) -> Path:
-    """The flair venv's python, creating the venv first if needed.
+    """The flair venv's python, creating the venv first if needed (``ensure_peer_venv``; flair asks only for torch>=1.13.1)."""
+    return ensure_peer_venv(venv, "flair", FLAIR_VERSION, "about 1-2 minutes")
 
-    torch 2.13.0 goes in first and stays pinned while flair is installed: flair asks only for
-    torch>=1.13.1, and a pip free to choose would fetch a newer, several-GB CUDA build.
+
+def ensure_peer_venv(venv: Path, package: str, version: str, duration: str) -> Path:
+    """The python of a peer library's venv (flair, fastai), creating the venv first if needed.
+
+    torch 2.13.0 goes in first and stays pinned while the library is installed: flair and fastai
+    ask only for a minimum torch, and a pip free to choose would fetch a newer, several-GB CUDA build.
     """
     python = venv / "bin" / "python"
-    if flair_venv_ready(python):
+    if python.exists() and peer_venv_problem(python, package, version) is None:
         return python
     started = time.perf_counter()
-    print(f"installing flair {FLAIR_VERSION} into {venv} (about 1-2 minutes) ...", file=sys.stderr, flush=True)
+    print(f"installing {package} {version} into {venv} ({duration}) ...", file=sys.stderr, flush=True)
     subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
     pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     subprocess.run([*pip, f"torch=={TORCH_VERSION}"], check=True)
-    subprocess.run([*pip, f"flair=={FLAIR_VERSION}", f"torch=={TORCH_VERSION}"], check=True)
-    if not flair_venv_ready(python):
-        raise SystemExit(f"flair {FLAIR_VERSION} with torch {TORCH_VERSION} is not importable in {venv}")
-    print(f"flair venv ready in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+    subprocess.run([*pip, f"{package}=={version}", f"torch=={TORCH_VERSION}"], check=True)
+    problem = peer_venv_problem(python, package, version)
+    if problem:
+        raise SystemExit(f"{package} {version} with torch {TORCH_VERSION} is not importable in {venv}: {problem}")
+    print(f"{package} venv ready in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     return python
 
 

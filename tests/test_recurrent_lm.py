@@ -48,11 +48,15 @@ def test_pretraining_writes_an_encoder_folder_with_its_perplexity_and_cost(langu
 
 
 def test_the_same_seed_pretrains_the_same_lm(text, language_model, tmp_path):
+    assert_pretrains_the_same(text, language_model[0], tmp_path / "again", TINY_LM)
+
+
+def assert_pretrains_the_same(text, folder, again, options: list[str]) -> None:
+    """Pretraining again with the same ``options`` (and seed) into ``again`` gives ``folder``'s weights to the bit."""
     from safetensors.torch import load_file
 
-    again = tmp_path / "again"
-    run(["pretrain-lm", "--text", str(text), "--output", str(again), *TINY_LM])
-    first, second = load_file(str(language_model[0] / "model.safetensors")), load_file(str(again / "model.safetensors"))
+    run(["pretrain-lm", "--text", str(text), "--output", str(again), *options])
+    first, second = load_file(str(folder / "model.safetensors")), load_file(str(again / "model.safetensors"))
     assert first.keys() == second.keys() and all(torch.equal(first[name], second[name]) for name in first)
 
 
@@ -113,6 +117,12 @@ def test_fine_tuning_starts_from_the_pretrained_weights(language_model, tmp_path
 
 
 def test_an_interrupted_pretraining_resumes(text, tmp_path, monkeypatch, capsys):
+    resumes_after_an_interruption(text, tmp_path, monkeypatch, capsys, TINY_LM)
+
+
+def resumes_after_an_interruption(text, tmp_path, monkeypatch, capsys, options: list[str]) -> dict:
+    """A run of a word-level LM (``options``: the BiLSTM's, the AWD-LSTM's) stopped after both epochs
+    were checkpointed resumes after epoch 2; -> the resumed run's summary."""
     from seqtransfer.workflows import recurrent_pretraining as module
 
     original = module.perplexity
@@ -126,12 +136,13 @@ def test_an_interrupted_pretraining_resumes(text, tmp_path, monkeypatch, capsys)
 
     monkeypatch.setattr(module, "perplexity", failing)
     with pytest.raises(KeyboardInterrupt):
-        run(["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "lm"), *TINY_LM])
+        run(["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "lm"), *options])
     assert (tmp_path / "lm.partial").is_dir() and not (tmp_path / "lm").exists()
     monkeypatch.setattr(module, "perplexity", original)
     capsys.readouterr()
-    summary = run(["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "lm"), *TINY_LM])
+    summary = run(["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "lm"), *options])
     assert "resuming after epoch 2" in capsys.readouterr().out and math.isfinite(summary["held_out_perplexity"])
+    return summary
 
 
 def one_line_error(capsys, arguments) -> str:

@@ -1,5 +1,6 @@
 """`seqtransfer pretrain-lm`: a small language model of our own on tweets or news, saved as an encoder
-folder: a Transformer (masked or causal, the default) or an ELMo-style BiLSTM LM (``--architecture bilstm``)."""
+folder: a Transformer (masked or causal, the default), an ELMo-style BiLSTM LM (``--architecture bilstm``)
+or an AWD-LSTM LM (``--architecture awd-lstm``, as fastai's)."""
 
 from __future__ import annotations
 
@@ -16,25 +17,31 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--word-column", type=int, help="a CoNLL file's word column (1-based); not for a plain text file")
     parser.add_argument("--output", required=True,
                         help="the Hugging Face folder to write (model.encoder=FOLDER reads it); built in OUTPUT.partial, where an interrupted run resumes")
-    parser.add_argument("--architecture", choices=["transformer", "bilstm"], default="transformer",
-                        help="transformer (a small BERT, default) or bilstm (ELMo-style: character CNN, forward and backward 2-layer LSTMs)")
+    parser.add_argument("--architecture", choices=list(DEFAULTS), default="transformer",
+                        help="transformer (a small BERT, default), bilstm (ELMo-style: character CNN, forward and backward 2-layer LSTMs) "
+                             "or awd-lstm (fastai's AWD-LSTM: a word embedding, 3 weight-dropped LSTM layers, tied decoder)")
     parser.add_argument("--objective", choices=["masked", "causal"], help="transformer: masked (BERT's, default) or causal (left to right) LM")
-    parser.add_argument("--size", choices=["tiny", "small", "large"], default="small",
-                        help="bilstm: small (ELMo-small's shape, scaled down: about 3M parameters), large (about 36M) or tiny (for smoke tests); default small")
-    parser.add_argument("--softmax", choices=["adaptive", "full"], default="adaptive", help="bilstm: adaptive (default, faster) or full softmax over the words")
-    parser.add_argument("--tokenizer", choices=["whitespace", "tweet"], help="bilstm: how a text file's lines split into tokens (default: a raw corpus's own, else whitespace)")
+    parser.add_argument("--size", choices=["tiny", "small", "large"],
+                        help="bilstm: small (ELMo-small's shape, scaled down: about 3M parameters; default), large (about 36M) or tiny (for smoke tests); "
+                             "awd-lstm: large (fastai's: embedding 400, 3 LSTM layers of 1152, 400; default), small (200, 576) or tiny")
+    parser.add_argument("--softmax", choices=["adaptive", "full"], help="bilstm: adaptive (default, faster) or full softmax over the words")
+    parser.add_argument("--bptt", type=int, help="awd-lstm: steps per chunk of the stream of concatenated sentences (default 70)")
+    parser.add_argument("--tokenizer", choices=["whitespace", "tweet"],
+                        help="bilstm, awd-lstm: how a text file's lines split into tokens (default: a raw corpus's own, else whitespace)")
     parser.add_argument("--keep-test", action="store_true", help="also train on the raw corpus's test files (default: TweetEval's test tweets stay out)")
-    parser.add_argument("--vocabulary-size", type=int, help="transformer: BPE sub-words (default 8000); bilstm: words of the softmax (default 30000)")
-    parser.add_argument("--hidden", type=int, default=256, help="hidden units of each layer (default 256)")
-    parser.add_argument("--layers", type=int, default=4, help="Transformer layers (default 4)")
-    parser.add_argument("--heads", type=int, default=4, help="attention heads; they divide --hidden (default 4)")
-    parser.add_argument("--intermediate", type=int, default=1024, help="feed-forward units (default 1024)")
-    parser.add_argument("--max-length", type=int, default=64, help="sub-words per line, [CLS] and [SEP] included (default 64)")
+    parser.add_argument("--vocabulary-size", type=int,
+                        help="transformer: BPE sub-words (default 8000); bilstm, awd-lstm: words of the softmax (default 30000, awd-lstm 60000)")
+    parser.add_argument("--hidden", type=int, help="transformer: hidden units of each layer (default 256)")
+    parser.add_argument("--layers", type=int, help="transformer: layers (default 4)")
+    parser.add_argument("--heads", type=int, help="transformer: attention heads; they divide --hidden (default 4)")
+    parser.add_argument("--intermediate", type=int, help="transformer: feed-forward units (default 1024)")
+    parser.add_argument("--max-length", type=int, help="transformer: sub-words per line, [CLS] and [SEP] included (default 64)")
     parser.add_argument("--held-out", type=float, default=0.02, help="share of the distinct lines kept for perplexity (default 0.02)")
     parser.add_argument("--epochs", type=int, default=10, help="at most this many epochs (default 10)")
     parser.add_argument("--patience", type=int, default=2, help="stop after this many epochs without a better held-out perplexity (default 2)")
-    parser.add_argument("--batch-size", type=int, default=64, help="lines per batch (default 64)")
-    parser.add_argument("--learning-rate", type=float, help="transformer: AdamW's peak rate after a linear warm-up (default 5e-4); bilstm: Adam's (default 1e-3)")
+    parser.add_argument("--batch-size", type=int, default=64, help="lines per batch; awd-lstm: rows of the token stream (default 64)")
+    parser.add_argument("--learning-rate", type=float,
+                        help="transformer: AdamW's peak rate after a linear warm-up (default 5e-4); bilstm, awd-lstm: Adam's (default 1e-3)")
     parser.add_argument("--seed", type=int, default=1, help="fixes the held-out split, the masking and the weights (default 1)")
     parser.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
@@ -42,19 +49,25 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
-DEFAULTS = {"transformer": {"objective": "masked", "vocabulary_size": 8000, "learning_rate": 5e-4},
-            "bilstm": {"vocabulary_size": 30000, "learning_rate": 1e-3}}
+# Each architecture's defaults for the options it reads (the ones all of them read have their defaults in ``arguments``).
+DEFAULTS = {"transformer": {"objective": "masked", "vocabulary_size": 8000, "learning_rate": 5e-4, "hidden": 256, "layers": 4, "heads": 4,
+                            "intermediate": 1024, "max_length": 64},
+            "bilstm": {"size": "small", "softmax": "adaptive", "tokenizer": None, "vocabulary_size": 30000, "learning_rate": 1e-3},
+            "awd-lstm": {"size": "large", "bptt": 70, "tokenizer": None, "vocabulary_size": 60000, "learning_rate": 1e-3}}
+NAMES = {"transformer": "Transformer", "bilstm": "BiLSTM", "awd-lstm": "AWD-LSTM"}
 
 
 def fill_defaults(arguments: argparse.Namespace) -> None:
-    """Each architecture's defaults for the options it reads; an option it does not have is one line."""
-    if arguments.architecture == "bilstm" and arguments.objective is not None:
-        raise SeqTransferError(f"--objective {arguments.objective} is a Transformer LM's: the BiLSTM LM is trained as ELMo is, a forward and a backward LM at once",
-                               hint="drop --objective, or use --architecture transformer")
-    if arguments.architecture == "transformer" and arguments.tokenizer is not None:
-        raise SeqTransferError("--tokenizer is the BiLSTM LM's (it reads words); the Transformer LM trains its own sub-word tokenizer",
-                               hint="drop --tokenizer, or use --architecture bilstm")
-    for option, value in DEFAULTS[arguments.architecture].items():
+    """Each architecture's defaults for the options it reads; an option of another architecture is one line."""
+    architecture = arguments.architecture
+    for option in dict.fromkeys(option for defaults in DEFAULTS.values() for option in defaults):
+        value = getattr(arguments, option)
+        if value is not None and option not in DEFAULTS[architecture]:
+            readers = [name for name, defaults in DEFAULTS.items() if option in defaults]
+            flag, owners = "--" + option.replace("_", "-"), " or ".join(NAMES[name] for name in readers)
+            raise SeqTransferError(f"{flag} {value} is {'an' if owners[0] in 'AEIOU' else 'a'} {owners} LM's option; the {NAMES[architecture]} LM does not read it",
+                                   hint=f"drop {flag}, or use --architecture {' or '.join(readers)}")
+    for option, value in DEFAULTS[architecture].items():
         if getattr(arguments, option) is None:
             setattr(arguments, option, value)
 
@@ -62,16 +75,17 @@ def fill_defaults(arguments: argparse.Namespace) -> None:
 def check(arguments: argparse.Namespace) -> None:
     """The options' values and the output folder: one line each before anything is read or written."""
     fill_defaults(arguments)
-    rules = [("--vocabulary-size", arguments.vocabulary_size >= 100, "at least 100"), ("--hidden", arguments.hidden >= 8, "at least 8"),
-             ("--layers", arguments.layers >= 1, "at least 1"),
-             ("--heads", arguments.heads >= 1 and arguments.hidden % arguments.heads == 0, f"at least 1 and divide --hidden {arguments.hidden}"),
-             ("--intermediate", arguments.intermediate >= 1, "at least 1"), ("--max-length", arguments.max_length >= 4, "at least 4"),
-             ("--held-out", 0 < arguments.held_out < 1, "in (0, 1)"), ("--epochs", arguments.epochs >= 1, "at least 1"), ("--patience", arguments.patience >= 1, "at least 1"),
-             ("--batch-size", arguments.batch_size >= 1, "at least 1"), ("--learning-rate", arguments.learning_rate > 0, "positive"), ("--threads", arguments.threads >= 1, "at least 1"),
-             ("--word-column", arguments.word_column is None or arguments.word_column >= 1, "at least 1 (columns count from 1)")]
+    hidden = arguments.hidden
+    rules = [("--vocabulary-size", lambda value: value >= 100, "at least 100"), ("--hidden", lambda value: value >= 8, "at least 8"),
+             ("--layers", lambda value: value >= 1, "at least 1"), ("--heads", lambda value: value >= 1 and hidden % value == 0, f"at least 1 and divide --hidden {hidden}"),
+             ("--intermediate", lambda value: value >= 1, "at least 1"), ("--max-length", lambda value: value >= 4, "at least 4"),
+             ("--bptt", lambda value: value >= 2, "at least 2"), ("--held-out", lambda value: 0 < value < 1, "in (0, 1)"), ("--epochs", lambda value: value >= 1, "at least 1"),
+             ("--patience", lambda value: value >= 1, "at least 1"), ("--batch-size", lambda value: value >= 1, "at least 1"),
+             ("--learning-rate", lambda value: value > 0, "positive"), ("--threads", lambda value: value >= 1, "at least 1"),
+             ("--word-column", lambda value: value >= 1, "at least 1 (columns count from 1)")]
     for option, holds, requirement in rules:
-        if not holds:
-            given = getattr(arguments, option.removeprefix("--").replace("-", "_"))
+        given = getattr(arguments, option.removeprefix("--").replace("-", "_"))
+        if given is not None and not holds(given):  # None: an option this architecture does not read
             raise SeqTransferError(f"{option} must be {requirement}, got {given}", hint=f"pass {option} {requirement}")
     check_output(arguments.output)
 
@@ -114,7 +128,7 @@ def read_lines(arguments: argparse.Namespace) -> tuple[list[str], list[str], int
 
 def read_sentences(arguments: argparse.Namespace) -> tuple[list[list[str]], list[str], int]:
     """(token lists, test files left out, lines left out as repeats of theirs) of ``--text``, for the
-    BiLSTM LM: a raw corpus split by its own tokenizer, a text file by ``--tokenizer``."""
+    BiLSTM and AWD-LSTM LMs: a raw corpus split by its own tokenizer, a text file by ``--tokenizer``."""
     from seqtransfer.data.tokenize import TOKENIZERS
     from seqtransfer.data.unlabeled import RAW_CORPORA
 
@@ -126,18 +140,38 @@ def read_sentences(arguments: argparse.Namespace) -> tuple[list[list[str]], list
     return [line.split(" ") for line in lines], left_out, repeats  # a dataset's sentences, joined by read_lines
 
 
-def run_recurrent(arguments: argparse.Namespace) -> dict:
+def adam_training(arguments: argparse.Namespace, betas: list[float], gradient_clip: float):
+    """The recurrent LMs' training: Adam at a constant rate, early stopping on the held-out perplexity."""
     from seqtransfer.config import TrainConfig
+
+    return TrainConfig(optimizer="adam", learning_rate=arguments.learning_rate, schedule="inverse_time", betas=betas, gradient_clip=gradient_clip,
+                       batch_size=arguments.batch_size, max_epochs=arguments.epochs, patience=arguments.patience, seed=arguments.seed,
+                       threads=arguments.threads, device=arguments.device, evaluation_batch_size=max(arguments.batch_size, 64))
+
+
+def run_recurrent(arguments: argparse.Namespace) -> dict:
     from seqtransfer.workflows.recurrent_pretraining import RecurrentSettings, pretrain_recurrent
 
-    sentences, left_out, repeats = read_sentences(arguments)
     settings = RecurrentSettings(arguments.size, arguments.vocabulary_size, arguments.softmax, arguments.held_out)
-    train_config = TrainConfig(optimizer="adam", learning_rate=arguments.learning_rate, schedule="inverse_time", betas=[0.9, 0.999], gradient_clip=5.0,
-                               batch_size=arguments.batch_size, max_epochs=arguments.epochs, patience=arguments.patience, seed=arguments.seed,
-                               threads=arguments.threads, device=arguments.device, evaluation_batch_size=max(arguments.batch_size, 64))
-    summary = pretrain_recurrent(sentences, settings, train_config, Path(arguments.output), print, show_progress=not arguments.quiet, device=arguments.device)
+    return pretrain_on_words(arguments, pretrain_recurrent, settings, adam_training(arguments, [0.9, 0.999], 5.0),
+                             f"wrote {arguments.output}: use it with model.encoder={arguments.output}")
+
+
+def run_awd_lstm(arguments: argparse.Namespace) -> dict:
+    from seqtransfer.workflows.awd_pretraining import AwdSettings, pretrain_awd_lstm
+
+    settings = AwdSettings(arguments.size, arguments.vocabulary_size, arguments.bptt, arguments.held_out)
+    train_config = adam_training(arguments, [0.9, 0.99], 0.25)  # fastai's Adam moments; Merity et al.'s gradient clip
+    return pretrain_on_words(arguments, pretrain_awd_lstm, settings, train_config,
+                             f"wrote {arguments.output} (an AWD-LSTM LM: pretrained and saved; reading it as model.encoder is still to come)")
+
+
+def pretrain_on_words(arguments: argparse.Namespace, pretrain, settings, train_config, done: str) -> dict:
+    """A word-level LM (``pretrain``: the BiLSTM's or the AWD-LSTM's workflow) on ``read_sentences``; ``done`` is printed at the end."""
+    sentences, left_out, repeats = read_sentences(arguments)
+    summary = pretrain(sentences, settings, train_config, Path(arguments.output), print, show_progress=not arguments.quiet, device=arguments.device)
     summary["left_out"], summary["left_out_repeats"] = left_out, repeats
-    print(f"wrote {arguments.output}: use it with model.encoder={arguments.output}")
+    print(done)
     return summary
 
 
@@ -146,8 +180,8 @@ def run(arguments: argparse.Namespace) -> dict:
     from seqtransfer.workflows.pretraining import LanguageModelSettings, pretrain
 
     check(arguments)
-    if arguments.architecture == "bilstm":
-        return run_recurrent(arguments)
+    if arguments.architecture != "transformer":
+        return {"bilstm": run_recurrent, "awd-lstm": run_awd_lstm}[arguments.architecture](arguments)
     try:
         import tokenizers  # noqa: F401
         import transformers  # noqa: F401
@@ -168,5 +202,6 @@ def run(arguments: argparse.Namespace) -> dict:
     return summary
 
 
-COMMAND = Command("pretrain a small LM of our own, saved as an encoder folder: a Transformer (masked or causal, its own tokenizer) or an ELMo-style BiLSTM LM",
+COMMAND = Command("pretrain a small LM of our own, saved as an encoder folder: a Transformer (masked or causal, its own tokenizer), an ELMo-style BiLSTM LM "
+                  "or an AWD-LSTM LM",
                   arguments, run)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -209,15 +209,20 @@ def encode_batch(sentences: Sequence[Sequence[str]], characters: dict[str, int],
     return batch
 
 
-def is_recurrent_lm(folder: Path) -> bool:
-    """Whether an encoder folder holds one of our recurrent LMs (its config.json says so)."""
+def folder_architecture(folder: Path) -> str | None:
+    """config.json's ``seqtransfer_architecture`` (one of our own LMs: ``bilstm_lm``, ``awd_lstm``), or None."""
     config = Path(folder) / "config.json"
     if not config.is_file():
-        return False
+        return None
     try:
-        return json.loads(config.read_text(encoding="utf-8")).get("seqtransfer_architecture") == ARCHITECTURE
+        return json.loads(config.read_text(encoding="utf-8")).get("seqtransfer_architecture")
     except (ValueError, AttributeError):
-        return False
+        return None
+
+
+def is_recurrent_lm(folder: Path) -> bool:
+    """Whether an encoder folder holds one of our recurrent LMs (its config.json says so)."""
+    return folder_architecture(folder) == ARCHITECTURE
 
 
 def save_recurrent_lm(folder: Path, model: RecurrentLanguageModel, words: Sequence[str], characters: Sequence[str]) -> None:
@@ -271,15 +276,20 @@ def load_recurrent_lm(folder: Path) -> tuple[RecurrentLanguageModel, dict[str, i
     if not (folder / WEIGHTS).is_file():
         raise SeqTransferError(f"the recurrent LM folder has no {WEIGHTS}", path=folder, hint="use the whole folder seqtransfer pretrain-lm wrote")
     words, characters = read_vocabulary(folder)
-    with torch.random.fork_rng(devices=[]):  # building draws initial weights: a run's random numbers stay as they were
-        model = RecurrentLanguageModel(settings)
-    try:
-        model.load_state_dict(load_file(str(folder / WEIGHTS)))
-    except (RuntimeError, OSError) as error:
-        raise SeqTransferError(f"cannot load the recurrent LM's weights ({str(error).splitlines()[0][:160]})", path=folder / WEIGHTS,
-                               hint="the weights must be those pretrain-lm saved with this config.json") from None
-    model.eval()
+    model = with_saved_weights(RecurrentLanguageModel, settings, folder / WEIGHTS, "the recurrent LM's weights")
     return model, {word: index for index, word in enumerate(words)}, {character: index + FIRST_CHARACTER for index, character in enumerate(characters)}
+
+
+def with_saved_weights(build: Callable[[dict], nn.Module], settings: dict, weights: Path, what: str) -> nn.Module:
+    """``build(settings)`` in eval mode with the weights of the safetensors file ``weights``; a mismatch is one error line."""
+    with torch.random.fork_rng(devices=[]):  # building draws initial weights: a run's random numbers stay as they were
+        model = build(settings)
+    try:
+        model.load_state_dict(load_file(str(weights)))
+    except (RuntimeError, OSError) as error:
+        raise SeqTransferError(f"cannot load {what} ({str(error).splitlines()[0][:160]})", path=weights,
+                               hint="the weights must be those pretrain-lm saved with this config.json") from None
+    return model.eval()
 
 
 def recurrent_features(folder: Path, sentences: Sequence[Sequence[str]], batch_size: int = 64) -> list[np.ndarray]:

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from seqtransfer.embeddings.awd_lstm import refuse_as_encoder
 from seqtransfer.embeddings.recurrent_lm import is_recurrent_lm, load_recurrent_lm, recurrent_parameters, recurrent_shape
 from seqtransfer.errors import SeqTransferError
 
@@ -53,6 +54,7 @@ def encoder_path(name: str) -> Path:
     missing = [file for file in ENCODER_FILES if not (path / file).is_file()]
     if missing:
         raise SeqTransferError(f"encoder folder is incomplete (no {', '.join(missing)})", path=path, hint="save it with save_pretrained (model and tokenizer)")
+    refuse_as_encoder(path)  # our AWD-LSTM LM: pretrained and saved, not an encoder yet (embeddings/awd_lstm.py)
     if is_recurrent_lm(path):  # our BiLSTM LM: characters in, no tokenizer (embeddings/recurrent_lm.py)
         return path
     if not any((path / file).is_file() for file in TOKENIZER_FILES):
@@ -345,8 +347,7 @@ POSITION_OFFSET_TYPES = frozenset({"roberta", "xlm-roberta", "camembert", "mpnet
 
 
 def window_limit(config: dict, tokenizer) -> int:
-    """Sub-words per window: the encoder's usable positions (and the tokenizer's maximum) minus the
-    two special tokens."""
+    """Sub-words per window: the encoder's usable positions (and the tokenizer's maximum) minus the two special tokens."""
     positions = int(config.get("max_position_embeddings", 512))
     if config.get("model_type") in POSITION_OFFSET_TYPES:
         padding = config.get("pad_token_id")
@@ -355,8 +356,7 @@ def window_limit(config: dict, tokenizer) -> int:
 
 
 def reads_subwords(name: str) -> bool:
-    """Whether a fine-tuned encoder reads sub-word windows (a Transformer) rather than the batch's
-    characters (our recurrent LM)."""
+    """Whether a fine-tuned encoder reads sub-word windows (a Transformer), not the batch's characters (our recurrent LM)."""
     return not is_recurrent_lm(encoder_path(name))
 
 

@@ -112,33 +112,75 @@ def model_settings(settings: RecurrentSettings, words: int, characters: int) -> 
     return {**SIZES[settings.size], **DEFAULTS, **settings.sizes, "softmax": settings.softmax, "words": words, "characters": characters}
 
 
-def run_identity(sentences: Sequence[Sequence[str]], settings: RecurrentSettings, train_config) -> dict:
-    """What decides the LM a run trains: its text, the settings, the training's (not threads nor device)."""
+def split_sentences(sentences: Sequence[Sequence[str]], share: float, seed: int) -> tuple[list[list[str]], list[list[str]]]:
+    """(training, held-out) token lists: the held-out split is one of distinct lines, as the Transformer LM's (``split_held_out``)."""
+    training_lines, held_out_lines = split_held_out([" ".join(sentence) for sentence in sentences], share, seed)
+    return [line.split(" ") for line in training_lines], [line.split(" ") for line in held_out_lines]
+
+
+def run_identity(sentences: Sequence[Sequence[str]], settings, train_config, architecture: str = "bilstm") -> dict:
+    """What decides the LM a run trains: its text, the settings (a dataclass), the training's (not threads nor device)."""
     import hashlib
 
     text = hashlib.sha256("\n".join(" ".join(sentence) for sentence in sentences).encode("utf-8")).hexdigest()[:16]
     training = {key: getattr(train_config, key) for key in ("learning_rate", "batch_size", "max_epochs", "patience", "seed", "gradient_clip")}
-    return {"text": {"lines": len(sentences), "hash": text}, "settings": {"architecture": "bilstm", **settings.__dict__}, "training": training}
+    return {"text": {"lines": len(sentences), "hash": text}, "settings": {"architecture": architecture, **settings.__dict__}, "training": training}
+
+
+def prepare_run(sentences: list[list[str]], settings, train_config, output: Path, architecture: str = "bilstm") -> tuple[Path, dict, list, list]:
+    """(the work folder ``OUTPUT.partial``, checked to hold this run if it exists; the run's identity; the
+    training and the held-out sentences), the run seeded."""
+    work = output.with_name(output.name + ".partial")
+    identity = run_identity(sentences, settings, train_config, architecture)
+    check_work_folder(work, identity)
+    seed_everything(train_config.seed, train_config.threads)
+    training, held_out = split_sentences(sentences, settings.held_out, train_config.seed)
+    return work, identity, training, held_out
+
+
+def on_device(model: nn.Module, device: str) -> nn.Module:
+    """``model`` moved to ``device`` (auto, cpu, cuda, ...), the device prepared."""
+    target = resolve_device(device)
+    prepare_device(target)
+    return model.to(target)
+
+
+def train_language_model(model: nn.Module, source, scored: list, train_config, work: Path, log, show_progress: bool):
+    """The one training loop on ``source``, early stopping on the held-out perplexity of ``scored``
+    (checkpoints in ``work``); the best weights are loaded back. -> (fit's result, final perplexity)."""
+    result = fit(model, source, lambda trained: (-perplexity(trained, scored), {}), train_config, checkpoint_dir=work, log=log,
+                 show_progress=show_progress, describe_dev=lambda score: f"held-out perplexity {-score:.2f}")
+    model.load_state_dict(result.best_state)
+    final = perplexity(model, scored)
+    log(f"held-out perplexity {final:.2f} (best epoch {result.best_epoch})")
+    return result, final
+
+
+def publish(work: Path, output: Path, summary: dict) -> None:
+    """``work/model`` (the saved LM) gets ``pretraining.json`` and becomes ``output``; the work folder goes."""
+    (work / "model" / TRAINING_REPORT).write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    (work / "model").rename(output)
+    shutil.rmtree(work)
+
+
+def training_cost(result, final: float, training_tokens: int) -> dict:
+    """The perplexity per epoch and what the training cost (seconds, training tokens per second), for ``pretraining.json``."""
+    history = [{key: value for key, value in record.items() if key != "dev"} | {"held_out_perplexity": round(-record["dev"], 3)} for record in result.history]
+    train_seconds = sum(record.get("train_seconds", record.get("epoch_seconds", 0.0)) for record in result.history)
+    return {"held_out_perplexity": round(final, 3), "best_epoch": result.best_epoch, "training_tokens": training_tokens,
+            "seconds": round(sum(record.get("epoch_seconds", 0.0) for record in result.history), 1),
+            "training_tokens_per_second": round(training_tokens * len(result.history) / train_seconds, 1) if train_seconds else None, "history": history}
 
 
 def pretrain_recurrent(sentences: list[list[str]], settings: RecurrentSettings, train_config, output: Path, log, show_progress: bool = True,
                        device: str = "auto") -> dict:
     """Train the recurrent LM on ``sentences`` (token lists); write its folder ``output`` (built in
     ``output.partial``, renamed when complete; an interrupted run resumes from there)."""
-    work = output.with_name(output.name + ".partial")
     sentences = [sentence[: settings.max_tokens] for sentence in sentences if sentence]
-    identity = run_identity(sentences, settings, train_config)
-    check_work_folder(work, identity)
-    seed_everything(train_config.seed, train_config.threads)
-    lines = [" ".join(sentence) for sentence in sentences]  # the held-out split is one of distinct lines, as the Transformer LM's
-    training_lines, held_out_lines = split_held_out(lines, settings.held_out, train_config.seed)
-    training, held_out = [line.split(" ") for line in training_lines], [line.split(" ") for line in held_out_lines]
+    work, identity, training, held_out = prepare_run(sentences, settings, train_config, output)
     words, characters = vocabularies(training, settings.vocabulary_size)
     language_model = RecurrentLanguageModel(model_settings(settings, len(words), len(characters) + FIRST_CHARACTER))
-    model = RecurrentPretraining(language_model)
-    target = resolve_device(device)
-    prepare_device(target)
-    model.to(target)
+    model = on_device(RecurrentPretraining(language_model), device)
     word_ids = {word: index for index, word in enumerate(words)}
     character_ids = {character: index + FIRST_CHARACTER for index, character in enumerate(characters)}
     limit = language_model.settings["max_characters"]
@@ -150,28 +192,17 @@ def pretrain_recurrent(sentences: list[list[str]], settings: RecurrentSettings, 
         f"in the {settings.softmax} softmax over {len(words):,} words), {len(characters)} characters; {len(training):,} training sentences "
         f"({training_tokens:,} tokens), {len(held_out):,} held out")
     start_work_folder(work, identity)
-    result = fit(model, source, lambda trained: (-perplexity(trained, scored), {}), train_config, checkpoint_dir=work, log=log,
-                 show_progress=show_progress, describe_dev=lambda score: f"held-out perplexity {-score:.2f}")
-    model.load_state_dict(result.best_state)
-    final = perplexity(model, scored)
-    log(f"held-out perplexity {final:.2f} (best epoch {result.best_epoch})")
+    result, final = train_language_model(model, source, scored, train_config, work, log, show_progress)
     summary = training_report(result, final, settings, language_model, encoder_parameters, training, held_out)
     save_recurrent_lm(work / "model", language_model.cpu(), words, characters)
-    (work / "model" / TRAINING_REPORT).write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    (work / "model").rename(output)
-    shutil.rmtree(work)
+    publish(work, output, summary)
     return summary
 
 
 def training_report(result, final: float, settings: RecurrentSettings, language_model: RecurrentLanguageModel, encoder_parameters: int,
                     training: list[list[str]], held_out: list[list[str]]) -> dict:
     """What ``pretraining.json`` says: the perplexity per epoch, the sizes, and what the training cost."""
-    tokens = sum(map(len, training))
-    history = [{key: value for key, value in record.items() if key != "dev"} | {"held_out_perplexity": round(-record["dev"], 3)} for record in result.history]
-    train_seconds = sum(record.get("train_seconds", record.get("epoch_seconds", 0.0)) for record in result.history)
     return {"architecture": "bilstm", "size": settings.size, "softmax": settings.softmax, "encoder_parameters": encoder_parameters,
             "softmax_parameters": sum(parameter.numel() for parameter in language_model.softmax.parameters()), "words": language_model.settings["words"],
-            "held_out_perplexity": round(final, 3), "best_epoch": result.best_epoch, "training_sentences": len(training), "training_tokens": tokens,
-            "held_out_sentences": len(held_out), "seconds": round(sum(record.get("epoch_seconds", 0.0) for record in result.history), 1),
-            "training_tokens_per_second": round(tokens * len(result.history) / train_seconds, 1) if train_seconds else None,
-            "settings": language_model.settings, "history": history}
+            "training_sentences": len(training), "held_out_sentences": len(held_out), "settings": language_model.settings,
+            **training_cost(result, final, sum(map(len, training)))}
