@@ -8,11 +8,33 @@ through ``config_values.schedule_names``) imports them from here, making no circ
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 
+class Section:
+    """A configuration section that can be frozen once the run's settings are resolved
+    (``RunConfig.freeze``): any later assignment raises, so a training cannot change what was
+    saved as its config.yaml. Copies (``dataclasses.replace``, ``copy.deepcopy``) are unfrozen."""
+
+    _frozen = False
+
+    def __setattr__(self, name: str, value) -> None:
+        if self._frozen:
+            raise AttributeError(f"the run's configuration is resolved and frozen: {type(self).__name__}.{name} cannot change now")
+        object.__setattr__(self, name, value)
+
+    def __deepcopy__(self, memo: dict):
+        fresh = object.__new__(type(self))
+        memo[id(self)] = fresh
+        for name, value in self.__dict__.items():
+            if name != "_frozen":
+                object.__setattr__(fresh, name, copy.deepcopy(value, memo))
+        return fresh
+
+
 @dataclass
-class DataConfig:
+class DataConfig(Section):
     """Where the sentences come from and which column is predicted."""
 
     dataset: str | None = "wnut17"  # a registry name; None when train/dev/test paths are given
@@ -49,7 +71,7 @@ class DataConfig:
 
 
 @dataclass
-class ModelConfig:
+class ModelConfig(Section):
     """The base tagger of the PretRand paper (section 3); sizes count both LSTM directions."""
 
     word_dimension: int = 50
@@ -119,7 +141,7 @@ class ModelConfig:
 
 
 @dataclass
-class TrainConfig:
+class TrainConfig(Section):
     """SGD with momentum (taggers) or Adam (parsers), batches of 16 sentences, early stopping on the dev score."""
 
     optimizer: str | None = None  # sgd | adam | adamw; None = the task kind's (sgd for tagging, adam for parsing)
@@ -153,7 +175,7 @@ class TrainConfig:
 
 
 @dataclass
-class TransferConfig:
+class TransferConfig(Section):
     """Which transfer scheme trains the model, and from which source run."""
 
     scheme: str = "scratch"  # scratch | finetune | features | pretrand (see transfer/schemes.py)
@@ -173,7 +195,7 @@ class TransferConfig:
 
 
 @dataclass
-class MultiTaskConfig:
+class MultiTaskConfig(Section):
     """Where each task of a multi-task model (``model.tasks``) finds its data, and how tasks share training.
 
     See ``workflows/multitask.py``: "one task per batch" in the hierarchy's low -> high order
@@ -191,7 +213,7 @@ class MultiTaskConfig:
 
 
 @dataclass
-class RunConfig:
+class RunConfig(Section):
     """Everything that defines one training run."""
 
     data: DataConfig = field(default_factory=DataConfig)
@@ -199,3 +221,9 @@ class RunConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
     transfer: TransferConfig = field(default_factory=TransferConfig)
     multitask: MultiTaskConfig = field(default_factory=MultiTaskConfig)
+
+    def freeze(self) -> "RunConfig":
+        """Forbid every later assignment into this configuration and its sections (``Section``)."""
+        for section in (self.data, self.model, self.train, self.transfer, self.multitask, self):
+            object.__setattr__(section, "_frozen", True)
+        return self

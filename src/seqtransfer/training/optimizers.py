@@ -9,6 +9,7 @@ our parser reached 7% LAS on Tweebank after two epochs, against ~50% for Adam (m
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -117,4 +118,4 @@ def make_optimizer(parameter_groups: Sequence[dict], config: TrainConfig) -> tor
     for group in groups:
         group.setdefault("lr", learning_rate)
         group["base_lr"] = group["lr"]
-    return kind.build(groups, TrainConfig(**{**config.__dict__, "learning_rate": learning_rate}))
+    return kind.build(groups, dataclasses.replace(config, learning_rate=learning_rate))

@@ -413,6 +413,7 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
             raise SeqTransferError("run directory already holds a finished run", path=directory, hint="choose another --output")
         rundir.remove_partial_files(directory)
         rundir.save_setup(directory, config, vocabularies)
+        config.freeze()  # config.yaml holds the resolved settings: nothing may change them from here on
         streams = encode_streams(tasks, vocabularies, bool(config.multitask.unified))
         schedule = TaskSchedule(streams, config.train.batch_size, config.train.seed, config.multitask.sampling)
         extra_losses = (*extra_losses, *auxiliary_language_model(config, model, [ids for stream in streams for ids in stream.word_ids], log))

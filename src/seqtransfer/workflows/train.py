@@ -252,6 +252,7 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
         if vocabularies.encoder and (directory / rundir.VOCABULARY).is_file():  # resumed: the pair features its first epochs read
             vocabularies.encoder_segments = rundir.read_vocabularies(directory).encoder_segments
         rundir.save_setup(directory, config, vocabularies)
+        config.freeze()  # config.yaml holds the resolved settings: nothing may change them from here on
         return fit_and_save(config, directory, data, vocabularies, model, scheme, started, log, show_progress, epoch_reports)
 
 

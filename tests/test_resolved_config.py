@@ -1,0 +1,37 @@
+"""The configuration is resolved before training and frozen from then on (issue 49, point 4):
+what config.yaml says is what trained, because nothing can assign into it afterwards."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import pytest
+
+from conftest import tiny_train_arguments
+
+
+def test_training_runs_on_a_frozen_configuration(tmp_path, monkeypatch):
+    from seqtransfer.cli import run
+    from seqtransfer.workflows import train
+
+    seen = {}
+    real = train.fit_and_save
+
+    def watching(config, *arguments, **keywords):
+        seen["config"] = config
+        with pytest.raises(AttributeError, match="resolved and frozen"):
+            config.model.hidden = 8
+        with pytest.raises(AttributeError, match="resolved and frozen"):
+            config.train = None
+        return real(config, *arguments, **keywords)
+
+    monkeypatch.setattr(train, "fit_and_save", watching)
+    run(tiny_train_arguments(tmp_path / "run", epochs=1))
+    config = seen["config"]
+    assert config.model.hidden == 16  # unchanged, and the run finished on it
+    changed = dataclasses.replace(config.model, hidden=8)  # a copy is a new configuration, free to change
+    changed.dropout = 0.2
+    copied = copy.deepcopy(config)
+    copied.train.seed = 9
+    assert (changed.hidden, copied.train.seed, config.train.seed) == (8, 9, 1)
