@@ -401,7 +401,7 @@ def test_adaptations_of_a_multitask_model_work_by_level_of_its_hierarchy(tmp_pat
     import torch
 
     from seqtransfer.rundir import load_run
-    from seqtransfer.transfer.adaptations import MultitaskEWC, MultitaskL2SP, layer_groups, parameter_groups
+    from seqtransfer.transfer.adaptations import EWC, L2SP, layer_groups, parameter_groups
 
     config = write_config(tmp_path, TASKS, {"pos": POS, "ner": NER, "dp": DP})
     train(tmp_path, "source", config)
@@ -415,7 +415,7 @@ def test_adaptations_of_a_multitask_model_work_by_level_of_its_hierarchy(tmp_pat
     assert rates == pytest.approx([0.1 / 2.6 ** 2, 0.1 / 2.6, 0.1])
     # L2-SP: a POS batch pulls only what a POS step may change (the shared representation and the POS branch)
     state = {name: tensor.clone() + 1.0 for name, tensor in model.state_dict().items()}  # one unit away from every source weight
-    penalty = MultitaskL2SP(model, state, list(state), weight=2.0)
+    penalty = L2SP(model, state, list(state), weight=2.0)
 
     class PosBatch:
         targets = {"pos": torch.zeros(1)}
@@ -430,7 +430,7 @@ def test_adaptations_of_a_multitask_model_work_by_level_of_its_hierarchy(tmp_pat
     parameters = dict(model.named_parameters())
     weighted = sum(fisher[name].flatten()[0].item() * parameters[name].numel() for name in parameters
                    if name.startswith(("word_representation.", "branches.pos.")) and name not in ("word_representation.word_embedding.weight", "word_representation.character_encoder.embedding.weight"))
-    assert MultitaskEWC(model, state, fisher, list(state), weight=2.0)(model, PosBatch()).item() == pytest.approx(weighted)
+    assert EWC(model, state, fisher, list(state), weight=2.0)(model, PosBatch()).item() == pytest.approx(weighted)
     for number, adaptations in enumerate(("[gradual_unfreezing, discriminative]", "[l2sp]", "[ewc]")):
         output = f"target-{number}"
         train(tmp_path, output, config, "transfer.scheme=finetune", f"transfer.source={tmp_path / 'source'}", f"transfer.adaptations={adaptations}", "transfer.ewc_batches=3")

@@ -177,6 +177,26 @@ class HierarchicalMultiTask(nn.Module):
                 projected[task] = self.projections[task](self.projection_dropout(branch.token_states(states[task])))  # (B, T, P)
         return states
 
+    def weights_used_by(self, batch: Batch) -> tuple[str, ...]:
+        """Name prefixes of the weights a batch's loss reads: the shared representation, the branches
+        of its tasks and of those below them, and the projections they read (L2-SP and EWC pull only these)."""
+        tasks = self.needed([task for task in self.order if task in self.targets_of(batch)])
+        read = {source for task in tasks for source in self.hierarchy[task]}
+        return ("word_representation.", *(f"branches.{task}." for task in tasks), *(f"projections.{task}." for task in read))
+
+    def grouped_layers(self, names: list[str]) -> list[tuple[str, list[str]]]:
+        """Layer groups by level: the shared representation, then each level of the hierarchy (its
+        branches, their projections and auxiliary LM layers), the top level last (its "head")."""
+        levels = task_levels(self.hierarchy)
+        groups = [("word_representation", [name for name in names if name.startswith("word_representation.")])]
+        for level in sorted(set(levels.values())):
+            tasks = sorted(task for task in self.order if levels[task] == level)
+            prefixes = tuple(f"{part}.{task}." for task in tasks for part in ("branches", "projections", "language_model"))
+            groups.append((f"level {level} ({', '.join(tasks)})", [name for name in names if name.startswith(prefixes)]))
+        taken = {name for _, members in groups for name in members}
+        groups[-1][1].extend(name for name in names if name not in taken)
+        return [group for group in groups if group[1]]
+
     def targets_of(self, batch: Batch) -> dict[str, dict[str, torch.Tensor]]:
         """task -> its targets in the batch (only tasks the batch is labelled for)."""
         grouped: dict[str, dict[str, torch.Tensor]] = {}

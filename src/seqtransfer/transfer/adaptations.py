@@ -47,28 +47,12 @@ LayerGroup = tuple[str, list[str]]  # (name, parameter names)
 EMBEDDING_TABLES = ("word_representation.word_embedding.weight", "word_representation.character_encoder.embedding.weight")
 
 
-def multitask_groups(model: nn.Module, names: list[str]) -> list[LayerGroup]:
-    """A hierarchical multi-task model's groups: the shared representation, then each level of the
-    hierarchy (its branches, their projections and auxiliary LM layers), the top level last (its "head")."""
-    from seqtransfer.models.multitask import task_levels
-
-    levels = task_levels(model.hierarchy)
-    groups = [("word_representation", [name for name in names if name.startswith("word_representation.")])]
-    for level in sorted(set(levels.values())):
-        tasks = sorted(task for task in model.order if levels[task] == level)
-        prefixes = tuple(f"{part}.{task}." for task in tasks for part in ("branches", "projections", "language_model"))
-        groups.append((f"level {level} ({', '.join(tasks)})", [name for name in names if name.startswith(prefixes)]))
-    taken = {name for _, members in groups for name in members}
-    groups[-1][1].extend(name for name in names if name not in taken)
-    return [group for group in groups if group[1]]
-
-
 def layer_groups(model: nn.Module) -> list[LayerGroup]:
     """Parameter names by layer group, bottom to top: the encoder's (``layer_prefixes``, where the
     model has them), then whatever no lower group takes, the top group (the head)."""
     names = [name for name, _ in model.named_parameters()]
-    if hasattr(model, "hierarchy"):
-        return multitask_groups(model, names)
+    if hasattr(model, "grouped_layers"):  # a model that groups its layers itself (the hierarchical multi-task model: by level)
+        return model.grouped_layers(names)
     prefixes, shared = model.layer_prefixes(names) if hasattr(model, "layer_prefixes") else ([], ())
     groups, taken = [], set()
     for prefix in prefixes:
@@ -227,8 +211,10 @@ class L2SP:
         self.weight = weight
 
     def used(self, model: nn.Module, batch) -> tuple[str, ...]:
-        """The name prefixes of the weights a batch pulls: every transferred one."""
-        return ("",)
+        """The name prefixes of the weights a batch pulls: every transferred one, or in a model
+        whose batches train only part of it (``weights_used_by``: a multi-task model's tasks), those
+        the batch uses, so that a step changes nothing another task owns."""
+        return model.weights_used_by(batch) if hasattr(model, "weights_used_by") else ("",)
 
     def __call__(self, model: nn.Module, batch) -> torch.Tensor:
         used = self.used(model, batch)
@@ -238,26 +224,8 @@ class L2SP:
         return 0.5 * self.weight * sum((self.importance[index] * (parameter - start) ** 2).sum() for index, parameter, start in terms)
 
 
-class MultitaskL2SP(L2SP):
-    """L2-SP (or EWC) in a multi-task model: per batch, only over the weights its tasks use (the
-    shared representation, the branches of its tasks and of those below, the projections they
-    read), so a step still changes nothing a batch of another task owns."""
-
-    def used(self, model: nn.Module, batch) -> tuple[str, ...]:
-        tasks = model.needed([task for task in model.order if task in model.targets_of(batch)])
-        read = {source for task in tasks for source in model.hierarchy[task]}
-        return ("word_representation.", *(f"branches.{task}." for task in tasks), *(f"projections.{task}." for task in read))
-
-
 class EWC(L2SP):
     """lambda/2 * sum F (w - w_source)^2 over the transferred weights (an extra loss term, per batch)."""
-
-    def __init__(self, model: nn.Module, source_state: dict[str, torch.Tensor], fisher: dict[str, torch.Tensor], names: list[str], weight: float) -> None:
-        super().__init__(model, source_state, names, weight, fisher)
-
-
-class MultitaskEWC(MultitaskL2SP):
-    """EWC in a multi-task model: per batch over the weights its tasks use, F the multi-task source's Fisher information."""
 
     def __init__(self, model: nn.Module, source_state: dict[str, torch.Tensor], fisher: dict[str, torch.Tensor], names: list[str], weight: float) -> None:
         super().__init__(model, source_state, names, weight, fisher)

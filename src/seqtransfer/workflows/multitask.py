@@ -50,7 +50,7 @@ from seqtransfer.training.loop import Evaluate
 from seqtransfer.training.optimizers import fill_optimizer
 from seqtransfer.training.precision import resolve_precision
 from seqtransfer.training.vocabularies import build_word_vocabularies
-from seqtransfer.transfer.adaptations import MultitaskEWC, MultitaskL2SP, SOURCE_PENALTIES, check_adaptations, layer_groups, source_fisher
+from seqtransfer.transfer.adaptations import EWC, L2SP, SOURCE_PENALTIES, check_adaptations, layer_groups, source_fisher
 from seqtransfer.transfer.auxiliary_lm import auxiliary_language_model, language_model_words
 from seqtransfer.transfer.schemes import Scheme, get_scheme
 from seqtransfer.transfer.weights import copy_shared_label_rows, transfer_weights
@@ -273,11 +273,11 @@ def multitask_adaptations(config: RunConfig, model: HierarchicalMultiTask, sourc
     copied = [name for name in state if name.startswith(transferred_prefixes(model, source.model))]  # the branches fed as in the source
     penalties = []
     if "l2sp" in config.transfer.adaptations:
-        penalties.append(MultitaskL2SP(model, state, copied, config.transfer.l2sp_weight))
+        penalties.append(L2SP(model, state, copied, config.transfer.l2sp_weight))
         log(f"L2-SP (alpha {config.transfer.l2sp_weight}) over {len(penalties[-1].pairs)} transferred tensors, each batch over those its tasks use")
     if "ewc" in config.transfer.adaptations:
         fisher = source_fisher(source, config.transfer.ewc_batches, log)
-        penalties.append(MultitaskEWC(model, state, fisher, copied, config.transfer.ewc_weight))
+        penalties.append(EWC(model, state, fisher, copied, config.transfer.ewc_weight))
         log(f"EWC (lambda {config.transfer.ewc_weight}) over {len(penalties[-1].pairs)} transferred tensors, each batch over those its tasks use")
     return tuple(penalties)
 
