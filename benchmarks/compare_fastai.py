@@ -40,8 +40,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
 from compare_flair import BENCHMARKS, DEFAULT_DATA, ensure_peer_venv, run_json
+
 from seqtransfer import __version__
 from seqtransfer.commands.pretrain_lm import adam_training
 from seqtransfer.data.tokenize import TOKENIZERS

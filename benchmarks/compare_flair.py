@@ -26,12 +26,12 @@ import time
 from pathlib import Path
 
 import numpy as np
+from seqtransfer_runner import INFERENCE_BATCH_SIZES, benchmark_config, load_benchmark_data
 
+from seqtransfer.data.metrics import evaluate
 from seqtransfer.data.schemes import chunks
 from seqtransfer.data.vocabulary import PADDING, UNKNOWN
-from seqtransfer.data.metrics import evaluate
 from seqtransfer.training.vocabularies import prepare_vocabularies
-from seqtransfer_runner import INFERENCE_BATCH_SIZES, benchmark_config, load_benchmark_data
 
 BENCHMARKS = Path(__file__).resolve().parent
 FLAIR_VERSION = "0.15.1"

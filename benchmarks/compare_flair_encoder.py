@@ -25,10 +25,19 @@ import tempfile
 from pathlib import Path
 
 from compare_flair import (
-    BENCHMARKS, comparison_parser, ensure_flair_venv, report_rows, run_tools, runner_options, seqtransfer_options, splits_for_flair, subset_description,
+    BENCHMARKS,
+    comparison_parser,
+    ensure_flair_venv,
+    report_rows,
+    run_tools,
+    runner_options,
+    seqtransfer_options,
+    splits_for_flair,
+    subset_description,
 )
-from seqtransfer.embeddings.transformer import encoder_path
 from seqtransfer_runner import benchmark_config, load_benchmark_data
+
+from seqtransfer.embeddings.transformer import encoder_path
 
 # A Transformer's cost grows with the batch's padded sub-words, so smaller batches than the BiLSTM's.
 ENCODER_BATCH_SIZES = [16, 32, 64, 128]

@@ -28,10 +28,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from seqtransfer.data.attachment import attachment_scores
 from seqtransfer.data.conllu import read_conllu, write_conllu
 from seqtransfer.data.registry import load_split
 from seqtransfer.data.trees import read_tree
-from seqtransfer.data.attachment import attachment_scores
 
 BENCHMARKS = Path(__file__).resolve().parent
 SUPAR_VERSION = "1.1.4"

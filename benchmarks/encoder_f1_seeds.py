@@ -25,9 +25,10 @@ from pathlib import Path
 
 from compare_flair import ensure_flair_venv
 from compare_flair_encoder import export_for_flair
-from seqtransfer.embeddings.transformer import encoder_path
-from seqtransfer.data.metrics import evaluate
 from seqtransfer_runner import benchmark_config, load_benchmark_data
+
+from seqtransfer.data.metrics import evaluate
+from seqtransfer.embeddings.transformer import encoder_path
 
 HERE = Path(__file__).resolve().parent.parent
 

@@ -25,13 +25,11 @@ import time
 from functools import partial
 from pathlib import Path
 
+import fastai
 import numpy as np
 import torch
+from fastai.text.all import AWD_LSTM, Adam, Callback, CancelValidException, CrossEntropyLossFlat, DataLoaders, GradientClip, LMDataLoader, LMLearner, awd_lstm_lm_config, get_language_model, set_seed
 from torch.nn import functional
-
-import fastai
-from fastai.text.all import (AWD_LSTM, Adam, Callback, CancelValidException, CrossEntropyLossFlat, DataLoaders, GradientClip, LMDataLoader,
-                             LMLearner, awd_lstm_lm_config, get_language_model, set_seed)
 
 
 class TrainingTime(Callback):

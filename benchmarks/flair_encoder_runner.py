@@ -21,10 +21,9 @@ import json
 import time
 from pathlib import Path
 
+import flair
 import torch
 import transformers
-
-import flair
 from flair.data import Corpus
 from flair.embeddings import TransformerWordEmbeddings
 from flair.models import SequenceTagger

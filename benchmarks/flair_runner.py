@@ -24,15 +24,14 @@ import json
 import logging
 import random
 import resource
-import tempfile
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+import flair
 import numpy as np
 import torch
-
-import flair
 from flair.data import Corpus, Dictionary, Sentence
 from flair.datasets import FlairDatapointDataset
 from flair.embeddings import CharacterEmbeddings, StackedEmbeddings, WordEmbeddings

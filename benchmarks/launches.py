@@ -97,7 +97,7 @@ def write_data(folder: Path, task: str, sentences: int, length: int, seed: int) 
     words = [f"w{index}" for index in range(2000)]
     for split in ("train", "dev"):
         lines = []
-        for sentence in range(sentences):
+        for _ in range(sentences):
             for position in range(1, length + 1):
                 word = generator.choice(words)
                 if task == "dependency":

@@ -16,6 +16,8 @@ import argparse
 import statistics
 import time
 
+from seqtransfer_runner import benchmark_config  # benchmarks/ is on sys.path when run as a script
+
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.models.registry import build_model
@@ -23,7 +25,6 @@ from seqtransfer.training.loop import ShuffledBatches, train_epoch
 from seqtransfer.training.optimizers import make_optimizer
 from seqtransfer.training.seeding import seed_everything
 from seqtransfer.training.vocabularies import prepare_vocabularies
-from seqtransfer_runner import benchmark_config  # benchmarks/ is on sys.path when run as a script
 
 DATASETS = ("wnut17", "conll2003")
 

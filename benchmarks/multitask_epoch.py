@@ -21,10 +21,10 @@ from seqtransfer.config import apply_overrides, load_config
 from seqtransfer.models.registry import build_model
 from seqtransfer.tasks import TASK_KINDS
 from seqtransfer.training.loop import ShuffledBatches, train_epoch
-from seqtransfer.workflows.multitask import TaskSchedule, encode_streams, load_multitask_data, prepare_multitask_vocabularies
 from seqtransfer.training.optimizers import fill_optimizer, make_optimizer
 from seqtransfer.training.seeding import seed_everything
 from seqtransfer.training.vocabularies import prepare_vocabularies
+from seqtransfer.workflows.multitask import TaskSchedule, encode_streams, load_multitask_data, prepare_multitask_vocabularies
 
 
 def quiet(message: str) -> None:

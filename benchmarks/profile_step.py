@@ -29,8 +29,8 @@ from seqtransfer.config import RunConfig
 from seqtransfer.data.batching import encode_sentences, make_batch, training_batches
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.models.tagger import Tagger
-from seqtransfer.training.optimizers import make_optimizer
 from seqtransfer.training.optimizer import clip_gradient_norm
+from seqtransfer.training.optimizers import make_optimizer
 from seqtransfer.training.seeding import seed_everything
 from seqtransfer.training.vocabularies import prepare_vocabularies
 

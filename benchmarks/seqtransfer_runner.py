@@ -33,16 +33,16 @@ from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.corpus import Sentence
 from seqtransfer.data.schemes import convert
 from seqtransfer.data.task_data import TaskData, load_task_data
+from seqtransfer.device import peak_memory_megabytes, prepare_device, resolve_device
 from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import Tagger, count_parameters
 from seqtransfer.tasks import TAGGING
-from seqtransfer.training.loop import ShuffledBatches, train_epoch
 from seqtransfer.training.inference import predict_labels
-from seqtransfer.device import peak_memory_megabytes, prepare_device, resolve_device
+from seqtransfer.training.loop import ShuffledBatches, train_epoch
 from seqtransfer.training.optimizers import fill_optimizer, make_optimizer
-from seqtransfer.workflows.train import fill_fine_tuning
 from seqtransfer.training.seeding import seed_everything
 from seqtransfer.training.vocabularies import prepare_vocabularies
+from seqtransfer.workflows.train import fill_fine_tuning
 
 INFERENCE_BATCH_SIZES = [32, 128, 512, 2048]
 

@@ -16,19 +16,19 @@ import statistics
 import time
 
 import torch
+from seqtransfer_runner import peak_rss_megabytes, time_inference  # benchmarks/ is on sys.path when run as a script
 
 from seqtransfer.config import RunConfig
 from seqtransfer.data.batching import encode_sentences
-from seqtransfer.data.task_data import load_task_data
-from seqtransfer.models.tagger import Tagger
-from seqtransfer.training.loop import ShuffledBatches, train_epoch
-from seqtransfer.training.inference import predict_labels
-from seqtransfer.device import peak_memory_megabytes, prepare_device, resolve_device
-from seqtransfer.training.optimizers import make_optimizer
 from seqtransfer.data.metrics import evaluate
+from seqtransfer.data.task_data import load_task_data
+from seqtransfer.device import peak_memory_megabytes, prepare_device, resolve_device
+from seqtransfer.models.tagger import Tagger
+from seqtransfer.training.inference import predict_labels
+from seqtransfer.training.loop import ShuffledBatches, train_epoch
+from seqtransfer.training.optimizers import make_optimizer
 from seqtransfer.training.seeding import seed_everything
 from seqtransfer.training.vocabularies import prepare_vocabularies
-from seqtransfer_runner import peak_rss_megabytes, time_inference  # benchmarks/ is on sys.path when run as a script
 
 
 def benchmark(dataset: str, epochs: int, classifier: str, threads: int, device: str = "cpu", batch_size: int = 16) -> dict:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 import torch
-from safetensors.torch import load_file
-
 from conftest import FIXTURES, TINY_MODEL, tiny_train_arguments
+from safetensors.torch import load_file
+from test_parser import error_line
+
 from seqtransfer.cli import main, run
 from seqtransfer.config import RunConfig, apply_overrides
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.transfer.adaptations import layer_groups, parameter_groups
-from test_parser import error_line
 
 POS = ["--train", str(FIXTURES / "tiny_pos_train.conll"), "--dev", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos", "--quiet", *TINY_MODEL]
 NER = ["--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner", "--scheme", "iob2", "--quiet", *TINY_MODEL]

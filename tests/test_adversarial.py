@@ -6,9 +6,9 @@ import json
 
 import numpy as np
 import torch
+from conftest import FIXTURES, TINY_MODEL, tiny_train_arguments
 from safetensors.torch import load_file
 
-from conftest import FIXTURES, TINY_MODEL, tiny_train_arguments
 from seqtransfer.cli import main
 from seqtransfer.config import RunConfig, apply_overrides
 from seqtransfer.data.batching import encode_sentences, make_batch

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-
 from conftest import FIXTURES
+
 from seqtransfer.analysis import figures
 from seqtransfer.analysis.curves import CurvePoint, curve_point, curve_points
 from seqtransfer.analysis.html import ReportContent, render_report
@@ -183,7 +183,6 @@ def test_hundreds_of_classes_stay_readable(tmp_path):
     from seqtransfer.analysis.figures import FIGURE_CLASSES, class_improvement
     from seqtransfer.analysis.html import class_table, collapsed
     from seqtransfer.analysis.negative_transfer import TransferComparison
-
     from seqtransfer.analysis.predictions import Predictions
 
     labels = [f"T{index:03d}" for index in range(300)]

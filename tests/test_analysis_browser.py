@@ -6,15 +6,15 @@ Needs Debian's ``chromium`` (``apt-get install -y chromium``); skipped without i
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, TINY_MODEL
+
 from seqtransfer.cli import run
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

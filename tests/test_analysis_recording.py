@@ -7,19 +7,19 @@ import json
 import numpy as np
 import pytest
 import torch
-from safetensors import safe_open
-
 from conftest import FIXTURES, TINY_MODEL
+from safetensors import safe_open
+from test_transfer import target_config
+
 from seqtransfer.analysis.activations import feature_matrix, list_recordings
 from seqtransfer.cli import run
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.rundir import load_run
-from seqtransfer.workflows.train import build_target_model, load_source
 from seqtransfer.training.seeding import seed_everything
 from seqtransfer.training.vocabularies import prepare_vocabularies
 from seqtransfer.transfer.schemes import SCHEMES
-from test_transfer import target_config
+from seqtransfer.workflows.train import build_target_model, load_source
 
 
 def transfer_arguments(source, output, method: str = "finetune", epochs: int = 2, *overrides: str) -> list[str]:

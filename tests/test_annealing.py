@@ -6,13 +6,13 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import FIXTURES, TINY_MODEL
+from test_parser import error_line
+
 from seqtransfer.cli import run
 from seqtransfer.data.annealing import AnnealedBatches
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
-from test_parser import error_line
 
 
 def encoded(count: int):

@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import FIXTURES, TINY_MODEL
+from test_parser import error_line, parser_arguments
 from torch.nn import functional
 
 import seqtransfer
-from conftest import FIXTURES, TINY_MODEL
 from seqtransfer.cli import run
 from seqtransfer.data.batching import make_batch
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.transfer.auxiliary_lm import AuxiliaryLanguageModelLoss, LanguageModelHead
-from test_parser import error_line, parser_arguments
 
 
 def tagger_arguments(output, *extra: str) -> list[str]:

@@ -7,15 +7,15 @@ import json
 
 import numpy as np
 import pytest
+import test_recurrent_lm
 import torch
+from conftest import FIXTURES
+from test_recurrent_lm import assert_pretrains_the_same, one_line_error, resumes_after_an_interruption
 from torch.nn import functional
 
-from conftest import FIXTURES
 from seqtransfer.cli import run
 from seqtransfer.embeddings.awd_lstm import DEFAULTS, SIZES, AwdLstmLanguageModel, WeightDroppedLSTM, load_awd_lstm
 from seqtransfer.workflows.awd_pretraining import StreamPretraining, stream_chunks
-import test_recurrent_lm
-from test_recurrent_lm import assert_pretrains_the_same, one_line_error, resumes_after_an_interruption
 
 text = test_recurrent_lm.text  # the same text fixture: 200 random lines of 25 words
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, TINY_MODEL, tiny_train_arguments
+
 from seqtransfer.cli import main
 from seqtransfer.errors import SeqTransferError
 

@@ -20,13 +20,11 @@ were recorded. Re-making the fixtures is for a change meant to change numbers, n
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES
 
 RUNS = FIXTURES / "runs"

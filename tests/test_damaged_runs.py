@@ -7,9 +7,9 @@ import shutil
 import struct
 
 import pytest
+from conftest import FIXTURES
 
 import seqtransfer
-from conftest import FIXTURES
 from seqtransfer.cli import main
 from seqtransfer.errors import SeqTransferError
 

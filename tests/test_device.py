@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 import torch
+from conftest import tiny_train_arguments
 
 import seqtransfer
-from conftest import tiny_train_arguments
 from seqtransfer.cli import main, run
 from seqtransfer.device import resolve_device
 from seqtransfer.errors import SeqTransferError

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import FIXTURES, TINY_MODEL
-from seqtransfer.cli import main
-from seqtransfer.errors import SeqTransferError, SeqTransferWarning
 from test_encoders import VOCAB, save_tiny_encoder
 from test_parser import error_line
+
+from seqtransfer.cli import main
+from seqtransfer.errors import SeqTransferError, SeqTransferWarning
 
 transformers = pytest.importorskip("transformers")
 

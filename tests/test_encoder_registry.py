@@ -12,9 +12,9 @@ import json
 
 import pytest
 import torch
+from conftest import FIXTURES, TINY_MODEL
 from torch import nn
 
-from conftest import FIXTURES, TINY_MODEL
 from seqtransfer.errors import SeqTransferError
 
 

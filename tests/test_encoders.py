@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import FIXTURES, TINY_MODEL
+from test_parser import error_line, parser_arguments
+
 from seqtransfer.cli import main
 from seqtransfer.errors import SeqTransferError
-from test_parser import error_line, parser_arguments
 
 transformers = pytest.importorskip("transformers")
 
@@ -33,9 +33,8 @@ def tiny_wordpiece(vocabulary: list[str] = VOCAB):
 
 def save_tiny_encoder(folder: Path, hidden: int = 16, layers: int = 2, positions: int = 16) -> Path:
     """A random 2-layer BERT with a WordPiece tokenizer (lower-cased, letters as sub-words), saved as a Hugging Face folder."""
-    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
-
     import torch
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
     torch.manual_seed(0)
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=tiny_wordpiece(), unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]", mask_token="[MASK]")
@@ -563,6 +562,7 @@ def test_encoder_features_may_replace_the_word_and_character_vectors(encoder, tm
 
 def test_models_that_read_one_frozen_encoder_count_it_once(encoder):
     from types import SimpleNamespace
+
     from transformers import AutoModel
 
     from seqtransfer.models.tagger import shared_frozen_encoder_parameters
@@ -603,8 +603,9 @@ def test_mean_pooling_averages_each_tokens_subwords_across_windows(encoder):
 
 
 def test_sentence_and_pair_probes(encoder, tmp_path, monkeypatch):
-    import torch
     from dataclasses import replace
+
+    import torch
 
     from seqtransfer.analysis.probes import probe_correlation, sentence_vectors
     from seqtransfer.cli import run as run_command
@@ -765,7 +766,6 @@ def test_mixed_precision_on_a_gpu(encoder, tmp_path):
 def test_l2sp_pulls_a_fine_tuned_encoder_towards_its_pretrained_weights(encoder, tmp_path):
     import re
 
-    import torch
     from safetensors.torch import load_file
     from transformers import AutoModel
 
@@ -808,8 +808,8 @@ def test_adaptation_schemes_combine_on_a_fine_tuned_encoder(encoder, tmp_path, m
     import torch
     from transformers import AutoModel
 
-    from seqtransfer.models.adapters import pretrained_name
     from seqtransfer.cli import run as run_command
+    from seqtransfer.models.adapters import pretrained_name
     from seqtransfer.training import loop
 
     seen, optimizers = {}, []

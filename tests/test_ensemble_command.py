@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import FIXTURES, TINY_MODEL, tiny_train_arguments
+
 from seqtransfer.cli import main
 
 
@@ -35,7 +35,7 @@ def averaged_by_hand(members: list[Path], tokens: list[list[str]]) -> list[list[
     runs = [load_run(member) for member in members]
     labels = sorted({label for run in runs for label in run.vocabularies.labels.items})
     averaged = []
-    for index, sentence in enumerate(tokens):
+    for sentence in tokens:
         parts = []
         for run in runs:
             batch = make_batch(encode_sentences([sentence], run.vocabularies), np.array([0]))

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import DATA_ROOT, FIXTURES, TINY_MODEL
+
 from seqtransfer.cli import run
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.spec import load_experiment
@@ -530,8 +530,8 @@ def test_a_targets_other_metrics_must_score_its_kind(tmp_path):
 
 
 def test_other_scores_read_a_regressions_predictions(tmp_path):
-    from seqtransfer.experiments.runner import other_scores
     from seqtransfer.data.metrics import evaluate
+    from seqtransfer.experiments.runner import other_scores
 
     (tmp_path / "test.tsv").write_text("1\t1.5\ta b\n2\t1.0\tc d\n3\t3.5\te f\n", encoding="utf-8")
     scores = other_scores(tmp_path, tmp_path, ["spearman"])

@@ -4,7 +4,6 @@ that transformers predicts with exactly as seqtransfer does."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import FIXTURES
 
 transformers = pytest.importorskip("transformers")

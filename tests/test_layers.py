@@ -235,8 +235,8 @@ def strongly_connected(graph: Mapping[str, set[str]]) -> list[set[str]]:
             elif successor in stack:
                 lowest[node] = min(lowest[node], order[successor])
         if lowest[node] == order[node]:
-            component = set()
-            while not component or member != node:
+            component, member = set(), None
+            while member != node:
                 member = stack.pop()
                 component.add(member)
             components.append(component)

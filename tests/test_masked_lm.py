@@ -6,13 +6,13 @@ import shutil
 
 import pytest
 import torch
+from conftest import FIXTURES, TINY_MODEL
+from test_encoders import VOCAB, save_tiny_encoder
+from test_parser import error_line
 from torch.nn import functional
 
 import seqtransfer
-from conftest import FIXTURES, TINY_MODEL
 from seqtransfer.cli import run
-from test_encoders import VOCAB, save_tiny_encoder
-from test_parser import error_line
 
 pytest.importorskip("transformers")
 

@@ -5,9 +5,9 @@ import warnings
 
 import pytest
 
+from seqtransfer.data.metrics import evaluate, label_scores, span_scores, token_accuracy
 from seqtransfer.data.schemes import convert
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.data.metrics import evaluate, label_scores, span_scores, token_accuracy
 
 seqeval_metrics = pytest.importorskip("seqeval.metrics")  # test-only dependency
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import TINY_MODEL
+
 from seqtransfer.analysis.predictions import read_predictions
 from seqtransfer.cli import run
 from seqtransfer.errors import SeqTransferError

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 import yaml
-
 from conftest import FIXTURES, TINY_MODEL
+
 from seqtransfer.cli import main
 from seqtransfer.config import RunConfig, apply_overrides
 from seqtransfer.data.batching import encode_sentences, make_batch
@@ -340,9 +340,9 @@ def test_unit_ablation_measures_each_tasks_max_class_drop(tmp_path, capsys):
     # every unit, each ablated in a fresh copy of the model: the command's drops (one model, each unit
     # zeroed then restored in turn) must be the same, and some unit must matter
     from seqtransfer.analysis.units import ablate_units, class_scores, load_evaluation
+    from seqtransfer.data.metrics import evaluate
     from seqtransfer.models.multitask import TaskView
     from seqtransfer.training.inference import predict_labels
-    from seqtransfer.data.metrics import evaluate
 
     result = ablate_units(tmp_path / "run", log=lambda line: None)
     run = load_run(tmp_path / "run")

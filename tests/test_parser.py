@@ -8,16 +8,16 @@ import json
 import numpy as np
 import pytest
 import torch
+from conftest import FIXTURES, TINY_MODEL
 
 import seqtransfer
-from conftest import FIXTURES, TINY_MODEL
 from seqtransfer.cli import main, run
 from seqtransfer.config import ModelConfig
+from seqtransfer.data.attachment import attachment_scores
 from seqtransfer.data.conllu import read_conllu
 from seqtransfer.data.trees import Tree
 from seqtransfer.models.parser import BiaffineParser
 from seqtransfer.models.spanning_tree import maximum_spanning_tree
-from seqtransfer.data.attachment import attachment_scores
 
 TINY_PARSER = [*TINY_MODEL, "model.parser_hidden=16", "model.parser_layers=2", "model.arc_hidden=12", "model.relation_hidden=6"]
 

@@ -6,12 +6,12 @@ import json
 
 import numpy as np
 import pytest
+from conftest import DATA_ROOT, FIXTURES, TINY_MODEL
+from test_parser import error_line
 
 import seqtransfer
-from conftest import DATA_ROOT, FIXTURES, TINY_MODEL
 from seqtransfer.cli import run
 from seqtransfer.workflows.pretraining import LanguageModelSettings, masked_batch, train_tokenizer
-from test_parser import error_line
 
 LINES = ["I love this so much", "@user lol that was great", "what a day !!", "see you at the game tonight", "no way this is real",
          "good morning everyone", "the cat sleeps on the sofa", "we are going to the beach", "John lives in New York", "Mary works for Apple"]

@@ -4,11 +4,11 @@ adapted with LoRA, Houlsby adapters or chain-thaw: it trains, and its run predic
 from __future__ import annotations
 
 import pytest
+from conftest import FIXTURES, TINY_MODEL
+from test_pretrain_lm import LINES, TINY_LM
 
 import seqtransfer
-from conftest import FIXTURES, TINY_MODEL
 from seqtransfer.cli import run
-from test_pretrain_lm import LINES, TINY_LM
 
 pytest.importorskip("transformers")
 

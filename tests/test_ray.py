@@ -11,9 +11,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from test_experiments import tiny_experiment
 
 from seqtransfer.cli import run
-from test_experiments import tiny_experiment
 
 pytestmark = pytest.mark.slow
 

@@ -9,8 +9,8 @@ import random
 
 import pytest
 import torch
-
 from conftest import FIXTURES
+
 from seqtransfer.cli import main, run
 
 TINY_LM = ["--architecture", "bilstm", "--size", "tiny", "--epochs", "2", "--batch-size", "16", "--threads", "1", "--quiet", "--device", "cpu"]

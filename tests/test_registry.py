@@ -11,9 +11,9 @@ import pytest
 from seqtransfer.data.corpus import count_tokens, label_set
 from seqtransfer.data.locate import cache_root, find_dataset_folder
 from seqtransfer.data.registry import DATASETS, SCHEMES, custom_dataset, get_dataset, load_split
-from seqtransfer.tasks import TASK_KINDS
 from seqtransfer.data.summary import format_table, summarize
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.tasks import TASK_KINDS
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DATA_ROOT = Path(os.environ.get("SEQTRANSFER_DATA", "/nonexistent"))

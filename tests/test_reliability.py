@@ -11,13 +11,13 @@ import warnings
 
 import pytest
 import torch
+from conftest import FIXTURES, tiny_train_arguments
 from safetensors.torch import load_file, save_file
+from test_bad_input import run_cli, train_on
 
 import seqtransfer
-from conftest import FIXTURES, tiny_train_arguments
 from seqtransfer.data.corpus import read_lines
 from seqtransfer.errors import SeqTransferError
-from test_bad_input import run_cli, train_on
 
 
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32"])

@@ -4,6 +4,7 @@ import random
 
 import pytest
 
+from seqtransfer.data.metrics import evaluate
 from seqtransfer.experiments.report import render_csv, render_markdown
 from seqtransfer.experiments.report_base import ReportSpec, aggregate, anrg, mnrg, normalised_relative_gains, report_spec
 from seqtransfer.experiments.significance import (
@@ -13,7 +14,6 @@ from seqtransfer.experiments.significance import (
     sentence_counts,
 )
 from seqtransfer.experiments.spec import ExperimentSpec, MethodSpec, TargetSpec
-from seqtransfer.data.metrics import evaluate
 
 TARGETS = ["TPoS", "ArK", "TweeBank", "TChunk", "WNUT"]
 # PretRand paper, Table 4 (test): accuracy, and entity F1 for WNUT.

@@ -7,7 +7,6 @@ import copy
 import dataclasses
 
 import pytest
-
 from conftest import tiny_train_arguments
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import FIXTURES, TINY_MODEL, tiny_train_arguments
+
 from seqtransfer.cli import run
 from seqtransfer.training import checkpoint
 
@@ -49,8 +49,8 @@ def test_resumed_fit_reports_the_time_of_restored_epochs(tmp_path):
     from seqtransfer.data.batching import encode_sentences
     from seqtransfer.data.task_data import load_task_data
     from seqtransfer.models.registry import build_model
-    from seqtransfer.training.loop import ShuffledBatches, dev_evaluation, fit
     from seqtransfer.training.inference import EvaluationSet
+    from seqtransfer.training.loop import ShuffledBatches, dev_evaluation, fit
     from seqtransfer.training.vocabularies import prepare_vocabularies
 
     config = apply_overrides(RunConfig(), TINY_MODEL)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import tiny_train_arguments
 from safetensors.torch import load_file
 
 import seqtransfer
 from seqtransfer.cli import main, run
-from conftest import tiny_train_arguments
 
 
 def read_predictions(path):

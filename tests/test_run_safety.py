@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import FIXTURES, tiny_train_arguments
 
 import seqtransfer
-from conftest import FIXTURES, tiny_train_arguments
 from seqtransfer.cli import main, run
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.training import checkpoint

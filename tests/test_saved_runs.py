@@ -8,9 +8,9 @@ reproduced bit for bit by today's ``load(...).predict``.
 from __future__ import annotations
 
 import pytest
+from conftest import FIXTURES
 
 import seqtransfer
-from conftest import FIXTURES
 
 SAVED_RUNS = sorted((FIXTURES / "runs").glob("v0_*"))
 

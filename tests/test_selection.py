@@ -7,8 +7,8 @@ from collections import Counter
 import numpy as np
 import pytest
 import torch
-
 from conftest import FIXTURES, tiny_train_arguments
+
 from seqtransfer.analysis.similarity import js_divergence, unigram_counts
 from seqtransfer.cli import main, run
 from seqtransfer.data.selection import js_scores, kept_indices, moore_lewis_scores, rank_weights

@@ -6,13 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, TINY_MODEL
-from seqtransfer.cli import main, run
+
 from seqtransfer.analysis.predictions import read_predictions
+from seqtransfer.cli import main, run
 from seqtransfer.predictor import load
 from seqtransfer.workflows.selflabel import choose_agreed, token_accuracy, vote
-
 
 UNLABELED = ["Peter lives in Berlin", "Mary visited Paris today", "John works for Google", "we met Anna in Rome", "Paul flew to London",
              "the team of Madrid won", "Sara likes New York", "Tom left Oslo", "I saw Ben at IBM", "Lisa moved to Vienna"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from conftest import DATA_ROOT, FIXTURES, TINY_MODEL
+
 from seqtransfer.cli import main, run
 from seqtransfer.errors import SeqTransferError
 
@@ -63,8 +63,8 @@ def test_a_users_pair_file_with_a_header_is_a_pair_task_and_scores_are_a_regress
     pairs.write_text("_id\ttext\ttext_b\tlabel\n1\ta cat sits\ta cat is sitting\t1\n2\ta dog runs\tthe sky is blue\t0\n", encoding="utf-8")
     spec = custom_dataset(train=pairs)
     assert spec.tasks == {"label": "label"} and spec.kinds == {"label": "sentence"} and spec.metric == {"label": "accuracy"}
-    from seqtransfer.data.task_data import load_task_data
     from seqtransfer.config import RunConfig, apply_overrides
+    from seqtransfer.data.task_data import load_task_data
 
     data = load_task_data(apply_overrides(RunConfig(), [f"data.train={pairs}"]).data)
     first = data.splits["train"][0]
@@ -237,8 +237,9 @@ def test_the_bilstm_pools_the_two_texts_of_a_pair_apart():
     batch = make_batch(encode_sentences([["a", "a", PAIR_SEPARATOR, "b"], ["a"]], vocabularies), np.arange(2))
     assert batch.segments.tolist() == [[0, 0, 2, 1], [0, 2, 2, 2]]
     assert encode_sentences([["a"]], vocabularies).segments is None  # no pair, no segments
-    from seqtransfer.models.sentence import mean_over
     import torch
+
+    from seqtransfer.models.sentence import mean_over
 
     states = torch.arange(8, dtype=torch.float32).view(1, 4, 2)
     assert mean_over(states, batch.segments[:1] == 0).tolist() == [[1.0, 2.0]] and mean_over(states, batch.segments[:1] == 1).tolist() == [[6.0, 7.0]]
@@ -271,8 +272,8 @@ def test_an_ensemble_of_sentence_classifiers_averages_their_sentence_distributio
     averaged softmax, scored and written like a classifier's predictions."""
     from seqtransfer.config import DataConfig
     from seqtransfer.data.task_data import load_task_data
-    from seqtransfer.workflows.ensemble import build_ensemble
     from seqtransfer.rundir import load_run
+    from seqtransfer.workflows.ensemble import build_ensemble
 
     members = [tmp_path / f"member-{seed}" for seed in (1, 2)]
     for seed, output in zip((1, 2), members):

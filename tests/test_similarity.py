@@ -6,8 +6,8 @@ import math
 from collections import Counter
 
 import pytest
-
 from conftest import DATA_ROOT, FIXTURES
+
 from seqtransfer.analysis.similarity import TrigramLM, correlations, js_divergence, kl_divergence, oov_rate, relative_gain, unigram_counts
 from seqtransfer.cli import run
 from seqtransfer.data.unlabeled import read_unlabeled

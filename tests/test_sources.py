@@ -6,8 +6,8 @@ import re
 from dataclasses import replace
 
 import pytest
-
 from conftest import FIXTURES, tiny_train_arguments
+
 from seqtransfer.cli import main, run
 from seqtransfer.config import DataConfig
 from seqtransfer.data.conll import read_conll

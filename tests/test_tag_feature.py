@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
+from conftest import FIXTURES, TINY_MODEL
+from test_parser import TINY_PARSER, error_line, is_tree, parser_arguments
 
 import seqtransfer
-from conftest import FIXTURES, TINY_MODEL
 from seqtransfer.cli import run
 from seqtransfer.data.batching import encode_sentences, make_batch
 from seqtransfer.data.conllu import read_conllu
-from test_parser import TINY_PARSER, error_line, is_tree, parser_arguments
-
-import numpy as np
 
 
 def tagger_arguments(output, *extra: str) -> list[str]:
@@ -207,8 +206,8 @@ def test_a_resumed_run_reads_its_kept_jackknifed_tags_only_when_they_are_its_own
     import json
 
     from seqtransfer.config import RunConfig
-    from seqtransfer.workflows.jackknife import jackknife_tags, kept_jackknife
     from seqtransfer.files import write_text
+    from seqtransfer.workflows.jackknife import jackknife_tags, kept_jackknife
 
     config = RunConfig()
     config.model.tag_tagger, config.model.tag_jackknife = str(tagger_run), 2

@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 import torch
-
 from conftest import FIXTURES, TINY_MODEL
+
 from seqtransfer.cli import main, run
 from seqtransfer.config import RunConfig, apply_overrides
 from seqtransfer.data.batching import encode_sentences
@@ -16,9 +16,9 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.rundir import load_run
 from seqtransfer.training.loop import ShuffledBatches, train_epoch
 from seqtransfer.training.optimizers import make_optimizer
-from seqtransfer.workflows.train import build_target_model, load_source, model_architecture
 from seqtransfer.training.vocabularies import prepare_vocabularies
 from seqtransfer.transfer.schemes import SCHEMES, set_trainable
+from seqtransfer.workflows.train import build_target_model, load_source, model_architecture
 
 
 def target_config(scheme: str, source) -> RunConfig:
@@ -173,8 +173,9 @@ def test_drift_finds_its_source_from_elsewhere_and_refuses_one_with_other_weight
 
 
 def test_drift_labels_runs_apart_and_refuses_what_would_mislead(tiny_run, tmp_path, capsys):
-    from seqtransfer.analysis.drift import all_groups, distinct_labels
     from test_parser import error_line
+
+    from seqtransfer.analysis.drift import all_groups, distinct_labels
 
     results = [{"run": "/a/seed-1/run", "label": "FT"}, {"run": "/a/seed-2/run", "label": "FT"}, {"run": "/a/seed-2/lora", "label": "LoRA"}]
     assert [result["label"] for result in distinct_labels(results)] == ["seed-1/run", "seed-2/run", "LoRA"]

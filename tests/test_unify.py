@@ -7,12 +7,12 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import DATA_ROOT, FIXTURES, TINY_MODEL
+
 from seqtransfer.cli import main
 from seqtransfer.data.conllu import read_conllu
-from seqtransfer.workflows.unify import unify
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.workflows.unify import unify
 
 POS = {"train": str(FIXTURES / "tiny_pos_train.conll"), "dev": str(FIXTURES / "tiny_pos_dev.conll"), "columns": ["word", "pos"], "scheme": "none"}
 NER = {"train": str(FIXTURES / "tiny_ner_train.conll"), "dev": str(FIXTURES / "tiny_ner_dev.conll"), "columns": ["word", "ner"], "scheme": "iob2"}

@@ -6,8 +6,8 @@ import json
 
 import pytest
 import yaml
-
 from conftest import FIXTURES, TINY_MODEL
+
 from seqtransfer.cli import main, run
 from seqtransfer.data.conll import EMPTY_TOKEN, read_conll
 from seqtransfer.errors import SeqTransferError, SeqTransferWarning

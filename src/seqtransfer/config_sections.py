@@ -222,7 +222,7 @@ class RunConfig(Section):
     transfer: TransferConfig = field(default_factory=TransferConfig)
     multitask: MultiTaskConfig = field(default_factory=MultiTaskConfig)
 
-    def freeze(self) -> "RunConfig":
+    def freeze(self) -> RunConfig:
         """Forbid every later assignment into this configuration and its sections (``Section``)."""
         for section in (self.data, self.model, self.train, self.transfer, self.multitask, self):
             object.__setattr__(section, "_frozen", True)

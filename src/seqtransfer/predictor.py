@@ -7,8 +7,6 @@ from pathlib import Path
 
 import torch
 
-from seqtransfer.threads import granted_threads
-from seqtransfer.training.memory import check_parser_memory
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.script import TRANSLITERATIONS, script_mismatch, transliterate, vocabulary_script
 from seqtransfer.data.tokenize import TOKENIZERS
@@ -16,7 +14,9 @@ from seqtransfer.device import memory_errors_as_one_line
 from seqtransfer.errors import SeqTransferError, warn
 from seqtransfer.rundir import LoadedRun, load_run, read_members
 from seqtransfer.tasks import kind_of
+from seqtransfer.threads import granted_threads
 from seqtransfer.training.inference import model_device, predict_labels
+from seqtransfer.training.memory import check_parser_memory
 from seqtransfer.training.precision import resolve_precision
 
 

@@ -269,7 +269,7 @@ def find_run_encoder(name: str, directory: Path, expected_hash: str | None) -> s
     return name if found == Path(name) else str(found)
 
 
-def find_run_source(run: "LoadedRun") -> Path:
+def find_run_source(run: LoadedRun) -> Path:
     """The source run a transfer run read (``find_beside_run``): the one whose weights' hash is the
     one its metrics recorded (a run recorded before the hash: the first that holds weights); one line
     when it is not there, or holds other weights."""

@@ -28,8 +28,8 @@ HISTOGRAM_BINS = 60
 
 def branch_outputs(run, split: str, data_dir: str | None) -> dict[str, np.ndarray]:
     """Per dev token: raw scores of both branches, the combined scores and the gold label index."""
-    from seqtransfer.data.task_data import load_task_data
     from seqtransfer.data.batching import evaluation_batches
+    from seqtransfer.data.task_data import load_task_data
     from seqtransfer.models.pretrand import combine_branches
 
     data = load_task_data(replace(run.config.data, data_dir=data_dir or run.config.data.data_dir), (split,))

@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from seqtransfer.data.metrics import get_metric
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json
-from seqtransfer.data.metrics import get_metric
 
 _LOGGED_SIZE = re.compile(r"^training \S+ on \S+: (\d+) sentences", re.MULTILINE)
 

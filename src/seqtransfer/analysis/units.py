@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from seqtransfer.data.metrics import evaluate
 from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.multitask import HierarchicalMultiTask, TaskView
 from seqtransfer.training.inference import predict_labels
-from seqtransfer.data.metrics import evaluate
 
 Log = Callable[[str], None]
 

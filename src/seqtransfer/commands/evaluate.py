@@ -144,8 +144,8 @@ def evaluate_multitask(run, arguments: argparse.Namespace, batch_size: int) -> d
     from seqtransfer.errors import SeqTransferError
     from seqtransfer.models.multitask import TaskView
     from seqtransfer.training.inference import score_split
-    from seqtransfer.workflows.multitask import data_config_of
     from seqtransfer.training.report import format_split_scores
+    from seqtransfer.workflows.multitask import data_config_of
 
     tasks = run.model.order
     if arguments.model_task and arguments.model_task not in tasks:

@@ -47,8 +47,8 @@ def seed_list(text: str) -> list[int]:
 
 def run(arguments: argparse.Namespace) -> list[dict]:
     from seqtransfer.experiments.backends import LocalBackend, RayBackend
-    from seqtransfer.experiments.runner import run_experiment
     from seqtransfer.experiments.kept import merge, read_kept, write_kept
+    from seqtransfer.experiments.runner import run_experiment
     from seqtransfer.experiments.spec import load_experiment
     from seqtransfer.experiments.store import ResultsStore
 

@@ -27,9 +27,9 @@ def split_section(spec, records, split: str) -> str:
 
 
 def run(arguments: argparse.Namespace) -> str:
+    from seqtransfer.experiments.kept import merge, read_kept
     from seqtransfer.experiments.report import render_csv, render_markdown, render_sources
     from seqtransfer.experiments.report_base import report_spec
-    from seqtransfer.experiments.kept import merge, read_kept
     from seqtransfer.experiments.spec import load_experiment
     from seqtransfer.experiments.store import ResultsStore
     from seqtransfer.files import write_text

@@ -125,8 +125,8 @@ class RunLog:
 
 
 def run(arguments: argparse.Namespace) -> dict:
-    from seqtransfer.workflows.train import train_tagger
     from seqtransfer.training.report import format_scores
+    from seqtransfer.workflows.train import train_tagger
 
     config = config_from_arguments(arguments)
     output = Path(arguments.output)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from seqtransfer.data.trees import Tree, universal_relation
 from seqtransfer.data.class_scores import ClassScores
+from seqtransfer.data.trees import Tree, universal_relation
 
 
 def attachment_scores(gold: Sequence[Tree], predicted: Sequence[Tree]) -> dict:

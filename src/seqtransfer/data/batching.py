@@ -78,7 +78,7 @@ class Batch:
     form_index: torch.Tensor
     form_ids: torch.Tensor
     indices: np.ndarray
-    companion: "Batch | None" = None
+    companion: Batch | None = None
     features: torch.Tensor | None = None  # (B, T, L + 1, H) encoder vectors of every layer (float32), or None
     subword_ids: torch.Tensor | None = None  # (W, S) sub-word ids of the batch's W windows (fine-tuned encoder), padded with 0
     subword_mask: torch.Tensor | None = None  # (W, S) 1 for real sub-words
@@ -89,7 +89,7 @@ class Batch:
     weights: torch.Tensor | None = None  # (B,) loss weight of each sentence, or None (all 1)
     tags: torch.Tensor | None = None  # (B, T) input tag indices (model.tag_feature; padding 0), or None
 
-    def to(self, device: torch.device) -> "Batch":
+    def to(self, device: torch.device) -> Batch:
         """The batch on ``device`` (built on the CPU, moved once; pinned, non-blocking copies to a GPU)."""
         if device.type == "cpu":
             return self

@@ -16,9 +16,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from seqtransfer.data.schemes import chunks
 from seqtransfer.data.attachment import attachment_scores
 from seqtransfer.data.class_scores import ClassScores
+from seqtransfer.data.schemes import chunks
 from seqtransfer.errors import SeqTransferError
 
 Sentences = Sequence[Sequence[str]]

@@ -22,10 +22,16 @@ from pathlib import Path
 
 from seqtransfer.data.corpus import Sentence
 from seqtransfer.data.dataset_spec import CARVE_NOTE, CONLLU_EXTENSIONS, DEPENDENCY, SCHEMES, TRAIN_DEV_TEST, DatasetSpec, standard_splits  # noqa: F401 - re-exported
-from seqtransfer.data.mtt import MTT_HR_NEWS, MTT_HR_SM, MTT_SL_NEWS, MTT_SL_SM, MTT_SR_NEWS, MTT_SR_NEWS_UD, MTT_SR_SM
 from seqtransfer.data.locate import Downloader, read_split
+from seqtransfer.data.mtt import MTT_HR_NEWS, MTT_HR_SM, MTT_SL_NEWS, MTT_SL_SM, MTT_SR_NEWS, MTT_SR_NEWS_UD, MTT_SR_SM
 from seqtransfer.data.user_files import (
-    are_scores, choose_label_column, custom_columns, custom_dataset, custom_tsv_dataset, existing_paths, tsv_field_values,
+    are_scores,
+    choose_label_column,
+    custom_columns,
+    custom_dataset,
+    custom_tsv_dataset,
+    existing_paths,
+    tsv_field_values,
 )
 from seqtransfer.errors import SeqTransferError
 

@@ -13,7 +13,6 @@ together (seqeval stays a test-only dependency used to check :func:`chunks`).
 from __future__ import annotations
 
 import re
-
 from collections.abc import Iterable, Sequence
 
 from seqtransfer.errors import SeqTransferError

@@ -50,7 +50,7 @@ def read_tree(sentence: Sentence) -> Tree:
     length = len(sentence.tokens)
     heads = []
     for position, (value, relation) in enumerate(zip(sentence.columns[HEAD], sentence.columns[RELATION])):
-        fail = lambda message: SeqTransferError(message, path=sentence.source, line=token_line(sentence, position), hint=TREE_HINT)  # noqa: E731
+        fail = lambda message, position=position: SeqTransferError(message, path=sentence.source, line=token_line(sentence, position), hint=TREE_HINT)  # noqa: E731
         if not (value.isascii() and value.isdigit()):
             raise fail(f"HEAD {value!r} of token {position + 1} is not an integer")
         head = int(value)

@@ -45,7 +45,7 @@ class Vocabulary:
         self.index = {item: position for position, item in enumerate(self.items)}
 
     @classmethod
-    def build(cls, items: Iterable[str], specials: Sequence[str] = (PADDING, UNKNOWN), base: "Vocabulary | None" = None) -> "Vocabulary":
+    def build(cls, items: Iterable[str], specials: Sequence[str] = (PADDING, UNKNOWN), base: Vocabulary | None = None) -> Vocabulary:
         """Specials (or the items of ``base``, kept at their indices) first, then new items by
         decreasing frequency (ties by first appearance)."""
         head = list(base.items) if base is not None else list(specials)
@@ -110,7 +110,7 @@ class Vocabularies:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> "Vocabularies":
+    def from_json(cls, data: dict) -> Vocabularies:
         return cls(
             words=Vocabulary(list(data["words"])),
             characters=Vocabulary(list(data["characters"])),

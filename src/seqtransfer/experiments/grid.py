@@ -142,7 +142,7 @@ def method_tasks(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None
         if spec.methods[method_name].multitask:
             tasks += [multitask_method_task(spec, store, data_dir, method_name, seed, sources, tasks) for seed in seeds]
             continue
-        for target_name, target in spec.targets.items():
+        for target_name in spec.targets:
             if target_name not in spec.targets_of(method_name):
                 continue
             tasks += [offset_task(spec, store, data_dir, method_name, target_name, seed, offset, sources) for seed in seeds]

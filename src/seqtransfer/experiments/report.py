@@ -19,8 +19,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 from seqtransfer.data.metrics import METRICS, get_metric
-from seqtransfer.experiments.report_base import (MISSING, Means, ReportSpec, Summary, _duration, _ratio, _signed, _table, aggregate, anrg,
-                                                 means_by_method, mnrg)
+from seqtransfer.experiments.report_base import MISSING, Means, ReportSpec, Summary, _duration, _ratio, _signed, _table, aggregate, anrg, means_by_method, mnrg
 from seqtransfer.experiments.report_significance import PairTests, _significance_section, significance_tests
 
 

@@ -8,12 +8,11 @@ paper), mNRG its median (MuTSPad paper).
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-import dataclasses
 from dataclasses import dataclass
-
 
 MISSING = "–"
 SIGNIFICANCE_LEVEL = 0.05

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.evidence import decode_array, evidence_of
-from seqtransfer.experiments.report_base import MISSING, ReportSpec, SIGNIFICANCE_LEVEL, _table
+from seqtransfer.experiments.report_base import MISSING, SIGNIFICANCE_LEVEL, ReportSpec, _table
 from seqtransfer.experiments.significance import paired_randomization_correlation_seeds, paired_randomization_seeds
 
 

@@ -14,17 +14,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 from seqtransfer import rundir
-from seqtransfer.errors import SeqTransferError
 from seqtransfer.config import RunConfig, config_from_dict
+from seqtransfer.data.metrics import get_metric
 from seqtransfer.data.task_data import load_task_data
-from seqtransfer.workflows.ensemble import build_ensemble
+from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.grid import PSEUDO_FILE, RunTask, ensemble_tasks, method_tasks, slug, source_tasks
 from seqtransfer.experiments.kept import cell_key, merge, run_id_of
 from seqtransfer.experiments.spec import ExperimentSpec
 from seqtransfer.experiments.store import ResultsStore, content_id, digest_of
 from seqtransfer.files import read_json, write_json
-from seqtransfer.data.metrics import get_metric
 from seqtransfer.training.inference import score_predictions
+from seqtransfer.workflows.ensemble import build_ensemble
 
 Log = Callable[[str], None]
 

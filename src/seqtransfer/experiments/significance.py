@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from seqtransfer.data.schemes import chunks
 from seqtransfer.data.metrics import METRICS
+from seqtransfer.data.schemes import chunks
 
 Sentences = Sequence[Sequence[str]]
 # Scores that are a share of correct tokens. Parsing runs are read from their ``relation@head``

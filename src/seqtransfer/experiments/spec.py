@@ -69,10 +69,26 @@ from pathlib import Path
 
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.experiment_file import (
-    INTERNAL, PUBLISHED_FLAGS, ExperimentSpec, MethodSpec, PublishedSpec, SourceSpec, TargetSpec, booleans_read, reads_runs, split_member,
+    INTERNAL,
+    PUBLISHED_FLAGS,
+    ExperimentSpec,
+    MethodSpec,
+    PublishedSpec,
+    SourceSpec,
+    TargetSpec,
+    booleans_read,
+    reads_runs,
+    split_member,
 )
 from seqtransfer.experiments.reference_checks import (
-    PSEUDO_KEYS, check_metrics_fit, check_pseudo_labels, check_pseudo_values, check_read_method, check_references, check_selflabel, check_start_from,
+    PSEUDO_KEYS,
+    check_metrics_fit,
+    check_pseudo_labels,
+    check_pseudo_values,
+    check_read_method,
+    check_references,
+    check_selflabel,
+    check_start_from,
     check_teachers,
 )
 from seqtransfer.files import read_yaml_mapping
@@ -142,8 +158,8 @@ def _searches(values: object, spec: ExperimentSpec, path: Path) -> dict:
 def check_not_fixed_by_source(method: MethodSpec, search, where: str, path: Path) -> None:
     """A transfer method's model takes its source's sizes (workflows/train.py ``SOURCE_SIZES``): a
     search over one would train the same model in every trial and report a setting never used."""
-    from seqtransfer.workflows.train import SOURCE_SIZES
     from seqtransfer.transfer.schemes import get_scheme
+    from seqtransfer.workflows.train import SOURCE_SIZES
 
     if not get_scheme(method.scheme).uses_source:
         return

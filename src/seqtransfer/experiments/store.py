@@ -22,7 +22,6 @@ from pathlib import Path
 from seqtransfer.files import read_json, write_json
 
 
-
 def content_id(values: dict, prefix: str = "") -> str:
     """A short stable id for a configuration dict."""
     digest = hashlib.sha256(json.dumps(values, sort_keys=True).encode("utf-8")).hexdigest()[:12]

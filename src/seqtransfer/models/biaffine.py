@@ -28,7 +28,6 @@ from seqtransfer.models.bilstm import StackedBiLSTM
 from seqtransfer.models.dropout import Dropout
 from seqtransfer.models.spanning_tree import maximum_spanning_tree
 
-
 # Bytes per arc score of a batch: the scores, their masked copy and log-softmax in fp32 (training:
 # the cross-entropy's and the backward pass's copies too)
 ARC_SCORE_BYTES = {"training": 4 * 6, "decoding": 4 * 4}

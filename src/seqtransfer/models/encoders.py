@@ -30,14 +30,14 @@ from torch import nn
 
 from seqtransfer.config import ModelConfig
 from seqtransfer.data.batching import Batch
+from seqtransfer.embeddings.recurrent_lm import is_recurrent_lm
+from seqtransfer.embeddings.transformer import encoder_path
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.biaffine import RootedBiLSTM
 from seqtransfer.models.bilstm import BiLSTM, NoFeatureExtractor
 from seqtransfer.models.heads import HEADS
-from seqtransfer.models.representation import word_representation_of
-from seqtransfer.embeddings.recurrent_lm import is_recurrent_lm
-from seqtransfer.embeddings.transformer import encoder_path
 from seqtransfer.models.recurrent_encoder import RecurrentEncoder
+from seqtransfer.models.representation import word_representation_of
 from seqtransfer.models.transformer_encoder import TransformerEncoder
 
 

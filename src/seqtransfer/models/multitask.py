@@ -28,9 +28,9 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.biaffine import BiaffineClassifier, RootedBiLSTM
 from seqtransfer.models.bilstm import BiLSTM
 from seqtransfer.models.dropout import Dropout
+from seqtransfer.models.heads import check_classifier
 from seqtransfer.models.outputs import OUTPUTS
 from seqtransfer.models.representation import word_representation_of
-from seqtransfer.models.heads import check_classifier
 
 TARGET_SEPARATOR = "."
 
@@ -151,7 +151,7 @@ class HierarchicalMultiTask(nn.Module):
         self.loss_weights = {task: 1.0 for task in self.order}
 
     @classmethod
-    def from_vocabularies(cls, config: ModelConfig, vocabularies) -> "HierarchicalMultiTask":
+    def from_vocabularies(cls, config: ModelConfig, vocabularies) -> HierarchicalMultiTask:
         if not vocabularies.task_labels:
             raise SeqTransferError("a multi-task model needs one label vocabulary per task", hint="train it with model.tasks set")
         return cls(config, len(vocabularies.words), len(vocabularies.characters), {task: len(labels) for task, labels in vocabularies.task_labels.items()})

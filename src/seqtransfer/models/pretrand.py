@@ -79,7 +79,7 @@ class PretRand(TaggingHead, WordEncoder, nn.Module):
         self.output = OUTPUTS[config.classifier](label_count)
 
     @classmethod
-    def from_vocabularies(cls, config: ModelConfig, vocabularies) -> "PretRand":
+    def from_vocabularies(cls, config: ModelConfig, vocabularies) -> PretRand:
         return cls(config, len(vocabularies.words), len(vocabularies.characters), len(vocabularies.labels))
 
     def branch_emissions(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:

@@ -19,8 +19,19 @@ import torch
 
 from seqtransfer.config import ModelConfig
 from seqtransfer.data.batching import Batch
-from seqtransfer.embeddings.recurrent_lm import (BEGIN_SENTENCE, BEGIN_WORD, END_SENTENCE, END_WORD, FIRST_CHARACTER, PAD, UNKNOWN_CHARACTER,
-                                                 RecurrentLanguageModel, load_recurrent_lm, read_settings, read_vocabulary)
+from seqtransfer.embeddings.recurrent_lm import (
+    BEGIN_SENTENCE,
+    BEGIN_WORD,
+    END_SENTENCE,
+    END_WORD,
+    FIRST_CHARACTER,
+    PAD,
+    UNKNOWN_CHARACTER,
+    RecurrentLanguageModel,
+    load_recurrent_lm,
+    read_settings,
+    read_vocabulary,
+)
 from seqtransfer.embeddings.transformer import ScalarMix, encoder_path
 from seqtransfer.models.bilstm import BiLSTM
 

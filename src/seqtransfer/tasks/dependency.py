@@ -19,8 +19,8 @@ import torch
 
 from seqtransfer.config import ModelConfig
 from seqtransfer.data.batching import encode_labels
-from seqtransfer.data.conllu import format_sentence, UD_COLUMNS, write_conllu
 from seqtransfer.data.conll import write_prediction_lines
+from seqtransfer.data.conllu import UD_COLUMNS, format_sentence, write_conllu
 from seqtransfer.data.corpus import Sentence
 from seqtransfer.data.trees import HEAD, RELATION, Tree, read_tree, universal_relation
 from seqtransfer.data.vocabulary import Vocabulary

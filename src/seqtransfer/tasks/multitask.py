@@ -22,7 +22,6 @@ from seqtransfer.data.corpus import Sentence
 from seqtransfer.data.trees import HEAD, RELATION, Tree
 from seqtransfer.errors import SeqTransferError
 
-
 CONLLU_COLUMNS = ("id", "word", "lemma", "upos", "xpos", "feats", HEAD, RELATION, "deps", "misc")
 UPOS_TASKS = ("pos", "upos")
 

@@ -14,9 +14,9 @@ import torch
 from torch import nn
 
 from seqtransfer.data.batching import EncodedSentences, evaluation_batches
+from seqtransfer.data.metrics import evaluate, main_score
 from seqtransfer.data.vocabulary import Vocabulary
 from seqtransfer.tasks import kind_of
-from seqtransfer.data.metrics import evaluate, main_score
 from seqtransfer.training.precision import resolve_precision
 
 

@@ -26,9 +26,9 @@ from seqtransfer.data.vocabulary import Vocabulary
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.threads import CoreShare
 from seqtransfer.training import checkpoint
+from seqtransfer.training.inference import EvaluationSet, model_device, score
 from seqtransfer.training.optimizer import LazyMomentumSGD, clip_gradient_norm
 from seqtransfer.training.optimizers import make_optimizer
-from seqtransfer.training.inference import EvaluationSet, model_device, score
 from seqtransfer.training.precision import resolve_precision
 from seqtransfer.training.schedules import Position, get_schedule
 

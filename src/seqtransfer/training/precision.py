@@ -31,7 +31,7 @@ class Precision:
     def autocast(self):
         return torch.autocast(self.device_type, dtype=self.dtype) if self.dtype is not None else nullcontext()
 
-    def scaler(self) -> "torch.amp.GradScaler | None":
+    def scaler(self) -> torch.amp.GradScaler | None:
         """A gradient scaler for fp16 (its small range), None otherwise."""
         return torch.amp.GradScaler(self.device_type) if self.dtype is torch.float16 else None
 

@@ -55,7 +55,7 @@ class StreamChunk:
     targets: torch.Tensor
     starts: bool  # the stream's first chunk: the LSTMs start from zero states
 
-    def to(self, device: torch.device) -> "StreamChunk":
+    def to(self, device: torch.device) -> StreamChunk:
         return StreamChunk(self.inputs.to(device), self.targets.to(device), self.starts)
 
 

@@ -19,7 +19,6 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json, write_text
 from seqtransfer.workflows.train import train_tagger
 
-
 JACKKNIFE = "jackknife"  # the run directory's folder of the fold taggers (removed once their tags are kept)
 JACKKNIFE_TAGS = "tags.json"
 

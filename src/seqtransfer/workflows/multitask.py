@@ -44,7 +44,6 @@ from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import count_parameters, size_metrics
 from seqtransfer.resources import peak_rss_megabytes
 from seqtransfer.tasks.regression import check_centred_scores
-from seqtransfer.workflows.checks import check_resumable
 from seqtransfer.training.inference import EvaluationSet, score, score_split
 from seqtransfer.training.loop import Evaluate
 from seqtransfer.training.optimizers import fill_optimizer
@@ -54,6 +53,7 @@ from seqtransfer.transfer.adaptations import EWC, L2SP, SOURCE_PENALTIES, check_
 from seqtransfer.transfer.auxiliary_lm import auxiliary_language_model, language_model_words
 from seqtransfer.transfer.schemes import Scheme, get_scheme
 from seqtransfer.transfer.weights import copy_shared_label_rows, transfer_weights
+from seqtransfer.workflows.checks import check_resumable
 from seqtransfer.workflows.train import load_source, train_phases
 from seqtransfer.workflows.unify import unified_sentences, with_task_columns
 
@@ -135,7 +135,7 @@ def encode_streams(tasks: dict[str, TaskData], vocabularies: Vocabularies, unifi
     """The training sets a batch is drawn from: one per task, or (unified data) one holding the
     targets of every task, named ``task.labels`` / ``task.heads``."""
     groups: dict[str, list[str]] = {}
-    for task, data in tasks.items():
+    for task in tasks:
         groups.setdefault("unified" if unified else task, []).append(task)
     streams = []
     for members in groups.values():

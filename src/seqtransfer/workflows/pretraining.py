@@ -89,7 +89,7 @@ class LanguageModelBatch:
     attention_mask: torch.Tensor
     labels: torch.Tensor
 
-    def to(self, device: torch.device) -> "LanguageModelBatch":
+    def to(self, device: torch.device) -> LanguageModelBatch:
         return LanguageModelBatch(self.input_ids.to(device), self.attention_mask.to(device), self.labels.to(device))
 
 

@@ -26,8 +26,7 @@ from torch import nn
 
 from seqtransfer.data.batching import length_groups_of
 from seqtransfer.device import prepare_device, resolve_device
-from seqtransfer.embeddings.recurrent_lm import (DEFAULTS, FIRST_CHARACTER, SIZES, SPECIAL_WORDS, RecurrentLanguageModel, encode_batch,
-                                                 save_recurrent_lm)
+from seqtransfer.embeddings.recurrent_lm import DEFAULTS, FIRST_CHARACTER, SIZES, SPECIAL_WORDS, RecurrentLanguageModel, encode_batch, save_recurrent_lm
 from seqtransfer.embeddings.transformer import TRAINING_REPORT
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.training.loop import fit
@@ -63,7 +62,7 @@ def vocabularies(sentences: Sequence[Sequence[str]], vocabulary_size: int) -> tu
 class RecurrentBatch:
     tensors: dict[str, torch.Tensor]
 
-    def to(self, device: torch.device) -> "RecurrentBatch":
+    def to(self, device: torch.device) -> RecurrentBatch:
         return RecurrentBatch({name: tensor if name == "lengths" else tensor.to(device) for name, tensor in self.tensors.items()})
 
 

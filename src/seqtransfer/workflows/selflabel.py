@@ -47,6 +47,7 @@ import numpy as np
 from seqtransfer import rundir
 from seqtransfer.config import DataConfig, RunConfig, config_to_dict, result_settings
 from seqtransfer.data.batching import encode_sentences, evaluation_batches
+from seqtransfer.data.metrics import evaluate, get_metric
 from seqtransfer.data.registry import get_dataset
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.data.unlabeled import RAW_CORPORA, read_unlabeled
@@ -54,10 +55,9 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json, write_json, write_text
 from seqtransfer.rundir import METRICS, load_run, write_members
 from seqtransfer.training.inference import model_device, predict_labels
-from seqtransfer.data.metrics import evaluate, get_metric
 from seqtransfer.training.precision import resolve_precision
-from seqtransfer.workflows.train import train_tagger
 from seqtransfer.workflows.ensemble import ensemble_predict
+from seqtransfer.workflows.train import train_tagger
 
 Log = Callable[[str], None]
 

@@ -28,8 +28,8 @@ from seqtransfer.models.tagger import count_parameters, size_metrics
 from seqtransfer.resources import peak_rss_megabytes, reset_peak_rss
 from seqtransfer.tasks.regression import check_centred_scores
 from seqtransfer.training.inference import EvaluationSet, score_split
-from seqtransfer.training.memory import check_parser_memory
 from seqtransfer.training.loop import BatchSource, Evaluate, FitResult, ShuffledBatches, dev_evaluation, fit
+from seqtransfer.training.memory import check_parser_memory
 from seqtransfer.training.optimizers import fill_optimizer
 from seqtransfer.training.precision import resolve_precision
 from seqtransfer.training.seeding import seed_everything
@@ -41,8 +41,7 @@ from seqtransfer.transfer.loss_terms import TermContext, loss_terms
 from seqtransfer.transfer.masked_lm import load_pretraining_head
 from seqtransfer.transfer.schemes import Scheme, get_scheme, scheme_prefixes, set_trainable
 from seqtransfer.transfer.weights import copy_shared_label_rows, transfer_weights
-from seqtransfer.workflows.checks import (check_adapter, check_auxiliary_lm, check_causal_encoder, check_distillation, check_fine_tuned_encoder,
-                                         check_nothing_is_added, check_resumable)
+from seqtransfer.workflows.checks import check_adapter, check_auxiliary_lm, check_causal_encoder, check_distillation, check_fine_tuned_encoder, check_nothing_is_added, check_resumable
 
 Log = Callable[[str], None]
 

@@ -33,6 +33,7 @@ from seqtransfer.config import DataConfig
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.conllu import read_conllu, write_conllu
 from seqtransfer.data.corpus import Sentence
+from seqtransfer.data.metrics import evaluate, get_metric, main_score
 from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.data.trees import HEAD, RELATION, Tree
 from seqtransfer.data.vocabulary import one_tag_set
@@ -40,7 +41,6 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json, write_json
 from seqtransfer.rundir import METRICS, load_run
 from seqtransfer.training.inference import predict_labels
-from seqtransfer.data.metrics import evaluate, get_metric, main_score
 
 PRESETS = {
     "tweetall": {"POS": "tweebank:upos", "CK": "tchunk:chunk", "NER": "wnut17:ner", "DP": "tweebank:dependency"},
