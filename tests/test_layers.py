@@ -661,6 +661,7 @@ KNOWN: tuple[str, ...] = (
     "in-function seqtransfer.workflows.train -> seqtransfer.workflows.multitask",
     "in-function-library seqtransfer.analysis.neurons -> yaml",
     "in-function-library seqtransfer.analysis.similarity -> numpy",
+    "in-function-library seqtransfer.analysis.wasserstein -> ot",
     "in-function-library seqtransfer.commands.analyze -> numpy",
     "in-function-library seqtransfer.commands.analyze -> torch",
     "in-function-library seqtransfer.data.tag_feature -> torch",

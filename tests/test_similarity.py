@@ -131,3 +131,18 @@ def test_registered_datasets_and_tweets_unlabeled_are_unlabelled_text():
     assert len(tweets) == 55162  # MANIFEST's 55,170 lines, 8 of them blank
     assert len(read_unlabeled("tweebank:dev", DATA_ROOT)) < len(read_unlabeled("tweebank", DATA_ROOT))
     assert len(read_unlabeled("conll2000+ptb_sample", DATA_ROOT)) > len(read_unlabeled("conll2000", DATA_ROOT))
+
+
+def test_the_wasserstein_distance_sees_words_that_mean_alike(tmp_path):
+    """Two corpora with no word in common but words of near vectors are closer than two with far ones;
+    a corpus is at 0 from itself; the distance is symmetric."""
+    pytest.importorskip("ot")
+    from seqtransfer.analysis.similarity import compare
+
+    vectors = tmp_path / "vectors.txt"
+    vectors.write_text("going 1 0 0\ngonna 0.99 0.1 0\ncar 0 1 0\nauto 0 0.99 0.1\nblue 0 0 1\n", encoding="utf-8")
+    corpora = {"a": [["going", "car"]] * 3, "b": [["gonna", "auto"]] * 3, "c": [["blue", "blue"]] * 3}
+    table = compare(corpora, language_models=False, wasserstein_vectors=str(vectors))["wasserstein"]
+    assert table["a"]["a"] == pytest.approx(0.0, abs=1e-9) and table["a"]["b"] == table["b"]["a"]
+    assert table["a"]["b"] < 0.05 < table["a"]["c"]
+    assert compare(corpora, language_models=False)["js"]["a"]["b"] == pytest.approx(1.0)  # JS sees no shared word at all

@@ -24,6 +24,8 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
+from seqtransfer.analysis.wasserstein import wasserstein_table
+
 DIGIT = re.compile(r"\d")
 START, END, UNKNOWN = "<s>", "</s>", "<unk>"
 KNESER_NEY_DISCOUNT = 0.75  # Chen & Goodman (1999)'s usual fixed discount
@@ -139,8 +141,10 @@ class TrigramLM:
         return bits / tokens
 
 
-def compare(corpora: dict[str, Sentences], alpha: float = LIDSTONE_ALPHA, language_models: bool = True) -> dict[str, dict[str, dict[str, float]]]:
-    """measure -> first -> second -> value for every ordered pair of corpora (first = P, second = Q)."""
+def compare(corpora: dict[str, Sentences], alpha: float = LIDSTONE_ALPHA, language_models: bool = True,
+            wasserstein_vectors: str | None = None) -> dict[str, dict[str, dict[str, float]]]:
+    """measure -> first -> second -> value for every ordered pair of corpora (first = P, second = Q);
+    with ``wasserstein_vectors`` the Wasserstein distance too (``analysis/wasserstein.py``)."""
     counts = {name: unigram_counts(sentences) for name, sentences in corpora.items()}
     models = {name: TrigramLM(sentences) for name, sentences in corpora.items()} if language_models else {}
     table: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
@@ -151,7 +155,10 @@ def compare(corpora: dict[str, Sentences], alpha: float = LIDSTONE_ALPHA, langua
             table["oov"][first][second] = oov_rate(counts[first], counts[second])
             if language_models:
                 table["cross_entropy"][first][second] = models[second].cross_entropy(corpora[first])
-    return {measure: {first: dict(row) for first, row in rows.items()} for measure, rows in table.items()}
+    result = {measure: {first: dict(row) for first, row in rows.items()} for measure, rows in table.items()}
+    if wasserstein_vectors:
+        result["wasserstein"] = wasserstein_table(counts, wasserstein_vectors)
+    return result
 
 
 MEASURES = {  # measure -> (title, unit); every one: lower = closer
@@ -159,6 +166,7 @@ MEASURES = {  # measure -> (title, unit); every one: lower = closer
     "kl": ("KL(target ‖ source), Lidstone-smoothed", "bits"),
     "oov": ("out-of-vocabulary rate of the target's tokens", "%"),
     "cross_entropy": ("cross-entropy of the target under the source's trigram LM (Kneser–Ney)", "bits/token"),
+    "wasserstein": ("Wasserstein distance of the top-500 word distributions (cosine cost on word vectors)", "cosine"),
 }
 
 

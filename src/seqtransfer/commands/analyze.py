@@ -38,12 +38,14 @@ def similarity_analysis(arguments: argparse.Namespace, corpora: list[str]) -> di
         raise SeqTransferError(f"--target '{arguments.target}' is not among the corpora", hint=f"corpora: {', '.join(names)}")
     if len(names) < 2:
         raise SeqTransferError("give at least two corpora to compare")
+    if arguments.measure == "wasserstein" and not arguments.wasserstein:
+        raise SeqTransferError("--measure wasserstein needs the vectors that compare words", hint="add --wasserstein glove-6b-50d (or a vector file)")
     if arguments.sample_tokens is not None and arguments.sample_tokens < 1:
         raise SeqTransferError(f"--sample-tokens must be at least 1, got {arguments.sample_tokens}")
     sentences = {name: read_unlabeled(name, arguments.data_dir, arguments.tokenizer, arguments.word_column) for name in names}
     if arguments.sample_tokens:
         sentences = {name: sample_sentences(items, arguments.sample_tokens, arguments.seed) for name, items in sentences.items()}
-    table = compare(sentences, arguments.alpha, language_models=not arguments.no_lm)
+    table = compare(sentences, arguments.alpha, language_models=not arguments.no_lm, wasserstein_vectors=arguments.wasserstein)
     pairs = [{**row, "distance": table[arguments.measure][row["target"]][row["source"]]} for row in gains]
     result = {"measure": arguments.measure, "sample_tokens": arguments.sample_tokens, "tokens": {name: sum(map(len, items)) for name, items in sentences.items()}, "table": table, "pairs": pairs,
               "correlation": correlations([pair["distance"] for pair in pairs], [pair["gain"] for pair in pairs]) if pairs else None}

@@ -128,7 +128,8 @@ def report_arguments(analyses) -> None:
 def add_similarity_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", help="the target corpus whose candidate sources are ranked (one of the corpora)")
     parser.add_argument("--gains", metavar="CSV", help="measured scores per pair (source,target,scratch,transferred): relate distance to transfer gain")
-    parser.add_argument("--measure", default="js", choices=["js", "kl", "oov", "cross_entropy"], help="distance used to rank and relate to gains (default js)")
+    parser.add_argument("--measure", default="js", choices=["js", "kl", "oov", "cross_entropy", "wasserstein"], help="distance used to rank and relate to gains (default js)")
+    parser.add_argument("--wasserstein", metavar="VECTORS", help="also the Wasserstein distance of the word distributions, words compared in these vectors (glove-6b-50d or a file; needs POT)")
     parser.add_argument("--tokenizer", choices=list(TOKENIZERS), default="whitespace", help="how raw-text files are split (default whitespace)")
     parser.add_argument("--word-column", type=int, help="a column file's word column (1-based; its other columns are ignored)")
     parser.add_argument("--alpha", type=float, default=0.01, help="Lidstone smoothing of KL (default 0.01)")
