@@ -225,3 +225,15 @@ def test_a_run_on_frozen_lm_features_refuses_another_lm_in_its_place(language_mo
     text.write_text("John lives in York\n", encoding="utf-8")
     error = one_line_error(capsys, ["predict", str(output), str(text)])
     assert "encoder folder" in error and "is not there" in error
+
+
+def test_probes_read_the_lms_layers_before_and_after_fine_tuning(language_model, tmp_path, monkeypatch):
+    from seqtransfer.analysis.probes import probe_layers
+
+    monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))
+    folder, _ = language_model
+    output = tmp_path / "finetuned"
+    run(["train", *NER, "--output", str(output), *TAGGER, f"model.encoder={folder}", "model.encoder_mode=finetune", "train.learning_rate=0.01"])
+    result = probe_layers(str(output))
+    assert result["layers"] == 3 and len(result["before"]) == 3 and len(result["after"]) == 3
+    assert all(0 <= score <= 100 for score in [*result["before"], *result["after"]])

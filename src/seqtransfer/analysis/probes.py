@@ -20,19 +20,23 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from seqtransfer.embeddings.recurrent_lm import FIRST_CHARACTER, read_vocabulary, token_layer_arrays
 from seqtransfer.errors import SeqTransferError
 
 
 def layer_vectors(run, tokens: list[list[str]], which: str) -> list[np.ndarray]:
     """Per sentence (T, L + 1, H): the pretrained encoder's vectors, or the fine-tuned run's."""
     from seqtransfer.embeddings.feature_cache import cached_features
-    from seqtransfer.embeddings.transformer import encode_sentences_with, tokenizer_of
+    from seqtransfer.embeddings.transformer import encode_sentences_with, encoder_path, tokenizer_of
 
     config = run.config.model
     # pairs read the token types the run read: fine-tuning always gave them; features since encoder_segments
     segments = config.encoder_mode == "finetune" or run.vocabularies.encoder_segments
     if which == "before":
         return cached_features(config.encoder, tokens, config.encoder_pooling, segments)
+    if getattr(type(run.model), "encoder_family", None) == "bilstm_lm":  # our recurrent LM, fine-tuned: its three layers
+        characters = {character: index + FIRST_CHARACTER for index, character in enumerate(read_vocabulary(encoder_path(config.encoder))[1])}
+        return token_layer_arrays(run.model.encoder, characters, tokens)
     encoder = run.model.encoder
     encoder.config.output_hidden_states = True
     encoder.eval()
@@ -113,7 +117,7 @@ def probe_layers(run_directory: str | Path, split: str = "dev", max_train_senten
 
     run = load_run(run_directory)
     if not run.config.model.encoder:
-        raise SeqTransferError("probes read a Transformer encoder's layers; this run has none", path=run_directory, hint="pass a run trained with model.encoder")
+        raise SeqTransferError("probes read an encoder's layers (a Transformer or our recurrent LM); this run has none", path=run_directory, hint="pass a run trained with model.encoder")
     if run.model.task_kind not in PROBED_KINDS:
         raise SeqTransferError(f"probes learn tags, sentence labels or scores; this is a {run.model.task_kind} run", path=run_directory,
                                hint="pass a tagging, sentence classification or regression run")

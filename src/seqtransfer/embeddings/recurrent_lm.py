@@ -295,6 +295,13 @@ def with_saved_weights(build: Callable[[dict], nn.Module], settings: dict, weigh
 def recurrent_features(folder: Path, sentences: Sequence[Sequence[str]], batch_size: int = 64) -> list[np.ndarray]:
     """Per sentence, (T, 3, 2P) float16 vectors of its tokens in the LM's three layers."""
     model, _, characters = load_recurrent_lm(folder)
+    return token_layer_arrays(model, characters, sentences, batch_size)
+
+
+def token_layer_arrays(model: RecurrentLanguageModel, characters: dict[str, int], sentences: Sequence[Sequence[str]], batch_size: int = 64) -> list[np.ndarray]:
+    """Per sentence, (T, 3, 2P) float16 vectors of its tokens in ``model``'s three layers (a
+    pretrained LM's, or the one a run fine-tuned), shortest sentences batched together."""
+    model.eval()
     limit = model.settings["max_characters"]
     order = sorted(range(len(sentences)), key=lambda index: len(sentences[index]))
     result: list[np.ndarray | None] = [None] * len(sentences)
@@ -302,7 +309,8 @@ def recurrent_features(folder: Path, sentences: Sequence[Sequence[str]], batch_s
         for start in range(0, len(order), batch_size):
             rows = order[start : start + batch_size]
             batch = encode_batch([sentences[row] for row in rows], characters, limit)
-            layers = model.token_layers(batch["forms"], batch["form_index"], batch["lengths"]).numpy()  # (B, T + 2, 3, 2P)
+            device = next(model.parameters()).device
+            layers = model.token_layers(batch["forms"].to(device), batch["form_index"].to(device), batch["lengths"]).float().cpu().numpy()  # (B, T + 2, 3, 2P)
             for number, row in enumerate(rows):
                 result[row] = layers[number, 1 : len(sentences[row]) + 1].astype(np.float16)
     return result
