@@ -244,3 +244,18 @@ def test_an_experiment_source_with_a_misspelt_task_is_refused_before_anything_is
     message = run_cli(["experiment", "run", str(experiment), "--results", str(tmp_path / "results")], capsys)
     assert "source 'ner': dataset 'conll2003' has no task 'nre'" in message
     assert not (tmp_path / "results").exists()
+
+
+def test_a_tree_whose_ids_skip_a_number_is_one_line_naming_it(tmp_path, capsys):
+    """Taggers tolerate numbering slips (released files have them), a parser does not: HEAD values name tokens by ID."""
+    from seqtransfer.cli import main
+
+    text = (FIXTURES / "tiny_dep_train.conllu").read_text(encoding="utf-8")
+    broken = text.replace("3\tcoffee\tcoffee\tNOUN", "5\tcoffee\tcoffee\tNOUN", 1)
+    assert broken != text
+    train = tmp_path / "gap.conllu"
+    train.write_text(broken, encoding="utf-8")
+    assert main(["train", "--train", str(train), "--dev", str(FIXTURES / "tiny_dep_dev.conllu"), "--task", "dependency", "--epochs", "1", "--quiet",
+                 "--output", str(tmp_path / "run"), *PARSER]) != 0
+    error = capsys.readouterr().err
+    assert "token ID 5 where 3 was due" in error and "gap.conllu:" in error and "Traceback" not in error

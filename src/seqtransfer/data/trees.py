@@ -48,6 +48,7 @@ def read_tree(sentence: Sentence) -> Tree:
             raise SeqTransferError(f"no {column.upper()} column: this file has no dependency trees", path=sentence.source, line=sentence.line,
                                    hint="parse a CoNLL-U file with HEAD and DEPREL filled, or pick a tagging task")
     length = len(sentence.tokens)
+    check_numbering(sentence)
     heads = []
     for position, (value, relation) in enumerate(zip(sentence.columns[HEAD], sentence.columns[RELATION])):
         fail = lambda message, position=position: SeqTransferError(message, path=sentence.source, line=token_line(sentence, position), hint=TREE_HINT)  # noqa: E731
@@ -64,6 +65,15 @@ def read_tree(sentence: Sentence) -> Tree:
     tree = Tree(tuple(heads), tuple(sentence.columns[RELATION]))
     check_acyclic(tree, sentence)
     return tree
+
+
+def check_numbering(sentence: Sentence) -> None:
+    """A tree's token IDs count 1, 2, 3, ...: its HEAD values name tokens by them, so a gap or a
+    repeat (which taggers tolerate: released files have them) would point heads at the wrong token."""
+    for position, identifier in enumerate(sentence.columns.get("id", ())):
+        if identifier != str(position + 1):
+            raise SeqTransferError(f"token ID {identifier} where {position + 1} was due: a tree's IDs must count 1, 2, 3, ... for its HEAD values to name tokens",
+                                   path=sentence.source, line=token_line(sentence, position), hint="renumber the sentence's ID column (and its HEAD values with it)")
 
 
 def check_acyclic(tree: Tree, sentence: Sentence) -> None:
