@@ -237,3 +237,24 @@ def test_probes_read_the_lms_layers_before_and_after_fine_tuning(language_model,
     result = probe_layers(str(output))
     assert result["layers"] == 3 and len(result["before"]) == 3 and len(result["after"]) == 3
     assert all(0 <= score <= 100 for score in [*result["before"], *result["after"]])
+
+
+def test_finetune_lm_continues_the_lm_on_target_text_with_discriminative_rates(language_model, text, tmp_path, capsys):
+    import json
+
+    from seqtransfer.embeddings.recurrent_lm import load_recurrent_lm
+    from seqtransfer.workflows.lm_finetuning import discriminative_groups
+
+    folder, _ = language_model
+    output = tmp_path / "continued"
+    summary = run(["finetune-lm", str(folder), "--text", str(text), "--output", str(output), "--epochs", "2", "--batch-size", "16", "--threads", "1",
+                   "--quiet", "--device", "cpu"])
+    report = json.loads((output / "pretraining.json").read_text())
+    assert report["continued_from"] == str(folder) and report["held_out_perplexity_before"] > 0 and report["held_out_perplexity"] > 0
+    assert summary["held_out_perplexity"] <= summary["held_out_perplexity_before"] * 1.5
+    model, _, _ = load_recurrent_lm(output)
+    rates = [group["lr"] for group in discriminative_groups(model, 0.026, 2.6)]
+    assert rates == pytest.approx([0.026 / 2.6**3, 0.026 / 2.6**2, 0.026 / 2.6, 0.026])  # character CNN, LSTM 1, LSTM 2, softmax
+    capsys.readouterr()
+    assert main(["finetune-lm", str(FIXTURES / "runs" / "tiny_bert"), "--text", str(text), "--output", str(tmp_path / "other")]) != 0
+    assert "continues our ELMo-style LM" in capsys.readouterr().err

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from seqtransfer.commands import analyze, datasets, ensemble, evaluate, experiment, export, predict, pretrain_lm, pseudolabel, report, selflabel, train, unify
+from seqtransfer.commands import analyze, datasets, ensemble, evaluate, experiment, export, finetune_lm, predict, pretrain_lm, pseudolabel, report, selflabel, train, unify
 from seqtransfer.commands.base import Command
 
 COMMANDS: dict[str, Command] = {
@@ -19,5 +19,6 @@ COMMANDS: dict[str, Command] = {
     "pseudolabel": pseudolabel.COMMAND,
     "ensemble": ensemble.COMMAND,
     "pretrain-lm": pretrain_lm.COMMAND,
+    "finetune-lm": finetune_lm.COMMAND,
     "export": export.COMMAND,
 }

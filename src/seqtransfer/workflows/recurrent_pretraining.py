@@ -144,10 +144,11 @@ def on_device(model: nn.Module, device: str) -> nn.Module:
     return model.to(target)
 
 
-def train_language_model(model: nn.Module, source, scored: list, train_config, work: Path, log, show_progress: bool):
-    """The one training loop on ``source``, early stopping on the held-out perplexity of ``scored``
-    (checkpoints in ``work``); the best weights are loaded back. -> (fit's result, final perplexity)."""
-    result = fit(model, source, lambda trained: (-perplexity(trained, scored), {}), train_config, checkpoint_dir=work, log=log,
+def train_language_model(model: nn.Module, source, scored: list, train_config, work: Path, log, show_progress: bool, parameter_groups: list[dict] | None = None):
+    """The one training loop on ``source`` (``parameter_groups``: rates per group), early stopping on
+    the held-out perplexity of ``scored`` (checkpoints in ``work``); the best weights are loaded back.
+    -> (fit's result, final perplexity)."""
+    result = fit(model, source, lambda trained: (-perplexity(trained, scored), {}), train_config, parameter_groups=parameter_groups, checkpoint_dir=work, log=log,
                  show_progress=show_progress, describe_dev=lambda score: f"held-out perplexity {-score:.2f}")
     model.load_state_dict(result.best_state)
     final = perplexity(model, scored)

@@ -1,0 +1,93 @@
+"""A pretrained LM continued on target-domain text (``seqtransfer finetune-lm``; ULMFiT's second
+stage, domain-adaptive pretraining; issue 56, point 2).
+
+The LM keeps its vocabulary and character set (the target's new words read as <unk> in its softmax;
+its characters still spell them for the encoder) and trains on the target text with ULMFiT's
+discriminative rates (each layer group below the top at the rate of the one above divided by
+``discriminative_factor``, 2.6) and slanted triangular rates (``train.schedule=slanted_triangular``),
+stopping early on the held-out perplexity of target text it does not train on. The perplexity of
+that held-out text is measured before and after: what the stage bought. The result is a folder of
+the same architecture, usable wherever the first one was.
+
+For now our ELMo-style LM (``embeddings/recurrent_lm.py``) is continued; other folders are refused
+with one line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from torch import nn
+
+from seqtransfer.embeddings.recurrent_lm import is_recurrent_lm, load_recurrent_lm, read_vocabulary, save_recurrent_lm
+from seqtransfer.embeddings.transformer import encoder_fingerprint
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.workflows.pretraining import perplexity, start_work_folder
+from seqtransfer.workflows.recurrent_pretraining import RecurrentBatches, RecurrentPretraining, on_device, prepare_run, publish, train_language_model, training_cost
+
+
+@dataclass
+class ContinuationSettings:
+    source: str  # the LM folder continued
+    source_hash: str  # its files' hash: another LM in its place is another run
+    held_out: float = 0.1  # share of the target lines kept for perplexity
+    max_tokens: int = 100
+    discriminative_factor: float = 2.6
+
+
+LAYER_GROUPS = ("tokens.", "lstm_layers.0.", "lstm_layers.1.", "softmax.")  # bottom to top
+
+
+def discriminative_groups(language_model: nn.Module, learning_rate: float, factor: float) -> list[dict]:
+    """Parameter groups bottom to top, the top (the softmax) at ``learning_rate``, each lower one ``factor`` times slower."""
+    groups = []
+    for depth, prefix in enumerate(reversed(LAYER_GROUPS)):
+        parameters = [parameter for name, parameter in language_model.named_parameters() if name.startswith(prefix)]
+        if parameters:
+            groups.append({"params": parameters, "lr": learning_rate / factor**depth})
+    return groups[::-1]
+
+
+def continue_language_model(folder: str, sentences: list[list[str]], settings: ContinuationSettings, train_config, output: Path, log,
+                            show_progress: bool = True, device: str = "auto") -> dict:
+    """Continue the LM of ``folder`` on ``sentences``; write the continued LM's folder ``output``
+    (built in ``output.partial``; an interrupted run resumes from there)."""
+    check_continuable(folder)
+    sentences = [sentence[: settings.max_tokens] for sentence in sentences if sentence]
+    work, identity, training, held_out = prepare_run(sentences, settings, train_config, output, architecture="bilstm-continued")
+    language_model, word_ids, character_ids = load_recurrent_lm(Path(folder))
+    words, characters = read_vocabulary(Path(folder))
+    model = on_device(RecurrentPretraining(language_model), device)
+    limit = language_model.settings["max_characters"]
+    source = RecurrentBatches(training, word_ids, character_ids, limit, train_config.batch_size, train_config.seed)
+    scored = RecurrentBatches(held_out, word_ids, character_ids, limit, train_config.evaluation_batch_size, train_config.seed).fixed()
+    before = perplexity(model, scored)
+    unknown = sum(word not in word_ids for sentence in training for word in sentence) / max(sum(map(len, training)), 1)
+    log(f"continuing {folder} on {len(training):,} target sentences ({sum(map(len, training)):,} tokens, {unknown:.1%} outside its softmax's words), "
+        f"{len(held_out):,} held out; held-out perplexity before: {before:.2f}")
+    start_work_folder(work, identity)
+    groups = discriminative_groups(language_model, train_config.learning_rate, settings.discriminative_factor)
+    result, final = train_language_model(model, source, scored, train_config, work, log, show_progress, parameter_groups=groups)
+    log(f"held-out perplexity of the target text: {before:.2f} before, {final:.2f} after")
+    summary = {"architecture": "bilstm", "continued_from": settings.source, "continued_from_hash": settings.source_hash, "held_out_perplexity_before": round(before, 3),
+               "unknown_word_share": round(unknown, 4), "discriminative_factor": settings.discriminative_factor, "training_sentences": len(training),
+               "held_out_sentences": len(held_out), "settings": language_model.settings, **training_cost(result, final, sum(map(len, training)))}
+    save_recurrent_lm(work / "model", language_model.cpu(), words, characters)
+    publish(work, output, summary)
+    return summary
+
+
+def check_continuable(folder: str) -> None:
+    """A folder of our ELMo-style LM (others are one line, for now)."""
+    if not Path(folder).is_dir():
+        raise SeqTransferError("LM folder not found", path=folder, hint="pass the folder seqtransfer pretrain-lm wrote")
+    if not is_recurrent_lm(Path(folder)):
+        raise SeqTransferError("finetune-lm continues our ELMo-style LM (pretrain-lm --architecture bilstm) for now, and this folder holds another model",
+                               path=folder, hint="pass a folder written by seqtransfer pretrain-lm --architecture bilstm")
+
+
+def source_settings(folder: str, held_out: float, discriminative_factor: float) -> ContinuationSettings:
+    """The continuation's settings, the source LM named by its path and its hash."""
+    check_continuable(folder)
+    return ContinuationSettings(folder, encoder_fingerprint(folder), held_out, discriminative_factor=discriminative_factor)
