@@ -259,3 +259,19 @@ def test_a_tree_whose_ids_skip_a_number_is_one_line_naming_it(tmp_path, capsys):
                  "--output", str(tmp_path / "run"), *PARSER]) != 0
     error = capsys.readouterr().err
     assert "token ID 5 where 3 was due" in error and "gap.conllu:" in error and "Traceback" not in error
+
+
+def test_an_allocation_the_machine_refuses_anywhere_is_one_line(tmp_path, capsys):
+    """A model too large to build (model.hidden=10^12) fails in the allocator before any batch: one line, no traceback."""
+    from seqtransfer.cli import main
+
+    assert main([*tiny_train_arguments(tmp_path / "run", epochs=1), "model.hidden=1000000000000"]) != 0
+    error = capsys.readouterr().err
+    assert "the machine ran out of memory" in error and "Traceback" not in error
+
+
+def test_an_experiment_file_whose_sections_are_lists_is_one_line(tmp_path, capsys):
+    experiment = tmp_path / "lists.yaml"
+    experiment.write_text("name: a\ntitle: t\ncommand: x\ntargets: [1, 2]\nmethods:\n  M: {scheme: scratch}\nreference: M\n", encoding="utf-8")
+    message = run_cli(["experiment", "list", str(experiment)], capsys)
+    assert "'targets' must be a mapping" in message

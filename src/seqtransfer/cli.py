@@ -90,6 +90,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SeqTransferError as error:
         print(f"seqtransfer: error: {error}", file=sys.stderr)
         return 2
+    except MemoryError:
+        print("seqtransfer: error: the machine ran out of memory (fix: lower the model's sizes or the batch size)", file=sys.stderr)
+        return 2
+    except RuntimeError as error:
+        if "DefaultCPUAllocator" not in str(error):
+            raise
+        wanted = str(error).partition("you tried to allocate ")[2].split(" bytes")[0]
+        size = f" ({int(wanted) / 2**30:,.1f} GB asked for at once)" if wanted.isdigit() else ""
+        print(f"seqtransfer: error: the machine ran out of memory{size} (fix: lower the model's sizes or the batch size)", file=sys.stderr)
+        return 2
     except OSError as error:  # the file system refused (a folder where a file is expected, no permission, a full disk)
         where = f"{error.filename}: " if error.filename else ""
         print(f"seqtransfer: error: {where}{error.strerror or error} (fix: check the path and its permissions)", file=sys.stderr)

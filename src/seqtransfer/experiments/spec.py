@@ -173,6 +173,9 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
     """Read and check an experiment file."""
     path = Path(path)
     spec = _build(ExperimentSpec, read_yaml_mapping(path, "experiment file"), "experiment", path)
+    for section in ("sources", "targets", "methods"):
+        if not isinstance(getattr(spec, section) or {}, dict):
+            raise SeqTransferError(f"'{section}' must be a mapping of names to entries", path=path, hint=f"{section}:\n  NAME: {{...}}")
     spec.sources = {name: _build(SourceSpec, item, f"sources.{name}", path) for name, item in (spec.sources or {}).items()}
     spec.targets = {name: _build(TargetSpec, item, f"targets.{name}", path) for name, item in spec.targets.items()}
     spec.methods = {name: _build(MethodSpec, item, f"methods.{name}", path) for name, item in spec.methods.items()}
