@@ -10,7 +10,6 @@ sentence's tokens (merged 1:n tokens as the data writes them):
 from __future__ import annotations
 
 import argparse
-
 from pathlib import Path
 
 from seqtransfer.config import DataConfig

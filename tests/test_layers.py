@@ -52,7 +52,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # vocabularies, embeddings, models.registry and training.checkpoint, all at or below this
     # layer, and training, transfer, experiments, analysis, commands and predictor use it. Only
     # data.overlap reaches up to it.
-    ("training", ("seqtransfer.training", "seqtransfer.rundir")),
+    ("training", ("seqtransfer.training", "seqtransfer.rundir", "seqtransfer.run_members")),
     ("transfer", ("seqtransfer.transfer",)),
     # Workflows compose training and transfer into whole jobs (seqtransfer/workflows: LM
     # pretraining, unification, ...). predictor belongs here: it loads a run (rundir), predicts
@@ -505,6 +505,7 @@ KNOWN: tuple[str, ...] = (
     "circle seqtransfer.workflows.multitask -> seqtransfer.transfer.adaptations",
     "circle seqtransfer.workflows.multitask -> seqtransfer.transfer.auxiliary_lm",
     "circle seqtransfer.workflows.multitask -> seqtransfer.workflows.checks",
+    "circle seqtransfer.workflows.multitask -> seqtransfer.workflows.task_schedule",
     "circle seqtransfer.workflows.multitask -> seqtransfer.workflows.train",
     "circle seqtransfer.workflows.multitask -> seqtransfer.workflows.unify",
     "circle seqtransfer.workflows.selflabel -> seqtransfer.data.batching",
@@ -514,6 +515,9 @@ KNOWN: tuple[str, ...] = (
     "circle seqtransfer.workflows.selflabel -> seqtransfer.training.inference",
     "circle seqtransfer.workflows.selflabel -> seqtransfer.workflows.ensemble",
     "circle seqtransfer.workflows.selflabel -> seqtransfer.workflows.train",
+    "circle seqtransfer.workflows.sources -> seqtransfer.rundir",
+    "circle seqtransfer.workflows.task_schedule -> seqtransfer.data.batching",
+    "circle seqtransfer.workflows.task_schedule -> seqtransfer.models.multitask",
     "circle seqtransfer.workflows.train -> seqtransfer.analysis.activations",
     "circle seqtransfer.workflows.train -> seqtransfer.data.annealing",
     "circle seqtransfer.workflows.train -> seqtransfer.data.batching",
@@ -534,6 +538,7 @@ KNOWN: tuple[str, ...] = (
     "circle seqtransfer.workflows.train -> seqtransfer.workflows.checks",
     "circle seqtransfer.workflows.train -> seqtransfer.workflows.jackknife",
     "circle seqtransfer.workflows.train -> seqtransfer.workflows.multitask",
+    "circle seqtransfer.workflows.train -> seqtransfer.workflows.sources",
     "circle seqtransfer.workflows.unify -> seqtransfer.data.batching",
     "circle seqtransfer.workflows.unify -> seqtransfer.data.task_data",
     "circle seqtransfer.workflows.unify -> seqtransfer.rundir",
@@ -631,7 +636,7 @@ KNOWN: tuple[str, ...] = (
     "in-function seqtransfer.experiments.search -> seqtransfer.workflows.train",
     "in-function seqtransfer.experiments.spec -> seqtransfer.experiments.search",
     "in-function seqtransfer.experiments.spec -> seqtransfer.transfer.schemes",
-    "in-function seqtransfer.experiments.spec -> seqtransfer.workflows.train",
+    "in-function seqtransfer.experiments.spec -> seqtransfer.workflows.sources",
     "in-function seqtransfer.experiments.status -> seqtransfer.workflows.selflabel",
     "in-function seqtransfer.files -> seqtransfer.errors",
     "in-function seqtransfer.models.adapters -> seqtransfer.errors",

@@ -156,10 +156,10 @@ def _searches(values: object, spec: ExperimentSpec, path: Path) -> dict:
 
 
 def check_not_fixed_by_source(method: MethodSpec, search, where: str, path: Path) -> None:
-    """A transfer method's model takes its source's sizes (workflows/train.py ``SOURCE_SIZES``): a
+    """A transfer method's model takes its source's sizes (workflows/sources.py ``SOURCE_SIZES``): a
     search over one would train the same model in every trial and report a setting never used."""
     from seqtransfer.transfer.schemes import get_scheme
-    from seqtransfer.workflows.train import SOURCE_SIZES
+    from seqtransfer.workflows.sources import SOURCE_SIZES
 
     if not get_scheme(method.scheme).uses_source:
         return

@@ -24,22 +24,21 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import torch
-from torch import nn
 
 from seqtransfer import rundir
-from seqtransfer.config import MultiTaskConfig, RunConfig, idle_settings
-from seqtransfer.data.batching import Batch, EncodedSentences, encode_sentences, training_batches
+from seqtransfer.config import RunConfig, idle_settings
+from seqtransfer.data.batching import EncodedSentences, encode_sentences
 from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
 from seqtransfer.device import describe_device, memory_errors_as_one_line, peak_memory_megabytes, prepare_device, resolve_device
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.models.multitask import HierarchicalMultiTask, TaskView, target_name, task_levels, task_order
+from seqtransfer.models.multitask import HierarchicalMultiTask, TaskView, target_name, task_order
 from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import count_parameters, size_metrics
 from seqtransfer.resources import peak_rss_megabytes
@@ -54,6 +53,7 @@ from seqtransfer.transfer.auxiliary_lm import auxiliary_language_model, language
 from seqtransfer.transfer.schemes import Scheme, get_scheme
 from seqtransfer.transfer.weights import copy_shared_label_rows, transfer_weights
 from seqtransfer.workflows.checks import check_resumable
+from seqtransfer.workflows.task_schedule import WEIGHT_SCHEDULES, TaskSchedule, initial_weights, loss_weight_hook  # noqa: F401 - WEIGHT_SCHEDULES: read from here
 from seqtransfer.workflows.train import load_source, train_phases
 from seqtransfer.workflows.unify import unified_sentences, with_task_columns
 
@@ -146,79 +146,6 @@ def encode_streams(tasks: dict[str, TaskData], vocabularies: Vocabularies, unifi
             targets.update({target_name(task, name): arrays for name, arrays in encoded.items()})
         streams.append(encode_sentences(data.tokens("train"), vocabularies, targets=targets))
     return streams
-
-
-class TaskSchedule:
-    """Batches of several training sets, one set per batch (a ``BatchSource`` of the training loop)."""
-
-    def __init__(self, streams: list[EncodedSentences], batch_size: int, seed: int, sampling: str) -> None:
-        self.streams, self.batch_size, self.seed, self.sampling = streams, batch_size, seed, sampling
-        self.counts = [-(-len(stream.lengths) // batch_size) for stream in streams]
-        self.sentence_count = sum(len(stream.lengths) for stream in streams)
-        self.batch_count = sum(self.counts)
-
-    def order(self, epoch: int) -> list[int]:
-        """The stream of each batch of the epoch, in order."""
-        left = list(self.counts)
-        if self.sampling == "proportional":
-            generator = np.random.default_rng([self.seed, epoch, len(self.streams)])
-            order = []
-            while sum(left):
-                stream = int(generator.choice(len(left), p=np.array(left) / sum(left)))
-                order.append(stream)
-                left[stream] -= 1
-            return order
-        order = []
-        while sum(left):  # round robin, low -> high; a used-up set drops out
-            for stream, remaining in enumerate(left):
-                if remaining:
-                    order.append(stream)
-                    left[stream] -= 1
-        return order
-
-    def batches(self, epoch: int) -> Iterator[Batch]:
-        iterators = [training_batches(stream, self.batch_size, np.random.default_rng([self.seed, epoch, number])) for number, stream in enumerate(self.streams)]
-        for stream in self.order(epoch):
-            yield next(iterators[stream])
-
-
-def initial_weights(config: RunConfig) -> dict[str, float]:
-    """First-epoch loss weight per task: ``multitask.loss_weights`` or 2^-level."""
-    levels = task_levels(config.model.tasks)
-    given = config.multitask.loss_weights or {}
-    unknown = [task for task in given if task not in levels]
-    if unknown:
-        raise SeqTransferError(f"multitask.loss_weights names unknown task '{unknown[0]}'", hint=f"the tasks are: {', '.join(levels)}")
-    return {task: float(given.get(task, 2.0 ** -level)) for task, level in levels.items()}
-
-
-def geometric_weight(initial: float, epoch: int, config: MultiTaskConfig) -> float:
-    """min(1, alpha * growth^(epoch - 1)) (MuTSPad paper, section 4.1)."""
-    return min(1.0, initial * config.weight_growth ** (epoch - 1))
-
-
-def linear_weight(initial: float, epoch: int, config: MultiTaskConfig) -> float:
-    """alpha, then equal steps up to 1 at epoch ``weight_ramp_epochs``."""
-    ramp = config.weight_ramp_epochs
-    return 1.0 if ramp <= 1 else min(1.0, initial + (1.0 - initial) * (epoch - 1) / (ramp - 1))
-
-
-def constant_weight(initial: float, epoch: int, config: MultiTaskConfig) -> float:
-    """alpha at every epoch."""
-    return initial
-
-
-WEIGHT_SCHEDULES: dict[str, Callable[[float, int, MultiTaskConfig], float]] = {"geometric": geometric_weight, "linear": linear_weight, "constant": constant_weight}
-
-
-def loss_weight_hook(initial: dict[str, float], config: MultiTaskConfig) -> Callable:
-    """Epoch hook: each task's loss weight at this epoch (``multitask.weight_schedule``)."""
-    schedule = WEIGHT_SCHEDULES[config.weight_schedule]
-
-    def set_weights(epoch: int, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
-        model.loss_weights = {task: schedule(weight, epoch, config) for task, weight in initial.items()}
-
-    return set_weights
 
 
 def dev_evaluation(tasks: dict[str, TaskData], vocabularies: Vocabularies, config: RunConfig) -> tuple[Evaluate, dict[str, EvaluationSet]]:

@@ -14,7 +14,7 @@ from torch import nn
 
 from seqtransfer import rundir
 from seqtransfer.analysis.activations import ActivationRecorder, activation_recorder
-from seqtransfer.config import ModelConfig, RunConfig, check_values, idle_settings
+from seqtransfer.config import RunConfig, check_values, idle_settings
 from seqtransfer.data.annealing import AnnealedBatches, add_annealing_sentences
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.selection import training_sentences
@@ -42,14 +42,9 @@ from seqtransfer.transfer.masked_lm import load_pretraining_head
 from seqtransfer.transfer.schemes import Scheme, get_scheme, scheme_prefixes, set_trainable
 from seqtransfer.transfer.weights import copy_shared_label_rows, transfer_weights
 from seqtransfer.workflows.checks import check_adapter, check_auxiliary_lm, check_causal_encoder, check_distillation, check_fine_tuned_encoder, check_nothing_is_added, check_resumable
+from seqtransfer.workflows.sources import load_source
 
 Log = Callable[[str], None]
-
-
-# Model settings a transferred model takes from its source run (the copied weights' shapes).
-SOURCE_SIZES = ("word_dimension", "char_dimension", "char_hidden", "hidden", "embeddings", "parser_hidden", "parser_layers", "arc_hidden", "relation_hidden",
-                "encoder", "encoder_pooling", "encoder_layers", "encoder_dimension", "tag_feature", "tag_dimension", "feature_extractor",
-                "encoder_mode", "encoder_adapter", "lora_rank", "lora_alpha", "adapter_size", "inputs")
 
 
 def model_architecture(scheme: Scheme, data: TaskData) -> str:
@@ -61,54 +56,6 @@ def model_architecture(scheme: Scheme, data: TaskData) -> str:
             hint=f"use a scheme that builds one of: {', '.join(name for name in architectures if name != 'encoder')} (e.g. --method finetune or features)",
         )
     return architectures[scheme.architecture]
-
-
-def load_source(config: RunConfig, scheme: Scheme) -> rundir.LoadedRun | None:
-    """The source run a scheme transfers from; its model sizes become the target's."""
-    if not scheme.uses_source:
-        return None
-    if not config.transfer.source:
-        raise SeqTransferError(f"scheme '{scheme.name}' needs a source run", hint="pass --source RUN_DIR (a run trained on the source data)")
-    if rundir.is_ensemble(config.transfer.source):
-        raise SeqTransferError("an ensemble is not a source: its runs hold different weights", path=config.transfer.source,
-                               hint=f"transfer from one of its runs, or distil it into the new model: transfer.distill_from=[{config.transfer.source}]")
-    if (Path(config.transfer.source) / rundir.MEMBERS).is_file():  # a self-labelling run: its first final model
-        config.transfer.source = str(rundir.first_member(config.transfer.source))
-    source = rundir.load_run(config.transfer.source)
-    if source.model.task_kind == "multitask" and not config.model.tasks:
-        raise SeqTransferError("the source run is a multi-task model; a mono-task model cannot take its weights", path=config.transfer.source,
-                               hint="fine-tune it as a multi-task model (model.tasks and multitask.data), or pass a mono-task source run")
-    check_source_tags(config, source)
-    check_source_set_up(config, source)
-    for name in SOURCE_SIZES:
-        setattr(config.model, name, getattr(source.config.model, name))
-    return source
-
-
-SOURCE_SET_UP = ("encoder_mode", "encoder_adapter", "inputs")  # of SOURCE_SIZES: a target that asks for other values is told, not overruled
-
-
-def check_source_set_up(config: RunConfig, source: rundir.LoadedRun) -> None:
-    """The target takes its source's set-up; one it asks for otherwise (a fine-tuned encoder over a
-    frozen-features source, LoRA over a fully fine-tuned one, characters over a words-only source:
-    co-training's views) is one line, not silently dropped."""
-    defaults = ModelConfig()
-    for name in SOURCE_SET_UP:
-        wanted, had = getattr(config.model, name), getattr(source.config.model, name)
-        if wanted != getattr(defaults, name) and wanted != had:
-            raise SeqTransferError(f"the source run has model.{name}={had}; this run asks for {wanted}", path=config.transfer.source,
-                                   hint=f"drop model.{name} (a target takes its source's set-up), or transfer from a source trained with it")
-
-
-def check_source_tags(config: RunConfig, source: rundir.LoadedRun) -> None:
-    """The target reads the tags its source read (the copied input layer's size depends on them);
-    it keeps the source's tagger unless it names its own."""
-    wanted, had = config.model.tag_feature, source.config.model.tag_feature
-    if wanted is not None and wanted != had:
-        raise SeqTransferError(f"the source run reads {f'{had!r} tags' if had else 'no input tags'}; this run asks for model.tag_feature={wanted}",
-                               path=config.transfer.source, hint="drop model.tag_feature (the target reads what its source read), or transfer from a source trained with it")
-    if had and not config.model.tag_tagger:
-        config.model.tag_tagger = source.config.model.tag_tagger
 
 
 def build_target_model(config: RunConfig, scheme: Scheme, vocabularies: Vocabularies, matrix: np.ndarray, source, log: Log) -> nn.Module:
