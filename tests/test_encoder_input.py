@@ -66,7 +66,7 @@ def test_predicting_a_users_sentences_writes_no_cache_file(encoder, tmp_path, fe
     for sentence in (["Mary", "visits", "Zürich"], ["abc", "!"], ["john"]):
         assert len(predictor.predict([sentence])[0]) == len(sentence)
     assert sorted(feature_cache.iterdir()) == cached
-    from seqtransfer.workflows.selflabel import combine  # a self-labelling folder's "confident" members predict as combine does
+    from seqtransfer.workflows.combination import combine  # a self-labelling folder's "confident" members predict as combine does
 
     assert len(combine("confident", [predictor.run, predictor.run], [["Mary", "sings"]], cache_features=False)[0]) == 2
     assert sorted(feature_cache.iterdir()) == cached

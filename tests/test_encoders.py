@@ -725,7 +725,7 @@ def test_mixed_precision_trains_an_encoder_in_bf16_with_fp32_weights(encoder, tm
     assert "amp=fp16 needs a CUDA GPU" in error_line(["predict", str(tmp_path / "off"), str(FIXTURES / "tiny_ner_dev.conll"), "--format", "conll",
                                                       "--columns", "word,ner", "--device", "cpu", "--amp", "fp16"], capsys)
     from seqtransfer.cli import run as run_command
-    from seqtransfer.workflows.selflabel import combine
+    from seqtransfer.workflows.combination import combine
 
     scores = run_command(["evaluate", str(tmp_path / "off"), "--file", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner", "--device", "cpu", "--amp", "bf16"])
     assert 0 <= scores["f1"] <= 100

@@ -91,7 +91,7 @@ def test_an_ensemble_folder_scores_and_predicts_as_its_members_averaged(members,
 
 def test_a_voting_ensemble_predicts_by_majority(members, tmp_path, capsys):
     from seqtransfer.predictor import load
-    from seqtransfer.workflows.selflabel import model_predictions, vote
+    from seqtransfer.workflows.combination import model_predictions, vote
 
     output = tmp_path / "vote"
     assert main(["ensemble", *map(str, members), str(members[0]), "--output", str(output), "--combination", "vote"]) == 2  # listed twice

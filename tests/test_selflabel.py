@@ -11,7 +11,8 @@ from conftest import FIXTURES, TINY_MODEL
 from seqtransfer.analysis.predictions import read_predictions
 from seqtransfer.cli import main, run
 from seqtransfer.predictor import load
-from seqtransfer.workflows.selflabel import choose_agreed, token_accuracy, vote
+from seqtransfer.workflows.combination import vote
+from seqtransfer.workflows.selflabel import choose_agreed, token_accuracy
 
 UNLABELED = ["Peter lives in Berlin", "Mary visited Paris today", "John works for Google", "we met Anna in Rome", "Paul flew to London",
              "the team of Madrid won", "Sara likes New York", "Tom left Oslo", "I saw Ben at IBM", "Lisa moved to Vienna"]
@@ -180,7 +181,7 @@ def test_co_training_teaches_each_view_the_others_surest_sentences(tmp_path, cap
     assert [load_run(output / "round-2" / f"model-{number}").config.model.inputs for number in (1, 2)] == ["words", "characters"]
     members = json.loads((output / "members.json").read_text(encoding="utf-8"))
     assert members["combination"] == "confident"
-    from seqtransfer.workflows.selflabel import model_predictions
+    from seqtransfer.workflows.combination import model_predictions
 
     sentence = [["Peter", "lives", "in", "Berlin"]]
     (first, first_confidence), (second, second_confidence) = (model_predictions(output / "round-2" / f"model-{number}", sentence) for number in (1, 2))

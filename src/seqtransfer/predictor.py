@@ -160,7 +160,7 @@ class VotingPredictor:
 
     def predict_raw(self, sentences: Sequence[Sequence[str] | str], tags: Sequence[Sequence[str]] | None = None, checked: bool = False,
                     cache_features: bool = False) -> list[list[str]]:
-        from seqtransfer.workflows.selflabel import combine, vote
+        from seqtransfer.workflows.combination import combine, vote
 
         tokens = self.tokenized(sentences)
         tokens = tokens if checked else self.members[0].model_words(tokens)  # one warning, not one per model

@@ -86,7 +86,7 @@ def predict_split(run, members, data, split: str, batch_size: int, arguments: ar
     from seqtransfer import rundir
     from seqtransfer.device import memory_errors_as_one_line
     from seqtransfer.training.inference import predict_labels
-    from seqtransfer.workflows.selflabel import combine
+    from seqtransfer.workflows.combination import combine
 
     with memory_errors_as_one_line(batch_size, "while evaluating"):
         if members:

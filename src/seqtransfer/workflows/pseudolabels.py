@@ -18,8 +18,9 @@ import numpy as np
 
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.rundir import load_run, member_directories
+from seqtransfer.workflows.combination import model_predictions, vote
 from seqtransfer.workflows.ensemble import averaged_distributions, check_label_sets
-from seqtransfer.workflows.selflabel import model_predictions, vote, write_pseudo
+from seqtransfer.workflows.selflabel import write_pseudo
 
 COMBINATIONS = ("average", "vote")
 
