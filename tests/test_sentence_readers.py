@@ -39,7 +39,8 @@ def test_bi_attention_ignores_padding_and_aligns_each_token_with_the_other_text(
     assert aligned_second.shape == (1, 3, 2)
 
 
-@pytest.mark.parametrize("reader, data", [("max", SENTIMENT), ("bcn", SENTIMENT), ("esim", SIMILARITY), ("biattention", SIMILARITY), ("max", SIMILARITY)])
+@pytest.mark.parametrize("reader, data", [("max", SENTIMENT), ("bcn", SENTIMENT), ("esim", SIMILARITY), ("biattention", SIMILARITY), ("max", SIMILARITY),
+                                          ("ulmfit", SENTIMENT)])
 def test_each_reader_trains_saves_loads_and_predicts(tmp_path, reader, data):
     import seqtransfer
     from seqtransfer.cli import run
@@ -50,7 +51,7 @@ def test_each_reader_trains_saves_loads_and_predicts(tmp_path, reader, data):
     loaded = load_run(output)
     assert type(loaded.model.reader).__name__.lower().startswith(reader[:3])
     has_weights = any(name.startswith("reader.") for name in loaded.model.state_dict())
-    assert has_weights == (reader in ("esim", "bcn"))
+    assert has_weights == (reader in ("esim", "bcn", "ulmfit"))
     sentences = [["fine", "[SEP]", "good"], ["bad", "day", "[SEP]", "bad"]] if data is SIMILARITY else [["fine", "film"], ["bad"]]
     predicted = seqtransfer.load(output).predict(sentences)
     assert len(predicted) == 2
@@ -118,3 +119,20 @@ def test_to_tune_picks_the_papers_head_for_the_mode_and_the_texts():
     assert chosen("model.sentence_pairs=true") == "esim" and chosen("model.sentence_pairs=false") == "bcn"
     finetune = ["model.encoder=minilm", "model.encoder_mode=finetune"]
     assert chosen("model.sentence_pairs=true", *finetune) == "biattention" and chosen("model.sentence_pairs=false", *finetune) == "max"
+
+
+def test_the_ulmfit_reader_trains_on_a_batch_of_one_sentence():
+    """Batch norm has no batch statistics for one sentence: the running ones serve (no error)."""
+    from seqtransfer.config import RunConfig, apply_overrides
+    from seqtransfer.models.sentence_readers import ULMFiTReader
+
+    class Owner:
+        def features(self, batch):
+            return torch.randn(1, 3, 4)
+
+    class OneSentence:
+        mask = torch.ones(1, 3, dtype=torch.bool)
+        lengths = torch.tensor([3])
+
+    reader = ULMFiTReader(apply_overrides(RunConfig(), []).model, 4, Owner()).train()
+    assert reader(Owner(), OneSentence()).shape == (1, ULMFiTReader.HIDDEN)

@@ -12,6 +12,8 @@
     bcn           a text: the bi-attentive classification network (McCann et al. 2017), simplified:
                   ReLU layer, BiLSTM, self bi-attention [X; X - C; X * C], integrating BiLSTM, max /
                   min / mean / self-attentive pooling, then one maxout layer (AllenNLP's has three)
+    ulmfit        ULMFiT's classifier (Howard & Ruder 2018): concat pooling [last state; max; mean]
+                  -> batch norm, dropout, a ReLU layer of 50 units -> batch norm, dropout
 
 ``to_tune`` picks the paper's head for the run: frozen features read by ESIM (pairs) or the BCN
 (single texts), a fine-tuned encoder by bi-attention (pairs) or max pooling (single texts).
@@ -180,7 +182,36 @@ class BCNReader(nn.Module):
         return self.maxout(self.dropout(pooled)).view(pooled.size(0), -1, self.pieces).amax(-1)
 
 
-READERS: dict[str, type[nn.Module]] = {"pooled": PooledReader, "max": MaxReader, "biattention": BiattentionReader, "esim": ESIMReader, "bcn": BCNReader}
+class ULMFiTReader(nn.Module):
+    """Concat pooling, then ULMFiT's two blocks of batch norm and dropout around a ReLU layer of
+    ``HIDDEN`` units; the head's linear layer reads its output (the classifier's second block).
+    The last state is the last token's (both directions of a bidirectional encoder at that token)."""
+
+    HIDDEN = 50
+
+    def __init__(self, config: ModelConfig, input_size: int, owner) -> None:
+        super().__init__()
+        self.first_norm, self.second_norm = nn.BatchNorm1d(3 * input_size), nn.BatchNorm1d(self.HIDDEN)
+        self.dropout = Dropout(config.dropout)
+        self.hidden = nn.Linear(3 * input_size, self.HIDDEN)
+        self.output_size = self.HIDDEN
+
+    def normalized(self, norm: nn.BatchNorm1d, inputs: torch.Tensor) -> torch.Tensor:
+        """Batch norm; a training batch of one sentence (no batch statistics) uses the running ones."""
+        if self.training and inputs.size(0) == 1:
+            return functional.batch_norm(inputs, norm.running_mean, norm.running_var, norm.weight, norm.bias, training=False)
+        return norm(inputs)
+
+    def forward(self, owner, batch: Batch) -> torch.Tensor:
+        states, mask = owner.features(batch), batch.mask
+        last = states[torch.arange(states.size(0), device=states.device), (batch.lengths.to(states.device) - 1).clamp(min=0)]  # (B, H)
+        pooled = torch.cat([last, max_over(states, mask), mean_over(states, mask)], dim=-1)  # (B, 3H)
+        hidden = functional.relu(self.hidden(self.dropout(self.normalized(self.first_norm, pooled))))
+        return self.dropout(self.normalized(self.second_norm, hidden))
+
+
+READERS: dict[str, type[nn.Module]] = {"pooled": PooledReader, "max": MaxReader, "biattention": BiattentionReader, "esim": ESIMReader, "bcn": BCNReader,
+                                       "ulmfit": ULMFiTReader}
 PAIR_READERS = ("biattention", "esim")
 
 
