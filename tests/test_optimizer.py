@@ -110,3 +110,13 @@ def test_slanted_triangular_rises_for_cut_frac_then_falls_from_lr_to_lr_over_32(
     no_warmup = [slanted_triangular(3.2, Position(1, step, 100), TrainConfig(max_epochs=1, warmup=0.0)) for step in range(100)]
     assert no_warmup[0] == pytest.approx(3.2) and no_warmup[-1] == pytest.approx(0.1)  # train.warmup=0 divided by zero
     assert all(a > b for a, b in zip(no_warmup[:-1], no_warmup[1:]))
+
+
+def test_cosine_annealing_goes_from_the_rate_to_zero_over_every_step():
+    from seqtransfer.config import TrainConfig
+    from seqtransfer.training.schedules import Position, cosine
+
+    config = TrainConfig(max_epochs=2)
+    rates = [cosine(1.0, Position(epoch, step, 10), config) for epoch in (1, 2) for step in range(10)]
+    assert rates[0] == 1.0 and rates[10] == pytest.approx(0.5) and rates[-1] == pytest.approx(0.0062, abs=1e-3)
+    assert all(later < earlier for earlier, later in zip(rates, rates[1:]))

@@ -6,12 +6,15 @@
                     (``max_epochs`` epochs), then linear decay to 0 at the last step (BERT fine-tuning)
     slanted_triangular  ULMFiT's: up for the first ``train.warmup`` share (cut_frac), then down;
                     from lr/32 to lr and back to lr/32 (ratio 32, Howard & Ruder 2018, eq. 3)
+    cosine          cosine annealing from lr to 0 over all steps (Loshchilov & Hutter 2017): the "Cos"
+                    of the ULMFiT comparison, in STLR's place
 
 A schedule is a function of the step alone, so a resumed run continues it exactly.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -59,8 +62,14 @@ def slanted_triangular(base: float, position: Position, config: TrainConfig) -> 
     return base * (1 + max(proportion, 0.0) * (SLANTED_RATIO - 1)) / SLANTED_RATIO
 
 
+def cosine(base: float, position: Position, config: TrainConfig) -> float:
+    total = max(config.max_epochs * position.steps_per_epoch, 1)
+    step = (position.epoch - 1) * position.steps_per_epoch + position.step
+    return base * 0.5 * (1 + math.cos(math.pi * min(step / total, 1.0)))
+
+
 SCHEDULES: dict[str, Callable[[float, Position, TrainConfig], float]] = {"inverse_time": inverse_time, "linear_warmup": linear_warmup,
-                                                                          "slanted_triangular": slanted_triangular}
+                                                                          "slanted_triangular": slanted_triangular, "cosine": cosine}
 
 
 def get_schedule(name: str) -> Callable[[float, Position, TrainConfig], float]:
