@@ -95,9 +95,10 @@ def check_output_folder(output: str) -> None:
         raise SeqTransferError("--output is a run directory", path=path, hint="pass a folder of its own for the analysis's files")
 
 
-def run_drift(arguments: argparse.Namespace) -> list[dict]:
+def per_run_analysis(arguments: argparse.Namespace, name: str, measure, markdown, figure) -> list[dict]:
+    """An analysis with one result per RUN (and an optional --label each): checked arguments, the
+    Markdown table printed, and with --output NAME.json, NAME.md and the figure written."""
     from seqtransfer.analysis import figures
-    from seqtransfer.analysis.drift import distinct_labels, drift_figure, markdown, measure_drift
     from seqtransfer.files import write_json, write_text
 
     if arguments.label and len(arguments.label) != len(arguments.runs):
@@ -105,38 +106,28 @@ def run_drift(arguments: argparse.Namespace) -> list[dict]:
     check_distinct_runs(arguments.runs, arguments.label)
     if arguments.output:
         check_output_folder(arguments.output)
-    results = distinct_labels([measure_drift(run, label) for run, label in zip(arguments.runs, arguments.label or [None] * len(arguments.runs))])
+    results = measure([(run, label) for run, label in zip(arguments.runs, arguments.label or [None] * len(arguments.runs))])
     table = markdown(results)
     print(table, end="")
     if arguments.output:
         output = Path(arguments.output)
-        write_json(output / "drift.json", results)
-        write_text(output / "drift.md", table)
-        figures.save_figure(drift_figure(results), output / "drift")
+        write_json(output / f"{name}.json", results)
+        write_text(output / f"{name}.md", table)
+        figures.save_figure(figure(results), output / name)
         print(f"written to {output}")
     return results
+
+
+def run_drift(arguments: argparse.Namespace) -> list[dict]:
+    from seqtransfer.analysis.drift import distinct_labels, drift_figure, markdown, measure_drift
+
+    return per_run_analysis(arguments, "drift", lambda pairs: distinct_labels([measure_drift(run, label) for run, label in pairs]), markdown, drift_figure)
 
 
 def run_layers(arguments: argparse.Namespace) -> list[dict]:
-    from seqtransfer.analysis import figures
     from seqtransfer.analysis.layer_mix import markdown, mix_figure, mix_weights
-    from seqtransfer.files import write_json, write_text
 
-    if arguments.label and len(arguments.label) != len(arguments.runs):
-        raise SeqTransferError(f"{len(arguments.label)} --label for {len(arguments.runs)} runs", hint="give one --label per RUN, in order, or none")
-    check_distinct_runs(arguments.runs, arguments.label)
-    if arguments.output:
-        check_output_folder(arguments.output)
-    results = [mix_weights(run, label) for run, label in zip(arguments.runs, arguments.label or [None] * len(arguments.runs))]
-    table = markdown(results)
-    print(table, end="")
-    if arguments.output:
-        output = Path(arguments.output)
-        write_json(output / "layers.json", results)
-        write_text(output / "layers.md", table)
-        figures.save_figure(mix_figure(results), output / "layers")
-        print(f"written to {output}")
-    return results
+    return per_run_analysis(arguments, "layers", lambda pairs: [mix_weights(run, label) for run, label in pairs], markdown, mix_figure)
 
 
 def run_tokens(arguments: argparse.Namespace) -> dict:
