@@ -81,7 +81,7 @@ def test_a_schedule_registered_at_test_time_passes_config_validation(monkeypatch
     monkeypatch.setitem(SCHEDULES, "constant", lambda base, position, config: base)
     assert check_values(apply_overrides(RunConfig(), ["train.schedule=constant"])).train.schedule == "constant"
     with pytest.raises(SeqTransferError, match="constant"):  # the error lists the registry's names
-        check_values(apply_overrides(RunConfig(), ["train.schedule=cosine"]))
+        check_values(apply_overrides(RunConfig(), ["train.schedule=nosuch"]))
 
 
 def save_mismatched_encoder(folder: Path, sub_words: int, table: int, mask_id: int | None = None) -> Path:

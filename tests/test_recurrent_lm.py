@@ -258,3 +258,26 @@ def test_finetune_lm_continues_the_lm_on_target_text_with_discriminative_rates(l
     capsys.readouterr()
     assert main(["finetune-lm", str(FIXTURES / "runs" / "tiny_bert"), "--text", str(text), "--output", str(tmp_path / "other")]) != 0
     assert "continues our ELMo-style LM" in capsys.readouterr().err
+
+
+def test_a_tokens_vector_does_not_depend_on_the_other_tokens_of_its_batch():
+    """The character CNN pools each token over its own windows: "a" reads the same alone and beside a long word."""
+    from seqtransfer.embeddings.recurrent_lm import DEFAULTS, FIRST_CHARACTER, SIZES, RecurrentLanguageModel, encode_batch
+
+    torch.manual_seed(0)
+    characters = {character: index + FIRST_CHARACTER for index, character in enumerate("abcdefghijklmnopqrstuvwxyz")}
+    model = RecurrentLanguageModel({**SIZES["tiny"], **DEFAULTS, "characters": 40, "words": 10}).eval()
+    with torch.inference_mode():
+        alone = model.token_layers(**encode_batch([["a", "b"]], characters, 50))[0, 1:3]
+        beside = model.token_layers(**encode_batch([["a", "b"], ["thisisaverylongwordindeed"]], characters, 50))[0, 1:3]
+    assert torch.allclose(alone, beside, atol=1e-6)
+
+
+def test_separate_pair_encoding_is_refused_for_our_recurrent_lm(language_model, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))
+    folder, _ = language_model
+    similarity = ["--train", str(FIXTURES / "tiny_similarity.tsv"), "--dev", str(FIXTURES / "tiny_similarity.tsv"), "--columns", "text,text_b,score"]
+    for mode in ("features", "finetune"):
+        error = one_line_error(capsys, ["train", *similarity, "--output", str(tmp_path / mode), *TAGGER, f"model.encoder={folder}",
+                                        f"model.encoder_mode={mode}", "model.pair_encoding=separate"])
+        assert "our recurrent LM reads a pair as one sequence" in error

@@ -112,3 +112,23 @@ def test_a_damaged_checkpoint_is_one_line_naming_restart_and_rewrites_nothing(tm
     assert "checkpoint of this unfinished run is damaged" in error and "--restart" in error and "Traceback" not in error
     assert {name: (tmp_path / "run" / name).stat().st_mtime_ns for name in written} == written
     assert main([*arguments, "--restart"]) == 0
+
+
+def test_a_changed_setting_is_named_before_the_checkpoint_is_read(tmp_path, monkeypatch, capsys):
+    """Re-running an interrupted run with another model size: the setting is named (the same command resumes), not a 'damaged' checkpoint."""
+    from seqtransfer.cli import main
+
+    real_save = checkpoint.save
+
+    def save_then_crash(directory, model, optimizer, state):
+        real_save(directory, model, optimizer, state)
+        raise Crash("killed after epoch 1")
+
+    monkeypatch.setattr(checkpoint, "save", save_then_crash)
+    arguments = tiny_train_arguments(tmp_path / "run", epochs=3)
+    with pytest.raises(Crash):
+        run(arguments)
+    monkeypatch.setattr(checkpoint, "save", real_save)
+    assert main([*arguments, "model.hidden=20"]) != 0
+    error = capsys.readouterr().err
+    assert "other settings (model.hidden)" in error and "damaged" not in error

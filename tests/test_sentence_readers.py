@@ -136,3 +136,13 @@ def test_the_ulmfit_reader_trains_on_a_batch_of_one_sentence():
 
     reader = ULMFiTReader(apply_overrides(RunConfig(), []).model, 4, Owner()).train()
     assert reader(Owner(), OneSentence()).shape == (1, ULMFiTReader.HIDDEN)
+
+
+def test_an_empty_text_aligns_nothing():
+    """B of "A [SEP]" has no token: A's aligned vectors are zero, whatever the batch's padding holds."""
+    from seqtransfer.models.sentence_readers import bi_attention
+
+    first = torch.tensor([[[1.0, 0.0]]])
+    second = torch.tensor([[[5.0, 5.0], [7.0, 7.0]]])  # padding only
+    aligned_first, _ = bi_attention(first, torch.tensor([[True]]), second, torch.tensor([[False, False]]))
+    assert torch.equal(aligned_first, torch.zeros(1, 1, 2))

@@ -26,8 +26,12 @@ def mix_weights(directory: str | Path, label: str | None = None) -> dict:
     directory = Path(directory)
     check_run_directory(directory)
     config = read_saved_config(directory)
-    state = load_file(str(directory / WEIGHTS))
-    names = sorted(name for name in state if name.endswith(MIX_SUFFIX))
+    try:
+        state = load_file(str(directory / WEIGHTS))
+    except Exception as error:  # noqa: BLE001 - safetensors raises its own errors for a truncated or garbled file
+        raise SeqTransferError(f"cannot read the run's weights ({str(error).splitlines()[0][:160]})", path=directory / WEIGHTS,
+                               hint="the run directory is damaged: train it again") from None
+    names = sorted(name for name in state if name.endswith(MIX_SUFFIX) and name.removesuffix("weights") + "gamma" in state)
     if not names:
         raise SeqTransferError("this run mixes no encoder layers", path=directory,
                                hint="pass runs trained with model.encoder (frozen features, or our recurrent LM fine-tuned)")

@@ -22,7 +22,7 @@ from safetensors.numpy import load_file, save_file
 from seqtransfer.data.tsv import PAIR_SEPARATOR
 from seqtransfer.embeddings.recurrent_lm import is_recurrent_lm, recurrent_features
 from seqtransfer.embeddings.transformer import encode_sentences_with, encoder_fingerprint, encoder_path, encoder_shape, has_token_types, load_encoder, marks_spaces, tokenizer_of
-from seqtransfer.errors import warn
+from seqtransfer.errors import SeqTransferError, warn
 
 CACHE_VERSION = 1
 
@@ -41,6 +41,9 @@ def cached_features(name: str, sentences: Sequence[Sequence[str]], pooling: str,
     ``segments``: pairs read BERT token types (``encode_window``); ``separate``: each text of a pair
     encoded alone; ``store=False``: computed in memory, the cache neither read nor written (a user's
     sentences: one file per call would pile up)."""
+    if separate and is_recurrent_lm(encoder_path(name)):
+        raise SeqTransferError("model.pair_encoding=separate encodes a pair's texts in a Transformer's windows; our recurrent LM reads a pair as one sequence",
+                               hint="drop model.pair_encoding, or use a Transformer encoder")
     if not store:
         return computed_features(name, sentences, pooling, segments, separate)
     path = cache_path(name, sentences, pooling, segments, separate)
@@ -65,8 +68,11 @@ def cache_path(name: str, sentences: Sequence[Sequence[str]], pooling: str, segm
     typed = "-segments" if segments and not separate and has_token_types(name) and pairs else ""
     alone = "-separate" if separate and pairs and not is_recurrent_lm(encoder_path(name)) else ""  # each text of a pair in its own windows
     # byte-level BPE tokens read as words inside a sentence ("Ġword"): other pieces than before that convention, another entry
-    spaced = "-spaced" if not is_recurrent_lm(encoder_path(name)) and marks_spaces(tokenizer_of(name)) else ""
-    key = f"v{CACHE_VERSION}-{encoder_fingerprint(name)}-{pooling}{typed}{alone}{spaced}-{sentences_hash(sentences)}"
+    recurrent = is_recurrent_lm(encoder_path(name))
+    spaced = "-spaced" if not recurrent and marks_spaces(tokenizer_of(name)) else ""
+    # our recurrent LM's token vectors read each token's own character windows since 2026-11-28 (before: the batch's widest): another entry
+    own = "-own-windows" if recurrent else ""
+    key = f"v{CACHE_VERSION}-{encoder_fingerprint(name)}-{pooling}{typed}{alone}{spaced}{own}-{sentences_hash(sentences)}"
     return cache_root() / f"{key}.safetensors"
 
 

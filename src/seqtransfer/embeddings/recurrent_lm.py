@@ -89,13 +89,25 @@ class CharacterConvolution(nn.Module):
         self.widest = max(width for width, _ in filters)
 
     def forward(self, characters: torch.Tensor) -> torch.Tensor:
+        """A token's vector depends on its characters alone, not on the longest token of its batch:
+        a window that starts past the token's last full window is left out of the max (the
+        padding's zero embedding is read only by the one window of a token shorter than the width)."""
         if characters.size(1) < self.widest:  # every width needs at least one position
             characters = functional.pad(characters, (0, self.widest - characters.size(1)))
+        lengths = (characters != PAD).sum(1, keepdim=True)  # (U, 1)
         embedded = self.embedding(characters).transpose(1, 2)  # (U, D, C)
-        pooled = torch.cat([functional.relu(convolution(embedded)).amax(-1) for convolution in self.convolutions], dim=-1)  # (U, F)
+        pooled = torch.cat([self.pooled(convolution, embedded, lengths) for convolution in self.convolutions], dim=-1)  # (U, F)
         for highway in self.highways:
             pooled = highway(pooled)
         return self.projection(pooled)
+
+    @staticmethod
+    def pooled(convolution: nn.Conv1d, embedded: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """(U, D, C) -> (U, count): the max of relu(convolution) over each token's own windows."""
+        outputs = functional.relu(convolution(embedded))  # (U, count, C - width + 1); relu: >= 0, so a zeroed window never wins over a real one
+        starts = torch.arange(outputs.size(-1), device=outputs.device)
+        last_start = (lengths - convolution.kernel_size[0]).clamp(min=0)  # (U, 1)
+        return outputs.masked_fill((starts > last_start).unsqueeze(1), 0.0).amax(-1)
 
 
 class LSTMLayer(nn.Module):
@@ -286,7 +298,7 @@ def with_saved_weights(build: Callable[[dict], nn.Module], settings: dict, weigh
         model = build(settings)
     try:
         model.load_state_dict(load_file(str(weights)))
-    except (RuntimeError, OSError) as error:
+    except Exception as error:  # noqa: BLE001 - safetensors raises its own errors for a truncated or garbled file
         raise SeqTransferError(f"cannot load {what} ({str(error).splitlines()[0][:160]})", path=weights,
                                hint="the weights must be those pretrain-lm saved with this config.json") from None
     return model.eval()

@@ -33,6 +33,7 @@ from seqtransfer.embeddings.recurrent_lm import (
     read_vocabulary,
 )
 from seqtransfer.embeddings.transformer import ScalarMix, encoder_path
+from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.bilstm import BiLSTM
 
 SENTENCE_FORMS = ((BEGIN_WORD, BEGIN_SENTENCE, END_WORD), (BEGIN_WORD, END_SENTENCE, END_WORD))  # the forms of <S> and </S>
@@ -45,6 +46,9 @@ class RecurrentEncoder:
     feature_extractors = ("bilstm", "none")
 
     def build_encoder(self, config: ModelConfig, word_count: int, character_count: int, task_kind: str, vocabularies=None) -> int:
+        if config.pair_encoding == "separate":
+            raise SeqTransferError("model.pair_encoding=separate encodes a pair's texts in a Transformer's windows; our recurrent LM reads a pair as one sequence",
+                                   hint="drop model.pair_encoding, or use a Transformer encoder")
         folder = encoder_path(config.encoder)
         settings = read_settings(folder)
         self.encoder_name = config.encoder

@@ -69,9 +69,10 @@ def bi_attention(first: torch.Tensor, first_mask: torch.Tensor, second: torch.Te
     """Soft alignment (ESIM's local inference): each token of one text attends over the other's:
     (B, Ta, H), (B, Tb, H) -> (B, Ta, H) the second text aligned to each first token, (B, Tb, H) the reverse."""
     scores = first @ second.transpose(1, 2)  # (B, Ta, Tb)
-    aligned_first = scores.masked_fill(~second_mask.unsqueeze(1), NEGATIVE).softmax(-1) @ second
-    aligned_second = scores.transpose(1, 2).masked_fill(~first_mask.unsqueeze(1), NEGATIVE).softmax(-1) @ first
-    return aligned_first, aligned_second
+    # a text with no token (B of "A [SEP]") aligns nothing: its weights are zero, not uniform over padding
+    to_second = scores.masked_fill(~second_mask.unsqueeze(1), NEGATIVE).softmax(-1) * second_mask.unsqueeze(1)
+    to_first = scores.transpose(1, 2).masked_fill(~first_mask.unsqueeze(1), NEGATIVE).softmax(-1) * first_mask.unsqueeze(1)
+    return to_second @ second, to_first @ first
 
 
 def enhanced(states: torch.Tensor, aligned: torch.Tensor) -> torch.Tensor:
@@ -176,7 +177,7 @@ class BCNReader(nn.Module):
         encoded = self.encoder(functional.relu(self.feedforward(self.dropout(owner.features(batch)))), lengths)  # (B, T, H)
         context, _ = bi_attention(encoded, mask, encoded, mask)
         integrated = self.integrator(self.dropout(torch.cat([encoded, encoded - context, encoded * context], dim=-1)), lengths)
-        weights = self.attention(integrated).squeeze(-1).masked_fill(~mask, NEGATIVE).softmax(-1)  # (B, T)
+        weights = self.attention(integrated).squeeze(-1).masked_fill(~mask, NEGATIVE).softmax(-1) * mask  # (B, T); an empty sentence pools nothing
         minimum = -max_over(-integrated, mask)
         pooled = torch.cat([max_over(integrated, mask), minimum, mean_over(integrated, mask), (weights.unsqueeze(-1) * integrated).sum(1)], dim=-1)
         return self.maxout(self.dropout(pooled)).view(pooled.size(0), -1, self.pieces).amax(-1)

@@ -74,19 +74,19 @@ def check_auxiliary_lm(config: RunConfig, scheme: Scheme) -> None:
 def check_resumable(directory: Path, config: RunConfig, model=None) -> None:
     """A run directory with an unfinished run resumes only with the same configuration, and (with
     ``model``) only from checkpoints that are whole and hold this model's weights: all checked
-    before anything in the directory is rewritten."""
+    before anything in the directory is rewritten. A changed setting is named first (a checkpoint
+    that does not fit because of it is not damaged: the same command resumes it)."""
+    if (directory / rundir.CONFIG).is_file():
+        saved = rundir.read_saved_config(directory)
+        differing = config_differences(saved, config)
+        if differing:
+            raise SeqTransferError(
+                f"this run directory holds an unfinished run with other settings ({', '.join(differing)})",
+                path=directory, hint="run the same command to resume it, pass --restart to start it over, or choose another --output",
+            )
     if model is not None:
         for phase in sorted((directory / "checkpoint").glob("*/")):
             check_fits(phase, model)
-    if not (directory / rundir.CONFIG).is_file():
-        return
-    saved = rundir.read_saved_config(directory)
-    differing = config_differences(saved, config)
-    if differing:
-        raise SeqTransferError(
-            f"this run directory holds an unfinished run with other settings ({', '.join(differing)})",
-            path=directory, hint="run the same command to resume it, pass --restart to start it over, or choose another --output",
-        )
 
 
 # Settings whose default is null and which a run fills in itself before this check (the optimizer,
