@@ -220,6 +220,8 @@ def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
     summaries = aggregate(records, spec.split)
     source = f"Reproduces {spec.paper_table}. " if spec.paper_table else ""
     lines = [f"# {spec.title}", "", f"{source}Experiment `{spec.experiment}`, {len(records)} finished runs."]
+    if spec.notes:
+        lines += ["", f"**What reproduces and what does not.** {spec.notes.strip()}"]
     if spec.published:
         lines += ["", *_published_section(spec, summaries, records)]
     lines += ["", f"## Our results ({spec.split})", ""]

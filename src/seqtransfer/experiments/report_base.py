@@ -52,6 +52,7 @@ class ReportSpec:
     published: Sequence = ()  # PublishedSpec rows: published results that are not ours
     method_targets: Mapping[str, Sequence[str]] = dataclasses.field(default_factory=dict)  # a method limited to some targets -> them
     paper_metrics: Mapping[str, str] = dataclasses.field(default_factory=dict)  # target -> the metric of the paper's numbers, where not the main one
+    notes: str = ""  # the experiment file's notes: what reproduces and what does not, opening the report
 
     def applies(self, method: str, target: str) -> bool:
         """Whether the grid has cells of ``method`` on ``target``."""
@@ -78,6 +79,7 @@ def report_spec(experiment, trials: int = 10000) -> ReportSpec:
         published=list(experiment.published),
         method_targets={name: experiment.targets_of(name) for name in experiment.methods},
         paper_metrics={name: target.paper_metric for name, target in experiment.targets.items() if target.paper_metric},
+        notes=experiment.notes or "",
     )
 
 
