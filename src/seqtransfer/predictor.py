@@ -89,7 +89,7 @@ class Predictor:
         encoder's features go to the feature cache (a dataset's split, read again), not only to memory."""
         tokens = self.tokenized(sentences)
         tokens = tokens if checked else self.model_words(tokens)
-        if getattr(self.run.model, "task_kind", None) == "dependency":
+        if getattr(self.run.model, "task_kind", None) == "dependency" and model_device(self.run.model).type == "cpu":  # a GPU's memory is not the host's
             check_parser_memory([len(sentence) for sentence in tokens], self.batch_size, False, "sentence", "split it into shorter sentences, or use a smaller batch size")
         encoded = encode_sentences(tokens, self.run.vocabularies, tags=tags, cache_features=cache_features)
         torch.set_num_threads(granted_threads(self.run.config.train.threads))

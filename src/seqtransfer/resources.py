@@ -51,6 +51,17 @@ def available_memory_bytes() -> int | None:
             if line.startswith("MemAvailable:"):
                 available = int(line.split()[1]) * 1024
     limit, _ = resource.getrlimit(resource.RLIMIT_AS)
-    if limit != resource.RLIM_INFINITY:
-        available = limit if available is None else min(available, limit)
+    if limit != resource.RLIM_INFINITY:  # what the limit leaves: the limit less the address space already in use
+        left = max(limit - address_space_bytes(), 0)
+        available = left if available is None else min(available, left)
     return available
+
+
+def address_space_bytes() -> int:
+    """This process's virtual memory size (/proc/self/status's VmSize, Linux; 0 where unknown)."""
+    status = Path("/proc/self/status")
+    if status.is_file():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0

@@ -249,7 +249,10 @@ def check_target_model(config: RunConfig, model: nn.Module, scheme: Scheme, has_
 
 
 def check_splits_fit(config: RunConfig, data: TaskData) -> None:
-    """A parser's longest training and evaluation batches fit in the machine's memory (one line each)."""
+    """A parser's longest training and evaluation batches fit in the machine's memory (one line each);
+    on a GPU the host's memory says nothing of the device's, and nothing is checked here."""
+    if resolve_device(config.train.device).type != "cpu":
+        return
     check_parser_memory([len(sentence.tokens) for sentence in data.splits["train"]], config.train.batch_size, True, "training sentence",
                         "skip longer training sentences with data.max_sentence_length=N (e.g. 300), or lower train.batch_size")
     for split in (name for name in data.splits if name != "train"):
