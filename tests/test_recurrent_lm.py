@@ -281,3 +281,19 @@ def test_separate_pair_encoding_is_refused_for_our_recurrent_lm(language_model, 
         error = one_line_error(capsys, ["train", *similarity, "--output", str(tmp_path / mode), *TAGGER, f"model.encoder={folder}",
                                         f"model.encoder_mode={mode}", "model.pair_encoding=separate"])
         assert "our recurrent LM reads a pair as one sequence" in error
+
+
+def test_a_fine_tuned_lm_spells_test_words_with_every_character_it_knows(language_model, tmp_path, monkeypatch):
+    """The run's character vocabulary takes the LM's characters too: a character of the LM absent from the training data is not unknown."""
+    from seqtransfer.embeddings.recurrent_lm import FIRST_CHARACTER, read_vocabulary
+    from seqtransfer.rundir import load_run
+
+    monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))
+    folder, _ = language_model
+    output = tmp_path / "finetuned"
+    run(["train", *NER, "--output", str(output), *TAGGER, f"model.encoder={folder}", "model.encoder_mode=finetune"])
+    loaded = load_run(output)
+    lm_characters = read_vocabulary(folder)[1]
+    assert set(lm_characters) <= set(loaded.vocabularies.characters.items)
+    mapped = loaded.model.character_map[[loaded.vocabularies.characters.index[character] for character in lm_characters]]
+    assert mapped.tolist() == [index + FIRST_CHARACTER for index in range(len(lm_characters))]

@@ -9,9 +9,10 @@ import numpy as np
 from seqtransfer.config import RunConfig
 from seqtransfer.data.tag_feature import add_tag_vocabulary
 from seqtransfer.data.task_data import TaskData
-from seqtransfer.data.vocabulary import Vocabularies, build_vocabularies, word_key
+from seqtransfer.data.vocabulary import Vocabularies, Vocabulary, build_vocabularies, word_key
+from seqtransfer.embeddings.recurrent_lm import is_recurrent_lm, read_vocabulary
 from seqtransfer.embeddings.static import build_embedding_matrix, load_vectors
-from seqtransfer.embeddings.transformer import check_encoder, encoder_fingerprint, encoder_shape
+from seqtransfer.embeddings.transformer import check_encoder, encoder_fingerprint, encoder_path, encoder_shape
 from seqtransfer.errors import SeqTransferError
 
 Log = Callable[[str], None]
@@ -54,8 +55,19 @@ def build_word_vocabularies(config: RunConfig, train_tokens: list, evaluation_to
         vocabularies.encoder, vocabularies.encoder_pooling, vocabularies.encoder_mode = model_config.encoder, model_config.encoder_pooling, model_config.encoder_mode
         vocabularies.encoder_segments = True
         vocabularies.pair_encoding = model_config.pair_encoding
+        if model_config.encoder_mode == "finetune" and is_recurrent_lm(encoder_path(model_config.encoder)):
+            vocabularies.characters = with_lm_characters(vocabularies.characters, model_config.encoder)
         how = f"fine-tuned, {model_config.encoder_pooling} sub-word" if model_config.encoder_mode == "finetune" else f"frozen, {model_config.encoder_pooling} sub-word, scalar mix"
         log(f"encoder {model_config.encoder}: {model_config.encoder_layers} layers of {model_config.encoder_dimension} units, {how}")
     matrix, found = build_embedding_matrix(vocabularies.words.items, vectors, model_config.word_dimension, seed=config.train.seed)
     log(f"vocabulary: {len(vocabularies.words)} words ({found} pre-trained), {len(vocabularies.characters)} characters, {len(vocabularies.labels)} labels")
     return vocabularies, matrix
+
+
+def with_lm_characters(characters: Vocabulary, encoder: str) -> Vocabulary:
+    """The run's characters, then the recurrent LM's that its training data lacks: a fine-tuned LM
+    then spells every word of the test data with the characters it learned, not only those the
+    training data happened to hold (an emoji first seen at test time)."""
+    known = set(characters.items)
+    return Vocabulary([*characters.items, *(character for character in read_vocabulary(encoder_path(encoder))[1] if character not in known)])
+
