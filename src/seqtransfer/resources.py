@@ -31,37 +31,31 @@ def reset_peak_rss() -> bool:
         return False
 
 
+def proc_kilobytes(path: str, key: str) -> int | None:
+    """The value in kB of ``key`` (``VmHWM``, ``MemAvailable``...) in a /proc file (Linux), or None."""
+    file = Path(path)
+    if file.is_file():
+        for line in file.read_text().splitlines():
+            if line.startswith(f"{key}:"):
+                return int(line.split()[1])
+    return None
+
+
 def peak_rss_megabytes() -> float:
     """Peak resident memory since the last reset (else since the process started), in MB."""
-    status = Path("/proc/self/status")
-    if status.is_file():
-        for line in status.read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return round(int(line.split()[1]) / 1024, 1)
+    peak = proc_kilobytes("/proc/self/status", "VmHWM")
+    if peak is not None:
+        return round(peak / 1024, 1)
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def available_memory_bytes() -> int | None:
     """Memory the system can give without swapping (/proc/meminfo's MemAvailable, Linux), capped by
     this process's address-space limit where one is set; None where neither says."""
-    meminfo = Path("/proc/meminfo")
-    available = None
-    if meminfo.is_file():
-        for line in meminfo.read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                available = int(line.split()[1]) * 1024
+    free = proc_kilobytes("/proc/meminfo", "MemAvailable")
+    available = None if free is None else free * 1024
     limit, _ = resource.getrlimit(resource.RLIMIT_AS)
-    if limit != resource.RLIM_INFINITY:  # what the limit leaves: the limit less the address space already in use
-        left = max(limit - address_space_bytes(), 0)
+    if limit != resource.RLIM_INFINITY:  # what the limit leaves: the limit less the address space already in use (VmSize)
+        left = max(limit - (proc_kilobytes("/proc/self/status", "VmSize") or 0) * 1024, 0)
         available = left if available is None else min(available, left)
     return available
-
-
-def address_space_bytes() -> int:
-    """This process's virtual memory size (/proc/self/status's VmSize, Linux; 0 where unknown)."""
-    status = Path("/proc/self/status")
-    if status.is_file():
-        for line in status.read_text().splitlines():
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
-    return 0
