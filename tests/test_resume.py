@@ -13,6 +13,19 @@ class Crash(Exception):
     pass
 
 
+def crash_after(monkeypatch, epoch: int):
+    """Make checkpoint.save write epoch ``epoch``'s checkpoint, then raise Crash; returns the real save."""
+    real_save = checkpoint.save
+
+    def save_then_crash(directory, model, optimizer, state):
+        real_save(directory, model, optimizer, state)
+        if state.epoch == epoch:
+            raise Crash(f"killed after epoch {epoch}")
+
+    monkeypatch.setattr(checkpoint, "save", save_then_crash)
+    return real_save
+
+
 @pytest.mark.parametrize("optimizer, adversarial", [("sgd", False), ("adam", False), ("sgd", True)])
 def test_interrupted_run_resumes_to_identical_weights(tmp_path, monkeypatch, optimizer, adversarial):
     extra = ["train.patience=100", f"train.optimizer={optimizer}"]
@@ -21,14 +34,7 @@ def test_interrupted_run_resumes_to_identical_weights(tmp_path, monkeypatch, opt
         extra.append("train.adversarial_word_column=1")
     uninterrupted = run(tiny_train_arguments(tmp_path / "straight", epochs=4, seed=3) + extra)
 
-    real_save = checkpoint.save
-
-    def save_then_crash(directory, model, optimizer, state):
-        real_save(directory, model, optimizer, state)
-        if state.epoch == 2:
-            raise Crash("killed after epoch 2")
-
-    monkeypatch.setattr(checkpoint, "save", save_then_crash)
+    real_save = crash_after(monkeypatch, 2)
     arguments = tiny_train_arguments(tmp_path / "resumed", epochs=4, seed=3) + extra
     with pytest.raises(Crash):
         run(arguments)
@@ -80,14 +86,7 @@ def test_a_damaged_checkpoint_is_one_line_naming_restart_and_rewrites_nothing(tm
 
     from seqtransfer.cli import main
 
-    real_save = checkpoint.save
-
-    def save_then_crash(directory, model, optimizer, state):
-        real_save(directory, model, optimizer, state)
-        if state.epoch == 2:
-            raise Crash("killed after epoch 2")
-
-    monkeypatch.setattr(checkpoint, "save", save_then_crash)
+    real_save = crash_after(monkeypatch, 2)
     arguments = tiny_train_arguments(tmp_path / "run", epochs=4) + ["train.patience=100"]
     with pytest.raises(Crash):
         run(arguments)
@@ -118,13 +117,7 @@ def test_a_changed_setting_is_named_before_the_checkpoint_is_read(tmp_path, monk
     """Re-running an interrupted run with another model size: the setting is named (the same command resumes), not a 'damaged' checkpoint."""
     from seqtransfer.cli import main
 
-    real_save = checkpoint.save
-
-    def save_then_crash(directory, model, optimizer, state):
-        real_save(directory, model, optimizer, state)
-        raise Crash("killed after epoch 1")
-
-    monkeypatch.setattr(checkpoint, "save", save_then_crash)
+    real_save = crash_after(monkeypatch, 1)
     arguments = tiny_train_arguments(tmp_path / "run", epochs=3)
     with pytest.raises(Crash):
         run(arguments)
