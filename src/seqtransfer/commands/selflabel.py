@@ -8,12 +8,14 @@ from pathlib import Path
 from seqtransfer.commands.base import Command
 from seqtransfer.data.tokenize import TOKENIZERS
 
+# workflows/selflabel.py's METHODS, named here so that `--help` does not import torch (a test holds them equal)
+METHOD_NAMES = ("self_training", "tri_training", "tri_training_disagreement", "co_training")
+
 
 def arguments(parser: argparse.ArgumentParser) -> None:
     from seqtransfer.commands.train import arguments as train_arguments
-    from seqtransfer.workflows.selflabel import METHODS
 
-    parser.add_argument("method", choices=list(METHODS), help="self_training, tri_training, tri_training_disagreement or co_training")
+    parser.add_argument("method", choices=METHOD_NAMES, help="self_training, tri_training, tri_training_disagreement or co_training")
     parser.add_argument("--unlabeled", required=True, help="unlabelled target text: DATASET[:SPLIT] (labels ignored), tweets_unlabeled, a text file or a CoNLL file")
     parser.add_argument("--tokenizer", choices=list(TOKENIZERS), default="whitespace", help="how a raw-text file is split (default whitespace)")
     parser.add_argument("--word-column", type=int, help="a CoNLL file's word column (1-based)")

@@ -16,7 +16,7 @@ from seqtransfer.errors import SeqTransferError
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
-    from seqtransfer.workflows.unify import PRESETS
+    from seqtransfer.data.unify_presets import PRESETS
 
     parser.add_argument("--preset", choices=list(PRESETS), help="built-in task -> dataset mapping: " + "; ".join(
         f"{name}: {', '.join(f'{task}={entry}' for task, entry in entries.items())}" for name, entries in PRESETS.items()))
@@ -39,7 +39,8 @@ def pairs(values: list[str], option: str) -> dict[str, str]:
 
 
 def run(arguments: argparse.Namespace) -> dict:
-    from seqtransfer.workflows.unify import PRESETS, unify
+    from seqtransfer.data.unify_presets import PRESETS
+    from seqtransfer.workflows.unify import unify
 
     entries = {**(PRESETS[arguments.preset] if arguments.preset else {}), **pairs(arguments.data, "--data")}
     if not entries:

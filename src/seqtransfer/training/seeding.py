@@ -16,7 +16,9 @@ def seed_everything(seed: int, threads: int) -> None:
     np.random.seed(seed)
     torch.manual_seed(seed)
     torch.set_num_threads(granted_threads(threads))
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    # The same switch as torch.use_deterministic_algorithms(True, warn_only=True), which also imports
+    # torch._inductor to set its flag for torch.compile (unused here): 1.5 s of every process's start.
+    torch.set_deterministic_debug_mode("warn")
     # Deterministic mode also fills every new tensor with NaN by default (to expose reads of
     # uninitialised memory): a quarter of the training step. Nothing reads such memory (the scores
     # are identical either way), so skip the fill.

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-
-from torch import nn
+from typing import TYPE_CHECKING
 
 from seqtransfer.config import TransferConfig
 from seqtransfer.errors import SeqTransferError
+
+if TYPE_CHECKING:  # type hints only: `seqtransfer --help` reads SCHEMES and must not import torch (1.5 s)
+    from torch import nn
 
 EVERYTHING = ("",)  # the empty prefix matches every parameter name
 TRANSFERRED = ("word_representation.", "feature_extractor.")

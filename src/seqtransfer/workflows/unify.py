@@ -42,10 +42,6 @@ from seqtransfer.files import read_json, write_json
 from seqtransfer.rundir import METRICS, load_run
 from seqtransfer.training.inference import predict_labels
 
-PRESETS = {
-    "tweetall": {"POS": "tweebank:upos", "CK": "tchunk:chunk", "NER": "wnut17:ner", "DP": "tweebank:dependency"},
-    "englishall": {"POS": "conll2000+ptb_sample:pos", "CK": "conll2000:chunk", "NER": "conll2003:ner", "DP": "ud_ewt:dependency"},
-}
 GOLD, PREDICTED, SOURCE = "gold", "predicted", "source"
 # Task names that name the same column (the presets write ck and pos; a config may say chunk or upos)
 COLUMN_SYNONYMS = {"chunk": ("ck",), "ck": ("chunk",), "pos": ("upos",), "upos": ("pos",)}
