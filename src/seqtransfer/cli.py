@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import warnings
@@ -87,6 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.showwarning = show_warning
     try:
         run(argv)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handlers below, not at the interpreter's exit
     except SeqTransferError as error:
         print(f"seqtransfer: error: {error}", file=sys.stderr)
         return 2
@@ -100,6 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         size = f" ({int(wanted) / 2**30:,.1f} GB asked for at once)" if wanted.isdigit() else ""
         print(f"seqtransfer: error: the machine ran out of memory{size} (fix: lower the model's sizes or the batch size)", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`seqtransfer experiment list | head`): stop quietly, as other tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that Python's final flush does not fail again
+        return 141
     except OSError as error:  # the file system refused (a folder where a file is expected, no permission, a full disk)
         where = f"{error.filename}: " if error.filename else ""
         print(f"seqtransfer: error: {where}{error.strerror or error} (fix: check the path and its permissions)", file=sys.stderr)

@@ -85,6 +85,20 @@ def _yaml12_loader():
     return Loader
 
 
+# The paper experiments and their config files ship inside the package; in a clone, the folder
+# `experiments/` at the repository's root links to it, so the paths the docs give work in both.
+SHIPPED_EXPERIMENTS = Path(__file__).resolve().parent / "paper_experiments"
+
+
+def shipped_or_given(path: Path) -> Path:
+    """``path``, or the shipped copy of a relative ``experiments/...`` path that does not exist from
+    the working folder (an installed wheel run outside a clone)."""
+    if path.exists() or path.is_absolute() or not path.parts or path.parts[0] != "experiments":
+        return path
+    shipped = SHIPPED_EXPERIMENTS.joinpath(*path.parts[1:])
+    return shipped if shipped.exists() else path
+
+
 def read_yaml_mapping(path: str | Path, what: str) -> dict:
     """Read a YAML file that must hold a mapping (safe loader: nothing in it is executed).
 
@@ -94,7 +108,7 @@ def read_yaml_mapping(path: str | Path, what: str) -> dict:
 
     from seqtransfer.errors import SeqTransferError
 
-    path = Path(path)
+    path = shipped_or_given(Path(path))
     if not path.is_file():
         raise SeqTransferError(f"{what} not found", path=path, hint="check the path")
     try:

@@ -10,7 +10,8 @@ from seqtransfer.errors import SeqTransferError
 
 def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=["run", "list", "search"], help="run: train what is missing; list: every cell of the grid (with --seeds, --only, --targets) and whether it is done, kept, under way or to train; search: the file's hyper-parameter searches on Ray Tune")
-    parser.add_argument("file", help="experiment YAML file (see experiments/)")
+    parser.add_argument("file", nargs="?", help="experiment YAML file, or the name of a shipped one (pretrand-table4); "
+                        "`seqtransfer experiment list` alone lists the shipped ones")
     parser.add_argument("--seeds", default="1", help="seeds: N for 1..N (default 1), or a range A-B, or a list A,B (a second grid beside the first, on other seeds)")
     parser.add_argument("--only", help="comma-separated method names to run (default: all)")
     parser.add_argument("--targets", help="comma-separated target names to run (default: all)")
@@ -52,6 +53,10 @@ def run(arguments: argparse.Namespace) -> list[dict]:
     from seqtransfer.experiments.spec import load_experiment
     from seqtransfer.experiments.store import ResultsStore
 
+    if arguments.file is None:
+        if arguments.action != "list":
+            raise SeqTransferError(f"experiment {arguments.action} needs an experiment file or name", hint="seqtransfer experiment list shows the shipped ones")
+        return list_shipped()
     seeds = seed_list(arguments.seeds)
     spec = load_experiment(arguments.file)
     if arguments.threads:
@@ -90,6 +95,19 @@ def run(arguments: argparse.Namespace) -> list[dict]:
         write_kept(arguments.records, records)
         print(f"{len(records)} records kept in {arguments.records}")
     return records
+
+
+def list_shipped() -> list[dict]:
+    """Print the experiments that ship with seqtransfer: name, title and what running them took here."""
+    from seqtransfer.experiments.shipped import shipped_table
+
+    rows = shipped_table()
+    width = max(len(row["name"]) for row in rows)
+    for row in rows:
+        print(f"{row['name']:<{width}}  {row['title']}")
+        print(f"{'':<{width}}  cost: {row['cost'] or 'not stated'}")
+    print(f"\nrun one by name: seqtransfer experiment run {rows[0]['name']} --seeds 3 (see its file for the sources it trains first)")
+    return rows
 
 
 COMMAND = Command("run an experiment grid (resumable; in-process or on Ray) or list where its cells stand", arguments, run)

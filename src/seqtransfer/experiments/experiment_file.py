@@ -97,6 +97,7 @@ class ExperimentSpec:
     published: list[PublishedSpec] = field(default_factory=list)
     search: dict = field(default_factory=dict)  # method -> target (or "*") -> SearchSpec (experiments/search.py)
     notes: str = ""
+    cost: str = ""  # what running it took here (measured), shown by `seqtransfer experiment list`
     hierarchy: dict[str, list[str]] = field(default_factory=dict)  # target -> targets it reads (multi-task methods)
     path: str = ""
     all_targets: dict[str, TargetSpec] = field(default_factory=dict)  # every target of the file (``targets`` may be narrowed to those one command runs)

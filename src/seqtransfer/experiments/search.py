@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.files import shipped_or_given
 
 Log = Callable[[str], None]
 ALGORITHMS = ("grid", "random", "asha")
@@ -201,7 +202,7 @@ def absolute_paths(config: dict) -> dict:
     for section, key in PATH_SETTINGS:
         value = config.get(section, {}).get(key)
         if isinstance(value, str) and value and not Path(value).is_absolute():
-            config[section][key] = str(Path(value).resolve())
+            config[section][key] = str(shipped_or_given(Path(value)).resolve())
     return config
 
 

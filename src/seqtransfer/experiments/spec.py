@@ -91,6 +91,7 @@ from seqtransfer.experiments.reference_checks import (
     check_start_from,
     check_teachers,
 )
+from seqtransfer.experiments.shipped import experiment_file
 from seqtransfer.files import read_yaml_mapping
 
 # The public names, those of experiment_file.py and reference_checks.py included (imported back for callers).
@@ -170,8 +171,8 @@ def check_not_fixed_by_source(method: MethodSpec, search, where: str, path: Path
 
 
 def load_experiment(path: str | Path) -> ExperimentSpec:
-    """Read and check an experiment file."""
-    path = Path(path)
+    """Read and check an experiment file: a path, or the name of a shipped one (``pretrand-table4``)."""
+    path = experiment_file(path)
     spec = _build(ExperimentSpec, read_yaml_mapping(path, "experiment file"), "experiment", path)
     for section in ("sources", "targets", "methods"):
         if not isinstance(getattr(spec, section) or {}, dict):
