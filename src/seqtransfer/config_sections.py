@@ -167,6 +167,7 @@ class TrainConfig(Section):
     device: str = "auto"  # auto (first GPU, else CPU) | cpu | cuda | cuda:N | mps; like threads, not part of a run's identity
     amp: str = "off"  # mixed precision for fine-tuned encoders: off | auto (bf16 or fp16 on a CUDA GPU, else off) | bf16 | fp16 (training/precision.py)
     evaluation_batch_size: int = 512
+    log_to: str | None = None  # tensorboard: each epoch's loss, dev scores and learning rates in RUN/tensorboard (extra 'tensorboard'); like threads, not part of a run's identity
     adversarial_data: str | None = None  # unlabelled target sentences for adversarial pretraining: DATASET[:TASK] (train split, labels ignored) or a text file
     adversarial_weight: float = 0.1  # lambda of the gradient-reversal layer (transfer/adversarial.py)
     adversarial_tokenizer: str = "whitespace"  # how adversarial_data's raw-text lines are split: whitespace | tweet

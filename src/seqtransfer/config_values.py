@@ -57,6 +57,7 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str | Callable[[], str]]] =
     ("model.lora_alpha", lambda value: value > 0, "positive"),
     ("model.discriminator_hidden", lambda value: value >= 0, "zero (no discriminator) or a positive integer"),
     ("train.adversarial_weight", lambda value: value > 0, "positive"),
+    ("train.log_to", lambda value: value in (None, "tensorboard"), "tensorboard (or null: no logging beside metrics.json)"),
     ("transfer.discriminative_factor", lambda value: value >= 1.0, "at least 1"),
     ("transfer.l2sp_weight", lambda value: value > 0, "positive"),
     ("transfer.ewc_weight", lambda value: value > 0, "positive"),

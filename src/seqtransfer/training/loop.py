@@ -177,6 +177,7 @@ def fit(
         state.epoch = epoch
         epoch_seconds = time.perf_counter() - started  # training + dev scoring
         record = epoch_record(epoch, loss, dev_score, task_scores, summaries, train_seconds, epoch_seconds)
+        record["learning_rates"] = [float(f"{group['lr']:.6g}") for group in optimizer.param_groups]  # at the epoch's end, per parameter group
         state.history.append(record)
         shown_dev = describe_dev(dev_score) if describe_dev else f"dev {dev_score:6.2f}"
         log(epoch_line(epoch, loss, shown_dev, improved, train_seconds, task_scores, summaries))

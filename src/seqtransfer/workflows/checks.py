@@ -106,7 +106,7 @@ def config_differences(first: RunConfig, second: RunConfig) -> list[str]:
     other), except for the settings a run resolves itself (``RESOLVED_AT_RUN_TIME``), which
     earlier versions saved unresolved.
     """
-    ignored = {"data.data_dir", "train.threads", "train.share_cores", "train.device", "train.evaluation_batch_size"}
+    ignored = {"data.data_dir", "train.threads", "train.share_cores", "train.device", "train.evaluation_batch_size", "train.log_to"}
     if second.data.dataset:
         ignored.add("data.scheme")
     first_values, second_values = config_to_dict(first), config_to_dict(second)

@@ -33,6 +33,7 @@ from seqtransfer.training.memory import check_parser_memory
 from seqtransfer.training.optimizers import fill_optimizer
 from seqtransfer.training.precision import resolve_precision
 from seqtransfer.training.seeding import seed_everything
+from seqtransfer.training.tensorboard import TensorBoardLog
 from seqtransfer.training.vocabularies import prepare_vocabularies
 from seqtransfer.transfer.adaptations import check_adaptations, chosen_adaptations, parameter_groups
 from seqtransfer.transfer.adversarial import DomainLoss, PairedBatches, unlabelled_tokens
@@ -93,7 +94,10 @@ def train_phases(model: nn.Module, scheme: Scheme, config: RunConfig, train: Bat
     for adaptation in adaptations:
         if adaptation.phases:  # chain-thaw: a phase per layer group
             phases = adaptation.phases(model, phases)
+    board = TensorBoardLog(directory) if config.train.log_to == "tensorboard" else None
     for phase in phases:
+        if board:
+            board.start_phase(phase.name, len(history))
         trainable = set_trainable(model, phase.trainable)
         log(f"phase '{phase.name}': {sum(p.numel() for p in model.parameters() if p.requires_grad)} trainable parameters ({len(trainable)} tensors)")
         hooks = (*epoch_hooks, *(recorder.start_phase(phase.name) if recorder else ()))
@@ -106,13 +110,15 @@ def train_phases(model: nn.Module, scheme: Scheme, config: RunConfig, train: Bat
                 train_config = dataclasses.replace(train_config, min_epochs=needed)
         groups = parameter_groups(model, config.transfer, config.train.learning_rate) if adaptations else None
         result = fit(model, train, evaluate_dev, train_config, parameter_groups=groups, epoch_hooks=hooks, extra_losses=extra_losses, checkpoint_dir=directory / "checkpoint" / phase.name,
-                     log=log, show_progress=show_progress, epoch_reports=epoch_reports)
+                     log=log, show_progress=show_progress, epoch_reports=(*epoch_reports, board) if board else epoch_reports)
         if recorder:
             recorder.finish_phase(model, len(result.history))
         model.load_state_dict(result.best_state)
         trained.update(result.updated)
         history += [{"phase": phase.name, **record} for record in result.history]
         restored_seconds += result.restored_seconds
+    if board:
+        board.close()
     set_trainable(model, ("",))
     trained_parameters = sum(parameter.numel() for name, parameter in model.named_parameters() if name in trained)
     return FitResult(result.best_state, result.best_epoch, result.best_score, history, restored_seconds, trained_parameters)
