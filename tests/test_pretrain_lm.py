@@ -112,7 +112,7 @@ def test_a_test_tweet_that_recurs_in_a_training_file_stays_out_too(tmp_path):
     assert len(read_text_lines("tweets_unlabeled", tmp_path, keep_test=True)[0]) == 5
 
 
-@pytest.mark.parametrize("option, value, expected", [("--heads", "3", "--heads must be"), ("--held-out", "1.5", "--held-out must be"), ("--text", "missing.txt", "missing.txt: file not found")])
+@pytest.mark.parametrize("option, value, expected", [("--heads", "3", "--heads must be"), ("--held-out", "1.5", "--held-out: must be between 0 and 1"), ("--text", "missing.txt", "missing.txt: file not found")])
 def test_bad_pretraining_settings_are_one_line(text, tmp_path, capsys, option, value, expected):
     arguments = ["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "lm"), *TINY_LM]
     arguments[arguments.index(option) + 1] = value

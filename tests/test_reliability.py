@@ -48,13 +48,11 @@ def test_a_diverging_learning_rate_stops_with_one_line(tmp_path, capsys):
     assert not (tmp_path / "run" / "model.safetensors").exists()
 
 
-@pytest.mark.parametrize("option, expected", [(["--epochs", "0"], "train.max_epochs"), (["--seed", "-5"], "train.seed")])
-def test_meaningless_numbers_are_refused(option, expected, tmp_path, capsys):
-    arguments = tiny_train_arguments(tmp_path / "run")
-    for index in range(0, len(option), 2):
-        position = arguments.index(option[index])
-        arguments[position + 1] = option[index + 1]
-    assert expected in run_cli(arguments, capsys)
+@pytest.mark.parametrize("override, expected", [("train.max_epochs=0", "train.max_epochs"), ("train.seed=-5", "train.seed")])
+def test_meaningless_numbers_are_refused(override, expected, tmp_path, capsys):
+    """As dotted settings (a config file's values); the options (--epochs 0) fail earlier, when the
+    command line is read (tests/test_cli_numbers.py)."""
+    assert expected in run_cli(tiny_train_arguments(tmp_path / "run") + [override], capsys)
     assert not (tmp_path / "run").exists()
 
 

@@ -217,4 +217,4 @@ def test_restart_is_refused_while_another_process_trains(tmp_path, capsys):
 
 def test_evaluate_batch_size_zero_is_one_line(tiny_run, capsys):
     message = one_error_line(["evaluate", str(tiny_run), "--file", str(FIXTURES / "tiny_ner_test.conll"), "--columns", "word,ner", "--batch-size", "0"], capsys)
-    assert "batch size" in message
+    assert "--batch-size: must be at least 1" in message

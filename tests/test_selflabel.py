@@ -131,8 +131,8 @@ def test_rounds_saved_before_a_config_field_existed_resume(tmp_path, capsys):
     assert ": training " not in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("extra, message", [(["--threshold", "1.5"], "--threshold must be in (0, 1]"), (["--threshold", "0"], "--threshold must be in (0, 1]"),
-                                             (["--pool", "0"], "--pool at least 1"),
+@pytest.mark.parametrize("extra, message", [(["--threshold", "1.5"], "--threshold: must be above 0 and at most 1"), (["--threshold", "0"], "--threshold: must be above 0 and at most 1"),
+                                             (["--pool", "0"], "--pool: must be at least 1"),
                                              (["--unlabeled", "nothing.txt"], "nothing.txt: file not found")])
 def test_bad_self_labelling_settings_are_one_line(tmp_path, capsys, extra, message):
     code = main(selflabel_arguments("self_training", tmp_path / "out", *extra))

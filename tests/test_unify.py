@@ -82,7 +82,7 @@ def test_cli_unify_error_is_one_line(tmp_path, runs, capsys):
     assert code == 2 and "is a tagging model" in error and len(error.strip().splitlines()) == 1
     code = main(["unify", "--preset", "tweetall", "--batch-size", "0", "--output", str(tmp_path / "zero")])
     error = capsys.readouterr().err
-    assert code == 2 and "--batch-size must be at least 1, got 0" in error and len(error.strip().splitlines()) == 1
+    assert code == 2 and "--batch-size: must be at least 1, got 0" in error and len(error.strip().splitlines()) == 1
 
 
 def test_a_models_chunk_task_reads_the_presets_ck_column(tmp_path, runs):

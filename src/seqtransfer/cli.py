@@ -31,10 +31,19 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strict", action="store_true", help="tags out of their scheme's order are an error instead of a warning")
 
 
+class CommandLineParser(argparse.ArgumentParser):
+    """argparse's parser, raising its ArgumentError (a value that is not a number, or out of its range:
+    ``commands/numbers.py``; an unknown choice) instead of exiting, so that ``run`` turns it into
+    seqtransfer's one error line. Sub-command parsers are of the same class."""
+
+    def __init__(self, *arguments, **options) -> None:
+        super().__init__(*arguments, exit_on_error=False, **options)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from seqtransfer.commands import COMMANDS
 
-    parser = argparse.ArgumentParser(prog="seqtransfer", description="Neural transfer learning for sequence labelling.")
+    parser = CommandLineParser(prog="seqtransfer", description="Neural transfer learning for sequence labelling.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, command in COMMANDS.items():
         subparser = subparsers.add_parser(name, help=command.help, description=command.help)
@@ -57,6 +66,16 @@ def joined_name_lists(argv: list[str]) -> list[str]:
     return joined
 
 
+def help_command(argv: list[str]) -> str:
+    """``seqtransfer``, with the command (and the analysis) ``argv`` names, whose --help shows the options."""
+    from seqtransfer.commands import COMMANDS
+
+    words = [item for item in argv[:2] if not item.startswith("-")]
+    if not words or words[0] not in COMMANDS:
+        return "seqtransfer"
+    return " ".join(["seqtransfer", *(words if words[0] == "analyze" else words[:1])])
+
+
 def run(argv: Sequence[str] | None = None):
     """Parse ``argv`` and run the command; returns its result.
 
@@ -65,7 +84,10 @@ def run(argv: Sequence[str] | None = None):
     """
     parser = build_parser()
     argv = joined_name_lists(sys.argv[1:] if argv is None else list(argv))
-    arguments, unparsed = parser.parse_known_args(argv)
+    try:
+        arguments, unparsed = parser.parse_known_args(argv)
+    except argparse.ArgumentError as error:
+        raise SeqTransferError(str(error), hint=f"see {help_command(argv)} --help") from None
     overrides = [item for item in unparsed if OVERRIDE.match(item)]
     if hasattr(arguments, "overrides") and overrides:
         arguments.overrides = [*arguments.overrides, *overrides]

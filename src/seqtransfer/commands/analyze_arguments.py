@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 
+from seqtransfer.commands.numbers import positive, whole
 from seqtransfer.data.tokenize import TOKENIZERS
 
 DATA_DIR_HELP = "folder holding the dataset folders (default: $SEQTRANSFER_DATA)"
 
 
 def add_neuron_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--top-k", type=int, default=10, help="words listed per unit and sign (default 10)")
+    parser.add_argument("--top-k", type=whole(1), default=10, help="words listed per unit and sign (default 10)")
     parser.add_argument("--units", help="comma-separated units to draw (default: the 2 least and 2 most charged)")
     parser.add_argument("--no-source", action="store_true", help="skip the source model's top words on the source dev set")
     parser.add_argument("--device", default="cpu", help="device for the source model's activations: auto, cpu, cuda, cuda:N, mps (default cpu)")
@@ -53,8 +54,8 @@ def units_arguments(analyses) -> None:
     units.add_argument("--task", help="the lower task whose units are ablated (default: the lowest, e.g. POS)")
     units.add_argument("--split", default="dev", help="split every task is scored on (default dev)")
     units.add_argument("--units", help="comma-separated units to ablate (default all)")
-    units.add_argument("--max-sentences", type=int, help="score on the first N sentences of each split (faster)")
-    units.add_argument("--top-k", type=int, default=10, help="words listed for each task's most important unit (default 10)")
+    units.add_argument("--max-sentences", type=whole(1), help="score on the first N sentences of each split (faster)")
+    units.add_argument("--top-k", type=whole(1), default=10, help="words listed for each task's most important unit (default 10)")
     units.add_argument("--data-dir", help=DATA_DIR_HELP)
     units.add_argument("--output", help="folder for units.json, units.md and units.png/svg")
 
@@ -63,7 +64,7 @@ def probes_arguments(analyses) -> None:
     probes = analyses.add_parser("probes", help="run with a Transformer encoder: a probe per layer (logistic, or linear for scores), before and after fine-tuning (To-tune paper, Figure 1)")
     probes.add_argument("run", metavar="RUN", help="a tagging, sentence classification or regression run trained with model.encoder")
     probes.add_argument("--split", default="dev", help="split the probes are scored on (default dev)")
-    probes.add_argument("--max-train-sentences", type=int, help="train the probes on the first N training sentences (faster)")
+    probes.add_argument("--max-train-sentences", type=whole(1), help="train the probes on the first N training sentences (faster)")
     probes.add_argument("--data-dir", help=DATA_DIR_HELP)
     probes.add_argument("--output", help="folder for probes.json and probes.png/svg")
 
@@ -113,7 +114,7 @@ def report_arguments(analyses) -> None:
     report.add_argument("--neurons", metavar="RUN", help="run whose units to analyse")
     report.add_argument("--curve", nargs="+", default=[], metavar="RUN", help="runs for the training-size figure")
     report.add_argument("--ablation", metavar="RUN", help="multi-task run whose lowest task's units to ablate (as `analyze units`)")
-    report.add_argument("--ablation-max-sentences", type=int, help="score the ablations on the first N sentences of each dev set")
+    report.add_argument("--ablation-max-sentences", type=whole(1), help="score the ablations on the first N sentences of each dev set")
     report.add_argument("--probes", metavar="RUN", help="run with a Transformer encoder whose layers to probe (as `analyze probes`)")
     report.add_argument("--drift", nargs="+", default=[], metavar="RUN", help="fine-tuned encoder or sequential-transfer runs: how far each layer group moved (as `analyze drift`)")
     report.add_argument("--layers", nargs="+", default=[], metavar="RUN", help="runs that mix an encoder's layers: each layer's learned weight (as `analyze layers`)")
@@ -131,9 +132,9 @@ def add_similarity_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--measure", default="js", choices=["js", "kl", "oov", "cross_entropy", "wasserstein"], help="distance used to rank and relate to gains (default js)")
     parser.add_argument("--wasserstein", metavar="VECTORS", help="also the Wasserstein distance of the word distributions, words compared in these vectors (glove-6b-50d or a file; needs POT)")
     parser.add_argument("--tokenizer", choices=list(TOKENIZERS), default="whitespace", help="how raw-text files are split (default whitespace)")
-    parser.add_argument("--word-column", type=int, help="a column file's word column (1-based; its other columns are ignored)")
-    parser.add_argument("--alpha", type=float, default=0.01, help="Lidstone smoothing of KL (default 0.01)")
+    parser.add_argument("--word-column", type=whole(1), help="a column file's word column (1-based; its other columns are ignored)")
+    parser.add_argument("--alpha", type=positive, default=0.01, help="Lidstone smoothing of KL (default 0.01)")
     parser.add_argument("--no-lm", action="store_true", help="skip the trigram language models (faster)")
-    parser.add_argument("--sample-tokens", type=int, help="compare random samples of whole sentences of about N tokens each (divergences grow as samples shrink: equal sizes compare fairly)")
-    parser.add_argument("--seed", type=int, default=1, help="seed of --sample-tokens (default 1)")
+    parser.add_argument("--sample-tokens", type=whole(1), help="compare random samples of whole sentences of about N tokens each (divergences grow as samples shrink: equal sizes compare fairly)")
+    parser.add_argument("--seed", type=whole(0), default=1, help="seed of --sample-tokens (default 1)")
     parser.add_argument("--data-dir", help=DATA_DIR_HELP)

@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from seqtransfer.commands.base import Command
+from seqtransfer.commands.numbers import whole
 from seqtransfer.commands.predict import add_amp_option
 
 
@@ -21,7 +22,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--separator", choices=["auto", "tab", "space"], help="field separator of --file (default auto)")
     parser.add_argument("--strict", action="store_true", help="tags out of their scheme's order are an error instead of a warning")
     parser.add_argument("--device", default="auto", help="auto (first GPU, else CPU), cpu, cuda, cuda:N or mps")
-    parser.add_argument("--batch-size", type=int, help="sentences per batch (default: the run's train.evaluation_batch_size)")
+    parser.add_argument("--batch-size", type=whole(1), help="sentences per batch (default: the run's train.evaluation_batch_size)")
     add_amp_option(parser)
     parser.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
     parser.add_argument("--model-task", help="a multi-task run: the model's task to score (default: every task on its own data)")

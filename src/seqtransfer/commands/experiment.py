@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from seqtransfer.commands.base import Command
+from seqtransfer.commands.numbers import not_negative, positive, whole
 from seqtransfer.errors import SeqTransferError
 
 
@@ -20,12 +21,12 @@ def arguments(parser: argparse.ArgumentParser) -> None:
                         "every record of the experiment is written back to it")
     parser.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
     parser.add_argument("--ray", metavar="ADDRESS", help="run on Ray: auto, local, or HOST:PORT of a cluster head")
-    parser.add_argument("--gpus-per-run", type=float, default=0.0, help="with --ray, and for search: GPUs each run or trial asks Ray for (e.g. 0.25: four BiLSTM runs share a GPU; default 0)")
+    parser.add_argument("--gpus-per-run", type=not_negative, default=0.0, help="with --ray, and for search: GPUs each run or trial asks Ray for (e.g. 0.25: four BiLSTM runs share a GPU; default 0)")
     parser.add_argument("--device", help="device of every run: auto, cpu, cuda, cuda:N, mps (does not change results' identity)")
-    parser.add_argument("--cpus-per-run", "--cpus-per-trial", dest="cpus_per_run", type=float, default=1.0,
+    parser.add_argument("--cpus-per-run", "--cpus-per-trial", dest="cpus_per_run", type=positive, default=1.0,
                         help="with --ray, and for search: CPUs Ray gives each run or trial (default 1); a run's torch threads stay within them "
                              "(0.5: two single-thread runs per core)")
-    parser.add_argument("--threads", type=int, help="torch threads per run (does not change results' identity; default: the file's)")
+    parser.add_argument("--threads", type=whole(1), help="torch threads per run (does not change results' identity; default: the file's)")
 
 
 def seed_list(text: str) -> list[int]:

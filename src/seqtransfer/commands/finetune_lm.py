@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from seqtransfer.commands.base import Command
+from seqtransfer.commands.numbers import positive, share, whole
 from seqtransfer.commands.pretrain_lm import check_output, read_sentences
 from seqtransfer.errors import SeqTransferError
 
@@ -15,18 +16,18 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("language_model", metavar="LM", help="the LM folder to continue (pretrain-lm --architecture bilstm)")
     parser.add_argument("--text", required=True,
                         help="target-domain text: a raw corpus (tweets_unlabeled), a text file (one sentence per line), a CoNLL file (with --word-column) or DATASET[:SPLIT]")
-    parser.add_argument("--word-column", type=int, help="a CoNLL file's word column (1-based)")
+    parser.add_argument("--word-column", type=whole(1), help="a CoNLL file's word column (1-based)")
     parser.add_argument("--tokenizer", choices=["whitespace", "tweet"], help="how a text file's lines split into tokens (default: a raw corpus's own, else whitespace)")
     parser.add_argument("--keep-test", action="store_true", help="also train on the raw corpus's test files")
     parser.add_argument("--output", required=True, help="the continued LM's folder (new); built in OUTPUT.partial, where an interrupted run resumes")
-    parser.add_argument("--held-out", type=float, default=0.1, help="share of the target lines kept for perplexity (default 0.1)")
-    parser.add_argument("--epochs", type=int, default=5, help="at most this many epochs (default 5)")
-    parser.add_argument("--patience", type=int, default=2, help="stop after this many epochs without a better held-out perplexity (default 2)")
-    parser.add_argument("--batch-size", type=int, default=32, help="sentences per batch (default 32)")
-    parser.add_argument("--learning-rate", type=float, default=1e-3, help="the top layer group's peak rate (default 1e-3)")
-    parser.add_argument("--discriminative-factor", type=float, default=2.6, help="each lower layer group's rate is the one above divided by this (ULMFiT: 2.6)")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--held-out", type=share, default=0.1, help="share of the target lines kept for perplexity (default 0.1)")
+    parser.add_argument("--epochs", type=whole(1), default=5, help="at most this many epochs (default 5)")
+    parser.add_argument("--patience", type=whole(1), default=2, help="stop after this many epochs without a better held-out perplexity (default 2)")
+    parser.add_argument("--batch-size", type=whole(1), default=32, help="sentences per batch (default 32)")
+    parser.add_argument("--learning-rate", type=positive, default=1e-3, help="the top layer group's peak rate (default 1e-3)")
+    parser.add_argument("--discriminative-factor", type=positive, default=2.6, help="each lower layer group's rate is the one above divided by this (ULMFiT: 2.6)")
+    parser.add_argument("--seed", type=whole(0), default=1)
+    parser.add_argument("--threads", type=whole(1), default=2)
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
     parser.add_argument("--data-dir", help="folder holding the datasets (default $SEQTRANSFER_DATA)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from seqtransfer.commands.base import Command
+from seqtransfer.commands.numbers import whole
 from seqtransfer.data.tokenize import TOKENIZERS
 from seqtransfer.errors import SeqTransferError
 
@@ -19,7 +20,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--columns", help="column names of a CoNLL input, e.g. word or word,pos")
     parser.add_argument("--separator", choices=["auto", "tab", "space"], default="auto", help="field separator of a CoNLL input (default auto: TAB if token lines hold TABs)")
     parser.add_argument("--device", default="auto", help="auto (first GPU, else CPU), cpu, cuda, cuda:N or mps")
-    parser.add_argument("--batch-size", type=int, default=256, help="sentences per batch (default 256)")
+    parser.add_argument("--batch-size", type=whole(1), default=256, help="sentences per batch (default 256)")
     add_amp_option(parser)
     parser.add_argument("--transliterate", choices=["sr"], help="read Serbian Cyrillic input as Latin script (the output keeps the input's words)")
     parser.add_argument("--output", help="write here (atomically) instead of standard output (a parser writes CoNLL-U)")

@@ -8,13 +8,14 @@ import argparse
 from pathlib import Path
 
 from seqtransfer.commands.base import Command
+from seqtransfer.commands.numbers import positive, share, whole
 from seqtransfer.errors import SeqTransferError, warn
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--text", default="tweets_unlabeled",
                         help="a raw corpus (default tweets_unlabeled), a text file (one sentence per line), a CoNLL file (with --word-column) or DATASET[:SPLIT] (labels ignored)")
-    parser.add_argument("--word-column", type=int, help="a CoNLL file's word column (1-based); not for a plain text file")
+    parser.add_argument("--word-column", type=whole(1), help="a CoNLL file's word column (1-based); not for a plain text file")
     parser.add_argument("--output", required=True,
                         help="the Hugging Face folder to write (model.encoder=FOLDER reads it); built in OUTPUT.partial, where an interrupted run resumes")
     parser.add_argument("--architecture", choices=list(DEFAULTS), default="transformer",
@@ -25,25 +26,25 @@ def arguments(parser: argparse.ArgumentParser) -> None:
                         help="bilstm: small (ELMo-small's shape, scaled down: about 3M parameters; default), large (about 36M) or tiny (for smoke tests); "
                              "awd-lstm: large (fastai's: embedding 400, 3 LSTM layers of 1152, 400; default), small (200, 576) or tiny")
     parser.add_argument("--softmax", choices=["adaptive", "full"], help="bilstm: adaptive (default, faster) or full softmax over the words")
-    parser.add_argument("--bptt", type=int, help="awd-lstm: steps per chunk of the stream of concatenated sentences (default 70)")
+    parser.add_argument("--bptt", type=whole(1), help="awd-lstm: steps per chunk of the stream of concatenated sentences (default 70)")
     parser.add_argument("--tokenizer", choices=["whitespace", "tweet"],
                         help="bilstm, awd-lstm: how a text file's lines split into tokens (default: a raw corpus's own, else whitespace)")
     parser.add_argument("--keep-test", action="store_true", help="also train on the raw corpus's test files (default: TweetEval's test tweets stay out)")
-    parser.add_argument("--vocabulary-size", type=int,
+    parser.add_argument("--vocabulary-size", type=whole(1),
                         help="transformer: BPE sub-words (default 8000); bilstm, awd-lstm: words of the softmax (default 30000, awd-lstm 60000)")
-    parser.add_argument("--hidden", type=int, help="transformer: hidden units of each layer (default 256)")
-    parser.add_argument("--layers", type=int, help="transformer: layers (default 4)")
-    parser.add_argument("--heads", type=int, help="transformer: attention heads; they divide --hidden (default 4)")
-    parser.add_argument("--intermediate", type=int, help="transformer: feed-forward units (default 1024)")
-    parser.add_argument("--max-length", type=int, help="transformer: sub-words per line, [CLS] and [SEP] included (default 64)")
-    parser.add_argument("--held-out", type=float, default=0.02, help="share of the distinct lines kept for perplexity (default 0.02)")
-    parser.add_argument("--epochs", type=int, default=10, help="at most this many epochs (default 10)")
-    parser.add_argument("--patience", type=int, default=2, help="stop after this many epochs without a better held-out perplexity (default 2)")
-    parser.add_argument("--batch-size", type=int, default=64, help="lines per batch; awd-lstm: rows of the token stream (default 64)")
-    parser.add_argument("--learning-rate", type=float,
+    parser.add_argument("--hidden", type=whole(1), help="transformer: hidden units of each layer (default 256)")
+    parser.add_argument("--layers", type=whole(1), help="transformer: layers (default 4)")
+    parser.add_argument("--heads", type=whole(1), help="transformer: attention heads; they divide --hidden (default 4)")
+    parser.add_argument("--intermediate", type=whole(1), help="transformer: feed-forward units (default 1024)")
+    parser.add_argument("--max-length", type=whole(2), help="transformer: sub-words per line, [CLS] and [SEP] included (default 64)")
+    parser.add_argument("--held-out", type=share, default=0.02, help="share of the distinct lines kept for perplexity (default 0.02)")
+    parser.add_argument("--epochs", type=whole(1), default=10, help="at most this many epochs (default 10)")
+    parser.add_argument("--patience", type=whole(1), default=2, help="stop after this many epochs without a better held-out perplexity (default 2)")
+    parser.add_argument("--batch-size", type=whole(1), default=64, help="lines per batch; awd-lstm: rows of the token stream (default 64)")
+    parser.add_argument("--learning-rate", type=positive,
                         help="transformer: AdamW's peak rate after a linear warm-up (default 5e-4); bilstm, awd-lstm: Adam's (default 1e-3)")
-    parser.add_argument("--seed", type=int, default=1, help="fixes the held-out split, the masking and the weights (default 1)")
-    parser.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
+    parser.add_argument("--seed", type=whole(0), default=1, help="fixes the held-out split, the masking and the weights (default 1)")
+    parser.add_argument("--threads", type=whole(1), default=2, help="CPU threads (default 2)")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
     parser.add_argument("--data-dir", help="folder holding the datasets (default $SEQTRANSFER_DATA)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")

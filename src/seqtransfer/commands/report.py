@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from seqtransfer.commands.base import Command
+from seqtransfer.commands.numbers import whole
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -15,7 +16,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--records", metavar="FILE", help="also the records kept in FILE (by `experiment run --records`) for cells the store does not hold")
     parser.add_argument("--output", help="write the Markdown here (and a .csv beside it) instead of printing it")
     parser.add_argument("--dev", action="store_true", help="also add the tables of the dev split")
-    parser.add_argument("--trials", type=int, default=10000, help="randomisation-test trials (default 10000)")
+    parser.add_argument("--trials", type=whole(1), default=10000, help="randomisation-test trials (default 10000)")
 
 
 def split_section(spec, records, split: str) -> str:

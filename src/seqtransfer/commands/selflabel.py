@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from seqtransfer.commands.base import Command
+from seqtransfer.commands.numbers import positive, probability, whole
 from seqtransfer.data.tokenize import TOKENIZERS
 
 # workflows/selflabel.py's METHODS, named here so that `--help` does not import torch (a test holds them equal)
@@ -18,12 +19,12 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("method", choices=METHOD_NAMES, help="self_training, tri_training, tri_training_disagreement or co_training")
     parser.add_argument("--unlabeled", required=True, help="unlabelled target text: DATASET[:SPLIT] (labels ignored), tweets_unlabeled, a text file or a CoNLL file")
     parser.add_argument("--tokenizer", choices=list(TOKENIZERS), default="whitespace", help="how a raw-text file is split (default whitespace)")
-    parser.add_argument("--word-column", type=int, help="a CoNLL file's word column (1-based)")
-    parser.add_argument("--rounds", type=int, default=3, help="self-labelling rounds after the first model(s) (default 3)")
-    parser.add_argument("--pool", type=int, default=5000, help="unlabelled sentences drawn per round (default 5000)")
-    parser.add_argument("--threshold", type=float, help="self- and co-training: a sentence joins when every predicted label has this probability (default 0.9)")
-    parser.add_argument("--top-n", type=int, help="self- and co-training: the N most confident pool sentences join instead (no threshold)")
-    parser.add_argument("--pseudo-weight", type=float, default=1.0, help="loss weight of a pseudo-labelled sentence (default 1)")
+    parser.add_argument("--word-column", type=whole(1), help="a CoNLL file's word column (1-based)")
+    parser.add_argument("--rounds", type=whole(0), default=3, help="self-labelling rounds after the first model(s) (default 3)")
+    parser.add_argument("--pool", type=whole(1), default=5000, help="unlabelled sentences drawn per round (default 5000)")
+    parser.add_argument("--threshold", type=probability, help="self- and co-training: a sentence joins when every predicted label has this probability (default 0.9)")
+    parser.add_argument("--top-n", type=whole(1), help="self- and co-training: the N most confident pool sentences join instead (no threshold)")
+    parser.add_argument("--pseudo-weight", type=positive, default=1.0, help="loss weight of a pseudo-labelled sentence (default 1)")
     parser.add_argument("--target", help="DATASET[:TASK] whose test split scores every round (recorded, never used to choose)")
     train_arguments(parser)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from seqtransfer.cli import add_data_arguments
 from seqtransfer.commands.base import Command
+from seqtransfer.commands.numbers import whole
 from seqtransfer.config import RunConfig, apply_overrides, load_config
 from seqtransfer.errors import SeqTransferError
 
@@ -18,9 +19,9 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--embeddings", help="glove-6b-50d, a GloVe/word2vec/fastText text file, or 'none'")
     parser.add_argument("--encoder", help="a pretrained Transformer encoder: a Hugging Face folder, minilm or mpnet (same as model.encoder)")
     parser.add_argument("--encoder-mode", choices=["features", "finetune"], help="freeze the encoder (features, the default) or fine-tune it (same as model.encoder_mode)")
-    parser.add_argument("--seed", type=int, help="random seed (default 1)")
+    parser.add_argument("--seed", type=whole(0), help="random seed (default 1)")
     parser.add_argument("--device", help="auto (default: first GPU, else CPU), cpu, cuda, cuda:N or mps; same as train.device")
-    parser.add_argument("--epochs", type=int, help="maximum number of epochs (default 100; same as train.max_epochs)")
+    parser.add_argument("--epochs", type=whole(1), help="maximum number of epochs (default 100; same as train.max_epochs)")
     parser.add_argument("--output", required=True, help="run directory to write (resumes an interrupted run)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--restart", action="store_true", help="delete the unfinished (or finished) run in --output and start it over")

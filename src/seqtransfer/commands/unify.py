@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 
 from seqtransfer.commands.base import Command
+from seqtransfer.commands.numbers import whole
 from seqtransfer.errors import SeqTransferError
 
 
@@ -25,7 +26,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", required=True, help="folder to write SPLIT.conllu and summary.json into")
     parser.add_argument("--splits", default="train", help="comma-separated splits to unify (default train)")
     parser.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
-    parser.add_argument("--batch-size", type=int, default=256, help="sentences per prediction batch")
+    parser.add_argument("--batch-size", type=whole(1), default=256, help="sentences per prediction batch")
 
 
 def pairs(values: list[str], option: str) -> dict[str, str]:
