@@ -173,23 +173,40 @@ def seqtransfer_options(arguments: argparse.Namespace, dataset: str) -> list[str
     return options
 
 
-def run_tools(dataset: str, commands: dict[str, list[str]], data, folder: Path, threads: int) -> list[dict]:
+def run_tools(dataset: str, commands: dict[str, list[str]], data, folder: Path, threads: int, time_budget: float | None = None,
+              finished=None) -> list[dict]:
     """Run each tool's runner in turn (seqtransfer first), score its predictions; check both read the
     same data. Each tool's measurements are printed (one JSON line) and written to
-    ``FOLDER/TOOL-result.json`` the moment it ends: a later tool's failure or time-out loses only its own."""
+    ``FOLDER/TOOL-result.json`` the moment it ends, and handed to ``finished`` (``--json``): a later
+    tool's failure or time-out loses only its own.
+
+    ``time_budget`` (seconds for both tools): seqtransfer gets half of it and trains as many of the
+    epochs as fit (``--time-budget``: measured from its first epoch on); flair then trains that many
+    epochs, in what is left of the budget (it too stops early, at least one epoch, if they would not fit)."""
     rows = []
+    started = time.perf_counter()
     for tool, command in commands.items():
         print(f"{dataset}: running {tool} ...", file=sys.stderr, flush=True)
         predictions = folder / f"{tool}-predictions.json"
+        if time_budget:
+            left = time_budget / 2 if not rows else time_budget - (time.perf_counter() - started)
+            command = [*command, "--time-budget", f"{max(left, 1.0):.0f}"] + (["--epochs", str(rows[0]["epochs"])] if rows else [])
         rows.append(summarize(run_json([*command, "--predictions", str(predictions)], threads), data, predictions))
         (folder / f"{tool}-result.json").write_text(json.dumps(rows[-1], indent=1), encoding="utf-8")
         print(f"{dataset}: {tool} finished: {json.dumps(rows[-1])}", file=sys.stderr, flush=True)
+        if finished:
+            finished(rows[-1])
     if rows[0]["train_tokens"] != rows[1]["train_tokens"] or rows[0]["test_tokens"] != rows[1]["test_tokens"]:
         raise SystemExit(f"{dataset}: the two tools did not get the same data: {rows}")
+    if rows[0].get("epochs", len(rows[0]["epoch_seconds"])) != rows[1].get("epochs", len(rows[1]["epoch_seconds"])):
+        print(f"{dataset}: WARNING: the time budget stopped the tools after different epochs ({rows[0]['epochs']} and {rows[1]['epochs']}): their F1 are not comparable",
+              file=sys.stderr, flush=True)
     return rows
 
 
-def compare_dataset(arguments: argparse.Namespace, dataset: str, flair_python: Path, folder: Path) -> list[dict]:
+def compare_dataset(arguments: argparse.Namespace, dataset: str, flair_python: Path, folder: Path, finished=None, time_budget: float | None = None) -> list[dict]:
+    """One dataset, both tools; ``time_budget``: seconds for all of it (``run_tools``)."""
+    started = time.perf_counter()
     folder.mkdir(parents=True, exist_ok=True)
     data = export_for_flair(arguments, dataset, folder)
     common = runner_options(arguments)
@@ -197,17 +214,18 @@ def compare_dataset(arguments: argparse.Namespace, dataset: str, flair_python: P
         "seqtransfer": [sys.executable, str(BENCHMARKS / "seqtransfer_runner.py"), *seqtransfer_options(arguments, dataset), *common],
         "flair": [str(flair_python), str(BENCHMARKS / "flair_runner.py"), "--input", str(folder), *common],
     }
-    return run_tools(dataset, commands, data, folder, arguments.threads)
+    budget = time_budget - (time.perf_counter() - started) if time_budget else None
+    return run_tools(dataset, commands, data, folder, arguments.threads, budget, finished)
 
 
 def print_table(rows: list[dict]) -> None:
-    header = f"{'tool':12} {'dataset':10} {'tokens':>8} {'epoch s':>8} {'train tok/s':>12} {'infer tok/s':>12} {'batch':>6} {'peak MB':>8} {'train MB':>8} {'GPU MB':>7} {'dev F1':>7} {'test F1':>7}"
+    header = f"{'tool':12} {'dataset':10} {'tokens':>8} {'epochs':>6} {'epoch s':>8} {'train tok/s':>12} {'infer tok/s':>12} {'batch':>6} {'peak MB':>8} {'train MB':>8} {'GPU MB':>7} {'dev F1':>7} {'test F1':>7}"
     print(header)
     for row in rows:
         train_mb = f"{row['train_peak_rss_mb']:8.0f}" if row["train_peak_rss_mb"] is not None else f"{'-':>8}"
         gpu_mb = f"{row['gpu_peak_mb']:7.0f}" if row.get("gpu_peak_mb") is not None else f"{'-':>7}"  # torch.cuda.max_memory_allocated
         print(
-            f"{row['tool']:12} {row['dataset']:10} {row['train_tokens']:8d} {row['epoch_seconds_median']:8.2f} "
+            f"{row['tool']:12} {row['dataset']:10} {row['train_tokens']:8d} {len(row['epoch_seconds']):6d} {row['epoch_seconds_median']:8.2f} "
             f"{row['train_tokens_per_second']:12,.0f} {row['inference_tokens_per_second']:12,.0f} {row['best_inference_batch']:6d} "
             f"{row['peak_rss_mb']:8.0f} {train_mb} {gpu_mb} {row['dev_f1']:7.2f} {row['test_f1']:7.2f}"
         )
@@ -238,6 +256,7 @@ def comparison_parser(description: str, datasets: list[str], batch_sizes: list[i
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=batch_sizes, help="inference batch sizes to try")
     parser.add_argument("--data-dir", default=os.environ.get("SEQTRANSFER_DATA") or str(DEFAULT_DATA))
     parser.add_argument("--flair-venv", default=str(BENCHMARKS / ".flair-venv"))
+    parser.add_argument("--no-install", action="store_true", help="use --flair-venv as it is, and stop with its error if it cannot run flair (no network)")
     parser.add_argument("--work-dir", default=None, help="keep flair's input and both tools' predictions here (default: a temporary folder)")
     parser.add_argument("--json", default=None, help="also write all measurements to this JSON file")
     return parser
@@ -248,7 +267,9 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
                                "training epochs per tool (the median of their times is reported)")
     parser.add_argument("--embeddings", default=None, help="a word-vector text file instead of the GloVe 6B 50d package (scripts/gpu_bench_bundle.sh writes its rows)")
     parser.add_argument("--train-batch-size", type=int, default=None, help="training sentences per batch, both tools (default: seqtransfer's train.batch_size)")
-    parser.add_argument("--no-install", action="store_true", help="use --flair-venv as it is, and stop with its error if it cannot run flair (no network)")
+    parser.add_argument("--time-budget", type=float, default=None,
+                        help="seconds for the whole invocation, shared equally by the datasets; in each, seqtransfer gets half and trains as many of --epochs "
+                             "as fit after its first epoch (at least one), then flair trains as many epochs in what is left (run_tools)")
     return parser.parse_args(argv)
 
 
@@ -258,28 +279,60 @@ def subset_description(arguments: argparse.Namespace) -> str:
     return subset + (f", first {arguments.max_evaluation_sentences} dev/test sentences" if arguments.max_evaluation_sentences else "")
 
 
+def budget_description(arguments: argparse.Namespace) -> str:
+    """" (at most: time budget N s)" with ``--time-budget``, else ""."""
+    return f" (at most: time budget {arguments.time_budget:.0f} s)" if getattr(arguments, "time_budget", None) else ""
+
+
 def report_rows(rows: list[dict], arguments: argparse.Namespace) -> None:
     """The table, the ratios and (``--json``) every measurement."""
     print_table(rows)
     print_ratios(rows)
+    write_json(rows, arguments)
+
+
+def write_json(rows: list[dict], arguments: argparse.Namespace) -> None:
+    """``--json``: the rows so far (written again as each tool ends, so a cut-off run keeps what finished)."""
     if arguments.json:
+        Path(arguments.json).parent.mkdir(parents=True, exist_ok=True)
         Path(arguments.json).write_text(json.dumps(rows, indent=1), encoding="utf-8")
+
+
+def json_writer(arguments: argparse.Namespace):
+    """A ``run_tools`` ``finished`` callback: adds each tool's row to the list that ``--json`` holds so far."""
+    done: list[dict] = []
+
+    def finished(row: dict) -> None:
+        done.append(row)
+        write_json(done, arguments)
+
+    return finished
+
+
+def flair_python_for(arguments: argparse.Namespace) -> Path:
+    """The flair venv's python: with ``--no-install`` (a machine without network, scripts/gpu_bench.sh)
+    ``--flair-venv`` as it is, or its import error; else made first if needed (``ensure_flair_venv``)."""
+    if not arguments.no_install:
+        return ensure_flair_venv(Path(arguments.flair_venv))
+    flair_python = Path(arguments.flair_venv) / "bin" / "python"
+    problem = flair_venv_problem(flair_python) if flair_python.exists() else f"{flair_python} does not exist"
+    if problem:
+        raise SystemExit(f"the flair venv cannot run flair {FLAIR_VERSION}: {problem}")
+    return flair_python
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
     arguments = parse_arguments(argv)
-    if arguments.no_install:  # a machine without network (scripts/gpu_bench.sh): the given venv or nothing
-        flair_python = Path(arguments.flair_venv) / "bin" / "python"
-        problem = flair_venv_problem(flair_python) if flair_python.exists() else f"{flair_python} does not exist"
-        if problem:
-            raise SystemExit(f"the flair venv cannot run flair {FLAIR_VERSION}: {problem}")
-    else:
-        flair_python = ensure_flair_venv(Path(arguments.flair_venv))
+    flair_python = flair_python_for(arguments)
+    finished, rows = json_writer(arguments), []
+    deadline = time.perf_counter() + arguments.time_budget if arguments.time_budget else None
     with tempfile.TemporaryDirectory(prefix="compare-flair-") as temporary:
         work = Path(arguments.work_dir or temporary)
-        rows = [row for dataset in arguments.datasets for row in compare_dataset(arguments, dataset, flair_python, work / dataset)]
+        for number, dataset in enumerate(arguments.datasets):
+            share = (deadline - time.perf_counter()) / (len(arguments.datasets) - number) if deadline else None  # what is left, shared by the datasets left
+            rows += compare_dataset(arguments, dataset, flair_python, work / dataset, finished, share)
     print(f"\nseqtransfer vs flair {rows[1]['flair']}: torch {rows[0]['torch']}, {rows[0]['device']} / {rows[1].get('device', 'cpu')}, {arguments.threads} threads, CRF, "
-          f"training batch {rows[0]['train_batch_size']}, {arguments.epochs} epochs, seed {arguments.seed}{subset_description(arguments)}")
+          f"training batch {rows[0]['train_batch_size']}, {arguments.epochs} epochs{budget_description(arguments)}, seed {arguments.seed}{subset_description(arguments)}")
     report_rows(rows, arguments)
     return rows
 

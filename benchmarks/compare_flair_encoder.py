@@ -27,7 +27,8 @@ from pathlib import Path
 from compare_flair import (
     BENCHMARKS,
     comparison_parser,
-    ensure_flair_venv,
+    flair_python_for,
+    json_writer,
     report_rows,
     run_tools,
     runner_options,
@@ -67,7 +68,7 @@ def export_for_flair(arguments: argparse.Namespace, dataset: str, encoder: Path,
     return data
 
 
-def compare_dataset(arguments: argparse.Namespace, dataset: str, encoder: Path, flair_python: Path, folder: Path) -> list[dict]:
+def compare_dataset(arguments: argparse.Namespace, dataset: str, encoder: Path, flair_python: Path, folder: Path, finished=None) -> list[dict]:
     folder.mkdir(parents=True, exist_ok=True)
     data = export_for_flair(arguments, dataset, encoder, folder)
     common = runner_options(arguments)
@@ -76,7 +77,7 @@ def compare_dataset(arguments: argparse.Namespace, dataset: str, encoder: Path, 
                         "--predict-amp", arguments.predict_amp, "--batching", arguments.batching, *common],
         "flair": [str(flair_python), str(BENCHMARKS / "flair_encoder_runner.py"), "--input", str(folder), *common],
     }
-    return run_tools(dataset, commands, data, folder, arguments.threads)
+    return run_tools(dataset, commands, data, folder, arguments.threads, finished=finished)
 
 
 def print_setup(rows: list[dict], arguments: argparse.Namespace) -> None:
@@ -102,11 +103,12 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> list[dict]:
     arguments = parse_arguments(argv)
     encoder = encoder_path(arguments.encoder).resolve()  # both tools read this one folder
-    flair_python = ensure_flair_venv(Path(arguments.flair_venv))
+    flair_python = flair_python_for(arguments)
     check_flair_transformers(flair_python)
+    finished = json_writer(arguments)  # --json: each tool's row as it ends
     with tempfile.TemporaryDirectory(prefix="compare-flair-encoder-") as temporary:
         work = Path(arguments.work_dir or temporary)
-        rows = [row for dataset in arguments.datasets for row in compare_dataset(arguments, dataset, encoder, flair_python, work / dataset)]
+        rows = [row for dataset in arguments.datasets for row in compare_dataset(arguments, dataset, encoder, flair_python, work / dataset, finished)]
     print_setup(rows, arguments)
     report_rows(rows, arguments)
     return rows

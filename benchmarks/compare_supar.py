@@ -13,7 +13,12 @@ BiLSTM of 400 units per direction, arc MLPs 400, relation MLPs 100, dropout 0.5,
 training epoch seconds and training tokens/s (training passes only), test parsing tokens/s
 (tree decoding; the best of two passes at each tool's best batch size: 32/64/128/512 sentences,
 1000/2000/5000 tokens), peak resident memory, and test UAS/LAS of both tools' predictions scored by
-``seqtransfer.data.attachment`` (equal to conll18_ud_eval.py), then the ratios.
+``seqtransfer.data.attachment`` (equal to conll18_ud_eval.py), then the ratios. Each tool's
+figures are printed (one JSON line) and written to ``--output`` the moment the tool ends.
+
+On a machine without network (scripts/gpu_bench.sh): ``--no-install`` takes ``--venv`` as it is
+(its python must import SuPar 1.1.4 on this interpreter's torch), ``--device cuda`` trains and
+parses with both tools on the GPU, and ``--time-budget`` sizes the epochs (``compare``).
 """
 
 from __future__ import annotations
@@ -80,6 +85,22 @@ def supar_venv_ready(python: Path) -> bool:
     return subprocess.run([str(python), "-c", check], capture_output=True).returncode == 0
 
 
+def supar_python_for(arguments: argparse.Namespace) -> Path:
+    """SuPar's python: with ``--no-install`` ``--venv`` as it is (or its import error), else made first if needed."""
+    if not arguments.no_install:
+        return ensure_supar_venv(Path(arguments.venv))
+    import torch
+
+    python = Path(arguments.venv) / "bin" / "python"
+    check = (f"import supar, torch; assert supar.__version__ == '{SUPAR_VERSION}', supar.__version__; "
+             f"assert torch.__version__ == '{torch.__version__}', torch.__version__")
+    completed = subprocess.run([str(python), "-c", check], capture_output=True, text=True) if python.exists() else None
+    if completed is None or completed.returncode:
+        problem = (completed.stderr.strip().splitlines() or ["no output"])[-1] if completed else f"{python} does not exist"
+        raise SystemExit(f"the SuPar venv cannot run SuPar {SUPAR_VERSION}: {problem}")
+    return python
+
+
 def ensure_supar_venv(venv: Path) -> Path:
     """SuPar's venv python; torch 2.13.0 goes in first and stays pinned (SuPar asks only torch>=1.7.1)."""
     python = venv / "bin" / "python"
@@ -95,13 +116,14 @@ def ensure_supar_venv(venv: Path) -> Path:
     return python
 
 
-def write_splits(dataset: str, folder: Path, data_dir: str | None, max_train_sentences: int | None) -> dict[str, str]:
-    """The dataset's splits as CoNLL-U files both tools read (train cut to ``max_train_sentences``)."""
+def write_splits(dataset: str, folder: Path, data_dir: str | None, max_train_sentences: int | None, max_evaluation_sentences: int | None = None) -> dict[str, str]:
+    """The dataset's splits as CoNLL-U files both tools read (train cut to ``max_train_sentences``, dev and test to ``max_evaluation_sentences``)."""
     paths = {}
     for split in ("train", "dev", "test"):
         sentences = load_split(dataset, split, data_dir)
-        if split == "train" and max_train_sentences:
-            sentences = sentences[:max_train_sentences]
+        cut = max_train_sentences if split == "train" else max_evaluation_sentences
+        if cut:
+            sentences = sentences[:cut]
         paths[split] = str(folder / f"{split}.conllu")
         write_conllu(paths[split], sentences)
     return paths
@@ -114,9 +136,12 @@ def run_tool(python: Path, runner: str, settings: dict, folder: Path, name: str)
     started = time.perf_counter()
     with open(folder / f"{name}.log", "w") as log:  # progress bars and logs; shown if the tool fails
         finished = subprocess.run([str(python), str(BENCHMARKS / runner), str(settings_path), str(result_path)], env=environment, stdout=log, stderr=log)
+    log_text = (folder / f"{name}.log").read_text(errors="replace")
     if finished.returncode:
-        tail = (folder / f"{name}.log").read_text(errors="replace")[-3000:]
-        raise SystemExit(f"{name} failed (exit {finished.returncode}):\n{tail}")
+        raise SystemExit(f"{name} failed (exit {finished.returncode}):\n{log_text[-3000:]}")
+    for line in log_text.splitlines():  # the runners' own lines (the time budget's choices), not the progress bars
+        if line.startswith(("seqtransfer:", "supar:")):
+            print(line, file=sys.stderr, flush=True)
     result = json.loads(result_path.read_text())
     result["process_seconds"] = time.perf_counter() - started
     return result
@@ -130,36 +155,62 @@ def summarize(result: dict, train_tokens: int, test_tokens: int, gold_trees: lis
             "parse_tokens_per_second": round(test_tokens / result["parse_seconds"], 1), "peak_rss_mb": round(result["peak_rss_mb"], 1),
             "test_uas": round(scores["uas"], 2), "test_las": round(scores["las"], 2), "epochs": len(result["train_seconds"]),
             "train_seconds": result["train_seconds"], "parse_seconds": round(result["parse_seconds"], 3),
-            "parse_seconds_by_batch": result["parse_seconds_by_batch"]}
+            "parse_seconds_by_batch": result["parse_seconds_by_batch"], "process_seconds": round(result["process_seconds"], 1),
+            **{key: result[key] for key in ("device", "torch", "time_budget", "probe_sentences", "estimated_epoch_seconds") if key in result}}
 
 
-def compare(dataset: str, arguments: argparse.Namespace, supar_python: Path) -> dict:
+def compare(dataset: str, arguments: argparse.Namespace, supar_python: Path, finished=None, time_budget: float | None = None) -> dict:
+    """Both tools on one dataset; ``finished`` is given the dataset's result so far each time a tool ends.
+
+    ``time_budget`` (seconds for both): seqtransfer gets half and chooses how many of ``--epochs`` fit
+    (``parser_runner.epochs_that_fit``: one timed epoch on a tenth of the training set); SuPar then
+    trains as many, in what is left of the budget (stopping early, at least one epoch, if they would not fit)."""
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"compare-supar-{dataset}-") as temporary:
         folder = Path(temporary)
-        paths = write_splits(dataset, folder, arguments.data_dir, arguments.max_train_sentences)
+        paths = write_splits(dataset, folder, arguments.data_dir, arguments.max_train_sentences, arguments.max_evaluation_sentences)
         train = read_conllu(paths["train"])
         test = read_conllu(paths["test"])
         train_tokens, test_tokens = sum(map(len, train)), sum(map(len, test))
         batch_tokens = round(arguments.batch_size * train_tokens / len(train))
-        (folder / "supar.ini").write_text(SUPAR_CONFIG.format(word_dimension=50, batch_tokens=batch_tokens, epochs=arguments.epochs))
         settings = {**paths, "epochs": arguments.epochs, "threads": arguments.threads, "seed": arguments.seed, "word_dimension": 50,
-                    "batch_tokens": batch_tokens, "config": str(folder / "supar.ini"),
+                    "batch_tokens": batch_tokens, "config": str(folder / "supar.ini"), "device": arguments.device,
                     "parse_batch_sentences": [32, 64, 128, 512], "parse_batch_tokens": [1000, 2000, 5000]}
+        result = {"dataset": dataset, "train_sentences": len(train), "train_tokens": train_tokens, "test_tokens": test_tokens,
+                  "batch_sentences": arguments.batch_size, "supar_batch_tokens": batch_tokens, "threads": arguments.threads, "device": arguments.device}
         gold = [read_tree(sentence) for sentence in test]
-        ours = run_tool(Path(sys.executable), "parser_runner.py", {**settings, "model": str(folder / "seqtransfer-run")}, folder, "seqtransfer")
-        supar = run_tool(supar_python, "supar_runner.py", {**settings, "model": str(folder / "supar.model"), "predictions": str(folder / "supar-test.conllu")}, folder, "supar")
-        tools = {"seqtransfer": summarize(ours, train_tokens, test_tokens, gold), "supar": summarize(supar, train_tokens, test_tokens, gold)}
+        budget = {"time_budget": (time_budget - (time.perf_counter() - started)) / 2} if time_budget else {}
+        print(f"{dataset}: running seqtransfer ...", file=sys.stderr, flush=True)
+        ours = run_tool(Path(sys.executable), "parser_runner.py", {**settings, **budget, "model": str(folder / "seqtransfer-run")}, folder, "seqtransfer")
+        result["seqtransfer"] = summarize(ours, train_tokens, test_tokens, gold)
+        print(f"{dataset}: seqtransfer finished: {json.dumps(result['seqtransfer'])}", file=sys.stderr, flush=True)
+        if finished:
+            finished(result)
+        epochs = ours.get("epochs", arguments.epochs)  # the time budget's choice, else --epochs
+        (folder / "supar.ini").write_text(SUPAR_CONFIG.format(word_dimension=50, batch_tokens=batch_tokens, epochs=epochs))
+        budget = {"time_budget": max(time_budget - (time.perf_counter() - started), 1.0)} if time_budget else {}
+        print(f"{dataset}: running supar ...", file=sys.stderr, flush=True)
+        supar = run_tool(supar_python, "supar_runner.py", {**settings, **budget, "epochs": epochs, "model": str(folder / "supar.model"),
+                                                           "predictions": str(folder / "supar-test.conllu")}, folder, "supar")
+        result["supar"] = summarize(supar, train_tokens, test_tokens, gold)
+        print(f"{dataset}: supar finished: {json.dumps(result['supar'])}", file=sys.stderr, flush=True)
+    tools = {name: result[name] for name in ("seqtransfer", "supar")}
+    if tools["seqtransfer"]["epochs"] != tools["supar"]["epochs"]:
+        print(f"{dataset}: WARNING: the time budget stopped the tools after different epochs ({tools['seqtransfer']['epochs']} and {tools['supar']['epochs']}): "
+              "their UAS/LAS are not comparable", file=sys.stderr, flush=True)
     ratios = {key: round(tools["seqtransfer"][key] / tools["supar"][key], 2) for key in ("train_tokens_per_second", "parse_tokens_per_second")}
     ratios["peak_rss"] = round(tools["seqtransfer"]["peak_rss_mb"] / tools["supar"]["peak_rss_mb"], 2)
-    return {"dataset": dataset, "train_sentences": len(train), "train_tokens": train_tokens, "test_tokens": test_tokens,
-            "batch_sentences": arguments.batch_size, "supar_batch_tokens": batch_tokens, "threads": arguments.threads, **tools, "ratios": ratios}
+    result["ratios"] = ratios
+    if finished:
+        finished(result)
+    return result
 
 
 def print_comparison(result: dict) -> None:
     print(f"\n{result['dataset']}: {result['train_sentences']} training sentences ({result['train_tokens']} tokens), "
           f"{result['test_tokens']} test tokens, {result['threads']} threads")
     print(f"{'':24}{'seqtransfer':>14}{'SuPar 1.1.4':>14}{'ratio':>8}")
-    rows = [("train epoch (s)", "median_train_epoch_seconds", None), ("train tokens/s", "train_tokens_per_second", "train_tokens_per_second"),
+    rows = [("epochs", "epochs", None), ("train epoch (s)", "median_train_epoch_seconds", None), ("train tokens/s", "train_tokens_per_second", "train_tokens_per_second"),
             ("parse tokens/s", "parse_tokens_per_second", "parse_tokens_per_second"), ("peak RSS (MB)", "peak_rss_mb", "peak_rss"),
             ("test UAS", "test_uas", None), ("test LAS", "test_las", None)]
     for title, key, ratio in rows:
@@ -174,17 +225,30 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=16, help="sentences per training batch (SuPar: as tokens)")
     parser.add_argument("--max-train-sentences", type=int, help="cut the training set (e.g. UD-EWT for a quick run)")
+    parser.add_argument("--max-evaluation-sentences", type=int, help="cut the dev and test sets (quick checks)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--data-dir", default=os.environ.get("SEQTRANSFER_DATA", str(DEFAULT_DATA)))
     parser.add_argument("--venv", default=str(BENCHMARKS / ".supar-venv"))
-    parser.add_argument("--output", help="JSON file for the results (default benchmarks/results/supar-<datasets>-seed<seed>.json)")
+    parser.add_argument("--no-install", action="store_true", help="use --venv as it is, and stop with its error if it cannot run SuPar (no network)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda[:N]: both tools on that device")
+    parser.add_argument("--time-budget", type=float, default=None,
+                        help="seconds for the whole invocation, shared equally by the datasets; in each, seqtransfer gets half and trains as many of --epochs "
+                             "as fit (estimated from one epoch on a tenth of the training set; at least one), then SuPar trains as many in what is left (compare)")
+    parser.add_argument("--output", help="JSON file for the results, written again as each tool ends (default benchmarks/results/supar-<datasets>-seed<seed>.json)")
     arguments = parser.parse_args()
-    supar_python = ensure_supar_venv(Path(arguments.venv))
-    results = []
-    for dataset in arguments.datasets:
-        results.append(compare(dataset, arguments, supar_python))
-        print_comparison(results[-1])
+    supar_python = supar_python_for(arguments)
     output = Path(arguments.output or BENCHMARKS / "results" / f"supar-{'-'.join(arguments.datasets)}-seed{arguments.seed}.json")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    results: list[dict] = []
+
+    def finished(result: dict) -> None:  # the datasets done, and this one as far as it got
+        output.write_text(json.dumps([*results, result], indent=1))
+
+    deadline = time.perf_counter() + arguments.time_budget if arguments.time_budget else None
+    for number, dataset in enumerate(arguments.datasets):
+        share = (deadline - time.perf_counter()) / (len(arguments.datasets) - number) if deadline else None  # what is left, shared by the datasets left
+        results.append(compare(dataset, arguments, supar_python, finished, share))
+        print_comparison(results[-1])
     output.write_text(json.dumps(results, indent=1))
     print(f"\nwritten: {output}")
 

@@ -19,6 +19,7 @@ line of measurements; dev and test predictions (IOB2 tags per token) go to ``--p
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import json
 import logging
@@ -37,7 +38,7 @@ from flair.datasets import FlairDatapointDataset
 from flair.embeddings import CharacterEmbeddings, StackedEmbeddings, WordEmbeddings
 from flair.models import SequenceTagger
 from flair.trainers import ModelTrainer
-from flair.trainers.plugins.base import TrainerPlugin
+from flair.trainers.plugins.base import TrainerPlugin, TrainingInterrupt
 
 LABEL_TYPE = "ner"
 PREDICTED = "predicted"
@@ -51,9 +52,9 @@ class EpochSchedulePlugin(TrainerPlugin):
     ``train_custom`` (evaluation, model saving and logging of the epoch come after).
     """
 
-    def __init__(self, learning_rate: float, decay: float) -> None:
+    def __init__(self, learning_rate: float, decay: float, epochs: int, deadline: float | None = None) -> None:
         super().__init__()
-        self.learning_rate, self.decay = learning_rate, decay
+        self.learning_rate, self.decay, self.epochs, self.deadline = learning_rate, decay, epochs, deadline
         self.epoch_seconds: list[float] = []
         self.started = 0.0
 
@@ -67,6 +68,17 @@ class EpochSchedulePlugin(TrainerPlugin):
     def after_training_epoch(self, epoch: int, **kwargs) -> None:
         self.epoch_seconds.append(time.perf_counter() - self.started)
         print(f"flair: epoch {epoch} trained in {self.epoch_seconds[-1]:.2f} s", file=sys.stderr, flush=True)  # seen even if the run is cut off later
+        if epoch < self.epochs and not another_epoch_fits(self.epoch_seconds, self.deadline):  # train_custom ends its loop cleanly
+            print(f"flair: time budget: stopping after {epoch} of {self.epochs} epochs", file=sys.stderr, flush=True)
+            raise TrainingInterrupt(f"time budget: stopping after {epoch} of {self.epochs} epochs")
+
+
+def another_epoch_fits(seconds: list[float], deadline: float | None) -> bool:
+    """seqtransfer_runner.another_epoch_fits (this venv has no seqtransfer): one more epoch and the
+    inference (about one epoch) still end before ``deadline``, estimated by the mean epoch so far."""
+    if deadline is None or not seconds:
+        return True
+    return time.perf_counter() + 2 * sum(seconds) / len(seconds) <= deadline
 
 
 def make_sentences(split: dict, with_labels: bool) -> list[Sentence]:
@@ -125,8 +137,8 @@ def build_tagger(data: dict, vectors: np.ndarray, corpus: Corpus) -> SequenceTag
     )
 
 
-def train_timed(tagger: SequenceTagger, corpus: Corpus, settings: dict, epochs: int, base_path: Path) -> list[float]:
-    schedule = EpochSchedulePlugin(settings["learning_rate"], settings["learning_rate_decay"])
+def train_timed(tagger: SequenceTagger, corpus: Corpus, settings: dict, epochs: int, base_path: Path, deadline: float | None = None) -> list[float]:
+    schedule = EpochSchedulePlugin(settings["learning_rate"], settings["learning_rate_decay"], epochs, deadline)
     ModelTrainer(tagger, corpus).train_custom(
         base_path=base_path,
         learning_rate=settings["learning_rate"],
@@ -235,6 +247,9 @@ def measure(arguments: argparse.Namespace, data: dict, tagger: SequenceTagger, c
         "test_tokens": sum(len(sentence) for sentence in test),
         "labels": tagger.label_dictionary.get_items(),
         "parameters": sum(parameter.numel() for parameter in tagger.parameters()),
+        "epochs": len(epoch_seconds),
+        "epochs_asked": arguments.epochs,
+        "time_budget": getattr(arguments, "time_budget", None),
         "epoch_seconds": epoch_seconds,
         "inference_seconds": {str(size): seconds for size, seconds in inference.items()},
         "peak_rss_mb": peak_rss_megabytes(),
@@ -243,6 +258,7 @@ def measure(arguments: argparse.Namespace, data: dict, tagger: SequenceTagger, c
 
 
 def run(arguments: argparse.Namespace) -> dict:
+    deadline = time.perf_counter() + arguments.time_budget if arguments.time_budget else None
     data = json.loads((Path(arguments.input) / "data.json").read_text(encoding="utf-8"))
     vectors = np.load(Path(arguments.input) / "vectors.npy")
     flair.device = torch.device(arguments.device)
@@ -250,7 +266,7 @@ def run(arguments: argparse.Namespace) -> dict:
     corpus, *sentences = read_corpus(data)
     tagger = build_tagger(data, vectors, corpus)
     del vectors
-    result = measure(arguments, data, tagger, corpus, tuple(sentences), train_timed)
+    result = measure(arguments, data, tagger, corpus, tuple(sentences), functools.partial(train_timed, deadline=deadline))
     return {**result, "words": len(data["words"]) + 1, "characters": len(tagger.embeddings.embeddings[1].char_dictionary)}
 
 
@@ -275,7 +291,10 @@ def serve(run, parser: argparse.ArgumentParser, argv: list[str] | None = None) -
 
 
 def main(argv: list[str] | None = None) -> dict:
-    return serve(run, runner_parser(__doc__.split("\n\n")[0], "folder with data.json and vectors.npy", "training epochs"), argv)
+    parser = runner_parser(__doc__.split("\n\n")[0], "folder with data.json and vectors.npy", "training epochs")
+    parser.add_argument("--time-budget", type=float, default=None,
+                        help="seconds for this process from its start: after each epoch, stop early (at least one epoch) if another epoch and the inference would not fit")
+    return serve(run, parser, argv)
 
 
 if __name__ == "__main__":

@@ -5,11 +5,16 @@
 Trains for a fixed number of epochs (no early stop) through the one training loop, then parses
 the test set with tree decoding, timed. Writes per-epoch training seconds (training batches
 only), parse seconds, peak resident memory and the prediction file (CoNLL-U).
+
+With ``time_budget`` in the settings (seconds for this process), the number of epochs is chosen
+first (``epochs_that_fit``): one epoch on a prefix of the training set, timed, gives the cost of
+a full epoch, and the run trains as many of ``epochs`` as fit (at least one) with the parsing after.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import resource
 import sys
 import time
@@ -18,22 +23,52 @@ from pathlib import Path
 import torch
 
 from seqtransfer.config import RunConfig, apply_overrides
+from seqtransfer.data.conllu import read_conllu, write_conllu
 from seqtransfer.training.inference import predict_labels
 from seqtransfer.workflows.train import train_tagger
 
 
-def main(settings_path: str, result_path: str) -> None:
-    settings = json.loads(Path(settings_path).read_text())
+def parser_config(settings: dict, train: str, epochs: int) -> RunConfig:
     config = RunConfig()
-    config.data.dataset, config.data.train, config.data.dev, config.data.test = None, settings["train"], settings["dev"], settings["test"]
+    config.data.dataset, config.data.train, config.data.dev, config.data.test = None, train, settings["dev"], settings["test"]
     config.data.task = "dependency"
     apply_overrides(config, [
         "model.embeddings=null", f"model.word_dimension={settings['word_dimension']}", "model.dropout=0.5",
-        f"train.max_epochs={settings['epochs']}", f"train.patience={settings['epochs'] + 1}", f"train.threads={settings['threads']}",
-        f"train.seed={settings['seed']}", "train.optimizer=adam", "train.learning_rate=0.003",
+        f"train.max_epochs={epochs}", f"train.patience={epochs + 1}", f"train.threads={settings['threads']}",
+        f"train.seed={settings['seed']}", "train.optimizer=adam", "train.learning_rate=0.003", f"train.device={settings.get('device', 'auto')}",
     ])
+    return config
+
+
+def epochs_that_fit(settings: dict, output: Path, started: float) -> tuple[int, dict]:
+    """How many of ``settings["epochs"]`` fit in ``settings["time_budget"]`` seconds from ``started``, and the probe's figures.
+
+    One epoch on the first tenth of the training sentences (at least 100) is timed; a full epoch is
+    estimated as its training seconds scaled by tokens, plus its dev scoring. Scoring test at the
+    end and the timed parsing (two passes at each batch size) are reserved as ten dev scorings."""
+    sentences = read_conllu(settings["train"])
+    prefix = sentences[:max(100, len(sentences) // 10)]
+    probe_train = output.parent / f"{output.name}-probe-train.conllu"
+    write_conllu(probe_train, prefix)
+    metrics = train_tagger(parser_config(settings, str(probe_train), 1), output.parent / f"{output.name}-probe", log=lambda message: None, show_progress=False)
+    record = metrics["history"][0]
+    scoring = record["epoch_seconds"] - record["train_seconds"]
+    epoch = record["train_seconds"] * sum(map(len, sentences)) / sum(map(len, prefix)) + scoring
+    left = settings["time_budget"] - (time.perf_counter() - started) - 10 * scoring
+    epochs = max(1, min(settings["epochs"], math.floor(left / epoch)))
+    probe = {"probe_sentences": len(prefix), "probe_train_seconds": record["train_seconds"], "estimated_epoch_seconds": round(epoch, 2)}
+    print(f"seqtransfer: time budget {settings['time_budget']:.0f} s: an epoch is estimated at {epoch:.1f} s: {epochs} of {settings['epochs']} epochs",
+          file=sys.stderr, flush=True)
+    return epochs, probe
+
+
+def main(settings_path: str, result_path: str) -> None:
+    started = time.perf_counter()
+    settings = json.loads(Path(settings_path).read_text())
     output = Path(settings["model"])
-    metrics = train_tagger(config, output, log=lambda message: None, show_progress=False)
+    budgeted = settings.get("time_budget") and settings["epochs"] > 1  # one epoch is the least: nothing to choose
+    epochs, probe = epochs_that_fit(settings, output, started) if budgeted else (settings["epochs"], {})
+    metrics = train_tagger(parser_config(settings, settings["train"], epochs), output, log=lambda message: None, show_progress=False)
     from seqtransfer.rundir import load_run
 
     run = load_run(output)
@@ -45,14 +80,15 @@ def main(settings_path: str, result_path: str) -> None:
     parse_seconds = {}
     for batch_size in settings["parse_batch_sentences"]:  # the best of two passes at each batch size
         for _ in range(2):
-            started = time.perf_counter()
-            predicted = predict_labels(run.model, encoded, run.vocabularies.labels, batch_size)
-            parse_seconds[batch_size] = min(parse_seconds.get(batch_size, float("inf")), time.perf_counter() - started)
+            parse_started = time.perf_counter()
+            predicted = predict_labels(run.model, encoded, run.vocabularies.labels, batch_size)  # labels on the host: the GPU's work is done
+            parse_seconds[batch_size] = min(parse_seconds.get(batch_size, float("inf")), time.perf_counter() - parse_started)
     data.kind.write_predictions(output, "benchmark-test", data.splits["test"], None, predicted)
     result = {"train_seconds": [record["train_seconds"] for record in metrics["history"]],
               "evaluate_seconds": [record["epoch_seconds"] - record["train_seconds"] for record in metrics["history"]],
               "parse_seconds_by_batch": parse_seconds, "parse_seconds": min(parse_seconds.values()), "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-              "predictions": str(output / "benchmark-test.conllu"), "torch": torch.__version__}
+              "predictions": str(output / "benchmark-test.conllu"), "torch": torch.__version__, "device": str(next(run.model.parameters()).device),
+              "epochs": epochs, "epochs_asked": settings["epochs"], "time_budget": settings.get("time_budget"), **probe}
     Path(result_path).write_text(json.dumps(result, indent=1))
 
 

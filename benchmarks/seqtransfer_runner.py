@@ -125,11 +125,25 @@ def synchronize(model) -> None:
         torch.cuda.synchronize(device)
 
 
-def train_timed(model: Tagger, train, config: RunConfig, epochs: int) -> list[float]:
-    """Seconds of each training epoch (train_epoch applies the learning-rate schedule, as in ``fit``)."""
+def another_epoch_fits(seconds: list[float], deadline: float | None) -> bool:
+    """Whether one more epoch and then the timed inference still end before ``deadline`` (a
+    ``time.perf_counter()`` value; None: no budget). Both are estimated by the mean epoch so far:
+    the inference passes (every batch size twice, then dev and test once) cost about one epoch.
+    ``flair_runner.py`` repeats this rule (its venv cannot import this module)."""
+    if deadline is None or not seconds:
+        return True
+    return time.perf_counter() + 2 * sum(seconds) / len(seconds) <= deadline
+
+
+def train_timed(model: Tagger, train, config: RunConfig, epochs: int, deadline: float | None = None) -> list[float]:
+    """Seconds of each training epoch (train_epoch applies the learning-rate schedule, as in ``fit``);
+    with a ``deadline``, fewer than ``epochs`` (at least one) when the next would not fit (``another_epoch_fits``)."""
     optimizer = make_optimizer([{"params": list(model.parameters())}], config.train)
     seconds = []
     for epoch in range(1, epochs + 1):
+        if not another_epoch_fits(seconds, deadline):
+            print(f"seqtransfer: time budget: stopping after {len(seconds)} of {epochs} epochs", file=sys.stderr, flush=True)
+            break
         started = time.perf_counter()
         train_epoch(model, optimizer, ShuffledBatches(train, config.train.batch_size, config.train.seed, config.train.batching), config.train, epoch, show_progress=False)
         synchronize(model)
@@ -164,6 +178,9 @@ def time_inference(model: Tagger, encoded, labels, batch_sizes: list[int], amp: 
 
 def run(arguments: argparse.Namespace) -> dict:
     """Train and time one dataset; write predictions; return the measurements."""
+    deadline = time.perf_counter() + arguments.time_budget if arguments.time_budget else None
+    if deadline is not None and arguments.encoder:
+        raise SystemExit("--time-budget: not with --encoder (the learning-rate schedule runs over all --epochs)")
     config = benchmark_config(arguments.dataset, arguments.threads, arguments.max_train_sentences, arguments.data_dir, arguments.seed,
                               encoder=arguments.encoder, epochs=arguments.epochs, amp=arguments.amp, embeddings=arguments.embeddings,
                               batch_size=arguments.train_batch_size)
@@ -180,7 +197,7 @@ def run(arguments: argparse.Namespace) -> dict:
     del matrix
     gc.collect()
     peak_reset = reset_peak_rss()
-    epoch_seconds = train_timed(model, train, config, arguments.epochs)
+    epoch_seconds = train_timed(model, train, config, arguments.epochs, deadline)
     train_peak_rss = peak_rss_since_reset() if peak_reset else None
     inference = time_inference(model, test, vocabularies.labels, arguments.batch_sizes, arguments.predict_amp)
     best_batch = min(inference, key=inference.get)
@@ -205,6 +222,9 @@ def run(arguments: argparse.Namespace) -> dict:
         "characters": len(vocabularies.characters),
         "labels": vocabularies.labels.items,
         "parameters": count_parameters(model),
+        "epochs": len(epoch_seconds),
+        "epochs_asked": arguments.epochs,
+        "time_budget": arguments.time_budget,
         "epoch_seconds": epoch_seconds,
         "inference_seconds": {str(size): seconds for size, seconds in inference.items()},
         "peak_rss_mb": peak_rss_megabytes(),
@@ -236,6 +256,8 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--predict-amp", default="off", choices=["off", "bf16"], help="with --encoder: the precision of the timed and written predictions (seqtransfer predict --amp)")
     parser.add_argument("--embeddings", default=None, help="a word-vector text file instead of the GloVe 6B 50d package (the GPU bundle's rows of it)")
     parser.add_argument("--train-batch-size", type=int, default=None, help="training sentences per batch (default: train.batch_size)")
+    parser.add_argument("--time-budget", type=float, default=None,
+                        help="seconds for this process from its start: after each epoch, stop early (at least one epoch) if another epoch and the inference would not fit")
     parser.add_argument("--predictions", required=True, help="JSON file for the dev and test predictions")
     return parser.parse_args(argv)
 

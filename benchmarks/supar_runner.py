@@ -6,6 +6,10 @@ Trains with SuPar's own command (``supar.cmds.biaffine_dep train``) for a fixed 
 and times only its training passes (``_train``) and its evaluation passes (``_evaluate``) by
 wrapping them; then parses the test file with tree decoding (``predict --tree``), timed. Writes
 per-epoch training seconds, parse seconds, peak resident memory and the prediction file path.
+
+``device`` in the settings: cpu (SuPar's ``-d -1``) or cuda[:N]. With ``time_budget`` (seconds for
+this process), training stops before an epoch when that epoch and the parsing after it (together
+estimated as two epochs) would not fit: SuPar has saved its best epoch so far, which then parses.
 """
 
 from __future__ import annotations
@@ -25,8 +29,16 @@ from supar.parsers.dep import BiaffineDependencyParser  # noqa: E402
 TIMES: dict[str, list[float]] = {"train": [], "evaluate": []}
 
 
-def timed(name, function):
+class BudgetSpent(Exception):
+    """Raised before an epoch that would not fit the time budget."""
+
+
+def timed(name, function, deadline: float | None = None):
     def wrapper(*arguments, **keywords):
+        if name == "train" and deadline is not None and TIMES["train"]:
+            epoch = sum(TIMES["train"]) / len(TIMES["train"]) + 2 * sum(TIMES["evaluate"]) / max(len(TIMES["train"]), 1)  # training, dev and test scoring
+            if time.perf_counter() + 2 * epoch > deadline:
+                raise BudgetSpent(f"supar: time budget: stopping after {len(TIMES['train'])} epochs")
         started = time.perf_counter()
         try:
             return function(*arguments, **keywords)
@@ -40,14 +52,24 @@ def run_command(arguments: list[str]) -> None:
     biaffine_dep.main()
 
 
+def supar_device(device: str) -> str:
+    """SuPar's ``-d``: a GPU's index, or -1 for the CPU."""
+    return "-1" if device == "cpu" else (device.split(":")[1] if ":" in device else "0")
+
+
 def main(settings_path: str, result_path: str) -> None:
+    started = time.perf_counter()
     settings = json.load(open(settings_path))
-    BiaffineDependencyParser._train = timed("train", BiaffineDependencyParser._train)
+    deadline = started + settings["time_budget"] if settings.get("time_budget") else None
+    BiaffineDependencyParser._train = timed("train", BiaffineDependencyParser._train, deadline)
     BiaffineDependencyParser._evaluate = timed("evaluate", BiaffineDependencyParser._evaluate)
-    common = ["-d", "-1", "-t", str(settings["threads"]), "-p", settings["model"]]
-    run_command(["train", "-b", *common, "-c", settings["config"], "--feat", "char", "--embed", "", "--n-embed", str(settings["word_dimension"]),
-                 "--buckets", "32", "--punct", "--train", settings["train"], "--dev", settings["dev"], "--test", settings["test"],
-                 f"--seed={settings['seed']}"])  # epochs and tokens per batch are in the config file
+    common = ["-d", supar_device(settings.get("device", "cpu")), "-t", str(settings["threads"]), "-p", settings["model"]]
+    try:
+        run_command(["train", "-b", *common, "-c", settings["config"], "--feat", "char", "--embed", "", "--n-embed", str(settings["word_dimension"]),
+                     "--buckets", "32", "--punct", "--train", settings["train"], "--dev", settings["dev"], "--test", settings["test"],
+                     f"--seed={settings['seed']}"])  # epochs and tokens per batch are in the config file
+    except BudgetSpent as stop:
+        print(stop, file=sys.stderr, flush=True)
     parser = BiaffineDependencyParser.load(settings["model"])
     torch.set_num_threads(settings["threads"])
     parse_seconds = {}
@@ -58,7 +80,8 @@ def main(settings_path: str, result_path: str) -> None:
             parse_seconds[batch_tokens] = min(parse_seconds.get(batch_tokens, float("inf")), time.perf_counter() - started)
     result = {"train_seconds": TIMES["train"], "evaluate_seconds": TIMES["evaluate"], "parse_seconds_by_batch": parse_seconds, "parse_seconds": min(parse_seconds.values()),
               "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "predictions": settings["predictions"],
-              "torch": torch.__version__}
+              "torch": torch.__version__, "device": str(next(parser.model.parameters()).device), "epochs": len(TIMES["train"]),
+              "time_budget": settings.get("time_budget")}
     json.dump(result, open(result_path, "w"), indent=1)
 
 

@@ -1,59 +1,193 @@
 #!/usr/bin/env bash
-# seqtransfer against flair 0.15.1 on a GPU (the device issue's speed point): the BiLSTM-CRF tagger,
-# same data, vectors and settings, each tool in its own process (benchmarks/compare_flair.py), one
-# dataset and training batch size at a time, on the machine's first GPU. No network and no shared
-# datasets: it reads .gpu-bench/ (made by scripts/gpu_bench_bundle.sh in the checkout the device
-# tool sends; carry it). Each comparison writes its JSON under $OUT (or /tmp) as soon as it ends,
-# and the whole log goes to $OUT/gpu-bench.log. A second call on the same machine reuses the
-# installed packages. Usage:
-#   bash scripts/gpu_bench.sh [--datasets "wnut17 conll2003"] [--batches "16 64"] [--epochs 3]
-#                             [--inference "16 128 512 2048"] [--device cuda] [--quick]
+# seqtransfer against its peers on a GPU (the device issue's speed point), each tool in its own
+# process, on the machine's first GPU, with no network and no shared datasets: it reads
+# .gpu-bench/ (made by scripts/gpu_bench_bundle.sh in the checkout the device tool sends; carry it).
+#   flair: the BiLSTM-CRF tagger against flair 0.15.1 (benchmarks/compare_flair.py), one dataset and
+#          training batch size at a time, test-set inference timed at each --inference batch size;
+#   supar: the biaffine parser against SuPar 1.1.4 (benchmarks/compare_supar.py), one treebank at a time.
+# Usage:
+#   bash scripts/gpu_bench.sh [--tools "flair supar"] [--datasets "wnut17 conll2003"] [--batches "16 64"]
+#                             [--treebanks "ud_ewt tweebank_single_root"] [--epochs 3] [--inference "16 128 512 2048"]
+#                             [--device cuda] [--time-budget SECONDS] [--quick]
+# --tools: the comparisons to run (default: those the bundle holds).
+# --time-budget SECONDS: the whole call's comparisons end within about SECONDS (default: no limit).
+#   What is left of it (less 15 s for the install and the last reports) is shared equally by the
+#   comparisons not yet run, each given its share as --time-budget. Within one, seqtransfer gets
+#   half and trains as many of --epochs as fit (at least one): the tagger measures its first epoch
+#   and stops when another epoch and the inference after it would not fit; the parser first times
+#   one epoch on a tenth of the training set. The peer then trains as many epochs in what is left,
+#   stopping early by the same rule. The data is not cut by the budget (--quick cuts it); a
+#   comparison whose share falls under 30 s is skipped and said so.
 # --quick: the first 200 training and 100 dev/test sentences, one epoch (a check of the set-up).
+# --device cpu: a CPU check (a machine without a GPU stops otherwise).
+#
+# Install: seqtransfer's wheel (built from this tree: a bundle built from other sources is refused)
+# with what it needs beyond the image, flair's and SuPar's wheels, each with pip --no-index into its
+# own folder under $GPU_BENCH_WORK (default /tmp/gpu-bench): site/, flair-site/, supar-site/. The
+# seqtransfer processes read site/ first (PYTHONPATH), flair's and SuPar's through small `python`
+# wrappers (flair-venv/bin/python, supar-venv/bin/python) that put their own folder first (flair's
+# transformers 4.x before the image's 5.x) over the image's torch. A second call on the same machine
+# reuses a folder that holds the same wheels, and installs afresh where they differ; every call sets
+# all the paths itself. Which package was installed where, and where each is imported from, goes to
+# $GPU_BENCH_WORK/installed.json and $OUT/gpu-bench-install.json.
+# Output ($OUT, else /tmp): gpu-bench.log (everything), gpu-bench-install.json, and per comparison
+# gpu-bench-flair-DATASET-batchN.json or gpu-bench-supar-TREEBANK.json, each rewritten as each tool
+# ends, so a call stopped at its limit keeps what finished. The device tool brings back 8 files:
+# keep the comparisons of one call at 6 or fewer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DATASETS="wnut17 conll2003" BATCHES="16" EPOCHS=3 INFERENCE="16 128 512 2048" DEVICE=cuda QUICK=()
+usage() { awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; }
+TOOLS="" DATASETS="wnut17 conll2003" TREEBANKS="ud_ewt" BATCHES="16" EPOCHS=3 INFERENCE="16 128 512 2048" DEVICE=cuda BUDGET="" QUICK=()
 while [ $# -gt 0 ]; do
   case "$1" in
+    --tools) TOOLS="$2"; shift 2 ;;
     --datasets) DATASETS="$2"; shift 2 ;;
+    --treebanks) TREEBANKS="$2"; shift 2 ;;
     --batches) BATCHES="$2"; shift 2 ;;
     --epochs) EPOCHS="$2"; shift 2 ;;
     --inference) INFERENCE="$2"; shift 2 ;;
     --device) DEVICE="$2"; shift 2 ;;
+    --time-budget) BUDGET="$2"; shift 2 ;;
     --quick) QUICK=(--max-train-sentences 200 --max-evaluation-sentences 100); EPOCHS=1; shift ;;
-    *) echo "gpu_bench: unknown option $1" >&2; exit 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "gpu_bench: unknown option $1 (--help)" >&2; exit 2 ;;
   esac
 done
 PYTHON="${PYTHON:-$(command -v python3)}"
-[ -d .gpu-bench/wheels-flair ] || { echo "gpu_bench: .gpu-bench/ is missing: run scripts/gpu_bench_bundle.sh first (where the datasets are)" >&2; exit 2; }
+[ -f .gpu-bench/payload.tar.xz ] || { echo "gpu_bench: .gpu-bench/ is missing: run scripts/gpu_bench_bundle.sh first (where the datasets are)" >&2; exit 2; }
+TOOLS="${TOOLS:-$(cat .gpu-bench/tools)}"
+for tool in $TOOLS; do
+  grep -qw "$tool" .gpu-bench/tools || { echo "gpu_bench: the bundle holds no $tool (it holds: $(cat .gpu-bench/tools)): scripts/gpu_bench_bundle.sh --tools" >&2; exit 2; }
+done
+[[ -z "$BUDGET" || "$BUDGET" =~ ^[0-9]+$ ]] || { echo "gpu_bench: --time-budget takes whole seconds" >&2; exit 2; }
+source_digest() {  # as scripts/gpu_bench_bundle.sh computes it
+  find src pyproject.toml -type f ! -path '*/__pycache__/*' ! -path '*.egg-info/*' ! -name '*.pyc' ! -name '*.tmp' -print0 \
+    | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16
+}
+if [ "$(source_digest)" != "$(cat .gpu-bench/source-digest)" ]; then
+  echo "gpu_bench: .gpu-bench/ holds a seqtransfer wheel built from other sources than src/: run scripts/gpu_bench_bundle.sh again" >&2; exit 2
+fi
+STARTED=$SECONDS
 WORK="${GPU_BENCH_WORK:-/tmp/gpu-bench}"
 OUTPUT="${OUT:-/tmp}"
 LOG="$OUTPUT/gpu-bench.log"
-if [ ! -f "$WORK/ready" ]; then  # unpack the data and install the wheels once per machine
-  rm -rf "$WORK" && mkdir -p "$WORK/data" "$WORK/flair-venv/bin"
-  for archive in .gpu-bench/data/*.tar.gz; do tar -xzf "$archive" -C "$WORK/data"; done
-  if ! "$PYTHON" -c "import ufal.chu_liu_edmonds, seqeval" 2>/dev/null; then  # seqtransfer's needs beyond the image
-    "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$WORK/site" .gpu-bench/wheels/*
+mkdir -p "$WORK" "$OUTPUT"
+say() { echo "$*" | tee -a "$LOG"; }
+
+# The payload, unpacked once per bundle (a different bundle replaces it).
+payload=$(sha256sum .gpu-bench/payload.tar.xz | cut -c1-16)
+if [ "$(cat "$WORK/bundle/.payload-digest" 2>/dev/null)" != "$payload" ]; then
+  rm -rf "$WORK/bundle" && mkdir -p "$WORK/bundle"
+  "$PYTHON" -c "import sys, tarfile; tarfile.open(sys.argv[1], 'r:xz').extractall(sys.argv[2], **({'filter': 'data'} if hasattr(tarfile, 'data_filter') else {}))" \
+    .gpu-bench/payload.tar.xz "$WORK/bundle"
+  echo "$payload" > "$WORK/bundle/.payload-digest"
+fi
+BUNDLE="$WORK/bundle"
+
+# install GROUP WHEELS TARGET MODULE...: the wheels of WHEELS into TARGET with pip (no index, no dependencies:
+# those are the image's or carried), unless TARGET holds the same wheels from an earlier call; then the
+# record of GROUP in $WORK/installed.json: what TARGET holds, and where each MODULE is imported from when
+# TARGET is first on the path (a package that TARGET holds must come from TARGET). Fails on any problem.
+install() {
+  local group=$1 wheels=$2 target=$3 digest reused=0
+  shift 3
+  digest=$(cd "$wheels" && sha256sum -- *.whl | sha256sum | cut -c1-16)
+  if [ "$(cat "$target/.wheels-digest" 2>/dev/null)" = "$digest" ]; then
+    reused=1; say "== $group: the same wheels are installed in $target (an earlier call): reused"
+  else
+    say "== $group: installing $(ls "$wheels"/*.whl | wc -l) wheels into $target (no index)"
+    rm -rf "$target"
+    "$PYTHON" -m pip --isolated --disable-pip-version-check install -q --no-index --find-links "$wheels" --no-deps --no-compile --no-cache-dir \
+      --target "$target" "$wheels"/*.whl 2>&1 | tee -a "$LOG" || { echo "gpu_bench: pip could not install $group's wheels" >&2; exit 1; }
+    echo "$digest" > "$target/.wheels-digest"
   fi
-  "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$WORK/flair-site" .gpu-bench/wheels-flair/*
-  # flair's process reads its own packages first (transformers 4.x among them), then the image's torch
-  cat > "$WORK/flair-venv/bin/python" <<EOF
-#!/usr/bin/env bash
-PYTHONPATH="$WORK/flair-site:\${PYTHONPATH:-}" exec "$PYTHON" "\$@"
-EOF
-  chmod +x "$WORK/flair-venv/bin/python"
-  touch "$WORK/ready"
-fi
-[ -d "$WORK/site" ] && export PYTHONPATH="$WORK/site:${PYTHONPATH:-}"
-export PYTHONPATH="$PWD/src:$PWD/benchmarks:${PYTHONPATH:-}" PYTHONUNBUFFERED=1
-"$WORK/flair-venv/bin/python" -c "import flair, torch, transformers; print('flair', flair.__version__, 'torch', torch.__version__, 'transformers', transformers.__version__)" 2>&1 | tee -a "$LOG"
-if [ "$DEVICE" != cpu ]; then
-  "$PYTHON" -c "import torch, sys; print(torch.cuda.get_device_name(0)) if torch.cuda.is_available() else sys.exit('gpu_bench: no GPU here (pass --device cpu for a CPU check)')" 2>&1 | tee -a "$LOG"
-fi
-for dataset in $DATASETS; do
-  for batch in $BATCHES; do
-    echo "== $dataset, training batch $batch, $EPOCHS epochs" | tee -a "$LOG"
-    "$PYTHON" benchmarks/compare_flair.py --datasets "$dataset" --epochs "$EPOCHS" --device "$DEVICE" --threads 4 --train-batch-size "$batch" \
-      --batch-sizes $INFERENCE --data-dir "$WORK/data" --embeddings .gpu-bench/data/glove-rows.txt.gz --flair-venv "$WORK/flair-venv" --no-install \
-      "${QUICK[@]}" --json "$OUTPUT/gpu-bench-$dataset-batch$batch.json" 2>&1 | tee -a "$LOG"
-  done
+  local status=0
+  PYTHONPATH="$target" "$PYTHON" - "$WORK/installed.json" "$group" "$target" "$digest" "$reused" "$@" <<'PY' 2>&1 | tee -a "$LOG" || status=$?
+import importlib, importlib.metadata as metadata, json, sys
+from pathlib import Path
+record_path, group, target, digest, reused, *modules = sys.argv[1:]
+path = Path(record_path)
+record = json.loads(path.read_text()) if path.is_file() else {}
+imports, problems = {}, []
+for name in modules:
+    try:
+        module = importlib.import_module(name)
+    except Exception as error:  # noqa: BLE001 - every failure is reported
+        problems.append(f"{name}: {type(error).__name__}: {error}")
+        continue
+    where = str(Path(module.__file__).resolve()) if getattr(module, "__file__", None) else None
+    imports[name] = {"version": getattr(module, "__version__", None), "from": where}
+    top = name.split(".")[0]
+    carried = (Path(target) / top).exists() or (Path(target) / f"{top}.py").exists()
+    if carried and not (where or "").startswith(str(Path(target).resolve())):
+        problems.append(f"{name}: imported from {where}, not from the carried copy in {target}")
+record[group] = {"python": sys.executable, "python_version": sys.version.split()[0], "target": target, "wheels_digest": digest, "reused": reused == "1",
+                 "installed": sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions(path=[target])), "imports": imports, "problems": problems}
+path.write_text(json.dumps(record, indent=1))
+print(f"{group}: " + ", ".join(f"{name} {value['version'] or ''} ({value['from']})" for name, value in imports.items()))
+sys.exit("install problems: " + "; ".join(problems) if problems else 0)
+PY
+  [ "$status" = 0 ] || { echo "gpu_bench: $group cannot run (see above and $WORK/installed.json)" >&2; cp "$WORK/installed.json" "$OUTPUT/gpu-bench-install.json"; exit 1; }
+}
+# wrapper NAME TARGET: NAME-venv/bin/python, the image's python with TARGET first on its path (written every call).
+wrapper() {
+  mkdir -p "$WORK/$1-venv/bin"
+  printf '#!/usr/bin/env bash\nPYTHONPATH="%s${PYTHONPATH:+:$PYTHONPATH}" exec "%s" "$@"\n' "$2" "$(realpath -s "$(command -v "$PYTHON")")" > "$WORK/$1-venv/bin/python"
+  chmod +x "$WORK/$1-venv/bin/python"
+}
+
+say "== gpu_bench $(date -u +%FT%TZ): tools $TOOLS, device $DEVICE, epochs $EPOCHS${BUDGET:+, time budget $BUDGET s}${QUICK[*]:+, quick}"
+rm -f "$WORK/installed.json"  # this call's record
+install seqtransfer "$BUNDLE/wheels" "$WORK/site" seqtransfer seqtransfer.cli ufal.chu_liu_edmonds seqeval torch numpy yaml safetensors tqdm matplotlib
+for tool in $TOOLS; do
+  case "$tool" in
+    flair) install flair "$BUNDLE/wheels-flair" "$WORK/flair-site" flair flair.embeddings flair.models flair.trainers transformers tokenizers huggingface_hub torch
+           wrapper flair "$WORK/flair-site" ;;
+    supar) install supar "$BUNDLE/wheels-supar" "$WORK/supar-site" supar supar.cmds.biaffine_dep nltk dill torch
+           wrapper supar "$WORK/supar-site" ;;
+  esac
 done
+cp "$WORK/installed.json" "$OUTPUT/gpu-bench-install.json"
+export PYTHONPATH="$WORK/site${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+if [ "$DEVICE" != cpu ]; then
+  "$PYTHON" -c "import torch, sys; print(torch.cuda.get_device_name(0)) if torch.cuda.is_available() else sys.exit('gpu_bench: no GPU here (pass --device cpu for a CPU check)')" 2>&1 | tee -a "$LOG" || exit 1
+fi
+
+# The comparisons, in order; each is one command.
+COMPARISONS=()
+for tool in $TOOLS; do
+  case "$tool" in
+    flair) for dataset in $DATASETS; do for batch in $BATCHES; do COMPARISONS+=("flair $dataset $batch"); done; done ;;
+    supar) for treebank in $TREEBANKS; do COMPARISONS+=("supar $treebank"); done ;;
+  esac
+done
+DEADLINE=$(( ${BUDGET:-0} ? STARTED + BUDGET - 15 : 0 ))
+failed=()
+for index in "${!COMPARISONS[@]}"; do
+  read -r tool dataset batch <<< "${COMPARISONS[$index]}"
+  budget=()
+  if [ -n "$BUDGET" ]; then
+    share=$(( (DEADLINE - SECONDS) / (${#COMPARISONS[@]} - index) ))
+    if [ "$share" -lt 30 ]; then
+      say "== $tool $dataset${batch:+, batch $batch}: skipped: ${share}s of the time budget would be left for it"; failed+=("$tool-$dataset(skipped)"); continue
+    fi
+    budget=(--time-budget "$share")
+  fi
+  case "$tool" in
+    flair)
+      say "== flair: $dataset, training batch $batch, $EPOCHS epochs${budget[*]:+, ${budget[1]} s}"
+      command=("$PYTHON" benchmarks/compare_flair.py --datasets "$dataset" --epochs "$EPOCHS" --device "$DEVICE" --threads 4 --train-batch-size "$batch"
+               --batch-sizes $INFERENCE --data-dir "$BUNDLE/data" --embeddings "$BUNDLE/data/glove-rows.txt" --flair-venv "$WORK/flair-venv" --no-install
+               "${QUICK[@]}" "${budget[@]}" --json "$OUTPUT/gpu-bench-flair-$dataset-batch$batch.json") ;;
+    supar)
+      say "== supar: $dataset, $EPOCHS epochs${budget[*]:+, ${budget[1]} s}"
+      command=("$PYTHON" benchmarks/compare_supar.py --datasets "$dataset" --epochs "$EPOCHS" --device "$DEVICE" --threads 4
+               --data-dir "$BUNDLE/data" --venv "$WORK/supar-venv" --no-install "${QUICK[@]}" "${budget[@]}" --output "$OUTPUT/gpu-bench-supar-$dataset.json") ;;
+  esac
+  status=0 begun=$SECONDS
+  "${command[@]}" 2>&1 | tee -a "$LOG" || status=$?
+  [ "$status" = 0 ] || { say "== $tool $dataset: FAILED (exit $status)"; failed+=("$tool-$dataset"); }
+  say "== $tool $dataset: $(( SECONDS - begun )) s"
+done
+say "== gpu_bench: $(( SECONDS - STARTED )) s${failed[*]:+; failed or skipped: ${failed[*]}}"
+[ ${#failed[@]} = 0 ]

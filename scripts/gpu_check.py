@@ -74,9 +74,12 @@ def agreement(run_directory: Path) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", default=".gpu-check/data")
-    parser.add_argument("--output", default="/tmp/gpu-check")
+    parser.add_argument("--output", default="/tmp/gpu-check", help="folder of the trained runs")
+    parser.add_argument("--json", default=None, help="the report, written again after each model and device (default OUTPUT/gpu-check.json)")
     arguments = parser.parse_args()
     data, output = Path(arguments.data), Path(arguments.output)
+    report_path = Path(arguments.json) if arguments.json else output / "gpu-check.json"
+    report_path.parent.mkdir(parents=True, exist_ok=True)
     glove = data / "glove-sample.txt"
     has_gpu = torch.cuda.is_available()
     print(f"torch {torch.__version__}; GPU: {torch.cuda.get_device_name(0) if has_gpu else 'none (CPU half only)'}", flush=True)
@@ -86,12 +89,14 @@ def main() -> int:
         for device in devices:
             source = output / f"tagger-{device}" if model == "pretrand" else None
             report[f"{model}/{device}"] = result = train_once(data, model, device, glove, output / f"{model}-{device}", source)
+            report_path.write_text(json.dumps(report, indent=1))  # kept if a later step fails or the call is cut off
             print(f"{model:8} {device:4}: one epoch {result['train_seconds']:.2f} s training ({result['seconds']:.1f} s in all), dev {result['dev']}, GPU peak {result['gpu_peak_megabytes']} MB", flush=True)
         if has_gpu:
             speedup = report[f"{model}/cpu"]["train_seconds"] / max(report[f"{model}/cuda"]["train_seconds"], 1e-9)
             report[f"{model}/agreement"] = check = agreement(output / f"{model}-cpu")
+            report_path.write_text(json.dumps(report, indent=1))
             print(f"{model:8} speed-up {speedup:.1f}x; CPU-trained model on both devices: {check}", flush=True)
-    (output / "gpu-check.json").write_text(json.dumps(report, indent=1))
+    report_path.write_text(json.dumps(report, indent=1))
     failed = [name for name, result in report.items() if name.endswith("agreement") and not result["within_tolerance"]]
     print("agreement within tolerance" if not failed else f"DISAGREEMENT: {failed}")
     return 1 if failed else 0

@@ -4,23 +4,83 @@
 # CPU and GPU with their agreement, speed-up and GPU peak memory (scripts/gpu_check.py).
 # Needs .gpu-check/ (made here by scripts/gpu_check_bundle.sh; carry it to the GPU machine).
 # On a machine without a GPU it says so and runs the CPU half only.
+#
+# seqtransfer and what it needs beyond the image are installed from the carried wheels alone
+# (pip --no-index) into $GPU_CHECK_WORK/site (default /tmp/gpu-check/site), which goes first on
+# PYTHONPATH: the epochs run the wheel's code, built from this tree (a bundle built from other
+# sources is refused); the test suite reads src/ before it, as CI does. A second call on the same
+# machine finds the same wheels there and reuses them; other wheels are installed afresh. Which
+# package was installed where, and where each one is imported from, goes to
+# $GPU_CHECK_WORK/installed.json and $OUT/gpu-check-install.json; the report to $OUT/gpu-check.json,
+# rewritten after each model and device. A second call trains afresh (the runs are removed first).
+# The Python is $PYTHON, else this checkout's .venv if it has one, else python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON="${PYTHON:-$(command -v python3)}"
-[ -x .venv/bin/python ] && [ -z "${PYTHON_FROM_ENV:-}" ] && PYTHON=.venv/bin/python
-if [ ! -d .gpu-check/data ]; then
-  echo "gpu_check: .gpu-check/ is missing: run scripts/gpu_check_bundle.sh first (where the datasets are)" >&2; exit 2
+case "${1:-}" in -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;; esac
+if [ -z "${PYTHON:-}" ]; then
+  PYTHON=$(command -v python3)
+  [ -x .venv/bin/python ] && PYTHON=.venv/bin/python
 fi
-if ! "$PYTHON" -c "import ufal.chu_liu_edmonds" 2>/dev/null; then  # a bare GPU image: install the carried wheels
-  "$PYTHON" -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --no-cache-dir --upgrade --target /tmp/site .gpu-check/wheels/*
-  export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
+WORK="${GPU_CHECK_WORK:-/tmp/gpu-check}"
+OUTPUT="${OUT:-$WORK}"
+if [ ! -d .gpu-check/data ] || [ ! -f .gpu-check/wheels/source-digest ]; then
+  echo "gpu_check: .gpu-check/ is missing or incomplete: run scripts/gpu_check_bundle.sh first (where the datasets are)" >&2; exit 2
 fi
-export PYTHONPATH="$PWD/src:${PYTHONPATH:-}" PYTHONUNBUFFERED=1
+source_digest() {  # as scripts/gpu_bench_bundle.sh computes it
+  find src pyproject.toml -type f ! -path '*/__pycache__/*' ! -path '*.egg-info/*' ! -name '*.pyc' ! -name '*.tmp' -print0 \
+    | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16
+}
+if [ "$(source_digest)" != "$(cat .gpu-check/wheels/source-digest)" ]; then
+  echo "gpu_check: .gpu-check/ holds a seqtransfer wheel built from other sources than src/: run scripts/gpu_check_bundle.sh again" >&2; exit 2
+fi
+mkdir -p "$WORK" "$OUTPUT"
+wheels=.gpu-check/wheels target="$WORK/site"
+digest=$(cd "$wheels" && sha256sum -- *.whl | sha256sum | cut -c1-16)
+if [ "$(cat "$target/.wheels-digest" 2>/dev/null)" = "$digest" ]; then
+  reused=1; echo "== seqtransfer's wheels: already installed in $target by an earlier call (the same wheels)"
+else
+  reused=0; echo "== installing seqtransfer's wheels into $target (no index)"
+  rm -rf "$target"
+  "$PYTHON" -m pip --isolated --disable-pip-version-check install -q --no-index --find-links "$wheels" --no-deps --no-compile --no-cache-dir \
+    --target "$target" "$wheels"/*.whl
+  echo "$digest" > "$target/.wheels-digest"
+fi
+export PYTHONPATH="$target${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+# The record: what is in the target, and where each package is imported from (a carried one must come from there).
+"$PYTHON" - "$WORK/installed.json" seqtransfer "$target" "$digest" "$reused" seqtransfer ufal.chu_liu_edmonds seqeval torch numpy yaml safetensors tqdm matplotlib <<'PY'
+import importlib, importlib.metadata as metadata, json, sys
+from pathlib import Path
+record_path, group, target, digest, reused, *modules = sys.argv[1:]
+path = Path(record_path)
+record = json.loads(path.read_text()) if path.is_file() else {}
+imports, problems = {}, []
+for name in modules:
+    try:
+        module = importlib.import_module(name)
+    except Exception as error:  # noqa: BLE001 - every failure is reported
+        problems.append(f"{name}: {type(error).__name__}: {error}")
+        continue
+    where = str(Path(module.__file__).resolve()) if getattr(module, "__file__", None) else None
+    imports[name] = {"version": getattr(module, "__version__", None), "from": where}
+    top = name.split(".")[0]
+    carried = (Path(target) / top).exists() or (Path(target) / f"{top}.py").exists()
+    if carried and not (where or "").startswith(str(Path(target).resolve())):
+        problems.append(f"{name}: imported from {where}, not from the carried copy in {target}")
+record[group] = {"python": sys.executable, "python_version": sys.version.split()[0], "target": target, "wheels_digest": digest, "reused": reused == "1",
+                 "installed": sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions(path=[target])), "imports": imports, "problems": problems}
+path.write_text(json.dumps(record, indent=1))
+print(f"{group}: " + ", ".join(f"{name} {value['version'] or ''} ({value['from']})" for name, value in imports.items()))
+sys.exit("install problems: " + "; ".join(problems) if problems else 0)
+PY
+[ "$OUTPUT" = "$WORK" ] || cp "$WORK/installed.json" "$OUTPUT/gpu-check-install.json"
 if "$PYTHON" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
   echo "== test suite on the GPU (device auto)"
-  "$PYTHON" -m pytest -q -x -p no:cacheprovider tests || exit 1
+  # The tests read seqtransfer from src/ (as CI does, where it is installed editable: some check the clone's
+  # layout), and what it needs beyond the image from the carried wheels.
+  PYTHONPATH="$PWD/src:$PYTHONPATH" "$PYTHON" -m pytest -q -x -p no:cacheprovider tests || exit 1
 else
   echo "== no GPU on this machine: the CPU half only"
 fi
 echo "== one epoch on each device"
-"$PYTHON" scripts/gpu_check.py --data .gpu-check/data --output "${OUT:-/tmp}/gpu-check"
+rm -rf "$WORK/runs"  # a second call trains afresh (a finished run directory is never overwritten)
+"$PYTHON" scripts/gpu_check.py --data .gpu-check/data --output "$WORK/runs" --json "$OUTPUT/gpu-check.json"

@@ -2,9 +2,21 @@
 # Pack what scripts/gpu_check.sh needs on a GPU machine without network or shared datasets into
 # .gpu-check/ (git-ignored; name it in the device tool's `carry`): 300/100/100 sentences of
 # WNUT-17 (CC BY 4.0) and UD-EWT (CC BY-SA 4.0), the GloVe 6B 50d rows of their words (PDDL),
-# and the wheels (Python 3.12, x86-64) that the GPU image lacks.
+# and the wheels that the GPU image lacks: seqtransfer's own (built from this working tree), and
+# ufal.chu_liu_edmonds and seqeval. The wheels are for CPython 3.12 on x86-64 (the GPU image's);
+# `--python-version 3.11` packs them for this machine's Python instead (a dry run here).
+# .gpu-check/wheels/source-digest is the digest of src/ and pyproject.toml that the wheel was built from:
+# gpu_check.sh refuses a bundle older than the tree it runs in.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+PYTHON_VERSION=3.12
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --python-version) PYTHON_VERSION="$2"; shift 2 ;;
+    -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;;
+    *) echo "gpu_check_bundle: unknown option $1" >&2; exit 2 ;;
+  esac
+done
 export SEQTRANSFER_DATA="${SEQTRANSFER_DATA:-$(cd .. && pwd)/shared/datasets}"
 rm -rf .gpu-check && mkdir -p .gpu-check/wheels .gpu-check/data
 .venv/bin/python - <<'PY'
@@ -26,9 +38,5 @@ with open(root / "glove-sample.txt", "w", encoding="utf-8") as handle:
         handle.write(word + " " + " ".join(f"{value:.6f}" for value in row) + "\n")
 print(f"{len(vectors.words)} GloVe rows for {len(words)} words")
 PY
-.venv/bin/python -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux1_x86_64 \
-  -d .gpu-check/wheels ufal.chu_liu_edmonds==1.0.3
-# seqeval ships an sdist whose build needs setuptools_scm from the network: build its wheel here
-.venv/bin/python -m pip wheel --quiet --no-deps -w .gpu-check/wheels seqeval==1.2.2
+bash scripts/gpu_bench_bundle.sh --seqtransfer-wheels .gpu-check/wheels --python-version "$PYTHON_VERSION"
 du -sh .gpu-check
