@@ -71,7 +71,7 @@ def main(settings_path: str, result_path: str) -> None:
     metrics = train_tagger(parser_config(settings, settings["train"], epochs), output, log=lambda message: None, show_progress=False)
     from seqtransfer.rundir import load_run
 
-    run = load_run(output)
+    run = load_run(output, settings.get("device", "auto"))  # parsing on the device it trained on (load_run alone: the CPU)
     from seqtransfer.data.task_data import load_task_data
 
     data = load_task_data(run.config.data, splits=("test",))

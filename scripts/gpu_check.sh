@@ -14,9 +14,14 @@
 # $GPU_CHECK_WORK/installed.json and $OUT/gpu-check-install.json; the report to $OUT/gpu-check.json,
 # rewritten after each model and device. A second call trains afresh (the runs are removed first).
 # The Python is $PYTHON, else this checkout's .venv if it has one, else python3.
+# --skip-tests: the epochs only. A failing test makes the call fail, after the epochs have run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-case "${1:-}" in -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;; esac
+TESTS=1
+case "${1:-}" in
+  -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;;
+  --skip-tests) TESTS=0 ;;  # only the epochs on each device (a second call, when the suite has run)
+esac
 if [ -z "${PYTHON:-}" ]; then
   PYTHON=$(command -v python3)
   [ -x .venv/bin/python ] && PYTHON=.venv/bin/python
@@ -73,14 +78,18 @@ print(f"{group}: " + ", ".join(f"{name} {value['version'] or ''} ({value['from']
 sys.exit("install problems: " + "; ".join(problems) if problems else 0)
 PY
 [ "$OUTPUT" = "$WORK" ] || cp "$WORK/installed.json" "$OUTPUT/gpu-check-install.json"
-if "$PYTHON" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
+failed=0
+if [ "$TESTS" = 0 ]; then
+  echo "== test suite skipped (--skip-tests)"
+elif "$PYTHON" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
   echo "== test suite on the GPU (device auto)"
   # The tests read seqtransfer from src/ (as CI does, where it is installed editable: some check the clone's
   # layout), and what it needs beyond the image from the carried wheels.
-  PYTHONPATH="$PWD/src:$PYTHONPATH" "$PYTHON" -m pytest -q -x -p no:cacheprovider tests || exit 1
+  PYTHONPATH="$PWD/src:$PYTHONPATH" "$PYTHON" -m pytest -q -p no:cacheprovider tests || failed=1  # the epochs below run anyway
 else
   echo "== no GPU on this machine: the CPU half only"
 fi
 echo "== one epoch on each device"
 rm -rf "$WORK/runs"  # a second call trains afresh (a finished run directory is never overwritten)
-"$PYTHON" scripts/gpu_check.py --data .gpu-check/data --output "$WORK/runs" --json "$OUTPUT/gpu-check.json"
+"$PYTHON" scripts/gpu_check.py --data .gpu-check/data --output "$WORK/runs" --json "$OUTPUT/gpu-check.json" || failed=1
+exit "$failed"

@@ -188,7 +188,7 @@ def test_a_parsers_batch_that_cannot_fit_in_memory_is_refused_before_it_runs(tmp
 
     monkeypatch.setattr(memory, "available_memory_bytes", lambda: 64 * 2**20)
     arguments = ["train", "--train", str(long_sentence_file(tmp_path, 1500)), "--dev", str(FIXTURES / "tiny_dep_dev.conllu"), "--task", "dependency",
-                 "--epochs", "1", "--quiet", *PARSER]
+                 "--epochs", "1", "--quiet", *PARSER, "train.device=cpu"]  # the host's memory (a GPU's is not estimated)
     assert main([*arguments, "--output", str(tmp_path / "refused")]) != 0
     error = capsys.readouterr().err
     assert "training sentence 7 has 1,500 tokens" in error and "data.max_sentence_length" in error and "Traceback" not in error
