@@ -71,8 +71,9 @@ def settings_of(arguments: argparse.Namespace) -> AwdSettings:
 
 def training_of(arguments: argparse.Namespace):
     """Our training config: pretrain-lm's for awd-lstm, every epoch run (patience = epochs), the threads kept."""
-    options = argparse.Namespace(learning_rate=arguments.learning_rate, batch_size=arguments.batch_size, epochs=arguments.epochs,
-                                 patience=arguments.epochs, seed=arguments.seed, threads=arguments.threads, device="cpu")
+    options = argparse.Namespace(
+        learning_rate=arguments.learning_rate, batch_size=arguments.batch_size, epochs=arguments.epochs, patience=arguments.epochs, seed=arguments.seed, threads=arguments.threads, device="cpu"
+    )
     return dataclasses.replace(adam_training(options, BETAS, GRADIENT_CLIP), share_cores=False)
 
 
@@ -88,11 +89,18 @@ def export(arguments: argparse.Namespace, sentences: list[list[str]], folder: Pa
     ids = {word: index for index, word in enumerate(words)}
     encoded = encode_sentences(training, ids)
     rows = stream_chunks(np.concatenate(encode_sentences(held_out, ids)), arguments.batch_size, bptt=2**62)[0]  # one chunk: the whole rows
-    np.savez(folder / "fastai.npz", training=np.concatenate(encoded), lengths=np.array([len(ids) for ids in encoded]),
-             held_out_inputs=rows.inputs.numpy(), held_out_targets=rows.targets.numpy())
+    np.savez(folder / "fastai.npz", training=np.concatenate(encoded), lengths=np.array([len(ids) for ids in encoded]), held_out_inputs=rows.inputs.numpy(), held_out_targets=rows.targets.numpy())
     config = training_of(arguments)
-    training_settings = {"seed": config.seed, "threads": config.threads, "epochs": config.max_epochs, "batch_size": config.batch_size, "bptt": settings.bptt,
-                         "learning_rate": config.learning_rate, "betas": list(config.betas), "gradient_clip": config.gradient_clip}
+    training_settings = {
+        "seed": config.seed,
+        "threads": config.threads,
+        "epochs": config.max_epochs,
+        "batch_size": config.batch_size,
+        "bptt": settings.bptt,
+        "learning_rate": config.learning_rate,
+        "betas": list(config.betas),
+        "gradient_clip": config.gradient_clip,
+    }
     document = {"model": model_settings(settings, len(words)), "training": training_settings}
     (folder / "settings.json").write_text(json.dumps(document, indent=1), encoding="utf-8")
 
@@ -101,20 +109,36 @@ def run_seqtransfer(folder: Path) -> dict:
     """Our side, in its own process (``--seqtransfer-side``): pretrain on ``text.txt``; one JSON line of measurements."""
     arguments = argparse.Namespace(**json.loads((folder / "arguments.json").read_text(encoding="utf-8")))
     sentences = [line.split(" ") for line in (folder / "text.txt").read_text(encoding="utf-8").splitlines()]
-    summary = pretrain_awd_lstm(sentences, settings_of(arguments), training_of(arguments), folder / "seqtransfer-lm",
-                                lambda message: print(f"seqtransfer: {message}", file=sys.stderr, flush=True), show_progress=False, device="cpu")
-    return {"tool": "seqtransfer", "version": __version__, "torch": torch.__version__, "threads": torch.get_num_threads(),
-            "parameters": summary["parameters"], "training_tokens": summary["training_tokens"],
-            "train_seconds": [record["train_seconds"] for record in summary["history"]], "tokens_per_second": summary["training_tokens_per_second"],
-            "held_out_perplexity": [record["held_out_perplexity"] for record in summary["history"]],
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    summary = pretrain_awd_lstm(
+        sentences,
+        settings_of(arguments),
+        training_of(arguments),
+        folder / "seqtransfer-lm",
+        lambda message: print(f"seqtransfer: {message}", file=sys.stderr, flush=True),
+        show_progress=False,
+        device="cpu",
+    )
+    return {
+        "tool": "seqtransfer",
+        "version": __version__,
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "parameters": summary["parameters"],
+        "training_tokens": summary["training_tokens"],
+        "train_seconds": [record["train_seconds"] for record in summary["history"]],
+        "tokens_per_second": summary["training_tokens_per_second"],
+        "held_out_perplexity": [record["held_out_perplexity"] for record in summary["history"]],
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
 
 
 def compare(arguments: argparse.Namespace, fastai_python: Path, folder: Path) -> list[dict]:
     """Export, then run each side (seqtransfer first); each row is written to ``FOLDER/TOOL-result.json`` as it ends."""
     export(arguments, read_sentences(arguments), folder)
-    commands = {"seqtransfer": [sys.executable, str(Path(__file__).resolve()), "--seqtransfer-side", str(folder)],
-                "fastai": [str(fastai_python), str(BENCHMARKS / "fastai_runner.py"), "--input", str(folder)]}
+    commands = {
+        "seqtransfer": [sys.executable, str(Path(__file__).resolve()), "--seqtransfer-side", str(folder)],
+        "fastai": [str(fastai_python), str(BENCHMARKS / "fastai_runner.py"), "--input", str(folder)],
+    }
     rows = []
     for tool, command in commands.items():
         print(f"running {tool} ...", file=sys.stderr, flush=True)
@@ -127,21 +151,27 @@ def compare(arguments: argparse.Namespace, fastai_python: Path, folder: Path) ->
 
 def ratios(ours: dict, theirs: dict) -> dict:
     """seqtransfer / fastai: speed (>1: ours faster), peak memory (<1: ours smaller), last held-out perplexity (<1: ours lower)."""
-    return {"tokens_per_second": round(ours["tokens_per_second"] / theirs["tokens_per_second"], 3),
-            "peak_rss": round(ours["peak_rss_mb"] / theirs["peak_rss_mb"], 3),
-            "held_out_perplexity": round(ours["held_out_perplexity"][-1] / theirs["held_out_perplexity"][-1], 3)}
+    return {
+        "tokens_per_second": round(ours["tokens_per_second"] / theirs["tokens_per_second"], 3),
+        "peak_rss": round(ours["peak_rss_mb"] / theirs["peak_rss_mb"], 3),
+        "held_out_perplexity": round(ours["held_out_perplexity"][-1] / theirs["held_out_perplexity"][-1], 3),
+    }
 
 
 def report(rows: list[dict], arguments: argparse.Namespace) -> dict:
     """Print the table and the ratios; write everything to ``--json``; return it."""
-    print(f"\nseqtransfer vs fastai {rows[1]['version']}: AWD-LSTM {arguments.size}, torch {rows[0]['torch']}, cpu, {arguments.threads} threads, "
-          f"{rows[0]['training_tokens']:,} training tokens, batch {arguments.batch_size} x bptt {arguments.bptt}, {arguments.epochs} epochs, seed {arguments.seed}")
+    print(
+        f"\nseqtransfer vs fastai {rows[1]['version']}: AWD-LSTM {arguments.size}, torch {rows[0]['torch']}, cpu, {arguments.threads} threads, "
+        f"{rows[0]['training_tokens']:,} training tokens, batch {arguments.batch_size} x bptt {arguments.bptt}, {arguments.epochs} epochs, seed {arguments.seed}"
+    )
     print(f"{'tool':12} {'parameters':>11} {'train tok/s':>12} {'peak MB':>8}  held-out perplexity per epoch")
     for row in rows:
-        print(f"{row['tool']:12} {row['parameters']:11,} {row['tokens_per_second']:12,.0f} {row['peak_rss_mb']:8.0f}  "
-              + " ".join(f"{value:.2f}" for value in row["held_out_perplexity"]))
-    result = {"settings": {key: value for key, value in vars(arguments).items() if key not in ("json", "work_dir", "fastai_venv", "seqtransfer_side")}, "rows": rows,
-              "ratios": ratios(rows[0], rows[1])}
+        print(f"{row['tool']:12} {row['parameters']:11,} {row['tokens_per_second']:12,.0f} {row['peak_rss_mb']:8.0f}  " + " ".join(f"{value:.2f}" for value in row["held_out_perplexity"]))
+    result = {
+        "settings": {key: value for key, value in vars(arguments).items() if key not in ("json", "work_dir", "fastai_venv", "seqtransfer_side")},
+        "rows": rows,
+        "ratios": ratios(rows[0], rows[1]),
+    }
     print("seqtransfer / fastai: " + ", ".join(f"{name} {value:.2f}" for name, value in result["ratios"].items()))
     print(json.dumps(result))
     if arguments.json:

@@ -55,8 +55,7 @@ def peer_venv_problem(python: Path, package: str, version: str) -> str | None:
     ``package`` at ``version`` on this interpreter's torch."""
     import torch
 
-    check = (f"import {package}, torch; assert {package}.__version__ == '{version}', {package}.__version__; "
-             f"assert torch.__version__ == '{torch.__version__}', torch.__version__")
+    check = f"import {package}, torch; assert {package}.__version__ == '{version}', {package}.__version__; assert torch.__version__ == '{torch.__version__}', torch.__version__"
     result = subprocess.run([str(python), "-c", check], capture_output=True, text=True)
     return None if result.returncode == 0 else (result.stderr.strip().splitlines() or ["no output"])[-1]
 
@@ -95,8 +94,7 @@ def export_for_flair(arguments: argparse.Namespace, dataset: str, folder: Path):
     flair's WordEmbeddings gets every row except padding, with seqtransfer's <unk> row last,
     where flair keeps its unknown word.
     """
-    config = benchmark_config(dataset, arguments.threads, arguments.max_train_sentences, arguments.data_dir, arguments.seed,
-                              embeddings=arguments.embeddings, batch_size=arguments.train_batch_size)
+    config = benchmark_config(dataset, arguments.threads, arguments.max_train_sentences, arguments.data_dir, arguments.seed, embeddings=arguments.embeddings, batch_size=arguments.train_batch_size)
     data = load_benchmark_data(config, arguments.max_evaluation_sentences)
     vocabularies, matrix = prepare_vocabularies(config, data, log=lambda message: None)
     words = vocabularies.words.items
@@ -105,10 +103,16 @@ def export_for_flair(arguments: argparse.Namespace, dataset: str, folder: Path):
     np.save(folder / "vectors.npy", np.concatenate([matrix[2:], matrix[1:2]]))  # (V - 1, D)
     model, train = config.model, config.train
     settings = {
-        "seed": train.seed, "learning_rate": train.learning_rate, "momentum": train.momentum,
-        "learning_rate_decay": train.learning_rate_decay, "gradient_clip": train.gradient_clip,
-        "batch_size": train.batch_size, "dropout": model.dropout, "hidden": model.hidden,
-        "char_dimension": model.char_dimension, "char_hidden": model.char_hidden,
+        "seed": train.seed,
+        "learning_rate": train.learning_rate,
+        "momentum": train.momentum,
+        "learning_rate_decay": train.learning_rate_decay,
+        "gradient_clip": train.gradient_clip,
+        "batch_size": train.batch_size,
+        "dropout": model.dropout,
+        "hidden": model.hidden,
+        "char_dimension": model.char_dimension,
+        "char_hidden": model.char_hidden,
     }
     characters = [character for character in vocabularies.characters.items if character not in (PADDING, UNKNOWN)]
     document = {"dataset": dataset, "settings": settings, "words": words[2:], "characters": characters, "splits": splits_for_flair(data)}
@@ -118,10 +122,7 @@ def export_for_flair(arguments: argparse.Namespace, dataset: str, folder: Path):
 
 def splits_for_flair(data) -> dict:
     """Tokens and gold spans ``[type, start, end)`` of each split, as flair's runners read them."""
-    return {
-        split: {"tokens": data.tokens(split), "spans": [chunks(tags) for tags in data.labels(split)]}
-        for split in ("train", "dev", "test")
-    }
+    return {split: {"tokens": data.tokens(split), "spans": [chunks(tags) for tags in data.labels(split)]} for split in ("train", "dev", "test")}
 
 
 def run_json(command: list[str], threads: int) -> dict:
@@ -173,8 +174,7 @@ def seqtransfer_options(arguments: argparse.Namespace, dataset: str) -> list[str
     return options
 
 
-def run_tools(dataset: str, commands: dict[str, list[str]], data, folder: Path, threads: int, time_budget: float | None = None,
-              finished=None) -> list[dict]:
+def run_tools(dataset: str, commands: dict[str, list[str]], data, folder: Path, threads: int, time_budget: float | None = None, finished=None) -> list[dict]:
     """Run each tool's runner in turn (seqtransfer first), score its predictions; check both read the
     same data. Each tool's measurements are printed (one JSON line) and written to
     ``FOLDER/TOOL-result.json`` the moment it ends, and handed to ``finished`` (``--json``): a later
@@ -199,8 +199,7 @@ def run_tools(dataset: str, commands: dict[str, list[str]], data, folder: Path, 
     if rows[0]["train_tokens"] != rows[1]["train_tokens"] or rows[0]["test_tokens"] != rows[1]["test_tokens"]:
         raise SystemExit(f"{dataset}: the two tools did not get the same data: {rows}")
     if rows[0].get("epochs", len(rows[0]["epoch_seconds"])) != rows[1].get("epochs", len(rows[1]["epoch_seconds"])):
-        print(f"{dataset}: WARNING: the time budget stopped the tools after different epochs ({rows[0]['epochs']} and {rows[1]['epochs']}): their F1 are not comparable",
-              file=sys.stderr, flush=True)
+        print(f"{dataset}: WARNING: the time budget stopped the tools after different epochs ({rows[0]['epochs']} and {rows[1]['epochs']}): their F1 are not comparable", file=sys.stderr, flush=True)
     return rows
 
 
@@ -219,7 +218,10 @@ def compare_dataset(arguments: argparse.Namespace, dataset: str, flair_python: P
 
 
 def print_table(rows: list[dict]) -> None:
-    header = f"{'tool':12} {'dataset':10} {'tokens':>8} {'epochs':>6} {'epoch s':>8} {'train tok/s':>12} {'infer tok/s':>12} {'batch':>6} {'peak MB':>8} {'train MB':>8} {'GPU MB':>7} {'dev F1':>7} {'test F1':>7}"
+    header = (
+        f"{'tool':12} {'dataset':10} {'tokens':>8} {'epochs':>6} {'epoch s':>8} {'train tok/s':>12} {'infer tok/s':>12} {'batch':>6} "
+        f"{'peak MB':>8} {'train MB':>8} {'GPU MB':>7} {'dev F1':>7} {'test F1':>7}"
+    )
     print(header)
     for row in rows:
         train_mb = f"{row['train_peak_rss_mb']:8.0f}" if row["train_peak_rss_mb"] is not None else f"{'-':>8}"
@@ -263,24 +265,27 @@ def comparison_parser(description: str, datasets: list[str], batch_sizes: list[i
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = comparison_parser(__doc__.split("\n\n")[0], ["wnut17", "conll2003"], INFERENCE_BATCH_SIZES,
-                               "training epochs per tool (the median of their times is reported)")
+    parser = comparison_parser(__doc__.split("\n\n")[0], ["wnut17", "conll2003"], INFERENCE_BATCH_SIZES, "training epochs per tool (the median of their times is reported)")
     parser.add_argument("--embeddings", default=None, help="a word-vector text file instead of the GloVe 6B 50d package (scripts/gpu_bench_bundle.sh writes its rows)")
     parser.add_argument("--train-batch-size", type=int, default=None, help="training sentences per batch, both tools (default: seqtransfer's train.batch_size)")
-    parser.add_argument("--time-budget", type=float, default=None,
-                        help="seconds for the whole invocation, shared equally by the datasets; in each, seqtransfer gets half and trains as many of --epochs "
-                             "as fit after its first epoch (at least one), then flair trains as many epochs in what is left (run_tools)")
+    parser.add_argument(
+        "--time-budget",
+        type=float,
+        default=None,
+        help="seconds for the whole invocation, shared equally by the datasets; in each, seqtransfer gets half and trains as many of --epochs "
+        "as fit after its first epoch (at least one), then flair trains as many epochs in what is left (run_tools)",
+    )
     return parser.parse_args(argv)
 
 
 def subset_description(arguments: argparse.Namespace) -> str:
-    """", first N training sentences, first M dev/test sentences" for a quick check, else ""."""
+    """ ", first N training sentences, first M dev/test sentences" for a quick check, else ""."""
     subset = f", first {arguments.max_train_sentences} training sentences" if arguments.max_train_sentences else ""
     return subset + (f", first {arguments.max_evaluation_sentences} dev/test sentences" if arguments.max_evaluation_sentences else "")
 
 
 def budget_description(arguments: argparse.Namespace) -> str:
-    """" (at most: time budget N s)" with ``--time-budget``, else ""."""
+    """ " (at most: time budget N s)" with ``--time-budget``, else ""."""
     return f" (at most: time budget {arguments.time_budget:.0f} s)" if getattr(arguments, "time_budget", None) else ""
 
 
@@ -331,8 +336,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
         for number, dataset in enumerate(arguments.datasets):
             share = (deadline - time.perf_counter()) / (len(arguments.datasets) - number) if deadline else None  # what is left, shared by the datasets left
             rows += compare_dataset(arguments, dataset, flair_python, work / dataset, finished, share)
-    print(f"\nseqtransfer vs flair {rows[1]['flair']}: torch {rows[0]['torch']}, {rows[0]['device']} / {rows[1].get('device', 'cpu')}, {arguments.threads} threads, CRF, "
-          f"training batch {rows[0]['train_batch_size']}, {arguments.epochs} epochs{budget_description(arguments)}, seed {arguments.seed}{subset_description(arguments)}")
+    print(
+        f"\nseqtransfer vs flair {rows[1]['flair']}: torch {rows[0]['torch']}, {rows[0]['device']} / {rows[1].get('device', 'cpu')}, {arguments.threads} threads, CRF, "
+        f"training batch {rows[0]['train_batch_size']}, {arguments.epochs} epochs{budget_description(arguments)}, seed {arguments.seed}{subset_description(arguments)}"
+    )
     report_rows(rows, arguments)
     return rows
 

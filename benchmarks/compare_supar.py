@@ -92,8 +92,7 @@ def supar_python_for(arguments: argparse.Namespace) -> Path:
     import torch
 
     python = Path(arguments.venv) / "bin" / "python"
-    check = (f"import supar, torch; assert supar.__version__ == '{SUPAR_VERSION}', supar.__version__; "
-             f"assert torch.__version__ == '{torch.__version__}', torch.__version__")
+    check = f"import supar, torch; assert supar.__version__ == '{SUPAR_VERSION}', supar.__version__; assert torch.__version__ == '{torch.__version__}', torch.__version__"
     completed = subprocess.run([str(python), "-c", check], capture_output=True, text=True) if python.exists() else None
     if completed is None or completed.returncode:
         problem = (completed.stderr.strip().splitlines() or ["no output"])[-1] if completed else f"{python} does not exist"
@@ -151,12 +150,20 @@ def summarize(result: dict, train_tokens: int, test_tokens: int, gold_trees: lis
     predicted = [read_tree(sentence) for sentence in read_conllu(result["predictions"])]
     scores = attachment_scores(gold_trees, predicted)
     epoch = statistics.median(result["train_seconds"])
-    return {"median_train_epoch_seconds": round(epoch, 2), "train_tokens_per_second": round(train_tokens / epoch, 1),
-            "parse_tokens_per_second": round(test_tokens / result["parse_seconds"], 1), "peak_rss_mb": round(result["peak_rss_mb"], 1),
-            "test_uas": round(scores["uas"], 2), "test_las": round(scores["las"], 2), "epochs": len(result["train_seconds"]),
-            "train_seconds": result["train_seconds"], "parse_seconds": round(result["parse_seconds"], 3),
-            "parse_seconds_by_batch": result["parse_seconds_by_batch"], "process_seconds": round(result["process_seconds"], 1),
-            **{key: result[key] for key in ("device", "torch", "time_budget", "probe_sentences", "estimated_epoch_seconds") if key in result}}
+    return {
+        "median_train_epoch_seconds": round(epoch, 2),
+        "train_tokens_per_second": round(train_tokens / epoch, 1),
+        "parse_tokens_per_second": round(test_tokens / result["parse_seconds"], 1),
+        "peak_rss_mb": round(result["peak_rss_mb"], 1),
+        "test_uas": round(scores["uas"], 2),
+        "test_las": round(scores["las"], 2),
+        "epochs": len(result["train_seconds"]),
+        "train_seconds": result["train_seconds"],
+        "parse_seconds": round(result["parse_seconds"], 3),
+        "parse_seconds_by_batch": result["parse_seconds_by_batch"],
+        "process_seconds": round(result["process_seconds"], 1),
+        **{key: result[key] for key in ("device", "torch", "time_budget", "probe_sentences", "estimated_epoch_seconds") if key in result},
+    }
 
 
 def compare(dataset: str, arguments: argparse.Namespace, supar_python: Path, finished=None, time_budget: float | None = None) -> dict:
@@ -173,11 +180,28 @@ def compare(dataset: str, arguments: argparse.Namespace, supar_python: Path, fin
         test = read_conllu(paths["test"])
         train_tokens, test_tokens = sum(map(len, train)), sum(map(len, test))
         batch_tokens = round(arguments.batch_size * train_tokens / len(train))
-        settings = {**paths, "epochs": arguments.epochs, "threads": arguments.threads, "seed": arguments.seed, "word_dimension": 50,
-                    "batch_tokens": batch_tokens, "config": str(folder / "supar.ini"), "device": arguments.device,
-                    "parse_batch_sentences": [32, 64, 128, 512], "parse_batch_tokens": [1000, 2000, 5000]}
-        result = {"dataset": dataset, "train_sentences": len(train), "train_tokens": train_tokens, "test_tokens": test_tokens,
-                  "batch_sentences": arguments.batch_size, "supar_batch_tokens": batch_tokens, "threads": arguments.threads, "device": arguments.device}
+        settings = {
+            **paths,
+            "epochs": arguments.epochs,
+            "threads": arguments.threads,
+            "seed": arguments.seed,
+            "word_dimension": 50,
+            "batch_tokens": batch_tokens,
+            "config": str(folder / "supar.ini"),
+            "device": arguments.device,
+            "parse_batch_sentences": [32, 64, 128, 512],
+            "parse_batch_tokens": [1000, 2000, 5000],
+        }
+        result = {
+            "dataset": dataset,
+            "train_sentences": len(train),
+            "train_tokens": train_tokens,
+            "test_tokens": test_tokens,
+            "batch_sentences": arguments.batch_size,
+            "supar_batch_tokens": batch_tokens,
+            "threads": arguments.threads,
+            "device": arguments.device,
+        }
         gold = [read_tree(sentence) for sentence in test]
         budget = {"time_budget": (time_budget - (time.perf_counter() - started)) / 2} if time_budget else {}
         print(f"{dataset}: running seqtransfer ...", file=sys.stderr, flush=True)
@@ -190,14 +214,18 @@ def compare(dataset: str, arguments: argparse.Namespace, supar_python: Path, fin
         (folder / "supar.ini").write_text(SUPAR_CONFIG.format(word_dimension=50, batch_tokens=batch_tokens, epochs=epochs))
         budget = {"time_budget": max(time_budget - (time.perf_counter() - started), 1.0)} if time_budget else {}
         print(f"{dataset}: running supar ...", file=sys.stderr, flush=True)
-        supar = run_tool(supar_python, "supar_runner.py", {**settings, **budget, "epochs": epochs, "model": str(folder / "supar.model"),
-                                                           "predictions": str(folder / "supar-test.conllu")}, folder, "supar")
+        supar = run_tool(
+            supar_python, "supar_runner.py", {**settings, **budget, "epochs": epochs, "model": str(folder / "supar.model"), "predictions": str(folder / "supar-test.conllu")}, folder, "supar"
+        )
         result["supar"] = summarize(supar, train_tokens, test_tokens, gold)
         print(f"{dataset}: supar finished: {json.dumps(result['supar'])}", file=sys.stderr, flush=True)
     tools = {name: result[name] for name in ("seqtransfer", "supar")}
     if tools["seqtransfer"]["epochs"] != tools["supar"]["epochs"]:
-        print(f"{dataset}: WARNING: the time budget stopped the tools after different epochs ({tools['seqtransfer']['epochs']} and {tools['supar']['epochs']}): "
-              "their UAS/LAS are not comparable", file=sys.stderr, flush=True)
+        print(
+            f"{dataset}: WARNING: the time budget stopped the tools after different epochs ({tools['seqtransfer']['epochs']} and {tools['supar']['epochs']}): their UAS/LAS are not comparable",
+            file=sys.stderr,
+            flush=True,
+        )
     ratios = {key: round(tools["seqtransfer"][key] / tools["supar"][key], 2) for key in ("train_tokens_per_second", "parse_tokens_per_second")}
     ratios["peak_rss"] = round(tools["seqtransfer"]["peak_rss_mb"] / tools["supar"]["peak_rss_mb"], 2)
     result["ratios"] = ratios
@@ -207,12 +235,17 @@ def compare(dataset: str, arguments: argparse.Namespace, supar_python: Path, fin
 
 
 def print_comparison(result: dict) -> None:
-    print(f"\n{result['dataset']}: {result['train_sentences']} training sentences ({result['train_tokens']} tokens), "
-          f"{result['test_tokens']} test tokens, {result['threads']} threads")
+    print(f"\n{result['dataset']}: {result['train_sentences']} training sentences ({result['train_tokens']} tokens), {result['test_tokens']} test tokens, {result['threads']} threads")
     print(f"{'':24}{'seqtransfer':>14}{'SuPar 1.1.4':>14}{'ratio':>8}")
-    rows = [("epochs", "epochs", None), ("train epoch (s)", "median_train_epoch_seconds", None), ("train tokens/s", "train_tokens_per_second", "train_tokens_per_second"),
-            ("parse tokens/s", "parse_tokens_per_second", "parse_tokens_per_second"), ("peak RSS (MB)", "peak_rss_mb", "peak_rss"),
-            ("test UAS", "test_uas", None), ("test LAS", "test_las", None)]
+    rows = [
+        ("epochs", "epochs", None),
+        ("train epoch (s)", "median_train_epoch_seconds", None),
+        ("train tokens/s", "train_tokens_per_second", "train_tokens_per_second"),
+        ("parse tokens/s", "parse_tokens_per_second", "parse_tokens_per_second"),
+        ("peak RSS (MB)", "peak_rss_mb", "peak_rss"),
+        ("test UAS", "test_uas", None),
+        ("test LAS", "test_las", None),
+    ]
     for title, key, ratio in rows:
         ratio_text = f"{result['ratios'][ratio]:.2f}x" if ratio else ""
         print(f"{title:24}{result['seqtransfer'][key]:>14}{result['supar'][key]:>14}{ratio_text:>8}")
@@ -231,9 +264,13 @@ def main() -> None:
     parser.add_argument("--venv", default=str(BENCHMARKS / ".supar-venv"))
     parser.add_argument("--no-install", action="store_true", help="use --venv as it is, and stop with its error if it cannot run SuPar (no network)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda[:N]: both tools on that device")
-    parser.add_argument("--time-budget", type=float, default=None,
-                        help="seconds for the whole invocation, shared equally by the datasets; in each, seqtransfer gets half and trains as many of --epochs "
-                             "as fit (estimated from one epoch on a tenth of the training set; at least one), then SuPar trains as many in what is left (compare)")
+    parser.add_argument(
+        "--time-budget",
+        type=float,
+        default=None,
+        help="seconds for the whole invocation, shared equally by the datasets; in each, seqtransfer gets half and trains as many of --epochs "
+        "as fit (estimated from one epoch on a tenth of the training set; at least one), then SuPar trains as many in what is left (compare)",
+    )
     parser.add_argument("--output", help="JSON file for the results, written again as each tool ends (default benchmarks/results/supar-<datasets>-seed<seed>.json)")
     arguments = parser.parse_args()
     supar_python = supar_python_for(arguments)

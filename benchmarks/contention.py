@@ -39,9 +39,24 @@ SITUATIONS = {"solo": (1, False), "two": (2, False), "three": (3, False), "busy"
 
 def seqtransfer_command(arguments: argparse.Namespace, share_cores: bool, output: Path) -> list[str]:
     """`seqtransfer train` of the tagger on the subset, ``arguments.epochs`` epochs."""
-    return [str(Path(sys.executable).parent / "seqtransfer"), "train", "--dataset", arguments.dataset, "--classifier", "crf", "--data-dir", arguments.data_dir,
-            "--epochs", str(arguments.epochs), "--output", str(output), "--quiet", f"train.threads={arguments.threads}",
-            f"train.share_cores={'true' if share_cores else 'false'}", f"data.max_train_sentences={arguments.max_train_sentences}"]
+    return [
+        str(Path(sys.executable).parent / "seqtransfer"),
+        "train",
+        "--dataset",
+        arguments.dataset,
+        "--classifier",
+        "crf",
+        "--data-dir",
+        arguments.data_dir,
+        "--epochs",
+        str(arguments.epochs),
+        "--output",
+        str(output),
+        "--quiet",
+        f"train.threads={arguments.threads}",
+        f"train.share_cores={'true' if share_cores else 'false'}",
+        f"data.max_train_sentences={arguments.max_train_sentences}",
+    ]
 
 
 def seqtransfer_epochs(output: Path) -> list[float]:
@@ -50,8 +65,20 @@ def seqtransfer_epochs(output: Path) -> list[float]:
 
 
 def flair_command(arguments: argparse.Namespace, flair_input: Path, output: Path) -> list[str]:
-    return [str(arguments.flair_python), str(BENCHMARKS / "flair_runner.py"), "--input", str(flair_input), "--epochs", str(arguments.epochs),
-            "--threads", str(arguments.threads), "--batch-sizes", "512", "--predictions", str(output / "predictions.json")]
+    return [
+        str(arguments.flair_python),
+        str(BENCHMARKS / "flair_runner.py"),
+        "--input",
+        str(flair_input),
+        "--epochs",
+        str(arguments.epochs),
+        "--threads",
+        str(arguments.threads),
+        "--batch-sizes",
+        "512",
+        "--predictions",
+        str(output / "predictions.json"),
+    ]
 
 
 def start(command: list[str], log: Path) -> subprocess.Popen:
@@ -86,8 +113,7 @@ def run_situation(arguments: argparse.Namespace, tool: str, situation: str, flai
         epochs = [json.loads((output.parent / f"{output.name}.log").read_text().strip().splitlines()[-1])["epoch_seconds"] for output in outputs]
     else:
         epochs = [seqtransfer_epochs(output) for output in outputs]
-    return {"tool": tool, "situation": situation, "runs": count, "busy_loop": busy, "epoch_seconds": epochs,
-            "median_epoch_seconds": [round(statistics.median(seconds), 2) for seconds in epochs]}
+    return {"tool": tool, "situation": situation, "runs": count, "busy_loop": busy, "epoch_seconds": epochs, "median_epoch_seconds": [round(statistics.median(seconds), 2) for seconds in epochs]}
 
 
 def training_tokens(arguments: argparse.Namespace, folder: Path) -> int:

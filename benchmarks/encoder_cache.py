@@ -54,8 +54,16 @@ def main() -> None:
     train_epoch(model, optimizer, ShuffledBatches(train, config.train.batch_size, config.train.seed), config.train, 1, show_progress=False)
     epoch = time.perf_counter() - started
     ratio = (compute + epoch) / (read + epoch)
-    result = {"dataset": arguments.dataset, "encoder": arguments.encoder, "threads": arguments.threads, "train_sentences": len(tokens),
-              "compute_seconds": round(compute, 2), "read_seconds": round(read, 2), "epoch_seconds": round(epoch, 2), "speedup": round(ratio, 2)}
+    result = {
+        "dataset": arguments.dataset,
+        "encoder": arguments.encoder,
+        "threads": arguments.threads,
+        "train_sentences": len(tokens),
+        "compute_seconds": round(compute, 2),
+        "read_seconds": round(read, 2),
+        "epoch_seconds": round(epoch, 2),
+        "speedup": round(ratio, 2),
+    }
     print(json.dumps(result, indent=2))
     if arguments.output:
         with open(arguments.output, "w", encoding="utf-8") as handle:

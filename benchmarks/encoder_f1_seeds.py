@@ -38,8 +38,24 @@ def train_flair(arguments: argparse.Namespace, encoder: str, seed: int, folder: 
     seed_folder = folder / f"flair-{seed}"
     seed_folder.mkdir()
     export_for_flair(argparse.Namespace(**{**vars(arguments), "seed": seed, "max_evaluation_sentences": None}), arguments.dataset, Path(encoder), seed_folder)
-    subprocess.run([arguments.flair_python, str(HERE / "benchmarks" / "flair_encoder_runner.py"), "--input", str(seed_folder), "--epochs", str(arguments.epochs),
-                    "--threads", str(arguments.threads), "--batch-sizes", "64", "--predictions", str(predictions)], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            arguments.flair_python,
+            str(HERE / "benchmarks" / "flair_encoder_runner.py"),
+            "--input",
+            str(seed_folder),
+            "--epochs",
+            str(arguments.epochs),
+            "--threads",
+            str(arguments.threads),
+            "--batch-sizes",
+            "64",
+            "--predictions",
+            str(predictions),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def seed_scores(arguments: argparse.Namespace, encoder: str, seed: int, folder: Path) -> dict:
@@ -50,12 +66,34 @@ def seed_scores(arguments: argparse.Namespace, encoder: str, seed: int, folder: 
     else:
         checkout = Path(arguments.checkout).resolve()
         environment = {**os.environ, "PYTHONPATH": str(checkout / "src")}
-        subprocess.run([sys.executable, str(checkout / "benchmarks" / "seqtransfer_runner.py"), "--dataset", arguments.dataset, "--seed", str(seed),
-                        "--encoder", encoder, "--epochs", str(arguments.epochs), "--amp", arguments.amp, "--threads", str(arguments.threads),
-                        "--batch-sizes", "64", "--predictions", str(predictions), *(["--data-dir", arguments.data_dir] if arguments.data_dir else []),
-                        *(["--max-train-sentences", str(arguments.max_train_sentences)] if arguments.max_train_sentences else []),
-                        *(["--batching", arguments.batching] if arguments.batching else [])],
-                       check=True, env=environment, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                sys.executable,
+                str(checkout / "benchmarks" / "seqtransfer_runner.py"),
+                "--dataset",
+                arguments.dataset,
+                "--seed",
+                str(seed),
+                "--encoder",
+                encoder,
+                "--epochs",
+                str(arguments.epochs),
+                "--amp",
+                arguments.amp,
+                "--threads",
+                str(arguments.threads),
+                "--batch-sizes",
+                "64",
+                "--predictions",
+                str(predictions),
+                *(["--data-dir", arguments.data_dir] if arguments.data_dir else []),
+                *(["--max-train-sentences", str(arguments.max_train_sentences)] if arguments.max_train_sentences else []),
+                *(["--batching", arguments.batching] if arguments.batching else []),
+            ],
+            check=True,
+            env=environment,
+            stdout=subprocess.DEVNULL,
+        )
     config = benchmark_config(arguments.dataset, arguments.threads, arguments.max_train_sentences, arguments.data_dir, seed, encoder=encoder, epochs=arguments.epochs)
     data = load_benchmark_data(config)
     predicted = json.loads(predictions.read_text(encoding="utf-8"))

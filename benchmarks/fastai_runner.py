@@ -50,8 +50,16 @@ class TrainingTime(Callback):
 
 def fastai_config(model: dict) -> dict:
     """Our config.json's sizes and dropouts under fastai's ``awd_lstm_lm_config`` names."""
-    names = {"embedding": "emb_sz", "hidden": "n_hid", "layers": "n_layers", "output_dropout": "output_p", "hidden_dropout": "hidden_p",
-             "input_dropout": "input_p", "embedding_dropout": "embed_p", "weight_dropout": "weight_p"}
+    names = {
+        "embedding": "emb_sz",
+        "hidden": "n_hid",
+        "layers": "n_layers",
+        "output_dropout": "output_p",
+        "hidden_dropout": "hidden_p",
+        "input_dropout": "input_p",
+        "embedding_dropout": "embed_p",
+        "weight_dropout": "weight_p",
+    }
     return {**awd_lstm_lm_config, **{fastai_name: model[name] for name, fastai_name in names.items()}}
 
 
@@ -80,9 +88,15 @@ def train(folder: Path) -> dict:
     model = get_language_model(AWD_LSTM, model_settings["words"], config=fastai_config(model_settings))
     timer = TrainingTime()
     beta1, beta2 = training["betas"]
-    learner = LMLearner(dls, model, loss_func=CrossEntropyLossFlat(), opt_func=partial(Adam, mom=beta1, sqr_mom=beta2, eps=1e-8, wd=0.0),
-                        cbs=[GradientClip(training["gradient_clip"]), timer], alpha=model_settings["activation_regularization"],
-                        beta=model_settings["temporal_regularization"])
+    learner = LMLearner(
+        dls,
+        model,
+        loss_func=CrossEntropyLossFlat(),
+        opt_func=partial(Adam, mom=beta1, sqr_mom=beta2, eps=1e-8, wd=0.0),
+        cbs=[GradientClip(training["gradient_clip"]), timer],
+        alpha=model_settings["activation_regularization"],
+        beta=model_settings["temporal_regularization"],
+    )
     inputs, targets = torch.from_numpy(data["held_out_inputs"]), torch.from_numpy(data["held_out_targets"])
     perplexities = []
     with learner.no_bar(), learner.no_logging():
@@ -91,10 +105,19 @@ def train(folder: Path) -> dict:
             perplexities.append(round(held_out_perplexity(learner.model, inputs, targets, training["bptt"]), 3))
             print(f"fastai: epoch {len(perplexities)}: {timer.seconds[-1]:.1f} s, held-out perplexity {perplexities[-1]:.2f}", file=sys.stderr, flush=True)
     tokens = int(data["lengths"].sum())
-    return {"tool": "fastai", "version": fastai.__version__, "torch": torch.__version__, "machine": platform.processor() or platform.machine(),
-            "threads": torch.get_num_threads(), "parameters": sum(parameter.numel() for parameter in model.parameters()), "training_tokens": tokens,
-            "train_seconds": [round(seconds, 2) for seconds in timer.seconds], "tokens_per_second": round(tokens * len(timer.seconds) / sum(timer.seconds), 1),
-            "held_out_perplexity": perplexities, "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    return {
+        "tool": "fastai",
+        "version": fastai.__version__,
+        "torch": torch.__version__,
+        "machine": platform.processor() or platform.machine(),
+        "threads": torch.get_num_threads(),
+        "parameters": sum(parameter.numel() for parameter in model.parameters()),
+        "training_tokens": tokens,
+        "train_seconds": [round(seconds, 2) for seconds in timer.seconds],
+        "tokens_per_second": round(tokens * len(timer.seconds) / sum(timer.seconds), 1),
+        "held_out_perplexity": perplexities,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
 
 
 def main() -> None:

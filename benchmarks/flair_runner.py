@@ -292,8 +292,9 @@ def serve(run, parser: argparse.ArgumentParser, argv: list[str] | None = None) -
 
 def main(argv: list[str] | None = None) -> dict:
     parser = runner_parser(__doc__.split("\n\n")[0], "folder with data.json and vectors.npy", "training epochs")
-    parser.add_argument("--time-budget", type=float, default=None,
-                        help="seconds for this process from its start: after each epoch, stop early (at least one epoch) if another epoch and the inference would not fit")
+    parser.add_argument(
+        "--time-budget", type=float, default=None, help="seconds for this process from its start: after each epoch, stop early (at least one epoch) if another epoch and the inference would not fit"
+    )
     return serve(run, parser, argv)
 
 

@@ -47,8 +47,31 @@ from seqtransfer.training.seeding import seed_everything
 from seqtransfer.training.vocabularies import prepare_vocabularies
 
 # Operators that only make a new view of a tensor's memory (metadata on the host, no kernel).
-VIEW_OPERATORS = {"detach", "view", "_unsafe_view", "transpose", "t", "permute", "slice", "select", "unsqueeze", "squeeze", "expand", "as_strided",
-                  "alias", "reshape", "unbind", "split", "split_with_sizes", "chunk", "narrow", "unfold", "diagonal", "_reshape_alias", "lift_fresh"}
+VIEW_OPERATORS = {
+    "detach",
+    "view",
+    "_unsafe_view",
+    "transpose",
+    "t",
+    "permute",
+    "slice",
+    "select",
+    "unsqueeze",
+    "squeeze",
+    "expand",
+    "as_strided",
+    "alias",
+    "reshape",
+    "unbind",
+    "split",
+    "split_with_sizes",
+    "chunk",
+    "narrow",
+    "unfold",
+    "diagonal",
+    "_reshape_alias",
+    "lift_fresh",
+}
 SYNC_OPERATORS = {"_local_scalar_dense", "nonzero", "masked_select", "unique", "_unique2", "unique_dim", "unique_consecutive"}
 MODELS = {
     "tagger-softmax": {"classifier": "softmax"},
@@ -84,6 +107,7 @@ class HostCopies:
         def counted(tensor, *arguments, **keyword_arguments):
             self.count += 1
             return original(tensor, *arguments, **keyword_arguments)
+
         return counted
 
     def __exit__(self, *exception):
@@ -152,8 +176,7 @@ def count(function) -> dict:
         function()
     syncs = sum(number for operator, number in counting.operators.items() if operator in SYNC_OPERATORS)
     kernels = sum(number for operator, number in counting.operators.items() if operator not in VIEW_OPERATORS)
-    return {"operators": sum(counting.operators.values()), "kernels": kernels, "syncs": syncs + copies.count, "host_copies": copies.count,
-            "top": counting.operators.most_common(6)}
+    return {"operators": sum(counting.operators.values()), "kernels": kernels, "syncs": syncs + copies.count, "host_copies": copies.count, "top": counting.operators.most_common(6)}
 
 
 def gpu_crf_path(model) -> None:
@@ -192,8 +215,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
                 row = measure(name, batch_size, length)
                 rows.append(row)
                 step, inference = row["step"], row["inference"]
-                print(f"{name:16} {batch_size:5d} {length:6d} {step['operators']:9d} {step['kernels']:8d} {step['syncs']:6d} "
-                      f"{inference['operators']:9d} {inference['kernels']:8d} {inference['syncs']:6d}", flush=True)
+                print(
+                    f"{name:16} {batch_size:5d} {length:6d} {step['operators']:9d} {step['kernels']:8d} {step['syncs']:6d} "
+                    f"{inference['operators']:9d} {inference['kernels']:8d} {inference['syncs']:6d}",
+                    flush=True,
+                )
     if arguments.json:
         Path(arguments.json).write_text(json.dumps(rows, indent=1))
     return rows

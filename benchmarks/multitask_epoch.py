@@ -87,9 +87,19 @@ def main() -> None:
     print(f"multi-task ({', '.join(tasks)}): {multi:7.1f} s / epoch; sum of mono-task epochs {total:7.1f} s; ratio {multi / total:.2f}")
     if arguments.output:
         with open(arguments.output, "w", encoding="utf-8") as handle:
-            json.dump({"config": arguments.config, "epochs": arguments.epochs, "threads": arguments.threads, "overrides": arguments.overrides,
-                       "multitask_epoch_seconds": round(multi, 2), "mono_task_epoch_seconds": {task: round(value, 2) for task, value in mono.items()},
-                       "ratio": round(multi / total, 3)}, handle, indent=2)
+            json.dump(
+                {
+                    "config": arguments.config,
+                    "epochs": arguments.epochs,
+                    "threads": arguments.threads,
+                    "overrides": arguments.overrides,
+                    "multitask_epoch_seconds": round(multi, 2),
+                    "mono_task_epoch_seconds": {task: round(value, 2) for task, value in mono.items()},
+                    "ratio": round(multi / total, 3),
+                },
+                handle,
+                indent=2,
+            )
 
 
 if __name__ == "__main__":

@@ -37,8 +37,20 @@ from seqtransfer.workflows.onnx_model import OnnxModel
 
 def trained_run(arguments: argparse.Namespace, folder: Path) -> Path:
     """The benchmark's tagger, trained by the command users run."""
-    command = [str(Path(sys.executable).parent / "seqtransfer"), "train", "--dataset", arguments.dataset, "--classifier", "crf",
-               "--epochs", str(arguments.epochs), "--output", str(folder), "--quiet", f"train.threads={arguments.threads}"]
+    command = [
+        str(Path(sys.executable).parent / "seqtransfer"),
+        "train",
+        "--dataset",
+        arguments.dataset,
+        "--classifier",
+        "crf",
+        "--epochs",
+        str(arguments.epochs),
+        "--output",
+        str(folder),
+        "--quiet",
+        f"train.threads={arguments.threads}",
+    ]
     subprocess.run(command, check=True, env={**os.environ, **({"SEQTRANSFER_DATA": arguments.data_dir} if arguments.data_dir else {})})
     return folder
 
@@ -84,8 +96,16 @@ def main() -> None:
         for row in rows:
             ratio = row["onnxruntime_tokens_per_second"] / row["seqtransfer_tokens_per_second"]
             print(f"{row['batch_size']:>6} {row['seqtransfer_tokens_per_second']:>18,.0f} {row['onnxruntime_tokens_per_second']:>18,.0f} {ratio:>26.2f}")
-    result = {"dataset": arguments.dataset, "threads": arguments.threads, "tokens": tokens, "sentences_with_same_labels": agree, "sentences": len(ours), "rows": rows,
-              "torch": torch.__version__, "onnxruntime": __import__("onnxruntime").__version__}
+    result = {
+        "dataset": arguments.dataset,
+        "threads": arguments.threads,
+        "tokens": tokens,
+        "sentences_with_same_labels": agree,
+        "sentences": len(ours),
+        "rows": rows,
+        "torch": torch.__version__,
+        "onnxruntime": __import__("onnxruntime").__version__,
+    }
     if arguments.json:
         Path(arguments.json).write_text(json.dumps(result, indent=2))
 

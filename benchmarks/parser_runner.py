@@ -32,11 +32,21 @@ def parser_config(settings: dict, train: str, epochs: int) -> RunConfig:
     config = RunConfig()
     config.data.dataset, config.data.train, config.data.dev, config.data.test = None, train, settings["dev"], settings["test"]
     config.data.task = "dependency"
-    apply_overrides(config, [
-        "model.embeddings=null", f"model.word_dimension={settings['word_dimension']}", "model.dropout=0.5",
-        f"train.max_epochs={epochs}", f"train.patience={epochs + 1}", f"train.threads={settings['threads']}",
-        f"train.seed={settings['seed']}", "train.optimizer=adam", "train.learning_rate=0.003", f"train.device={settings.get('device', 'auto')}",
-    ])
+    apply_overrides(
+        config,
+        [
+            "model.embeddings=null",
+            f"model.word_dimension={settings['word_dimension']}",
+            "model.dropout=0.5",
+            f"train.max_epochs={epochs}",
+            f"train.patience={epochs + 1}",
+            f"train.threads={settings['threads']}",
+            f"train.seed={settings['seed']}",
+            "train.optimizer=adam",
+            "train.learning_rate=0.003",
+            f"train.device={settings.get('device', 'auto')}",
+        ],
+    )
     return config
 
 
@@ -47,7 +57,7 @@ def epochs_that_fit(settings: dict, output: Path, started: float) -> tuple[int, 
     estimated as its training seconds scaled by tokens, plus its dev scoring. Scoring test at the
     end and the timed parsing (two passes at each batch size) are reserved as ten dev scorings."""
     sentences = read_conllu(settings["train"])
-    prefix = sentences[:max(100, len(sentences) // 10)]
+    prefix = sentences[: max(100, len(sentences) // 10)]
     probe_train = output.parent / f"{output.name}-probe-train.conllu"
     write_conllu(probe_train, prefix)
     metrics = train_tagger(parser_config(settings, str(probe_train), 1), output.parent / f"{output.name}-probe", log=lambda message: None, show_progress=False)
@@ -57,8 +67,7 @@ def epochs_that_fit(settings: dict, output: Path, started: float) -> tuple[int, 
     left = settings["time_budget"] - (time.perf_counter() - started) - 10 * scoring
     epochs = max(1, min(settings["epochs"], math.floor(left / epoch)))
     probe = {"probe_sentences": len(prefix), "probe_train_seconds": record["train_seconds"], "estimated_epoch_seconds": round(epoch, 2)}
-    print(f"seqtransfer: time budget {settings['time_budget']:.0f} s: an epoch is estimated at {epoch:.1f} s: {epochs} of {settings['epochs']} epochs",
-          file=sys.stderr, flush=True)
+    print(f"seqtransfer: time budget {settings['time_budget']:.0f} s: an epoch is estimated at {epoch:.1f} s: {epochs} of {settings['epochs']} epochs", file=sys.stderr, flush=True)
     return epochs, probe
 
 
@@ -84,11 +93,20 @@ def main(settings_path: str, result_path: str) -> None:
             predicted = predict_labels(run.model, encoded, run.vocabularies.labels, batch_size)  # labels on the host: the GPU's work is done
             parse_seconds[batch_size] = min(parse_seconds.get(batch_size, float("inf")), time.perf_counter() - parse_started)
     data.kind.write_predictions(output, "benchmark-test", data.splits["test"], None, predicted)
-    result = {"train_seconds": [record["train_seconds"] for record in metrics["history"]],
-              "evaluate_seconds": [record["epoch_seconds"] - record["train_seconds"] for record in metrics["history"]],
-              "parse_seconds_by_batch": parse_seconds, "parse_seconds": min(parse_seconds.values()), "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-              "predictions": str(output / "benchmark-test.conllu"), "torch": torch.__version__, "device": str(next(run.model.parameters()).device),
-              "epochs": epochs, "epochs_asked": settings["epochs"], "time_budget": settings.get("time_budget"), **probe}
+    result = {
+        "train_seconds": [record["train_seconds"] for record in metrics["history"]],
+        "evaluate_seconds": [record["epoch_seconds"] - record["train_seconds"] for record in metrics["history"]],
+        "parse_seconds_by_batch": parse_seconds,
+        "parse_seconds": min(parse_seconds.values()),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "predictions": str(output / "benchmark-test.conllu"),
+        "torch": torch.__version__,
+        "device": str(next(run.model.parameters()).device),
+        "epochs": epochs,
+        "epochs_asked": settings["epochs"],
+        "time_budget": settings.get("time_budget"),
+        **probe,
+    }
     Path(result_path).write_text(json.dumps(result, indent=1))
 
 

@@ -109,9 +109,17 @@ def measure(size: str, text: list[list[str]], threads: int, steps: int, batch_si
             for batch in timed:
                 model.losses(batch["forms"], batch["form_index"], batch["lengths"], batch["words"])
     flops = 3 * counter.get_total_flops() + lstm_flops(settings, positions)
-    return {"size": size, "encoder_parameters": sum(p.numel() for n, p in model.named_parameters() if not n.startswith("softmax.")),
-            "softmax_words": len(words), "steps": len(timed), "tokens": tokens, "seconds": round(seconds, 3),
-            "tokens_per_second": round(tokens / seconds, 1), "flops_per_second": flops / seconds, "time_by_part": time_by_part(model, step, timed[0])}
+    return {
+        "size": size,
+        "encoder_parameters": sum(p.numel() for n, p in model.named_parameters() if not n.startswith("softmax.")),
+        "softmax_words": len(words),
+        "steps": len(timed),
+        "tokens": tokens,
+        "seconds": round(seconds, 3),
+        "tokens_per_second": round(tokens / seconds, 1),
+        "flops_per_second": flops / seconds,
+        "time_by_part": time_by_part(model, step, timed[0]),
+    }
 
 
 def time_by_part(model: RecurrentLanguageModel, step, batch: dict) -> dict[str, float]:
@@ -124,6 +132,7 @@ def time_by_part(model: RecurrentLanguageModel, step, batch: dict) -> dict[str, 
         def wrapper(*arguments, **keywords):
             with record_function(f"part::{name}"):
                 return function(*arguments, **keywords)
+
         return wrapper
 
     model.tokens.forward = labelled("forward: character CNN", originals["tokens"])
@@ -157,11 +166,17 @@ def main() -> None:
         result["flops_per_second"] = round(result["flops_per_second"] / 1e9, 2)
         results.append(result)
         parts = ", ".join(f"{name} {share:.0%}" for name, share in result["time_by_part"].items())
-        print(f"{size}: {result['encoder_parameters']:,} parameters, {result['tokens_per_second']:,.0f} training tokens/s, "
-              f"{result['flops_per_second']:.1f} GFLOP/s = {result['share_of_sgemm_peak']:.0%} of sgemm peak; time: {parts}")
+        print(
+            f"{size}: {result['encoder_parameters']:,} parameters, {result['tokens_per_second']:,.0f} training tokens/s, "
+            f"{result['flops_per_second']:.1f} GFLOP/s = {result['share_of_sgemm_peak']:.0%} of sgemm peak; time: {parts}"
+        )
     if arguments.output:
-        arguments.output.write_text(json.dumps({"machine": platform.processor() or platform.machine(), "threads": arguments.threads,
-                                                "torch": torch.__version__, "sgemm_peak_gflops": round(peak / 1e9, 1), "results": results}, indent=2))
+        arguments.output.write_text(
+            json.dumps(
+                {"machine": platform.processor() or platform.machine(), "threads": arguments.threads, "torch": torch.__version__, "sgemm_peak_gflops": round(peak / 1e9, 1), "results": results},
+                indent=2,
+            )
+        )
 
 
 if __name__ == "__main__":

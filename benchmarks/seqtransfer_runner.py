@@ -47,9 +47,18 @@ from seqtransfer.workflows.train import fill_fine_tuning
 INFERENCE_BATCH_SIZES = [32, 128, 512, 2048]
 
 
-def benchmark_config(dataset: str, threads: int, max_train_sentences: int | None, data_dir: str | None, seed: int = 1,
-                     encoder: str | None = None, epochs: int | None = None, amp: str = "off", embeddings: str | None = None,
-                     batch_size: int | None = None) -> RunConfig:
+def benchmark_config(
+    dataset: str,
+    threads: int,
+    max_train_sentences: int | None,
+    data_dir: str | None,
+    seed: int = 1,
+    encoder: str | None = None,
+    epochs: int | None = None,
+    amp: str = "off",
+    embeddings: str | None = None,
+    batch_size: int | None = None,
+) -> RunConfig:
     """The reference configuration with a CRF output, or with ``encoder`` the fine-tuned encoder's
     (``fine_tuned_encoder``); the flair side copies these numbers. ``embeddings``: another vector file
     than GloVe 6B 50d's package (the GPU bundle's rows of it); ``batch_size``: training sentences per batch."""
@@ -181,9 +190,18 @@ def run(arguments: argparse.Namespace) -> dict:
     deadline = time.perf_counter() + arguments.time_budget if arguments.time_budget else None
     if deadline is not None and arguments.encoder:
         raise SystemExit("--time-budget: not with --encoder (the learning-rate schedule runs over all --epochs)")
-    config = benchmark_config(arguments.dataset, arguments.threads, arguments.max_train_sentences, arguments.data_dir, arguments.seed,
-                              encoder=arguments.encoder, epochs=arguments.epochs, amp=arguments.amp, embeddings=arguments.embeddings,
-                              batch_size=arguments.train_batch_size)
+    config = benchmark_config(
+        arguments.dataset,
+        arguments.threads,
+        arguments.max_train_sentences,
+        arguments.data_dir,
+        arguments.seed,
+        encoder=arguments.encoder,
+        epochs=arguments.epochs,
+        amp=arguments.amp,
+        embeddings=arguments.embeddings,
+        batch_size=arguments.train_batch_size,
+    )
     config.train.batching = arguments.batching
     seed_everything(config.train.seed, config.train.threads)
     data = load_benchmark_data(config, arguments.max_evaluation_sentences)
@@ -256,8 +274,9 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--predict-amp", default="off", choices=["off", "bf16"], help="with --encoder: the precision of the timed and written predictions (seqtransfer predict --amp)")
     parser.add_argument("--embeddings", default=None, help="a word-vector text file instead of the GloVe 6B 50d package (the GPU bundle's rows of it)")
     parser.add_argument("--train-batch-size", type=int, default=None, help="training sentences per batch (default: train.batch_size)")
-    parser.add_argument("--time-budget", type=float, default=None,
-                        help="seconds for this process from its start: after each epoch, stop early (at least one epoch) if another epoch and the inference would not fit")
+    parser.add_argument(
+        "--time-budget", type=float, default=None, help="seconds for this process from its start: after each epoch, stop early (at least one epoch) if another epoch and the inference would not fit"
+    )
     parser.add_argument("--predictions", required=True, help="JSON file for the dev and test predictions")
     return parser.parse_args(argv)
 

@@ -44,6 +44,7 @@ def timed(name, function, deadline: float | None = None):
             return function(*arguments, **keywords)
         finally:
             TIMES[name].append(time.perf_counter() - started)
+
     return wrapper
 
 
@@ -65,9 +66,31 @@ def main(settings_path: str, result_path: str) -> None:
     BiaffineDependencyParser._evaluate = timed("evaluate", BiaffineDependencyParser._evaluate)
     common = ["-d", supar_device(settings.get("device", "cpu")), "-t", str(settings["threads"]), "-p", settings["model"]]
     try:
-        run_command(["train", "-b", *common, "-c", settings["config"], "--feat", "char", "--embed", "", "--n-embed", str(settings["word_dimension"]),
-                     "--buckets", "32", "--punct", "--train", settings["train"], "--dev", settings["dev"], "--test", settings["test"],
-                     f"--seed={settings['seed']}"])  # epochs and tokens per batch are in the config file
+        run_command(
+            [
+                "train",
+                "-b",
+                *common,
+                "-c",
+                settings["config"],
+                "--feat",
+                "char",
+                "--embed",
+                "",
+                "--n-embed",
+                str(settings["word_dimension"]),
+                "--buckets",
+                "32",
+                "--punct",
+                "--train",
+                settings["train"],
+                "--dev",
+                settings["dev"],
+                "--test",
+                settings["test"],
+                f"--seed={settings['seed']}",
+            ]
+        )  # epochs and tokens per batch are in the config file
     except BudgetSpent as stop:
         print(stop, file=sys.stderr, flush=True)
     parser = BiaffineDependencyParser.load(settings["model"])
@@ -78,10 +101,18 @@ def main(settings_path: str, result_path: str) -> None:
             started = time.perf_counter()
             parser.predict(settings["test"], pred=settings["predictions"], tree=True, proj=False, buckets=8, batch_size=batch_tokens, verbose=False)
             parse_seconds[batch_tokens] = min(parse_seconds.get(batch_tokens, float("inf")), time.perf_counter() - started)
-    result = {"train_seconds": TIMES["train"], "evaluate_seconds": TIMES["evaluate"], "parse_seconds_by_batch": parse_seconds, "parse_seconds": min(parse_seconds.values()),
-              "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "predictions": settings["predictions"],
-              "torch": torch.__version__, "device": str(next(parser.model.parameters()).device), "epochs": len(TIMES["train"]),
-              "time_budget": settings.get("time_budget")}
+    result = {
+        "train_seconds": TIMES["train"],
+        "evaluate_seconds": TIMES["evaluate"],
+        "parse_seconds_by_batch": parse_seconds,
+        "parse_seconds": min(parse_seconds.values()),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "predictions": settings["predictions"],
+        "torch": torch.__version__,
+        "device": str(next(parser.model.parameters()).device),
+        "epochs": len(TIMES["train"]),
+        "time_budget": settings.get("time_budget"),
+    }
     json.dump(result, open(result_path, "w"), indent=1)
 
 

@@ -49,8 +49,12 @@ def train_once(data: Path, model: str, device: str, glove: Path, output: Path, s
     started = time.perf_counter()
     metrics = train_tagger(config_for(data, model, device, glove, source), output, log=lambda message: None, show_progress=False)
     main = metrics["dev"].get("las", metrics["dev"].get("f1"))
-    return {"seconds": round(time.perf_counter() - started, 2), "train_seconds": sum(record["train_seconds"] for record in metrics["history"]),
-            "dev": round(main, 2), "gpu_peak_megabytes": metrics.get("gpu_peak_megabytes")}
+    return {
+        "seconds": round(time.perf_counter() - started, 2),
+        "train_seconds": sum(record["train_seconds"] for record in metrics["history"]),
+        "dev": round(main, 2),
+        "gpu_peak_megabytes": metrics.get("gpu_peak_megabytes"),
+    }
 
 
 def agreement(run_directory: Path) -> dict:
@@ -90,7 +94,10 @@ def main() -> int:
             source = output / f"tagger-{device}" if model == "pretrand" else None
             report[f"{model}/{device}"] = result = train_once(data, model, device, glove, output / f"{model}-{device}", source)
             report_path.write_text(json.dumps(report, indent=1))  # kept if a later step fails or the call is cut off
-            print(f"{model:8} {device:4}: one epoch {result['train_seconds']:.2f} s training ({result['seconds']:.1f} s in all), dev {result['dev']}, GPU peak {result['gpu_peak_megabytes']} MB", flush=True)
+            print(
+                f"{model:8} {device:4}: one epoch {result['train_seconds']:.2f} s training ({result['seconds']:.1f} s in all), dev {result['dev']}, GPU peak {result['gpu_peak_megabytes']} MB",
+                flush=True,
+            )
         if has_gpu:
             speedup = report[f"{model}/cpu"]["train_seconds"] / max(report[f"{model}/cuda"]["train_seconds"], 1e-9)
             report[f"{model}/agreement"] = check = agreement(output / f"{model}-cpu")

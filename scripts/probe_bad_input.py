@@ -39,8 +39,18 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 sys.path.insert(0, str(ROOT / "src"))
 
-TINY = ["model.embeddings=null", "model.word_dimension=8", "model.char_dimension=6", "model.char_hidden=8", "model.hidden=16", "train.threads=1",
-        "model.parser_hidden=8", "model.parser_layers=1", "model.arc_hidden=6", "model.relation_hidden=4"]
+TINY = [
+    "model.embeddings=null",
+    "model.word_dimension=8",
+    "model.char_dimension=6",
+    "model.char_hidden=8",
+    "model.hidden=16",
+    "train.threads=1",
+    "model.parser_hidden=8",
+    "model.parser_layers=1",
+    "model.arc_hidden=6",
+    "model.relation_hidden=4",
+]
 
 
 def damaged_files(folder: Path) -> dict[str, Path]:
@@ -49,23 +59,36 @@ def damaged_files(folder: Path) -> dict[str, Path]:
     dep = (FIXTURES / "tiny_dep_train.conllu").read_text(encoding="utf-8")
     first_token = dep.split("\n")[2]
     contents: dict[str, bytes] = {
-        "empty.conll": b"", "blank_lines.conll": b"\n\n\n", "binary.conll": bytes(range(256)) * 4, "nul.conll": ner.replace("John", "Jo\x00hn").encode(),
-        "utf16.conll": ner.encode("utf-16"), "utf8_bom.conll": b"\xef\xbb\xbf" + ner.encode(), "latin1.conll": ner.replace("John", "Jöhn").encode("latin-1"),
-        "crlf.conll": ner.replace("\n", "\r\n").encode(), "spaces.conll": ner.replace("\t", " ").encode(),
+        "empty.conll": b"",
+        "blank_lines.conll": b"\n\n\n",
+        "binary.conll": bytes(range(256)) * 4,
+        "nul.conll": ner.replace("John", "Jo\x00hn").encode(),
+        "utf16.conll": ner.encode("utf-16"),
+        "utf8_bom.conll": b"\xef\xbb\xbf" + ner.encode(),
+        "latin1.conll": ner.replace("John", "Jöhn").encode("latin-1"),
+        "crlf.conll": ner.replace("\n", "\r\n").encode(),
+        "spaces.conll": ner.replace("\t", " ").encode(),
         "mixed_separators.conll": "\n".join(line.replace("\t", " ") if index % 2 else line for index, line in enumerate(ner.split("\n"))).encode(),
         "one_column.conll": "\n".join(line.split()[0] if line.strip() else "" for line in ner.split("\n")).encode(),
         "swapped.conll": "\n".join("\t".join(line.split()[::-1]) for line in ner.split("\n")).encode(),
         "labels_only.conll": "\n".join(line.split()[-1] if line.strip() else "" for line in ner.split("\n")).encode(),
-        "broken_iob.conll": ner.replace("B-", "I-").encode(), "three_columns.conll": "\n".join(f"{line}\textra" if line else line for line in ner.split("\n")).encode(),
+        "broken_iob.conll": ner.replace("B-", "I-").encode(),
+        "three_columns.conll": "\n".join(f"{line}\textra" if line else line for line in ner.split("\n")).encode(),
         "unknown_labels_only.conll": "\n".join(f"{line.split()[0]}\tX{index}" if line.strip() else "" for index, line in enumerate(ner.split("\n"))).encode(),
-        "huge_token.conll": ner.replace("John", "x" * 5000, 1).encode(), "long_sentence.conll": ("\n".join(f"w{i} O" for i in range(2000)) + "\n\n" + ner).encode(),
-        "no_final_newline.conll": ner.rstrip("\n").encode(), "only_docstart.conll": b"-DOCSTART- -X- O O\n\n",
-        "empty.conllu": b"", "bad_id.conllu": dep.replace(first_token, "x" + first_token, 1).encode(),
-        "bad_head.conllu": dep.replace("\t2\tnsubj", "\t99\tnsubj", 1).encode(), "text_head.conllu": dep.replace("\t2\tnsubj", "\tx\tnsubj", 1).encode(),
+        "huge_token.conll": ner.replace("John", "x" * 5000, 1).encode(),
+        "long_sentence.conll": ("\n".join(f"w{i} O" for i in range(2000)) + "\n\n" + ner).encode(),
+        "no_final_newline.conll": ner.rstrip("\n").encode(),
+        "only_docstart.conll": b"-DOCSTART- -X- O O\n\n",
+        "empty.conllu": b"",
+        "bad_id.conllu": dep.replace(first_token, "x" + first_token, 1).encode(),
+        "bad_head.conllu": dep.replace("\t2\tnsubj", "\t99\tnsubj", 1).encode(),
+        "text_head.conllu": dep.replace("\t2\tnsubj", "\tx\tnsubj", 1).encode(),
         "few_fields.conllu": dep.replace(first_token, "\t".join(first_token.split("\t")[:5]), 1).encode(),
         "self_head.conllu": dep.replace("1\tI\ti\tPRON\t_\t_\t2", "1\tI\ti\tPRON\t_\t_\t1", 1).encode(),
-        "no_root.conllu": dep.replace("\t0\troot", "\t1\troot", 1).encode(), "gap_id.conllu": dep.replace("3\tcoffee", "5\tcoffee", 1).encode(),
-        "no_deprel.conllu": dep.replace("\tnsubj\t", "\t_\t", 1).encode(), "utf16.conllu": dep.encode("utf-16"),
+        "no_root.conllu": dep.replace("\t0\troot", "\t1\troot", 1).encode(),
+        "gap_id.conllu": dep.replace("3\tcoffee", "5\tcoffee", 1).encode(),
+        "no_deprel.conllu": dep.replace("\tnsubj\t", "\t_\t", 1).encode(),
+        "utf16.conllu": dep.encode("utf-16"),
     }
     paths = {}
     for name, data in contents.items():
@@ -80,16 +103,13 @@ def file_cases(folder: Path, files: dict[str, Path], run: Path, parser_run: Path
     for name, path in files.items():
         output = str(folder / "out" / name)
         if name.endswith(".conll"):
-            cases.append(["train", "--train", str(path), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner", "--epochs", "1", "--quiet",
-                          "--output", output + "-ner", *TINY])
+            cases.append(["train", "--train", str(path), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner", "--epochs", "1", "--quiet", "--output", output + "-ner", *TINY])
             cases.append(["train", "--train", str(path), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--epochs", "1", "--quiet", "--output", output + "-auto", *TINY])
             cases.append(["evaluate", str(run), "--file", str(path), "--columns", "word,ner"])
             cases.append(["predict", str(run), str(path), "--output", output + "-predicted.txt"])
         else:
-            cases.append(["train", "--train", str(path), "--dev", str(FIXTURES / "tiny_dep_dev.conllu"), "--task", "dependency", "--epochs", "1", "--quiet",
-                          "--output", output + "-dep", *TINY])
-            cases.append(["train", "--train", str(path), "--dev", str(FIXTURES / "tiny_dep_dev.conllu"), "--task", "upos", "--epochs", "1", "--quiet",
-                          "--output", output + "-upos", *TINY])
+            cases.append(["train", "--train", str(path), "--dev", str(FIXTURES / "tiny_dep_dev.conllu"), "--task", "dependency", "--epochs", "1", "--quiet", "--output", output + "-dep", *TINY])
+            cases.append(["train", "--train", str(path), "--dev", str(FIXTURES / "tiny_dep_dev.conllu"), "--task", "upos", "--epochs", "1", "--quiet", "--output", output + "-upos", *TINY])
             cases.append(["evaluate", str(parser_run), "--file", str(path), "--task", "dependency"])
             cases.append(["predict", str(parser_run), str(path), "--format", "conllu", "--output", output + "-parsed.conllu"])
     return cases
@@ -119,8 +139,27 @@ def run_directory_cases(folder: Path, runs: list[Path]) -> list[list[str]]:
     for run in runs:
         cases.append(["predict", str(run), str(text), "--output", str(folder / "out" / f"{run.name}.txt")])
         cases.append(["evaluate", str(run), "--file", str(FIXTURES / "tiny_ner_test.conll"), "--columns", "word,ner"])
-        cases.append(["transfer", "--source", str(run), "--method", "finetune", "--train", str(FIXTURES / "tiny_pos_train.conll"), "--dev",
-                      str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos", "--epochs", "1", "--quiet", "--output", str(folder / "out" / f"{run.name}-sft"), *TINY])
+        cases.append(
+            [
+                "transfer",
+                "--source",
+                str(run),
+                "--method",
+                "finetune",
+                "--train",
+                str(FIXTURES / "tiny_pos_train.conll"),
+                "--dev",
+                str(FIXTURES / "tiny_pos_dev.conll"),
+                "--columns",
+                "word,pos",
+                "--epochs",
+                "1",
+                "--quiet",
+                "--output",
+                str(folder / "out" / f"{run.name}-sft"),
+                *TINY,
+            ]
+        )
     return cases
 
 
@@ -130,31 +169,37 @@ def option_cases(folder: Path, run: Path) -> list[list[str]]:
     cases = []
     for value in ("0", "-1", "2.5", "x", "1000000000000"):
         output = str(folder / "out" / f"options-{value}")
-        cases += [[*base, "--epochs", value, "--output", output + "-epochs"], [*base, "--epochs", "1", "--seed", value, "--output", output + "-seed"],
-                  [*base, "--epochs", "1", "--output", output + "-batch", f"train.batch_size={value}"],
-                  [*base, "--epochs", "1", "--output", output + "-rate", f"train.learning_rate={value}"],
-                  [*base, "--epochs", "1", "--output", output + "-hidden", f"model.hidden={value}"],
-                  [*base, "--epochs", "1", "--output", output + "-dropout", f"model.dropout={value}"],
-                  ["predict", str(run), str(text), "--batch-size", value, "--output", output + "-predicted.txt"],
-                  ["evaluate", str(run), "--file", str(FIXTURES / "tiny_ner_test.conll"), "--columns", "word,ner", "--batch-size", value],
-                  ["pretrain-lm", "--architecture", "bilstm", "--size", "tiny", "--text", str(text), "--epochs", value, "--output", output + "-lm"],
-                  ["pretrain-lm", "--architecture", "bilstm", "--size", "tiny", "--text", str(text), "--held-out", value, "--output", output + "-lm2"]]
-    cases += [[*base, "--epochs", "1", "--output", str(folder / "out" / "unknown-key"), "model.nosuch=1"],
-              [*base, "--epochs", "1", "--output", str(folder / "out" / "unknown-section"), "nosuch.hidden=1"],
-              [*base, "--epochs", "1", "--output", str(folder / "out" / "no-value"), "model.hidden"]]
+        cases += [
+            [*base, "--epochs", value, "--output", output + "-epochs"],
+            [*base, "--epochs", "1", "--seed", value, "--output", output + "-seed"],
+            [*base, "--epochs", "1", "--output", output + "-batch", f"train.batch_size={value}"],
+            [*base, "--epochs", "1", "--output", output + "-rate", f"train.learning_rate={value}"],
+            [*base, "--epochs", "1", "--output", output + "-hidden", f"model.hidden={value}"],
+            [*base, "--epochs", "1", "--output", output + "-dropout", f"model.dropout={value}"],
+            ["predict", str(run), str(text), "--batch-size", value, "--output", output + "-predicted.txt"],
+            ["evaluate", str(run), "--file", str(FIXTURES / "tiny_ner_test.conll"), "--columns", "word,ner", "--batch-size", value],
+            ["pretrain-lm", "--architecture", "bilstm", "--size", "tiny", "--text", str(text), "--epochs", value, "--output", output + "-lm"],
+            ["pretrain-lm", "--architecture", "bilstm", "--size", "tiny", "--text", str(text), "--held-out", value, "--output", output + "-lm2"],
+        ]
+    cases += [
+        [*base, "--epochs", "1", "--output", str(folder / "out" / "unknown-key"), "model.nosuch=1"],
+        [*base, "--epochs", "1", "--output", str(folder / "out" / "unknown-section"), "nosuch.hidden=1"],
+        [*base, "--epochs", "1", "--output", str(folder / "out" / "no-value"), "model.hidden"],
+    ]
     return cases
 
 
 EXPERIMENTS = {
-    "unparsable.yaml": "name: [unclosed\n", "not_a_mapping.yaml": "- a\n- b\n", "empty.yaml": "",
+    "unparsable.yaml": "name: [unclosed\n",
+    "not_a_mapping.yaml": "- a\n- b\n",
+    "empty.yaml": "",
     "unknown_scheme.yaml": "name: a\ntitle: t\ncommand: x\ntargets:\n  T: {dataset: wnut17}\nmethods:\n  M: {scheme: nosuch}\nreference: M\n",
     "unknown_dataset.yaml": "name: a\ntitle: t\ncommand: x\ntargets:\n  T: {dataset: nosuch}\nmethods:\n  M: {scheme: scratch}\nreference: M\n",
     "unknown_reference.yaml": "name: a\ntitle: t\ncommand: x\ntargets:\n  T: {dataset: wnut17}\nmethods:\n  M: {scheme: scratch}\nreference: N\n",
     "unknown_source.yaml": "name: a\ntitle: t\ncommand: x\ntargets:\n  T: {dataset: wnut17, source: s}\nmethods:\n  M: {scheme: finetune}\nreference: M\n",
     "task_typo.yaml": "name: a\ntitle: t\ncommand: x\ntargets:\n  T: {dataset: wnut17, task: nre}\nmethods:\n  M: {scheme: scratch}\nreference: M\n",
     "wrong_type.yaml": "name: a\ntitle: t\ncommand: x\ntargets: [1, 2]\nmethods:\n  M: {scheme: scratch}\nreference: M\n",
-    "ensemble_cycle.yaml": "name: a\ntitle: t\ncommand: x\ntargets:\n  T: {dataset: wnut17}\nmethods:\n  A: {scheme: scratch}\n  E1: {ensemble: [A, E2]}\n"
-                           "  E2: {ensemble: [A, E1]}\nreference: A\n",
+    "ensemble_cycle.yaml": "name: a\ntitle: t\ncommand: x\ntargets:\n  T: {dataset: wnut17}\nmethods:\n  A: {scheme: scratch}\n  E1: {ensemble: [A, E2]}\n  E2: {ensemble: [A, E1]}\nreference: A\n",
     "bad_override.yaml": "name: a\ntitle: t\ncommand: x\noverrides: [model.nosuch=1]\ntargets:\n  T: {dataset: wnut17}\nmethods:\n  M: {scheme: scratch}\nreference: M\n",
     "python_tag.yaml": "name: !!python/object/apply:os.system ['echo hacked']\ntitle: t\ncommand: x\ntargets: {}\nmethods: {}\nreference: M\n",
 }
@@ -170,11 +215,29 @@ def experiment_cases(folder: Path) -> list[list[str]]:
     return cases
 
 
-API_INPUTS = {"a dict": {"a": 1}, "None": None, "a number": 7, "an empty list": [], "a flat token list": ["I", "love", "NYC"], "an empty sentence": [[]],
-              "an empty token": [["I", ""]], "a None token": [["I", None]], "a number token": [["I", 3]], "a string": "I love NYC", "a blank string": "   ",
-              "a long sentence": [["w"] * 3000], "nested too deep": [[["I"]]]}
-LOAD_OPTIONS = {"batch_size='8'": {"batch_size": "8"}, "batch_size=2.5": {"batch_size": 2.5}, "batch_size=0": {"batch_size": 0}, "batch_size=-1": {"batch_size": -1},
-                "tokenizer=nosuch": {"tokenizer": "nosuch"}, "device=nosuch": {"device": "nosuch"}}
+API_INPUTS = {
+    "a dict": {"a": 1},
+    "None": None,
+    "a number": 7,
+    "an empty list": [],
+    "a flat token list": ["I", "love", "NYC"],
+    "an empty sentence": [[]],
+    "an empty token": [["I", ""]],
+    "a None token": [["I", None]],
+    "a number token": [["I", 3]],
+    "a string": "I love NYC",
+    "a blank string": "   ",
+    "a long sentence": [["w"] * 3000],
+    "nested too deep": [[["I"]]],
+}
+LOAD_OPTIONS = {
+    "batch_size='8'": {"batch_size": "8"},
+    "batch_size=2.5": {"batch_size": 2.5},
+    "batch_size=0": {"batch_size": 0},
+    "batch_size=-1": {"batch_size": -1},
+    "tokenizer=nosuch": {"tokenizer": "nosuch"},
+    "device=nosuch": {"device": "nosuch"},
+}
 
 
 def api_cases(run: Path, parser_run: Path, damaged: list[Path], folder: Path) -> list[dict]:
@@ -182,8 +245,11 @@ def api_cases(run: Path, parser_run: Path, damaged: list[Path], folder: Path) ->
     import seqtransfer
     from seqtransfer.errors import SeqTransferError
 
-    calls = [(f"predict({name}) on a {kind}", lambda value=value, directory=directory: seqtransfer.load(directory, device="cpu").predict(value))
-             for name, value in API_INPUTS.items() for kind, directory in (("tagger", run), ("parser", parser_run))]
+    calls = [
+        (f"predict({name}) on a {kind}", lambda value=value, directory=directory: seqtransfer.load(directory, device="cpu").predict(value))
+        for name, value in API_INPUTS.items()
+        for kind, directory in (("tagger", run), ("parser", parser_run))
+    ]
     calls += [(f"load({name})", lambda options=options: seqtransfer.load(run, **options).predict([["I", "love", "NYC"]])) for name, options in LOAD_OPTIONS.items()]
     calls += [(f"load(a run with {directory.name})", lambda directory=directory: seqtransfer.load(directory, device="cpu").predict([["I"]])) for directory in damaged]
     calls += [("load(a folder that is no run)", lambda: seqtransfer.load(folder / "out")), ("load(a missing folder)", lambda: seqtransfer.load(folder / "nosuch"))]
@@ -232,10 +298,40 @@ def main() -> None:
         (folder / "out").mkdir()
         run, parser_run = folder / "run", folder / "parser"
         with contextlib.redirect_stdout(io.StringIO()):
-            cli(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-                 "--epochs", "1", "--quiet", "--output", str(run), *TINY])
-            cli(["train", "--train", str(FIXTURES / "tiny_dep_train.conllu"), "--dev", str(FIXTURES / "tiny_dep_dev.conllu"), "--task", "dependency",
-                 "--epochs", "1", "--quiet", "--output", str(parser_run), *TINY])
+            cli(
+                [
+                    "train",
+                    "--train",
+                    str(FIXTURES / "tiny_ner_train.conll"),
+                    "--dev",
+                    str(FIXTURES / "tiny_ner_dev.conll"),
+                    "--columns",
+                    "word,ner",
+                    "--epochs",
+                    "1",
+                    "--quiet",
+                    "--output",
+                    str(run),
+                    *TINY,
+                ]
+            )
+            cli(
+                [
+                    "train",
+                    "--train",
+                    str(FIXTURES / "tiny_dep_train.conllu"),
+                    "--dev",
+                    str(FIXTURES / "tiny_dep_dev.conllu"),
+                    "--task",
+                    "dependency",
+                    "--epochs",
+                    "1",
+                    "--quiet",
+                    "--output",
+                    str(parser_run),
+                    *TINY,
+                ]
+            )
         (folder / "input.txt").write_text("John lives in New York\n", encoding="utf-8")
         cases = file_cases(folder, damaged_files(folder), run, parser_run)
         damaged = damaged_runs(folder, run)

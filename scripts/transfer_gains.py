@@ -13,9 +13,17 @@ from pathlib import Path
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 # report CSV -> (From-scratch method, transferred method, {target: (target corpus, source corpus)})
 PAIRS = {
-    "pretrand_table4.csv": ("From-scratch200", "Fine-tuning", {
-        "TPoS": ("tpos", "conll2000+ptb_sample"), "ArK": ("ark", "conll2000+ptb_sample"), "TweeBank": ("tweebank", "conll2000+ptb_sample"),
-        "TChunk": ("tchunk", "conll2000"), "WNUT": ("wnut17", "conll2003")}),
+    "pretrand_table4.csv": (
+        "From-scratch200",
+        "Fine-tuning",
+        {
+            "TPoS": ("tpos", "conll2000+ptb_sample"),
+            "ArK": ("ark", "conll2000+ptb_sample"),
+            "TweeBank": ("tweebank", "conll2000+ptb_sample"),
+            "TChunk": ("tchunk", "conll2000"),
+            "WNUT": ("wnut17", "conll2003"),
+        },
+    ),
     "mutspad_parsing.csv": ("Mono-task", "Mono-task pretraining", {"TweeBank": ("tweebank", "ud_ewt")}),
 }
 

@@ -84,8 +84,12 @@ def test_gradual_unfreezing_trains_the_top_group_first_then_one_more_per_epoch(s
     snapshots = []
     for epochs in (1, 2):
         output = tmp_path / f"target{epochs}"
-        assert main(["transfer", "--source", str(source), "--method", "finetune", *POS, "--epochs", str(epochs), "--output", str(output),
-                     "transfer.adaptations=[gradual_unfreezing]", "train.patience=10"]) == 0
+        assert (
+            main(
+                ["transfer", "--source", str(source), "--method", "finetune", *POS, "--epochs", str(epochs), "--output", str(output), "transfer.adaptations=[gradual_unfreezing]", "train.patience=10"]
+            )
+            == 0
+        )
         snapshots.append(load_file(str(output / "model.safetensors")))
         # fewer epochs than layer groups (word representation, BiLSTM, head): the lowest never train, and the user is told
         assert f"needs 3 epochs to open every layer group, the top first: train.max_epochs={epochs} leaves the lowest {3 - epochs} frozen" in (output / "log.txt").read_text()
@@ -121,8 +125,26 @@ def test_gradual_unfreezing_and_discriminative_rates_on_a_parser():
 
 def test_early_stopping_waits_until_gradual_unfreezing_has_opened_every_group(source, tmp_path):
     output = tmp_path / "patient"  # a rate too small to improve dev: patience 1 alone would stop after epoch 2
-    assert main(["transfer", "--source", str(source), "--method", "finetune", *POS, "--epochs", "6", "--output", str(output),
-                 "transfer.adaptations=[gradual_unfreezing]", "train.patience=1", "train.learning_rate=1e-12"]) == 0
+    assert (
+        main(
+            [
+                "transfer",
+                "--source",
+                str(source),
+                "--method",
+                "finetune",
+                *POS,
+                "--epochs",
+                "6",
+                "--output",
+                str(output),
+                "transfer.adaptations=[gradual_unfreezing]",
+                "train.patience=1",
+                "train.learning_rate=1e-12",
+            ]
+        )
+        == 0
+    )
     epochs = [line for line in (output / "log.txt").read_text().splitlines() if line.startswith("epoch")]
     from seqtransfer.rundir import load_run
 
@@ -134,8 +156,7 @@ def test_l2sp_keeps_the_fine_tuned_weights_nearer_the_source(source, tmp_path):
     start = load_file(str(source / "model.safetensors"))
     for name, extra in (("plain", []), ("l2sp", ["transfer.adaptations=[l2sp]", "transfer.l2sp_weight=50"])):
         output = tmp_path / name
-        assert main(["transfer", "--source", str(source), "--method", "finetune", *POS, "--epochs", "3", "--output", str(output),
-                     "train.learning_rate=0.05", "train.patience=10", *extra]) == 0
+        assert main(["transfer", "--source", str(source), "--method", "finetune", *POS, "--epochs", "3", "--output", str(output), "train.learning_rate=0.05", "train.patience=10", *extra]) == 0
         weights = load_file(str(output / "model.safetensors"))
         distances[name] = float((weights["feature_extractor.forward_lstm.weight_ih_l0"] - start["feature_extractor.forward_lstm.weight_ih_l0"]).norm())
     assert distances["l2sp"] < distances["plain"]
@@ -154,11 +175,13 @@ def test_adaptations_that_cannot_apply_are_one_line(source, tmp_path, capsys):
         with pytest.raises(SeqTransferError, match=f"adaptation '{name}' needs at least 2 layer groups that train; this model and scheme train 1"):
             check_adaptations(TransferConfig(adaptations=[name]), torch.nn.Linear(2, 2), has_source=True)
     # settings that would do nothing, or fail after training began, are refused before it starts
-    refused = {"features: only the classifier trains": (["--method", "features", "transfer.adaptations=[gradual_unfreezing]"], "train 1 (head)"),
-               "features: the transferred weights stay frozen": (["--method", "features", "transfer.adaptations=[l2sp]"], "keeps them frozen"),
-               "features: no layer below the head trains at its own rate": (["--method", "features", "transfer.adaptations=[discriminative]"], "train 1 (head)"),
-               "source_only trains nothing": (["--method", "source_only", "transfer.adaptations=[discriminative]"], "source_only trains nothing, so transfer.adaptations"),
-               "chain-thaw after gradual unfreezing": (["--method", "finetune", "transfer.adaptations=[gradual_unfreezing, chain_thaw]"], "both choose which layer groups")}
+    refused = {
+        "features: only the classifier trains": (["--method", "features", "transfer.adaptations=[gradual_unfreezing]"], "train 1 (head)"),
+        "features: the transferred weights stay frozen": (["--method", "features", "transfer.adaptations=[l2sp]"], "keeps them frozen"),
+        "features: no layer below the head trains at its own rate": (["--method", "features", "transfer.adaptations=[discriminative]"], "train 1 (head)"),
+        "source_only trains nothing": (["--method", "source_only", "transfer.adaptations=[discriminative]"], "source_only trains nothing, so transfer.adaptations"),
+        "chain-thaw after gradual unfreezing": (["--method", "finetune", "transfer.adaptations=[gradual_unfreezing, chain_thaw]"], "both choose which layer groups"),
+    }
     for number, (arguments, message) in enumerate(refused.values()):
         output = tmp_path / f"refused-{number}"
         assert main(["transfer", "--source", str(source), *POS, "--epochs", "1", "--output", str(output), *arguments]) == 2
@@ -172,17 +195,36 @@ def test_adaptations_that_cannot_apply_are_one_line(source, tmp_path, capsys):
 def test_settings_nothing_in_the_run_reads_are_warned_about(tmp_path, capsys):
     """A setting changed from its default that the run's other settings leave unused (a factor without
     its adaptation, an adapter's size without the adapter, a warm-up under the BiLSTM's schedule): a warning each."""
-    assert main(["train", *POS, "--epochs", "1", "--output", str(tmp_path / "idle"), "transfer.discriminative_factor=3", "model.lora_rank=4",
-                 "train.warmup=0.2", "transfer.distillation_temperature=3"]) == 0
+    assert (
+        main(["train", *POS, "--epochs", "1", "--output", str(tmp_path / "idle"), "transfer.discriminative_factor=3", "model.lora_rank=4", "train.warmup=0.2", "transfer.distillation_temperature=3"])
+        == 0
+    )
     assert (tmp_path / "idle" / "log.txt").read_text().count("does nothing in this run") == 4  # in the run's log and on the screen
     error = capsys.readouterr().out
-    for line in ("transfer.discriminative_factor=3.0 does nothing in this run: it needs transfer.adaptations=[discriminative]",
-                 "model.lora_rank=4 does nothing in this run: it needs model.encoder_adapter=lora",
-                 "train.warmup=0.2 does nothing in this run: it needs train.schedule=linear_warmup or slanted_triangular",
-                 "transfer.distillation_temperature=3.0 does nothing in this run: it needs transfer.distill_from"):
+    for line in (
+        "transfer.discriminative_factor=3.0 does nothing in this run: it needs transfer.adaptations=[discriminative]",
+        "model.lora_rank=4 does nothing in this run: it needs model.encoder_adapter=lora",
+        "train.warmup=0.2 does nothing in this run: it needs train.schedule=linear_warmup or slanted_triangular",
+        "transfer.distillation_temperature=3.0 does nothing in this run: it needs transfer.distill_from",
+    ):
         assert line in error
-    assert main(["train", *POS, "--epochs", "1", "--output", str(tmp_path / "read"), "transfer.discriminative_factor=3", "transfer.adaptations=[discriminative]",
-                 "train.warmup=0.2", "train.schedule=slanted_triangular"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                *POS,
+                "--epochs",
+                "1",
+                "--output",
+                str(tmp_path / "read"),
+                "transfer.discriminative_factor=3",
+                "transfer.adaptations=[discriminative]",
+                "train.warmup=0.2",
+                "train.schedule=slanted_triangular",
+            ]
+        )
+        == 0
+    )
     assert "does nothing" not in capsys.readouterr().out
 
 
@@ -219,15 +261,13 @@ def test_adaptations_refused_on_the_command_line_are_one_line_and_write_nothing(
 
 def test_ewc_stores_the_sources_fisher_information_and_weighs_the_pull_by_it(source, tmp_path):
     output = tmp_path / "ewc"
-    assert main(["transfer", "--source", str(source), "--method", "finetune", *POS, "--epochs", "1", "--output", str(output),
-                 "transfer.adaptations=[ewc]", "transfer.ewc_batches=2"]) == 0
+    assert main(["transfer", "--source", str(source), "--method", "finetune", *POS, "--epochs", "1", "--output", str(output), "transfer.adaptations=[ewc]", "transfer.ewc_batches=2"]) == 0
     fisher = load_file(str(source / "fisher.safetensors"))
     assert fisher["__batches__"].item() == 2 and all((tensor >= 0).all() for tensor in fisher.values())
     assert fisher["feature_extractor.forward_lstm.weight_ih_l0"].sum() > 0
     assert "EWC (lambda 1.0) over" in (output / "log.txt").read_text()
     again = tmp_path / "ewc-cached"  # the Fisher read from the source this time: the same run
-    assert main(["transfer", "--source", str(source), "--method", "finetune", *POS, "--epochs", "1", "--output", str(again),
-                 "transfer.adaptations=[ewc]", "transfer.ewc_batches=2"]) == 0
+    assert main(["transfer", "--source", str(source), "--method", "finetune", *POS, "--epochs", "1", "--output", str(again), "transfer.adaptations=[ewc]", "transfer.ewc_batches=2"]) == 0
     assert (again / "model.safetensors").read_bytes() == (output / "model.safetensors").read_bytes()
     from seqtransfer.transfer.adaptations import EWC
 
@@ -249,8 +289,7 @@ def test_chain_thaw_trains_the_head_then_each_group_alone_then_everything(source
     counts = [int(line.split(": ")[1].split()[0]) for line in log.splitlines() if line.startswith("phase '")]
     assert counts[-1] == sum(counts[:-1]) == metrics["parameters"]  # the groups partition the model; the last phase trains all
     capsys.readouterr()
-    error = error_line(["transfer", "--source", str(source), "--method", "pretrand", *POS, "--output", str(tmp_path / "p"), "transfer.adaptations=[chain_thaw]",
-                        "model.random_hidden=6"], capsys)
+    error = error_line(["transfer", "--source", str(source), "--method", "pretrand", *POS, "--output", str(tmp_path / "p"), "transfer.adaptations=[chain_thaw]", "model.random_hidden=6"], capsys)
     assert "adaptation 'chain_thaw' replaces a one-phase scheme's phase" in error and not (tmp_path / "p").exists()  # PretRand has two phases of its own: refused before anything is written
 
 
@@ -317,10 +356,11 @@ def test_teachers_that_cannot_teach_are_one_line_before_anything_is_written(sour
 
     parser = tmp_path / "parser"
     assert main(parser_arguments(parser, 1)) == 0
-    cases = {"missing": ([*POS, f"transfer.distill_from=[{tmp_path / 'nobody'}]"], "nobody"),
-             "another tag set": ([*POS, f"transfer.distill_from=[{source}]"], "the teacher labels in another tag set"),
-             "a parser": ([*NER, f"transfer.distill_from=[{parser}]"],
-                          "a teacher must be a tagging or sentence-classification run")}
+    cases = {
+        "missing": ([*POS, f"transfer.distill_from=[{tmp_path / 'nobody'}]"], "nobody"),
+        "another tag set": ([*POS, f"transfer.distill_from=[{source}]"], "the teacher labels in another tag set"),
+        "a parser": ([*NER, f"transfer.distill_from=[{parser}]"], "a teacher must be a tagging or sentence-classification run"),
+    }
     for number, (arguments, message) in enumerate(cases.values()):
         output = tmp_path / f"student-{number}"
         capsys.readouterr()
@@ -339,11 +379,33 @@ def test_an_adaptation_registered_by_name_is_applied_by_the_one_loop(source, tmp
     def hook(model, allowed):
         return lambda epoch, model, optimizer: (epochs.append(epoch), rates.append([group["lr"] for group in optimizer.param_groups]))
 
-    entry = adaptations.Adaptation("head_twice", "the head alone, then everything", 2, phases=lambda model, phases: [Phase("head", ("classifier.",)), *phases],
-                                   epoch_hook=hook, minimum_epochs=lambda model, allowed: 2, rate_factor=lambda config: 10.0)
+    entry = adaptations.Adaptation(
+        "head_twice",
+        "the head alone, then everything",
+        2,
+        phases=lambda model, phases: [Phase("head", ("classifier.",)), *phases],
+        epoch_hook=hook,
+        minimum_epochs=lambda model, allowed: 2,
+        rate_factor=lambda config: 10.0,
+    )
     monkeypatch.setitem(adaptations.ADAPTATIONS, "head_twice", entry)
-    metrics = run(["transfer", "--source", str(source), "--method", "finetune", *POS, "--epochs", "3", "--output", str(tmp_path / "registered"),
-                   "transfer.adaptations=[head_twice]", "train.patience=1", "train.learning_rate=1e-12"])
+    metrics = run(
+        [
+            "transfer",
+            "--source",
+            str(source),
+            "--method",
+            "finetune",
+            *POS,
+            "--epochs",
+            "3",
+            "--output",
+            str(tmp_path / "registered"),
+            "transfer.adaptations=[head_twice]",
+            "train.patience=1",
+            "train.learning_rate=1e-12",
+        ]
+    )
     assert [record["phase"] for record in metrics["history"]] == ["head", "head", "train", "train"]  # each phase waits 2 epochs
     assert epochs == [1, 2, 1, 2] and [rate / rates[0][-1] for rate in rates[0]] == pytest.approx([0.01, 0.1, 1.0])  # 3 groups, a tenth per group below
 

@@ -78,8 +78,30 @@ def test_adversarial_source_run_trains_saves_its_discriminator_and_fine_tunes_wi
     assert "domain accuracy" in (source / "log.txt").read_text()
     assert any(name.startswith("domain_discriminator.") for name in load_file(str(source / "model.safetensors")))
     target = tmp_path / "target"
-    assert main(["transfer", "--source", str(source), "--method", "finetune", "--train", str(FIXTURES / "tiny_pos_train.conll"),
-                 "--dev", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos", "--epochs", "1", "--output", str(target), "--quiet", *TINY_MODEL]) == 0
+    assert (
+        main(
+            [
+                "transfer",
+                "--source",
+                str(source),
+                "--method",
+                "finetune",
+                "--train",
+                str(FIXTURES / "tiny_pos_train.conll"),
+                "--dev",
+                str(FIXTURES / "tiny_pos_dev.conll"),
+                "--columns",
+                "word,pos",
+                "--epochs",
+                "1",
+                "--output",
+                str(target),
+                "--quiet",
+                *TINY_MODEL,
+            ]
+        )
+        == 0
+    )
     assert not any(name.startswith("domain_discriminator.") for name in load_file(str(target / "model.safetensors")))
     import seqtransfer
 
@@ -108,8 +130,30 @@ def test_a_tagger_without_bilstm_passes_it_on_and_refuses_a_discriminator(tmp_pa
     source = tmp_path / "source"
     assert main([*tiny_train_arguments(source, epochs=1), "model.feature_extractor=none"]) == 0
     target = tmp_path / "target"
-    assert main(["transfer", "--source", str(source), "--method", "finetune", "--train", str(FIXTURES / "tiny_pos_train.conll"),
-                 "--dev", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos", "--epochs", "1", "--output", str(target), "--quiet", *TINY_MODEL]) == 0
+    assert (
+        main(
+            [
+                "transfer",
+                "--source",
+                str(source),
+                "--method",
+                "finetune",
+                "--train",
+                str(FIXTURES / "tiny_pos_train.conll"),
+                "--dev",
+                str(FIXTURES / "tiny_pos_dev.conll"),
+                "--columns",
+                "word,pos",
+                "--epochs",
+                "1",
+                "--output",
+                str(target),
+                "--quiet",
+                *TINY_MODEL,
+            ]
+        )
+        == 0
+    )
     assert isinstance(seqtransfer.load(target).run.model.feature_extractor, NoFeatureExtractor)  # the source's layers, not a fresh BiLSTM
     text = tmp_path / "tweets.txt"
     text.write_text("lol this is fun\n", encoding="utf-8")

@@ -47,17 +47,37 @@ def test_positive_and_negative_transfer_by_hand():
 def test_falsified_tokens_grouped_by_mistake_type():
     _, _, falsified = compare_predictions(*hand_built(), LOOKUP)
     assert {token.token: token.mistake for token in falsified} == {
-        "Award": "capitalised", "'s": "contraction", "wont": "contraction",
-        "wth": "abbreviation", "awsome": "out_of_vocabulary", "today": "other",
+        "Award": "capitalised",
+        "'s": "contraction",
+        "wont": "contraction",
+        "wth": "abbreviation",
+        "awsome": "out_of_vocabulary",
+        "today": "other",
     }
 
 
-@pytest.mark.parametrize(("token", "expected"), [
-    ("I'M", "contraction"), ("can’t", "contraction"), ("id", "contraction"), ("its", "contraction"),
-    ("IMO", "abbreviation"), ("UN", "abbreviation"), ("2pac", "abbreviation"), ("nvr", "abbreviation"), ("&", "abbreviation"),
-    ("Father", "capitalised"), ("Hey", "capitalised"), ("ROCKSTAR", "capitalised"),
-    ("amazin", "out_of_vocabulary"), ("#trump", "other"), ("@bob", "other"), ("the", "other"), ("I", "other"),
-])
+@pytest.mark.parametrize(
+    ("token", "expected"),
+    [
+        ("I'M", "contraction"),
+        ("can’t", "contraction"),
+        ("id", "contraction"),
+        ("its", "contraction"),
+        ("IMO", "abbreviation"),
+        ("UN", "abbreviation"),
+        ("2pac", "abbreviation"),
+        ("nvr", "abbreviation"),
+        ("&", "abbreviation"),
+        ("Father", "capitalised"),
+        ("Hey", "capitalised"),
+        ("ROCKSTAR", "capitalised"),
+        ("amazin", "out_of_vocabulary"),
+        ("#trump", "other"),
+        ("@bob", "other"),
+        ("the", "other"),
+        ("I", "other"),
+    ],
+)
 def test_mistake_type_rules(token, expected):
     assert mistake_type(token, LOOKUP) == expected
 
@@ -170,7 +190,7 @@ def test_html_report_is_self_contained(tmp_path):
     page = render_report(ReportContent(comparisons=[compare_runs(reference, transferred)], curve_points=sample_points()))
     assert "http://" not in page and "https://" not in page and not REMOTE_RESOURCE.search(page)
     assert page.count('src="data:image/png;base64,') == 3  # PT/NT bars, class improvement, learning curve
-    assert "<mark>awsome</mark>" in page and "table class=\"sortable\"" in page and "<script>" in page
+    assert "<mark>awsome</mark>" in page and 'table class="sortable"' in page and "<script>" in page
 
 
 def test_report_command_needs_something_to_show(tmp_path):
@@ -203,8 +223,11 @@ def test_transfer_by_size_pairs_runs_of_one_seed(tmp_path):
 
     reference = fake_run(tmp_path / "scratch", FIXTURES / "analysis_reference.conll", "scratch")
     transferred = fake_run(tmp_path / "finetune", FIXTURES / "analysis_transferred.conll", "finetune", source=reference)
-    points = [CurvePoint("scratch", 100, 80.0, str(reference), "tpos", 1), CurvePoint("finetune", 100, 40.0, str(transferred), "tpos", 1),
-              CurvePoint("finetune", 100, 40.0, str(transferred), "tpos", 2)]  # seed 2 has no scratch partner: left out
+    points = [
+        CurvePoint("scratch", 100, 80.0, str(reference), "tpos", 1),
+        CurvePoint("finetune", 100, 40.0, str(transferred), "tpos", 1),
+        CurvePoint("finetune", 100, 40.0, str(transferred), "tpos", 2),
+    ]  # seed 2 has no scratch partner: left out
     rows = transfer_by_size(points, "scratch")
     assert len(rows) == 1 and rows[0]["seeds"] == 1
     assert (rows[0]["positive_transfer"], rows[0]["negative_transfer"], rows[0]["gain"]) == pytest.approx((20.0, 60.0, -40.0))

@@ -47,10 +47,21 @@ window.addEventListener('load', function () {
 
 def chromium(page: Path, profile: Path, *options: str) -> subprocess.CompletedProcess:
     command = [
-        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={profile}", f"--window-size={WIDTH},{HEIGHT}", "--enable-logging=stderr", "--v=0",
-        *options, page.resolve().as_uri(),
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        f"--window-size={WIDTH},{HEIGHT}",
+        "--enable-logging=stderr",
+        "--v=0",
+        *options,
+        page.resolve().as_uri(),
     ]
     return subprocess.run(command, capture_output=True, text=True, timeout=180)
 

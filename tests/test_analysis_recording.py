@@ -24,9 +24,24 @@ from seqtransfer.workflows.train import build_target_model, load_source
 
 def transfer_arguments(source, output, method: str = "finetune", epochs: int = 2, *overrides: str) -> list[str]:
     return [
-        "transfer", "--source", str(source), "--method", method,
-        "--train", str(FIXTURES / "tiny_pos_train.conll"), "--dev", str(FIXTURES / "tiny_pos_dev.conll"),
-        "--columns", "word,pos", "--epochs", str(epochs), "--output", str(output), "--quiet", *TINY_MODEL, *overrides,
+        "transfer",
+        "--source",
+        str(source),
+        "--method",
+        method,
+        "--train",
+        str(FIXTURES / "tiny_pos_train.conll"),
+        "--dev",
+        str(FIXTURES / "tiny_pos_dev.conll"),
+        "--columns",
+        "word,pos",
+        "--epochs",
+        str(epochs),
+        "--output",
+        str(output),
+        "--quiet",
+        *TINY_MODEL,
+        *overrides,
     ]
 
 
@@ -87,7 +102,10 @@ def test_pretrand_epochs_are_numbered_across_phases(tiny_run, tmp_path):
     run(transfer_arguments(tiny_run, tmp_path / "pretrand", "pretrand", 2, "model.random_hidden=6", "train.record_activations=0,1,3,4"))
     _, recordings = list_recordings(tmp_path / "pretrand")
     assert [(recording.name, recording.epoch, recording.phase) for recording in recordings][:4] == [
-        ("epoch-000", 0, "random"), ("epoch-001", 1, "random"), ("epoch-003", 3, "joint"), ("epoch-004", 4, "joint"),
+        ("epoch-000", 0, "random"),
+        ("epoch-001", 1, "random"),
+        ("epoch-003", 3, "joint"),
+        ("epoch-004", 4, "joint"),
     ]
     np.testing.assert_array_equal(recordings[0].matrix(), recordings[1].matrix())  # the transferred FE is frozen in phase 'random'
 
@@ -114,9 +132,27 @@ def test_neurons_command_errors(tiny_run, recorded_run, tmp_path):
 
 def test_report_command_on_real_runs(recorded_run, tiny_run, tmp_path):
     scratch = tmp_path / "scratch"
-    run(["train", "--train", str(FIXTURES / "tiny_pos_train.conll"), "--dev", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos", "--epochs", "2", "--output", str(scratch), "--quiet", *TINY_MODEL])
+    run(
+        [
+            "train",
+            "--train",
+            str(FIXTURES / "tiny_pos_train.conll"),
+            "--dev",
+            str(FIXTURES / "tiny_pos_dev.conll"),
+            "--columns",
+            "word,pos",
+            "--epochs",
+            "2",
+            "--output",
+            str(scratch),
+            "--quiet",
+            *TINY_MODEL,
+        ]
+    )
     report = tmp_path / "report.html"
-    content = run(["analyze", "report", "--transfer", str(scratch), str(recorded_run), "--neurons", str(recorded_run), "--units", "1", "--curve", str(scratch), str(recorded_run), "--output", str(report)])
+    content = run(
+        ["analyze", "report", "--transfer", str(scratch), str(recorded_run), "--neurons", str(recorded_run), "--units", "1", "--curve", str(scratch), str(recorded_run), "--output", str(report)]
+    )
     page = report.read_text()
     assert len(content.comparisons) == 1 and content.units == [1]
     assert page.count("data:image/png;base64,") == 5  # PT/NT bars, class improvement, heat-map, unit 1, curve

@@ -35,8 +35,24 @@ def test_each_epoch_reads_every_target_sentence_and_a_decaying_share_of_source_s
 
 
 def annealed_arguments(output, *extra: str) -> list[str]:
-    return ["train", "--train", str(FIXTURES / "tiny_pos_train.conll"), "--dev", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos",
-            "--epochs", "3", "--seed", "2", "--output", str(output), "--quiet", *TINY_MODEL, *extra]
+    return [
+        "train",
+        "--train",
+        str(FIXTURES / "tiny_pos_train.conll"),
+        "--dev",
+        str(FIXTURES / "tiny_pos_dev.conll"),
+        "--columns",
+        "word,pos",
+        "--epochs",
+        "3",
+        "--seed",
+        "2",
+        "--output",
+        str(output),
+        "--quiet",
+        *TINY_MODEL,
+        *extra,
+    ]
 
 
 def test_an_annealed_run_trains_on_both_and_is_reproducible(tmp_path):
@@ -52,11 +68,14 @@ def test_an_annealed_run_trains_on_both_and_is_reproducible(tmp_path):
     assert words == json.loads((tmp_path / "c" / "vocabulary.json").read_text(encoding="utf-8"))["words"]  # the source repeats the target's words
 
 
-@pytest.mark.parametrize("extra, expected", [
-    (["data.anneal_start=0"], "data.anneal_start"),
-    (["data.anneal_decay=1.5"], "data.anneal_decay"),
-    ([f"data.anneal_source={FIXTURES / 'tiny_ner_train.conll'}"], "are not the target's"),
-])
+@pytest.mark.parametrize(
+    "extra, expected",
+    [
+        (["data.anneal_start=0"], "data.anneal_start"),
+        (["data.anneal_decay=1.5"], "data.anneal_decay"),
+        ([f"data.anneal_source={FIXTURES / 'tiny_ner_train.conll'}"], "are not the target's"),
+    ],
+)
 def test_bad_annealing_settings_are_one_line(extra, expected, tmp_path, capsys):
     line = error_line(annealed_arguments(tmp_path / "bad", *extra), capsys)
     assert expected in line and not (tmp_path / "bad").exists()

@@ -17,8 +17,26 @@ from seqtransfer.transfer.auxiliary_lm import AuxiliaryLanguageModelLoss, Langua
 
 
 def tagger_arguments(output, *extra: str) -> list[str]:
-    return ["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-            "--scheme", "iob2", "--epochs", "2", "--seed", "4", "--output", str(output), "--quiet", *TINY_MODEL, *extra]
+    return [
+        "train",
+        "--train",
+        str(FIXTURES / "tiny_ner_train.conll"),
+        "--dev",
+        str(FIXTURES / "tiny_ner_dev.conll"),
+        "--columns",
+        "word,ner",
+        "--scheme",
+        "iob2",
+        "--epochs",
+        "2",
+        "--seed",
+        "4",
+        "--output",
+        str(output),
+        "--quiet",
+        *TINY_MODEL,
+        *extra,
+    ]
 
 
 def test_word_classes_are_the_most_frequent_training_words():

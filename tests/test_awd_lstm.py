@@ -19,8 +19,7 @@ from seqtransfer.workflows.awd_pretraining import StreamPretraining, stream_chun
 
 text = test_recurrent_lm.text  # the same text fixture: 200 random lines of 25 words
 
-TINY_LM = ["--architecture", "awd-lstm", "--size", "tiny", "--epochs", "2", "--batch-size", "8", "--bptt", "10", "--threads", "1", "--quiet",
-           "--device", "cpu"]
+TINY_LM = ["--architecture", "awd-lstm", "--size", "tiny", "--epochs", "2", "--batch-size", "8", "--bptt", "10", "--threads", "1", "--quiet", "--device", "cpu"]
 
 
 def tiny_model(words: int = 20, **overrides) -> AwdLstmLanguageModel:
@@ -139,14 +138,32 @@ def test_bad_input_is_one_line(language_model, text, tmp_path, capsys, monkeypat
     assert "--heads 2 is a Transformer LM's option" in one_line_error(capsys, [*lm, "--heads", "2"])
     assert "--bptt must be at least 2" in one_line_error(capsys, [*lm, "--bptt", "1"])
     assert "--bptt 20 is an AWD-LSTM LM's option; the BiLSTM LM does not read it" in one_line_error(
-        capsys, ["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "b"), "--architecture", "bilstm", "--bptt", "20"])
+        capsys, ["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "b"), "--architecture", "bilstm", "--bptt", "20"]
+    )
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n", encoding="utf-8")
     assert "holds no sentences" in one_line_error(capsys, ["pretrain-lm", "--text", str(empty), "--output", str(tmp_path / "c"), *TINY_LM])
     assert not any((tmp_path / name).exists() for name in ("a", "b", "c", "a.partial", "c.partial"))
     folder, _ = language_model
-    ner = ["--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner", "--scheme", "iob2",
-           "--epochs", "1", "--quiet", "--device", "cpu", "model.embeddings=null", "model.hidden=8", "train.threads=1", f"model.encoder={folder}"]
+    ner = [
+        "--train",
+        str(FIXTURES / "tiny_ner_train.conll"),
+        "--dev",
+        str(FIXTURES / "tiny_ner_dev.conll"),
+        "--columns",
+        "word,ner",
+        "--scheme",
+        "iob2",
+        "--epochs",
+        "1",
+        "--quiet",
+        "--device",
+        "cpu",
+        "model.embeddings=null",
+        "model.hidden=8",
+        "train.threads=1",
+        f"model.encoder={folder}",
+    ]
     for mode in ("features", "finetune"):
         error = one_line_error(capsys, ["train", *ner, "--output", str(tmp_path / mode), f"model.encoder_mode={mode}"])
         assert "holds an AWD-LSTM language model" in error and "cannot serve as model.encoder yet" in error

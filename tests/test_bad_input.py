@@ -28,9 +28,22 @@ def run_cli(arguments: list[str], capsys) -> str:
 
 def train_on(train_file: Path, output: Path, *extra: str) -> list[str]:
     return [
-        "train", "--train", str(train_file), "--dev", str(FIXTURES / "tiny_ner_dev.conll"),
-        "--columns", "word,ner", "--scheme", "iob2", "--output", str(output), "--quiet", "--epochs", "1",
-        *TINY_MODEL, *extra,
+        "train",
+        "--train",
+        str(train_file),
+        "--dev",
+        str(FIXTURES / "tiny_ner_dev.conll"),
+        "--columns",
+        "word,ner",
+        "--scheme",
+        "iob2",
+        "--output",
+        str(output),
+        "--quiet",
+        "--epochs",
+        "1",
+        *TINY_MODEL,
+        *extra,
     ]
 
 
@@ -73,13 +86,16 @@ def test_unknown_config_key_lists_valid_ones(tmp_path, capsys):
     assert "learning_rat" in message and "learning_rate" in message and "momentum" in message
 
 
-@pytest.mark.parametrize("override, requirement", [
-    ("model.dropout=1.5", "[0, 1)"),
-    ("model.hidden=7", "even"),
-    ("train.learning_rate=-0.1", "positive"),
-    ("train.batch_size=0", "at least 1"),
-    ("data.max_train_sentences=0", "at least 1"),
-])
+@pytest.mark.parametrize(
+    "override, requirement",
+    [
+        ("model.dropout=1.5", "[0, 1)"),
+        ("model.hidden=7", "even"),
+        ("train.learning_rate=-0.1", "positive"),
+        ("train.batch_size=0", "at least 1"),
+        ("data.max_train_sentences=0", "at least 1"),
+    ],
+)
 def test_impossible_value_is_one_line_before_anything_is_written(tmp_path, capsys, override, requirement):
     message = run_cli(train_on(FIXTURES / "tiny_ner_train.conll", tmp_path / "run", override), capsys)
     assert override.split("=")[0] in message and requirement in message

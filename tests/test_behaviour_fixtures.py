@@ -72,8 +72,7 @@ def saved_in(folder: Path, prefix: str, architecture: str, pick: Callable[[objec
 
         sentences = read_conllu(conllu)
         expected = [list(zip(sentence.columns["head"], sentence.columns["deprel"])) for sentence in sentences]
-        return Saved(prefix + conllu.name, [sentence.tokens for sentence in sentences], expected,
-                     lambda output: [(str(head), relation) for head, relation in pick(output)])
+        return Saved(prefix + conllu.name, [sentence.tokens for sentence in sentences], expected, lambda output: [(str(head), relation) for head, relation in pick(output)])
     if tsv is not None:  # a sentence classifier or regressor: gold TAB predicted TAB text
         rows = [line.split("\t") for line in tsv.read_text(encoding="utf-8").splitlines()]
         sentences = [row[-1].split(" ") for row in rows]
@@ -137,8 +136,22 @@ def in_fixtures(tmp_path, monkeypatch):
 
 
 def test_every_architecture_and_scheme_has_a_fixture():
-    assert set(NAMES) == {"tagger_softmax", "tagger_crf", "finetune", "features", "pretrand", "parser", "multitask", "encoder_features",
-                          "encoder_finetune", "adapter", "lora", "sentence", "regression", "ensemble"}
+    assert set(NAMES) == {
+        "tagger_softmax",
+        "tagger_crf",
+        "finetune",
+        "features",
+        "pretrand",
+        "parser",
+        "multitask",
+        "encoder_features",
+        "encoder_finetune",
+        "adapter",
+        "lora",
+        "sentence",
+        "regression",
+        "ensemble",
+    }
     assert all(run_directory(name).is_dir() for name in NAMES) and (RUNS / "tiny_bert" / "config.json").is_file()
     leftovers = [path for name in NAMES for path in run_directory(name).rglob("*") if path.name in ("checkpoint", "log.txt", "train.lock") or path.name.endswith(".tmp")]
     assert not leftovers

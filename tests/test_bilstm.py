@@ -88,10 +88,6 @@ def test_length_groups_are_contiguous_slices_of_least_cost():
         assert all(end == next_start for (_, end), (next_start, _) in zip(groups, groups[1:]))
         assert all(sizes[end - 1] != sizes[end] for _, end in groups[:-1])  # cuts only where the length changes
         changes = [index for index in range(1, len(sizes)) if sizes[index] != sizes[index - 1]]
-        every_split = (
-            [(start, end) for start, end in zip([0, *chosen], [*chosen, len(sizes)])]
-            for count in range(len(changes) + 1)
-            for chosen in itertools.combinations(changes, count)
-        )
+        every_split = ([(start, end) for start, end in zip([0, *chosen], [*chosen, len(sizes)])] for count in range(len(changes) + 1) for chosen in itertools.combinations(changes, count))
         assert cost(sizes, groups) == min(cost(sizes, split) for split in every_split)
     assert len(length_groups([1] * 300 + [2] * 200 + [9] * 40 + [60])) > 1  # the long form is split off

@@ -10,16 +10,19 @@ from seqtransfer.commands.numbers import positive, probability, share, whole
 RUN = "tests/fixtures/runs/v1_tagger_crf"
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["train", "--dataset", "wnut17", "--output", "OUT", "--epochs", "0"], "argument --epochs: must be at least 1, got 0"),
-    (["predict", RUN, "--batch-size", "-4"], "argument --batch-size: must be at least 1, got -4"),
-    (["predict", RUN, "--batch-size", "many"], "argument --batch-size: 'many' is not a whole number"),
-    (["pretrain-lm", "--text", "t.txt", "--output", "OUT", "--held-out", "1.5"], "argument --held-out: must be between 0 and 1"),
-    (["finetune-lm", "LM", "--text", "t.txt", "--output", "OUT", "--learning-rate", "0"], "argument --learning-rate: must be above 0"),
-    (["selflabel", "self_training", "--unlabeled", "x", "--dataset", "wnut17", "--output", "OUT", "--threshold", "1.2"], "argument --threshold: must be above 0 and at most 1"),
-    (["experiment", "run", "pretrand-table4", "--gpus-per-run", "-1"], "argument --gpus-per-run: must be 0 or more"),
-    (["experiment", "run", "pretrand-table4", "--threads", "0"], "argument --threads: must be at least 1"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["train", "--dataset", "wnut17", "--output", "OUT", "--epochs", "0"], "argument --epochs: must be at least 1, got 0"),
+        (["predict", RUN, "--batch-size", "-4"], "argument --batch-size: must be at least 1, got -4"),
+        (["predict", RUN, "--batch-size", "many"], "argument --batch-size: 'many' is not a whole number"),
+        (["pretrain-lm", "--text", "t.txt", "--output", "OUT", "--held-out", "1.5"], "argument --held-out: must be between 0 and 1"),
+        (["finetune-lm", "LM", "--text", "t.txt", "--output", "OUT", "--learning-rate", "0"], "argument --learning-rate: must be above 0"),
+        (["selflabel", "self_training", "--unlabeled", "x", "--dataset", "wnut17", "--output", "OUT", "--threshold", "1.2"], "argument --threshold: must be above 0 and at most 1"),
+        (["experiment", "run", "pretrand-table4", "--gpus-per-run", "-1"], "argument --gpus-per-run: must be 0 or more"),
+        (["experiment", "run", "pretrand-table4", "--threads", "0"], "argument --threads: must be at least 1"),
+    ],
+)
 def test_a_bad_number_fails_before_any_work(argv, message, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 2

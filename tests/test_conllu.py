@@ -41,9 +41,7 @@ def test_round_trip_keeps_ranges_empty_nodes_and_comments(tmp_path):
     expected = (FIXTURES / "sample.conllu").read_text(encoding="utf-8").replace("#sent_id", "# sent_id")
     assert target.read_text(encoding="utf-8") == expected
     again = read_conllu(target)
-    assert [(s.tokens, s.columns, s.comments, s.extra_lines) for s in again] == [
-        (s.tokens, s.columns, s.comments, s.extra_lines) for s in original
-    ]
+    assert [(s.tokens, s.columns, s.comments, s.extra_lines) for s in again] == [(s.tokens, s.columns, s.comments, s.extra_lines) for s in original]
 
 
 def test_conllu_plus_header_and_trailing_tab(tmp_path):

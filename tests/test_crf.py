@@ -59,10 +59,7 @@ def test_probabilities_of_all_paths_sum_to_one():
     crf = make_crf(2, seed=5)
     emissions = torch.randn(1, 3, 2)
     mask = torch.ones(1, 3, dtype=torch.bool)
-    total = sum(
-        torch.exp(-crf.negative_log_likelihood(emissions, torch.tensor([list(path)]), mask))
-        for path in itertools.product(range(2), repeat=3)
-    )
+    total = sum(torch.exp(-crf.negative_log_likelihood(emissions, torch.tensor([list(path)]), mask)) for path in itertools.product(range(2), repeat=3))
     assert torch.allclose(total, torch.tensor(1.0), atol=1e-5)
 
 

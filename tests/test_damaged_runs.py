@@ -31,7 +31,7 @@ CASES = {
     "oversized header": ("model.safetensors", lambda original: struct.pack("<Q", 2**40) + original[8:]),
     "bad offsets": ("model.safetensors", lambda original: original.replace(b'"data_offsets":[0,', b'"data_offsets":[9999999,', 1)),
     "corrupt vocabulary": ("vocabulary.json", lambda original: b'{"words": [1, 2'),
-    "vocabulary not an object": ("vocabulary.json", lambda original: b'[1, 2, 3]'),
+    "vocabulary not an object": ("vocabulary.json", lambda original: b"[1, 2, 3]"),
     "yaml not a mapping": ("config.yaml", lambda original: b"- just\n- a list\n"),
     "yaml object tag": ("config.yaml", lambda original: b"!!python/object/apply:os.system ['echo hacked']\n"),
     "sizes that do not match": ("config.yaml", lambda original: original.replace(b"hidden: 16", b"hidden: 32", 1)),
@@ -59,8 +59,11 @@ def test_damaged_run_is_one_clear_line(case, tiny_run, tmp_path, capsys):
 def test_predict_output_or_input_folder_is_one_line(tiny_run, tmp_path, capsys):
     text = tmp_path / "in.txt"
     text.write_text("John loves Paris\n")
-    for arguments in (["predict", str(tiny_run), str(text), "--output", str(tmp_path)], ["predict", str(tiny_run), str(tmp_path)],
-                      ["predict", str(tiny_run), str(text), "--output", str(text / "under-a-file.txt")]):
+    for arguments in (
+        ["predict", str(tiny_run), str(text), "--output", str(tmp_path)],
+        ["predict", str(tiny_run), str(tmp_path)],
+        ["predict", str(tiny_run), str(text), "--output", str(text / "under-a-file.txt")],
+    ):
         code = main(arguments)
         error = capsys.readouterr().err
         assert code == 2 and len(error.strip().splitlines()) == 1 and "Traceback" not in error, (arguments, error)

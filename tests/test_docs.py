@@ -43,8 +43,7 @@ def test_site_builds_without_warnings(tmp_path):
     if missing:
         pytest.skip(f"the documentation tools are not installed ({', '.join(missing)}): pip install -e '.[docs]'")
     environment = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # Material's notice about MkDocs 2.0 (not a build warning)
-    finished = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-                              cwd=ROOT, capture_output=True, text=True, timeout=300, env=environment)
+    finished = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")], cwd=ROOT, capture_output=True, text=True, timeout=300, env=environment)
     output = finished.stdout + finished.stderr
     warnings = [line for line in output.splitlines() if line.startswith(("WARNING", "ERROR"))]
     assert finished.returncode == 0 and not warnings, "\n".join(warnings) or output[-4000:]

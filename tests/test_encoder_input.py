@@ -44,7 +44,7 @@ def test_a_cached_file_that_does_not_fit_its_sentences_or_encoder_is_recomputed_
     from seqtransfer.embeddings import feature_cache as features_module
 
     computed = features_module.cached_features(str(encoder), SENTENCES, "first")
-    path, = feature_cache.glob("*.safetensors")
+    (path,) = feature_cache.glob("*.safetensors")
     tokens, layers, hidden = computed[0].shape
     wrong = {"tokens": (tokens + 1, layers, hidden), "hidden": (tokens, layers, 8), "layers": (tokens, layers - 1, hidden)}[damage]
     save_file({"0": np.zeros(wrong, dtype=np.float16), "1": computed[1]}, str(path))
@@ -102,10 +102,13 @@ def save_mismatched_encoder(folder: Path, sub_words: int, table: int, mask_id: i
     return folder
 
 
-@pytest.mark.parametrize("sub_words, table, mask_id, message", [
-    (28_996, 30_522, None, "tokenizer (28996 sub-words) and model (30522) do not match"),  # BERT's cased tokenizer, the uncased model: 95%
-    (len(VOCAB), len(VOCAB), 100, f"mask token is sub-word 100, outside the model's table ({len(VOCAB)})"),  # a gap in the tokenizer's ids
-])
+@pytest.mark.parametrize(
+    "sub_words, table, mask_id, message",
+    [
+        (28_996, 30_522, None, "tokenizer (28996 sub-words) and model (30522) do not match"),  # BERT's cased tokenizer, the uncased model: 95%
+        (len(VOCAB), len(VOCAB), 100, f"mask token is sub-word 100, outside the model's table ({len(VOCAB)})"),  # a gap in the tokenizer's ids
+    ],
+)
 def test_a_tokenizer_of_another_model_is_one_error_line(tmp_path, capsys, sub_words, table, mask_id, message):
     folder = save_mismatched_encoder(tmp_path / "encoder", sub_words, table, mask_id)
     capsys.readouterr()  # transformers' progress bars of the save above
@@ -172,8 +175,7 @@ def test_loading_an_encoder_leaves_torchs_random_numbers_alone(tmp_path, monkeyp
     from seqtransfer.embeddings.transformer import load_encoder
 
     folder = tmp_path / "lm"
-    BertForMaskedLM(BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
-                               max_position_embeddings=16)).save_pretrained(folder)
+    BertForMaskedLM(BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=16)).save_pretrained(folder)
     for file in save_tiny_encoder(tmp_path / "tokenizer").iterdir():  # its tokenizer files
         if file.name not in ("config.json", "model.safetensors"):
             (folder / file.name).write_bytes(file.read_bytes())

@@ -50,8 +50,7 @@ NER = ["--train", "tiny_ner_train.conll", "--dev", "tiny_ner_dev.conll", "--test
 KINDS = {
     "softmax": [*NER, "--classifier", "softmax"],
     "crf": [*NER, "--classifier", "crf"],
-    "dependency": ["--train", "tiny_dep_train.conllu", "--dev", "tiny_dep_dev.conllu", "--test", "tiny_dep_test.conllu", "--task", "dependency",
-                   "model.arc_hidden=8", "model.relation_hidden=4"],
+    "dependency": ["--train", "tiny_dep_train.conllu", "--dev", "tiny_dep_dev.conllu", "--test", "tiny_dep_test.conllu", "--task", "dependency", "model.arc_hidden=8", "model.relation_hidden=4"],
     "sentence": ["--train", "tiny_sentiment_train.tsv", "--dev", "tiny_sentiment_dev.tsv", "--test", "tiny_sentiment_dev.tsv"],
     "regression": ["--train", "tiny_similarity.tsv", "--dev", "tiny_similarity.tsv", "--test", "tiny_similarity.tsv", "--columns", "text,text_b,score"],
 }
@@ -68,8 +67,7 @@ def test_every_task_kind_trains_saves_loads_and_predicts_with_a_toy_encoder(toy_
 
     for kind, arguments in KINDS.items():
         output = tmp_path / kind
-        run(["train", *with_fixture_paths(arguments), "--seed", "1", "--epochs", "2", "--output", str(output), "--quiet", "--device", "cpu",
-             *TINY_MODEL, "model.encoder_family=toy"])
+        run(["train", *with_fixture_paths(arguments), "--seed", "1", "--epochs", "2", "--output", str(output), "--quiet", "--device", "cpu", *TINY_MODEL, "model.encoder_family=toy"])
         loaded = load_run(output)
         task_kind = {"softmax": "tagging", "crf": "tagging"}.get(kind, kind)
         assert type(loaded.model).encoder_family == "toy" and loaded.model.task_kind == task_kind, kind
@@ -104,8 +102,7 @@ def test_the_toy_encoders_layers_are_the_adaptation_schemes_groups(toy_encoder):
 def test_an_unknown_encoder_family_is_one_line(tmp_path, capsys):
     from seqtransfer.cli import main
 
-    code = main(["train", *with_fixture_paths(KINDS["softmax"]), "--epochs", "1", "--output", str(tmp_path / "run"), "--quiet", *TINY_MODEL,
-                 "model.encoder_family=nosuch"])
+    code = main(["train", *with_fixture_paths(KINDS["softmax"]), "--epochs", "1", "--output", str(tmp_path / "run"), "--quiet", *TINY_MODEL, "model.encoder_family=nosuch"])
     error = capsys.readouterr().err
     assert code != 0 and "unknown encoder family 'nosuch'" in error and "words" in error and "Traceback" not in error
     assert not (tmp_path / "run" / "metrics.json").exists()

@@ -25,8 +25,16 @@ def tiny_bert(dropout: float = 0.0, attention_dropout: float | None = None):
     from transformers import BertConfig, BertModel
 
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=32,
-                        hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout if attention_dropout is None else attention_dropout)
+    config = BertConfig(
+        vocab_size=50,
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=32,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout if attention_dropout is None else attention_dropout,
+    )
     return BertModel(config)
 
 

@@ -17,8 +17,7 @@ from seqtransfer.errors import SeqTransferError
 
 transformers = pytest.importorskip("transformers")
 
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *"abcdefghijklmnopqrstuvwxyz", *("##" + c for c in "abcdefghijklmnopqrstuvwxyz"),
-         "john", "lives", "in", "new", "york", "!", "@", "."]
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *"abcdefghijklmnopqrstuvwxyz", *("##" + c for c in "abcdefghijklmnopqrstuvwxyz"), "john", "lives", "in", "new", "york", "!", "@", "."]
 
 
 def tiny_wordpiece(vocabulary: list[str] = VOCAB):
@@ -87,8 +86,8 @@ def test_first_and_mean_sub_word_alignment_and_dropped_tokens(encoder):
     tokenizer, model = load_encoder(str(encoder))
     tokens = ["john", "abc", "\u200b", "😀"]
     assert [len(pieces) for pieces in subword_pieces(tokenizer, tokens)] == [1, 3, 1, 1]  # the zero-width space gets [UNK]
-    first, = encode_sentences_with(tokenizer, model, [tokens], "first")
-    mean, = encode_sentences_with(tokenizer, model, [tokens], "mean")
+    (first,) = encode_sentences_with(tokenizer, model, [tokens], "first")
+    (mean,) = encode_sentences_with(tokenizer, model, [tokens], "mean")
     assert first.shape == (4, 3, 16) and first.dtype == np.float16
     assert np.array_equal(first[0], mean[0]) and not np.array_equal(first[1], mean[1])  # one sub-word: the same; three: not
 
@@ -98,8 +97,8 @@ def test_a_sentence_longer_than_the_encoder_is_encoded_in_windows(encoder):
 
     tokenizer, model = load_encoder(str(encoder))
     long = ["abc"] * 9  # 27 sub-words; the encoder takes 16 positions, 14 sub-words per window
-    vectors, = encode_sentences_with(tokenizer, model, [long], "first")
-    alone, = encode_sentences_with(tokenizer, model, [long[:4]], "first")
+    (vectors,) = encode_sentences_with(tokenizer, model, [long], "first")
+    (alone,) = encode_sentences_with(tokenizer, model, [long[:4]], "first")
     assert vectors.shape[0] == 9 and np.array_equal(vectors[:4], alone)
 
 
@@ -121,8 +120,28 @@ def test_features_are_cached_per_encoder_and_sentences(encoder, tmp_path, featur
 
 def test_a_tagger_trains_with_encoder_features_and_its_run_predicts_new_sentences(encoder, tmp_path, capsys):
     output = tmp_path / "run"
-    assert main(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-                 "--epochs", "2", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_pooling=mean"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--train",
+                str(FIXTURES / "tiny_ner_train.conll"),
+                "--dev",
+                str(FIXTURES / "tiny_ner_dev.conll"),
+                "--columns",
+                "word,ner",
+                "--epochs",
+                "2",
+                "--output",
+                str(output),
+                "--quiet",
+                *TINY_MODEL,
+                f"model.encoder={encoder}",
+                "model.encoder_pooling=mean",
+            ]
+        )
+        == 0
+    )
     config = (output / "config.yaml").read_text()
     assert "encoder_layers: 3" in config and "encoder_dimension: 16" in config
     assert json.loads((output / "vocabulary.json").read_text())["encoder"] == str(encoder)
@@ -136,15 +155,18 @@ def test_a_tagger_trains_with_encoder_features_and_its_run_predicts_new_sentence
     assert len(seqtransfer.load(output, device="cpu").predict([["Mary", "visits", "Zürich", "\u200b"]])[0]) == 4
 
 
-@pytest.mark.parametrize("damage, message", [
-    ("missing", "encoder folder not found"),
-    ("no-config", "encoder folder is incomplete"),
-    ("no-tokenizer", "encoder folder has no tokenizer"),  # transformers would build an empty one: every token [UNK]
-    ("mismatch", "do not match"),
-    ("small-tokenizer", "do not match"),  # another model's far larger table
-    ("padding", "pads with sub-word 0, the model with 4"),
-    ("weights", "cannot load the encoder"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        ("missing", "encoder folder not found"),
+        ("no-config", "encoder folder is incomplete"),
+        ("no-tokenizer", "encoder folder has no tokenizer"),  # transformers would build an empty one: every token [UNK]
+        ("mismatch", "do not match"),
+        ("small-tokenizer", "do not match"),  # another model's far larger table
+        ("padding", "pads with sub-word 0, the model with 4"),
+        ("weights", "cannot load the encoder"),
+    ],
+)
 def test_bad_encoder_folders_are_one_line(encoder, tmp_path, capsys, damage, message):
     folder = tmp_path / "encoder"
     if damage != "missing":
@@ -172,8 +194,24 @@ def test_bad_encoder_folders_are_one_line(encoder, tmp_path, capsys, damage, mes
         config["vocab_size"] = 10
         (folder / "config.json").write_text(json.dumps(config))
     capsys.readouterr()
-    code = main(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-                 "--epochs", "1", "--output", str(tmp_path / "run"), "--quiet", *TINY_MODEL, f"model.encoder={folder}"])
+    code = main(
+        [
+            "train",
+            "--train",
+            str(FIXTURES / "tiny_ner_train.conll"),
+            "--dev",
+            str(FIXTURES / "tiny_ner_dev.conll"),
+            "--columns",
+            "word,ner",
+            "--epochs",
+            "1",
+            "--output",
+            str(tmp_path / "run"),
+            "--quiet",
+            *TINY_MODEL,
+            f"model.encoder={folder}",
+        ]
+    )
     error = capsys.readouterr().err
     assert code == 2 and message in error and len(error.strip().splitlines()) == 1
 
@@ -244,17 +282,57 @@ def test_train_batching_reaches_the_training_loop_and_the_run_config(encoder, tm
 
     monkeypatch.setattr(loop, "training_batches", spy)
     output = tmp_path / "run"
-    assert main(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-                 "--epochs", "1", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune",
-                 "train.batching=subwords"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--train",
+                str(FIXTURES / "tiny_ner_train.conll"),
+                "--dev",
+                str(FIXTURES / "tiny_ner_dev.conll"),
+                "--columns",
+                "word,ner",
+                "--epochs",
+                "1",
+                "--output",
+                str(output),
+                "--quiet",
+                *TINY_MODEL,
+                f"model.encoder={encoder}",
+                "model.encoder_mode=finetune",
+                "train.batching=subwords",
+            ]
+        )
+        == 0
+    )
     assert seen == ["subwords"] and "batching: subwords" in (output / "config.yaml").read_text()
 
 
 def test_fine_tuning_an_encoder_tagger_trains_the_encoder_and_saves_it_with_the_run(encoder, tmp_path, capsys):
     output = tmp_path / "run"
-    assert main(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-                 "--epochs", "2", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune",
-                 "train.learning_rate=0.001"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--train",
+                str(FIXTURES / "tiny_ner_train.conll"),
+                "--dev",
+                str(FIXTURES / "tiny_ner_dev.conll"),
+                "--columns",
+                "word,ner",
+                "--epochs",
+                "2",
+                "--output",
+                str(output),
+                "--quiet",
+                *TINY_MODEL,
+                f"model.encoder={encoder}",
+                "model.encoder_mode=finetune",
+                "train.learning_rate=0.001",
+            ]
+        )
+        == 0
+    )
     config = (output / "config.yaml").read_text()
     assert "architecture: encoder_tagger" in config and "optimizer: adamw" in config and "schedule: linear_warmup" in config
     from safetensors.torch import load_file
@@ -307,13 +385,34 @@ def torch_equal(first, second) -> bool:
     return bool(torch.equal(first, second))
 
 
-@pytest.mark.parametrize("extra", [
-    ["--task", "dependency", "model.parser_hidden=8", "model.parser_layers=1", "model.arc_hidden=6", "model.relation_hidden=4"],  # parser
-])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--task", "dependency", "model.parser_hidden=8", "model.parser_layers=1", "model.arc_hidden=6", "model.relation_hidden=4"],  # parser
+    ],
+)
 def test_encoder_features_join_the_parser(encoder, tmp_path, extra):
     output = tmp_path / "parser"
-    assert main(["train", "--train", str(FIXTURES / "tiny_dep_train.conllu"), "--dev", str(FIXTURES / "tiny_dep_dev.conllu"), "--epochs", "1",
-                 "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", *extra]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--train",
+                str(FIXTURES / "tiny_dep_train.conllu"),
+                "--dev",
+                str(FIXTURES / "tiny_dep_dev.conllu"),
+                "--epochs",
+                "1",
+                "--output",
+                str(output),
+                "--quiet",
+                *TINY_MODEL,
+                f"model.encoder={encoder}",
+                *extra,
+            ]
+        )
+        == 0
+    )
     from safetensors.torch import load_file
 
     assert "word_representation.encoder_mix.weights" in load_file(str(output / "model.safetensors"))
@@ -322,11 +421,46 @@ def test_encoder_features_join_the_parser(encoder, tmp_path, extra):
 def test_encoder_features_join_pretrand_from_a_source_with_them(encoder, tmp_path):
     source = tmp_path / "source"
     common = ["--epochs", "1", "--quiet", *TINY_MODEL, "model.random_hidden=6"]
-    assert main(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-                 "--output", str(source), *common, f"model.encoder={encoder}"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--train",
+                str(FIXTURES / "tiny_ner_train.conll"),
+                "--dev",
+                str(FIXTURES / "tiny_ner_dev.conll"),
+                "--columns",
+                "word,ner",
+                "--output",
+                str(source),
+                *common,
+                f"model.encoder={encoder}",
+            ]
+        )
+        == 0
+    )
     target = tmp_path / "target"
-    assert main(["transfer", "--source", str(source), "--method", "pretrand", "--train", str(FIXTURES / "tiny_pos_train.conll"),
-                 "--dev", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos", "--output", str(target), *common]) == 0
+    assert (
+        main(
+            [
+                "transfer",
+                "--source",
+                str(source),
+                "--method",
+                "pretrand",
+                "--train",
+                str(FIXTURES / "tiny_pos_train.conll"),
+                "--dev",
+                str(FIXTURES / "tiny_pos_dev.conll"),
+                "--columns",
+                "word,pos",
+                "--output",
+                str(target),
+                *common,
+            ]
+        )
+        == 0
+    )
     assert f"encoder: {encoder}" in (target / "config.yaml").read_text()  # the target reads the words as its source did
 
 
@@ -352,8 +486,27 @@ def test_runs_record_trainable_parameters_and_peak_memory(encoder, tmp_path):
     assert any(name.startswith(unread) for name in saved)
     assert alone["trainable_parameters"] == sum(tensor.numel() for name, tensor in saved.items() if not name.startswith(unread))
     source = tmp_path / "fe"
-    features = run_command(["transfer", "--source", str(source), "--method", "features", "--train", str(FIXTURES / "tiny_pos_train.conll"),
-                            "--dev", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos", "--epochs", "1", "--output", str(tmp_path / "sfe"), "--quiet", *TINY_MODEL])
+    features = run_command(
+        [
+            "transfer",
+            "--source",
+            str(source),
+            "--method",
+            "features",
+            "--train",
+            str(FIXTURES / "tiny_pos_train.conll"),
+            "--dev",
+            str(FIXTURES / "tiny_pos_dev.conll"),
+            "--columns",
+            "word,pos",
+            "--epochs",
+            "1",
+            "--output",
+            str(tmp_path / "sfe"),
+            "--quiet",
+            *TINY_MODEL,
+        ]
+    )
     assert 0 < features["trainable_parameters"] < features["parameters"]  # SFE trains the classifier only
 
 
@@ -364,15 +517,37 @@ def test_lora_trains_only_its_matrices_and_the_head_and_the_run_keeps_only_them(
     output = tmp_path / "lora"
     from seqtransfer.cli import run as run_command
 
-    metrics = run_command(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--test", str(FIXTURES / "tiny_ner_test.conll"),
-                           "--columns", "word,ner", "--epochs", "2", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={folder}",
-                           "model.encoder_mode=finetune", "model.encoder_adapter=lora", "model.lora_rank=2", "train.learning_rate=0.01"])
+    metrics = run_command(
+        [
+            "train",
+            "--train",
+            str(FIXTURES / "tiny_ner_train.conll"),
+            "--dev",
+            str(FIXTURES / "tiny_ner_dev.conll"),
+            "--test",
+            str(FIXTURES / "tiny_ner_test.conll"),
+            "--columns",
+            "word,ner",
+            "--epochs",
+            "2",
+            "--output",
+            str(output),
+            "--quiet",
+            *TINY_MODEL,
+            f"model.encoder={folder}",
+            "model.encoder_mode=finetune",
+            "model.encoder_adapter=lora",
+            "model.lora_rank=2",
+            "train.learning_rate=0.01",
+        ]
+    )
     from safetensors.torch import load_file
 
     saved = load_file(str(output / "model.safetensors"))
     assert all("lora_" in name or not name.startswith("encoder.") for name in saved) and any("lora_A" in name for name in saved)
-    assert metrics["trainable_parameters"] == sum(tensor.numel() for name, tensor in saved.items() if not name.startswith("output.")) + \
-        sum(tensor.numel() for name, tensor in saved.items() if name.startswith("output."))
+    assert metrics["trainable_parameters"] == sum(tensor.numel() for name, tensor in saved.items() if not name.startswith("output.")) + sum(
+        tensor.numel() for name, tensor in saved.items() if name.startswith("output.")
+    )
     assert metrics["trainable_parameters"] < metrics["parameters"] / 2
     predicted = run_command(["evaluate", str(output), "--file", str(FIXTURES / "tiny_ner_test.conll"), "--columns", "word,ner"])
     assert predicted["f1"] == metrics["test"]["f1"]  # rebuilt from the encoder folder + the adapter: the same predictions
@@ -398,8 +573,28 @@ def test_a_run_whose_encoder_folder_changed_is_refused_or_warned_about(encoder, 
     shutil.copytree(encoder, folder)
     output = tmp_path / mode
     settings = ["model.encoder_mode=finetune", "model.encoder_adapter=houlsby", "model.adapter_size=4"] if mode == "houlsby" else [f"model.encoder_mode={mode}"]
-    assert main(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-                 "--epochs", "1", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={folder}", *settings]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--train",
+                str(FIXTURES / "tiny_ner_train.conll"),
+                "--dev",
+                str(FIXTURES / "tiny_ner_dev.conll"),
+                "--columns",
+                "word,ner",
+                "--epochs",
+                "1",
+                "--output",
+                str(output),
+                "--quiet",
+                *TINY_MODEL,
+                f"model.encoder={folder}",
+                *settings,
+            ]
+        )
+        == 0
+    )
     from transformers import AutoModel
 
     changed = AutoModel.from_pretrained(str(folder))
@@ -431,14 +626,51 @@ def test_a_run_finds_its_encoder_by_its_relative_path_from_another_working_direc
     project = tmp_path / "project"
     shutil.copytree(encoder, project / "lms" / "tiny")
     monkeypatch.chdir(project)
-    metrics = run_command(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--test", str(FIXTURES / "tiny_ner_test.conll"),
-                           "--columns", "word,ner", "--epochs", "1", "--output", "runs/relative", "--quiet", *TINY_MODEL, "model.encoder=lms/tiny",
-                           "model.encoder_mode=finetune", "model.encoder_adapter=lora", "model.lora_rank=2"])
+    metrics = run_command(
+        [
+            "train",
+            "--train",
+            str(FIXTURES / "tiny_ner_train.conll"),
+            "--dev",
+            str(FIXTURES / "tiny_ner_dev.conll"),
+            "--test",
+            str(FIXTURES / "tiny_ner_test.conll"),
+            "--columns",
+            "word,ner",
+            "--epochs",
+            "1",
+            "--output",
+            "runs/relative",
+            "--quiet",
+            *TINY_MODEL,
+            "model.encoder=lms/tiny",
+            "model.encoder_mode=finetune",
+            "model.encoder_adapter=lora",
+            "model.lora_rank=2",
+        ]
+    )
     assert "encoder: lms/tiny" in (project / "runs" / "relative" / "config.yaml").read_text(encoding="utf-8")
     absolute = tmp_path / "absolute"  # an encoder saved by its absolute path, then deleted: one line naming whose it was
     shutil.copytree(encoder, tmp_path / "gone")
-    run_command(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner", "--epochs", "1",
-                 "--output", str(absolute), "--quiet", *TINY_MODEL, f"model.encoder={tmp_path / 'gone'}", "model.encoder_mode=finetune"])
+    run_command(
+        [
+            "train",
+            "--train",
+            str(FIXTURES / "tiny_ner_train.conll"),
+            "--dev",
+            str(FIXTURES / "tiny_ner_dev.conll"),
+            "--columns",
+            "word,ner",
+            "--epochs",
+            "1",
+            "--output",
+            str(absolute),
+            "--quiet",
+            *TINY_MODEL,
+            f"model.encoder={tmp_path / 'gone'}",
+            "model.encoder_mode=finetune",
+        ]
+    )
     shutil.rmtree(tmp_path / "gone")
     with pytest.raises(SeqTransferError, match=f"the run's encoder folder {tmp_path / 'gone'} is not there"):
         run_command(["evaluate", str(absolute), "--file", str(FIXTURES / "tiny_ner_test.conll"), "--columns", "word,ner"])
@@ -464,9 +696,27 @@ def test_houlsby_adapters_start_as_the_pretrained_encoder_and_train_alone(encode
     from seqtransfer.cli import run as run_command
 
     output = tmp_path / "houlsby"
-    metrics = run_command(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-                           "--epochs", "1", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune",
-                           "model.encoder_adapter=houlsby", "model.adapter_size=4"])
+    metrics = run_command(
+        [
+            "train",
+            "--train",
+            str(FIXTURES / "tiny_ner_train.conll"),
+            "--dev",
+            str(FIXTURES / "tiny_ner_dev.conll"),
+            "--columns",
+            "word,ner",
+            "--epochs",
+            "1",
+            "--output",
+            str(output),
+            "--quiet",
+            *TINY_MODEL,
+            f"model.encoder={encoder}",
+            "model.encoder_mode=finetune",
+            "model.encoder_adapter=houlsby",
+            "model.adapter_size=4",
+        ]
+    )
     from safetensors.torch import load_file
 
     saved = load_file(str(output / "model.safetensors"))
@@ -488,12 +738,31 @@ def test_houlsby_adapters_and_gradual_unfreezing_on_a_distilbert_encoder(tmp_pat
 
     folder = tmp_path / "tiny-distilbert"
     DistilBertModel(DistilBertConfig(vocab_size=len(VOCAB), dim=16, n_layers=2, n_heads=2, hidden_dim=32, max_position_embeddings=16)).save_pretrained(folder)
-    PreTrainedTokenizerFast(tokenizer_object=tiny_wordpiece(), unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]",
-                            mask_token="[MASK]").save_pretrained(folder)
+    PreTrainedTokenizerFast(tokenizer_object=tiny_wordpiece(), unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]", mask_token="[MASK]").save_pretrained(folder)
     output = tmp_path / "houlsby"
-    metrics = run_command(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-                           "--epochs", "2", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={folder}", "model.encoder_mode=finetune",
-                           "model.encoder_adapter=houlsby", "model.adapter_size=4", "transfer.adaptations=[gradual_unfreezing]", "train.patience=10"])
+    metrics = run_command(
+        [
+            "train",
+            "--train",
+            str(FIXTURES / "tiny_ner_train.conll"),
+            "--dev",
+            str(FIXTURES / "tiny_ner_dev.conll"),
+            "--columns",
+            "word,ner",
+            "--epochs",
+            "2",
+            "--output",
+            str(output),
+            "--quiet",
+            *TINY_MODEL,
+            f"model.encoder={folder}",
+            "model.encoder_mode=finetune",
+            "model.encoder_adapter=houlsby",
+            "model.adapter_size=4",
+            "transfer.adaptations=[gradual_unfreezing]",
+            "train.patience=10",
+        ]
+    )
     saved = load_file(str(output / "model.safetensors"))
     assert any("sa_layer_norm" in name for name in saved) and any("output_layer_norm" in name for name in saved)
     assert len(metrics["history"]) == 2 and "needs 4 epochs to open every layer group" in (output / "log.txt").read_text(encoding="utf-8")  # embeddings, 2 layers, head
@@ -517,8 +786,26 @@ def test_adapters_fit_an_mpnet_encoder_too(tmp_path, adapter):
 
     output = tmp_path / adapter
     settings = ["model.encoder_adapter=lora", "model.lora_rank=2"] if adapter == "lora" else ["model.encoder_adapter=houlsby", "model.adapter_size=4"]
-    metrics = run_command(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-                           "--epochs", "1", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={folder}", "model.encoder_mode=finetune", *settings])
+    metrics = run_command(
+        [
+            "train",
+            "--train",
+            str(FIXTURES / "tiny_ner_train.conll"),
+            "--dev",
+            str(FIXTURES / "tiny_ner_dev.conll"),
+            "--columns",
+            "word,ner",
+            "--epochs",
+            "1",
+            "--output",
+            str(output),
+            "--quiet",
+            *TINY_MODEL,
+            f"model.encoder={folder}",
+            "model.encoder_mode=finetune",
+            *settings,
+        ]
+    )
     from safetensors.torch import load_file
 
     saved = load_file(str(output / "model.safetensors"))
@@ -544,8 +831,28 @@ def test_houlsby_adapters_refuse_an_encoder_whose_projections_they_cannot_find(c
 
 def test_encoder_features_may_replace_the_word_and_character_vectors(encoder, tmp_path):
     output = tmp_path / "alone"
-    assert main(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-                 "--epochs", "1", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_join=false"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--train",
+                str(FIXTURES / "tiny_ner_train.conll"),
+                "--dev",
+                str(FIXTURES / "tiny_ner_dev.conll"),
+                "--columns",
+                "word,ner",
+                "--epochs",
+                "1",
+                "--output",
+                str(output),
+                "--quiet",
+                *TINY_MODEL,
+                f"model.encoder={encoder}",
+                "model.encoder_join=false",
+            ]
+        )
+        == 0
+    )
     from safetensors.torch import load_file
 
     weights = load_file(str(output / "model.safetensors"))
@@ -618,14 +925,29 @@ def test_sentence_and_pair_probes(encoder, tmp_path, monkeypatch):
     vectors = [np.arange(12, dtype=np.float32).reshape(3, 2, 2)]  # tokens a [SEP] b; 2 layers of 2 units
     pair = sentence_vectors(vectors, [["a", "[SEP]", "b"]])
     assert pair.shape == (1, 2, 8) and pair[0, 0].tolist() == [0, 1, 8, 9, 8, 8, 0, 9]  # u, v, |u - v|, u * v of layer 0
-    spec = replace(registry.STSB, name="tiny_sts", folder="", columns=("text", "text_b", "score"), extra_fields=False,
-                   splits={split: str(FIXTURES / "tiny_similarity.tsv") for split in ("train", "dev", "test")})
+    spec = replace(
+        registry.STSB, name="tiny_sts", folder="", columns=("text", "text_b", "score"), extra_fields=False, splits={split: str(FIXTURES / "tiny_similarity.tsv") for split in ("train", "dev", "test")}
+    )
     monkeypatch.setitem(registry.DATASETS, "tiny_sts", spec)
     run_command(["train", "--dataset", "tiny_sts", "--epochs", "1", "--output", str(tmp_path / "sts"), "--quiet", *TINY_MODEL, f"model.encoder={encoder}"])
     probes = run_command(["analyze", "probes", str(tmp_path / "sts"), "--output", str(tmp_path / "probes")])
     assert probes["metric"] == "pearson" and probes["layers"] == 3 and all(-100 <= score <= 100 for score in probes["before"])
-    run_command(["train", "--train", str(FIXTURES / "tiny_sentiment_train.tsv"), "--dev", str(FIXTURES / "tiny_sentiment_dev.tsv"), "--epochs", "1",
-                 "--output", str(tmp_path / "sentiment"), "--quiet", *TINY_MODEL, f"model.encoder={encoder}"])
+    run_command(
+        [
+            "train",
+            "--train",
+            str(FIXTURES / "tiny_sentiment_train.tsv"),
+            "--dev",
+            str(FIXTURES / "tiny_sentiment_dev.tsv"),
+            "--epochs",
+            "1",
+            "--output",
+            str(tmp_path / "sentiment"),
+            "--quiet",
+            *TINY_MODEL,
+            f"model.encoder={encoder}",
+        ]
+    )
     probes = run_command(["analyze", "probes", str(tmp_path / "sentiment")])
     assert probes["metric"] == "accuracy" and probes["sentence"] and all(0 <= score <= 100 for score in probes["before"])
 
@@ -637,8 +959,8 @@ def test_frozen_features_of_a_pair_read_the_token_types_fine_tuning_reads(encode
 
     tokenizer, model = load_encoder(str(encoder))
     pair = ["abc", "abc", "abc", "[SEP]", "abc", "abc", "abc", "abc", "abc"]  # 9 + 1 + 15 sub-words: windows of 13 (A, [SEP], B's first), then 12
-    typed, = encode_sentences_with(tokenizer, model, [pair], "first", segments=True)
-    untyped, = encode_sentences_with(tokenizer, model, [pair], "first")
+    (typed,) = encode_sentences_with(tokenizer, model, [pair], "first", segments=True)
+    (untyped,) = encode_sentences_with(tokenizer, model, [pair], "first")
     windows, positions, types = (value[0] for value in subword_windows(str(encoder), [pair]))
     assert len(windows) == 2 and [window_types.min() for window_types in types] == [0, 1]
     with torch.inference_mode():
@@ -669,13 +991,25 @@ def test_table5_heads_features_with_a_crf_alone_and_a_fine_tuned_encoder_with_a_
     import seqtransfer
     from seqtransfer.transfer.adaptations import layer_groups
 
-    common = ["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-              "--epochs", "2", "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.classifier=crf"]
+    common = [
+        "train",
+        "--train",
+        str(FIXTURES / "tiny_ner_train.conll"),
+        "--dev",
+        str(FIXTURES / "tiny_ner_dev.conll"),
+        "--columns",
+        "word,ner",
+        "--epochs",
+        "2",
+        "--quiet",
+        *TINY_MODEL,
+        f"model.encoder={encoder}",
+        "model.classifier=crf",
+    ]
     assert main([*common, "--output", str(tmp_path / "fe-crf"), "model.encoder_join=false", "model.feature_extractor=none"]) == 0
     plain = seqtransfer.load(tmp_path / "fe-crf").run.model
     assert not list(plain.feature_extractor.parameters()) and plain.classifier.in_features == 16  # the scalar mix feeds the CRF's emissions
-    assert main([*common, "--output", str(tmp_path / "ft-bilstm"), "model.encoder_mode=finetune", "model.feature_extractor=bilstm",
-                 "transfer.adaptations=[gradual_unfreezing]"]) == 0
+    assert main([*common, "--output", str(tmp_path / "ft-bilstm"), "model.encoder_mode=finetune", "model.feature_extractor=bilstm", "transfer.adaptations=[gradual_unfreezing]"]) == 0
     model = seqtransfer.load(tmp_path / "ft-bilstm").run.model
     assert model.classifier.in_features == 16 and sum(parameter.numel() for parameter in model.feature_extractor.parameters()) > 0  # TINY_MODEL's hidden 16
     head = dict(layer_groups(model))["head"]
@@ -685,9 +1019,24 @@ def test_table5_heads_features_with_a_crf_alone_and_a_fine_tuned_encoder_with_a_
 
 
 def test_input_tags_with_a_fine_tuned_encoder_are_one_line(encoder, tmp_path, capsys):
-    arguments = ["train", "--train", str(FIXTURES / "tiny_dep_train.conllu"), "--dev", str(FIXTURES / "tiny_dep_dev.conllu"), "--task", "xpos",
-                 "--epochs", "1", "--output", str(tmp_path / "bad"), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune",
-                 "model.tag_feature=upos"]
+    arguments = [
+        "train",
+        "--train",
+        str(FIXTURES / "tiny_dep_train.conllu"),
+        "--dev",
+        str(FIXTURES / "tiny_dep_dev.conllu"),
+        "--task",
+        "xpos",
+        "--epochs",
+        "1",
+        "--output",
+        str(tmp_path / "bad"),
+        "--quiet",
+        *TINY_MODEL,
+        f"model.encoder={encoder}",
+        "model.encoder_mode=finetune",
+        "model.tag_feature=upos",
+    ]
     assert "reads sub-words only" in error_line(arguments, capsys)
 
 
@@ -703,9 +1052,25 @@ def test_a_fine_tuned_run_saved_before_mean_pooling_keeps_first_subwords():
 def test_mixed_precision_trains_an_encoder_in_bf16_with_fp32_weights(encoder, tmp_path, capsys):
     import torch
 
-    common = ["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-              "--epochs", "2", "--seed", "3", "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune", "train.learning_rate=0.001",
-              "train.device=cpu"]  # the CPU's meaning of auto (fp32), also on a machine with a GPU
+    common = [
+        "train",
+        "--train",
+        str(FIXTURES / "tiny_ner_train.conll"),
+        "--dev",
+        str(FIXTURES / "tiny_ner_dev.conll"),
+        "--columns",
+        "word,ner",
+        "--epochs",
+        "2",
+        "--seed",
+        "3",
+        "--quiet",
+        *TINY_MODEL,
+        f"model.encoder={encoder}",
+        "model.encoder_mode=finetune",
+        "train.learning_rate=0.001",
+        "train.device=cpu",
+    ]  # the CPU's meaning of auto (fp32), also on a machine with a GPU
     assert main([*common, "--output", str(tmp_path / "bf16"), "train.amp=bf16"]) == 0
     assert "precision: bf16 autocast, fp32 weights" in (tmp_path / "bf16" / "log.txt").read_text(encoding="utf-8")
     import seqtransfer
@@ -722,8 +1087,9 @@ def test_mixed_precision_trains_an_encoder_in_bf16_with_fp32_weights(encoder, tm
     sentences = [["abc"] * 9 + ["John", "lives"], ["in", "new", "york"]]
     fp32, bf16 = (seqtransfer.load(tmp_path / "off", device="cpu", amp=amp).predict(sentences) for amp in ("off", "bf16"))
     assert [len(labels) for labels in bf16] == [11, 3] and fp32 == seqtransfer.load(tmp_path / "off", device="cpu", amp="auto").predict(sentences)
-    assert "amp=fp16 needs a CUDA GPU" in error_line(["predict", str(tmp_path / "off"), str(FIXTURES / "tiny_ner_dev.conll"), "--format", "conll",
-                                                      "--columns", "word,ner", "--device", "cpu", "--amp", "fp16"], capsys)
+    assert "amp=fp16 needs a CUDA GPU" in error_line(
+        ["predict", str(tmp_path / "off"), str(FIXTURES / "tiny_ner_dev.conll"), "--format", "conll", "--columns", "word,ner", "--device", "cpu", "--amp", "fp16"], capsys
+    )
     from seqtransfer.cli import run as run_command
     from seqtransfer.workflows.combination import combine
 
@@ -734,8 +1100,7 @@ def test_mixed_precision_trains_an_encoder_in_bf16_with_fp32_weights(encoder, tm
 
 
 def test_mixed_precision_on_a_bilstm_is_one_line(tmp_path, capsys):
-    common = ["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-              "--epochs", "1", "--quiet", *TINY_MODEL]
+    common = ["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner", "--epochs", "1", "--quiet", *TINY_MODEL]
     assert "is for fine-tuned Transformer encoders" in error_line([*common, "--output", str(tmp_path / "bad"), "train.amp=bf16"], capsys)
     assert not (tmp_path / "bad").exists()
     assert main([*common, "--output", str(tmp_path / "bilstm")]) == 0
@@ -752,9 +1117,30 @@ def test_mixed_precision_on_a_gpu(encoder, tmp_path):
 
     for mode in ("auto", "fp16"):
         output = tmp_path / mode
-        assert main(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-                     "--epochs", "2", "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune", "train.device=cuda",
-                     f"train.amp={mode}", "--output", str(output)]) == 0
+        assert (
+            main(
+                [
+                    "train",
+                    "--train",
+                    str(FIXTURES / "tiny_ner_train.conll"),
+                    "--dev",
+                    str(FIXTURES / "tiny_ner_dev.conll"),
+                    "--columns",
+                    "word,ner",
+                    "--epochs",
+                    "2",
+                    "--quiet",
+                    *TINY_MODEL,
+                    f"model.encoder={encoder}",
+                    "model.encoder_mode=finetune",
+                    "train.device=cuda",
+                    f"train.amp={mode}",
+                    "--output",
+                    str(output),
+                ]
+            )
+            == 0
+        )
         log = (output / "log.txt").read_text(encoding="utf-8")
         assert "autocast, fp32 weights" in log and ("fp16" in log if mode == "fp16" else True)
         history = json.loads((output / "metrics.json").read_text(encoding="utf-8"))["history"]
@@ -769,9 +1155,26 @@ def test_l2sp_pulls_a_fine_tuned_encoder_towards_its_pretrained_weights(encoder,
     from safetensors.torch import load_file
     from transformers import AutoModel
 
-    common = ["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-              "--epochs", "3", "--seed", "2", "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune", "train.learning_rate=0.01",
-              "train.device=cpu", "train.patience=5"]
+    common = [
+        "train",
+        "--train",
+        str(FIXTURES / "tiny_ner_train.conll"),
+        "--dev",
+        str(FIXTURES / "tiny_ner_dev.conll"),
+        "--columns",
+        "word,ner",
+        "--epochs",
+        "3",
+        "--seed",
+        "2",
+        "--quiet",
+        *TINY_MODEL,
+        f"model.encoder={encoder}",
+        "model.encoder_mode=finetune",
+        "train.learning_rate=0.01",
+        "train.device=cpu",
+        "train.patience=5",
+    ]
     assert main([*common, "--output", str(tmp_path / "plain")]) == 0
     assert main([*common, "--output", str(tmp_path / "l2sp"), "transfer.adaptations=[l2sp]", "transfer.l2sp_weight=100"]) == 0
     assert "L2-SP (alpha 100.0) towards the pretrained encoder" in (tmp_path / "l2sp" / "log.txt").read_text(encoding="utf-8")
@@ -790,17 +1193,43 @@ def test_l2sp_pulls_a_fine_tuned_encoder_towards_its_pretrained_weights(encoder,
     assert lora and int(pulled.group(1)) == len(lora)  # under LoRA only its own matrices move: the encoder's frozen weights get no term
     for adaptation in ("l2sp", "ewc"):  # an encoder run as a source: its encoder.* weights are the transferred ones, pulled back towards it
         output = tmp_path / f"transfer-{adaptation}"
-        assert main(["transfer", "--source", str(tmp_path / "plain"), "--method", "finetune", "--train", str(FIXTURES / "tiny_pos_train.conll"),
-                     "--dev", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos", "--epochs", "1", "--quiet", *TINY_MODEL,
-                     "--output", str(output), f"transfer.adaptations=[{adaptation}]", "transfer.ewc_batches=2"]) == 0
+        assert (
+            main(
+                [
+                    "transfer",
+                    "--source",
+                    str(tmp_path / "plain"),
+                    "--method",
+                    "finetune",
+                    "--train",
+                    str(FIXTURES / "tiny_pos_train.conll"),
+                    "--dev",
+                    str(FIXTURES / "tiny_pos_dev.conll"),
+                    "--columns",
+                    "word,pos",
+                    "--epochs",
+                    "1",
+                    "--quiet",
+                    *TINY_MODEL,
+                    "--output",
+                    str(output),
+                    f"transfer.adaptations=[{adaptation}]",
+                    "transfer.ewc_batches=2",
+                ]
+            )
+            == 0
+        )
         assert ("L2-SP (alpha" if adaptation == "l2sp" else "EWC (lambda") in (output / "log.txt").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("combination", [
-    ["transfer.adaptations=[gradual_unfreezing, discriminative]", "train.schedule=slanted_triangular"],  # ULMFiT's recipe
-    ["model.encoder_adapter=houlsby", "model.adapter_size=4", "transfer.adaptations=[discriminative]"],
-    ["model.encoder_adapter=lora", "model.lora_rank=2", "transfer.adaptations=[discriminative]"],
-])
+@pytest.mark.parametrize(
+    "combination",
+    [
+        ["transfer.adaptations=[gradual_unfreezing, discriminative]", "train.schedule=slanted_triangular"],  # ULMFiT's recipe
+        ["model.encoder_adapter=houlsby", "model.adapter_size=4", "transfer.adaptations=[discriminative]"],
+        ["model.encoder_adapter=lora", "model.lora_rank=2", "transfer.adaptations=[discriminative]"],
+    ],
+)
 def test_adaptation_schemes_combine_on_a_fine_tuned_encoder(encoder, tmp_path, monkeypatch, combination):
     """Each combination reaches the optimizer: one group per layer group (embeddings, the 2 layers,
     the head), each at 1/2.6 of the rate of the one above; under an adapter the encoder's own
@@ -827,9 +1256,27 @@ def test_adaptation_schemes_combine_on_a_fine_tuned_encoder(encoder, tmp_path, m
     monkeypatch.setattr("seqtransfer.workflows.train.fit", fit_spy)
 
     output = tmp_path / "combined"
-    metrics = run_command(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-                           "--epochs", "2", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune",
-                           "train.learning_rate=0.026", *combination])
+    metrics = run_command(
+        [
+            "train",
+            "--train",
+            str(FIXTURES / "tiny_ner_train.conll"),
+            "--dev",
+            str(FIXTURES / "tiny_ner_dev.conll"),
+            "--columns",
+            "word,ner",
+            "--epochs",
+            "2",
+            "--output",
+            str(output),
+            "--quiet",
+            *TINY_MODEL,
+            f"model.encoder={encoder}",
+            "model.encoder_mode=finetune",
+            "train.learning_rate=0.026",
+            *combination,
+        ]
+    )
     assert metrics["trainable_parameters"] > 0 and len(metrics["history"]) == 2
     from seqtransfer.transfer.adaptations import layer_groups
 
@@ -847,8 +1294,20 @@ def test_adaptation_schemes_combine_on_a_fine_tuned_encoder(encoder, tmp_path, m
 
 
 def test_adapters_on_frozen_features_are_one_line(encoder, tmp_path, capsys):
-    common = ["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-              "--epochs", "1", "--quiet", *TINY_MODEL, f"model.encoder={encoder}"]
+    common = [
+        "train",
+        "--train",
+        str(FIXTURES / "tiny_ner_train.conll"),
+        "--dev",
+        str(FIXTURES / "tiny_ner_dev.conll"),
+        "--columns",
+        "word,ner",
+        "--epochs",
+        "1",
+        "--quiet",
+        *TINY_MODEL,
+        f"model.encoder={encoder}",
+    ]
     assert main([*common, "--output", str(tmp_path / "a"), "model.encoder_adapter=houlsby"]) == 2
     assert "this run has encoder" in capsys.readouterr().err and not (tmp_path / "a").exists()
 
@@ -856,10 +1315,24 @@ def test_adapters_on_frozen_features_are_one_line(encoder, tmp_path, capsys):
 def test_schemes_an_encoder_model_cannot_take_are_one_line_before_anything_is_written(encoder, tmp_path, capsys):
     """EWC without a source run (L2-SP alone may pull towards the pretrained encoder), and an auxiliary
     BiLSTM LM on frozen features fed to the classifier with no BiLSTM between."""
-    common = ["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-              "--epochs", "1", "--quiet", *TINY_MODEL, f"model.encoder={encoder}"]
-    cases = {"ewc": (["model.encoder_mode=finetune", "transfer.adaptations=[ewc]"], "adaptation 'ewc' pulls towards a source run's weights, and this scheme has none"),
-             "auxiliary LM": (["model.feature_extractor=none", "transfer.auxiliary_lm_weight=0.1"], "leaves no BiLSTM for the domain discriminator or the auxiliary LM to read")}
+    common = [
+        "train",
+        "--train",
+        str(FIXTURES / "tiny_ner_train.conll"),
+        "--dev",
+        str(FIXTURES / "tiny_ner_dev.conll"),
+        "--columns",
+        "word,ner",
+        "--epochs",
+        "1",
+        "--quiet",
+        *TINY_MODEL,
+        f"model.encoder={encoder}",
+    ]
+    cases = {
+        "ewc": (["model.encoder_mode=finetune", "transfer.adaptations=[ewc]"], "adaptation 'ewc' pulls towards a source run's weights, and this scheme has none"),
+        "auxiliary LM": (["model.feature_extractor=none", "transfer.auxiliary_lm_weight=0.1"], "leaves no BiLSTM for the domain discriminator or the auxiliary LM to read"),
+    }
     for name, (settings, message) in cases.items():
         output = tmp_path / name
         assert message in error_line([*common, "--output", str(output), *settings], capsys)
@@ -913,8 +1386,12 @@ def test_gradual_unfreezing_of_a_fine_tuned_encoder_opens_one_layer_group_per_ep
         hook(epoch, model, None)
         trainable = {name for name, parameter in model.named_parameters() if parameter.requires_grad}
         opened.append([group for group, members in layer_groups(model) if set(members) <= trainable])
-    assert opened == [["head"], ["encoder.encoder.layer.1", "head"], ["encoder.encoder.layer.0", "encoder.encoder.layer.1", "head"],
-                      ["encoder.embeddings", "encoder.encoder.layer.0", "encoder.encoder.layer.1", "head"]]
+    assert opened == [
+        ["head"],
+        ["encoder.encoder.layer.1", "head"],
+        ["encoder.encoder.layer.0", "encoder.encoder.layer.1", "head"],
+        ["encoder.embeddings", "encoder.encoder.layer.0", "encoder.encoder.layer.1", "head"],
+    ]
     assert unfreezing_epochs(model, names) == 4 and unfreezing_epochs(model, {name for name in names if not name.startswith("encoder.embeddings.")}) == 3
 
 
@@ -925,9 +1402,28 @@ def test_chain_thaw_under_lora_thaws_only_the_groups_that_train(encoder, tmp_pat
     from seqtransfer.cli import run as run_command
 
     output = tmp_path / "chain"
-    metrics = run_command(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-                           "--epochs", "1", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune",
-                           "model.encoder_adapter=lora", "model.lora_rank=2", "transfer.adaptations=[chain_thaw]"])
+    metrics = run_command(
+        [
+            "train",
+            "--train",
+            str(FIXTURES / "tiny_ner_train.conll"),
+            "--dev",
+            str(FIXTURES / "tiny_ner_dev.conll"),
+            "--columns",
+            "word,ner",
+            "--epochs",
+            "1",
+            "--output",
+            str(output),
+            "--quiet",
+            *TINY_MODEL,
+            f"model.encoder={encoder}",
+            "model.encoder_mode=finetune",
+            "model.encoder_adapter=lora",
+            "model.lora_rank=2",
+            "transfer.adaptations=[chain_thaw]",
+        ]
+    )
     layers = ["encoder.base_model.model.encoder.layer.0", "encoder.base_model.model.encoder.layer.1"]
     assert [record["phase"] for record in metrics["history"]] == ["head", *layers, "all"]
     import seqtransfer
@@ -947,8 +1443,30 @@ def test_the_encoder_options_name_what_model_encoder_and_encoder_mode_do(encoder
     import yaml
 
     output = tmp_path / "named"
-    assert main(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-                 "--epochs", "1", "--output", str(output), "--quiet", *TINY_MODEL, "--encoder", str(encoder), "--encoder-mode", "finetune"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--train",
+                str(FIXTURES / "tiny_ner_train.conll"),
+                "--dev",
+                str(FIXTURES / "tiny_ner_dev.conll"),
+                "--columns",
+                "word,ner",
+                "--epochs",
+                "1",
+                "--output",
+                str(output),
+                "--quiet",
+                *TINY_MODEL,
+                "--encoder",
+                str(encoder),
+                "--encoder-mode",
+                "finetune",
+            ]
+        )
+        == 0
+    )
     model = yaml.safe_load((output / "config.yaml").read_text())["model"]
     assert model["encoder"] == str(encoder) and model["encoder_mode"] == "finetune" and model["architecture"] == "encoder_tagger"
     capsys.readouterr()

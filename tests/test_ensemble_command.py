@@ -20,7 +20,9 @@ def members(tmp_path_factory) -> list[Path]:
     folder = tmp_path_factory.mktemp("ensemble")
     runs = [folder / "seed-1", folder / "seed-2"]
     assert main(tiny_train_arguments(runs[0], epochs=2, seed=1)) == 0
-    other_file = [argument if argument != str(FIXTURES / "tiny_ner_train.conll") else str(FIXTURES / "tiny_ner_test.conll") for argument in tiny_train_arguments(runs[1], epochs=2, seed=2, classifier="crf")]
+    other_file = [
+        argument if argument != str(FIXTURES / "tiny_ner_train.conll") else str(FIXTURES / "tiny_ner_test.conll") for argument in tiny_train_arguments(runs[1], epochs=2, seed=2, classifier="crf")
+    ]
     assert main(other_file) == 0
     return runs
 
@@ -117,8 +119,26 @@ def test_distilling_an_ensemble_folder_is_distilling_its_runs(members, tmp_path)
 
 def test_what_cannot_be_an_ensemble_is_one_line_and_writes_nothing(members, tmp_path, capsys):
     pos = tmp_path / "pos"
-    assert main(["train", "--train", str(FIXTURES / "tiny_pos_train.conll"), "--dev", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos",
-                 "--epochs", "1", "--output", str(pos), "--quiet", *TINY_MODEL]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--train",
+                str(FIXTURES / "tiny_pos_train.conll"),
+                "--dev",
+                str(FIXTURES / "tiny_pos_dev.conll"),
+                "--columns",
+                "word,pos",
+                "--epochs",
+                "1",
+                "--output",
+                str(pos),
+                "--quiet",
+                *TINY_MODEL,
+            ]
+        )
+        == 0
+    )
     made = tmp_path / "made"
     assert main(["ensemble", *map(str, members), "--output", str(made)]) == 0
     full = tmp_path / "full"
@@ -135,14 +155,49 @@ def test_what_cannot_be_an_ensemble_is_one_line_and_writes_nothing(members, tmp_
         assert not output.exists(), name
     assert "--output is not empty" in one_error_line(["ensemble", *map(str, members), "--output", str(full)], capsys)
     assert "--output is one of the runs" in one_error_line(["ensemble", *map(str, members), "--output", str(members[0])], capsys)
-    message = one_error_line(["transfer", "--source", str(made), "--method", "finetune", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--columns", "word,ner",
-                              "--output", str(tmp_path / "from-ensemble"), "--quiet", "train.threads=1"], capsys)
+    message = one_error_line(
+        [
+            "transfer",
+            "--source",
+            str(made),
+            "--method",
+            "finetune",
+            "--train",
+            str(FIXTURES / "tiny_ner_train.conll"),
+            "--columns",
+            "word,ner",
+            "--output",
+            str(tmp_path / "from-ensemble"),
+            "--quiet",
+            "train.threads=1",
+        ],
+        capsys,
+    )
     assert "an ensemble is not a source" in message and "transfer.distill_from=" in message and not (tmp_path / "from-ensemble").exists()
     assert sorted(path.name for path in full.iterdir()) == ["notes"]
     readers = [tmp_path / f"reads-tags-{seed}" for seed in (1, 2)]
     for seed, reader in zip((1, 2), readers):
-        assert main(["train", "--train", str(FIXTURES / "tiny_dep_train.conllu"), "--task", "deprel", "--epochs", "1", "--seed", str(seed), "--output", str(reader),
-                     "--quiet", "model.tag_feature=upos", *TINY_MODEL]) == 0
+        assert (
+            main(
+                [
+                    "train",
+                    "--train",
+                    str(FIXTURES / "tiny_dep_train.conllu"),
+                    "--task",
+                    "deprel",
+                    "--epochs",
+                    "1",
+                    "--seed",
+                    str(seed),
+                    "--output",
+                    str(reader),
+                    "--quiet",
+                    "model.tag_feature=upos",
+                    *TINY_MODEL,
+                ]
+            )
+            == 0
+        )
     assert "which an ensemble does not pass on" in one_error_line(["ensemble", *map(str, readers), "--output", str(tmp_path / "readers")], capsys)
     assert not (tmp_path / "readers").exists()
 
@@ -161,7 +216,6 @@ def test_a_broken_ensemble_folder_is_one_line(members, tmp_path, capsys):
     shutil.rmtree(runs[1])
     for command in (["predict", str(tmp_path / "ensemble"), str(tmp_path / "any.txt")], ["evaluate", str(tmp_path / "ensemble")]):
         assert "its model ../runs/seed-2 is not there" in one_error_line(command, capsys), command
-
 
 
 def test_pseudolabel_takes_an_ensemble_folder_as_its_runs(members, tmp_path, capsys):

@@ -131,14 +131,19 @@ def test_unknown_key_in_experiment_file(tmp_path):
         load_experiment(path)
 
 
-@pytest.mark.parametrize("hierarchy, message", [
-    ("{pos: [dp], dp: [pos]}", "hierarchy: model.tasks has a cycle among pos, dp"),
-    ("{pos: [], dp: [chunk]}", "hierarchy: task 'dp' reads unknown task 'chunk'"),
-])
+@pytest.mark.parametrize(
+    "hierarchy, message",
+    [
+        ("{pos: [dp], dp: [pos]}", "hierarchy: model.tasks has a cycle among pos, dp"),
+        ("{pos: [], dp: [chunk]}", "hierarchy: task 'dp' reads unknown task 'chunk'"),
+    ],
+)
 def test_a_hierarchy_with_a_cycle_or_an_unknown_input_is_one_line_when_the_file_loads(tmp_path, hierarchy, message):
     path = tmp_path / "cycle.yaml"
-    path.write_text(f"name: c\ntitle: t\ncommand: c\nhierarchy: {hierarchy}\ntargets: {{pos: {{dataset: tweebank}}, dp: {{dataset: tweebank}}}}\n"
-                    "methods: {Multi-task: {scheme: scratch, multitask: true}}\n", encoding="utf-8")
+    path.write_text(
+        f"name: c\ntitle: t\ncommand: c\nhierarchy: {hierarchy}\ntargets: {{pos: {{dataset: tweebank}}, dp: {{dataset: tweebank}}}}\nmethods: {{Multi-task: {{scheme: scratch, multitask: true}}}}\n",
+        encoding="utf-8",
+    )
     with pytest.raises(SeqTransferError, match=message):
         load_experiment(path)
 
@@ -188,10 +193,14 @@ def test_multitask_methods_train_one_model_per_seed_and_record_every_target(tmp_
     """A multi-task source (pretraining) and a multi-task method fine-tuned from it, beside mono-task runs."""
     overrides = [*TINY_MODEL, "train.max_epochs=2"]
     ner = {"train": str(FIXTURES / "tiny_ner_train.conll"), "dev": str(FIXTURES / "tiny_ner_dev.conll"), "columns": ["word", "ner"], "scheme": "iob2"}
-    pos = [f"data.train={FIXTURES / 'tiny_pos_train.conll'}", f"data.dev={FIXTURES / 'tiny_pos_dev.conll'}", f"data.test={FIXTURES / 'tiny_pos_dev.conll'}",
-           "data.columns=[word, pos]"]
-    ner_target = [f"data.train={FIXTURES / 'tiny_ner_train.conll'}", f"data.dev={FIXTURES / 'tiny_ner_dev.conll'}", f"data.test={FIXTURES / 'tiny_ner_test.conll'}",
-                  "data.columns=[word, ner]", "data.scheme=iob2"]
+    pos = [f"data.train={FIXTURES / 'tiny_pos_train.conll'}", f"data.dev={FIXTURES / 'tiny_pos_dev.conll'}", f"data.test={FIXTURES / 'tiny_pos_dev.conll'}", "data.columns=[word, pos]"]
+    ner_target = [
+        f"data.train={FIXTURES / 'tiny_ner_train.conll'}",
+        f"data.dev={FIXTURES / 'tiny_ner_dev.conll'}",
+        f"data.test={FIXTURES / 'tiny_ner_test.conll'}",
+        "data.columns=[word, ner]",
+        "data.scheme=iob2",
+    ]
     text = f"""
 name: tiny_mtl
 title: tiny multi-task grid
@@ -199,7 +208,7 @@ command: seqtransfer experiment run tiny_mtl.yaml
 overrides: {overrides}
 hierarchy: {{pos: [], ner: [pos]}}
 sources:
-  both: {{multitask: {{pos: {{train: {FIXTURES / 'tiny_pos_dev.conll'}, dev: {FIXTURES / 'tiny_pos_dev.conll'}, columns: [word, pos]}}, ner: {ner}}}}}
+  both: {{multitask: {{pos: {{train: {FIXTURES / "tiny_pos_dev.conll"}, dev: {FIXTURES / "tiny_pos_dev.conll"}, columns: [word, pos]}}, ner: {ner}}}}}
 targets:
   pos: {{dataset: null, overrides: {pos}}}
   ner: {{dataset: null, overrides: {ner_target}}}
@@ -251,7 +260,7 @@ sources:
   both: {{multitask: {{pos: {pos}, ner: {ner}}}, unify_with: {{pos: pos_mono, ner: ner_mono}}}}
 targets:
   pos: {{dataset: null, overrides: {as_overrides({**pos, "test": pos["dev"]})}}}
-  ner: {{dataset: null, overrides: {as_overrides({**ner, "test": str(FIXTURES / 'tiny_ner_test.conll')})}}}
+  ner: {{dataset: null, overrides: {as_overrides({**ner, "test": str(FIXTURES / "tiny_ner_test.conll")})}}}
 methods:
   Mono-task: {{scheme: scratch}}
   Unified: {{scheme: finetune, multitask: true, source: both, unify_with: Mono-task}}
@@ -324,8 +333,11 @@ def test_a_report_from_kept_records_alone_tests_significance_as_the_store_does(t
         if record["seed"] == 1:
             record.pop("evidence", None)  # seed 1 kept before records carried evidence: the test pairs seed 2's runs
     kept.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
-    row = next(line for line in run(["report", str(experiment), "--results", str(tmp_path / "empty"), "--records", str(kept), "--trials", "200"]).splitlines()
-               if line.startswith("| pos | finetune | scratch |"))
+    row = next(
+        line
+        for line in run(["report", str(experiment), "--results", str(tmp_path / "empty"), "--records", str(kept), "--trials", "200"]).splitlines()
+        if line.startswith("| pos | finetune | scratch |")
+    )
     assert row.startswith("| pos | finetune | scratch | 2 |") and "no predictions" not in row
     for record in records:
         record.pop("evidence", None)
@@ -392,7 +404,8 @@ def test_a_kept_cell_that_read_another_encoder_trains_again(tmp_path, capsys, mo
     encoder = save_tiny_encoder(tmp_path / "lm")
     pos = [f"data.train={FIXTURES / 'tiny_pos_train.conll'}", f"data.dev={FIXTURES / 'tiny_pos_dev.conll'}", f"data.test={FIXTURES / 'tiny_pos_dev.conll'}", "data.columns=[word, pos]"]
     experiment = tmp_path / "lm.yaml"
-    experiment.write_text(f"""
+    experiment.write_text(
+        f"""
 name: lm
 title: our LM's features
 command: seqtransfer experiment run lm.yaml
@@ -402,7 +415,9 @@ targets:
 methods:
   features: {{scheme: scratch}}
 reference: features
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     kept = tmp_path / "kept.jsonl"
     (first,) = run(["experiment", "run", str(experiment), "--results", str(tmp_path / "first"), "--records", str(kept)])
     assert first["encoder_weights"] == encoder_fingerprint(str(encoder))
@@ -446,12 +461,15 @@ def test_published_rows_render_above_ours_with_our_best_per_column(tmp_path):
     assert f"**{f1:.2f}** (scratch, F1) |" in report.split("## Published results (not ours) and our best")[1].split("## Our results")[0]
 
 
-@pytest.mark.parametrize("row, message", [
-    ('{name: A, source: S, scores: {POS: 1.0}}', "published row 'A' names column 'POS', which the table does not have"),
-    ('{name: A, source: S, flags: [elmo], scores: {pos: 1.0}}', "unknown flag"),
-    ('{name: A, source: S, scores: {pos: high}}', "must be a number or n/a"),
-    ('{name: A, scores: {pos: 1.0}}', "'published\\[0\\]' is incomplete"),
-])
+@pytest.mark.parametrize(
+    "row, message",
+    [
+        ("{name: A, source: S, scores: {POS: 1.0}}", "published row 'A' names column 'POS', which the table does not have"),
+        ("{name: A, source: S, flags: [elmo], scores: {pos: 1.0}}", "unknown flag"),
+        ("{name: A, source: S, scores: {pos: high}}", "must be a number or n/a"),
+        ("{name: A, scores: {pos: 1.0}}", "'published\\[0\\]' is incomplete"),
+    ],
+)
 def test_a_bad_published_row_is_one_line(tmp_path, row, message):
     experiment = tiny_experiment(tmp_path)
     experiment.write_text(experiment.read_text(encoding="utf-8") + f"published:\n  - {row}\n", encoding="utf-8")
@@ -461,7 +479,9 @@ def test_a_bad_published_row_is_one_line(tmp_path, row, message):
 
 def test_a_method_may_run_on_some_targets_only(tmp_path):
     experiment = tiny_experiment(tmp_path)
-    text = experiment.read_text(encoding="utf-8").replace("  pos: {dataset: null, source: ner, overrides: ", "  other: {dataset: null, source: ner, overrides: PLACEHOLDER}\n  pos: {dataset: null, source: ner, overrides: ")
+    text = experiment.read_text(encoding="utf-8").replace(
+        "  pos: {dataset: null, source: ner, overrides: ", "  other: {dataset: null, source: ner, overrides: PLACEHOLDER}\n  pos: {dataset: null, source: ner, overrides: "
+    )
     pos_overrides = text.split("  pos: {dataset: null, source: ner, overrides: ")[1].split("}\n")[0]
     text = text.replace("PLACEHOLDER", pos_overrides).replace("  scratch: {scheme: scratch}", "  scratch: {scheme: scratch, targets: [pos]}")
     experiment.write_text(text, encoding="utf-8")
@@ -472,27 +492,30 @@ def test_a_method_may_run_on_some_targets_only(tmp_path):
         load_experiment(experiment)
 
 
-@pytest.mark.parametrize("search, message", [
-    ("{space: {train.learnig_rate: [0.1]}}", "unknown config key 'train.learnig_rate'"),
-    ("{space: {}}", "the search space is empty"),
-    ("{trials: 0, space: {train.learning_rate: [0.1]}}", "the trial budget must be a positive integer"),
-    ("{algorithm: grid, trials: 2, space: {train.learning_rate: [0.1, 0.2], model.dropout: [0.1, 0.5]}}", "the grid has 4 points, more than the budget of 2"),
-    ("{algorithm: grid, space: {train.learning_rate: {uniform: [0.1, 0.2]}}}", "a grid takes lists of values"),
-    ("{space: {model.hidden: [big]}}", "must be int"),
-    ("{space: {train.learning_rate: {loguniform: [0.05, 0.005]}}}", r"\[0.05, 0.005\] is an empty range"),
-    ("{space: {train.learning_rate: {loguniform: [0, 0.1]}}}", "needs bounds above 0"),
-    ("{space: {train.batch_size: {randint: [8, 8]}}}", "is an empty range"),
-    ("{space: {train.batch_size: {randint: [8, 16.5]}}}", "bounds must be whole numbers"),
-    ("{space: {model.dropout: {uniform: [a, b]}}}", "bounds must be numbers"),
-    ("{space: {model.dropout: [1.5]}}", "model.dropout"),  # a value no run can train with, as train would say
-    ("{space: {model.dropout: {uniform: [0.1, 2.0]}}}", "model.dropout"),
-    ("{max_epochs: 0, space: {model.dropout: [0.1]}}", "max_epochs must be a positive whole number"),
-    ("{max_epochs: ten, space: {model.dropout: [0.1]}}", "max_epochs must be a positive whole number"),
-    ("{algorithm: asha, grace_epochs: 0, space: {model.dropout: [0.1]}}", "grace_epochs must be a positive whole number"),
-    ("{algorithm: asha, max_epochs: 2, grace_epochs: 3, space: {model.dropout: [0.1]}}", "grace_epochs 3 is more than max_epochs 2"),
-    ("{space: {model.hidden: [10, 20]}, method: finetune}", "model.hidden is the source run's"),
-    ("{space: {model.hidden: {randint: [100, 301]}}}", "model.hidden"),  # both ends even, odd sizes between: no run trains with those
-])
+@pytest.mark.parametrize(
+    "search, message",
+    [
+        ("{space: {train.learnig_rate: [0.1]}}", "unknown config key 'train.learnig_rate'"),
+        ("{space: {}}", "the search space is empty"),
+        ("{trials: 0, space: {train.learning_rate: [0.1]}}", "the trial budget must be a positive integer"),
+        ("{algorithm: grid, trials: 2, space: {train.learning_rate: [0.1, 0.2], model.dropout: [0.1, 0.5]}}", "the grid has 4 points, more than the budget of 2"),
+        ("{algorithm: grid, space: {train.learning_rate: {uniform: [0.1, 0.2]}}}", "a grid takes lists of values"),
+        ("{space: {model.hidden: [big]}}", "must be int"),
+        ("{space: {train.learning_rate: {loguniform: [0.05, 0.005]}}}", r"\[0.05, 0.005\] is an empty range"),
+        ("{space: {train.learning_rate: {loguniform: [0, 0.1]}}}", "needs bounds above 0"),
+        ("{space: {train.batch_size: {randint: [8, 8]}}}", "is an empty range"),
+        ("{space: {train.batch_size: {randint: [8, 16.5]}}}", "bounds must be whole numbers"),
+        ("{space: {model.dropout: {uniform: [a, b]}}}", "bounds must be numbers"),
+        ("{space: {model.dropout: [1.5]}}", "model.dropout"),  # a value no run can train with, as train would say
+        ("{space: {model.dropout: {uniform: [0.1, 2.0]}}}", "model.dropout"),
+        ("{max_epochs: 0, space: {model.dropout: [0.1]}}", "max_epochs must be a positive whole number"),
+        ("{max_epochs: ten, space: {model.dropout: [0.1]}}", "max_epochs must be a positive whole number"),
+        ("{algorithm: asha, grace_epochs: 0, space: {model.dropout: [0.1]}}", "grace_epochs must be a positive whole number"),
+        ("{algorithm: asha, max_epochs: 2, grace_epochs: 3, space: {model.dropout: [0.1]}}", "grace_epochs 3 is more than max_epochs 2"),
+        ("{space: {model.hidden: [10, 20]}, method: finetune}", "model.hidden is the source run's"),
+        ("{space: {model.hidden: {randint: [100, 301]}}}", "model.hidden"),  # both ends even, odd sizes between: no run trains with those
+    ],
+)
 def test_a_bad_search_is_one_line(tmp_path, search, message):
     experiment = tiny_experiment(tmp_path)
     method = "finetune" if ", method: finetune}" in search else "scratch"
@@ -541,8 +564,10 @@ def test_other_scores_read_a_regressions_predictions(tmp_path):
 def test_a_search_names_known_methods_and_targets(tmp_path):
     experiment = tiny_experiment(tmp_path)
     base = experiment.read_text(encoding="utf-8")
-    for block, message in (("  nothing:\n    pos: {space: {model.dropout: [0.1]}}\n", "search names method 'nothing'"),
-                           ("  scratch:\n    tweets: {space: {model.dropout: [0.1]}}\n", "names target 'tweets'")):
+    for block, message in (
+        ("  nothing:\n    pos: {space: {model.dropout: [0.1]}}\n", "search names method 'nothing'"),
+        ("  scratch:\n    tweets: {space: {model.dropout: [0.1]}}\n", "names target 'tweets'"),
+    ):
         experiment.write_text(base + "search:\n" + block, encoding="utf-8")
         with pytest.raises(SeqTransferError, match=message):
             load_experiment(experiment)
@@ -583,7 +608,9 @@ def test_a_self_labelling_method_runs_in_the_grid_and_is_tested_on_the_target(tm
     experiment = tiny_experiment(tmp_path)
     unlabeled = unlabeled_text(tmp_path)
     text = experiment.read_text(encoding="utf-8")
-    text = text.replace("  scratch: {scheme: scratch}", f"  scratch: {{scheme: scratch}}\n  selftrained: {{scheme: scratch, selflabel: {{method: self_training, unlabeled: '{unlabeled}', rounds: 1, top_n: 2}}}}")
+    text = text.replace(
+        "  scratch: {scheme: scratch}", f"  scratch: {{scheme: scratch}}\n  selftrained: {{scheme: scratch, selflabel: {{method: self_training, unlabeled: '{unlabeled}', rounds: 1, top_n: 2}}}}"
+    )
     experiment.write_text(text, encoding="utf-8")
     results = tmp_path / "results"
     records = run(["experiment", "run", str(experiment), "--only", "selftrained", "--results", str(results)])
@@ -603,9 +630,15 @@ def test_a_method_starts_from_another_methods_run_even_when_the_command_leaves_i
     experiment = tiny_experiment(tmp_path)
     unlabeled = unlabeled_text(tmp_path)
     text = experiment.read_text(encoding="utf-8")
-    text = text.replace("  pos: {dataset: null,", "  few: {dataset: null, source: ner, overrides: [data.train_fraction=0.5, " + text.split("  pos: {dataset: null, source: ner, overrides: [")[1].split("\n")[0] + "\n  pos: {dataset: null,")
-    text = text.replace("  scratch: {scheme: scratch}", f"  scratch: {{scheme: scratch}}\n  selftrained: {{scheme: scratch, targets: [pos], selflabel: {{method: self_training, unlabeled: '{unlabeled}', rounds: 1, top_n: 2}}}}\n"
-                        "  after: {scheme: finetune, targets: [few], start_from: {method: selftrained, target: pos}}")
+    text = text.replace(
+        "  pos: {dataset: null,",
+        "  few: {dataset: null, source: ner, overrides: [data.train_fraction=0.5, " + text.split("  pos: {dataset: null, source: ner, overrides: [")[1].split("\n")[0] + "\n  pos: {dataset: null,",
+    )
+    text = text.replace(
+        "  scratch: {scheme: scratch}",
+        f"  scratch: {{scheme: scratch}}\n  selftrained: {{scheme: scratch, targets: [pos], selflabel: {{method: self_training, unlabeled: '{unlabeled}', rounds: 1, top_n: 2}}}}\n"
+        "  after: {scheme: finetune, targets: [few], start_from: {method: selftrained, target: pos}}",
+    )
     experiment.write_text(text, encoding="utf-8")
     results = tmp_path / "results"
     records = run(["experiment", "run", str(experiment), "--only", "after", "--targets", "few", "--seeds", "2", "--results", str(results)])
@@ -629,9 +662,11 @@ def test_a_method_starts_from_another_methods_run_even_when_the_command_leaves_i
     capsys.readouterr()
     run(["experiment", "run", str(experiment), "--only", "after", "--targets", "few", "--results", str(tmp_path / "fresh"), "--records", str(kept)])
     assert "(0, 0, 0 to train, 1 kept)" in capsys.readouterr().out and not (tmp_path / "fresh" / "runs").exists()
-    for start, message in (("{method: nothing, target: pos}", "start_from must name another mono-task method"),
-                           ("{method: selftrained, target: few}", "has no run on target 'few'"),
-                           ("{method: selftrained}", "names a 'method' and a 'target'")):
+    for start, message in (
+        ("{method: nothing, target: pos}", "start_from must name another mono-task method"),
+        ("{method: selftrained, target: few}", "has no run on target 'few'"),
+        ("{method: selftrained}", "names a 'method' and a 'target'"),
+    ):
         experiment.write_text(text.replace("{method: selftrained, target: pos}", start), encoding="utf-8")
         with pytest.raises(SeqTransferError, match=message):
             load_experiment(experiment)
@@ -645,7 +680,9 @@ def test_a_method_starts_from_another_methods_run_even_when_the_command_leaves_i
     from seqtransfer.experiments.store import ResultsStore
 
     # the run started from reads its target's test_on text although --targets left that target out
-    experiment.write_text(text.replace("  pos: {dataset: null, source: ner,", "  pos: {dataset: null, source: ner, test_on: 'tweebank:upos',").replace(f"unlabeled: '{unlabeled}'", "unlabeled: target"), encoding="utf-8")
+    experiment.write_text(
+        text.replace("  pos: {dataset: null, source: ner,", "  pos: {dataset: null, source: ner, test_on: 'tweebank:upos',").replace(f"unlabeled: '{unlabeled}'", "unlabeled: target"), encoding="utf-8"
+    )
     spec = load_experiment(experiment)
     spec.targets = {"few": spec.targets["few"]}
     after = grid.method_task(spec, ResultsStore(tmp_path / "other"), None, "after", "few", 1, {})
@@ -657,9 +694,12 @@ def test_target_text_in_a_method_is_the_targets_test_on_dataset(tmp_path):
     from seqtransfer.experiments.store import ResultsStore
 
     experiment = tiny_experiment(tmp_path)
-    text = experiment.read_text(encoding="utf-8").replace("  scratch: {scheme: scratch}", "  scratch: {scheme: scratch}\n"
+    text = experiment.read_text(encoding="utf-8").replace(
+        "  scratch: {scheme: scratch}",
+        "  scratch: {scheme: scratch}\n"
         "  selected: {scheme: scratch, overrides: [data.select_like=target, data.select_top=50]}\n"
-        "  selftrained: {scheme: scratch, selflabel: {method: self_training, unlabeled: target, rounds: 1}}")
+        "  selftrained: {scheme: scratch, selflabel: {method: self_training, unlabeled: target, rounds: 1}}",
+    )
     experiment.write_text(text, encoding="utf-8")
     with pytest.raises(SeqTransferError, match="target 'pos' has no test_on"):
         grid.method_task(load_experiment(experiment), ResultsStore(tmp_path / "results"), None, "selected", "pos", 1, {})
@@ -683,11 +723,11 @@ def test_names_given_on_the_command_line_may_hold_commas():
 
 
 def test_a_significance_pair_that_yaml_split_at_a_comma_is_one_line(tmp_path):
-    text = tiny_experiment(tmp_path).read_text(encoding="utf-8").replace("  scratch: {scheme: scratch}", "  scratch: {scheme: scratch}\n  \"a (b, c)\": {scheme: scratch}")
+    text = tiny_experiment(tmp_path).read_text(encoding="utf-8").replace("  scratch: {scheme: scratch}", '  scratch: {scheme: scratch}\n  "a (b, c)": {scheme: scratch}')
     (tmp_path / "bad.yaml").write_text(text + "significance:\n  - [a (b, c), scratch]\n", encoding="utf-8")
     with pytest.raises(SeqTransferError, match="must name two methods.*quote a name"):
         load_experiment(tmp_path / "bad.yaml")
-    (tmp_path / "good.yaml").write_text(text + "significance:\n  - [\"a (b, c)\", scratch]\n", encoding="utf-8")
+    (tmp_path / "good.yaml").write_text(text + 'significance:\n  - ["a (b, c)", scratch]\n', encoding="utf-8")
     assert load_experiment(tmp_path / "good.yaml").significance == [["a (b, c)", "scratch"]]
 
 
@@ -744,8 +784,9 @@ def test_other_methods_runs_label_text_that_a_pseudo_labels_method_trains_on(tmp
 
     experiment = tiny_experiment(tmp_path)
     unlabeled = unlabeled_text(tmp_path)
-    text = experiment.read_text(encoding="utf-8").replace("  scratch: {scheme: scratch}", "  scratch: {scheme: scratch}\n"
-        f"  mixed: {{scheme: scratch, pseudo_labels: {{from: [scratch, finetune], unlabeled: '{unlabeled}', top_n: 2}}}}")
+    text = experiment.read_text(encoding="utf-8").replace(
+        "  scratch: {scheme: scratch}", f"  scratch: {{scheme: scratch}}\n  mixed: {{scheme: scratch, pseudo_labels: {{from: [scratch, finetune], unlabeled: '{unlabeled}', top_n: 2}}}}"
+    )
     experiment.write_text(text, encoding="utf-8")
     results = tmp_path / "results"
     records = run(["experiment", "run", str(experiment), "--only", "mixed", "--results", str(results)])
@@ -761,11 +802,13 @@ def test_other_methods_runs_label_text_that_a_pseudo_labels_method_trains_on(tmp
     assert grid.method_task(spec, ResultsStore(results), None, "mixed", "pos", 1, sources).run_id == folder.name  # the grid's own run
     spec.methods["mixed"].pseudo_labels["top_n"] = 1
     assert grid.method_task(spec, ResultsStore(results), None, "mixed", "pos", 1, sources).run_id != folder.name  # other labels, another run
-    for labels, message in (("{from: [nothing], unlabeled: x}", "pseudo_labels.from must name other mono-task methods"),
-                            ("{from: [scratch], unlabeled: x, top_n: 2.5}", "top_n must be a whole number"),
-                            ("{from: [scratch], unlabeled: x, tokenizer: bpe}", "tokenizer must be one of"),
-                            ("{from: [scratch]}", "needs 'from' .a list of methods. and 'unlabeled'"),
-                            ("{from: [scratch], unlabeled: x, top_n: 0}", "top_n must be a whole number of at least 1")):
+    for labels, message in (
+        ("{from: [nothing], unlabeled: x}", "pseudo_labels.from must name other mono-task methods"),
+        ("{from: [scratch], unlabeled: x, top_n: 2.5}", "top_n must be a whole number"),
+        ("{from: [scratch], unlabeled: x, tokenizer: bpe}", "tokenizer must be one of"),
+        ("{from: [scratch]}", "needs 'from' .a list of methods. and 'unlabeled'"),
+        ("{from: [scratch], unlabeled: x, top_n: 0}", "top_n must be a whole number of at least 1"),
+    ):
         experiment.write_text(text.replace(text.split("pseudo_labels: ")[1].split("}}")[0] + "}", labels), encoding="utf-8")
         with pytest.raises(SeqTransferError, match=message):
             load_experiment(experiment)
@@ -785,7 +828,10 @@ def test_an_ensemble_scores_a_targets_test_on_data_and_only_where_all_its_member
     assert folder.name == "test-on-tweebank-upos" and json.loads((folder / "score.json").read_text())["score"] == ensemble["test"]
     assert len((folder / "test.conll").read_text(encoding="utf-8").split("\n\n")) > 1000  # TweeBank's test tweets, labelled by the members averaged
     narrowed = text.replace("  ensemble: {ensemble: [finetune, scratch+1000]}", "  narrow: {scheme: scratch, targets: [other]}\n  ensemble: {ensemble: [narrow, scratch]}")
-    narrowed = narrowed.replace("  pos: {dataset: null,", "  other: {dataset: null, overrides: " + text.split("  pos: {dataset: null, source: ner, test_on: 'tweebank:upos', overrides: ")[1].split("\n")[0] + "\n  pos: {dataset: null,")
+    narrowed = narrowed.replace(
+        "  pos: {dataset: null,",
+        "  other: {dataset: null, overrides: " + text.split("  pos: {dataset: null, source: ner, test_on: 'tweebank:upos', overrides: ")[1].split("\n")[0] + "\n  pos: {dataset: null,",
+    )
     experiment.write_text(narrowed, encoding="utf-8")
     spec = load_experiment(experiment)
     cells = grid.ensemble_tasks(spec, ResultsStore(tmp_path / "results"), None, [1], {}, set())
@@ -794,8 +840,7 @@ def test_an_ensemble_scores_a_targets_test_on_data_and_only_where_all_its_member
 
 def test_a_method_distils_other_methods_runs_of_its_target_and_seed(tmp_path):
     experiment = tiny_experiment(tmp_path)
-    text = experiment.read_text(encoding="utf-8").replace("  scratch: {scheme: scratch}", "  scratch: {scheme: scratch}\n"
-        "  distilled: {scheme: scratch, distill_from: [finetune, scratch+1000]}")
+    text = experiment.read_text(encoding="utf-8").replace("  scratch: {scheme: scratch}", "  scratch: {scheme: scratch}\n  distilled: {scheme: scratch, distill_from: [finetune, scratch+1000]}")
     experiment.write_text(text, encoding="utf-8")
     records = run(["experiment", "run", str(experiment), "--only", "distilled", "--results", str(tmp_path / "results")])
     distilled = next(record for record in records if record["method"] == "distilled")
@@ -811,8 +856,7 @@ def test_a_method_distils_other_methods_runs_of_its_target_and_seed(tmp_path):
 def test_methods_read_only_methods_that_read_no_runs_and_a_teacher_of_another_seed_keeps_its_cell(tmp_path):
     experiment = tiny_experiment(tmp_path)
     base = experiment.read_text(encoding="utf-8")
-    chained = base.replace("  scratch: {scheme: scratch}", "  scratch: {scheme: scratch}\n  taught: {scheme: scratch, distill_from: [scratch]}\n"
-                           "  chain: {scheme: scratch, distill_from: [taught]}")
+    chained = base.replace("  scratch: {scheme: scratch}", "  scratch: {scheme: scratch}\n  taught: {scheme: scratch, distill_from: [scratch]}\n  chain: {scheme: scratch, distill_from: [taught]}")
     experiment.write_text(chained, encoding="utf-8")
     with pytest.raises(SeqTransferError, match="distill_from 'taught' reads other runs or self-labels"):
         load_experiment(experiment)

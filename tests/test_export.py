@@ -55,8 +55,9 @@ def test_an_exported_tagger_predicts_as_seqtransfer_does(tmp_path, monkeypatch, 
         assert groups == words_of(expected, words)
 
 
-@pytest.mark.parametrize("name, reason", [("tagger_crf", "this run's encoder is words"), ("adapter", "Houlsby adapters"),
-                                          ("sentence", "a sentence model reads the raw [CLS]"), ("parser", "dependency model")])
+@pytest.mark.parametrize(
+    "name, reason", [("tagger_crf", "this run's encoder is words"), ("adapter", "Houlsby adapters"), ("sentence", "a sentence model reads the raw [CLS]"), ("parser", "dependency model")]
+)
 def test_what_has_no_hugging_face_equivalent_is_one_line(tmp_path, monkeypatch, capsys, name, reason):
     from seqtransfer.cli import main
 

@@ -41,8 +41,7 @@ SOURCE_ROOT = Path(__file__).resolve().parent.parent / "src"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Leaves: the error types, file helpers, the device, process resources and thread counts.
     # They import nothing of seqtransfer but each other (files and device use errors).
-    ("foundation", ("seqtransfer.errors", "seqtransfer.files", "seqtransfer.device", "seqtransfer.resources", "seqtransfer.threads",
-                    "seqtransfer.padding")),
+    ("foundation", ("seqtransfer.errors", "seqtransfer.files", "seqtransfer.device", "seqtransfer.resources", "seqtransfer.threads", "seqtransfer.padding")),
     ("config", ("seqtransfer.config", "seqtransfer.config_sections", "seqtransfer.config_values")),
     ("data", ("seqtransfer.data",)),
     ("embeddings", ("seqtransfer.embeddings",)),
@@ -265,10 +264,7 @@ def layer_rule(found: Import) -> str | None:
     importer_layer, imported_layer = layer_index(found.importer), layer_index(found.imported)
     if importer_layer is None or imported_layer is None or imported_layer <= importer_layer:
         return None
-    return (
-        f"layer '{LAYERS[importer_layer][0]}' may import only its own or lower layers, "
-        f"and {found.imported} is in the higher layer '{LAYERS[imported_layer][0]}'"
-    )
+    return f"layer '{LAYERS[importer_layer][0]}' may import only its own or lower layers, and {found.imported} is in the higher layer '{LAYERS[imported_layer][0]}'"
 
 
 def violations(imports: list[Import]) -> list[Violation]:

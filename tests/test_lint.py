@@ -1,4 +1,4 @@
-"""The code passes the linter configured in pyproject.toml ([tool.ruff]): run with the tests, so CI runs it."""
+"""The code passes the linter and the formatter configured in pyproject.toml ([tool.ruff]): run with the tests, so CI runs them."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+CHECKED = ("src", "tests", "benchmarks", "scripts", "docs")
 
 
 def ruff() -> list[str] | None:
@@ -24,5 +25,13 @@ def test_ruff_check_passes():
     command = ruff()
     if command is None:
         pytest.skip("ruff is not installed (pip install -e '.[test]')")
-    finished = subprocess.run([*command, "check", "src", "tests", "benchmarks", "scripts"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    finished = subprocess.run([*command, "check", *CHECKED], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert finished.returncode == 0, finished.stdout[-4000:] + finished.stderr[-2000:]
+
+
+def test_ruff_format_leaves_the_code_as_it_is():
+    command = ruff()
+    if command is None:
+        pytest.skip("ruff is not installed (pip install -e '.[test]')")
+    finished = subprocess.run([*command, "format", "--check", *CHECKED], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert finished.returncode == 0, "run `ruff format` on: " + finished.stdout[-4000:] + finished.stderr[-2000:]

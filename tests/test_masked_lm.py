@@ -28,8 +28,26 @@ def feature_cache(tmp_path, monkeypatch):
 
 
 def encoder_arguments(output, encoder, *extra: str, train: str = "tiny_ner", columns: str = "word,ner") -> list[str]:
-    return ["train", "--train", str(FIXTURES / f"{train}_train.conll"), "--dev", str(FIXTURES / f"{train}_dev.conll"), "--columns", columns,
-            "--epochs", "2", "--seed", "3", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune", *extra]
+    return [
+        "train",
+        "--train",
+        str(FIXTURES / f"{train}_train.conll"),
+        "--dev",
+        str(FIXTURES / f"{train}_dev.conll"),
+        "--columns",
+        columns,
+        "--epochs",
+        "2",
+        "--seed",
+        "3",
+        "--output",
+        str(output),
+        "--quiet",
+        *TINY_MODEL,
+        f"model.encoder={encoder}",
+        "model.encoder_mode=finetune",
+        *extra,
+    ]
 
 
 def test_the_head_projects_onto_embeddings_narrower_than_the_encoder(tmp_path):
@@ -144,8 +162,22 @@ def test_a_masked_lm_trains_beside_lora_and_a_sentence_classifier(encoder, tmp_p
     assert any(name.startswith("language_model.") for name in saved) and all("lora_" in name or not name.startswith("encoder.") for name in saved)
     assert metrics["trainable_parameters"] < metrics["parameters"]
     assert len(seqtransfer.load(tmp_path / "lora", device="cpu").predict([["john", "lives", "in", "new", "york"]])[0]) == 5
-    classifier = ["train", "--train", str(FIXTURES / "tiny_sentiment_train.tsv"), "--dev", str(FIXTURES / "tiny_sentiment_dev.tsv"), "--epochs", "1",
-                  "--output", str(tmp_path / "sentences"), "--quiet", *TINY_MODEL, f"model.encoder={encoder}", "model.encoder_mode=finetune", "transfer.auxiliary_lm_weight=0.1"]
+    classifier = [
+        "train",
+        "--train",
+        str(FIXTURES / "tiny_sentiment_train.tsv"),
+        "--dev",
+        str(FIXTURES / "tiny_sentiment_dev.tsv"),
+        "--epochs",
+        "1",
+        "--output",
+        str(tmp_path / "sentences"),
+        "--quiet",
+        *TINY_MODEL,
+        f"model.encoder={encoder}",
+        "model.encoder_mode=finetune",
+        "transfer.auxiliary_lm_weight=0.1",
+    ]
     assert run(classifier)["dev"] is not None
     assert "masked sub-words" in (tmp_path / "sentences" / "log.txt").read_text(encoding="utf-8")
 
@@ -167,8 +199,43 @@ def test_an_encoder_without_a_mask_token_is_one_line(encoder, tmp_path, capsys):
 
 def test_an_auxiliary_lm_where_only_the_classifier_trains_is_one_line(tmp_path, capsys):
     source = tmp_path / "source"
-    run(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-         "--epochs", "1", "--output", str(source), "--quiet", *TINY_MODEL])
-    line = error_line(["transfer", "--source", str(source), "--method", "features", "--train", str(FIXTURES / "tiny_pos_train.conll"), "--dev", str(FIXTURES / "tiny_pos_dev.conll"),
-                       "--columns", "word,pos", "--epochs", "1", "--output", str(tmp_path / "bad"), *TINY_MODEL, "transfer.auxiliary_lm_weight=0.1"], capsys)
+    run(
+        [
+            "train",
+            "--train",
+            str(FIXTURES / "tiny_ner_train.conll"),
+            "--dev",
+            str(FIXTURES / "tiny_ner_dev.conll"),
+            "--columns",
+            "word,ner",
+            "--epochs",
+            "1",
+            "--output",
+            str(source),
+            "--quiet",
+            *TINY_MODEL,
+        ]
+    )
+    line = error_line(
+        [
+            "transfer",
+            "--source",
+            str(source),
+            "--method",
+            "features",
+            "--train",
+            str(FIXTURES / "tiny_pos_train.conll"),
+            "--dev",
+            str(FIXTURES / "tiny_pos_dev.conll"),
+            "--columns",
+            "word,pos",
+            "--epochs",
+            "1",
+            "--output",
+            str(tmp_path / "bad"),
+            *TINY_MODEL,
+            "transfer.auxiliary_lm_weight=0.1",
+        ],
+        capsys,
+    )
     assert "trains only the classifier" in line and not (tmp_path / "bad").exists()

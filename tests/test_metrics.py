@@ -62,10 +62,7 @@ def test_length_mismatch_is_a_programming_error():
 def _random_tags(generator: random.Random, prefixes: str) -> list[str]:
     """Random (often invalid) tags: I- after O, type changes, hyphenated types."""
     types = ["PER", "LOC", "creative-work", "product-name"]
-    return [
-        "O" if (prefix := generator.choice(prefixes)) == "O" else f"{prefix}-{generator.choice(types)}"
-        for _ in range(generator.randint(0, 15))
-    ]
+    return ["O" if (prefix := generator.choice(prefixes)) == "O" else f"{prefix}-{generator.choice(types)}" for _ in range(generator.randint(0, 15))]
 
 
 def _random_corpus(generator: random.Random, prefixes: str) -> tuple[list[list[str]], list[list[str]]]:

@@ -19,8 +19,18 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.multitask import HierarchicalMultiTask, target_name, task_levels, task_order
 from seqtransfer.workflows.multitask import TaskSchedule, initial_weights, loss_weight_hook
 
-SMALL = ["model.word_dimension=6", "model.char_dimension=4", "model.char_hidden=6", "model.hidden=8", "model.parser_hidden=8",
-         "model.parser_layers=1", "model.arc_hidden=6", "model.relation_hidden=4", "model.projection=3", "model.dropout=0.0"]
+SMALL = [
+    "model.word_dimension=6",
+    "model.char_dimension=4",
+    "model.char_hidden=6",
+    "model.hidden=8",
+    "model.parser_hidden=8",
+    "model.parser_layers=1",
+    "model.arc_hidden=6",
+    "model.relation_hidden=4",
+    "model.projection=3",
+    "model.dropout=0.0",
+]
 HIERARCHIES = {
     2: {"pos": [], "ner": ["pos"]},
     3: {"pos": [], "chunk": ["pos"], "ner": ["pos", "chunk"]},
@@ -84,8 +94,7 @@ def test_a_batch_trains_its_task_the_branches_below_and_the_shared_representatio
     model.zero_grad(set_to_none=True)
     model.loss(batch_for(vocabularies, ["ner"])).backward()
     with_gradient = {name.split(".")[0] + "." + name.split(".")[1] for name, parameter in model.named_parameters() if parameter.grad is not None}
-    assert with_gradient == {"word_representation.word_embedding", "word_representation.character_encoder", "branches.pos", "branches.chunk", "branches.ner",
-                             "projections.pos", "projections.chunk"}
+    assert with_gradient == {"word_representation.word_embedding", "word_representation.character_encoder", "branches.pos", "branches.chunk", "branches.ner", "projections.pos", "projections.chunk"}
     model.zero_grad(set_to_none=True)
     model.loss(batch_for(vocabularies, ["pos"])).backward()
     assert all(parameter.grad is None for name, parameter in model.named_parameters() if not name.startswith(("branches.pos.", "word_representation.")))
@@ -112,8 +121,7 @@ def test_loss_weights_start_at_two_to_minus_level_and_double_every_epoch():
         hook(epoch, model, None)
         seen.append([model.loss_weights[task] for task in ("pos", "chunk", "ner", "dp")])
     assert seen == [[1, 0.5, 0.25, 0.25], [1, 1, 0.5, 0.5], [1, 1, 1, 1], [1, 1, 1, 1]]
-    for schedule, expected in (("linear", [[1, 0.5, 0.25, 0.25], [1, 0.75, 0.625, 0.625], [1, 1, 1, 1], [1, 1, 1, 1]]),
-                               ("constant", [[1, 0.5, 0.25, 0.25]] * 4)):  # other schedules, by name
+    for schedule, expected in (("linear", [[1, 0.5, 0.25, 0.25], [1, 0.75, 0.625, 0.625], [1, 1, 1, 1], [1, 1, 1, 1]]), ("constant", [[1, 0.5, 0.25, 0.25]] * 4)):  # other schedules, by name
         config.multitask.weight_schedule = schedule
         hook = loss_weight_hook(initial_weights(config), config.multitask)
         rows = []
@@ -162,8 +170,7 @@ def write_config(tmp_path, tasks: dict, data: dict, extra: dict | None = None):
 
 
 POS = {"train": str(FIXTURES / "tiny_pos_train.conll"), "dev": str(FIXTURES / "tiny_pos_dev.conll"), "columns": ["word", "pos"], "scheme": "none"}
-NER = {"train": str(FIXTURES / "tiny_ner_train.conll"), "dev": str(FIXTURES / "tiny_ner_dev.conll"), "test": str(FIXTURES / "tiny_ner_test.conll"),
-       "columns": ["word", "ner"], "scheme": "iob2"}
+NER = {"train": str(FIXTURES / "tiny_ner_train.conll"), "dev": str(FIXTURES / "tiny_ner_dev.conll"), "test": str(FIXTURES / "tiny_ner_test.conll"), "columns": ["word", "ner"], "scheme": "iob2"}
 DP = {"train": str(FIXTURES / "tiny_dep_train.conllu"), "dev": str(FIXTURES / "tiny_dep_dev.conllu"), "test": str(FIXTURES / "tiny_dep_test.conllu"), "task": "dependency"}
 TASKS = {"pos": [], "ner": ["pos"], "dp": ["pos"]}
 
@@ -214,8 +221,9 @@ def test_train_load_predict_a_three_task_model_reproducibly(tmp_path, capsys):
     assert [sentence.tokens for sentence in read_conllu(tmp_path / "out.conllu")] == [["Mary", "loves", "NYC"], ["John", "sleeps"]]
 
     scores = main_run(["evaluate", str(run), "--split", "dev"])  # every task on its own dev set, as in training
-    assert {task: round(values.get("las", values.get("accuracy")), 4) for task, values in scores.items() if task != "ner"} == \
-        {task: round(metrics["tasks"][task]["dev"].get("las", metrics["tasks"][task]["dev"].get("accuracy")), 4) for task in ("pos", "dp")}
+    assert {task: round(values.get("las", values.get("accuracy")), 4) for task, values in scores.items() if task != "ner"} == {
+        task: round(metrics["tasks"][task]["dev"].get("las", metrics["tasks"][task]["dev"].get("accuracy")), 4) for task in ("pos", "dp")
+    }
     ner = main_run(["evaluate", str(run), "--model-task", "ner", "--file", NER["test"], "--columns", "word,ner", "--scheme", "iob2"])
     assert ner["ner"]["f1"] == metrics["tasks"]["ner"]["test"]["f1"]
     assert main(["evaluate", str(run), "--file", NER["test"]]) == 2 and "pass --model-task" in capsys.readouterr().err
@@ -252,16 +260,19 @@ def test_multitask_finetuning_transfers_every_branch_of_a_multitask_source(tmp_p
     assert code == 2 and "not a multi-task model" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("tasks, data, message", [
-    ({"pos": [], "ner": ["pos"]}, {"pos": POS}, "task 'ner' is in model.tasks but no dataset labels it"),
-    ({"pos": []}, {"pos": POS, "ner": NER}, "multitask.data names task 'ner', which model.tasks does not list"),
-    ({"pos": ["ner"], "ner": ["pos"]}, {"pos": POS, "ner": NER}, "cycle"),
-    ({"pos": [], "ner": ["srl"]}, {"pos": POS, "ner": NER}, "unknown task 'srl'"),
-    ({"pos": []}, {"pos": {**POS, "columns": ["word", "pos", "ner"]}}, "tiny_pos_train.conll"),
-    ({"pos": []}, {"pos": {"dev": POS["dev"]}}, "no train file"),
-    ({"pos": []}, {"pos": "tweebank:srl"}, "dataset 'tweebank' has no task 'srl'"),
-    ({"pos": [], "ner": "pos"}, {"pos": POS, "ner": NER}, "model.tasks.ner must be a list"),
-])
+@pytest.mark.parametrize(
+    "tasks, data, message",
+    [
+        ({"pos": [], "ner": ["pos"]}, {"pos": POS}, "task 'ner' is in model.tasks but no dataset labels it"),
+        ({"pos": []}, {"pos": POS, "ner": NER}, "multitask.data names task 'ner', which model.tasks does not list"),
+        ({"pos": ["ner"], "ner": ["pos"]}, {"pos": POS, "ner": NER}, "cycle"),
+        ({"pos": [], "ner": ["srl"]}, {"pos": POS, "ner": NER}, "unknown task 'srl'"),
+        ({"pos": []}, {"pos": {**POS, "columns": ["word", "pos", "ner"]}}, "tiny_pos_train.conll"),
+        ({"pos": []}, {"pos": {"dev": POS["dev"]}}, "no train file"),
+        ({"pos": []}, {"pos": "tweebank:srl"}, "dataset 'tweebank' has no task 'srl'"),
+        ({"pos": [], "ner": "pos"}, {"pos": POS, "ner": NER}, "model.tasks.ner must be a list"),
+    ],
+)
 def test_bad_multitask_configurations_fail_with_one_line_before_training(tmp_path, capsys, tasks, data, message):
     config = write_config(tmp_path, tasks, data)
     code = main(["train", "--config", str(config), "--output", str(tmp_path / "run"), "--quiet", *TINY_MODEL])
@@ -289,8 +300,23 @@ def test_transfer_to_another_hierarchy_keeps_the_branches_that_fit(tmp_path, cap
     train(tmp_path, "target", other, "transfer.scheme=finetune", f"transfer.source={tmp_path / 'source'}")
     assert "branches: pos; new or differently fed, not transferred: ner, chunk" in (tmp_path / "target" / "log.txt").read_text()
     capsys.readouterr()
-    code = main(["train", "--train", NER["train"], "--dev", NER["dev"], "--columns", "word,ner", "--output", str(tmp_path / "mono"), "--quiet",
-                 "transfer.scheme=finetune", f"transfer.source={tmp_path / 'source'}", *TINY_MODEL])
+    code = main(
+        [
+            "train",
+            "--train",
+            NER["train"],
+            "--dev",
+            NER["dev"],
+            "--columns",
+            "word,ner",
+            "--output",
+            str(tmp_path / "mono"),
+            "--quiet",
+            "transfer.scheme=finetune",
+            f"transfer.source={tmp_path / 'source'}",
+            *TINY_MODEL,
+        ]
+    )
     assert code == 2 and "the source run is a multi-task model" in capsys.readouterr().err
 
 
@@ -349,8 +375,12 @@ def test_unit_ablation_measures_each_tasks_max_class_drop(tmp_path, capsys):
     tasks = load_evaluation(run, "dev", None, None)
 
     def scores(model):
-        return {task: class_scores(evaluate(data.gold("dev"), predict_labels(TaskView(model, task), data.encode("dev", run.vocabularies, with_targets=False),
-                                                                           run.vocabularies.task_labels[task], 64), data.metric)) for task, data in tasks.items()}
+        return {
+            task: class_scores(
+                evaluate(data.gold("dev"), predict_labels(TaskView(model, task), data.encode("dev", run.vocabularies, with_targets=False), run.vocabularies.task_labels[task], 64), data.metric)
+            )
+            for task, data in tasks.items()
+        }
 
     baseline = scores(run.model)
     for unit in (0, 7, 15):
@@ -412,7 +442,7 @@ def test_adaptations_of_a_multitask_model_work_by_level_of_its_hierarchy(tmp_pat
     from seqtransfer.config import TransferConfig
 
     rates = [group["lr"] for group in parameter_groups(model, TransferConfig(adaptations=["discriminative"]), 0.1)]
-    assert rates == pytest.approx([0.1 / 2.6 ** 2, 0.1 / 2.6, 0.1])
+    assert rates == pytest.approx([0.1 / 2.6**2, 0.1 / 2.6, 0.1])
     # L2-SP: a POS batch pulls only what a POS step may change (the shared representation and the POS branch)
     state = {name: tensor.clone() + 1.0 for name, tensor in model.state_dict().items()}  # one unit away from every source weight
     penalty = L2SP(model, state, list(state), weight=2.0)
@@ -421,15 +451,21 @@ def test_adaptations_of_a_multitask_model_work_by_level_of_its_hierarchy(tmp_pat
         targets = {"pos": torch.zeros(1)}
 
     model.targets_of = lambda batch: {"pos": {}}
-    expected = sum(parameter.numel() for name, parameter in model.named_parameters()
-                   if name.startswith(("word_representation.", "branches.pos.")) and name not in ("word_representation.word_embedding.weight", "word_representation.character_encoder.embedding.weight"))
+    expected = sum(
+        parameter.numel()
+        for name, parameter in model.named_parameters()
+        if name.startswith(("word_representation.", "branches.pos.")) and name not in ("word_representation.word_embedding.weight", "word_representation.character_encoder.embedding.weight")
+    )
     assert penalty(model, PosBatch()).item() == pytest.approx(expected)  # 0.5 * 2 * (1 per weight)
     capsys.readouterr()
     # EWC: the same per-batch choice, each weight's pull scaled by its Fisher information
     fisher = {name: torch.full_like(tensor, float(number + 1)) for number, (name, tensor) in enumerate(model.state_dict().items())}  # each tensor its own importance
     parameters = dict(model.named_parameters())
-    weighted = sum(fisher[name].flatten()[0].item() * parameters[name].numel() for name in parameters
-                   if name.startswith(("word_representation.", "branches.pos.")) and name not in ("word_representation.word_embedding.weight", "word_representation.character_encoder.embedding.weight"))
+    weighted = sum(
+        fisher[name].flatten()[0].item() * parameters[name].numel()
+        for name in parameters
+        if name.startswith(("word_representation.", "branches.pos.")) and name not in ("word_representation.word_embedding.weight", "word_representation.character_encoder.embedding.weight")
+    )
     assert EWC(model, state, fisher, list(state), weight=2.0)(model, PosBatch()).item() == pytest.approx(weighted)
     for number, adaptations in enumerate(("[gradual_unfreezing, discriminative]", "[l2sp]", "[ewc]")):
         output = f"target-{number}"

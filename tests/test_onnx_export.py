@@ -40,8 +40,15 @@ def test_the_crf_transitions_travel_with_the_graph(tmp_path):
     assert decoding["kind"] == "crf" and len(decoding["transitions"]) == len(decoding["start"]) == len(decoding["end"])
 
 
-@pytest.mark.parametrize("run, reason", [("v1_multitask", "a multitask model is not exported"), ("v1_sentence", "a sentence model is not exported"),
-                                         ("v1_encoder_finetune", "exports to Hugging Face"), ("v1_encoder_features", "frozen Transformer's features")])
+@pytest.mark.parametrize(
+    "run, reason",
+    [
+        ("v1_multitask", "a multitask model is not exported"),
+        ("v1_sentence", "a sentence model is not exported"),
+        ("v1_encoder_finetune", "exports to Hugging Face"),
+        ("v1_encoder_features", "frozen Transformer's features"),
+    ],
+)
 def test_what_has_no_onnx_export_is_refused_in_one_line(run, reason, tmp_path, capsys):
     with pytest.raises(SeqTransferError, match=reason):
         export_onnx(f"{RUNS}/{run}", tmp_path / "onnx")

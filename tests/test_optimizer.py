@@ -63,10 +63,10 @@ def test_clipping_a_sparse_gradient_with_repeated_rows_uses_its_dense_norm():
         embedding.weight.fill_(1.0)
     embedding(torch.tensor([1, 1, 3])).sum().backward()  # row 1 twice: dense gradient (2, 2) and (1, 1)
     total = clip_gradient_norm([embedding.weight], max_norm=1.0)
-    assert total.item() == pytest.approx(10 ** 0.5)
+    assert total.item() == pytest.approx(10**0.5)
     clipped = embedding.weight.grad.to_dense()
     assert clipped.norm().item() == pytest.approx(1.0, abs=1e-5)
-    assert clipped[1, 0].item() == pytest.approx(2 / 10 ** 0.5, abs=1e-5)
+    assert clipped[1, 0].item() == pytest.approx(2 / 10**0.5, abs=1e-5)
 
 
 def test_rows_a_batch_does_not_use_are_left_alone_until_read():

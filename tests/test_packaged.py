@@ -21,14 +21,13 @@ def split_zip(tmp_path, files: dict[str, str], parts: int = 3) -> list:
     paths = []
     for number in range(parts):
         path = tmp_path / f"model.zip.00{number + 1}"
-        path.write_bytes(data[number * size:(number + 1) * size])
+        path.write_bytes(data[number * size : (number + 1) * size])
         paths.append(path)
     return paths
 
 
 def test_the_parts_are_joined_and_unpacked_once_without_windows_clutter(tmp_path, monkeypatch):
-    parts = split_zip(tmp_path, {"all-mpnet-base-v2/config.json": '{"hidden_size": 8}', "all-mpnet-base-v2/desktop.ini": "x",
-                                 "all-mpnet-base-v2/1_Pooling/config.json": "{}"})
+    parts = split_zip(tmp_path, {"all-mpnet-base-v2/config.json": '{"hidden_size": 8}', "all-mpnet-base-v2/desktop.ini": "x", "all-mpnet-base-v2/1_Pooling/config.json": "{}"})
     monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache" / "features"))
     calls = []
     monkeypatch.setattr(packaged, "mpnet_parts", lambda: calls.append(1) or parts)

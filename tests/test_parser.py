@@ -24,9 +24,24 @@ TINY_PARSER = [*TINY_MODEL, "model.parser_hidden=16", "model.parser_layers=2", "
 
 def parser_arguments(output, epochs: int = 3, seed: int = 1, *extra: str) -> list[str]:
     return [
-        "train", "--train", str(FIXTURES / "tiny_dep_train.conllu"), "--dev", str(FIXTURES / "tiny_dep_dev.conllu"),
-        "--test", str(FIXTURES / "tiny_dep_test.conllu"), "--task", "dependency", "--seed", str(seed), "--epochs", str(epochs),
-        "--output", str(output), "--quiet", *TINY_PARSER, *extra,
+        "train",
+        "--train",
+        str(FIXTURES / "tiny_dep_train.conllu"),
+        "--dev",
+        str(FIXTURES / "tiny_dep_dev.conllu"),
+        "--test",
+        str(FIXTURES / "tiny_dep_test.conllu"),
+        "--task",
+        "dependency",
+        "--seed",
+        str(seed),
+        "--epochs",
+        str(epochs),
+        "--output",
+        str(output),
+        "--quiet",
+        *TINY_PARSER,
+        *extra,
     ]
 
 
@@ -184,6 +199,8 @@ def error_line(arguments: list[str], capsys) -> str:
 
 
 GOOD_SENTENCE = ["1\tI\t_\tPRON\t_\t_\t2\tnsubj\t_\t_", "2\tsee\t_\tVERB\t_\t_\t0\troot\t_\t_", "3\tit\t_\tPRON\t_\t_\t2\tobj\t_\t_"]
+
+
 def broken_file(path, defect: str):
     lines = list(GOOD_SENTENCE)
     if defect == "head out of range":
@@ -204,14 +221,20 @@ def broken_file(path, defect: str):
     return path
 
 
-@pytest.mark.parametrize("defect,expected", [
-    ("head out of range", "out of range"), ("non-integer head", "not an integer"), ("cycle", "cycle"),
-    ("no root", "no root"), ("missing relation", "no DEPREL"), ("unicode digit head", "not an integer"),
-])
+@pytest.mark.parametrize(
+    "defect,expected",
+    [
+        ("head out of range", "out of range"),
+        ("non-integer head", "not an integer"),
+        ("cycle", "cycle"),
+        ("no root", "no root"),
+        ("missing relation", "no DEPREL"),
+        ("unicode digit head", "not an integer"),
+    ],
+)
 def test_broken_gold_trees_are_one_clear_line(defect, expected, tmp_path, capsys):
     bad = broken_file(tmp_path / "bad.conllu", defect)
-    arguments = ["train", "--train", str(bad), "--dev", str(FIXTURES / "tiny_dep_dev.conllu"), "--task", "dependency",
-                 "--output", str(tmp_path / "run"), "--quiet", *TINY_PARSER]
+    arguments = ["train", "--train", str(bad), "--dev", str(FIXTURES / "tiny_dep_dev.conllu"), "--task", "dependency", "--output", str(tmp_path / "run"), "--quiet", *TINY_PARSER]
     message = error_line(arguments, capsys)
     assert expected in message and f"{bad}:" in message  # file and line
     assert not (tmp_path / "run").exists()
@@ -231,8 +254,7 @@ def test_parser_run_asked_to_tag_and_tagger_asked_to_parse(parser_run, tiny_run,
 
 
 def test_dependency_task_needs_conllu(tmp_path, capsys):
-    message = error_line(["train", "--train", str(FIXTURES / "tiny_pos_train.conll"), "--columns", "word,pos", "--task", "dependency",
-                          "--output", str(tmp_path / "run"), "--quiet"], capsys)
+    message = error_line(["train", "--train", str(FIXTURES / "tiny_pos_train.conll"), "--columns", "word,pos", "--task", "dependency", "--output", str(tmp_path / "run"), "--quiet"], capsys)
     assert "CoNLL-U" in message
 
 
@@ -263,8 +285,7 @@ def test_several_roots_in_training_trees_allow_several_roots(tmp_path):
     two_trees = "\n".join(["1\tlol\t_\tINTJ\t_\t_\t0\troot\t_\t_", "2\tI\t_\tPRON\t_\t_\t3\tnsubj\t_\t_", "3\twin\t_\tVERB\t_\t_\t0\troot\t_\t_"])
     train = tmp_path / "train.conllu"
     train.write_text((FIXTURES / "tiny_dep_train.conllu").read_text() + two_trees + "\n\n", encoding="utf-8")
-    run(["train", "--train", str(train), "--dev", str(FIXTURES / "tiny_dep_dev.conllu"), "--task", "dependency",
-         "--epochs", "1", "--output", str(tmp_path / "run"), "--quiet", *TINY_PARSER])
+    run(["train", "--train", str(train), "--dev", str(FIXTURES / "tiny_dep_dev.conllu"), "--task", "dependency", "--epochs", "1", "--output", str(tmp_path / "run"), "--quiet", *TINY_PARSER])
     assert seqtransfer.load(tmp_path / "run").run.config.model.single_root is False
     assert seqtransfer.load(tmp_path / "run").run.model.single_root is False
 
@@ -294,11 +315,14 @@ def test_a_parser_trains_with_selected_and_weighted_sentences(tmp_path):
     assert "selection: kept" in log and "weighted by likeness" in log and (output / "metrics.json").is_file()
 
 
-@pytest.mark.parametrize("settings, message", [
-    (["transfer.distill_from=[RUN]"], "teaches taggers and sentence classifiers, not a dependency model"),
-    (["model.encoder=ENCODER", "model.encoder_mode=finetune"], "a fine-tuned encoder serves tagging and sentence tasks"),
-    (["model.encoder=ENCODER", "model.encoder_mode=finetune", "model.encoder_adapter=lora"], "a fine-tuned encoder serves tagging and sentence tasks"),
-])
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        (["transfer.distill_from=[RUN]"], "teaches taggers and sentence classifiers, not a dependency model"),
+        (["model.encoder=ENCODER", "model.encoder_mode=finetune"], "a fine-tuned encoder serves tagging and sentence tasks"),
+        (["model.encoder=ENCODER", "model.encoder_mode=finetune", "model.encoder_adapter=lora"], "a fine-tuned encoder serves tagging and sentence tasks"),
+    ],
+)
 def test_what_a_parser_cannot_train_with_is_refused_before_its_run_directory_is_written(parser_run, tmp_path, capsys, settings, message):
     """Distillation (label distributions) and a fine-tuned encoder or its adapters (taggers and classifiers only)."""
     pytest.importorskip("transformers")

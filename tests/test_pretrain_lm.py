@@ -13,8 +13,18 @@ import seqtransfer
 from seqtransfer.cli import run
 from seqtransfer.workflows.pretraining import LanguageModelSettings, masked_batch, train_tokenizer
 
-LINES = ["I love this so much", "@user lol that was great", "what a day !!", "see you at the game tonight", "no way this is real",
-         "good morning everyone", "the cat sleeps on the sofa", "we are going to the beach", "John lives in New York", "Mary works for Apple"]
+LINES = [
+    "I love this so much",
+    "@user lol that was great",
+    "what a day !!",
+    "see you at the game tonight",
+    "no way this is real",
+    "good morning everyone",
+    "the cat sleeps on the sofa",
+    "we are going to the beach",
+    "John lives in New York",
+    "Mary works for Apple",
+]
 TINY_LM = ["--vocabulary-size", "120", "--hidden", "16", "--layers", "1", "--heads", "2", "--intermediate", "32", "--epochs", "2", "--held-out", "0.2", "--quiet"]
 
 
@@ -35,8 +45,25 @@ def test_a_pretrained_lm_is_an_encoder_for_features_and_fine_tuning(text, tmp_pa
     assert saved["objective"] == objective and saved["held_out_perplexity"] == summary["held_out_perplexity"] > 1
     assert 0 < summary["parameters"] < 100_000 and len(saved["history"]) == 2
     for mode in ("features", "finetune"):
-        run(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-             "--epochs", "1", "--output", str(tmp_path / mode), "--quiet", *TINY_MODEL, f"model.encoder={folder}", f"model.encoder_mode={mode}"])
+        run(
+            [
+                "train",
+                "--train",
+                str(FIXTURES / "tiny_ner_train.conll"),
+                "--dev",
+                str(FIXTURES / "tiny_ner_dev.conll"),
+                "--columns",
+                "word,ner",
+                "--epochs",
+                "1",
+                "--output",
+                str(tmp_path / mode),
+                "--quiet",
+                *TINY_MODEL,
+                f"model.encoder={folder}",
+                f"model.encoder_mode={mode}",
+            ]
+        )
         assert len(seqtransfer.load(tmp_path / mode).predict([["John", "loves", "Paris"]])[0]) == 3
 
 
@@ -112,7 +139,9 @@ def test_a_test_tweet_that_recurs_in_a_training_file_stays_out_too(tmp_path):
     assert len(read_text_lines("tweets_unlabeled", tmp_path, keep_test=True)[0]) == 5
 
 
-@pytest.mark.parametrize("option, value, expected", [("--heads", "3", "--heads must be"), ("--held-out", "1.5", "--held-out: must be between 0 and 1"), ("--text", "missing.txt", "missing.txt: file not found")])
+@pytest.mark.parametrize(
+    "option, value, expected", [("--heads", "3", "--heads must be"), ("--held-out", "1.5", "--held-out: must be between 0 and 1"), ("--text", "missing.txt", "missing.txt: file not found")]
+)
 def test_bad_pretraining_settings_are_one_line(text, tmp_path, capsys, option, value, expected):
     arguments = ["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "lm"), *TINY_LM]
     arguments[arguments.index(option) + 1] = value
@@ -122,6 +151,7 @@ def test_bad_pretraining_settings_are_one_line(text, tmp_path, capsys, option, v
 def test_a_partial_folder_resumes_only_the_run_that_left_it(text, tmp_path, monkeypatch, capsys):
     """An interrupted run's OUTPUT.partial records its text and settings: the same command resumes it;
     other text or other settings are one line (resuming would train one tokenizer's weights under another's)."""
+
     def interrupted(*arguments, **keywords):  # as a Ctrl-C in the first epoch
         raise KeyboardInterrupt
 
@@ -142,9 +172,11 @@ def test_what_pretraining_cannot_learn_or_score_is_one_line_and_leaves_nothing(t
     older = tmp_path / "older.partial"  # an interrupted run of a version that kept no settings.json
     older.mkdir()
     (older / "tensors.safetensors").write_bytes(b"")
-    cases = {"a held-out line with nothing to predict": ([str(letters)], "the held-out lines give no sub-word to predict"),
-             "an unknown corpus name": (["mytweets"], "is neither a file, a raw corpus nor a registered dataset"),
-             "a dataset's unknown split": (["tpos:devv"], "'devv' is neither a split nor a task of dataset 'tpos'")}
+    cases = {
+        "a held-out line with nothing to predict": ([str(letters)], "the held-out lines give no sub-word to predict"),
+        "an unknown corpus name": (["mytweets"], "is neither a file, a raw corpus nor a registered dataset"),
+        "a dataset's unknown split": (["tpos:devv"], "'devv' is neither a split nor a task of dataset 'tpos'"),
+    }
     for arguments, message in cases.values():
         assert message in error_line(["pretrain-lm", "--text", *arguments, "--output", str(tmp_path / "lm"), *TINY_LM], capsys)
         assert not (tmp_path / "lm").exists() and not (tmp_path / "lm.partial").exists()

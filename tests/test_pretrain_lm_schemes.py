@@ -39,9 +39,26 @@ def test_a_pretrained_lm_trains_and_predicts_under_each_adaptation(language_mode
     from safetensors.torch import load_file
 
     output = tmp_path / scheme
-    metrics = run(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner",
-                   "--epochs", "1", "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={language_model}", "model.encoder_mode=finetune",
-                   *SCHEMES[scheme]])
+    metrics = run(
+        [
+            "train",
+            "--train",
+            str(FIXTURES / "tiny_ner_train.conll"),
+            "--dev",
+            str(FIXTURES / "tiny_ner_dev.conll"),
+            "--columns",
+            "word,ner",
+            "--epochs",
+            "1",
+            "--output",
+            str(output),
+            "--quiet",
+            *TINY_MODEL,
+            f"model.encoder={language_model}",
+            "model.encoder_mode=finetune",
+            *SCHEMES[scheme],
+        ]
+    )
     saved = load_file(str(output / "model.safetensors"))
     phases = [record["phase"] for record in metrics["history"]]
     if scheme.startswith("chain_thaw"):  # under LoRA the embeddings train nothing: no phase of theirs
@@ -64,8 +81,19 @@ def test_a_causal_lm_pools_sentences_by_their_mean_and_its_auxiliary_lm_predicts
     anything is written. Its auxiliary LM loss continues its pretraining: each sub-word predicts the next."""
     from test_parser import error_line
 
-    sentences = ["train", "--train", str(FIXTURES / "tiny_sentiment_train.tsv"), "--dev", str(FIXTURES / "tiny_sentiment_dev.tsv"), "--epochs", "1", "--quiet",
-                 *TINY_MODEL, f"model.encoder={language_model}", "model.encoder_mode=finetune"]
+    sentences = [
+        "train",
+        "--train",
+        str(FIXTURES / "tiny_sentiment_train.tsv"),
+        "--dev",
+        str(FIXTURES / "tiny_sentiment_dev.tsv"),
+        "--epochs",
+        "1",
+        "--quiet",
+        *TINY_MODEL,
+        f"model.encoder={language_model}",
+        "model.encoder_mode=finetune",
+    ]
     causal = language_model.parent.name.startswith("lm-causal")
     if causal:
         message = "reads left to right (a causal LM): its first vector ([CLS]) sees only the first token"
@@ -91,17 +119,43 @@ def test_the_causal_auxiliary_loss_is_the_lms_own_next_sub_word_loss(language_mo
     from seqtransfer.transfer.masked_lm import CausalLanguageModelLoss
 
     output = tmp_path / "run"
-    run(["train", "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner", "--epochs", "1",
-         "--output", str(output), "--quiet", *TINY_MODEL, f"model.encoder={language_model}", "model.encoder_mode=finetune", "transfer.auxiliary_lm_weight=0.5"])
+    run(
+        [
+            "train",
+            "--train",
+            str(FIXTURES / "tiny_ner_train.conll"),
+            "--dev",
+            str(FIXTURES / "tiny_ner_dev.conll"),
+            "--columns",
+            "word,ner",
+            "--epochs",
+            "1",
+            "--output",
+            str(output),
+            "--quiet",
+            *TINY_MODEL,
+            f"model.encoder={language_model}",
+            "model.encoder_mode=finetune",
+            "transfer.auxiliary_lm_weight=0.5",
+        ]
+    )
     loaded = load_run(output)
     model = loaded.model.eval()
     batch = make_batch(encode_sentences([["John", "loves", "Paris"], ["Mary", "lives", "in", "Lagos", "now"]], loaded.vocabularies), torch.arange(2).numpy())
     reference = BertLMHeadModel.from_pretrained(str(language_model)).eval()
     state = {f"bert.{name}": tensor for name, tensor in model.encoder.state_dict().items() if not name.startswith("pooler.")}  # the LM has no pooler
     head = model.language_model.state_dict()
-    state.update({"cls.predictions.transform.dense.weight": head["transform.weight"], "cls.predictions.transform.dense.bias": head["transform.bias"],
-                  "cls.predictions.transform.LayerNorm.weight": head["norm.weight"], "cls.predictions.transform.LayerNorm.bias": head["norm.bias"],
-                  "cls.predictions.decoder.weight": head["decoder"], "cls.predictions.bias": head["bias"], "cls.predictions.decoder.bias": head["bias"]})
+    state.update(
+        {
+            "cls.predictions.transform.dense.weight": head["transform.weight"],
+            "cls.predictions.transform.dense.bias": head["transform.bias"],
+            "cls.predictions.transform.LayerNorm.weight": head["norm.weight"],
+            "cls.predictions.transform.LayerNorm.bias": head["norm.bias"],
+            "cls.predictions.decoder.weight": head["decoder"],
+            "cls.predictions.bias": head["bias"],
+            "cls.predictions.decoder.bias": head["bias"],
+        }
+    )
     missing, unexpected = reference.load_state_dict(state, strict=False)
     assert not unexpected and not [name for name in missing if "position_ids" not in name]
     reference.cls.predictions.transform.LayerNorm.eps = model.language_model.norm.eps  # ours keeps torch's eps (masked_lm.py)

@@ -24,9 +24,6 @@ def test_tpos_from_scratch_learns_and_rescores_identically(tmp_path, data_root):
 
 def test_wnut17_crf_one_epoch_finds_entities(tmp_path, data_root):
     """One epoch with the CRF on WNUT-17: the entity F1 path runs end to end on real tweets."""
-    metrics = run(
-        ["train", "--dataset", "wnut17", "--data-dir", str(data_root), "--classifier", "crf", "--epochs", "1",
-         "--output", str(tmp_path / "wnut"), "--quiet"]
-    )
+    metrics = run(["train", "--dataset", "wnut17", "--data-dir", str(data_root), "--classifier", "crf", "--epochs", "1", "--output", str(tmp_path / "wnut"), "--quiet"])
     assert metrics["metric"] == "span_f1"
     assert metrics["dev"]["predicted_count"] > 0 and metrics["dev"]["correct_count"] > 0

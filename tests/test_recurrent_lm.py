@@ -14,8 +14,7 @@ from conftest import FIXTURES
 from seqtransfer.cli import main, run
 
 TINY_LM = ["--architecture", "bilstm", "--size", "tiny", "--epochs", "2", "--batch-size", "16", "--threads", "1", "--quiet", "--device", "cpu"]
-NER = ["--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--test", str(FIXTURES / "tiny_ner_test.conll"),
-       "--columns", "word,ner", "--scheme", "iob2"]
+NER = ["--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--test", str(FIXTURES / "tiny_ner_test.conll"), "--columns", "word,ner", "--scheme", "iob2"]
 TAGGER = ["--epochs", "2", "--quiet", "--device", "cpu", "model.embeddings=null", "model.hidden=8", "model.dropout=0.1", "train.threads=1"]
 
 
@@ -157,8 +156,7 @@ def test_bad_lm_input_is_one_line(language_model, text, tmp_path, capsys, monkey
 
     monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))
     folder, _ = language_model
-    assert "--objective causal is a Transformer LM's" in one_line_error(capsys, ["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "a"), *TINY_LM,
-                                                                                 "--objective", "causal"])
+    assert "--objective causal is a Transformer LM's" in one_line_error(capsys, ["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "a"), *TINY_LM, "--objective", "causal"])
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n", encoding="utf-8")
     assert "holds no sentences" in one_line_error(capsys, ["pretrain-lm", "--text", str(empty), "--output", str(tmp_path / "b"), *TINY_LM])
@@ -175,8 +173,7 @@ def test_bad_lm_input_is_one_line(language_model, text, tmp_path, capsys, monkey
     vocabulary = json.loads((mismatched / "vocabulary.json").read_text())
     (mismatched / "vocabulary.json").write_text(json.dumps({**vocabulary, "words": vocabulary["words"][:-1]}))
     for mode in ("features", "finetune"):
-        assert "does not fit config.json" in one_line_error(capsys, ["train", *NER, "--output", str(tmp_path / f"e{mode}"), *TAGGER, f"model.encoder={mismatched}",
-                                                                     f"model.encoder_mode={mode}"])
+        assert "does not fit config.json" in one_line_error(capsys, ["train", *NER, "--output", str(tmp_path / f"e{mode}"), *TAGGER, f"model.encoder={mismatched}", f"model.encoder_mode={mode}"])
     assert not any((tmp_path / name / "metrics.json").exists() for name in ("d", "efeatures", "efinetune"))
 
 
@@ -190,7 +187,7 @@ def test_analyze_layers_reads_each_runs_scalar_mix_and_the_report_shows_it(langu
     plain = tmp_path / "plain"
     run(["train", *NER, "--output", str(plain), *TAGGER])
     capsys.readouterr()
-    result, = run(["analyze", "layers", str(features), "--label", "frozen LM", "--output", str(tmp_path / "layers")])
+    (result,) = run(["analyze", "layers", str(features), "--label", "frozen LM", "--output", str(tmp_path / "layers")])
     saved = load_file(str(features / "model.safetensors"))["word_representation.encoder_mix.weights"]
     assert result["weights"] == [round(value, 4) for value in torch.softmax(saved, 0).tolist()] and len(result["weights"]) == 3
     assert "| frozen LM |" in capsys.readouterr().out and {path.name for path in (tmp_path / "layers").iterdir()} >= {"layers.json", "layers.md", "layers.png"}
@@ -245,8 +242,7 @@ def test_finetune_lm_continues_the_lm_on_target_text_with_discriminative_rates(l
 
     folder, _ = language_model
     output = tmp_path / "continued"
-    summary = run(["finetune-lm", str(folder), "--text", str(text), "--output", str(output), "--epochs", "2", "--batch-size", "16", "--threads", "1",
-                   "--quiet", "--device", "cpu"])
+    summary = run(["finetune-lm", str(folder), "--text", str(text), "--output", str(output), "--epochs", "2", "--batch-size", "16", "--threads", "1", "--quiet", "--device", "cpu"])
     report = json.loads((output / "pretraining.json").read_text())
     assert report["continued_from"] == str(folder) and report["held_out_perplexity_before"] > 0 and report["held_out_perplexity"] > 0
     assert summary["held_out_perplexity"] <= summary["held_out_perplexity_before"] * 1.5
@@ -276,8 +272,7 @@ def test_separate_pair_encoding_is_refused_for_our_recurrent_lm(language_model, 
     folder, _ = language_model
     similarity = ["--train", str(FIXTURES / "tiny_similarity.tsv"), "--dev", str(FIXTURES / "tiny_similarity.tsv"), "--columns", "text,text_b,score"]
     for mode in ("features", "finetune"):
-        error = one_line_error(capsys, ["train", *similarity, "--output", str(tmp_path / mode), *TAGGER, f"model.encoder={folder}",
-                                        f"model.encoder_mode={mode}", "model.pair_encoding=separate"])
+        error = one_line_error(capsys, ["train", *similarity, "--output", str(tmp_path / mode), *TAGGER, f"model.encoder={folder}", f"model.encoder_mode={mode}", "model.pair_encoding=separate"])
         assert "our recurrent LM reads a pair as one sequence" in error
 
 

@@ -125,8 +125,10 @@ def test_labels_that_look_like_words_suggest_swapped_columns(tmp_path, capsys):
 
 def test_ensembles_naming_each_other_are_one_line_before_anything_runs(tmp_path, capsys):
     experiment = tmp_path / "cycle.yaml"
-    experiment.write_text("name: cycle\ntitle: t\ncommand: x\ntargets:\n  WNUT: {dataset: wnut17}\nmethods:\n  A: {scheme: scratch}\n"
-                          "  E1: {ensemble: [A, E2]}\n  E2: {ensemble: [A, E1]}\nreference: A\n", encoding="utf-8")
+    experiment.write_text(
+        "name: cycle\ntitle: t\ncommand: x\ntargets:\n  WNUT: {dataset: wnut17}\nmethods:\n  A: {scheme: scratch}\n  E1: {ensemble: [A, E2]}\n  E2: {ensemble: [A, E1]}\nreference: A\n",
+        encoding="utf-8",
+    )
     message = run_cli(["experiment", "run", str(experiment), "--results", str(tmp_path / "results")], capsys)
     assert "ensemble 'E1' names ensemble 'E2'" in message
     assert not (tmp_path / "results").exists()
@@ -175,8 +177,17 @@ def long_sentence_file(folder, length: int):
     return path
 
 
-PARSER = ["model.embeddings=null", "model.word_dimension=4", "model.char_dimension=3", "model.char_hidden=4", "model.parser_hidden=8", "model.parser_layers=1",
-          "model.arc_hidden=6", "model.relation_hidden=4", "train.threads=1"]
+PARSER = [
+    "model.embeddings=null",
+    "model.word_dimension=4",
+    "model.char_dimension=3",
+    "model.char_hidden=4",
+    "model.parser_hidden=8",
+    "model.parser_layers=1",
+    "model.arc_hidden=6",
+    "model.relation_hidden=4",
+    "train.threads=1",
+]
 
 
 def test_a_parsers_batch_that_cannot_fit_in_memory_is_refused_before_it_runs(tmp_path, capsys, monkeypatch):
@@ -187,8 +198,20 @@ def test_a_parsers_batch_that_cannot_fit_in_memory_is_refused_before_it_runs(tmp
     from seqtransfer.training import memory
 
     monkeypatch.setattr(memory, "available_memory_bytes", lambda: 64 * 2**20)
-    arguments = ["train", "--train", str(long_sentence_file(tmp_path, 1500)), "--dev", str(FIXTURES / "tiny_dep_dev.conllu"), "--task", "dependency",
-                 "--epochs", "1", "--quiet", *PARSER, "train.device=cpu"]  # the host's memory (a GPU's is not estimated)
+    arguments = [
+        "train",
+        "--train",
+        str(long_sentence_file(tmp_path, 1500)),
+        "--dev",
+        str(FIXTURES / "tiny_dep_dev.conllu"),
+        "--task",
+        "dependency",
+        "--epochs",
+        "1",
+        "--quiet",
+        *PARSER,
+        "train.device=cpu",
+    ]  # the host's memory (a GPU's is not estimated)
     assert main([*arguments, "--output", str(tmp_path / "refused")]) != 0
     error = capsys.readouterr().err
     assert "training sentence 7 has 1,500 tokens" in error and "data.max_sentence_length" in error and "Traceback" not in error
@@ -218,10 +241,22 @@ def test_under_an_address_space_limit_a_huge_parser_batch_is_one_line(tmp_path):
     import subprocess
     import sys
 
-    script = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30)); "
-              "from seqtransfer.cli import main; sys.exit(main(sys.argv[1:]))")
-    arguments = ["train", "--train", str(long_sentence_file(tmp_path, 9000)), "--dev", str(FIXTURES / "tiny_dep_dev.conllu"), "--task", "dependency",
-                 "--epochs", "1", "--quiet", "--output", str(tmp_path / "run"), *PARSER]
+    script = "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30)); from seqtransfer.cli import main; sys.exit(main(sys.argv[1:]))"
+    arguments = [
+        "train",
+        "--train",
+        str(long_sentence_file(tmp_path, 9000)),
+        "--dev",
+        str(FIXTURES / "tiny_dep_dev.conllu"),
+        "--task",
+        "dependency",
+        "--epochs",
+        "1",
+        "--quiet",
+        "--output",
+        str(tmp_path / "run"),
+        *PARSER,
+    ]
     finished = subprocess.run([sys.executable, "-c", script, *arguments], capture_output=True, text=True, timeout=300)
     assert finished.returncode != 0 and "has 9,000 tokens" in finished.stderr and "Traceback" not in finished.stderr, finished.stderr[-2000:]
 
@@ -237,8 +272,10 @@ def test_a_huge_token_is_read_in_part_with_a_warning(tiny_run):
 
 def test_an_experiment_source_with_a_misspelt_task_is_refused_before_anything_is_written(tmp_path, capsys):
     experiment = tmp_path / "typo.yaml"
-    experiment.write_text("name: typo\ntitle: t\ncommand: x\nsources:\n  ner: {dataset: conll2003, task: nre}\ntargets:\n  WNUT: {dataset: wnut17, source: ner}\n"
-                          "methods:\n  SFT: {scheme: finetune}\nreference: SFT\n", encoding="utf-8")
+    experiment.write_text(
+        "name: typo\ntitle: t\ncommand: x\nsources:\n  ner: {dataset: conll2003, task: nre}\ntargets:\n  WNUT: {dataset: wnut17, source: ner}\nmethods:\n  SFT: {scheme: finetune}\nreference: SFT\n",
+        encoding="utf-8",
+    )
     message = run_cli(["experiment", "run", str(experiment), "--results", str(tmp_path / "results")], capsys)
     assert "source 'ner': dataset 'conll2003' has no task 'nre'" in message
     assert not (tmp_path / "results").exists()
@@ -253,8 +290,7 @@ def test_a_tree_whose_ids_skip_a_number_is_one_line_naming_it(tmp_path, capsys):
     assert broken != text
     train = tmp_path / "gap.conllu"
     train.write_text(broken, encoding="utf-8")
-    assert main(["train", "--train", str(train), "--dev", str(FIXTURES / "tiny_dep_dev.conllu"), "--task", "dependency", "--epochs", "1", "--quiet",
-                 "--output", str(tmp_path / "run"), *PARSER]) != 0
+    assert main(["train", "--train", str(train), "--dev", str(FIXTURES / "tiny_dep_dev.conllu"), "--task", "dependency", "--epochs", "1", "--quiet", "--output", str(tmp_path / "run"), *PARSER]) != 0
     error = capsys.readouterr().err
     assert "token ID 5 where 3 was due" in error and "gap.conllu:" in error and "Traceback" not in error
 

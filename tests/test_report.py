@@ -46,9 +46,18 @@ def test_mnrg_is_the_median_over_shared_targets():
 
 def _record(method, target, seed, test, run_directory="", metric="accuracy"):
     return {
-        "experiment": "table4", "method": method, "target": target, "seed": seed, "dataset": target.lower(),
-        "task": "pos", "metric": metric, "run_directory": str(run_directory), "dev": test + 1.0, "test": test,
-        "parameters": 1000 if method == "Scratch" else 1030, "seconds": 60.0 * seed,
+        "experiment": "table4",
+        "method": method,
+        "target": target,
+        "seed": seed,
+        "dataset": target.lower(),
+        "task": "pos",
+        "metric": metric,
+        "run_directory": str(run_directory),
+        "dev": test + 1.0,
+        "test": test,
+        "parameters": 1000 if method == "Scratch" else 1030,
+        "seconds": 60.0 * seed,
     }
 
 
@@ -57,7 +66,7 @@ def test_aggregate_summarises_each_cell():
     summaries = aggregate(records)
     cell = summaries["Scratch", "TPoS"]
     assert (cell.mean, cell.seeds, cell.scores, cell.parameters) == (89.0, [1, 2], [88.0, 90.0], 1000)
-    assert cell.std == pytest.approx(2 ** 0.5) and cell.seconds_mean == 90.0
+    assert cell.std == pytest.approx(2**0.5) and cell.seconds_mean == 90.0
     assert summaries["Scratch", "ArK"].std == 0.0
     assert aggregate(records, split="dev")["Scratch", "ArK"].mean == 71.0
 
@@ -135,7 +144,8 @@ def test_evidence_gives_the_p_values_of_the_predictions_it_was_made_from(tmp_pat
         (runs[index] / "predictions" / "test.tsv").write_text("".join(f"{g:g}\t{p:.4f}\ttext\n" for g, p in zip(scores[0], scores[index] + scores[0] / 2)), encoding="utf-8")
     first, second = (decode_array(evidence_of(run / "predictions", "correlation")) for run in runs)
     assert paired_randomization_correlation(first[:, 0], first[:, 1], second[:, 1], trials=300) == paired_randomization_correlation(
-        scores[0], np.round(scores[0] + scores[0] / 2, 4), np.round(scores[1] + scores[0] / 2, 4), trials=300)
+        scores[0], np.round(scores[0] + scores[0] / 2, 4), np.round(scores[1] + scores[0] / 2, 4), trials=300
+    )
 
 
 def _spec(methods, targets, pairs=()):
@@ -170,10 +180,13 @@ def test_render_markdown_and_csv_with_a_missing_cell(tmp_path):
 
 def test_report_spec_from_an_experiment_file_spec():
     experiment = ExperimentSpec(
-        name="table4", title="PretRand paper, Table 4", command="seqtransfer experiment run ...",
+        name="table4",
+        title="PretRand paper, Table 4",
+        command="seqtransfer experiment run ...",
         targets={"TPoS": TargetSpec("tpos"), "ArK": TargetSpec("ark")},
         methods={"Scratch": MethodSpec("scratch"), "Tuned": MethodSpec("finetune")},
-        significance=[["Tuned", "Scratch"]], paper={"Tuned": {"TPoS": 89.57}},
+        significance=[["Tuned", "Scratch"]],
+        paper={"Tuned": {"TPoS": 89.57}},
     )
     spec = report_spec(experiment, trials=100)
     assert (spec.methods, spec.targets, spec.reference_method) == (["Scratch", "Tuned"], ["TPoS", "ArK"], "Scratch")
@@ -224,8 +237,7 @@ def test_a_pair_tested_over_every_seed_it_shares_and_over_the_seeds_together(tmp
     worse = [["NN", "VB", "DT"]] * 57 + [["NN", "NN", "DT"]] * 3
     records = []
     for seed in (1, 2, 3):
-        records += [_record("Scratch", "TPoS", seed, 98.33, _write_run(tmp_path / f"a{seed}", gold, worse)),
-                    _record("Tuned", "TPoS", seed, 100.0, _write_run(tmp_path / f"b{seed}", gold, gold))]
+        records += [_record("Scratch", "TPoS", seed, 98.33, _write_run(tmp_path / f"a{seed}", gold, worse)), _record("Tuned", "TPoS", seed, 100.0, _write_run(tmp_path / f"b{seed}", gold, gold))]
     records.append(_record("Tuned", "ArK", 1, 100.0, _write_run(tmp_path / "c", gold, gold)))  # one seed only: no row
     records.append(_record("Scratch", "ArK", 1, 98.33, _write_run(tmp_path / "d", gold, worse)))
     markdown = render_markdown(_spec(["Scratch", "Tuned"], ["TPoS", "ArK"], [("Tuned", "Scratch")]), records)
@@ -235,8 +247,7 @@ def test_a_pair_tested_over_every_seed_it_shares_and_over_the_seeds_together(tmp
     assert cells[4] == "+1.67" and all(0.2 < float(p) < 0.3 for p in cells[5].split(", "))
     assert float(cells[6]) < 0.01 and not any(line.startswith("| ArK | Tuned | Scratch | 1, ") for line in markdown.splitlines())
     records[0]["source_weights"], records[3]["source_weights"] = "aaaa", "bbbb"  # seed 2's run read another instance of the source
-    row = next(line for line in render_markdown(_spec(["Scratch", "Tuned"], ["TPoS", "ArK"], [("Tuned", "Scratch")]), records).splitlines()
-               if line.startswith("| TPoS | Tuned | Scratch | 1, 2, 3 |"))
+    row = next(line for line in render_markdown(_spec(["Scratch", "Tuned"], ["TPoS", "ArK"], [("Tuned", "Scratch")]), records).splitlines() if line.startswith("| TPoS | Tuned | Scratch | 1, 2, 3 |"))
     assert "(two sources) | yes |" in row
 
 
@@ -245,9 +256,10 @@ def test_each_target_lists_its_methods_best_first_with_their_test_and_cost(tmp_p
     worse = [["NN", "VB", "DT"]] * 57 + [["NN", "NN", "DT"]] * 3
     records = []
     for seed in (1, 2, 3):  # Tuned beats Scratch at three seeds; Adapted is tested against Tuned alone, at one seed
-        records += [_record("Scratch", "TPoS", seed, 98.33, _write_run(tmp_path / f"a{seed}", gold, worse)),
-                    {**_record("Tuned", "TPoS", seed, 100.0, _write_run(tmp_path / f"b{seed}", gold, gold)), "trainable_parameters": 500,
-                     "peak_rss_megabytes": 1200.0}]
+        records += [
+            _record("Scratch", "TPoS", seed, 98.33, _write_run(tmp_path / f"a{seed}", gold, worse)),
+            {**_record("Tuned", "TPoS", seed, 100.0, _write_run(tmp_path / f"b{seed}", gold, gold)), "trainable_parameters": 500, "peak_rss_megabytes": 1200.0},
+        ]
     records.append(_record("Adapted", "TPoS", 1, 98.33, _write_run(tmp_path / "c", gold, worse)))
     spec = _spec(["Scratch", "Tuned", "Adapted"], ["TPoS", "ArK"], [("Tuned", "Scratch"), ("Adapted", "Tuned")])
     section = render_markdown(spec, records).split("## By target", 1)[1]

@@ -48,7 +48,6 @@ def test_interrupted_run_resumes_to_identical_weights(tmp_path, monkeypatch, opt
     assert (tmp_path / "resumed" / "model.safetensors").read_bytes() == weights
 
 
-
 def test_resumed_fit_reports_the_time_of_restored_epochs(tmp_path):
     """The epochs run before a crash count in the run's total time (metrics.json 'seconds')."""
     from seqtransfer.config import RunConfig, apply_overrides
@@ -68,9 +67,25 @@ def test_resumed_fit_reports_the_time_of_restored_epochs(tmp_path):
     train = encode_sentences(data.tokens("train"), vocabularies, data.labels("train"))
     dev = EvaluationSet(encode_sentences(data.tokens("dev"), vocabularies), data.labels("dev"))
     config.train.max_epochs, config.train.patience = 2, 100
-    first = fit(model, ShuffledBatches(train, config.train.batch_size, config.train.seed), dev_evaluation(dev, vocabularies.labels, "accuracy", 512), config.train, checkpoint_dir=tmp_path, log=lambda message: None, show_progress=False)
+    first = fit(
+        model,
+        ShuffledBatches(train, config.train.batch_size, config.train.seed),
+        dev_evaluation(dev, vocabularies.labels, "accuracy", 512),
+        config.train,
+        checkpoint_dir=tmp_path,
+        log=lambda message: None,
+        show_progress=False,
+    )
     config.train.max_epochs = 3
-    second = fit(model, ShuffledBatches(train, config.train.batch_size, config.train.seed), dev_evaluation(dev, vocabularies.labels, "accuracy", 512), config.train, checkpoint_dir=tmp_path, log=lambda message: None, show_progress=False)
+    second = fit(
+        model,
+        ShuffledBatches(train, config.train.batch_size, config.train.seed),
+        dev_evaluation(dev, vocabularies.labels, "accuracy", 512),
+        config.train,
+        checkpoint_dir=tmp_path,
+        log=lambda message: None,
+        show_progress=False,
+    )
     assert first.restored_seconds == 0.0 and len(second.history) == 3
     assert second.restored_seconds == sum(record["epoch_seconds"] for record in first.history) > 0
 
@@ -91,7 +106,7 @@ def test_a_damaged_checkpoint_is_one_line_naming_restart_and_rewrites_nothing(tm
     with pytest.raises(Crash):
         run(arguments)
     monkeypatch.setattr(checkpoint, "save", real_save)
-    path, = (tmp_path / "run" / "checkpoint").glob("*/tensors.safetensors")
+    (path,) = (tmp_path / "run" / "checkpoint").glob("*/tensors.safetensors")
     if damage == "truncated":
         path.write_bytes(path.read_bytes()[:-1000])
     else:

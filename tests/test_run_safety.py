@@ -107,7 +107,7 @@ def test_bad_record_activations_fail_before_anything_is_written(tmp_path, capsys
 def test_overrides_anywhere_on_the_line(tmp_path):
     arguments = tiny_train_arguments(tmp_path / "run", epochs=1)
     output_at = arguments.index("--output")
-    arguments[output_at + 2:output_at + 2] = ["train.batch_size=4"]  # right after --output DIR
+    arguments[output_at + 2 : output_at + 2] = ["train.batch_size=4"]  # right after --output DIR
     run(arguments)
     assert "batch_size: 4" in (tmp_path / "run" / "config.yaml").read_text()
 
@@ -140,14 +140,17 @@ def test_cr_only_line_endings_are_read(tmp_path):
     assert [s.tokens for s in read_conll(tmp_path / "mac.conll", ["word", "ner"])] == [s.tokens for s in read_conll(FIXTURES / "tiny_ner_train.conll", ["word", "ner"])]
 
 
-@pytest.mark.parametrize("bad,expected", [
-    ({"a": 1}, "expected a list of sentences"),
-    (None, "expected a list of sentences"),
-    ([["I", ""]], "token 2 of sentence 1"),
-    ([["I", 3]], "token 2 of sentence 1"),
-    ([5], "sentence 1 is a int"),
-    ([[]], "sentence 1 is empty"),
-])
+@pytest.mark.parametrize(
+    "bad,expected",
+    [
+        ({"a": 1}, "expected a list of sentences"),
+        (None, "expected a list of sentences"),
+        ([["I", ""]], "token 2 of sentence 1"),
+        ([["I", 3]], "token 2 of sentence 1"),
+        ([5], "sentence 1 is a int"),
+        ([[]], "sentence 1 is empty"),
+    ],
+)
 def test_predict_validates_its_input(tiny_run, bad, expected):
     with pytest.raises(SeqTransferError, match=expected):
         seqtransfer.load(tiny_run).predict(bad)

@@ -72,14 +72,17 @@ def test_hard_and_soft_selection_train(tmp_path):
     assert "selection: kept" in (columns / "log.txt").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("settings, message", [
-    (["data.select_top=0"], "data.select_top' must be a percentage in (0, 100]"),
-    (["data.select_top=150"], "data.select_top' must be a percentage in (0, 100]"),
-    (["data.select_top=50"], "need target text to compare with"),
-    (["data.select_like=TARGET"], "neither data.select_top nor data.select_weighting"),
-    (["data.select_like=missing.txt", "data.select_top=50"], "missing.txt: file not found"),
-    (["data.select_like=COLUMNS", "data.select_top=50"], "set data.select_word_column N"),
-])
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        (["data.select_top=0"], "data.select_top' must be a percentage in (0, 100]"),
+        (["data.select_top=150"], "data.select_top' must be a percentage in (0, 100]"),
+        (["data.select_top=50"], "need target text to compare with"),
+        (["data.select_like=TARGET"], "neither data.select_top nor data.select_weighting"),
+        (["data.select_like=missing.txt", "data.select_top=50"], "missing.txt: file not found"),
+        (["data.select_like=COLUMNS", "data.select_top=50"], "set data.select_word_column N"),
+    ],
+)
 def test_bad_selection_settings_are_one_line(tmp_path, capsys, settings, message):
     settings = [setting.replace("TARGET", str(target_text(tmp_path))).replace("COLUMNS", str(FIXTURES / "tiny_pos_train.conll")) for setting in settings]
     output = tmp_path / "run"

@@ -14,17 +14,48 @@ from seqtransfer.predictor import load
 from seqtransfer.workflows.combination import vote
 from seqtransfer.workflows.selflabel import choose_agreed, token_accuracy
 
-UNLABELED = ["Peter lives in Berlin", "Mary visited Paris today", "John works for Google", "we met Anna in Rome", "Paul flew to London",
-             "the team of Madrid won", "Sara likes New York", "Tom left Oslo", "I saw Ben at IBM", "Lisa moved to Vienna"]
+UNLABELED = [
+    "Peter lives in Berlin",
+    "Mary visited Paris today",
+    "John works for Google",
+    "we met Anna in Rome",
+    "Paul flew to London",
+    "the team of Madrid won",
+    "Sara likes New York",
+    "Tom left Oslo",
+    "I saw Ben at IBM",
+    "Lisa moved to Vienna",
+]
 
 
 def selflabel_arguments(method: str, output, *extra: str) -> list[str]:
     unlabeled = output.parent / "unlabeled.txt"
     unlabeled.parent.mkdir(parents=True, exist_ok=True)
     unlabeled.write_text("\n".join(UNLABELED) + "\n", encoding="utf-8")
-    return ["selflabel", method, "--unlabeled", str(unlabeled), "--rounds", "2", "--pool", "4",
-            "--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner", "--scheme", "iob2",
-            "--epochs", "2", "--output", str(output), *extra, *TINY_MODEL]
+    return [
+        "selflabel",
+        method,
+        "--unlabeled",
+        str(unlabeled),
+        "--rounds",
+        "2",
+        "--pool",
+        "4",
+        "--train",
+        str(FIXTURES / "tiny_ner_train.conll"),
+        "--dev",
+        str(FIXTURES / "tiny_ner_dev.conll"),
+        "--columns",
+        "word,ner",
+        "--scheme",
+        "iob2",
+        "--epochs",
+        "2",
+        "--output",
+        str(output),
+        *extra,
+        *TINY_MODEL,
+    ]
 
 
 def test_vote_agreement_and_accuracy():
@@ -83,8 +114,7 @@ def test_a_crash_inside_a_round_resumes_to_the_same_models(tmp_path, monkeypatch
     whole = json.loads((tmp_path / "whole" / "rounds.json").read_text(encoding="utf-8"))
     assert [record["added"] for record in resumed] == [record["added"] for record in whole]
     for model in (1, 2, 3):
-        assert (tmp_path / "crashed" / "round-2" / f"model-{model}" / "model.safetensors").read_bytes() \
-            == (tmp_path / "whole" / "round-2" / f"model-{model}" / "model.safetensors").read_bytes()
+        assert (tmp_path / "crashed" / "round-2" / f"model-{model}" / "model.safetensors").read_bytes() == (tmp_path / "whole" / "round-2" / f"model-{model}" / "model.safetensors").read_bytes()
 
 
 def test_self_training_accumulates_confident_sentences(tmp_path):
@@ -131,9 +161,15 @@ def test_rounds_saved_before_a_config_field_existed_resume(tmp_path, capsys):
     assert ": training " not in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("extra, message", [(["--threshold", "1.5"], "--threshold: must be above 0 and at most 1"), (["--threshold", "0"], "--threshold: must be above 0 and at most 1"),
-                                             (["--pool", "0"], "--pool: must be at least 1"),
-                                             (["--unlabeled", "nothing.txt"], "nothing.txt: file not found")])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--threshold", "1.5"], "--threshold: must be above 0 and at most 1"),
+        (["--threshold", "0"], "--threshold: must be above 0 and at most 1"),
+        (["--pool", "0"], "--pool: must be at least 1"),
+        (["--unlabeled", "nothing.txt"], "nothing.txt: file not found"),
+    ],
+)
 def test_bad_self_labelling_settings_are_one_line(tmp_path, capsys, extra, message):
     code = main(selflabel_arguments("self_training", tmp_path / "out", *extra))
     error = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
@@ -149,9 +185,14 @@ def test_an_experiment_files_tri_training_takes_no_top_n():
         check_settings(SelfLabelSettings(method="tri_training", unlabeled="tweebank", top_n=5))
 
 
-@pytest.mark.parametrize("method, extra, message", [("tri_training", ["--top-n", "5"], "--threshold and --top-n do not apply"),
-                                                     ("tri_training_disagreement", ["--threshold", "0.5"], "--threshold and --top-n do not apply"),
-                                                     ("self_training", ["--threshold", "0.5", "--top-n", "5"], "pass one of them")])
+@pytest.mark.parametrize(
+    "method, extra, message",
+    [
+        ("tri_training", ["--top-n", "5"], "--threshold and --top-n do not apply"),
+        ("tri_training_disagreement", ["--threshold", "0.5"], "--threshold and --top-n do not apply"),
+        ("self_training", ["--threshold", "0.5", "--top-n", "5"], "pass one of them"),
+    ],
+)
 def test_sentence_choices_that_a_method_would_ignore_are_one_line(tmp_path, capsys, method, extra, message):
     code = main(selflabel_arguments(method, tmp_path / "out", *extra))
     error = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
@@ -163,8 +204,32 @@ def test_sentence_choices_that_a_method_would_ignore_are_one_line(tmp_path, caps
 def test_pseudo_label_accuracy_and_target_scores_are_recorded_on_real_data(tmp_path):
     """UD-EWT UPOS -> TweeBank UPOS (same tag set): tiny model, 300 source sentences, 1 epoch, a pool of 50 tweets."""
     output = tmp_path / "ewt-tweebank"
-    records = run(["selflabel", "self_training", "--unlabeled", "tweebank:upos", "--target", "tweebank:upos", "--rounds", "1", "--pool", "50", "--top-n", "20",
-                   "--dataset", "ud_ewt", "--task", "upos", "--epochs", "1", "--output", str(output), *TINY_MODEL, "data.max_train_sentences=300"])
+    records = run(
+        [
+            "selflabel",
+            "self_training",
+            "--unlabeled",
+            "tweebank:upos",
+            "--target",
+            "tweebank:upos",
+            "--rounds",
+            "1",
+            "--pool",
+            "50",
+            "--top-n",
+            "20",
+            "--dataset",
+            "ud_ewt",
+            "--task",
+            "upos",
+            "--epochs",
+            "1",
+            "--output",
+            str(output),
+            *TINY_MODEL,
+            "data.max_train_sentences=300",
+        ]
+    )
     added = records[1]["added"][0]
     assert added["sentences"] == 20 and 0 < added["pseudo_accuracy"] <= 100
     assert all(0 < record["target"] <= 100 for record in records)

@@ -46,9 +46,11 @@ def test_tsv_files_with_a_wrong_field_count_or_no_text_field_are_one_line(tmp_pa
 
     pairs = tmp_path / "pairs.tsv"
     fields = ("text", "text_b", "label")
-    for lines, message in (("a cat sits\ta cat is sitting\t1\na dog runs\t0\n", "pairs.tsv:2: 2 TAB-separated fields, expected 3 (text, text_b, label)"),
-                           ("a cat sits\ta cat is sitting\t1\na dog runs\t \t0\n", "pairs.tsv:2: empty second text of a pair"),
-                           ("\ta dog runs\t0\n", "pairs.tsv:1: empty text")):
+    for lines, message in (
+        ("a cat sits\ta cat is sitting\t1\na dog runs\t0\n", "pairs.tsv:2: 2 TAB-separated fields, expected 3 (text, text_b, label)"),
+        ("a cat sits\ta cat is sitting\t1\na dog runs\t \t0\n", "pairs.tsv:2: empty second text of a pair"),
+        ("\ta dog runs\t0\n", "pairs.tsv:1: empty text"),
+    ):
         pairs.write_text(lines, encoding="utf-8")
         with pytest.raises(SeqTransferError) as caught:
             read_tsv_sentences(pairs, fields)
@@ -84,15 +86,48 @@ def test_a_fine_tuned_encoder_classifies_sentences_from_its_cls_vector(tmp_path,
     monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))
     encoder = save_tiny_encoder(tmp_path / "encoder")
     output = tmp_path / "run"
-    metrics = run(["train", "--train", TRAIN, "--dev", DEV, "--epochs", "2", "--output", str(output), "--quiet", *TINY_MODEL,
-                   f"model.encoder={encoder}", "model.encoder_mode=finetune", "train.learning_rate=0.001"])
+    metrics = run(
+        [
+            "train",
+            "--train",
+            TRAIN,
+            "--dev",
+            DEV,
+            "--epochs",
+            "2",
+            "--output",
+            str(output),
+            "--quiet",
+            *TINY_MODEL,
+            f"model.encoder={encoder}",
+            "model.encoder_mode=finetune",
+            "train.learning_rate=0.001",
+        ]
+    )
     assert "architecture: encoder_classifier" in (output / "config.yaml").read_text() and 0 <= metrics["dev"]["accuracy"] <= 100
     import seqtransfer
 
     assert seqtransfer.load(output, device="cpu").predict(["abc " * 20])[0] in ("pos", "neg")  # a sentence longer than the encoder: windows
     pooled = tmp_path / "mean"  # the mean of the token vectors instead of [CLS]: another sentence vector, the same weights to start from
-    run(["train", "--train", TRAIN, "--dev", DEV, "--epochs", "2", "--output", str(pooled), "--quiet", *TINY_MODEL,
-         f"model.encoder={encoder}", "model.encoder_mode=finetune", "train.learning_rate=0.001", "model.sentence_pooling=mean"])
+    run(
+        [
+            "train",
+            "--train",
+            TRAIN,
+            "--dev",
+            DEV,
+            "--epochs",
+            "2",
+            "--output",
+            str(pooled),
+            "--quiet",
+            *TINY_MODEL,
+            f"model.encoder={encoder}",
+            "model.encoder_mode=finetune",
+            "train.learning_rate=0.001",
+            "model.sentence_pooling=mean",
+        ]
+    )
     assert (pooled / "model.safetensors").read_bytes() != (output / "model.safetensors").read_bytes()
     assert seqtransfer.load(pooled, device="cpu").predict(["abc " * 20])[0] in ("pos", "neg")
     from seqtransfer.data.batching import encode_sentences, make_batch
@@ -121,7 +156,7 @@ def test_sentence_pairs_are_one_sequence_joined_by_the_encoders_separator(tmp_pa
 
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text("\ufefflabel\t_id\ttext\ttext_b\r\n1\t7\tA man plays .\tSomeone plays .\r\n")
-    sentence, = read_tsv_sentences(pairs, ("label", "_id", "text", "text_b"), header=True)
+    (sentence,) = read_tsv_sentences(pairs, ("label", "_id", "text", "text_b"), header=True)
     assert sentence.tokens == ["A", "man", "plays", ".", PAIR_SEPARATOR, "Someone", "plays", "."] and sentence.columns == {"label": ["1"]}
     pytest.importorskip("transformers")
     from test_encoders import VOCAB, save_tiny_encoder
@@ -176,8 +211,9 @@ def test_a_sentence_pair_regressor_trains_and_scores_correlation(tmp_path, monke
 
     from seqtransfer.data import registry
 
-    spec = replace(registry.STSB, name="tiny_sts", folder="", columns=("text", "text_b", "score"), extra_fields=False,
-                   splits={split: str(FIXTURES / "tiny_similarity.tsv") for split in ("train", "dev", "test")})
+    spec = replace(
+        registry.STSB, name="tiny_sts", folder="", columns=("text", "text_b", "score"), extra_fields=False, splits={split: str(FIXTURES / "tiny_similarity.tsv") for split in ("train", "dev", "test")}
+    )
     monkeypatch.setitem(registry.DATASETS, "tiny_sts", spec)
     output = tmp_path / "run"
     metrics = run(["train", "--dataset", "tiny_sts", "--epochs", "3", "--output", str(output), "--quiet", *TINY_MODEL])
@@ -197,8 +233,9 @@ def test_center_scores_starts_a_regressors_bias_at_the_training_mean_and_is_refu
     from seqtransfer.data import registry
     from seqtransfer.models.sentence import SentenceRegressor
 
-    spec = replace(registry.STSB, name="tiny_sts", folder="", columns=("text", "text_b", "score"), extra_fields=False,
-                   splits={split: str(FIXTURES / "tiny_similarity.tsv") for split in ("train", "dev", "test")})
+    spec = replace(
+        registry.STSB, name="tiny_sts", folder="", columns=("text", "text_b", "score"), extra_fields=False, splits={split: str(FIXTURES / "tiny_similarity.tsv") for split in ("train", "dev", "test")}
+    )
     monkeypatch.setitem(registry.DATASETS, "tiny_sts", spec)
     output = tmp_path / "run"
     run(["train", "--dataset", "tiny_sts", "--epochs", "1", "--output", str(output), "--quiet", *TINY_MODEL, "model.center_scores=true"])

@@ -39,8 +39,7 @@ def test_bi_attention_ignores_padding_and_aligns_each_token_with_the_other_text(
     assert aligned_second.shape == (1, 3, 2)
 
 
-@pytest.mark.parametrize("reader, data", [("max", SENTIMENT), ("bcn", SENTIMENT), ("esim", SIMILARITY), ("biattention", SIMILARITY), ("max", SIMILARITY),
-                                          ("ulmfit", SENTIMENT)])
+@pytest.mark.parametrize("reader, data", [("max", SENTIMENT), ("bcn", SENTIMENT), ("esim", SIMILARITY), ("biattention", SIMILARITY), ("max", SIMILARITY), ("ulmfit", SENTIMENT)])
 def test_each_reader_trains_saves_loads_and_predicts(tmp_path, reader, data):
     import seqtransfer
     from seqtransfer.cli import run
@@ -101,8 +100,24 @@ def test_a_fine_tuned_encoder_reads_a_pair_jointly_or_each_text_alone(tmp_path, 
     from seqtransfer.rundir import load_run, read_vocabularies
 
     output = tmp_path / encoding
-    run(["train", *SIMILARITY, "--epochs", "1", "--output", str(output), "--quiet", "--device", "cpu", *TINY_MODEL, f"model.encoder={ENCODER}",
-         "model.encoder_mode=finetune", f"model.pair_encoding={encoding}", "train.learning_rate=0.001"])
+    run(
+        [
+            "train",
+            *SIMILARITY,
+            "--epochs",
+            "1",
+            "--output",
+            str(output),
+            "--quiet",
+            "--device",
+            "cpu",
+            *TINY_MODEL,
+            f"model.encoder={ENCODER}",
+            "model.encoder_mode=finetune",
+            f"model.pair_encoding={encoding}",
+            "train.learning_rate=0.001",
+        ]
+    )
     loaded = load_run(output)
     assert read_vocabularies(output).pair_encoding == encoding
     assert loaded.model.classifier.in_features == (32 if encoding == "joint" else 4 * 32)  # [CLS] of the pair, or [u; v; |u - v|; u * v]

@@ -103,11 +103,11 @@ def test_analyze_similarity_writes_tables_figures_and_ranks(tmp_path):
         files[name] = tmp_path / f"{name}.txt"
         files[name].write_text("\n".join(" ".join(sentence) for sentence in sentences) + "\n", encoding="utf-8")
     gains = tmp_path / "gains.csv"
-    gains.write_text(f"source,target,scratch,transferred\n{files['news']},{files['tweets']},80,82\n{files['more_tweets']},{files['tweets']},80,90\n"
-                     f"{files['news']},{files['more_tweets']},70,71\n", encoding="utf-8")
+    gains.write_text(
+        f"source,target,scratch,transferred\n{files['news']},{files['tweets']},80,82\n{files['more_tweets']},{files['tweets']},80,90\n{files['news']},{files['more_tweets']},70,71\n", encoding="utf-8"
+    )
     output = tmp_path / "out"
-    result = run(["analyze", "similarity", str(files["news"]), str(files["tweets"]), str(files["more_tweets"]), "--target", str(files["tweets"]),
-                  "--gains", str(gains), "--output", str(output)])
+    result = run(["analyze", "similarity", str(files["news"]), str(files["tweets"]), str(files["more_tweets"]), "--target", str(files["tweets"]), "--gains", str(gains), "--output", str(output)])
     assert [name for name, _ in result["ranking"]] == [str(files["more_tweets"]), str(files["news"])]
     assert result["correlation"]["pairs"] == 3
     for name in ("similarity.json", "similarity.md", "similarity.png", "distance_gain.png"):

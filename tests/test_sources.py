@@ -18,8 +18,7 @@ from seqtransfer.errors import SeqTransferError
 def pos_data(name: str, mapping: dict | None = None):
     data = load_task_data(DataConfig(dataset=None, train=str(FIXTURES / "tiny_pos_train.conll"), dev=str(FIXTURES / "tiny_pos_dev.conll"), columns=["word", "pos"]), ("train", "dev"))
     if mapping:
-        data.splits = {split: [replace(s, columns={**s.columns, "pos": [mapping.get(label, label) for label in s.labels("pos")]}) for s in sentences]
-                       for split, sentences in data.splits.items()}
+        data.splits = {split: [replace(s, columns={**s.columns, "pos": [mapping.get(label, label) for label in s.labels("pos")]}) for s in sentences] for split, sentences in data.splits.items()}
     return replace(data, dataset=name)
 
 
@@ -47,9 +46,30 @@ def test_an_ensemble_of_sources_writes_pseudo_labels(tiny_run, tmp_path):
         result = run(["pseudolabel", str(tiny_run), str(second), "--unlabeled", str(text), "--combination", combination, "--top-n", "2", "--output", str(output)])
         sentences = read_conll(output, ["word", "ner"], separator="tab")
         assert result["sentences"] == 2 and len(sentences) == 2 and all(sentence.labels("ner") for sentence in sentences)
-    metrics = run(["train", "--train", str(tmp_path / "average.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner", "--scheme", "iob2",
-                   "--epochs", "1", "--output", str(tmp_path / "target-model"), "--quiet", "model.embeddings=null", "model.word_dimension=8", "model.char_dimension=6",
-                   "model.char_hidden=8", "model.hidden=16", "train.threads=1"])
+    metrics = run(
+        [
+            "train",
+            "--train",
+            str(tmp_path / "average.conll"),
+            "--dev",
+            str(FIXTURES / "tiny_ner_dev.conll"),
+            "--columns",
+            "word,ner",
+            "--scheme",
+            "iob2",
+            "--epochs",
+            "1",
+            "--output",
+            str(tmp_path / "target-model"),
+            "--quiet",
+            "model.embeddings=null",
+            "model.word_dimension=8",
+            "model.char_dimension=6",
+            "model.char_hidden=8",
+            "model.hidden=16",
+            "train.threads=1",
+        ]
+    )
     assert metrics["dev"] is not None
 
 
@@ -59,9 +79,28 @@ def test_runs_in_different_tag_sets_are_refused_as_an_ensemble_or_teacher(tiny_r
     from seqtransfer.transfer.distillation import Distillation
 
     pos_run = tmp_path / "pos"
-    run(["train", "--train", str(FIXTURES / "tiny_pos_train.conll"), "--dev", str(FIXTURES / "tiny_pos_dev.conll"), "--columns", "word,pos", "--epochs", "1",
-         "--output", str(pos_run), "--quiet", "model.embeddings=null", "model.word_dimension=8", "model.char_dimension=6", "model.char_hidden=8",
-         "model.hidden=16", "train.threads=1"])
+    run(
+        [
+            "train",
+            "--train",
+            str(FIXTURES / "tiny_pos_train.conll"),
+            "--dev",
+            str(FIXTURES / "tiny_pos_dev.conll"),
+            "--columns",
+            "word,pos",
+            "--epochs",
+            "1",
+            "--output",
+            str(pos_run),
+            "--quiet",
+            "model.embeddings=null",
+            "model.word_dimension=8",
+            "model.char_dimension=6",
+            "model.char_hidden=8",
+            "model.hidden=16",
+            "train.threads=1",
+        ]
+    )
     text = tmp_path / "target.txt"
     text.write_text("Peter lives in Berlin\n", encoding="utf-8")
     capsys.readouterr()

@@ -26,8 +26,12 @@ def test_selflabel_choices_are_the_workflow_methods():
 
 
 def test_seeding_turns_deterministic_algorithms_on_without_the_compiler():
-    modules = subprocess.run([sys.executable, "-c", "import sys\nfrom seqtransfer.training.seeding import seed_everything\n"
-                              "seed_everything(1, 1)\nprint('torch._inductor' in sys.modules)"], capture_output=True, text=True, check=True).stdout
+    modules = subprocess.run(
+        [sys.executable, "-c", "import sys\nfrom seqtransfer.training.seeding import seed_everything\nseed_everything(1, 1)\nprint('torch._inductor' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert modules.strip() == "False"
     seed_everything(1, 1)
     assert torch.are_deterministic_algorithms_enabled() and torch.is_deterministic_algorithms_warn_only_enabled()

@@ -16,9 +16,24 @@ from seqtransfer.data.conllu import read_conllu
 
 def tagger_arguments(output, *extra: str) -> list[str]:
     return [
-        "train", "--train", str(FIXTURES / "tiny_dep_train.conllu"), "--dev", str(FIXTURES / "tiny_dep_dev.conllu"),
-        "--test", str(FIXTURES / "tiny_dep_test.conllu"), "--task", "upos", "--seed", "1", "--epochs", "2",
-        "--output", str(output), "--quiet", *TINY_MODEL, *extra,
+        "train",
+        "--train",
+        str(FIXTURES / "tiny_dep_train.conllu"),
+        "--dev",
+        str(FIXTURES / "tiny_dep_dev.conllu"),
+        "--test",
+        str(FIXTURES / "tiny_dep_test.conllu"),
+        "--task",
+        "upos",
+        "--seed",
+        "1",
+        "--epochs",
+        "2",
+        "--output",
+        str(output),
+        "--quiet",
+        *TINY_MODEL,
+        *extra,
     ]
 
 
@@ -101,11 +116,14 @@ def test_saved_runs_without_tags_read_none(name):
     assert encode_sentences([["a", "b"]], loaded.vocabularies).tag_ids is None
 
 
-@pytest.mark.parametrize("extra, expected", [
-    (["model.tag_feature=deprel"], "the column this run learns to predict"),
-    (["model.tag_feature=xyz"], "no such column"),
-    (["model.tag_dimension=0"], "model.tag_dimension"),
-])
+@pytest.mark.parametrize(
+    "extra, expected",
+    [
+        (["model.tag_feature=deprel"], "the column this run learns to predict"),
+        (["model.tag_feature=xyz"], "no such column"),
+        (["model.tag_dimension=0"], "model.tag_dimension"),
+    ],
+)
 def test_bad_tag_settings_are_one_line(extra, expected, tmp_path, capsys):
     line = error_line(parser_arguments(tmp_path / "bad", 1, 1, *extra), capsys)
     assert expected in line
@@ -123,7 +141,8 @@ def test_a_parser_is_no_tagger_for_tags(tmp_path, capsys):
 def test_a_grid_method_reads_the_tags_of_a_tagger_source(tmp_path):
     files = [f"data.train={FIXTURES / 'tiny_dep_train.conllu'}", f"data.dev={FIXTURES / 'tiny_dep_dev.conllu'}", f"data.test={FIXTURES / 'tiny_dep_test.conllu'}"]
     overrides = [*TINY_PARSER, "train.max_epochs=1"]
-    (tmp_path / "tags.yaml").write_text(f"""
+    (tmp_path / "tags.yaml").write_text(
+        f"""
 name: tags
 title: tagger sources
 command: seqtransfer experiment run tags.yaml
@@ -136,7 +155,9 @@ methods:
   plain: {{scheme: scratch}}
   predicted: {{scheme: scratch, tagger: tagger, overrides: [model.tag_feature=upos]}}
 reference: plain
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     records = run(["experiment", "run", str(tmp_path / "tags.yaml"), "--results", str(tmp_path / "results")])
     predicted = next(record for record in records if record["method"] == "predicted")
     tagger = next(iter((tmp_path / "results" / "sources").iterdir()))
@@ -230,11 +251,14 @@ def test_a_resumed_run_reads_its_kept_jackknifed_tags_only_when_they_are_its_own
         assert kept_jackknife(tmp_path / "jackknife", {**identity, key: other}) is None
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["model.tag_jackknife=3"], "model.tag_tagger"),
-    (["model.tag_jackknife=1"], "model.tag_jackknife"),
-    (["data.exclude_fold=4/3"], "data.exclude_fold"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["model.tag_jackknife=3"], "model.tag_tagger"),
+        (["model.tag_jackknife=1"], "model.tag_jackknife"),
+        (["data.exclude_fold=4/3"], "data.exclude_fold"),
+    ],
+)
 def test_bad_jackknife_settings_are_one_line(extra, message, tmp_path, capsys):
     assert message in error_line(parser_arguments(tmp_path / "bad", 1, 1, *extra), capsys)
 

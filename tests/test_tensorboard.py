@@ -20,8 +20,28 @@ def scalars(folder) -> dict[str, list[tuple[int, float]]]:
 
 def test_each_epoch_is_logged_with_its_loss_score_and_learning_rate(tmp_path):
     run = tmp_path / "run"
-    assert main(["train", "--train", f"{FIXTURES}/tiny_ner_train.conll", "--dev", f"{FIXTURES}/tiny_ner_dev.conll", "--columns", "word,ner",
-                 "--output", str(run), "--quiet", "--epochs", "3", "train.patience=5", "train.log_to=tensorboard", *TINY]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--train",
+                f"{FIXTURES}/tiny_ner_train.conll",
+                "--dev",
+                f"{FIXTURES}/tiny_ner_dev.conll",
+                "--columns",
+                "word,ner",
+                "--output",
+                str(run),
+                "--quiet",
+                "--epochs",
+                "3",
+                "train.patience=5",
+                "train.log_to=tensorboard",
+                *TINY,
+            ]
+        )
+        == 0
+    )
     logged = scalars(run / "tensorboard")
     assert [step for step, _ in logged["loss/train"]] == [1, 2, 3]
     assert {"dev/score", "seconds/epoch", "learning_rate/group_0"} <= set(logged)
@@ -30,8 +50,7 @@ def test_each_epoch_is_logged_with_its_loss_score_and_learning_rate(tmp_path):
 
 def test_phases_follow_each_other_on_one_step_axis(tmp_path):
     source, target = tmp_path / "source", tmp_path / "target"
-    common = ["--train", f"{FIXTURES}/tiny_ner_train.conll", "--dev", f"{FIXTURES}/tiny_ner_dev.conll", "--columns", "word,ner", "--quiet", "--epochs", "2",
-              "train.patience=5", *TINY]
+    common = ["--train", f"{FIXTURES}/tiny_ner_train.conll", "--dev", f"{FIXTURES}/tiny_ner_dev.conll", "--columns", "word,ner", "--quiet", "--epochs", "2", "train.patience=5", *TINY]
     assert main(["train", *common, "--output", str(source)]) == 0
     assert main(["train", *common, "--output", str(target), "transfer.scheme=pretrand", f"transfer.source={source}", "train.log_to=tensorboard"]) == 0
     steps = [step for step, _ in scalars(target / "tensorboard")["loss/train"]]

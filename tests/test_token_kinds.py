@@ -9,11 +9,36 @@ from seqtransfer.cli import main, run
 from seqtransfer.errors import SeqTransferError
 
 
-@pytest.mark.parametrize("token, kind", [("https://t.co/x", "url"), ("WWW.example.com", "url"), ("@user_1", "mention"), ("＠ana", "mention"), ("@", "symbol"),
-                                         ("#tbt", "hashtag"), ("#1", "hashtag"), ("RT", "retweet"), ("rt", "retweet"), ("RT:", "retweet"), ("rtx", "word"),
-                                         ("1,000.50", "number"), ("12:30", "number"), ("-5", "number"), ("$5", "number"), ("1/2", "number"), ("5%", "number"),
-                                         (".5", "number"), ("12-15", "number"), ("3rd", "word"), ("-", "symbol"),
-                                         (":-)", "symbol"), ("😀", "symbol"), ("...", "symbol"), ("don't", "word")])
+@pytest.mark.parametrize(
+    "token, kind",
+    [
+        ("https://t.co/x", "url"),
+        ("WWW.example.com", "url"),
+        ("@user_1", "mention"),
+        ("＠ana", "mention"),
+        ("@", "symbol"),
+        ("#tbt", "hashtag"),
+        ("#1", "hashtag"),
+        ("RT", "retweet"),
+        ("rt", "retweet"),
+        ("RT:", "retweet"),
+        ("rtx", "word"),
+        ("1,000.50", "number"),
+        ("12:30", "number"),
+        ("-5", "number"),
+        ("$5", "number"),
+        ("1/2", "number"),
+        ("5%", "number"),
+        (".5", "number"),
+        ("12-15", "number"),
+        ("3rd", "word"),
+        ("-", "symbol"),
+        (":-)", "symbol"),
+        ("😀", "symbol"),
+        ("...", "symbol"),
+        ("don't", "word"),
+    ],
+)
 def test_each_token_gets_the_first_kind_whose_rule_matches(token, kind):
     assert token_kind(token) == kind
 

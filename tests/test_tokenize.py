@@ -31,8 +31,10 @@ def test_tweet_tokenize(text, tokens):
 @pytest.mark.parametrize(
     "text, tokens",
     [  # gold tokenisations of the MTT data (hr500k, ssj500k, SETimes.SR, Janes): ordinals and abbreviations keep their dot
-        ("Prema nevladinim udrugama, 1990. godine bilo je 12 mjesta, a ove godine 21.",
-         ["Prema", "nevladinim", "udrugama", ",", "1990.", "godine", "bilo", "je", "12", "mjesta", ",", "a", "ove", "godine", "21", "."]),
+        (
+            "Prema nevladinim udrugama, 1990. godine bilo je 12 mjesta, a ove godine 21.",
+            ["Prema", "nevladinim", "udrugama", ",", "1990.", "godine", "bilo", "je", "12", "mjesta", ",", "a", "ove", "godine", "21", "."],
+        ),
         ("ob koncu 19. stoletja (23. oktobra), npr. dr. Novak", ["ob", "koncu", "19.", "stoletja", "(", "23.", "oktobra", ")", ",", "npr.", "dr.", "Novak"]),
         ("M. Kovač i VI. kongres itd.", ["M.", "Kovač", "i", "VI.", "kongres", "itd."]),
         ("Петар живи у Београду, нпр. 2008. године.", ["Петар", "живи", "у", "Београду", ",", "нпр.", "2008.", "године", "."]),

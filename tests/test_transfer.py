@@ -90,12 +90,28 @@ def test_pretrand_random_plus_plus_freezes_transferred_units_first(tiny_run):
 
 
 def test_transfer_command_end_to_end(tiny_run, tmp_path):
-    metrics = run([
-        "transfer", "--source", str(tiny_run), "--method", "pretrand",
-        "--train", str(FIXTURES / "tiny_pos_train.conll"), "--dev", str(FIXTURES / "tiny_pos_dev.conll"),
-        "--columns", "word,pos", "--epochs", "2", "--output", str(tmp_path / "pretrand"), "--quiet",
-        "model.random_hidden=6", *TINY_MODEL,
-    ])
+    metrics = run(
+        [
+            "transfer",
+            "--source",
+            str(tiny_run),
+            "--method",
+            "pretrand",
+            "--train",
+            str(FIXTURES / "tiny_pos_train.conll"),
+            "--dev",
+            str(FIXTURES / "tiny_pos_dev.conll"),
+            "--columns",
+            "word,pos",
+            "--epochs",
+            "2",
+            "--output",
+            str(tmp_path / "pretrand"),
+            "--quiet",
+            "model.random_hidden=6",
+            *TINY_MODEL,
+        ]
+    )
     assert metrics["scheme"] == "pretrand" and {record["phase"] for record in metrics["history"]} == {"random", "joint"}
     loaded = load_run(tmp_path / "pretrand")
     assert loaded.config.model.architecture == "pretrand"
@@ -108,8 +124,29 @@ def test_absorption_of_pretrand_runs_is_measured(tiny_run, tmp_path):
     outputs = {}
     for name, extra in (("normalised", []), ("plain", ["model.normalize_branches=false", "model.branch_weighting=false"])):
         outputs[name] = tmp_path / name
-        run(["transfer", "--source", str(tiny_run), "--method", "pretrand", "--train", str(FIXTURES / "tiny_pos_train.conll"), "--dev", str(FIXTURES / "tiny_pos_dev.conll"),
-             "--columns", "word,pos", "--epochs", "1", "--output", str(outputs[name]), "--quiet", "model.random_hidden=6", *TINY_MODEL, *extra])
+        run(
+            [
+                "transfer",
+                "--source",
+                str(tiny_run),
+                "--method",
+                "pretrand",
+                "--train",
+                str(FIXTURES / "tiny_pos_train.conll"),
+                "--dev",
+                str(FIXTURES / "tiny_pos_dev.conll"),
+                "--columns",
+                "word,pos",
+                "--epochs",
+                "1",
+                "--output",
+                str(outputs[name]),
+                "--quiet",
+                "model.random_hidden=6",
+                *TINY_MODEL,
+                *extra,
+            ]
+        )
     results = run(["analyze", "absorption", str(outputs["normalised"]), str(outputs["plain"]), "--output", str(tmp_path / "absorption")])
     normalised, plain = results
     assert normalised["setting"].startswith("normalise on") and plain["setting"].startswith("normalise off, learnable u/v off")
@@ -126,10 +163,28 @@ def test_drift_measures_how_far_each_transferred_layer_group_moved_from_the_sour
     outputs = {}
     for method in ("finetune", "features"):
         outputs[method] = tmp_path / method
-        run(["transfer", "--source", str(tiny_run), "--method", method, "--train", str(FIXTURES / "tiny_pos_train.conll"), "--dev", str(FIXTURES / "tiny_pos_dev.conll"),
-             "--columns", "word,pos", "--epochs", "1", "--output", str(outputs[method]), "--quiet", *TINY_MODEL])
-    finetuned, frozen = run(["analyze", "drift", str(outputs["finetune"]), str(outputs["features"]), "--label", "SFT", "--label", "SFE",
-                             "--output", str(tmp_path / "drift")])
+        run(
+            [
+                "transfer",
+                "--source",
+                str(tiny_run),
+                "--method",
+                method,
+                "--train",
+                str(FIXTURES / "tiny_pos_train.conll"),
+                "--dev",
+                str(FIXTURES / "tiny_pos_dev.conll"),
+                "--columns",
+                "word,pos",
+                "--epochs",
+                "1",
+                "--output",
+                str(outputs[method]),
+                "--quiet",
+                *TINY_MODEL,
+            ]
+        )
+    finetuned, frozen = run(["analyze", "drift", str(outputs["finetune"]), str(outputs["features"]), "--label", "SFT", "--label", "SFE", "--output", str(tmp_path / "drift")])
     assert [row["group"] for row in finetuned["groups"]] == ["word_representation", "feature_extractor"]
     assert frozen["total"]["relative_change"] == 0.0 and frozen["total"]["squared_distance"] == 0.0  # SFE trains only its classifier
     assert all(row["relative_change"] > 0 for row in finetuned["groups"])
@@ -160,8 +215,27 @@ def test_drift_finds_its_source_from_elsewhere_and_refuses_one_with_other_weight
     monkeypatch.chdir(tmp_path)
     assert main(tiny_train_arguments(project / "source", epochs=1)) == 0
     monkeypatch.chdir(project)
-    run(["transfer", "--source", "source", "--method", "finetune", "--train", str(FIXTURES / "tiny_pos_train.conll"), "--dev", str(FIXTURES / "tiny_pos_dev.conll"),
-         "--columns", "word,pos", "--epochs", "1", "--output", "target", "--quiet", *TINY_MODEL])
+    run(
+        [
+            "transfer",
+            "--source",
+            "source",
+            "--method",
+            "finetune",
+            "--train",
+            str(FIXTURES / "tiny_pos_train.conll"),
+            "--dev",
+            str(FIXTURES / "tiny_pos_dev.conll"),
+            "--columns",
+            "word,pos",
+            "--epochs",
+            "1",
+            "--output",
+            "target",
+            "--quiet",
+            *TINY_MODEL,
+        ]
+    )
     monkeypatch.chdir(elsewhere)
     assert run(["analyze", "drift", str(project / "target")])[0]["total"]["relative_change"] > 0
     assert main(tiny_train_arguments(elsewhere / "other", epochs=1, seed=7)) == 0
@@ -179,22 +253,46 @@ def test_drift_labels_runs_apart_and_refuses_what_would_mislead(tiny_run, tmp_pa
 
     results = [{"run": "/a/seed-1/run", "label": "FT"}, {"run": "/a/seed-2/run", "label": "FT"}, {"run": "/a/seed-2/lora", "label": "LoRA"}]
     assert [result["label"] for result in distinct_labels(results)] == ["seed-1/run", "seed-2/run", "LoRA"]
-    mixed = [{"groups": [{"group": "embeddings"}, {"group": "layer 1"}, {"group": "layer 2"}]}, {"groups": [{"group": "word_representation"}, {"group": "feature_extractor"}]},
-             {"groups": [{"group": "embeddings"}, {"group": "layer 1"}, {"group": "layer 2"}, {"group": "layer 3"}]}]
+    mixed = [
+        {"groups": [{"group": "embeddings"}, {"group": "layer 1"}, {"group": "layer 2"}]},
+        {"groups": [{"group": "word_representation"}, {"group": "feature_extractor"}]},
+        {"groups": [{"group": "embeddings"}, {"group": "layer 1"}, {"group": "layer 2"}, {"group": "layer 3"}]},
+    ]
     assert all_groups(mixed) == ["embeddings", "layer 1", "layer 2", "layer 3", "word_representation", "feature_extractor"]
     (tmp_path / "a-file").write_text("x", encoding="utf-8")
-    refused = {"the same run is given twice": [str(tiny_run), str(tiny_run)],
-               "--label 'A' names two runs": [str(tiny_run), str(tmp_path), "--label", "A", "--label", "A"],
-               "--output is a file": [str(tiny_run), "--output", str(tmp_path / "a-file")],
-               "--output is a run directory": [str(tiny_run), "--output", str(tiny_run)]}
+    refused = {
+        "the same run is given twice": [str(tiny_run), str(tiny_run)],
+        "--label 'A' names two runs": [str(tiny_run), str(tmp_path), "--label", "A", "--label", "A"],
+        "--output is a file": [str(tiny_run), "--output", str(tmp_path / "a-file")],
+        "--output is a run directory": [str(tiny_run), "--output", str(tiny_run)],
+    }
     for message, arguments in refused.items():
         assert message in error_line(["analyze", "drift", *arguments], capsys)
 
 
 def test_source_only_scores_the_source_model_as_it_is(tiny_run, tmp_path):
     output = tmp_path / "source-only"
-    metrics = run(["transfer", "--source", str(tiny_run), "--method", "source_only", "--train", str(FIXTURES / "tiny_ner_train.conll"),
-                   "--dev", str(FIXTURES / "tiny_ner_test.conll"), "--columns", "word,ner", "--scheme", "iob2", "--output", str(output), "--quiet", *TINY_MODEL])
+    metrics = run(
+        [
+            "transfer",
+            "--source",
+            str(tiny_run),
+            "--method",
+            "source_only",
+            "--train",
+            str(FIXTURES / "tiny_ner_train.conll"),
+            "--dev",
+            str(FIXTURES / "tiny_ner_test.conll"),
+            "--columns",
+            "word,ner",
+            "--scheme",
+            "iob2",
+            "--output",
+            str(output),
+            "--quiet",
+            *TINY_MODEL,
+        ]
+    )
     evaluated = run(["evaluate", str(tiny_run), "--file", str(FIXTURES / "tiny_ner_test.conll"), "--columns", "word,ner", "--scheme", "iob2"])
     assert metrics["dev"]["f1"] == evaluated["f1"] and metrics["history"] == [] and metrics["trainable_parameters"] == 0
     source, copied = load_run(tiny_run), load_run(output)

@@ -105,8 +105,9 @@ def test_training_on_unified_data_trains_every_task_at_every_step(tmp_path, runs
     # task names that are not the files' column names (as the presets' POS, CK, NER, DP)
     unify({"Tag": POS, "Entity": NER, "Tree": DP}, {"Tag": runs["pos"], "Entity": runs["ner"], "Tree": runs["dp"]}, tmp_path / "unified", log=lambda line: None)
     config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump({"model": {"tasks": {"Tag": [], "Entity": ["Tag"], "Tree": ["Tag"]}},
-                                      "multitask": {"data": {"Tag": POS, "Entity": NER, "Tree": DP}, "unified": str(tmp_path / "unified")}}))
+    config.write_text(
+        yaml.safe_dump({"model": {"tasks": {"Tag": [], "Entity": ["Tag"], "Tree": ["Tag"]}}, "multitask": {"data": {"Tag": POS, "Entity": NER, "Tree": DP}, "unified": str(tmp_path / "unified")}})
+    )
     assert main(["train", "--config", str(config), "--output", str(tmp_path / "run"), "--epochs", "2", "--quiet", *TINY_MODEL, *SMALL]) == 0
     log = (tmp_path / "run" / "log.txt").read_text()
     assert "Tag <- custom/pos (14 sentences)" in log and "1 batches per epoch" in log  # 14 unified sentences, one stream
@@ -117,6 +118,7 @@ def test_training_on_unified_data_trains_every_task_at_every_step(tmp_path, runs
 def test_filled_labels_are_scored_against_a_gold_column_of_their_own_file(tmp_path, runs):
     """A NER file that also holds POS tags (as CoNLL-2003): the POS labels filled on its sentences
     are scored against that column, with the filler's metric; a column of another tag set is not."""
+
     def tag(word: str) -> str:
         return "NNP" if word[:1].isupper() else "VBZ"
 
@@ -128,8 +130,12 @@ def test_filled_labels_are_scored_against_a_gold_column_of_their_own_file(tmp_pa
         (tmp_path / name).write_text("\n".join(lines) + "\n")
         return str(tmp_path / name)
 
-    summary = unify({"pos": POS, "ner": {**NER, "train": with_pos_column("tiny_ner_train.conll"), "dev": with_pos_column("tiny_ner_dev.conll"), "columns": ["word", "pos", "ner"]}}, {"pos": runs["pos"], "ner": runs["ner"]},
-                    tmp_path / "unified", log=lambda line: None)
+    summary = unify(
+        {"pos": POS, "ner": {**NER, "train": with_pos_column("tiny_ner_train.conll"), "dev": with_pos_column("tiny_ner_dev.conll"), "columns": ["word", "pos", "ner"]}},
+        {"pos": runs["pos"], "ner": runs["ner"]},
+        tmp_path / "unified",
+        log=lambda line: None,
+    )
     checks = summary["splits"]["train"]["checks"]
     assert [(check["task"], check["column"], check["metric"]) for check in checks] == [("pos", "pos", "accuracy")]  # the NER filler: no other NER column
     filled = [sentence for sentence in read_conllu(tmp_path / "unified" / "train.conllu") if "pos" not in dict(comment.split(" = ", 1) for comment in sentence.comments)["gold"].split()]

@@ -16,8 +16,7 @@ TABBED = "John\tB-person\nke s\tO\n\tO\nloves\tO\n\nParis\tB-location\n😀 \tO\
 
 
 def train_arguments(train, output, *extra):
-    return ["train", "--train", str(train), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--output", str(output),
-            "--quiet", "--epochs", "1", *TINY_MODEL, *extra]
+    return ["train", "--train", str(train), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--output", str(output), "--quiet", "--epochs", "1", *TINY_MODEL, *extra]
 
 
 def test_tab_separated_tokens_keep_their_spaces_and_empty_tokens_are_placeholders(tmp_path):
@@ -47,10 +46,13 @@ def test_predict_prints_the_repair_as_one_warning_line(tiny_run, tmp_path, capsy
     assert len(warnings) == 1 and warnings[0].startswith("seqtransfer: warning: ")
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("\tEU\tB-ORG\nrejects\tO\n", [["EU", "rejects"]]),  # a leading TAB that is indentation
-    ("EU\tB-ORG\n\tO\n", [["EU", EMPTY_TOKEN]]),  # a leading TAB that is an empty token
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("\tEU\tB-ORG\nrejects\tO\n", [["EU", "rejects"]]),  # a leading TAB that is indentation
+        ("EU\tB-ORG\n\tO\n", [["EU", EMPTY_TOKEN]]),  # a leading TAB that is an empty token
+    ],
+)
 def test_leading_tabs_are_told_apart_by_the_column_count(tmp_path, text, expected):
     path = tmp_path / "file.conll"
     path.write_text(text, encoding="utf-8")
@@ -68,12 +70,15 @@ def test_forced_tab_separator_does_not_split_spaces(tmp_path):
         read_conll(path, ["word", "ner"], separator="tab")
 
 
-@pytest.mark.parametrize("tags,scheme,metric", [
-    (["B-person", "I-person", "O", "B-location"], "iob2", "span_f1"),
-    (["I-person", "I-person", "O", "I-location"], "iob1", "span_f1"),
-    (["S-person", "O", "B-location", "E-location"], "bioes", "span_f1"),
-    (["NNP", "VBZ", "NNP", "."], "none", "accuracy"),
-])
+@pytest.mark.parametrize(
+    "tags,scheme,metric",
+    [
+        (["B-person", "I-person", "O", "B-location"], "iob2", "span_f1"),
+        (["I-person", "I-person", "O", "I-location"], "iob1", "span_f1"),
+        (["S-person", "O", "B-location", "E-location"], "bioes", "span_f1"),
+        (["NNP", "VBZ", "NNP", "."], "none", "accuracy"),
+    ],
+)
 def test_scheme_is_inferred_printed_and_saved(tmp_path, capsys, tags, scheme, metric):
     path = tmp_path / "train.conll"
     path.write_text("".join(f"w{index}\t{tag}\n" for index, tag in enumerate(tags)) + "\n" + "".join(f"v{index}\t{tag}\n" for index, tag in enumerate(tags)), encoding="utf-8")

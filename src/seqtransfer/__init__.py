@@ -1,8 +1,8 @@
 """seqtransfer: neural transfer learning for sequence labelling, from news to social media.
 
-    import seqtransfer
-    tagger = seqtransfer.load("runs/wnut17")
-    tagger.predict([["I", "love", "NYC"]])
+import seqtransfer
+tagger = seqtransfer.load("runs/wnut17")
+tagger.predict([["I", "love", "NYC"]])
 """
 
 from seqtransfer.errors import SeqTransferError

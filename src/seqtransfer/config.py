@@ -27,8 +27,24 @@ from seqtransfer.files import load_yaml, read_yaml_mapping
 
 # The public names, those of config_sections.py and config_values.py included (imported back for callers).
 __all__ = [
-    "DataConfig", "ModelConfig", "TrainConfig", "TransferConfig", "MultiTaskConfig", "RunConfig", "YAML11_BOOLEANS", "SCIENTIFIC", "config_from_dict",
-    "load_config", "apply_overrides", "fold_of", "schedule_names", "idle_settings", "check_values", "config_to_dict", "non_default", "result_settings",
+    "DataConfig",
+    "ModelConfig",
+    "TrainConfig",
+    "TransferConfig",
+    "MultiTaskConfig",
+    "RunConfig",
+    "YAML11_BOOLEANS",
+    "SCIENTIFIC",
+    "config_from_dict",
+    "load_config",
+    "apply_overrides",
+    "fold_of",
+    "schedule_names",
+    "idle_settings",
+    "check_values",
+    "config_to_dict",
+    "non_default",
+    "result_settings",
     "dump_config",
 ]
 

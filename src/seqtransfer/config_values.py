@@ -70,8 +70,11 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str | Callable[[], str]]] =
     ("multitask.weight_growth", lambda value: value >= 1.0, "at least 1 (1 = constant weights)"),
     ("multitask.weight_schedule", lambda value: value in ("geometric", "linear", "constant"), "geometric, linear or constant"),
     ("multitask.weight_ramp_epochs", lambda value: value >= 1, "at least 1"),
-    ("multitask.loss_weights", lambda value: value is None or all(isinstance(weight, (int, float)) and not isinstance(weight, bool) and weight > 0 for weight in value.values()),
-     "a mapping of task -> positive weight (or null)"),
+    (
+        "multitask.loss_weights",
+        lambda value: value is None or all(isinstance(weight, (int, float)) and not isinstance(weight, bool) and weight > 0 for weight in value.values()),
+        "a mapping of task -> positive weight (or null)",
+    ),
     ("train.learning_rate", lambda value: value is None or value > 0, "positive"),
     ("train.betas", lambda value: len(value) == 2 and all(isinstance(beta, (int, float)) and not isinstance(beta, bool) and 0.0 <= beta < 1.0 for beta in value), "two numbers in [0, 1)"),
     ("train.momentum", lambda value: 0.0 <= value < 1.0, "in [0, 1)"),
@@ -102,8 +105,11 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str | Callable[[], str]]] =
     ("data.max_sentence_length", lambda value: value is None or value >= 1, "at least 1 (or null for no limit)"),
     ("data.exclude_fold", lambda value: value is None or fold_of(value) is not None, "k/K with 1 <= k <= K and K >= 2, e.g. 1/5 (or null)"),
     ("model.tag_jackknife", lambda value: value == 0 or value >= 2, "0 (off) or a number of folds, at least 2"),
-    ("train.record_activations", lambda value: value is None or all(isinstance(epoch, int) and not isinstance(epoch, bool) and epoch >= 0 for epoch in value),
-     "a list of epoch numbers, 0 = before training (or null)"),
+    (
+        "train.record_activations",
+        lambda value: value is None or all(isinstance(epoch, int) and not isinstance(epoch, bool) and epoch >= 0 for epoch in value),
+        "a list of epoch numbers, 0 = before training (or null)",
+    ),
 ]
 
 
@@ -121,8 +127,7 @@ _IDLE_RULES: tuple[tuple[str, Callable[[RunConfig], bool], str], ...] = (
     ("train.warmup", lambda config: config.train.schedule in ("linear_warmup", "slanted_triangular"), "train.schedule=linear_warmup or slanted_triangular"),
     ("train.learning_rate_decay", lambda config: config.train.schedule in (None, "inverse_time"), "train.schedule=inverse_time"),
     ("model.pair_encoding", lambda config: bool(config.model.encoder), "model.encoder (a Transformer)"),
-    ("model.sentence_reader", lambda config: config.model.architecture.startswith(("sentence_", "encoder_classifier", "encoder_regressor")),
-     "a sentence classification or regression task"),
+    ("model.sentence_reader", lambda config: config.model.architecture.startswith(("sentence_", "encoder_classifier", "encoder_regressor")), "a sentence classification or regression task"),
 )
 
 

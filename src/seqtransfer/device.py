@@ -81,8 +81,10 @@ def peak_memory_megabytes(device: torch.device) -> float | None:
 
 def out_of_memory_error(batch_size: int, what: str, on: str = "GPU") -> SeqTransferError:
     other = "or use --device cpu" if on == "GPU" else "or skip very long sentences (data.max_sentence_length)"
-    return SeqTransferError(f"the {on} ran out of memory {what} with batches of {batch_size} sentences",
-                            hint=f"lower train.evaluation_batch_size (predict and evaluate: --batch-size) or train.batch_size (with --restart), {other}")
+    return SeqTransferError(
+        f"the {on} ran out of memory {what} with batches of {batch_size} sentences",
+        hint=f"lower train.evaluation_batch_size (predict and evaluate: --batch-size) or train.batch_size (with --restart), {other}",
+    )
 
 
 CPU_ALLOCATION_FAILURES = ("DefaultCPUAllocator: can't allocate", "DefaultCPUAllocator: not enough memory")

@@ -79,8 +79,7 @@ def _yaml12_loader():
     class Loader(yaml.SafeLoader):
         pass
 
-    Loader.yaml_implicit_resolvers = {first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:bool"]
-                                      for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+    Loader.yaml_implicit_resolvers = {first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:bool"] for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
     Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
     return Loader
 

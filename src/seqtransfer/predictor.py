@@ -23,12 +23,10 @@ from seqtransfer.training.precision import resolve_precision
 def check_tokens(sentence, number: int) -> list[str]:
     """A sentence given as tokens: a list or tuple of non-empty strings."""
     if not isinstance(sentence, (list, tuple)):
-        raise SeqTransferError(f"sentence {number} is a {type(sentence).__name__}, not a list of tokens or a string",
-                               hint='pass e.g. [["I", "love", "NYC"]] or ["I love NYC"]')
+        raise SeqTransferError(f"sentence {number} is a {type(sentence).__name__}, not a list of tokens or a string", hint='pass e.g. [["I", "love", "NYC"]] or ["I love NYC"]')
     for position, token in enumerate(sentence, start=1):
         if not isinstance(token, str) or not token or token.isspace():
-            raise SeqTransferError(f"token {position} of sentence {number} is {token!r}: tokens must be non-empty strings",
-                                   hint="remove empty tokens and convert the others to str")
+            raise SeqTransferError(f"token {position} of sentence {number} is {token!r}: tokens must be non-empty strings", hint="remove empty tokens and convert the others to str")
     return list(sentence)
 
 
@@ -65,11 +63,12 @@ class Predictor:
         if isinstance(sentences, str):
             sentences = [sentences]
         if not isinstance(sentences, (list, tuple)):
-            raise SeqTransferError(f"expected a list of sentences, got {type(sentences).__name__}",
-                                   hint='pass e.g. [["I", "love", "NYC"]] or ["I love NYC"]')
+            raise SeqTransferError(f"expected a list of sentences, got {type(sentences).__name__}", hint='pass e.g. [["I", "love", "NYC"]] or ["I love NYC"]')
         if looks_like_one_tokenised_sentence(sentences):
-            warn(f"predict got {len(sentences)} strings of one word each: each string is a sentence, so this tags {len(sentences)} one-word sentences; "
-                 f"for one tokenised sentence pass a list of token lists, e.g. [{list(sentences[:3])!r}]")
+            warn(
+                f"predict got {len(sentences)} strings of one word each: each string is a sentence, so this tags {len(sentences)} one-word sentences; "
+                f"for one tokenised sentence pass a list of token lists, e.g. [{list(sentences[:3])!r}]"
+            )
         tokens = [self.tokenize(sentence) if isinstance(sentence, str) else check_tokens(sentence, number) for number, sentence in enumerate(sentences, start=1)]
         for number, sentence in enumerate(tokens, start=1):
             if not sentence:
@@ -81,8 +80,7 @@ class Predictor:
         model never saw are warned about."""
         return model_words(tokens, self.known_script, self.transliterate)
 
-    def predict_raw(self, sentences: Sequence[Sequence[str] | str], tags: Sequence[Sequence[str]] | None = None, checked: bool = False,
-                    cache_features: bool = False) -> list:
+    def predict_raw(self, sentences: Sequence[Sequence[str] | str], tags: Sequence[Sequence[str]] | None = None, checked: bool = False, cache_features: bool = False) -> list:
         """Predictions as the task kind holds them (label lists, trees); ``tags``: input tags, for a
         model that reads them and has no tagger of its own (``model.tag_feature``); ``checked``:
         the tokens are already the model's words (``model_words``); ``cache_features``: a frozen
@@ -97,8 +95,7 @@ class Predictor:
             return predict_labels(self.run.model, encoded, self.run.vocabularies.task_labels or self.run.vocabularies.labels, self.batch_size, self.amp)
 
 
-def load(run_directory: str | Path, tokenizer: str = "whitespace", device: str = "auto", batch_size: int = 256, transliterate: str | None = None,
-         amp: str = "off") -> Predictor:
+def load(run_directory: str | Path, tokenizer: str = "whitespace", device: str = "auto", batch_size: int = 256, transliterate: str | None = None, amp: str = "off") -> Predictor:
     """Load a run directory written by ``seqtransfer train`` onto ``device`` (auto: the first GPU,
     else the CPU); ``transliterate="sr"`` reads Serbian Cyrillic input as Latin script; ``amp``: a
     fine-tuned encoder's precision (``off``: fp32, ``bf16``, ``fp16`` on CUDA, ``auto``: a CUDA
@@ -113,8 +110,7 @@ def load(run_directory: str | Path, tokenizer: str = "whitespace", device: str =
 def looks_like_one_tokenised_sentence(sentences: Sequence) -> bool:
     """``["I", "love", "NYC"]``: several strings, none holding a space: most likely one sentence's
     tokens passed without the outer list (it is read as that many one-word sentences)."""
-    return len(sentences) > 1 and all(isinstance(sentence, str) and sentence.strip() and not any(character.isspace() for character in sentence.strip())
-                                      for sentence in sentences)
+    return len(sentences) > 1 and all(isinstance(sentence, str) and sentence.strip() and not any(character.isspace() for character in sentence.strip()) for sentence in sentences)
 
 
 def check_batch_size(batch_size) -> None:
@@ -145,8 +141,7 @@ class VotingPredictor:
     label probability is higher); ``average``: the arg-max of their averaged label distributions;
     one model (``single``) predicts alone."""
 
-    def __init__(self, members: list[Path], combination: str, tokenizer: str, device: str, batch_size: int, transliterate: str | None = None,
-                 amp: str = "off") -> None:
+    def __init__(self, members: list[Path], combination: str, tokenizer: str, device: str, batch_size: int, transliterate: str | None = None, amp: str = "off") -> None:
         self.members = [Predictor(load_run(member, device), tokenizer, batch_size, transliterate, amp) for member in members]
         self.combination = combination
         self.run, self.kind, self.tokenize = self.members[0].run, self.members[0].kind, self.members[0].tokenize
@@ -158,8 +153,7 @@ class VotingPredictor:
     def tokenized(self, sentences):
         return self.members[0].tokenized(sentences)
 
-    def predict_raw(self, sentences: Sequence[Sequence[str] | str], tags: Sequence[Sequence[str]] | None = None, checked: bool = False,
-                    cache_features: bool = False) -> list[list[str]]:
+    def predict_raw(self, sentences: Sequence[Sequence[str] | str], tags: Sequence[Sequence[str]] | None = None, checked: bool = False, cache_features: bool = False) -> list[list[str]]:
         from seqtransfer.workflows.combination import combine, vote
 
         tokens = self.tokenized(sentences)

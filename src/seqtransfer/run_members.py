@@ -23,13 +23,11 @@ def read_members(directory: str | Path) -> tuple[list[Path], str] | None:
         return None
     path = Path(directory) / MEMBERS
     members = described.get("members")
-    if not isinstance(members, list) or not members or not all(isinstance(member, str) for member in members) \
-            or described.get("combination") not in COMBINATIONS:
+    if not isinstance(members, list) or not members or not all(isinstance(member, str) for member in members) or described.get("combination") not in COMBINATIONS:
         raise SeqTransferError(f"members.json must list 'members' and a 'combination' ({', '.join(COMBINATIONS)})", path=path, hint=MEMBERS_HINT)
     for member in members:
         if not (path.parent / member).is_dir():
-            raise SeqTransferError(f"its model {member} is not there", path=path,
-                                   hint="keep the folder and its runs together (members.json names them relative to it), or make it again")
+            raise SeqTransferError(f"its model {member} is not there", path=path, hint="keep the folder and its runs together (members.json names them relative to it), or make it again")
     return [path.parent / member for member in members], described["combination"]
 
 

@@ -74,8 +74,7 @@ def writer_lock(directory: Path) -> Iterator[None]:
     import fcntl  # POSIX; the lock file is removed when the run ends
 
     directory.mkdir(parents=True, exist_ok=True)
-    busy = SeqTransferError("another seqtransfer process is training into this run directory", path=directory,
-                            hint="wait for it to finish, or choose another --output")
+    busy = SeqTransferError("another seqtransfer process is training into this run directory", path=directory, hint="wait for it to finish, or choose another --output")
     handle = open(directory / LOCK, "w")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -342,8 +341,11 @@ def check_finite(state: dict[str, torch.Tensor], path: Path) -> None:
     """Weights holding NaN or infinity predict garbage with a straight face: refuse them."""
     broken = [name for name, tensor in state.items() if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all())]
     if broken:
-        raise SeqTransferError(f"{len(broken)} weight tensor(s) hold NaN or infinite values ({', '.join(broken[:3])}{', ...' if len(broken) > 3 else ''})",
-                               path=path, hint="the run diverged or the file was changed: train it again (--restart)")
+        raise SeqTransferError(
+            f"{len(broken)} weight tensor(s) hold NaN or infinite values ({', '.join(broken[:3])}{', ...' if len(broken) > 3 else ''})",
+            path=path,
+            hint="the run diverged or the file was changed: train it again (--restart)",
+        )
 
 
 def load_run(directory: str | Path, device: str | None = "cpu") -> LoadedRun:

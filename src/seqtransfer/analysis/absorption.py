@@ -65,8 +65,8 @@ def describe_run(directory: str | Path, split: str = "dev", data_dir: str | None
     return {
         "run": str(directory),
         "setting": f"normalise {'on' if config.normalize_branches else 'off'}{f' x{config.normalized_scale:g}' if config.normalized_scale != 1.0 else ''}, "
-                   f"learnable u/v {'on' if config.branch_weighting else 'off'}, "
-                   f"random++ {'on' if run.config.transfer.random_plus_plus else 'off'}",
+        f"learnable u/v {'on' if config.branch_weighting else 'off'}, "
+        f"random++ {'on' if run.config.transfer.random_plus_plus else 'off'}",
         "tokens": int(len(gold)),
         "weights": {name: {"mean_absolute": float(np.abs(values).mean()), "std": float(values.std())} for name, values in weights.items()},
         "outputs": {name: {"mean_norm": float(norms[name].mean()), "std": float(values.std())} for name, values in (("pretrained", pretrained), ("random", random))},
@@ -103,18 +103,36 @@ def absorption_figure(results: list[dict]):
 
 
 def markdown(results: list[dict]) -> str:
-    header = ["run", "setting", "mean abs w (pre / rand)", "mean score norm (pre / rand)", "random share", "combined range", "mean top prob",
-              "acc. pre / rand / model", "decided like pre / rand", "u / v"]
+    header = [
+        "run",
+        "setting",
+        "mean abs w (pre / rand)",
+        "mean score norm (pre / rand)",
+        "random share",
+        "combined range",
+        "mean top prob",
+        "acc. pre / rand / model",
+        "decided like pre / rand",
+        "u / v",
+    ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in results:
-        lines.append(" | ".join([
-            f"| {Path(r['run']).name}", r["setting"],
-            f"{r['weights']['pretrained']['mean_absolute']:.3f} / {r['weights']['random']['mean_absolute']:.3f}",
-            f"{r['outputs']['pretrained']['mean_norm']:.2f} / {r['outputs']['random']['mean_norm']:.2f}",
-            f"{r['random_share']:.2f}", f"[{r['combined']['min']:.2f}, {r['combined']['max']:.2f}]", f"{r['combined']['mean_top_probability']:.3f}",
-            f"{r['branch_accuracy']['pretrained']:.2f} / {r['branch_accuracy']['random']:.2f} / {r['model_accuracy']:.2f}",
-            f"{r['decided_like']['pretrained']:.1f} / {r['decided_like']['random']:.1f}",
-            f"{r['u_v']['u_mean']:.2f} / {r['u_v']['v_mean']:.2f} |"]))
+        lines.append(
+            " | ".join(
+                [
+                    f"| {Path(r['run']).name}",
+                    r["setting"],
+                    f"{r['weights']['pretrained']['mean_absolute']:.3f} / {r['weights']['random']['mean_absolute']:.3f}",
+                    f"{r['outputs']['pretrained']['mean_norm']:.2f} / {r['outputs']['random']['mean_norm']:.2f}",
+                    f"{r['random_share']:.2f}",
+                    f"[{r['combined']['min']:.2f}, {r['combined']['max']:.2f}]",
+                    f"{r['combined']['mean_top_probability']:.3f}",
+                    f"{r['branch_accuracy']['pretrained']:.2f} / {r['branch_accuracy']['random']:.2f} / {r['model_accuracy']:.2f}",
+                    f"{r['decided_like']['pretrained']:.1f} / {r['decided_like']['random']:.1f}",
+                    f"{r['u_v']['u_mean']:.2f} / {r['u_v']['v_mean']:.2f} |",
+                ]
+            )
+        )
     return "\n".join(lines) + "\n"
 
 

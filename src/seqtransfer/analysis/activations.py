@@ -138,7 +138,8 @@ def list_recordings(run_directory: str | Path) -> tuple[list[list[str]], list[Re
     folder = Path(run_directory) / FOLDER
     if not (folder / TOKENS_FILE).is_file():
         raise SeqTransferError(
-            "this run has no recorded activations", path=folder,
+            "this run has no recorded activations",
+            path=folder,
             hint="train it with train.record_activations=[0,5,10,15,20] (0 = before fine-tuning)",
         )
     sentences = read_json(folder / TOKENS_FILE)["sentences"]

@@ -115,15 +115,30 @@ def transfer_by_size(points: list[CurvePoint], reference: str, split: str = "dev
     result = []
     for (dataset, size, method), values in sorted(rows.items()):
         array = np.array(values)
-        result.append({"dataset": dataset, "size": size, "method": method, "reference": reference, "seeds": len(values),
-                       "positive_transfer": float(array[:, 0].mean()), "negative_transfer": float(array[:, 1].mean()), "gain": float(array[:, 2].mean()),
-                       "positive_transfer_std": float(array[:, 0].std()), "negative_transfer_std": float(array[:, 1].std()), "gain_std": float(array[:, 2].std())})
+        result.append(
+            {
+                "dataset": dataset,
+                "size": size,
+                "method": method,
+                "reference": reference,
+                "seeds": len(values),
+                "positive_transfer": float(array[:, 0].mean()),
+                "negative_transfer": float(array[:, 1].mean()),
+                "gain": float(array[:, 2].mean()),
+                "positive_transfer_std": float(array[:, 0].std()),
+                "negative_transfer_std": float(array[:, 1].std()),
+                "gain_std": float(array[:, 2].std()),
+            }
+        )
     return result
 
 
 def transfer_markdown(rows: list[dict]) -> str:
     """One row per (dataset, size, method): PT, NT and gain, mean ± population std over the seeds."""
     lines = ["| dataset | training sentences | method | vs | seeds | PT % | NT % | gain % |", "|:---|---:|:---|:---|---:|---:|---:|---:|"]
-    lines += [f"| {row['dataset']} | {row['size']} | {row['method']} | {row['reference']} | {row['seeds']} | {row['positive_transfer']:.2f} ± {row['positive_transfer_std']:.2f} | "
-              f"{row['negative_transfer']:.2f} ± {row['negative_transfer_std']:.2f} | {row['gain']:+.2f} ± {row['gain_std']:.2f} |" for row in rows]
+    lines += [
+        f"| {row['dataset']} | {row['size']} | {row['method']} | {row['reference']} | {row['seeds']} | {row['positive_transfer']:.2f} ± {row['positive_transfer_std']:.2f} | "
+        f"{row['negative_transfer']:.2f} ± {row['negative_transfer_std']:.2f} | {row['gain']:+.2f} ± {row['gain_std']:.2f} |"
+        for row in rows
+    ]
     return "\n".join(lines) + "\n"

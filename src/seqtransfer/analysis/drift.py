@@ -56,8 +56,7 @@ def encoder_states(run) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor
     _, pretrained = load_encoder(run.config.model.encoder)
     final = plain_state(run.model)
     held = stored_names(encoder_path(run.config.model.encoder), pretrained.base_model_prefix)
-    start = {f"encoder.{name}": tensor for name, tensor in pretrained.state_dict().items()
-             if tensor.is_floating_point() and not unread_weight(name) and (held is None or name in held)}
+    start = {f"encoder.{name}": tensor for name, tensor in pretrained.state_dict().items() if tensor.is_floating_point() and not unread_weight(name) and (held is None or name in held)}
     return start, {name: final[name] for name in start if name in final}
 
 
@@ -67,8 +66,7 @@ def check_same_encoder(run) -> None:
     from seqtransfer.rundir import ENCODER_HINT, encoder_is_the_runs
 
     if not encoder_is_the_runs(run.config.model):
-        raise SeqTransferError(f"the encoder at {run.config.model.encoder} is not the one this run was fine-tuned from: drift would measure from other weights", path=run.directory,
-                               hint=ENCODER_HINT)
+        raise SeqTransferError(f"the encoder at {run.config.model.encoder} is not the one this run was fine-tuned from: drift would measure from other weights", path=run.directory, hint=ENCODER_HINT)
 
 
 def stored_names(folder: Path, base_prefix: str) -> set[str] | None:
@@ -107,8 +105,11 @@ def source_states(run) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]
     else:
         prefixes = scheme_prefixes(run.model, get_scheme(run.config.transfer.scheme))
     source, final = plain_state(source_model), plain_state(run.model)
-    names = [name for name in final if name.startswith(prefixes) and name in source and name not in EMBEDDING_TABLES and not unread_weight(name)
-             and final[name].shape == source[name].shape and final[name].is_floating_point()]
+    names = [
+        name
+        for name in final
+        if name.startswith(prefixes) and name in source and name not in EMBEDDING_TABLES and not unread_weight(name) and final[name].shape == source[name].shape and final[name].is_floating_point()
+    ]
     encoder = {name: group_name(name) for name in names if name.startswith("encoder.")}  # the encoder's state order: embeddings, then its layers
     kept = set(names)
     others = {name: group_name(group) for group, members in layer_groups(run.model) for name in members if name in kept and not name.startswith("encoder.")}
@@ -130,8 +131,11 @@ def measure_drift(directory: str | Path, label: str | None = None) -> dict:
         group_of = {name: group_name(name) for name in end}  # the pretrained encoder's order: embeddings, then its layers
         origin = f"pretrained encoder {Path(str(config.model.encoder)).name}"
     else:
-        raise SeqTransferError("this run's weights started random (or it read frozen encoder features): nothing to compare them with", path=directory,
-                               hint="pass a run that fine-tuned model.encoder, or one trained with transfer.source")
+        raise SeqTransferError(
+            "this run's weights started random (or it read frozen encoder features): nothing to compare them with",
+            path=directory,
+            hint="pass a run that fine-tuned model.encoder, or one trained with transfer.source",
+        )
     if not end:
         raise SeqTransferError("the run shares no weight with where it started", path=directory, hint="pass a run whose scheme transfers weights")
     groups: dict[str, dict] = {}
@@ -141,7 +145,7 @@ def measure_drift(directory: str | Path, label: str | None = None) -> dict:
         row["tensors"] += 1
         row["weights"] += final.numel()
         row["squared_distance"] += float(((final.to(torch.float64) - initial) ** 2).sum())
-        row["squared_norm"] += float((initial ** 2).sum())
+        row["squared_norm"] += float((initial**2).sum())
     rows = list(groups.values())
     total = {"group": "all", **{key: sum(row[key] for row in rows) for key in ("tensors", "weights", "squared_distance", "squared_norm")}}
     for row in (*rows, total):
@@ -195,10 +199,12 @@ def all_groups(results: list[dict]) -> list[str]:
 def markdown(results: list[dict]) -> str:
     """Relative change (%) per layer group, a column per run; the squared distance of all the weights below."""
     groups = all_groups(results)
-    lines = ["| layer group | " + " | ".join(result["label"] for result in results) + " |",
-             "|---|" + "---:|" * len(results),
-             "| *run* | " + " | ".join(Path(result["run"]).name for result in results) + " |",
-             "| *from* | " + " | ".join(result["start"] for result in results) + " |"]
+    lines = [
+        "| layer group | " + " | ".join(result["label"] for result in results) + " |",
+        "|---|" + "---:|" * len(results),
+        "| *run* | " + " | ".join(Path(result["run"]).name for result in results) + " |",
+        "| *from* | " + " | ".join(result["start"] for result in results) + " |",
+    ]
     for group in groups:
         cells = [next((percent(row["relative_change"]) for row in result["groups"] if row["group"] == group), "–") for result in results]
         lines.append(f"| {group} | " + " | ".join(cells) + " |")
@@ -223,8 +229,7 @@ def drift_figure(results: list[dict]):
     for index, result in enumerate(results):
         changes = {row["group"]: row["relative_change"] for row in result["groups"] if row["relative_change"] is not None}
         positions = [position for position, group in enumerate(groups) if group in changes]
-        axis.plot(positions, [changes[groups[position]] for position in positions], MARKERS[index % len(MARKERS)] + ("-" if index < 10 else "--"),
-                  color=colours[index], label=result["label"])
+        axis.plot(positions, [changes[groups[position]] for position in positions], MARKERS[index % len(MARKERS)] + ("-" if index < 10 else "--"), color=colours[index], label=result["label"])
     axis.set_yscale("symlog", linthresh=0.01)
     axis.set_xticks(range(len(groups)), groups, rotation=30, fontsize=8)
     axis.set_ylabel("||W - W0|| / ||W0|| (%)")

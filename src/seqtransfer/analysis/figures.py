@@ -1,11 +1,11 @@
 """The analysis figures, drawn with matplotlib's object API (no pyplot state) and saved as PNG + SVG.
 
-    transfer_bars          PT (blue) / NT (red) per dataset, one panel per method   Figures 6, 11
-    correlation_heatmap    C[j, t] after (rows) x before (columns)                  Figure 7
-    top_words_table        top-k words of one unit over the recorded epochs         Figures 8, 9
-    class_improvement      sorted per-class gain of one run over another            Figure 12
-    learning_curves        score vs training-set size, the gap between two methods  Figure 13
-    cost_tradeoff          score vs trainable parameters and time, per method and target (reports)
+transfer_bars          PT (blue) / NT (red) per dataset, one panel per method   Figures 6, 11
+correlation_heatmap    C[j, t] after (rows) x before (columns)                  Figure 7
+top_words_table        top-k words of one unit over the recorded epochs         Figures 8, 9
+class_improvement      sorted per-class gain of one run over another            Figure 12
+learning_curves        score vs training-set size, the gap between two methods  Figure 13
+cost_tradeoff          score vs trainable parameters and time, per method and target (reports)
 """
 
 from __future__ import annotations
@@ -162,8 +162,9 @@ def draw_curves(axis, points: list[CurvePoint], methods: tuple[str, str] | None)
         first, second = curves[names[0]], curves[names[1]]
         shared = np.intersect1d(first[0], second[0])
         if len(shared) > 1:
-            axis.fill_between(shared, first[1][np.isin(first[0], shared)], second[1][np.isin(second[0], shared)], facecolor="none", edgecolor="grey",
-                              hatch="//", linewidth=0, label=f"gap: {names[1]} − {names[0]}")
+            axis.fill_between(
+                shared, first[1][np.isin(first[0], shared)], second[1][np.isin(second[0], shared)], facecolor="none", edgecolor="grey", hatch="//", linewidth=0, label=f"gap: {names[1]} − {names[0]}"
+            )
     axis.set_xlabel("target training sentences")
     axis.set_ylabel("score (%)")
     axis.grid(alpha=0.3)
@@ -178,7 +179,7 @@ def transfer_by_size_figure(rows: list[dict]) -> Figure:
         for method in dict.fromkeys(row["method"] for row in rows if row["dataset"] == dataset):
             chosen = [row for row in rows if row["dataset"] == dataset and row["method"] == method]
             sizes = [row["size"] for row in chosen]
-            line, = axis.plot(sizes, [row["positive_transfer"] for row in chosen], marker="o", label=f"{method} PT")
+            (line,) = axis.plot(sizes, [row["positive_transfer"] for row in chosen], marker="o", label=f"{method} PT")
             axis.plot(sizes, [row["negative_transfer"] for row in chosen], marker="x", linestyle="--", color=line.get_color(), label=f"{method} NT")
         axis.set_title(f"{dataset}: vs {rows[0]['reference']}", fontsize=9)
         axis.set_xlabel("target training sentences")

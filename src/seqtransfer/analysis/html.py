@@ -95,11 +95,22 @@ def overall_table(comparisons: list[TransferComparison]) -> str:
     rows = []
     for comparison in comparisons:
         counts = comparison.overall
-        rows.append([
-            escape(comparison.dataset), escape(comparison.reference_method), escape(comparison.transferred_method), escape(comparison.split),
-            counts.tokens, counts.corrected, counts.falsified, counts.positive_transfer, counts.negative_transfer, counts.gain,
-            counts.percent(counts.correct_reference), counts.percent(counts.correct_transferred),
-        ])
+        rows.append(
+            [
+                escape(comparison.dataset),
+                escape(comparison.reference_method),
+                escape(comparison.transferred_method),
+                escape(comparison.split),
+                counts.tokens,
+                counts.corrected,
+                counts.falsified,
+                counts.positive_transfer,
+                counts.negative_transfer,
+                counts.gain,
+                counts.percent(counts.correct_reference),
+                counts.percent(counts.correct_transferred),
+            ]
+        )
     return table(headers, rows)
 
 
@@ -119,8 +130,7 @@ def collapsed(summary: str, body: str) -> str:
 
 def example_rows(tokens: list[FalsifiedToken]) -> list[list]:
     return [
-        [f"<b>{escape(t.token)}</b>", escape(t.gold), escape(t.reference_label), escape(t.transferred_label),
-         f"{escape(t.left)} <mark>{escape(t.token)}</mark> {escape(t.right)}", t.sentence + 1]
+        [f"<b>{escape(t.token)}</b>", escape(t.gold), escape(t.reference_label), escape(t.transferred_label), f"{escape(t.left)} <mark>{escape(t.token)}</mark> {escape(t.right)}", t.sentence + 1]
         for t in tokens[:MAX_EXAMPLES]
     ]
 
@@ -138,13 +148,16 @@ def falsified_section(comparison: TransferComparison) -> str:
 
 
 def comparison_section(comparison: TransferComparison, number: int) -> str:
-    return "\n".join([
-        f'<h3 id="comparison-{number}">{escape(comparison.title)} ({escape(comparison.split)})</h3>',
-        f'<p class="note">reference {escape(comparison.reference)} &middot; transferred {escape(comparison.transferred)}</p>',
-        embedded_figure(figures.class_improvement(comparison), f"Per-class accuracy improvement of {comparison.transferred_method} over {comparison.reference_method}, sorted (Figure 12)."),
-        collapsed(f"Per gold class ({len(comparison.per_class)} classes; click a column to sort)", class_table(comparison)),
-        "<h4>Falsified tokens by mistake type (Table 3)</h4>", falsified_section(comparison),
-    ])
+    return "\n".join(
+        [
+            f'<h3 id="comparison-{number}">{escape(comparison.title)} ({escape(comparison.split)})</h3>',
+            f'<p class="note">reference {escape(comparison.reference)} &middot; transferred {escape(comparison.transferred)}</p>',
+            embedded_figure(figures.class_improvement(comparison), f"Per-class accuracy improvement of {comparison.transferred_method} over {comparison.reference_method}, sorted (Figure 12)."),
+            collapsed(f"Per gold class ({len(comparison.per_class)} classes; click a column to sort)", class_table(comparison)),
+            "<h4>Falsified tokens by mistake type (Table 3)</h4>",
+            falsified_section(comparison),
+        ]
+    )
 
 
 def transfer_section(comparisons: list[TransferComparison]) -> str:
@@ -158,7 +171,8 @@ def neuron_section(analysis: NeuronAnalysis, units: list[int]) -> str:
     summary = analysis.summary()
     parts = [
         '<h2 id="neurons">Units of the feature extractor</h2>',
-        f'<p class="note">run {escape(analysis.run)}: charge = Pearson correlation of each unit after ({escape(analysis.after.name)}) with itself before ({escape(analysis.before.name)}) fine-tuning, over {analysis.token_count} dev tokens.</p>',
+        f'<p class="note">run {escape(analysis.run)}: charge = Pearson correlation of each unit after ({escape(analysis.after.name)}) '
+        f"with itself before ({escape(analysis.before.name)}) fine-tuning, over {analysis.token_count} dev tokens.</p>",
         table(["measure", "value"], [[escape(name), value] for name, value in summary.items() if name not in ("before", "after")], sortable=False, digits=3),
         embedded_figure(figures.correlation_heatmap(analysis.correlation, "after (rows) vs before (columns)"), "Correlation between units after and before fine-tuning (Figure 7)."),
     ]
@@ -171,11 +185,13 @@ def neuron_section(analysis: NeuronAnalysis, units: list[int]) -> str:
 
 def curve_section(points: list[CurvePoint]) -> str:
     rows = [[escape(point.method), point.size, point.score, escape(point.run)] for point in points]
-    return "\n".join([
-        '<h2 id="curves">Score vs target training-set size</h2>',
-        embedded_figure(figures.learning_curves(points), "Score against target training sentences, bands: ± one std over seeds; hatched (two methods only): the gap between them (Figure 13)."),
-        table(["method", "training sentences", "score", "run"], rows),
-    ])
+    return "\n".join(
+        [
+            '<h2 id="curves">Score vs target training-set size</h2>',
+            embedded_figure(figures.learning_curves(points), "Score against target training sentences, bands: ± one std over seeds; hatched (two methods only): the gap between them (Figure 13)."),
+            table(["method", "training sentences", "score", "run"], rows),
+        ]
+    )
 
 
 def ablation_section(result: dict) -> str:
@@ -184,13 +200,15 @@ def ablation_section(result: dict) -> str:
 
     lower = result["lower_task"]
     rows = [[escape(task), item["unit"], item["drop"], escape(item["class"]), escape(", ".join(item["top_words"]))] for task, item in result["most_important"].items()]
-    return "\n".join([
-        f'<h2 id="units">Units of h_{escape(lower)} in the multi-task model</h2>',
-        f'<p class="note">Each unit of the {escape(lower)} branch states had its outgoing weights set to zero, one at a time; each task was scored on its '
-        f'{escape(result["split"])} set. Colour: the largest drop of a class score (per-class F1) against the intact model.</p>',
-        embedded_figure(drops_figure(result), f"Max class-score drop per task when ablating each unit of h_{lower} (MuTSPad Figure 2)."),
-        table(["task", "most important unit", "max class drop", "class", "words activating it most"], rows),
-    ])
+    return "\n".join(
+        [
+            f'<h2 id="units">Units of h_{escape(lower)} in the multi-task model</h2>',
+            f'<p class="note">Each unit of the {escape(lower)} branch states had its outgoing weights set to zero, one at a time; each task was scored on its '
+            f"{escape(result['split'])} set. Colour: the largest drop of a class score (per-class F1) against the intact model.</p>",
+            embedded_figure(drops_figure(result), f"Max class-score drop per task when ablating each unit of h_{lower} (MuTSPad Figure 2)."),
+            table(["task", "most important unit", "max class drop", "class", "words activating it most"], rows),
+        ]
+    )
 
 
 def probes_section(result: dict) -> str:
@@ -199,12 +217,14 @@ def probes_section(result: dict) -> str:
 
     rows = [[layer, *(result[which][layer] for which in ("before", "after") if which in result)] for layer in range(result["layers"])]
     headers = ["layer", *(f"{which} fine-tuning" for which in ("before", "after") if which in result)]
-    return "\n".join([
-        '<h2 id="probes">Encoder layers: diagnostic probes</h2>',
-        f'<p class="note">{escape(probe_description(result))}</p>',
-        embedded_figure(probes_figure(result), "Probe score per encoder layer (0 = embeddings)."),
-        table(headers, rows),
-    ])
+    return "\n".join(
+        [
+            '<h2 id="probes">Encoder layers: diagnostic probes</h2>',
+            f'<p class="note">{escape(probe_description(result))}</p>',
+            embedded_figure(probes_figure(result), "Probe score per encoder layer (0 = embeddings)."),
+            table(headers, rows),
+        ]
+    )
 
 
 def drift_section(results: list[dict]) -> str:
@@ -217,33 +237,40 @@ def drift_section(results: list[dict]) -> str:
     rows = [[escape(group), *(change.get(group, "") for change in changes)] for group in groups]
     rows.append(["all", *("" if result["total"]["relative_change"] is None else result["total"]["relative_change"] for result in results)])
     runs = "; ".join(f"{result['label']}: {result['run']} (from the {result['start']})" for result in results)
-    return "\n".join([
-        '<h2 id="drift">How far training moved each layer group</h2>',
-        '<p class="note">||W - W0|| / ||W0|| (%) of each layer group against where the run started: a fine-tuned encoder&#x27;s pretrained weights, '
-        'a sequential-transfer run&#x27;s source weights. New heads, the adapters&#x27; own matrices, the BiLSTM&#x27;s word and character tables, '
-        f'the pooler and weights the encoder folder lacks are left out. Runs: {escape(runs)}.</p>',
-        embedded_figure(drift_figure(results), "Relative change per layer group, bottom to top (symmetric log scale)."),
-        table(["layer group", *(result["label"] for result in results)], rows, digits=3),
-    ])
+    return "\n".join(
+        [
+            '<h2 id="drift">How far training moved each layer group</h2>',
+            '<p class="note">||W - W0|| / ||W0|| (%) of each layer group against where the run started: a fine-tuned encoder&#x27;s pretrained weights, '
+            "a sequential-transfer run&#x27;s source weights. New heads, the adapters&#x27; own matrices, the BiLSTM&#x27;s word and character tables, "
+            f"the pooler and weights the encoder folder lacks are left out. Runs: {escape(runs)}.</p>",
+            embedded_figure(drift_figure(results), "Relative change per layer group, bottom to top (symmetric log scale)."),
+            table(["layer group", *(result["label"] for result in results)], rows, digits=3),
+        ]
+    )
 
 
 def layer_mix_section(results: list[dict]) -> str:
     """Which encoder layers each run uses: the softmax weights of its scalar mix, a column per layer."""
     layers = max(len(result["weights"]) for result in results)
     rows = [[escape(result["label"]), *result["weights"], *([""] * (layers - len(result["weights"]))), result["gamma"], escape(result["mode"])] for result in results]
-    return "\n".join([
-        '<h2 id="layers">Which encoder layers each task uses</h2>',
-        '<p class="note">The learned scalar mix gamma * sum_l softmax(s)_l h_l of each run (Peters et al. 2018): softmax(s) per layer, '
-        'layer 0 being the embeddings (a Transformer) or the character CNN (our recurrent LM).</p>',
-        embedded_figure(mix_figure(results), "Softmax weight of each encoder layer, per run."),
-        table(["run", *(f"layer {layer}" for layer in range(layers)), "gamma", "encoder mode"], rows, digits=3),
-    ])
+    return "\n".join(
+        [
+            '<h2 id="layers">Which encoder layers each task uses</h2>',
+            '<p class="note">The learned scalar mix gamma * sum_l softmax(s)_l h_l of each run (Peters et al. 2018): softmax(s) per layer, '
+            "layer 0 being the embeddings (a Transformer) or the character CNN (our recurrent LM).</p>",
+            embedded_figure(mix_figure(results), "Softmax weight of each encoder layer, per run."),
+            table(["run", *(f"layer {layer}" for layer in range(layers)), "gamma", "encoder mode"], rows, digits=3),
+        ]
+    )
 
 
 def probe_description(result: dict) -> str:
     """What the probes learnt from what, and how they are scored."""
     if result.get("metric") == "pearson":
-        return f"A ridge regression per layer learns the run's scores from that layer's sentence vectors (the mean of its token vectors; a pair's [u; v; |u - v|; u * v]); Pearson's r x 100 on {result['split']}."
+        return (
+            "A ridge regression per layer learns the run's scores from that layer's sentence vectors "
+            f"(the mean of its token vectors; a pair's [u; v; |u - v|; u * v]); Pearson's r x 100 on {result['split']}."
+        )
     if result.get("labels") is not None and result.get("sentence"):
         return f"A logistic regression per layer learns the run's sentence labels from that layer's sentence vectors; accuracy on {result['split']}."
     return f"A logistic regression per layer learns the run's labels from that layer's token vectors; token accuracy on {result['split']}."
@@ -255,9 +282,11 @@ def similarity_section(result: dict) -> str:
 
     measure = result["measure"]
     names = list(result["table"][measure])
-    parts = ['<h2 id="similarity">Distances between corpora</h2>',
-             f'<p class="note">Rows: P (target); columns: Q (source). Tokens: {escape(", ".join(f"{name} {count:,}" for name, count in result["tokens"].items()))}.</p>',
-             embedded_figure(heatmap_figure(result["table"], measure), f"{MEASURES[measure][0]} between every pair of corpora.")]
+    parts = [
+        '<h2 id="similarity">Distances between corpora</h2>',
+        f'<p class="note">Rows: P (target); columns: Q (source). Tokens: {escape(", ".join(f"{name} {count:,}" for name, count in result["tokens"].items()))}.</p>',
+        embedded_figure(heatmap_figure(result["table"], measure), f"{MEASURES[measure][0]} between every pair of corpora."),
+    ]
     for name, rows in result["table"].items():
         body = table(["P \\ Q", *names], [[escape(first), *(rows[first][second] for second in names)] for first in names], digits=3)
         parts.append(f"<details><summary>{escape(MEASURES[name][0])} ({escape(MEASURES[name][1])})</summary>{body}</details>")
@@ -266,10 +295,16 @@ def similarity_section(result: dict) -> str:
         parts += [f"<h3>Sources ranked for {escape(result['target'])}</h3>", table(["rank", "source", MEASURES[measure][0]], rows, digits=3)]
     if result.get("pairs"):
         summary = result["correlation"]
-        parts += ["<h3>Distance and transfer gain</h3>", f'<p class="note">{escape(few_pairs_note(summary["pairs"]))}</p>',
-                  embedded_figure(gains_figure(result["pairs"], measure, summary), "Each source→target pair: distance against NRG of transfer over From-scratch."),
-                  table(["source", "target", "distance", "From-scratch", "transferred", "NRG (%)"],
-                        [[escape(p["source"]), escape(p["target"]), p["distance"], p["scratch"], p["transferred"], p["gain"]] for p in result["pairs"]], digits=3)]
+        parts += [
+            "<h3>Distance and transfer gain</h3>",
+            f'<p class="note">{escape(few_pairs_note(summary["pairs"]))}</p>',
+            embedded_figure(gains_figure(result["pairs"], measure, summary), "Each source→target pair: distance against NRG of transfer over From-scratch."),
+            table(
+                ["source", "target", "distance", "From-scratch", "transferred", "NRG (%)"],
+                [[escape(p["source"]), escape(p["target"]), p["distance"], p["scratch"], p["transferred"], p["gain"]] for p in result["pairs"]],
+                digits=3,
+            ),
+        ]
     return "\n".join(parts)
 
 

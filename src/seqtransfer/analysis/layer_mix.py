@@ -29,17 +29,21 @@ def mix_weights(directory: str | Path, label: str | None = None) -> dict:
     try:
         state = load_file(str(directory / WEIGHTS))
     except Exception as error:  # noqa: BLE001 - safetensors raises its own errors for a truncated or garbled file
-        raise SeqTransferError(f"cannot read the run's weights ({str(error).splitlines()[0][:160]})", path=directory / WEIGHTS,
-                               hint="the run directory is damaged: train it again") from None
+        raise SeqTransferError(f"cannot read the run's weights ({str(error).splitlines()[0][:160]})", path=directory / WEIGHTS, hint="the run directory is damaged: train it again") from None
     names = sorted(name for name in state if name.endswith(MIX_SUFFIX) and name.removesuffix("weights") + "gamma" in state)
     if not names:
-        raise SeqTransferError("this run mixes no encoder layers", path=directory,
-                               hint="pass runs trained with model.encoder (frozen features, or our recurrent LM fine-tuned)")
+        raise SeqTransferError("this run mixes no encoder layers", path=directory, hint="pass runs trained with model.encoder (frozen features, or our recurrent LM fine-tuned)")
     weights = torch.softmax(state[names[0]].float(), 0).tolist()
     gamma = float(state[names[0].removesuffix("weights") + "gamma"].float().item())
     model = config.model
-    return {"run": str(directory), "label": label or directory.resolve().name, "encoder": model.encoder, "mode": model.encoder_mode,
-            "weights": [round(weight, 4) for weight in weights], "gamma": round(gamma, 4)}
+    return {
+        "run": str(directory),
+        "label": label or directory.resolve().name,
+        "encoder": model.encoder,
+        "mode": model.encoder_mode,
+        "weights": [round(weight, 4) for weight in weights],
+        "gamma": round(gamma, 4),
+    }
 
 
 def markdown(results: list[dict]) -> str:
@@ -47,8 +51,9 @@ def markdown(results: list[dict]) -> str:
     layers = max(len(result["weights"]) for result in results)
     header = "| run | " + " | ".join(f"layer {layer}" for layer in range(layers)) + " | gamma |"
     rule = "| --- |" + " ---: |" * (layers + 1)
-    rows = ["| " + " | ".join([result["label"], *(f"{weight:.3f}" for weight in result["weights"]), *([""] * (layers - len(result["weights"]))),
-                               f"{result['gamma']:.3f}"]) + " |" for result in results]
+    rows = [
+        "| " + " | ".join([result["label"], *(f"{weight:.3f}" for weight in result["weights"]), *([""] * (layers - len(result["weights"]))), f"{result['gamma']:.3f}"]) + " |" for result in results
+    ]
     return "\n".join([header, rule, *rows]) + "\n"
 
 

@@ -174,6 +174,14 @@ def compare_runs(reference_run: str | Path, transferred_run: str | Path, split: 
     dataset, transferred_method = run_description(transferred_run)
     _, reference_method = run_description(reference_run)
     return TransferComparison(
-        str(reference_run), str(transferred_run), split, dataset, reference_method, transferred_method,
-        overall, per_class, falsified, lookup.path if lookup else None,
+        str(reference_run),
+        str(transferred_run),
+        split,
+        dataset,
+        reference_method,
+        transferred_method,
+        overall,
+        per_class,
+        falsified,
+        lookup.path if lookup else None,
     )

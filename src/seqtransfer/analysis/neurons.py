@@ -83,8 +83,10 @@ def top_words(activations: np.ndarray, words: list[str], k: int = 10) -> TopWord
     positive_rows, negative_rows = top_k_rows(maxima, k), top_k_rows(-minima, k)  # (H, k)
     units = np.arange(maxima.shape[1])[:, None]
     return TopWords(
-        [[vocabulary[row] for row in rows] for rows in positive_rows], maxima[positive_rows, units],
-        [[vocabulary[row] for row in rows] for rows in negative_rows], minima[negative_rows, units],
+        [[vocabulary[row] for row in rows] for rows in positive_rows],
+        maxima[positive_rows, units],
+        [[vocabulary[row] for row in rows] for rows in negative_rows],
+        minima[negative_rows, units],
     )
 
 
@@ -107,10 +109,16 @@ class NeuronAnalysis:
         values, hidden = self.charges, self.correlation.shape[0]
         off_diagonal = np.abs(self.correlation[~np.eye(hidden, dtype=bool)]) if hidden > 1 else np.zeros(1)
         return {
-            "units": hidden, "tokens": self.token_count, "before": self.before.name, "after": self.after.name,
-            "mean_charge": float(values.mean()), "median_charge": float(np.median(values)),
-            "min_charge": float(values.min()), "max_charge": float(values.max()),
-            "share_charge_above_0.8": float((values > 0.8).mean()), "mean_abs_off_diagonal": float(off_diagonal.mean()),
+            "units": hidden,
+            "tokens": self.token_count,
+            "before": self.before.name,
+            "after": self.after.name,
+            "mean_charge": float(values.mean()),
+            "median_charge": float(np.median(values)),
+            "min_charge": float(values.min()),
+            "max_charge": float(values.max()),
+            "share_charge_above_0.8": float((values > 0.8).mean()),
+            "mean_abs_off_diagonal": float(off_diagonal.mean()),
         }
 
     def selected_units(self, count: int = 4) -> list[int]:
@@ -129,7 +137,8 @@ def choose_before_after(recordings: list[Recording], path: Path) -> tuple[Record
     before = [recording for recording in recordings if recording.name == "epoch-000"]
     if not before or len(recordings) < 2:
         raise SeqTransferError(
-            "need the activations before fine-tuning (epoch 0) and at least one later recording", path=path,
+            "need the activations before fine-tuning (epoch 0) and at least one later recording",
+            path=path,
             hint="train with train.record_activations=[0,5,10,15,20]",
         )
     return before[0], recordings[-1]

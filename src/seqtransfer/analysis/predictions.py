@@ -60,12 +60,14 @@ def check_same_data(reference: Predictions, transferred: Predictions) -> None:
     if len(reference.tokens) != len(transferred.tokens):
         raise SeqTransferError(
             f"the runs were scored on different data: {len(reference.tokens)} vs {len(transferred.tokens)} sentences",
-            path=transferred.path, hint="compare two runs trained and scored on the same dataset and split",
+            path=transferred.path,
+            hint="compare two runs trained and scored on the same dataset and split",
         )
     for index, (tokens_a, tokens_b, gold_a, gold_b) in enumerate(zip(reference.tokens, transferred.tokens, reference.gold, transferred.gold)):
         if tokens_a != tokens_b or gold_a != gold_b:
             what = "tokens" if tokens_a != tokens_b else "gold labels"
             raise SeqTransferError(
                 f"the runs were scored on different data: sentence {index + 1} has different {what}",
-                path=transferred.path, hint="compare two runs trained and scored on the same dataset and split",
+                path=transferred.path,
+                hint="compare two runs trained and scored on the same dataset and split",
             )

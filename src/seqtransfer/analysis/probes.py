@@ -119,8 +119,9 @@ def probe_layers(run_directory: str | Path, split: str = "dev", max_train_senten
     if not run.config.model.encoder:
         raise SeqTransferError("probes read an encoder's layers (a Transformer or our recurrent LM); this run has none", path=run_directory, hint="pass a run trained with model.encoder")
     if run.model.task_kind not in PROBED_KINDS:
-        raise SeqTransferError(f"probes learn tags, sentence labels or scores; this is a {run.model.task_kind} run", path=run_directory,
-                               hint="pass a tagging, sentence classification or regression run")
+        raise SeqTransferError(
+            f"probes learn tags, sentence labels or scores; this is a {run.model.task_kind} run", path=run_directory, hint="pass a tagging, sentence classification or regression run"
+        )
     data = load_task_data(replace(run.config.data, data_dir=data_dir or run.config.data.data_dir, max_train_sentences=max_train_sentences), ("train", split))
     if split not in data.splits:
         raise SeqTransferError(f"the run's data has no {split} split", hint="pass --split dev or test")

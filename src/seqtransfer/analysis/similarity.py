@@ -141,8 +141,7 @@ class TrigramLM:
         return bits / tokens
 
 
-def compare(corpora: dict[str, Sentences], alpha: float = LIDSTONE_ALPHA, language_models: bool = True,
-            wasserstein_vectors: str | None = None) -> dict[str, dict[str, dict[str, float]]]:
+def compare(corpora: dict[str, Sentences], alpha: float = LIDSTONE_ALPHA, language_models: bool = True, wasserstein_vectors: str | None = None) -> dict[str, dict[str, dict[str, float]]]:
     """measure -> first -> second -> value for every ordered pair of corpora (first = P, second = Q);
     with ``wasserstein_vectors`` the Wasserstein distance too (``analysis/wasserstein.py``)."""
     counts = {name: unigram_counts(sentences) for name, sentences in corpora.items()}
@@ -304,19 +303,23 @@ def markdown(table: dict[str, dict[str, dict[str, float]]], target: str | None =
     lines = []
     for measure, rows in table.items():
         title, unit = MEASURES[measure]
-        lines += [f"## {title} ({unit})", "", "Rows: P (target); columns: Q (source).", "",
-                  "| P \\ Q | " + " | ".join(names) + " |", "|:---|" + "---:|" * len(names)]
+        lines += [f"## {title} ({unit})", "", "Rows: P (target); columns: Q (source).", "", "| P \\ Q | " + " | ".join(names) + " |", "|:---|" + "---:|" * len(names)]
         lines += [f"| {first} | " + " | ".join(f"{rows[first][second]:.3f}" for second in names) + " |" for first in names]
         lines.append("")
     if target:
-        lines += [f"## Sources ranked for {target} (closest first)", "", "| rank | source | " + " | ".join(MEASURES[m][0] for m in table) + " |",
-                  "|---:|:---|" + "---:|" * len(table)]
+        lines += [f"## Sources ranked for {target} (closest first)", "", "| rank | source | " + " | ".join(MEASURES[m][0] for m in table) + " |", "|---:|:---|" + "---:|" * len(table)]
         for rank, (name, _) in enumerate(rank_sources(table, target), start=1):
             lines.append(f"| {rank} | {name} | " + " | ".join(f"{table[m][target][name]:.3f}" for m in table) + " |")
         lines.append("")
     if pairs:
-        lines += ["## Distance and transfer gain", "", few_pairs_note(len(pairs)), "",
-                  "| source | target | distance | From-scratch | transferred | NRG (%) | note |", "|:---|:---|---:|---:|---:|---:|:---|"]
+        lines += [
+            "## Distance and transfer gain",
+            "",
+            few_pairs_note(len(pairs)),
+            "",
+            "| source | target | distance | From-scratch | transferred | NRG (%) | note |",
+            "|:---|:---|---:|---:|---:|---:|:---|",
+        ]
         lines += [f"| {p['source']} | {p['target']} | {p['distance']:.3f} | {p['scratch']:.2f} | {p['transferred']:.2f} | {p['gain']:+.1f} | {p.get('note') or ''} |" for p in pairs]
         pearson = "n/a" if summary["pearson"] is None else f"{summary['pearson']:+.2f}"
         spearman = "n/a" if summary["spearman"] is None else f"{summary['spearman']:+.2f}"

@@ -106,8 +106,16 @@ def errors_by_kind(predictions: Predictions) -> dict:
     total, errors = sum(tokens.values()), sum(wrong.values())
     if not total:
         raise SeqTransferError("no tokens in the prediction file", path=predictions.path, hint="pass a run scored on a labelled split")
-    kinds = {kind: {"tokens": tokens[kind], "share_of_tokens": 100.0 * tokens[kind] / total, "accuracy": 100.0 * (tokens[kind] - wrong[kind]) / tokens[kind],
-                    "share_of_errors": 100.0 * wrong[kind] / errors if errors else 0.0} for kind in KINDS if tokens[kind]}
+    kinds = {
+        kind: {
+            "tokens": tokens[kind],
+            "share_of_tokens": 100.0 * tokens[kind] / total,
+            "accuracy": 100.0 * (tokens[kind] - wrong[kind]) / tokens[kind],
+            "share_of_errors": 100.0 * wrong[kind] / errors if errors else 0.0,
+        }
+        for kind in KINDS
+        if tokens[kind]
+    }
     return {"file": str(predictions.path), "tokens": total, "accuracy": 100.0 * (total - errors) / total if total else 0.0, "kinds": kinds}
 
 
@@ -119,8 +127,7 @@ def kinds_table(results: dict[str, dict]) -> list[str]:
     header = ["kind", "share of tokens", *(f"{name}: acc. / share of errors" for name in names)]
     rows = [["all", "100.0 %", *(f"{results[name]['accuracy']:.2f} / 100 %" for name in names)]]
     for kind in kinds:
-        cells = [f"{results[name]['kinds'][kind]['accuracy']:.1f} / {results[name]['kinds'][kind]['share_of_errors']:.1f} %" if kind in results[name]["kinds"] else "–"
-                 for name in names]
+        cells = [f"{results[name]['kinds'][kind]['accuracy']:.1f} / {results[name]['kinds'][kind]['share_of_errors']:.1f} %" if kind in results[name]["kinds"] else "–" for name in names]
         share = first["kinds"].get(kind, {}).get("share_of_tokens")
         rows.append([kind, "–" if share is None else f"{share:.1f} %", *cells])
     read = [f"{name}: {result['file']}" for name, result in results.items()]

@@ -60,8 +60,16 @@ def load_evaluation(run, split: str, max_sentences: int | None, data_dir: str | 
     return tasks
 
 
-def ablate_units(run_directory: str | Path, lower: str | None = None, split: str = "dev", units: list[int] | None = None, max_sentences: int | None = None,
-                 top_k: int = 10, data_dir: str | None = None, log: Log = print) -> dict:
+def ablate_units(
+    run_directory: str | Path,
+    lower: str | None = None,
+    split: str = "dev",
+    units: list[int] | None = None,
+    max_sentences: int | None = None,
+    top_k: int = 10,
+    data_dir: str | None = None,
+    log: Log = print,
+) -> dict:
     """Per task, the max class-score drop of ablating each unit of ``lower`` (default the lowest task)."""
     from seqtransfer.rundir import load_run
 
@@ -78,8 +86,9 @@ def ablate_units(run_directory: str | Path, lower: str | None = None, split: str
     batch_size = run.config.train.evaluation_batch_size
 
     def scores() -> dict[str, dict[str, float]]:
-        return {task: class_scores(evaluate(gold[task], predict_labels(TaskView(model, task), encoded[task], run.vocabularies.task_labels[task], batch_size), data.metric))
-                for task, data in tasks.items()}
+        return {
+            task: class_scores(evaluate(gold[task], predict_labels(TaskView(model, task), encoded[task], run.vocabularies.task_labels[task], batch_size), data.metric)) for task, data in tasks.items()
+        }
 
     baseline = scores()
     size = model.branches[lower].output_size
@@ -106,9 +115,16 @@ def ablate_units(run_directory: str | Path, lower: str | None = None, split: str
             log(f"ablated {number}/{len(units)} units")
     most = {task: units[int(np.argmax(values))] for task, values in drops.items()}
     words = top_words(model, lower, tasks[lower], encoded[lower], sorted(set(most.values())), top_k, batch_size)
-    return {"run": str(run_directory), "lower_task": lower, "split": split, "units": units, "max_sentences": max_sentences, "drops": drops, "classes": classes,
-            "most_important": {task: {"unit": unit, "drop": drops[task][units.index(unit)], "class": classes[task][units.index(unit)], "top_words": words[unit]}
-                               for task, unit in most.items()}}
+    return {
+        "run": str(run_directory),
+        "lower_task": lower,
+        "split": split,
+        "units": units,
+        "max_sentences": max_sentences,
+        "drops": drops,
+        "classes": classes,
+        "most_important": {task: {"unit": unit, "drop": drops[task][units.index(unit)], "class": classes[task][units.index(unit)], "top_words": words[unit]} for task, unit in most.items()},
+    }
 
 
 def top_words(model: HierarchicalMultiTask, lower: str, data: TaskData, encoded, units: list[int], top_k: int, batch_size: int) -> dict[int, list[str]]:
@@ -161,8 +177,12 @@ def drops_figure(result: dict):
 
 def markdown(result: dict) -> str:
     """Table 4: the most important unit of h_lower per task and the words that activate it most."""
-    lines = [f"Most important units of h_{result['lower_task']} ({result['split']}, {len(result['units'])} units ablated one at a time)", "",
-             "| Task | unit | max class drop | class | top words |", "|:---|---:|---:|:---|:---|"]
+    lines = [
+        f"Most important units of h_{result['lower_task']} ({result['split']}, {len(result['units'])} units ablated one at a time)",
+        "",
+        "| Task | unit | max class drop | class | top words |",
+        "|:---|---:|---:|:---|:---|",
+    ]
     for task, item in result["most_important"].items():
         lines.append(f"| {task} | {item['unit']} | {item['drop']:.2f} | {item['class']} | {', '.join(item['top_words'])} |")
     return "\n".join(lines) + "\n"

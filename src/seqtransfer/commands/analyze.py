@@ -1,16 +1,16 @@
 """`seqtransfer analyze transfer|neurons|curve|report`: explain what transfer did (PretRand paper §4, §7).
 
-    analyze transfer RUN_A RUN_B [--split dev] [--output DIR]    PT / NT / G, falsified tokens
-    analyze neurons RUN [--top-k 10] [--units 3,7] [--output DIR]   unit charge, top-k words
-    analyze curve RUN... [--split dev] --output DIR             score vs training-set size
-    analyze units RUN [--task POS] [--split dev] [--output DIR]  multi-task: ablate each unit of h_POS (MuTSPad §5.5)
-    analyze absorption RUN... [--split dev] [--output DIR]      PretRand: do pre-trained units absorb the random ones (Figure 5)
-    analyze drift RUN... [--label NAME ...] [--output DIR]      how far training moved each layer group from its pretrained / source weights
-    analyze layers RUN... [--label NAME ...] [--output DIR]     which encoder layers each run's scalar mix uses (its learned weights)
-    analyze similarity CORPUS... [--target T] [--gains CSV] [--output DIR]  KL / JS / OOV / LM cross-entropy between corpora
-    analyze tokens RUN... [--split test] [--output DIR]          accuracy and share of errors by kind of token (mentions, hashtags, ...)
-    analyze tokens PSEUDO.conll... --gold DATASET[:TASK]         the same for pseudo-labelled data, against the gold labels of its sentences
-    analyze report --transfer A B [--transfer C D ...] [--neurons RUN] [--curve RUN ...] [--drift RUN ...] --output report.html
+analyze transfer RUN_A RUN_B [--split dev] [--output DIR]    PT / NT / G, falsified tokens
+analyze neurons RUN [--top-k 10] [--units 3,7] [--output DIR]   unit charge, top-k words
+analyze curve RUN... [--split dev] --output DIR             score vs training-set size
+analyze units RUN [--task POS] [--split dev] [--output DIR]  multi-task: ablate each unit of h_POS (MuTSPad §5.5)
+analyze absorption RUN... [--split dev] [--output DIR]      PretRand: do pre-trained units absorb the random ones (Figure 5)
+analyze drift RUN... [--label NAME ...] [--output DIR]      how far training moved each layer group from its pretrained / source weights
+analyze layers RUN... [--label NAME ...] [--output DIR]     which encoder layers each run's scalar mix uses (its learned weights)
+analyze similarity CORPUS... [--target T] [--gains CSV] [--output DIR]  KL / JS / OOV / LM cross-entropy between corpora
+analyze tokens RUN... [--split test] [--output DIR]          accuracy and share of errors by kind of token (mentions, hashtags, ...)
+analyze tokens PSEUDO.conll... --gold DATASET[:TASK]         the same for pseudo-labelled data, against the gold labels of its sentences
+analyze report --transfer A B [--transfer C D ...] [--neurons RUN] [--curve RUN ...] [--drift RUN ...] --output report.html
 """
 
 from __future__ import annotations
@@ -47,8 +47,14 @@ def similarity_analysis(arguments: argparse.Namespace, corpora: list[str]) -> di
         sentences = {name: sample_sentences(items, arguments.sample_tokens, arguments.seed) for name, items in sentences.items()}
     table = compare(sentences, arguments.alpha, language_models=not arguments.no_lm, wasserstein_vectors=arguments.wasserstein)
     pairs = [{**row, "distance": table[arguments.measure][row["target"]][row["source"]]} for row in gains]
-    result = {"measure": arguments.measure, "sample_tokens": arguments.sample_tokens, "tokens": {name: sum(map(len, items)) for name, items in sentences.items()}, "table": table, "pairs": pairs,
-              "correlation": correlations([pair["distance"] for pair in pairs], [pair["gain"] for pair in pairs]) if pairs else None}
+    result = {
+        "measure": arguments.measure,
+        "sample_tokens": arguments.sample_tokens,
+        "tokens": {name: sum(map(len, items)) for name, items in sentences.items()},
+        "table": table,
+        "pairs": pairs,
+        "correlation": correlations([pair["distance"] for pair in pairs], [pair["gain"] for pair in pairs]) if pairs else None,
+    }
     if arguments.target:
         result["target"], result["ranking"] = arguments.target, rank_sources(table, arguments.target, arguments.measure)
     return result
@@ -252,8 +258,10 @@ def run_neurons(arguments: argparse.Namespace):
     analysis = neuron_analysis(arguments.run, arguments.top_k, arguments.no_source, arguments.device)
     units = parse_units(arguments.units, analysis)
     summary = analysis.summary()
-    print(f"{summary['units']} units over {summary['tokens']} dev tokens ({summary['before']} -> {summary['after']}): "
-          f"mean charge {summary['mean_charge']:.3f}, median {summary['median_charge']:.3f}, mean |off-diagonal| {summary['mean_abs_off_diagonal']:.3f}")
+    print(
+        f"{summary['units']} units over {summary['tokens']} dev tokens ({summary['before']} -> {summary['after']}): "
+        f"mean charge {summary['mean_charge']:.3f}, median {summary['median_charge']:.3f}, mean |off-diagonal| {summary['mean_abs_off_diagonal']:.3f}"
+    )
     if arguments.output:
         import torch
 
@@ -285,7 +293,9 @@ def run_curve(arguments: argparse.Namespace):
 
         rows = transfer_by_size(points, arguments.reference, arguments.split)
         if not rows:
-            raise SeqTransferError(f"no run pairs with reference method '{arguments.reference}' (same dataset, size and seed)", hint=f"methods: {', '.join(sorted({point.method for point in points}))}")
+            raise SeqTransferError(
+                f"no run pairs with reference method '{arguments.reference}' (same dataset, size and seed)", hint=f"methods: {', '.join(sorted({point.method for point in points}))}"
+            )
         write_json(output / "transfer_by_size.json", rows)
         write_text(output / "transfer_by_size.md", transfer_markdown(rows))
         figures.save_figure(figures.transfer_by_size_figure(rows), output / "transfer_by_size")
@@ -300,10 +310,10 @@ def run_report(arguments: argparse.Namespace):
     from seqtransfer.analysis.negative_transfer import compare_runs
     from seqtransfer.files import write_text
 
-    if not (arguments.transfer or arguments.neurons or arguments.curve or arguments.ablation or arguments.probes or arguments.drift or arguments.layers
-            or arguments.similarity):
-        raise SeqTransferError("nothing to report", hint="pass --transfer RUN_A RUN_B, --neurons RUN, --curve RUN ..., --ablation RUN, --probes RUN, --drift RUN ..., "
-                                                          "--layers RUN ... and/or --similarity CORPUS ...")
+    if not (arguments.transfer or arguments.neurons or arguments.curve or arguments.ablation or arguments.probes or arguments.drift or arguments.layers or arguments.similarity):
+        raise SeqTransferError(
+            "nothing to report", hint="pass --transfer RUN_A RUN_B, --neurons RUN, --curve RUN ..., --ablation RUN, --probes RUN, --drift RUN ..., --layers RUN ... and/or --similarity CORPUS ..."
+        )
     if Path(arguments.output).is_dir():
         raise SeqTransferError("--output is a folder; the report is one HTML file", path=arguments.output, hint="pass --output FILE.html")
     if arguments.drift:
@@ -375,7 +385,19 @@ def run_probes(arguments: argparse.Namespace) -> dict:
     return result
 
 
-ANALYSES = {"transfer": run_transfer, "neurons": run_neurons, "curve": run_curve, "units": run_units, "probes": run_probes, "similarity": run_similarity, "absorption": run_absorption, "drift": run_drift, "layers": run_layers, "tokens": run_tokens, "report": run_report}
+ANALYSES = {
+    "transfer": run_transfer,
+    "neurons": run_neurons,
+    "curve": run_curve,
+    "units": run_units,
+    "probes": run_probes,
+    "similarity": run_similarity,
+    "absorption": run_absorption,
+    "drift": run_drift,
+    "layers": run_layers,
+    "tokens": run_tokens,
+    "report": run_report,
+}
 
 
 def run(arguments: argparse.Namespace):

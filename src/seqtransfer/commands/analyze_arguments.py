@@ -20,8 +20,19 @@ def add_neuron_options(parser: argparse.ArgumentParser) -> None:
 def arguments(parser: argparse.ArgumentParser) -> None:
     """One subcommand per analysis, each with its options (in ``--help`` order)."""
     analyses = parser.add_subparsers(dest="analysis", metavar="ANALYSIS", required=True)
-    for add in (transfer_arguments, neurons_arguments, curve_arguments, units_arguments, probes_arguments, absorption_arguments,
-                drift_arguments, layers_arguments, similarity_arguments, tokens_arguments, report_arguments):
+    for add in (
+        transfer_arguments,
+        neurons_arguments,
+        curve_arguments,
+        units_arguments,
+        probes_arguments,
+        absorption_arguments,
+        drift_arguments,
+        layers_arguments,
+        similarity_arguments,
+        tokens_arguments,
+        report_arguments,
+    ):
         add(analyses)
 
 
@@ -44,7 +55,11 @@ def curve_arguments(analyses) -> None:
     curve = analyses.add_parser("curve", help="score vs target training-set size per method (Figure 13)")
     curve.add_argument("runs", nargs="+", metavar="RUN", help="finished runs (one point each; seeds are averaged), or an experiment's records folder RESULTS/records/NAME")
     curve.add_argument("--split", default="dev", help="split whose score is plotted (default dev)")
-    curve.add_argument("--reference", help="a method (a records folder's grid method, e.g. From-scratch200; a run given directly is named by its scheme, e.g. scratch): PT / NT / gain of the others against it at each size, pairing runs of one seed")
+    curve.add_argument(
+        "--reference",
+        help="a method (a records folder's grid method, e.g. From-scratch200; a run given directly is named by its scheme, e.g. scratch): "
+        "PT / NT / gain of the others against it at each size, pairing runs of one seed",
+    )
     curve.add_argument("--output", required=True, help="folder for curve.json and curve.png/svg (and transfer_by_size.*)")
 
 

@@ -17,8 +17,12 @@ from seqtransfer.errors import SeqTransferError
 def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", metavar="RUN", help="two or more tagging or sentence-classification run directories of one task and tag set")
     parser.add_argument("--output", required=True, help="the ensemble's folder (new, or empty)")
-    parser.add_argument("--combination", choices=["average", "vote"], default="average",
-                        help="average: the arg-max of their averaged label distributions (default); vote: per token (or sentence) the label most runs give")
+    parser.add_argument(
+        "--combination",
+        choices=["average", "vote"],
+        default="average",
+        help="average: the arg-max of their averaged label distributions (default); vote: per token (or sentence) the label most runs give",
+    )
 
 
 def check_runs(runs: list[str]) -> list[Path]:
@@ -33,8 +37,7 @@ def check_runs(runs: list[str]) -> list[Path]:
         if resolved[index] in resolved[:index]:
             raise SeqTransferError("this run is listed twice", path=directory, hint="list each run once")
         if rundir.read_members(directory):
-            raise SeqTransferError("this is already a folder of models that predict together", path=directory,
-                                   hint="list its runs (they are named in its members.json) instead")
+            raise SeqTransferError("this is already a folder of models that predict together", path=directory, hint="list its runs (they are named in its members.json) instead")
     return directories
 
 
@@ -59,8 +62,10 @@ def run(arguments: argparse.Namespace) -> dict:
     check_members(loaded)
     rundir.write_members(output, members, arguments.combination, method="ensemble")
     kind, labels = loaded[0].model.task_kind, sorted({label for run in loaded for label in run.vocabularies.labels.items})
-    print(f"ensemble of {len(members)} {kind} runs ({len(labels)} labels, {arguments.combination}) -> {output}\n"
-          f"  score it: seqtransfer evaluate {output}   use it: seqtransfer predict {output} FILE   distil it: transfer.distill_from=[{output}]")
+    print(
+        f"ensemble of {len(members)} {kind} runs ({len(labels)} labels, {arguments.combination}) -> {output}\n"
+        f"  score it: seqtransfer evaluate {output}   use it: seqtransfer predict {output} FILE   distil it: transfer.distill_from=[{output}]"
+    )
     return {"members": [str(member) for member in members], "combination": arguments.combination, "output": str(output)}
 
 

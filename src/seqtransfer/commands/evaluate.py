@@ -12,7 +12,9 @@ from seqtransfer.commands.predict import add_amp_option
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_directory", metavar="RUN_DIR", help="a run directory written by `seqtransfer train` (or a folder of models that predict together: `seqtransfer ensemble`'s, a self-labelling run's)")
+    parser.add_argument(
+        "run_directory", metavar="RUN_DIR", help="a run directory written by `seqtransfer train` (or a folder of models that predict together: `seqtransfer ensemble`'s, a self-labelling run's)"
+    )
     parser.add_argument("--dataset", help="registered dataset (default: the one the model was trained on)")
     parser.add_argument("--split", default="test", help="split to score (default test)")
     parser.add_argument("--file", help="score your own labelled CoNLL/CoNLL-U file instead")
@@ -37,8 +39,11 @@ def warn_unknown_labels(gold: list, known: list[str]) -> int:
     if unknown:
         distinct = sorted(set(unknown))
         shown = ", ".join(distinct[:8]) + (", ..." if len(distinct) > 8 else "")
-        print(f"seqtransfer: warning: {len(unknown)} of {len(labels)} gold labels ({len(distinct)} distinct: {shown}) were never seen "
-              "by the model in training, so they are always scored wrong; is this the model's task and label set?", file=sys.stderr)
+        print(
+            f"seqtransfer: warning: {len(unknown)} of {len(labels)} gold labels ({len(distinct)} distinct: {shown}) were never seen "
+            "by the model in training, so they are always scored wrong; is this the model's task and label set?",
+            file=sys.stderr,
+        )
     return len(unknown)
 
 
@@ -127,7 +132,8 @@ def run(arguments: argparse.Namespace) -> dict:
     if data.kind.name != run.model.task_kind:
         raise SeqTransferError(
             f"this run is a {run.model.task_kind} model but task '{data.task}' of {data.dataset} is {data.kind.name}",
-            path=arguments.run_directory, hint="pass --task with a task of the model's kind (e.g. dependency for a parser, upos for a tagger)",
+            path=arguments.run_directory,
+            hint="pass --task with a task of the model's kind (e.g. dependency for a parser, upos for a tagger)",
         )
     predicted = predict_split(run, members, data, split, batch_size, arguments)
     known = {label for member in members[0] for label in rundir.read_vocabularies(member).labels.items} if members else run.vocabularies.labels.items
@@ -160,8 +166,9 @@ def evaluate_multitask(run, arguments: argparse.Namespace, batch_size: int) -> d
         split = arguments.split
         if arguments.file:
             columns = arguments.columns.split(",") if arguments.columns else None
-            data_config = dataclasses.replace(data_config, dataset=None, train=arguments.file, dev=None, test=None, columns=columns, task=arguments.task,
-                                              scheme=arguments.scheme or "auto", separator=arguments.separator or "auto")
+            data_config = dataclasses.replace(
+                data_config, dataset=None, train=arguments.file, dev=None, test=None, columns=columns, task=arguments.task, scheme=arguments.scheme or "auto", separator=arguments.separator or "auto"
+            )
             split = "train"
         elif arguments.dataset:
             data_config = dataclasses.replace(data_config, dataset=arguments.dataset, task=arguments.task, train=None, dev=None, test=None)
@@ -169,12 +176,22 @@ def evaluate_multitask(run, arguments: argparse.Namespace, batch_size: int) -> d
         data = load_task_data(data_config, splits=(split,))
         check_split_read(data, split, data_config)
         if data.kind.name != run.model.kinds[task]:
-            raise SeqTransferError(f"task {task} of this run is {run.model.kinds[task]}, but {data.dataset}/{data.task} is {data.kind.name}",
-                                   path=arguments.run_directory, hint="pass --task with a task of the same kind")
+            raise SeqTransferError(
+                f"task {task} of this run is {run.model.kinds[task]}, but {data.dataset}/{data.task} is {data.kind.name}", path=arguments.run_directory, hint="pass --task with a task of the same kind"
+            )
         warn_unknown_labels(data.kind.label_strings(data.gold(split)), run.vocabularies.task_labels[task].items)
         name = Path(arguments.file).name if arguments.file else f"{data.dataset}-{split}"
-        results[task] = score_split(TaskView(run.model, task), data, split, run.vocabularies, run.vocabularies.task_labels[task], batch_size,
-                                    Path(arguments.run_directory) / "predictions" / task, f"evaluate-{name}", arguments.amp)
+        results[task] = score_split(
+            TaskView(run.model, task),
+            data,
+            split,
+            run.vocabularies,
+            run.vocabularies.task_labels[task],
+            batch_size,
+            Path(arguments.run_directory) / "predictions" / task,
+            f"evaluate-{name}",
+            arguments.amp,
+        )
         print(format_split_scores(f"{task} {name}", results[task]))
     return results
 

@@ -10,22 +10,34 @@ from seqtransfer.errors import SeqTransferError
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=["run", "list", "search"], help="run: train what is missing; list: every cell of the grid (with --seeds, --only, --targets) and whether it is done, kept, under way or to train; search: the file's hyper-parameter searches on Ray Tune")
-    parser.add_argument("file", nargs="?", help="experiment YAML file, or the name of a shipped one (pretrand-table4); "
-                        "`seqtransfer experiment list` alone lists the shipped ones")
+    parser.add_argument(
+        "action",
+        choices=["run", "list", "search"],
+        help="run: train what is missing; list: every cell of the grid (with --seeds, --only, --targets) and whether it is done, kept, under way or to train; "
+        "search: the file's hyper-parameter searches on Ray Tune",
+    )
+    parser.add_argument("file", nargs="?", help="experiment YAML file, or the name of a shipped one (pretrand-table4); `seqtransfer experiment list` alone lists the shipped ones")
     parser.add_argument("--seeds", default="1", help="seeds: N for 1..N (default 1), or a range A-B, or a list A,B (a second grid beside the first, on other seeds)")
     parser.add_argument("--only", help="comma-separated method names to run (default: all)")
     parser.add_argument("--targets", help="comma-separated target names to run (default: all)")
     parser.add_argument("--results", default="results", help="results store folder (default ./results)")
-    parser.add_argument("--records", metavar="FILE", help="kept records (JSON lines, small: commit it): cells it holds from runs of the same settings are not trained again; "
-                        "every record of the experiment is written back to it")
+    parser.add_argument(
+        "--records",
+        metavar="FILE",
+        help="kept records (JSON lines, small: commit it): cells it holds from runs of the same settings are not trained again; every record of the experiment is written back to it",
+    )
     parser.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
     parser.add_argument("--ray", metavar="ADDRESS", help="run on Ray: auto, local, or HOST:PORT of a cluster head")
     parser.add_argument("--gpus-per-run", type=not_negative, default=0.0, help="with --ray, and for search: GPUs each run or trial asks Ray for (e.g. 0.25: four BiLSTM runs share a GPU; default 0)")
     parser.add_argument("--device", help="device of every run: auto, cpu, cuda, cuda:N, mps (does not change results' identity)")
-    parser.add_argument("--cpus-per-run", "--cpus-per-trial", dest="cpus_per_run", type=positive, default=1.0,
-                        help="with --ray, and for search: CPUs Ray gives each run or trial (default 1); a run's torch threads stay within them "
-                             "(0.5: two single-thread runs per core)")
+    parser.add_argument(
+        "--cpus-per-run",
+        "--cpus-per-trial",
+        dest="cpus_per_run",
+        type=positive,
+        default=1.0,
+        help="with --ray, and for search: CPUs Ray gives each run or trial (default 1); a run's torch threads stay within them (0.5: two single-thread runs per core)",
+    )
     parser.add_argument("--threads", type=whole(1), help="torch threads per run (does not change results' identity; default: the file's)")
 
 
@@ -85,8 +97,9 @@ def run(arguments: argparse.Namespace) -> list[dict]:
     if arguments.action == "search":
         from seqtransfer.experiments.search import run_searches
 
-        return run_searches(spec, store, arguments.data_dir, only, arguments.ray or "local", arguments.cpus_per_run,
-                            log=lambda line: print(line, flush=True), gpus_per_trial=arguments.gpus_per_run or 0.0)
+        return run_searches(
+            spec, store, arguments.data_dir, only, arguments.ray or "local", arguments.cpus_per_run, log=lambda line: print(line, flush=True), gpus_per_trial=arguments.gpus_per_run or 0.0
+        )
     if arguments.gpus_per_run and not arguments.ray:
         raise SeqTransferError("--gpus-per-run asks Ray for GPUs: it needs --ray", hint="add --ray local (or --ray HOST:PORT), or use --device for an in-process grid")
     backend = RayBackend(arguments.ray, cpus_per_run=arguments.cpus_per_run, gpus_per_run=arguments.gpus_per_run) if arguments.ray else LocalBackend()

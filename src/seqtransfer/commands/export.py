@@ -10,11 +10,14 @@ from seqtransfer.errors import SeqTransferError
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_directory", metavar="RUN", help="a run directory (hf: a fine-tuned Transformer tagger with a softmax head; "
-                        "onnx: a BiLSTM(-CRF) tagger, PretRand or a parser)")
-    parser.add_argument("--format", choices=["hf", "onnx"], default="hf",
-                        help="hf: an AutoModelForTokenClassification folder that transformers.pipeline reads (default); "
-                             "onnx: model.onnx for onnxruntime, with the vocabularies and the decoding's settings (extra 'onnx')")
+    parser.add_argument("run_directory", metavar="RUN", help="a run directory (hf: a fine-tuned Transformer tagger with a softmax head; onnx: a BiLSTM(-CRF) tagger, PretRand or a parser)")
+    parser.add_argument(
+        "--format",
+        choices=["hf", "onnx"],
+        default="hf",
+        help="hf: an AutoModelForTokenClassification folder that transformers.pipeline reads (default); "
+        "onnx: model.onnx for onnxruntime, with the vocabularies and the decoding's settings (extra 'onnx')",
+    )
     parser.add_argument("--output", required=True, help="the folder to write (new, or empty)")
 
 
@@ -28,12 +31,13 @@ def run(arguments: argparse.Namespace) -> dict:
         from seqtransfer.workflows.onnx_export import export_onnx
 
         note = export_onnx(arguments.run_directory, output)
-        print(f"exported {arguments.run_directory} to {output}/model.onnx (largest difference to torch on the traced sentences: "
-              f"{note['largest_difference_to_torch']:.1e}): seqtransfer.workflows.onnx_model.OnnxModel('{output}').predict(sentences)")
+        print(
+            f"exported {arguments.run_directory} to {output}/model.onnx (largest difference to torch on the traced sentences: "
+            f"{note['largest_difference_to_torch']:.1e}): seqtransfer.workflows.onnx_model.OnnxModel('{output}').predict(sentences)"
+        )
         return note
     note = export_huggingface(arguments.run_directory, output)
-    print(f"exported {arguments.run_directory} as {note['class']} to {output}: "
-          f"transformers.pipeline('token-classification', model='{output}', aggregation_strategy='first')")
+    print(f"exported {arguments.run_directory} as {note['class']} to {output}: transformers.pipeline('token-classification', model='{output}', aggregation_strategy='first')")
     return note
 
 

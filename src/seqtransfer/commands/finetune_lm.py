@@ -14,8 +14,7 @@ from seqtransfer.errors import SeqTransferError
 
 def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("language_model", metavar="LM", help="the LM folder to continue (pretrain-lm --architecture bilstm)")
-    parser.add_argument("--text", required=True,
-                        help="target-domain text: a raw corpus (tweets_unlabeled), a text file (one sentence per line), a CoNLL file (with --word-column) or DATASET[:SPLIT]")
+    parser.add_argument("--text", required=True, help="target-domain text: a raw corpus (tweets_unlabeled), a text file (one sentence per line), a CoNLL file (with --word-column) or DATASET[:SPLIT]")
     parser.add_argument("--word-column", type=whole(1), help="a CoNLL file's word column (1-based)")
     parser.add_argument("--tokenizer", choices=["whitespace", "tweet"], help="how a text file's lines split into tokens (default: a raw corpus's own, else whitespace)")
     parser.add_argument("--keep-test", action="store_true", help="also train on the raw corpus's test files")
@@ -34,9 +33,15 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check(arguments: argparse.Namespace) -> None:
-    rules = [("--held-out", 0 < arguments.held_out < 1, "in (0, 1)"), ("--epochs", arguments.epochs >= 1, "at least 1"), ("--patience", arguments.patience >= 1, "at least 1"),
-             ("--batch-size", arguments.batch_size >= 1, "at least 1"), ("--learning-rate", arguments.learning_rate > 0, "positive"),
-             ("--discriminative-factor", arguments.discriminative_factor >= 1, "at least 1"), ("--threads", arguments.threads >= 1, "at least 1")]
+    rules = [
+        ("--held-out", 0 < arguments.held_out < 1, "in (0, 1)"),
+        ("--epochs", arguments.epochs >= 1, "at least 1"),
+        ("--patience", arguments.patience >= 1, "at least 1"),
+        ("--batch-size", arguments.batch_size >= 1, "at least 1"),
+        ("--learning-rate", arguments.learning_rate > 0, "positive"),
+        ("--discriminative-factor", arguments.discriminative_factor >= 1, "at least 1"),
+        ("--threads", arguments.threads >= 1, "at least 1"),
+    ]
     for option, holds, requirement in rules:
         if not holds:
             raise SeqTransferError(f"{option} must be {requirement}, got {getattr(arguments, option.removeprefix('--').replace('-', '_'))}", hint=f"pass {option} {requirement}")
@@ -50,11 +55,21 @@ def run(arguments: argparse.Namespace) -> dict:
     check(arguments)
     settings = source_settings(arguments.language_model, arguments.held_out, arguments.discriminative_factor)
     sentences, _, _ = read_sentences(arguments)
-    train_config = TrainConfig(optimizer="adam", learning_rate=arguments.learning_rate, schedule="slanted_triangular", betas=[0.9, 0.99], gradient_clip=5.0,
-                               batch_size=arguments.batch_size, max_epochs=arguments.epochs, patience=arguments.patience, seed=arguments.seed,
-                               threads=arguments.threads, device=arguments.device, evaluation_batch_size=max(arguments.batch_size, 64))
-    summary = continue_language_model(arguments.language_model, sentences, settings, train_config, Path(arguments.output), print,
-                                      show_progress=not arguments.quiet, device=arguments.device)
+    train_config = TrainConfig(
+        optimizer="adam",
+        learning_rate=arguments.learning_rate,
+        schedule="slanted_triangular",
+        betas=[0.9, 0.99],
+        gradient_clip=5.0,
+        batch_size=arguments.batch_size,
+        max_epochs=arguments.epochs,
+        patience=arguments.patience,
+        seed=arguments.seed,
+        threads=arguments.threads,
+        device=arguments.device,
+        evaluation_batch_size=max(arguments.batch_size, 64),
+    )
+    summary = continue_language_model(arguments.language_model, sentences, settings, train_config, Path(arguments.output), print, show_progress=not arguments.quiet, device=arguments.device)
     print(f"wrote {arguments.output}: use it with model.encoder={arguments.output}")
     return summary
 

@@ -13,7 +13,9 @@ from seqtransfer.errors import SeqTransferError
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_directory", metavar="RUN_DIR", help="a run directory written by `seqtransfer train` (or a folder of models that predict together: `seqtransfer ensemble`'s, a self-labelling run's)")
+    parser.add_argument(
+        "run_directory", metavar="RUN_DIR", help="a run directory written by `seqtransfer train` (or a folder of models that predict together: `seqtransfer ensemble`'s, a self-labelling run's)"
+    )
     parser.add_argument("input", nargs="?", default="-", help="input file (default: standard input)")
     parser.add_argument("--format", choices=["text", "conll", "conllu"], default="text", help="text: one sentence per line")
     parser.add_argument("--tokenizer", choices=list(TOKENIZERS), default="whitespace", help="how to split text lines")
@@ -28,9 +30,13 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_amp_option(parser: argparse.ArgumentParser) -> None:
     """``--amp``, the precision a fine-tuned encoder predicts in (predict and evaluate)."""
-    parser.add_argument("--amp", choices=["off", "auto", "bf16", "fp16"], default="off",
-                        help="a fine-tuned encoder's precision: off (fp32, the default), bf16 (faster on a CPU with bf16 instructions or a GPU; "
-                             "a few predictions may differ from fp32's), fp16 (CUDA), auto (a CUDA GPU's half precision, else fp32)")
+    parser.add_argument(
+        "--amp",
+        choices=["off", "auto", "bf16", "fp16"],
+        default="off",
+        help="a fine-tuned encoder's precision: off (fp32, the default), bf16 (faster on a CPU with bf16 instructions or a GPU; "
+        "a few predictions may differ from fp32's), fp16 (CUDA), auto (a CUDA GPU's half precision, else fp32)",
+    )
 
 
 def read_text(path: str, tokenize) -> list[list[str]]:

@@ -13,25 +13,30 @@ from seqtransfer.errors import SeqTransferError, warn
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--text", default="tweets_unlabeled",
-                        help="a raw corpus (default tweets_unlabeled), a text file (one sentence per line), a CoNLL file (with --word-column) or DATASET[:SPLIT] (labels ignored)")
+    parser.add_argument(
+        "--text", default="tweets_unlabeled", help="a raw corpus (default tweets_unlabeled), a text file (one sentence per line), a CoNLL file (with --word-column) or DATASET[:SPLIT] (labels ignored)"
+    )
     parser.add_argument("--word-column", type=whole(1), help="a CoNLL file's word column (1-based); not for a plain text file")
-    parser.add_argument("--output", required=True,
-                        help="the Hugging Face folder to write (model.encoder=FOLDER reads it); built in OUTPUT.partial, where an interrupted run resumes")
-    parser.add_argument("--architecture", choices=list(DEFAULTS), default="transformer",
-                        help="transformer (a small BERT, default), bilstm (ELMo-style: character CNN, forward and backward 2-layer LSTMs) "
-                             "or awd-lstm (fastai's AWD-LSTM: a word embedding, 3 weight-dropped LSTM layers, tied decoder)")
+    parser.add_argument("--output", required=True, help="the Hugging Face folder to write (model.encoder=FOLDER reads it); built in OUTPUT.partial, where an interrupted run resumes")
+    parser.add_argument(
+        "--architecture",
+        choices=list(DEFAULTS),
+        default="transformer",
+        help="transformer (a small BERT, default), bilstm (ELMo-style: character CNN, forward and backward 2-layer LSTMs) "
+        "or awd-lstm (fastai's AWD-LSTM: a word embedding, 3 weight-dropped LSTM layers, tied decoder)",
+    )
     parser.add_argument("--objective", choices=["masked", "causal"], help="transformer: masked (BERT's, default) or causal (left to right) LM")
-    parser.add_argument("--size", choices=["tiny", "small", "large"],
-                        help="bilstm: small (ELMo-small's shape, scaled down: about 3M parameters; default), large (about 36M) or tiny (for smoke tests); "
-                             "awd-lstm: large (fastai's: embedding 400, 3 LSTM layers of 1152, 400; default), small (200, 576) or tiny")
+    parser.add_argument(
+        "--size",
+        choices=["tiny", "small", "large"],
+        help="bilstm: small (ELMo-small's shape, scaled down: about 3M parameters; default), large (about 36M) or tiny (for smoke tests); "
+        "awd-lstm: large (fastai's: embedding 400, 3 LSTM layers of 1152, 400; default), small (200, 576) or tiny",
+    )
     parser.add_argument("--softmax", choices=["adaptive", "full"], help="bilstm: adaptive (default, faster) or full softmax over the words")
     parser.add_argument("--bptt", type=whole(1), help="awd-lstm: steps per chunk of the stream of concatenated sentences (default 70)")
-    parser.add_argument("--tokenizer", choices=["whitespace", "tweet"],
-                        help="bilstm, awd-lstm: how a text file's lines split into tokens (default: a raw corpus's own, else whitespace)")
+    parser.add_argument("--tokenizer", choices=["whitespace", "tweet"], help="bilstm, awd-lstm: how a text file's lines split into tokens (default: a raw corpus's own, else whitespace)")
     parser.add_argument("--keep-test", action="store_true", help="also train on the raw corpus's test files (default: TweetEval's test tweets stay out)")
-    parser.add_argument("--vocabulary-size", type=whole(1),
-                        help="transformer: BPE sub-words (default 8000); bilstm, awd-lstm: words of the softmax (default 30000, awd-lstm 60000)")
+    parser.add_argument("--vocabulary-size", type=whole(1), help="transformer: BPE sub-words (default 8000); bilstm, awd-lstm: words of the softmax (default 30000, awd-lstm 60000)")
     parser.add_argument("--hidden", type=whole(1), help="transformer: hidden units of each layer (default 256)")
     parser.add_argument("--layers", type=whole(1), help="transformer: layers (default 4)")
     parser.add_argument("--heads", type=whole(1), help="transformer: attention heads; they divide --hidden (default 4)")
@@ -41,8 +46,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epochs", type=whole(1), default=10, help="at most this many epochs (default 10)")
     parser.add_argument("--patience", type=whole(1), default=2, help="stop after this many epochs without a better held-out perplexity (default 2)")
     parser.add_argument("--batch-size", type=whole(1), default=64, help="lines per batch; awd-lstm: rows of the token stream (default 64)")
-    parser.add_argument("--learning-rate", type=positive,
-                        help="transformer: AdamW's peak rate after a linear warm-up (default 5e-4); bilstm, awd-lstm: Adam's (default 1e-3)")
+    parser.add_argument("--learning-rate", type=positive, help="transformer: AdamW's peak rate after a linear warm-up (default 5e-4); bilstm, awd-lstm: Adam's (default 1e-3)")
     parser.add_argument("--seed", type=whole(0), default=1, help="fixes the held-out split, the masking and the weights (default 1)")
     parser.add_argument("--threads", type=whole(1), default=2, help="CPU threads (default 2)")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
@@ -51,10 +55,11 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 # Each architecture's defaults for the options it reads (the ones all of them read have their defaults in ``arguments``).
-DEFAULTS = {"transformer": {"objective": "masked", "vocabulary_size": 8000, "learning_rate": 5e-4, "hidden": 256, "layers": 4, "heads": 4,
-                            "intermediate": 1024, "max_length": 64},
-            "bilstm": {"size": "small", "softmax": "adaptive", "tokenizer": None, "vocabulary_size": 30000, "learning_rate": 1e-3},
-            "awd-lstm": {"size": "large", "bptt": 70, "tokenizer": None, "vocabulary_size": 60000, "learning_rate": 1e-3}}
+DEFAULTS = {
+    "transformer": {"objective": "masked", "vocabulary_size": 8000, "learning_rate": 5e-4, "hidden": 256, "layers": 4, "heads": 4, "intermediate": 1024, "max_length": 64},
+    "bilstm": {"size": "small", "softmax": "adaptive", "tokenizer": None, "vocabulary_size": 30000, "learning_rate": 1e-3},
+    "awd-lstm": {"size": "large", "bptt": 70, "tokenizer": None, "vocabulary_size": 60000, "learning_rate": 1e-3},
+}
 NAMES = {"transformer": "Transformer", "bilstm": "BiLSTM", "awd-lstm": "AWD-LSTM"}
 
 
@@ -66,8 +71,10 @@ def fill_defaults(arguments: argparse.Namespace) -> None:
         if value is not None and option not in DEFAULTS[architecture]:
             readers = [name for name, defaults in DEFAULTS.items() if option in defaults]
             flag, owners = "--" + option.replace("_", "-"), " or ".join(NAMES[name] for name in readers)
-            raise SeqTransferError(f"{flag} {value} is {'an' if owners[0] in 'AEIOU' else 'a'} {owners} LM's option; the {NAMES[architecture]} LM does not read it",
-                                   hint=f"drop {flag}, or use --architecture {' or '.join(readers)}")
+            raise SeqTransferError(
+                f"{flag} {value} is {'an' if owners[0] in 'AEIOU' else 'a'} {owners} LM's option; the {NAMES[architecture]} LM does not read it",
+                hint=f"drop {flag}, or use --architecture {' or '.join(readers)}",
+            )
     for option, value in DEFAULTS[architecture].items():
         if getattr(arguments, option) is None:
             setattr(arguments, option, value)
@@ -77,13 +84,22 @@ def check(arguments: argparse.Namespace) -> None:
     """The options' values and the output folder: one line each before anything is read or written."""
     fill_defaults(arguments)
     hidden = arguments.hidden
-    rules = [("--vocabulary-size", lambda value: value >= 100, "at least 100"), ("--hidden", lambda value: value >= 8, "at least 8"),
-             ("--layers", lambda value: value >= 1, "at least 1"), ("--heads", lambda value: value >= 1 and hidden % value == 0, f"at least 1 and divide --hidden {hidden}"),
-             ("--intermediate", lambda value: value >= 1, "at least 1"), ("--max-length", lambda value: value >= 4, "at least 4"),
-             ("--bptt", lambda value: value >= 2, "at least 2"), ("--held-out", lambda value: 0 < value < 1, "in (0, 1)"), ("--epochs", lambda value: value >= 1, "at least 1"),
-             ("--patience", lambda value: value >= 1, "at least 1"), ("--batch-size", lambda value: value >= 1, "at least 1"),
-             ("--learning-rate", lambda value: value > 0, "positive"), ("--threads", lambda value: value >= 1, "at least 1"),
-             ("--word-column", lambda value: value >= 1, "at least 1 (columns count from 1)")]
+    rules = [
+        ("--vocabulary-size", lambda value: value >= 100, "at least 100"),
+        ("--hidden", lambda value: value >= 8, "at least 8"),
+        ("--layers", lambda value: value >= 1, "at least 1"),
+        ("--heads", lambda value: value >= 1 and hidden % value == 0, f"at least 1 and divide --hidden {hidden}"),
+        ("--intermediate", lambda value: value >= 1, "at least 1"),
+        ("--max-length", lambda value: value >= 4, "at least 4"),
+        ("--bptt", lambda value: value >= 2, "at least 2"),
+        ("--held-out", lambda value: 0 < value < 1, "in (0, 1)"),
+        ("--epochs", lambda value: value >= 1, "at least 1"),
+        ("--patience", lambda value: value >= 1, "at least 1"),
+        ("--batch-size", lambda value: value >= 1, "at least 1"),
+        ("--learning-rate", lambda value: value > 0, "positive"),
+        ("--threads", lambda value: value >= 1, "at least 1"),
+        ("--word-column", lambda value: value >= 1, "at least 1 (columns count from 1)"),
+    ]
     for option, holds, requirement in rules:
         given = getattr(arguments, option.removeprefix("--").replace("-", "_"))
         if given is not None and not holds(given):  # None: an option this architecture does not read
@@ -116,14 +132,18 @@ def read_lines(arguments: argparse.Namespace) -> tuple[list[str], list[str], int
         warn(f"--keep-test keeps a raw corpus's test files ({', '.join(RAW_CORPORA)}); --text {text} is not one, so it changes nothing")
     names = text.partition(":")[0].split("+")
     if not Path(text).exists() and not Path(text).suffix and "/" not in text and not all(name in DATASETS for name in names):
-        raise SeqTransferError(f"--text {text!r} is neither a file, a raw corpus nor a registered dataset",
-                               hint=f"pass a text file (one sentence per line), a CoNLL file with --word-column, {', '.join(RAW_CORPORA)}, "
-                                    "or DATASET[:SPLIT] (seqtransfer datasets list)")
+        raise SeqTransferError(
+            f"--text {text!r} is neither a file, a raw corpus nor a registered dataset",
+            hint=f"pass a text file (one sentence per line), a CoNLL file with --word-column, {', '.join(RAW_CORPORA)}, or DATASET[:SPLIT] (seqtransfer datasets list)",
+        )
     lines = [" ".join(sentence) for sentence in read_unlabeled(text, arguments.data_dir, word_column=arguments.word_column)]
     if len(set(lines)) < 2:
         read_as = f" (read as CoNLL columns, words from column {arguments.word_column})" if arguments.word_column else ""
-        raise SeqTransferError(f"the text has fewer than two distinct lines{read_as}", path=text,
-                               hint="drop --word-column for a plain text file" if arguments.word_column else "give more text: one sentence or tweet per line")
+        raise SeqTransferError(
+            f"the text has fewer than two distinct lines{read_as}",
+            path=text,
+            hint="drop --word-column for a plain text file" if arguments.word_column else "give more text: one sentence or tweet per line",
+        )
     return lines, [], 0
 
 
@@ -145,17 +165,27 @@ def adam_training(arguments: argparse.Namespace, betas: list[float], gradient_cl
     """The recurrent LMs' training: Adam at a constant rate, early stopping on the held-out perplexity."""
     from seqtransfer.config import TrainConfig
 
-    return TrainConfig(optimizer="adam", learning_rate=arguments.learning_rate, schedule="inverse_time", betas=betas, gradient_clip=gradient_clip,
-                       batch_size=arguments.batch_size, max_epochs=arguments.epochs, patience=arguments.patience, seed=arguments.seed,
-                       threads=arguments.threads, device=arguments.device, evaluation_batch_size=max(arguments.batch_size, 64))
+    return TrainConfig(
+        optimizer="adam",
+        learning_rate=arguments.learning_rate,
+        schedule="inverse_time",
+        betas=betas,
+        gradient_clip=gradient_clip,
+        batch_size=arguments.batch_size,
+        max_epochs=arguments.epochs,
+        patience=arguments.patience,
+        seed=arguments.seed,
+        threads=arguments.threads,
+        device=arguments.device,
+        evaluation_batch_size=max(arguments.batch_size, 64),
+    )
 
 
 def run_recurrent(arguments: argparse.Namespace) -> dict:
     from seqtransfer.workflows.recurrent_pretraining import RecurrentSettings, pretrain_recurrent
 
     settings = RecurrentSettings(arguments.size, arguments.vocabulary_size, arguments.softmax, arguments.held_out)
-    return pretrain_on_words(arguments, pretrain_recurrent, settings, adam_training(arguments, [0.9, 0.999], 5.0),
-                             f"wrote {arguments.output}: use it with model.encoder={arguments.output}")
+    return pretrain_on_words(arguments, pretrain_recurrent, settings, adam_training(arguments, [0.9, 0.999], 5.0), f"wrote {arguments.output}: use it with model.encoder={arguments.output}")
 
 
 def run_awd_lstm(arguments: argparse.Namespace) -> dict:
@@ -163,8 +193,7 @@ def run_awd_lstm(arguments: argparse.Namespace) -> dict:
 
     settings = AwdSettings(arguments.size, arguments.vocabulary_size, arguments.bptt, arguments.held_out)
     train_config = adam_training(arguments, [0.9, 0.99], 0.25)  # fastai's Adam moments; Merity et al.'s gradient clip
-    return pretrain_on_words(arguments, pretrain_awd_lstm, settings, train_config,
-                             f"wrote {arguments.output} (an AWD-LSTM LM: pretrained and saved; reading it as model.encoder is still to come)")
+    return pretrain_on_words(arguments, pretrain_awd_lstm, settings, train_config, f"wrote {arguments.output} (an AWD-LSTM LM: pretrained and saved; reading it as model.encoder is still to come)")
 
 
 def pretrain_on_words(arguments: argparse.Namespace, pretrain, settings, train_config, done: str) -> dict:
@@ -191,11 +220,23 @@ def run(arguments: argparse.Namespace) -> dict:
     lines, left_out, repeats = read_lines(arguments)
     if left_out:
         print(f"left out (test files): {len(left_out)} files, e.g. {left_out[0]}, and {repeats} lines of the other files that repeat one of their lines")
-    settings = LanguageModelSettings(arguments.objective, arguments.vocabulary_size, arguments.hidden, arguments.layers, arguments.heads, arguments.intermediate,
-                                     arguments.max_length, arguments.held_out)
-    train_config = TrainConfig(optimizer="adamw", learning_rate=arguments.learning_rate, schedule="linear_warmup", weight_decay=0.01, gradient_clip=1.0,
-                               batch_size=arguments.batch_size, max_epochs=arguments.epochs, patience=arguments.patience, seed=arguments.seed,
-                               threads=arguments.threads, device=arguments.device, evaluation_batch_size=max(arguments.batch_size, 64))
+    settings = LanguageModelSettings(
+        arguments.objective, arguments.vocabulary_size, arguments.hidden, arguments.layers, arguments.heads, arguments.intermediate, arguments.max_length, arguments.held_out
+    )
+    train_config = TrainConfig(
+        optimizer="adamw",
+        learning_rate=arguments.learning_rate,
+        schedule="linear_warmup",
+        weight_decay=0.01,
+        gradient_clip=1.0,
+        batch_size=arguments.batch_size,
+        max_epochs=arguments.epochs,
+        patience=arguments.patience,
+        seed=arguments.seed,
+        threads=arguments.threads,
+        device=arguments.device,
+        evaluation_batch_size=max(arguments.batch_size, 64),
+    )
     summary = pretrain(lines, settings, train_config, Path(arguments.output), print, show_progress=not arguments.quiet, device=arguments.device)
     summary["left_out"] = left_out
     summary["left_out_repeats"] = repeats
@@ -203,6 +244,4 @@ def run(arguments: argparse.Namespace) -> dict:
     return summary
 
 
-COMMAND = Command("pretrain a small LM of our own, saved as an encoder folder: a Transformer (masked or causal, its own tokenizer), an ELMo-style BiLSTM LM "
-                  "or an AWD-LSTM LM",
-                  arguments, run)
+COMMAND = Command("pretrain a small LM of our own, saved as an encoder folder: a Transformer (masked or causal, its own tokenizer), an ELMo-style BiLSTM LM or an AWD-LSTM LM", arguments, run)

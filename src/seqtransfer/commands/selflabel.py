@@ -43,9 +43,17 @@ def run(arguments: argparse.Namespace) -> list[dict]:
     if arguments.threshold is not None and arguments.top_n is not None:
         raise SeqTransferError("--threshold and --top-n are two ways to choose sentences", hint="pass one of them")
     settings = SelfLabelSettings(
-        method=arguments.method, unlabeled=arguments.unlabeled, rounds=arguments.rounds, pool=arguments.pool,
-        threshold=None if arguments.top_n is not None else 0.9 if arguments.threshold is None else arguments.threshold, top_n=arguments.top_n, pseudo_weight=arguments.pseudo_weight,
-        tokenizer=arguments.tokenizer, word_column=arguments.word_column, target=arguments.target)
+        method=arguments.method,
+        unlabeled=arguments.unlabeled,
+        rounds=arguments.rounds,
+        pool=arguments.pool,
+        threshold=None if arguments.top_n is not None else 0.9 if arguments.threshold is None else arguments.threshold,
+        top_n=arguments.top_n,
+        pseudo_weight=arguments.pseudo_weight,
+        tokenizer=arguments.tokenizer,
+        word_column=arguments.word_column,
+        target=arguments.target,
+    )
     output = Path(arguments.output)
     records = SelfLabelling(config, settings, output, log=lambda line: print(line, flush=True)).run()
     print(f"{len(records) - 1} rounds in {output}; predict with: seqtransfer predict {output} ...")

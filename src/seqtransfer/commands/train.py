@@ -66,8 +66,10 @@ def config_from_arguments(arguments: argparse.Namespace) -> RunConfig:
             setattr(getattr(config, section), name, value)
     check_named_against_overrides(named, arguments.overrides)
     if arguments.train and arguments.dataset:
-        raise SeqTransferError(f"--dataset {arguments.dataset} and --train {arguments.train} both name the training data",
-                               hint="drop --dataset to train on your files, or --train/--dev/--test to use the registered dataset")
+        raise SeqTransferError(
+            f"--dataset {arguments.dataset} and --train {arguments.train} both name the training data",
+            hint="drop --dataset to train on your files, or --train/--dev/--test to use the registered dataset",
+        )
     if arguments.train:
         config.data.dataset = None
     if config.model.embeddings in ("none", "None", ""):

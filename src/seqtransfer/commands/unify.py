@@ -19,8 +19,11 @@ from seqtransfer.errors import SeqTransferError
 def arguments(parser: argparse.ArgumentParser) -> None:
     from seqtransfer.data.unify_presets import PRESETS
 
-    parser.add_argument("--preset", choices=list(PRESETS), help="built-in task -> dataset mapping: " + "; ".join(
-        f"{name}: {', '.join(f'{task}={entry}' for task, entry in entries.items())}" for name, entries in PRESETS.items()))
+    parser.add_argument(
+        "--preset",
+        choices=list(PRESETS),
+        help="built-in task -> dataset mapping: " + "; ".join(f"{name}: {', '.join(f'{task}={entry}' for task, entry in entries.items())}" for name, entries in PRESETS.items()),
+    )
     parser.add_argument("--data", action="append", default=[], metavar="TASK=DATASET[:TASK]", help="the dataset labelling a task (repeatable; adds to or replaces --preset's)")
     parser.add_argument("--run", action="append", default=[], metavar="TASK=RUN_DIR", help="mono-task run that predicts a task where its gold labels are missing (repeatable)")
     parser.add_argument("--output", required=True, help="folder to write SPLIT.conllu and summary.json into")

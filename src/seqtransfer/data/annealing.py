@@ -69,8 +69,11 @@ def check_source_labels(entry: str, name: str, sentences: list, data, map_path: 
     total = sum(counts.values())
     if total and sum(foreign.values()) / total > UNSHARED_SHARE:
         shown = ", ".join(sorted(foreign, key=lambda label: -foreign[label])[:6])
-        raise SeqTransferError(f"the labels of data.anneal_source '{entry}' are not the target's ({100 * sum(foreign.values()) / total:.0f} % of its tokens: {shown} ...)",
-                               path=map_path, hint=f"map them with data.label_map=FILE (YAML: {name}: {{its label: the target's label}}), or anneal from data of the target's tag set")
+        raise SeqTransferError(
+            f"the labels of data.anneal_source '{entry}' are not the target's ({100 * sum(foreign.values()) / total:.0f} % of its tokens: {shown} ...)",
+            path=map_path,
+            hint=f"map them with data.label_map=FILE (YAML: {name}: {{its label: the target's label}}), or anneal from data of the target's tag set",
+        )
 
 
 def source_data_config(entry: str, target: DataConfig) -> DataConfig:

@@ -37,7 +37,6 @@ def attachment_scores(gold: Sequence[Tree], predicted: Sequence[Tree]) -> dict:
                     correct_counts[relation] += 1
     percent = lambda count: 100.0 * count / tokens if tokens else 0.0  # noqa: E731
     per_class = {
-        relation: ClassScores.from_counts(gold_counts[relation], predicted_counts[relation], correct_counts[relation]).as_dict()
-        for relation in sorted(gold_counts.keys() | predicted_counts.keys())
+        relation: ClassScores.from_counts(gold_counts[relation], predicted_counts[relation], correct_counts[relation]).as_dict() for relation in sorted(gold_counts.keys() | predicted_counts.keys())
     }
     return {"uas": percent(unlabelled), "las": percent(labelled), "tokens": tokens, "per_class": per_class}

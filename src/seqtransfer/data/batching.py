@@ -99,10 +99,22 @@ class Batch:
             return (tensor.pin_memory() if pinned else tensor).to(device, non_blocking=pinned)
 
         # character lengths choose the encoder's slices on the host: they stay on the CPU (no sync to read them)
-        return Batch(move(self.words), {name: move(target) for name, target in self.targets.items()}, move(self.mask), move(self.lengths),
-                     move(self.characters), self.character_lengths, move(self.form_index), move(self.form_ids), self.indices,
-                     self.companion.to(device) if self.companion is not None else None, *(move(tensor) if tensor is not None else None
-                     for tensor in (self.features, self.subword_ids, self.subword_mask, self.token_index, self.token_sizes, self.segments, self.subword_types, self.weights, self.tags)))
+        return Batch(
+            move(self.words),
+            {name: move(target) for name, target in self.targets.items()},
+            move(self.mask),
+            move(self.lengths),
+            move(self.characters),
+            self.character_lengths,
+            move(self.form_index),
+            move(self.form_ids),
+            self.indices,
+            self.companion.to(device) if self.companion is not None else None,
+            *(
+                move(tensor) if tensor is not None else None
+                for tensor in (self.features, self.subword_ids, self.subword_mask, self.token_index, self.token_sizes, self.segments, self.subword_types, self.weights, self.tags)
+            ),
+        )
 
     @property
     def labels(self) -> torch.Tensor | None:
@@ -143,16 +155,14 @@ def encode_sentences(
     elif vocabularies.encoder:
         from seqtransfer.embeddings.feature_cache import cached_features
 
-        features = cached_features(vocabularies.encoder, tokens, vocabularies.encoder_pooling, vocabularies.encoder_segments, store=cache_features,
-                                   separate=vocabularies.pair_encoding == "separate")
+        features = cached_features(vocabularies.encoder, tokens, vocabularies.encoder_pooling, vocabularies.encoder_segments, store=cache_features, separate=vocabularies.pair_encoding == "separate")
     tag_ids = None
     if vocabularies.tags is not None:
         from seqtransfer.data.tag_feature import feature_tags
 
         tags = tags if tags is not None else feature_tags(vocabularies, tokens)
         tag_ids = [vocabularies.tags.encode(sentence) for sentence in tags]
-    return EncodedSentences(word_ids, form_ids, targets or {}, form_characters, lengths, features, subwords, positions, pair_segments(tokens), types,
-                            tag_ids=tag_ids)
+    return EncodedSentences(word_ids, form_ids, targets or {}, form_characters, lengths, features, subwords, positions, pair_segments(tokens), types, tag_ids=tag_ids)
 
 
 def pair_segments(tokens: Sequence[Sequence[str]]) -> list[np.ndarray] | None:
@@ -234,8 +244,13 @@ def subword_fields(data: EncodedSentences, indices: np.ndarray, width: int) -> d
         token_sizes[row, : len(positions)] = positions[:, 2]
         offset += len(data.subwords[i])
     types = pad_arrays([window for i in indices for window in data.subword_types[i]], size)
-    return {"subword_ids": torch.from_numpy(ids), "subword_mask": torch.from_numpy((np.arange(size) < np.array([len(w) for w in rows])[:, None]).astype(np.int64)),
-            "token_index": torch.from_numpy(token_index), "token_sizes": torch.from_numpy(token_sizes), "subword_types": torch.from_numpy(types)}
+    return {
+        "subword_ids": torch.from_numpy(ids),
+        "subword_mask": torch.from_numpy((np.arange(size) < np.array([len(w) for w in rows])[:, None]).astype(np.int64)),
+        "token_index": torch.from_numpy(token_index),
+        "token_sizes": torch.from_numpy(token_sizes),
+        "subword_types": torch.from_numpy(types),
+    }
 
 
 def pad_features(arrays: list[np.ndarray], width: int) -> torch.Tensor:
@@ -246,8 +261,7 @@ def pad_features(arrays: list[np.ndarray], width: int) -> torch.Tensor:
     return torch.from_numpy(padded)
 
 
-def training_batches(data: EncodedSentences, batch_size: int, generator: np.random.Generator, pool_batches: int = 50,
-                     indices: np.ndarray | None = None, batching: str = "tokens") -> Iterator[Batch]:
+def training_batches(data: EncodedSentences, batch_size: int, generator: np.random.Generator, pool_batches: int = 50, indices: np.ndarray | None = None, batching: str = "tokens") -> Iterator[Batch]:
     """Shuffled batches of all sentences or of those at ``indices``, by ``batching``: ``tokens``,
     sentences of similar token count (bucketing within pools of ``pool_batches`` batches);
     ``subwords``, of similar padded size (``padded_sizes``: a fine-tuned encoder's sub-words); or

@@ -101,9 +101,7 @@ def split_fields(line: str, expected: int, path: str | Path, number: int) -> lis
     return fields
 
 
-def add_token(
-    sentence: Sentence, rows: list[list[str]], fields: list[str], id_index: int | None, path: str | Path, number: int
-) -> bool:
+def add_token(sentence: Sentence, rows: list[list[str]], fields: list[str], id_index: int | None, path: str | Path, number: int) -> bool:
     """Add a token row, or keep a range / empty-node line aside; True when a token was added."""
     if id_index is None:  # a CoNLL-U Plus layout without an ID column
         rows.append(fields)

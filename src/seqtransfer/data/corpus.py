@@ -103,8 +103,7 @@ def decode_lines(data: bytes, path: Path, encoding: str) -> list[str]:
             f"byte 0x{data[error.start]:02x} is not valid {encoding}",
             path=path,
             line=line,
-            hint="re-encode the file to UTF-8 (e.g. iconv -f latin1 -t utf-8 FILE > FILE.utf8); "
-            "from Python, read_conll(..., encoding='latin-1') also reads it",
+            hint="re-encode the file to UTF-8 (e.g. iconv -f latin1 -t utf-8 FILE > FILE.utf8); from Python, read_conll(..., encoding='latin-1') also reads it",
         ) from None
     if text.startswith("\ufeff"):
         text = text[1:]

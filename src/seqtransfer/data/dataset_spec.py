@@ -48,7 +48,6 @@ class DatasetSpec:
         return names
 
 
-
 TRAIN_DEV_TEST = {"train": "train", "dev": "dev", "test": "test"}
 
 

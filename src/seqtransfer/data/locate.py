@@ -65,9 +65,7 @@ def download_file(url: str, target: Path) -> None:
         handle.write(data)
 
 
-def find_dataset_folder(
-    spec: DatasetSpec, data_dir: str | Path | None = None, downloader: Downloader | None = None
-) -> Path:
+def find_dataset_folder(spec: DatasetSpec, data_dir: str | Path | None = None, downloader: Downloader | None = None) -> Path:
     """The folder holding ``spec``'s files: data_dir, $SEQTRANSFER_DATA, cache, else download."""
     candidates = candidate_folders(spec, data_dir)
     for folder in candidates:
@@ -81,10 +79,8 @@ def find_dataset_folder(
             (downloader or download_file)(url, target / relative)
         except (urllib.error.URLError, OSError, ValueError) as error:
             raise SeqTransferError(
-                f"dataset '{spec.name}' not found in {', '.join(map(str, candidates))} "
-                f"and downloading {url} failed ({error})",
-                hint=f"connect to the internet, or download the files into {target}, "
-                "or set --data-dir DIR / SEQTRANSFER_DATA=DIR",
+                f"dataset '{spec.name}' not found in {', '.join(map(str, candidates))} and downloading {url} failed ({error})",
+                hint=f"connect to the internet, or download the files into {target}, or set --data-dir DIR / SEQTRANSFER_DATA=DIR",
             ) from None
     return target
 
@@ -93,16 +89,12 @@ def missing_data_error(spec: DatasetSpec, candidates: Sequence[Path]) -> SeqTran
     """The error for a dataset found nowhere and not downloadable."""
     files = ", ".join(spec.splits.values())
     return SeqTransferError(
-        f"dataset '{spec.name}' not found: no folder with {files} among {', '.join(map(str, candidates))}; "
-        f"it cannot be downloaded automatically ({spec.license})",
-        hint=f"obtain it from {spec.url}, put it in a folder '{spec.folder}' under a data root DIR "
-        "and pass --data-dir DIR or set SEQTRANSFER_DATA=DIR",
+        f"dataset '{spec.name}' not found: no folder with {files} among {', '.join(map(str, candidates))}; it cannot be downloaded automatically ({spec.license})",
+        hint=f"obtain it from {spec.url}, put it in a folder '{spec.folder}' under a data root DIR and pass --data-dir DIR or set SEQTRANSFER_DATA=DIR",
     )
 
 
-def split_path(
-    spec: DatasetSpec, split: str, data_dir: str | Path | None = None, downloader: Downloader | None = None
-) -> Path:
+def split_path(spec: DatasetSpec, split: str, data_dir: str | Path | None = None, downloader: Downloader | None = None) -> Path:
     """The file of ``split`` (for a carved dev split: the train file)."""
     if split not in spec.split_names():
         raise SeqTransferError(
@@ -115,9 +107,7 @@ def split_path(
     return find_dataset_folder(spec, data_dir, downloader) / relative
 
 
-def read_split(
-    spec: DatasetSpec, split: str, data_dir: str | Path | None = None, downloader: Downloader | None = None
-) -> list[Sentence]:
+def read_split(spec: DatasetSpec, split: str, data_dir: str | Path | None = None, downloader: Downloader | None = None) -> list[Sentence]:
     """Read one split of ``spec`` with the right reader, carving dev from train when needed."""
     path = split_path(spec, split, data_dir, downloader)
     if spec.format == "conllu":
@@ -141,8 +131,10 @@ def relabelled(spec: DatasetSpec, sentences: list[Sentence], data_dir: str | Pat
     from seqtransfer.errors import warn
 
     sentences, counts = RELABELLINGS[spec.relabel_train](sentences, data_dir)
-    warn(f"{spec.name} train: {counts['changed']:,} of {counts['tokens']:,} tags ({100 * counts['changed'] / counts['tokens']:.1f} %) mapped to the "
-         f"tagset of its dev/test sets ({spec.relabel_train}); {counts['unknown']:,} ({100 * counts['unknown'] / counts['tokens']:.1f} %) have no counterpart")
+    warn(
+        f"{spec.name} train: {counts['changed']:,} of {counts['tokens']:,} tags ({100 * counts['changed'] / counts['tokens']:.1f} %) mapped to the "
+        f"tagset of its dev/test sets ({spec.relabel_train}); {counts['unknown']:,} ({100 * counts['unknown'] / counts['tokens']:.1f} %) have no counterpart"
+    )
     return sentences
 
 

@@ -90,10 +90,7 @@ def label_scores(gold: Sentences, predicted: Sentences) -> dict[str, ClassScores
         gold_counts.update(gold_tags)
         predicted_counts.update(predicted_tags)
         correct_counts.update(g for g, p in zip(gold_tags, predicted_tags) if g == p)
-    return {
-        label: ClassScores.from_counts(gold_counts[label], predicted_counts[label], correct_counts[label])
-        for label in sorted(gold_counts.keys() | predicted_counts.keys())
-    }
+    return {label: ClassScores.from_counts(gold_counts[label], predicted_counts[label], correct_counts[label]) for label in sorted(gold_counts.keys() | predicted_counts.keys())}
 
 
 def accuracy_scores(gold: Sentences, predicted: Sentences) -> dict:
@@ -158,8 +155,10 @@ def positive_f1_scores(gold: Sentences, predicted: Sentences) -> dict:
     scores = accuracy_scores(gold, predicted)
     labels = {label for tags in gold for label in tags}
     if POSITIVE_LABEL not in labels:
-        raise SeqTransferError(f"positive-class F1 needs a class {POSITIVE_LABEL!r}; the gold labels are {', '.join(sorted(labels)[:10])}",
-                               hint="score this task by accuracy, or map its positive class to 1 (data.label_map)")
+        raise SeqTransferError(
+            f"positive-class F1 needs a class {POSITIVE_LABEL!r}; the gold labels are {', '.join(sorted(labels)[:10])}",
+            hint="score this task by accuracy, or map its positive class to 1 (data.label_map)",
+        )
     return {**scores, "f1": scores["per_class"][POSITIVE_LABEL]["f1"]}
 
 

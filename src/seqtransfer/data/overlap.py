@@ -45,8 +45,10 @@ def leak_warning(config: RunConfig, dataset: str | None, split: str) -> str | No
         except SeqTransferError:  # a dataset this version no longer knows: nothing to say
             continue
         if dataset in spec.shares_sentences_with:
-            return (f"the {split} split of {dataset} shares sentences with the training split of {name}, which this run (or its source) trained on: "
-                    f"the score is not a clean test (train on the deduplicated {dataset} instead)")
+            return (
+                f"the {split} split of {dataset} shares sentences with the training split of {name}, which this run (or its source) trained on: "
+                f"the score is not a clean test (train on the deduplicated {dataset} instead)"
+            )
     return None
 
 

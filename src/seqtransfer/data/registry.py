@@ -37,18 +37,50 @@ from seqtransfer.errors import SeqTransferError
 
 # The public names, those of dataset_spec.py and user_files.py included (imported back for callers).
 __all__ = [
-    "UD_EWT_RAW", "TWEEBANK_RAW", "WNUT17_RAW", "ARK_RAW", "CONLL2000", "CONLL2003", "UD_EWT", "PTB_SAMPLE", "TWEEBANK", "TWEEBANK_SINGLE_ROOT", "WNUT17",
-    "TPOS", "ARK", "ARK_OCT27", "TCHUNK", "TREC6", "SST2", "MRPC", "SICK", "STSB", "DATASETS", "get_dataset", "resolve_spec", "load_split",
-    "existing_paths", "custom_dataset", "custom_tsv_dataset", "tsv_field_values", "are_scores", "custom_columns", "choose_label_column", "CARVE_NOTE",
-    "CONLLU_EXTENSIONS", "DEPENDENCY", "SCHEMES", "TRAIN_DEV_TEST", "DatasetSpec", "standard_splits",
+    "UD_EWT_RAW",
+    "TWEEBANK_RAW",
+    "WNUT17_RAW",
+    "ARK_RAW",
+    "CONLL2000",
+    "CONLL2003",
+    "UD_EWT",
+    "PTB_SAMPLE",
+    "TWEEBANK",
+    "TWEEBANK_SINGLE_ROOT",
+    "WNUT17",
+    "TPOS",
+    "ARK",
+    "ARK_OCT27",
+    "TCHUNK",
+    "TREC6",
+    "SST2",
+    "MRPC",
+    "SICK",
+    "STSB",
+    "DATASETS",
+    "get_dataset",
+    "resolve_spec",
+    "load_split",
+    "existing_paths",
+    "custom_dataset",
+    "custom_tsv_dataset",
+    "tsv_field_values",
+    "are_scores",
+    "custom_columns",
+    "choose_label_column",
+    "CARVE_NOTE",
+    "CONLLU_EXTENSIONS",
+    "DEPENDENCY",
+    "SCHEMES",
+    "TRAIN_DEV_TEST",
+    "DatasetSpec",
+    "standard_splits",
 ]
 
 UD_EWT_RAW = "https://raw.githubusercontent.com/UniversalDependencies/UD_English-EWT/r2.16/"
 TWEEBANK_RAW = "https://raw.githubusercontent.com/Oneplus/Tweebank/2bdd029fb16321c715c00480b7df58df22901e18/"
 WNUT17_RAW = "https://raw.githubusercontent.com/leondz/emerging_entities_17/e52a2d2a71ac1a051ca2d532eef28653c5c02603/"
-ARK_RAW = (
-    "https://raw.githubusercontent.com/brendano/ark-tweet-nlp/72755ccd1b29ba8e1dbbb49efe57ba9723c0013b/data/twpos-data-v0.3/"
-)
+ARK_RAW = "https://raw.githubusercontent.com/brendano/ark-tweet-nlp/72755ccd1b29ba8e1dbbb49efe57ba9723c0013b/data/twpos-data-v0.3/"
 CONLL2000 = DatasetSpec(
     name="conll2000",
     folder="conll2000",
@@ -160,8 +192,7 @@ WNUT17 = DatasetSpec(
         "test.conll": WNUT17_RAW + "emerging.test.annotated",
     },
     license="CC BY 4.0",
-    description="WNUT-17 emerging and rare entities (tweets, Reddit, YouTube, StackExchange); "
-    "6 types, some with hyphens (creative-work).",
+    description="WNUT-17 emerging and rare entities (tweets, Reddit, YouTube, StackExchange); 6 types, some with hyphens (creative-work).",
 )
 
 TPOS = DatasetSpec(
@@ -357,8 +388,6 @@ def resolve_spec(name_or_spec: str | DatasetSpec) -> DatasetSpec:
     return get_dataset(name_or_spec) if isinstance(name_or_spec, str) else name_or_spec
 
 
-def load_split(
-    name_or_spec: str | DatasetSpec, split: str, data_dir: str | Path | None = None, downloader: Downloader | None = None
-) -> list[Sentence]:
+def load_split(name_or_spec: str | DatasetSpec, split: str, data_dir: str | Path | None = None, downloader: Downloader | None = None) -> list[Sentence]:
     """Read one split of a dataset with the right reader, carving dev from train when needed."""
     return read_split(resolve_spec(name_or_spec), split, data_dir, downloader)

@@ -43,9 +43,7 @@ def check_scheme(name: str) -> str:
     """Return the canonical (lower-case) scheme name; raise SeqTransferError if unknown."""
     canonical = str(name).lower()
     if canonical not in SCHEMES:
-        raise SeqTransferError(
-            f"unknown tag scheme {name!r}", hint=f"use one of: {', '.join(SCHEMES)}"
-        )
+        raise SeqTransferError(f"unknown tag scheme {name!r}", hint=f"use one of: {', '.join(SCHEMES)}")
     return canonical
 
 

@@ -11,11 +11,73 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-SERBIAN_CYRILLIC_TO_LATIN = dict(zip(
-    "абвгдђежзијклљмнњопрстћуфхцчџшАБВГДЂЕЖЗИЈКЛЉМНЊОПРСТЋУФХЦЧЏШ",
-    ["a", "b", "v", "g", "d", "đ", "e", "ž", "z", "i", "j", "k", "l", "lj", "m", "n", "nj", "o", "p", "r", "s", "t", "ć", "u", "f", "h", "c", "č", "dž", "š",
-     "A", "B", "V", "G", "D", "Đ", "E", "Ž", "Z", "I", "J", "K", "L", "Lj", "M", "N", "Nj", "O", "P", "R", "S", "T", "Ć", "U", "F", "H", "C", "Č", "Dž", "Š"],
-))
+SERBIAN_CYRILLIC_TO_LATIN = dict(
+    zip(
+        "абвгдђежзијклљмнњопрстћуфхцчџшАБВГДЂЕЖЗИЈКЛЉМНЊОПРСТЋУФХЦЧЏШ",
+        [
+            "a",
+            "b",
+            "v",
+            "g",
+            "d",
+            "đ",
+            "e",
+            "ž",
+            "z",
+            "i",
+            "j",
+            "k",
+            "l",
+            "lj",
+            "m",
+            "n",
+            "nj",
+            "o",
+            "p",
+            "r",
+            "s",
+            "t",
+            "ć",
+            "u",
+            "f",
+            "h",
+            "c",
+            "č",
+            "dž",
+            "š",
+            "A",
+            "B",
+            "V",
+            "G",
+            "D",
+            "Đ",
+            "E",
+            "Ž",
+            "Z",
+            "I",
+            "J",
+            "K",
+            "L",
+            "Lj",
+            "M",
+            "N",
+            "Nj",
+            "O",
+            "P",
+            "R",
+            "S",
+            "T",
+            "Ć",
+            "U",
+            "F",
+            "H",
+            "C",
+            "Č",
+            "Dž",
+            "Š",
+        ],
+    )
+)
 TRANSLITERATIONS = {"sr": SERBIAN_CYRILLIC_TO_LATIN}
 
 
@@ -56,8 +118,10 @@ def script_mismatch(sentences: Sequence[Sequence[str]], known: float | None) -> 
         return None
     where = f"{len(other)} of {len(sentences)} sentences (the first: sentence {other[0]})"
     if known < 0.05:
-        return (f"{where} are in Cyrillic but the model was trained on Latin-script text: their words are unknown to it "
-                "(pass --transliterate sr, or transliterate='sr' to load(), to read Serbian Cyrillic as Latin)")
+        return (
+            f"{where} are in Cyrillic but the model was trained on Latin-script text: their words are unknown to it "
+            "(pass --transliterate sr, or transliterate='sr' to load(), to read Serbian Cyrillic as Latin)"
+        )
     return f"{where} are in Latin script but the model was trained on Cyrillic text ({known:.0%} of its word letters): their words are unknown to it"
 
 

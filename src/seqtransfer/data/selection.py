@@ -71,8 +71,7 @@ def js_scores(sentences: Sequence[Sequence[str]], target: Sequence[Sequence[str]
     return scores
 
 
-SCORES = {"moore_lewis": lambda sentences, target, seed: moore_lewis_scores(sentences, target, seed),
-          "js": lambda sentences, target, seed: js_scores(sentences, target)}
+SCORES = {"moore_lewis": lambda sentences, target, seed: moore_lewis_scores(sentences, target, seed), "js": lambda sentences, target, seed: js_scores(sentences, target)}
 
 
 def rank_weights(scores: np.ndarray) -> np.ndarray:

@@ -30,8 +30,10 @@ def input_tags(column: str, tagger_directory: str | None, tokens: Sequence[Seque
     if tagger_directory:
         return tagger_predictions(tagger_directory, tokens)
     if sentences is None:
-        raise SeqTransferError(f"this model reads '{column}' tags as an input feature, and the input has none",
-                               hint=f"give CoNLL-U input (or CoNLL with a '{column}' column), or train with model.tag_tagger=TAGGER_RUN so that the model tags its input itself")
+        raise SeqTransferError(
+            f"this model reads '{column}' tags as an input feature, and the input has none",
+            hint=f"give CoNLL-U input (or CoNLL with a '{column}' column), or train with model.tag_tagger=TAGGER_RUN so that the model tags its input itself",
+        )
     return column_tags(sentences, column)
 
 
@@ -40,9 +42,12 @@ def column_tags(sentences: Sequence[Sentence], column: str) -> list[list[str]]:
     for sentence in sentences:
         if column not in sentence.columns:
             known = ", ".join(sorted(sentence.columns)) or "none"
-            raise SeqTransferError(f"the model reads '{column}' tags as an input feature; this sentence has no such column (columns: {known})",
-                                   path=sentence.source, line=sentence.line,
-                                   hint=f"give input with a '{column}' column, or a tagger with model.tag_tagger=TAGGER_RUN")
+            raise SeqTransferError(
+                f"the model reads '{column}' tags as an input feature; this sentence has no such column (columns: {known})",
+                path=sentence.source,
+                line=sentence.line,
+                hint=f"give input with a '{column}' column, or a tagger with model.tag_tagger=TAGGER_RUN",
+            )
     return [sentence.columns[column] for sentence in sentences]
 
 
@@ -89,8 +94,9 @@ def load_tagger(directory: str):
     with torch.random.fork_rng(devices=[]):  # building the model draws initial weights
         predictor = load(directory)
     if predictor.kind.name != "tagging":
-        raise SeqTransferError(f"model.tag_tagger must be a tagging run; this one is a {predictor.kind.name} run", path=directory,
-                               hint="train a tagger first, e.g. seqtransfer train --dataset ud_ewt --task upos")
+        raise SeqTransferError(
+            f"model.tag_tagger must be a tagging run; this one is a {predictor.kind.name} run", path=directory, hint="train a tagger first, e.g. seqtransfer train --dataset ud_ewt --task upos"
+        )
     return predictor
 
 

@@ -60,7 +60,12 @@ def resolve_spec(config: DataConfig):
     """The registry entry of ``config.dataset``, or a spec built from the user's own files."""
     if config.train:
         return custom_dataset(
-            train=config.train, dev=config.dev, test=config.test, columns=config.columns, task=config.task, scheme=config.scheme,
+            train=config.train,
+            dev=config.dev,
+            test=config.test,
+            columns=config.columns,
+            task=config.task,
+            scheme=config.scheme,
             separator=config.separator,
         )
     if not config.dataset:
@@ -122,8 +127,11 @@ def check_shared_labels(parts: list[TaskData], label_map: dict, map_path: str | 
         total = sum(labels.values())
         if total and sum(unshared.values()) / total > UNSHARED_SHARE:
             shown = ", ".join(sorted(unshared, key=lambda label: -unshared[label])[:6])
-            raise SeqTransferError(f"the labels of {name} differ from the other datasets' ({100 * sum(unshared.values()) / total:.0f} % of its tokens: {shown} ...)",
-                                   path=map_path, hint="map them with data.label_map=FILE (YAML: DATASET: {its label: shared label}), or join datasets of one tag set")
+            raise SeqTransferError(
+                f"the labels of {name} differ from the other datasets' ({100 * sum(unshared.values()) / total:.0f} % of its tokens: {shown} ...)",
+                path=map_path,
+                hint="map them with data.label_map=FILE (YAML: DATASET: {its label: shared label}), or join datasets of one tag set",
+            )
 
 
 def read_label_map(path: str | None) -> dict | None:
@@ -142,8 +150,7 @@ def read_label_map(path: str | None) -> dict | None:
 def part_config(config: DataConfig, part: str) -> DataConfig:
     """One part of ``a+b``: ``NAME`` (the config's task) or ``NAME:TASK`` (its own task, e.g. ud_ewt:upos+conll2000:pos)."""
     name, _, task = part.partition(":")
-    return replace(config, dataset=name, task=task or config.task, max_train_sentences=None, exclude_fold=None, label_map=None,
-                   max_sentence_length=None)  # combine() maps the parts
+    return replace(config, dataset=name, task=task or config.task, max_train_sentences=None, exclude_fold=None, label_map=None, max_sentence_length=None)  # combine() maps the parts
 
 
 def load_task_data(config: DataConfig, splits: tuple[str, ...] = SPLITS) -> TaskData:
@@ -161,8 +168,10 @@ def load_task_data(config: DataConfig, splits: tuple[str, ...] = SPLITS) -> Task
     column = spec.tasks[task]
     kind = get_task_kind(spec.kinds.get(task, TAGGING.name))
     if "train" in splits and "train" not in spec.splits:
-        raise SeqTransferError(f"dataset '{spec.name}' has no split 'train' (splits: {', '.join(spec.split_names())})",
-                               hint=f"it serves evaluation only: score a model trained elsewhere with `seqtransfer evaluate RUN --dataset {spec.name}`")
+        raise SeqTransferError(
+            f"dataset '{spec.name}' has no split 'train' (splits: {', '.join(spec.split_names())})",
+            hint=f"it serves evaluation only: score a model trained elsewhere with `seqtransfer evaluate RUN --dataset {spec.name}`",
+        )
     loaded = {}
     for split in splits:
         if split in spec.splits or (split == "dev" and getattr(spec, "dev_from_train", False)):
@@ -248,6 +257,8 @@ def label_notes(data: TaskData) -> list[str]:
         if unseen:
             shown = ", ".join(f"{label} ({count})" for label, count in sorted(unseen.items(), key=lambda item: -item[1])[:5])
             total = sum(unseen.values())
-            notes.append(f"{split} has {total} label{'s' if total != 1 else ''} never seen in training ({len(unseen)} kind{'s' if len(unseen) != 1 else ''}: "
-                         f"{shown}): they are scored but can never be predicted")
+            notes.append(
+                f"{split} has {total} label{'s' if total != 1 else ''} never seen in training ({len(unseen)} kind{'s' if len(unseen) != 1 else ''}: "
+                f"{shown}): they are scored but can never be predicted"
+            )
     return notes

@@ -46,10 +46,7 @@ _TWEET_TOKEN = re.compile("|".join(f"(?:{pattern})" for pattern in _TWEET_PATTER
 # Abbreviations of the Slovene, Croatian and Serbian data (frequent in the MTT sets), lower case,
 # without their dot, Serbian Cyrillic spellings too; none of them is also a word (ga, min, st, sv,
 # g, d are left out: "Nisam ga." ends with a pronoun and a full stop).
-SLAVIC_ABBREVIATIONS = (
-    "itd npr dr prof tj tzv str sl angl oz čl br god mr mag ing dipl prim ipd idr ipr mio mrd sc tis žl doc akad gosp gđa gdin "
-    "итд нпр др проф тј тзв стр бр год мрд"
-).split()
+SLAVIC_ABBREVIATIONS = ("itd npr dr prof tj tzv str sl angl oz čl br god mr mag ing dipl prim ipd idr ipr mio mrd sc tis žl doc akad gosp gđa gdin итд нпр др проф тј тзв стр бр год мрд").split()
 _SLAVIC_PATTERNS = (
     r"\d+\.(?=\s+[a-zčćžšđа-яђјљњћџ0-9(\[])",  # ordinal before a lower-case word, a number or a bracket: 11. stoljeća, 2008. godine
     r"(?i:" + "|".join(sorted(SLAVIC_ABBREVIATIONS, key=len, reverse=True)) + r")\.(?!\w)",  # npr. dr. itd.

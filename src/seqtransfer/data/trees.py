@@ -45,8 +45,12 @@ def read_tree(sentence: Sentence) -> Tree:
     """The gold tree of a CoNLL-U sentence; a one-line error names the file and line of any defect."""
     for column in (HEAD, RELATION):
         if column not in sentence.columns:
-            raise SeqTransferError(f"no {column.upper()} column: this file has no dependency trees", path=sentence.source, line=sentence.line,
-                                   hint="parse a CoNLL-U file with HEAD and DEPREL filled, or pick a tagging task")
+            raise SeqTransferError(
+                f"no {column.upper()} column: this file has no dependency trees",
+                path=sentence.source,
+                line=sentence.line,
+                hint="parse a CoNLL-U file with HEAD and DEPREL filled, or pick a tagging task",
+            )
     length = len(sentence.tokens)
     check_numbering(sentence)
     heads = []
@@ -72,8 +76,12 @@ def check_numbering(sentence: Sentence) -> None:
     repeat (which taggers tolerate: released files have them) would point heads at the wrong token."""
     for position, identifier in enumerate(sentence.columns.get("id", ())):
         if identifier != str(position + 1):
-            raise SeqTransferError(f"token ID {identifier} where {position + 1} was due: a tree's IDs must count 1, 2, 3, ... for its HEAD values to name tokens",
-                                   path=sentence.source, line=token_line(sentence, position), hint="renumber the sentence's ID column (and its HEAD values with it)")
+            raise SeqTransferError(
+                f"token ID {identifier} where {position + 1} was due: a tree's IDs must count 1, 2, 3, ... for its HEAD values to name tokens",
+                path=sentence.source,
+                line=token_line(sentence, position),
+                hint="renumber the sentence's ID column (and its HEAD values with it)",
+            )
 
 
 def check_acyclic(tree: Tree, sentence: Sentence) -> None:
@@ -88,9 +96,8 @@ def check_acyclic(tree: Tree, sentence: Sentence) -> None:
             path.append(node)
             node = tree.heads[node - 1]
         if not reaches_root[node]:
-            cycle = path[path.index(node):]
-            raise SeqTransferError(f"tokens {', '.join(map(str, cycle))} form a cycle", path=sentence.source,
-                                   line=token_line(sentence, cycle[0] - 1), hint=TREE_HINT)
+            cycle = path[path.index(node) :]
+            raise SeqTransferError(f"tokens {', '.join(map(str, cycle))} form a cycle", path=sentence.source, line=token_line(sentence, cycle[0] - 1), hint=TREE_HINT)
         for visited in path:
             reaches_root[visited] = True
 

@@ -32,8 +32,9 @@ def read_tsv_sentences(path: str | Path, fields: tuple[str, ...], header: bool =
         if extra_fields and len(values) > len(fields):
             values = values[: len(fields)]
         if len(values) != len(fields):
-            raise SeqTransferError(f"{len(values)} TAB-separated fields, expected {len(fields)} ({', '.join(fields)})", path=path, line=number,
-                                   hint="one sentence per line with its fields separated by TABs")
+            raise SeqTransferError(
+                f"{len(values)} TAB-separated fields, expected {len(fields)} ({', '.join(fields)})", path=path, line=number, hint="one sentence per line with its fields separated by TABs"
+            )
         row = {name: value.strip() for name, value in zip(fields, values) if not name.startswith("_")}
         tokens = row.pop(TEXT).split()
         if TEXT_B in row:

@@ -37,13 +37,11 @@ class RawCorpus:
 
 
 RAW_CORPORA = {
-    "tweets_unlabeled": RawCorpus("tweets_unlabeled/tweeteval", "**/*_text.txt", "tweet",
-                                  "TweetEval tweets, text only: 55,170 lines in 29 files (labels not shipped)"),
+    "tweets_unlabeled": RawCorpus("tweets_unlabeled/tweeteval", "**/*_text.txt", "tweet", "TweetEval tweets, text only: 55,170 lines in 29 files (labels not shipped)"),
 }
 
 
-def read_unlabeled(entry: str, data_dir: str | Path | None = None, tokenizer: str = "whitespace", word_column: int | None = None,
-                   word_option: str = "--word-column") -> list[list[str]]:
+def read_unlabeled(entry: str, data_dir: str | Path | None = None, tokenizer: str = "whitespace", word_column: int | None = None, word_option: str = "--word-column") -> list[list[str]]:
     """The sentences (lists of words) of an unlabelled-text entry; see the module docstring
     (``word_option``: how the caller's user sets ``word_column``, named in error hints)."""
     if tokenizer not in TOKENIZERS:
@@ -73,8 +71,9 @@ def read_dataset(entry: str, data_dir: str | Path | None) -> list[list[str]]:
     for name in names.split("+"):
         spec = get_dataset(name)
         if part and part not in spec.split_names() and part not in spec.tasks:
-            raise SeqTransferError(f"'{part}' is neither a split nor a task of dataset '{name}'", path=entry,
-                                   hint=f"name a split ({', '.join(spec.split_names())}) or a task ({', '.join(spec.tasks)}): {name}:SPLIT")
+            raise SeqTransferError(
+                f"'{part}' is neither a split nor a task of dataset '{name}'", path=entry, hint=f"name a split ({', '.join(spec.split_names())}) or a task ({', '.join(spec.tasks)}): {name}:SPLIT"
+            )
         split = part if part in spec.split_names() else "train"
         task = part if part and part not in spec.split_names() else None
         data = load_task_data(DataConfig(dataset=name, task=task, data_dir=None if data_dir is None else str(data_dir)), (split,))
@@ -136,13 +135,21 @@ def read_file(path: Path, tokenizer: str, word_column: int | None, word_option: 
     columns = looks_like_columns(lines)
     if columns:
         count, line = columns
-        raise SeqTransferError(f"looks like a column file ({count} columns per line), not raw text", path=path, line=line,
-                               hint=f"set {word_option} N (1..{count}) to read the words of column N (the other columns are ignored), or give one sentence per line")
+        raise SeqTransferError(
+            f"looks like a column file ({count} columns per line), not raw text",
+            path=path,
+            line=line,
+            hint=f"set {word_option} N (1..{count}) to read the words of column N (the other columns are ignored), or give one sentence per line",
+        )
     table = tab_fields(lines)
     if table:
         count, share = table
-        raise SeqTransferError(f"looks like a table of {count} TAB-separated fields on {share} (a sentence and its label?), not raw text", path=path, line=1,
-                               hint="give the sentences alone, one per line (e.g. cut -f1 FILE > sentences.txt)")
+        raise SeqTransferError(
+            f"looks like a table of {count} TAB-separated fields on {share} (a sentence and its label?), not raw text",
+            path=path,
+            line=1,
+            hint="give the sentences alone, one per line (e.g. cut -f1 FILE > sentences.txt)",
+        )
     split = TOKENIZERS[tokenizer]
     return [tokens for line in lines if (tokens := split(line))]
 
@@ -203,6 +210,9 @@ def column_sentences(path: Path, lines: list[str], word_column: int, conllu: boo
     if current:
         sentences.append(current)
     if len(sentences) == 1 and any(" " in word for word in sentences[0]):
-        raise SeqTransferError(f"column {word_column} holds text with spaces and the file no blank line: a table of sentences, not of words", path=path,
-                               hint="give the sentences alone, one per line (e.g. cut -f1 FILE > sentences.txt)")
+        raise SeqTransferError(
+            f"column {word_column} holds text with spaces and the file no blank line: a table of sentences, not of words",
+            path=path,
+            hint="give the sentences alone, one per line (e.g. cut -f1 FILE > sentences.txt)",
+        )
     return sentences

@@ -89,16 +89,30 @@ def custom_tsv_dataset(paths: dict[str, Path], columns: Sequence[str] | str | No
         names = tuple(columns.split(",") if isinstance(columns, str) else columns)
     labels = [name for name in names if name not in (TEXT, TEXT_B) and not name.startswith("_")]
     if TEXT not in names or not labels:
-        raise SeqTransferError(f"TSV fields {', '.join(names)} need a 'text' field and a label field", path=paths["train"],
-                               hint="name them in a header line (e.g. text<TAB>label, or text<TAB>text_b<TAB>label for pairs) or with --columns text,label")
+        raise SeqTransferError(
+            f"TSV fields {', '.join(names)} need a 'text' field and a label field",
+            path=paths["train"],
+            hint="name them in a header line (e.g. text<TAB>label, or text<TAB>text_b<TAB>label for pairs) or with --columns text,label",
+        )
     column = task if task in labels else labels[0]
     if task is not None and task not in labels:
         raise SeqTransferError(f"no field '{task}' in the TSV files", path=paths["train"], hint=f"use --task with one of: {', '.join(labels)}")
     regression = are_scores(tsv_field_values(paths["train"], names, column, header))
     return DatasetSpec(
-        name="custom", folder="", format="tsv", splits={split: str(path) for split, path in paths.items()}, columns=names, header=header,
-        tasks={column: column}, schemes={}, metric={column: "correlation" if regression else "accuracy"}, url="", downloads={}, license="user files",
-        description="user files: " + ", ".join(f"{split}={path}" for split, path in paths.items()), dev_from_train=carve_dev,
+        name="custom",
+        folder="",
+        format="tsv",
+        splits={split: str(path) for split, path in paths.items()},
+        columns=names,
+        header=header,
+        tasks={column: column},
+        schemes={},
+        metric={column: "correlation" if regression else "accuracy"},
+        url="",
+        downloads={},
+        license="user files",
+        description="user files: " + ", ".join(f"{split}={path}" for split, path in paths.items()),
+        dev_from_train=carve_dev,
         kinds={column: "regression" if regression else "sentence"},
     )
 
@@ -106,7 +120,7 @@ def custom_tsv_dataset(paths: dict[str, Path], columns: Sequence[str] | str | No
 def tsv_field_values(path: Path, names: tuple[str, ...], field: str, header: bool) -> list[str]:
     """One field's values in a TSV file (lines with another field count are left to the reader's error)."""
     index = names.index(field)
-    lines = read_lines(path)[1 if header else 0:]
+    lines = read_lines(path)[1 if header else 0 :]
     return [values[index].strip() for values in (line.split("\t") for line in lines if line.strip()) if len(values) == len(names)]
 
 

@@ -103,8 +103,7 @@ class Vocabularies:
             "lowercase": self.lowercase,
             "twitter": self.twitter,
             **({"task_labels": {task: labels.items for task, labels in self.task_labels.items()}} if self.task_labels else {}),
-            **({"encoder": self.encoder, "encoder_pooling": self.encoder_pooling, "encoder_mode": self.encoder_mode, "encoder_segments": self.encoder_segments}
-               if self.encoder else {}),
+            **({"encoder": self.encoder, "encoder_pooling": self.encoder_pooling, "encoder_mode": self.encoder_mode, "encoder_segments": self.encoder_segments} if self.encoder else {}),
             **({"pair_encoding": self.pair_encoding} if self.pair_encoding != "joint" else {}),
             **({"tags": self.tags.items, "tag_column": self.tag_column, "tagger": self.tagger} if self.tags is not None else {}),
         }
@@ -148,8 +147,6 @@ def build_vocabularies(
     train_keys = [word_key(token, lowercase, twitter) for sentence in train_tokens for token in sentence]
     extra_keys = [word_key(token, lowercase, twitter) for sentence in extra_tokens for token in sentence]
     words = Vocabulary.build(train_keys + [key for key in extra_keys if key in pretrained_words], base=base.words if base else None)
-    characters = Vocabulary.build(
-        (character for sentence in train_tokens for token in sentence for character in token), base=base.characters if base else None
-    )
+    characters = Vocabulary.build((character for sentence in train_tokens for token in sentence for character in token), base=base.characters if base else None)
     labels = Vocabulary.build((label for sentence in train_labels for label in sentence), specials=())
     return Vocabularies(words, characters, labels, lowercase, twitter)

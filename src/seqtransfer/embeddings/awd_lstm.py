@@ -47,8 +47,7 @@ SIZES: dict[str, dict] = {
     "large": {"embedding": 400, "hidden": 1152, "layers": 3},
 }
 # fastai's awd_lstm_lm_config dropouts (drop_mult 1) and language_model_learner's AR and TAR weights
-DEFAULTS = {"output_dropout": 0.1, "hidden_dropout": 0.15, "input_dropout": 0.25, "embedding_dropout": 0.02, "weight_dropout": 0.2,
-            "activation_regularization": 2.0, "temporal_regularization": 1.0}
+DEFAULTS = {"output_dropout": 0.1, "hidden_dropout": 0.15, "input_dropout": 0.25, "embedding_dropout": 0.02, "weight_dropout": 0.2, "activation_regularization": 2.0, "temporal_regularization": 1.0}
 NEEDED = ("words", "embedding", "hidden", "layers", *DEFAULTS)
 
 LayerState = tuple[torch.Tensor, torch.Tensor]  # an LSTM layer's (h, c), each (1, B, units)
@@ -132,8 +131,11 @@ class AwdLstmLanguageModel(nn.Module):
 def refuse_as_encoder(folder: Path) -> None:
     """One error line for ``model.encoder`` on an AWD-LSTM folder: it is pretrained and saved, not read as an encoder yet."""
     if folder_architecture(folder) == ARCHITECTURE:
-        raise SeqTransferError("this folder holds an AWD-LSTM language model (pretrain-lm --architecture awd-lstm), which cannot serve as "
-                               "model.encoder yet", path=folder, hint="use a Transformer folder, or one written by pretrain-lm --architecture bilstm")
+        raise SeqTransferError(
+            "this folder holds an AWD-LSTM language model (pretrain-lm --architecture awd-lstm), which cannot serve as model.encoder yet",
+            path=folder,
+            hint="use a Transformer folder, or one written by pretrain-lm --architecture bilstm",
+        )
 
 
 def save_awd_lstm(folder: Path, model: AwdLstmLanguageModel, words: Sequence[str]) -> None:
@@ -156,6 +158,5 @@ def load_awd_lstm(folder: Path) -> tuple[AwdLstmLanguageModel, list[str]]:
         raise SeqTransferError("the AWD-LSTM folder's config.json or vocabulary.json cannot be read", path=folder, hint=hint) from None
     missing = [key for key in NEEDED if key not in settings]
     if missing or len(words) != settings["words"]:
-        raise SeqTransferError(f"config.json lacks {', '.join(missing)}" if missing else f"vocabulary.json ({len(words)} words) does not fit config.json",
-                               path=folder, hint=hint)
+        raise SeqTransferError(f"config.json lacks {', '.join(missing)}" if missing else f"vocabulary.json ({len(words)} words) does not fit config.json", path=folder, hint=hint)
     return with_saved_weights(AwdLstmLanguageModel, settings, folder / WEIGHTS, "the AWD-LSTM's weights"), words

@@ -35,15 +35,16 @@ def sentences_hash(sentences: Sequence[Sequence[str]]) -> str:
     return hashlib.sha256(json.dumps([list(tokens) for tokens in sentences], ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
 
 
-def cached_features(name: str, sentences: Sequence[Sequence[str]], pooling: str, segments: bool = False, store: bool = True,
-                    separate: bool = False) -> list[np.ndarray]:
+def cached_features(name: str, sentences: Sequence[Sequence[str]], pooling: str, segments: bool = False, store: bool = True, separate: bool = False) -> list[np.ndarray]:
     """Token vectors of every layer for ``sentences``, from the disk cache or computed (and cached);
     ``segments``: pairs read BERT token types (``encode_window``); ``separate``: each text of a pair
     encoded alone; ``store=False``: computed in memory, the cache neither read nor written (a user's
     sentences: one file per call would pile up)."""
     if separate and is_recurrent_lm(encoder_path(name)):
-        raise SeqTransferError("model.pair_encoding=separate encodes a pair's texts in a Transformer's windows; our recurrent LM reads a pair as one sequence",
-                               hint="drop model.pair_encoding, or use a Transformer encoder")
+        raise SeqTransferError(
+            "model.pair_encoding=separate encodes a pair's texts in a Transformer's windows; our recurrent LM reads a pair as one sequence",
+            hint="drop model.pair_encoding, or use a Transformer encoder",
+        )
     if not store:
         return computed_features(name, sentences, pooling, segments, separate)
     path = cache_path(name, sentences, pooling, segments, separate)

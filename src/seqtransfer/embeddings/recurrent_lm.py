@@ -55,8 +55,7 @@ SPECIAL_WORDS = ["<unk>", "<S>", "</S>"]
 SIZES: dict[str, dict] = {
     "tiny": {"character_dimension": 8, "filters": [[1, 8], [2, 8], [3, 16]], "highway": 1, "projection": 16, "cell": 32},  # smoke tests
     "small": {"character_dimension": 16, "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256]], "highway": 1, "projection": 128, "cell": 512},
-    "large": {"character_dimension": 16, "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]], "highway": 2,
-              "projection": 256, "cell": 2048},
+    "large": {"character_dimension": 16, "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]], "highway": 2, "projection": 256, "cell": 2048},
 }
 DEFAULTS = {"max_characters": 50, "dropout": 0.1, "softmax": "adaptive"}
 
@@ -158,8 +157,7 @@ class RecurrentLanguageModel(nn.Module):
     def token_layers(self, forms: torch.Tensor, form_index: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """The same inputs -> (B, T, 3, 2P): [x; x], [f1; b1], [f2; b2] at every position."""
         inputs, forward_first, forward_second, backward_first, backward_second = self.layers(forms, form_index, lengths)
-        return torch.stack([torch.cat([inputs, inputs], -1), torch.cat([forward_first, backward_first], -1),
-                            torch.cat([forward_second, backward_second], -1)], dim=2)
+        return torch.stack([torch.cat([inputs, inputs], -1), torch.cat([forward_first, backward_first], -1), torch.cat([forward_second, backward_second], -1)], dim=2)
 
     def negative_log_likelihood(self, states: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """(N, P) states, (N,) word ids -> summed -log p(target)."""
@@ -197,8 +195,7 @@ def character_ids(token: str, characters: dict[str, int], limit: int) -> list[in
 SENTENCE_MARKS = {"<S>": [BEGIN_WORD, BEGIN_SENTENCE, END_WORD], "</S>": [BEGIN_WORD, END_SENTENCE, END_WORD]}
 
 
-def encode_batch(sentences: Sequence[Sequence[str]], characters: dict[str, int], limit: int,
-                 words: dict[str, int] | None = None) -> dict[str, torch.Tensor]:
+def encode_batch(sentences: Sequence[Sequence[str]], characters: dict[str, int], limit: int, words: dict[str, int] | None = None) -> dict[str, torch.Tensor]:
     """Sentences (tokens, without the marks) -> tensors of <S> tokens </S>: ``forms`` (U, C) the
     distinct tokens' characters, ``form_index`` (B, T + 2), ``lengths`` (B,), and with ``words``
     the softmax's ``words`` (B, T + 2) (an unknown word: <unk>)."""
@@ -252,13 +249,13 @@ def read_settings(folder: Path) -> dict:
     try:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        raise SeqTransferError("the recurrent LM's config.json cannot be read as JSON", path=folder / "config.json",
-                               hint="use a folder written by seqtransfer pretrain-lm --architecture bilstm") from None
+        raise SeqTransferError(
+            "the recurrent LM's config.json cannot be read as JSON", path=folder / "config.json", hint="use a folder written by seqtransfer pretrain-lm --architecture bilstm"
+        ) from None
     needed = ("characters", "character_dimension", "filters", "highway", "projection", "cell", "words", "max_characters", "dropout", "softmax")
     missing = [key for key in needed if key not in config]
     if missing:
-        raise SeqTransferError(f"the recurrent LM's config.json lacks {', '.join(missing)}", path=folder / "config.json",
-                               hint="use a folder written by seqtransfer pretrain-lm --architecture bilstm")
+        raise SeqTransferError(f"the recurrent LM's config.json lacks {', '.join(missing)}", path=folder / "config.json", hint="use a folder written by seqtransfer pretrain-lm --architecture bilstm")
     return config
 
 
@@ -271,12 +268,13 @@ def read_vocabulary(folder: Path) -> tuple[list[str], list[str]]:
         vocabulary = json.loads((folder / VOCABULARY).read_text(encoding="utf-8"))
         words, characters = list(vocabulary["words"]), list(vocabulary["characters"])
     except (ValueError, KeyError, TypeError):
-        raise SeqTransferError(f"{VOCABULARY} is not a vocabulary (JSON with words and characters)", path=folder / VOCABULARY,
-                               hint="put this LM's own vocabulary.json in the folder") from None
+        raise SeqTransferError(f"{VOCABULARY} is not a vocabulary (JSON with words and characters)", path=folder / VOCABULARY, hint="put this LM's own vocabulary.json in the folder") from None
     if len(words) != settings["words"] or len(characters) + FIRST_CHARACTER != settings["characters"]:
-        raise SeqTransferError(f"vocabulary.json ({len(words)} words, {len(characters)} characters) does not fit config.json "
-                               f"({settings['words']} words, {settings['characters'] - FIRST_CHARACTER} characters)", path=folder / VOCABULARY,
-                               hint="put this LM's own vocabulary.json in the folder")
+        raise SeqTransferError(
+            f"vocabulary.json ({len(words)} words, {len(characters)} characters) does not fit config.json ({settings['words']} words, {settings['characters'] - FIRST_CHARACTER} characters)",
+            path=folder / VOCABULARY,
+            hint="put this LM's own vocabulary.json in the folder",
+        )
     return words, characters
 
 
@@ -299,8 +297,7 @@ def with_saved_weights(build: Callable[[dict], nn.Module], settings: dict, weigh
     try:
         model.load_state_dict(load_file(str(weights)))
     except Exception as error:  # noqa: BLE001 - safetensors raises its own errors for a truncated or garbled file
-        raise SeqTransferError(f"cannot load {what} ({str(error).splitlines()[0][:160]})", path=weights,
-                               hint="the weights must be those pretrain-lm saved with this config.json") from None
+        raise SeqTransferError(f"cannot load {what} ({str(error).splitlines()[0][:160]})", path=weights, hint="the weights must be those pretrain-lm saved with this config.json") from None
     return model.eval()
 
 

@@ -58,8 +58,7 @@ def encoder_path(name: str) -> Path:
     if is_recurrent_lm(path):  # our BiLSTM LM: characters in, no tokenizer (embeddings/recurrent_lm.py)
         return path
     if not any((path / file).is_file() for file in TOKENIZER_FILES):
-        raise SeqTransferError(f"encoder folder has no tokenizer (none of {', '.join(TOKENIZER_FILES)})", path=path,
-                               hint="save the model's tokenizer into the folder too (tokenizer.save_pretrained)")
+        raise SeqTransferError(f"encoder folder has no tokenizer (none of {', '.join(TOKENIZER_FILES)})", path=path, hint="save the model's tokenizer into the folder too (tokenizer.save_pretrained)")
     return path
 
 
@@ -85,8 +84,9 @@ def encoder_shape(name: str) -> tuple[int, int]:
         config = AutoConfig.from_pretrained(str(path), local_files_only=True)
         return int(config.num_hidden_layers) + 1, int(config.hidden_size)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        raise SeqTransferError("the encoder's config.json has no num_hidden_layers / hidden_size", path=path / "config.json",
-                               hint="pass a Transformer encoder folder saved with save_pretrained") from None
+        raise SeqTransferError(
+            "the encoder's config.json has no num_hidden_layers / hidden_size", path=path / "config.json", hint="pass a Transformer encoder folder saved with save_pretrained"
+        ) from None
 
 
 @functools.lru_cache(maxsize=8)
@@ -108,8 +108,32 @@ def encoder_config(name: str) -> dict:
 
 
 # model types transformers has only as left-to-right LMs (decoder-only), read as encoders here
-DECODER_ONLY = frozenset({"gpt2", "openai-gpt", "gpt_neo", "gpt_neox", "gptj", "gpt_bigcode", "codegen", "ctrl", "biogpt", "bloom", "falcon",
-                          "opt", "llama", "mistral", "mixtral", "qwen2", "phi", "phi3", "gemma", "gemma2", "olmo", "stablelm"})
+DECODER_ONLY = frozenset(
+    {
+        "gpt2",
+        "openai-gpt",
+        "gpt_neo",
+        "gpt_neox",
+        "gptj",
+        "gpt_bigcode",
+        "codegen",
+        "ctrl",
+        "biogpt",
+        "bloom",
+        "falcon",
+        "opt",
+        "llama",
+        "mistral",
+        "mixtral",
+        "qwen2",
+        "phi",
+        "phi3",
+        "gemma",
+        "gemma2",
+        "olmo",
+        "stablelm",
+    }
+)
 
 
 def is_causal_encoder(name: str) -> bool:
@@ -164,8 +188,9 @@ def load_encoder(name: str):
         with torch.random.fork_rng(devices=[]):
             model = AutoModel.from_pretrained(str(path), local_files_only=True, output_hidden_states=True)
     except (OSError, ValueError, KeyError, RuntimeError) as error:  # missing files, weights that do not fit the config
-        raise SeqTransferError(f"cannot load the encoder ({str(error).splitlines()[0][:160]})", path=path,
-                               hint="the folder needs the model's weights and its tokenizer files, of the same model") from None
+        raise SeqTransferError(
+            f"cannot load the encoder ({str(error).splitlines()[0][:160]})", path=path, hint="the folder needs the model's weights and its tokenizer files, of the same model"
+        ) from None
     if not getattr(tokenizer, "is_fast", False):
         raise SeqTransferError("the encoder's tokenizer is not a fast tokenizer", path=path, hint="save a tokenizer.json with the model (tokenizers library)")
     check_tokenizer_fits(tokenizer, model.config, path)
@@ -192,12 +217,16 @@ def check_tokenizer_fits(tokenizer, config, path: Path) -> None:
     for special in SPECIAL_TOKENS:
         identifier = getattr(tokenizer, f"{special}_token_id", None)
         if identifier is not None and not 0 <= identifier < table:
-            raise SeqTransferError(f"tokenizer's {special} token is sub-word {identifier}, outside the model's table ({table}): not this model's tokenizer", path=path,
-                                   hint="put the tokenizer of this model in the folder")
+            raise SeqTransferError(
+                f"tokenizer's {special} token is sub-word {identifier}, outside the model's table ({table}): not this model's tokenizer",
+                path=path,
+                hint="put the tokenizer of this model in the folder",
+            )
     model_pad = getattr(config, "pad_token_id", None)
     if model_pad is not None and tokenizer.pad_token_id is not None and tokenizer.pad_token_id != model_pad:
-        raise SeqTransferError(f"tokenizer pads with sub-word {tokenizer.pad_token_id}, the model with {model_pad}: not this model's tokenizer", path=path,
-                               hint="put the tokenizer of this model in the folder")
+        raise SeqTransferError(
+            f"tokenizer pads with sub-word {tokenizer.pad_token_id}, the model with {model_pad}: not this model's tokenizer", path=path, hint="put the tokenizer of this model in the folder"
+        )
 
 
 def encoder_fingerprint(name: str, with_training_report: bool = False) -> str:
@@ -207,8 +236,9 @@ def encoder_fingerprint(name: str, with_training_report: bool = False) -> str:
     ``with_training_report``: the hash as runs recorded it before 2026-11-26, with it.
     Computed once per process and state of the folder."""
     path = encoder_path(name)
-    files = tuple((str(item.relative_to(path)), item.stat().st_size, item.stat().st_mtime_ns) for item in sorted(path.rglob("*"))
-                  if item.is_file() and (with_training_report or item.name != TRAINING_REPORT))
+    files = tuple(
+        (str(item.relative_to(path)), item.stat().st_size, item.stat().st_mtime_ns) for item in sorted(path.rglob("*")) if item.is_file() and (with_training_report or item.name != TRAINING_REPORT)
+    )
     return folder_hash(str(path), files)
 
 
@@ -314,8 +344,7 @@ def encode_sentences_with(tokenizer, model, sentences: Sequence[Sequence[str]], 
     for tokens in sentences:
         pieces = subword_pieces(tokenizer, tokens)
         kinds = token_segments(tokens) if segments and not separate else None
-        parts = [encode_window(tokenizer, model, pieces[start:end], pooling, limit, kinds[start : end + 1] if kinds else None)
-                 for start, end in windows(pieces, limit, pair_breaks(tokens, separate))]
+        parts = [encode_window(tokenizer, model, pieces[start:end], pooling, limit, kinds[start : end + 1] if kinds else None) for start, end in windows(pieces, limit, pair_breaks(tokens, separate))]
         result.append(np.concatenate(parts).astype(np.float16))
     return result
 

@@ -59,7 +59,9 @@ class MethodSpec:
     anneal: bool = False  # data annealing: mix the training data of each target's source into its training (data.anneal_source)
     start_from: dict[str, str] | None = None  # {method: NAME, target: TARGET}: transfer from that method's run on that target, same seed (a label-free model, then a few labels)
     distill_from: list[str] | None = None  # teacher methods ("Name" or "Name+OFFSET"): their runs of the same target and seed (+ offset), distilled into this one (transfer.distill_from)
-    pseudo_labels: dict | None = None  # {from: [METHOD, ...], unlabeled: TEXT, combination, threshold, top_n, tokenizer}: those methods' runs (same target, seed) label TEXT, added to the training data
+    pseudo_labels: dict | None = (
+        None  # {from: [METHOD, ...], unlabeled: TEXT, combination, threshold, top_n, tokenizer}: those methods' runs (same target, seed) label TEXT, added to the training data
+    )
 
 
 PUBLISHED_FLAGS = {  # the legend of the PretRand paper's Table 7

@@ -202,8 +202,11 @@ def target_text(spec: ExperimentSpec, target_name: str) -> str:
     """The dataset whose (unlabelled) training text ``target`` stands for: the target's ``test_on``."""
     test_on = target_spec(spec, target_name).test_on
     if not test_on:
-        raise SeqTransferError(f"target '{target_name}' has no test_on, so a method's '{TARGET_TEXT}' text names nothing", path=spec.path,
-                               hint="give the target test_on: DATASET[:TASK], or name the text's dataset in the method")
+        raise SeqTransferError(
+            f"target '{target_name}' has no test_on, so a method's '{TARGET_TEXT}' text names nothing",
+            path=spec.path,
+            hint="give the target test_on: DATASET[:TASK], or name the text's dataset in the method",
+        )
     return test_on.partition(":")[0]
 
 
@@ -287,8 +290,7 @@ def pseudo_settings(spec: ExperimentSpec, store: ResultsStore, data_dir: str | N
     return settings
 
 
-def multitask_method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, method_name: str, seed: int, sources: dict[str, RunTask],
-                          earlier: list[RunTask]) -> RunTask:
+def multitask_method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, method_name: str, seed: int, sources: dict[str, RunTask], earlier: list[RunTask]) -> RunTask:
     """One multi-task run over every target; its record lists the targets it scores. With
     ``unify_with`` it trains on the targets unified by that method's runs of the same seed (in ``earlier``)."""
     method = spec.methods[method_name]
@@ -308,8 +310,7 @@ def multitask_method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: s
     return with_unified(RunTask(run_id, str(store.run_directory(run_id)), config_to_dict(config), record, unify))
 
 
-def offset_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, name: str, target_name: str, seed: int, offset: int,
-                sources: dict[str, RunTask]) -> RunTask:
+def offset_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, name: str, target_name: str, seed: int, offset: int, sources: dict[str, RunTask]) -> RunTask:
     """A method's run at ``seed + offset``; another seed's run (an ensemble's extra member, a
     teacher) is its own grid cell "Name+OFFSET", not a row of its method."""
     task = method_task(spec, store, data_dir, name, target_name, seed + offset, sources)

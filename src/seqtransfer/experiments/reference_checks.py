@@ -108,11 +108,13 @@ def check_start_from(spec: ExperimentSpec, name: str, method: MethodSpec, path: 
     if first is None or not first.scheme or first.multitask or reads_runs(first) or start["method"] == name:
         raise SeqTransferError(f"method '{name}': start_from must name another mono-task method of the file that starts from a source, got '{start['method']}'", path=path, hint=example)
     if start["target"] not in spec.targets or (first.targets is not None and start["target"] not in first.targets):
-        raise SeqTransferError(f"method '{name}': method '{start['method']}' has no run on target '{start['target']}'", path=path,
-                               hint=f"its targets: {', '.join(first.targets or spec.targets)}")
+        raise SeqTransferError(f"method '{name}': method '{start['method']}' has no run on target '{start['target']}'", path=path, hint=f"its targets: {', '.join(first.targets or spec.targets)}")
     if method.multitask or method.source is not None or method.anneal or not method.scheme or not get_scheme(method.scheme).uses_source:
-        raise SeqTransferError(f"method '{name}': start_from replaces the source of a mono-task scheme that transfers (finetune, pretrand, ...)", path=path,
-                               hint="give the method such a scheme, and no source:, anneal: or multitask:")
+        raise SeqTransferError(
+            f"method '{name}': start_from replaces the source of a mono-task scheme that transfers (finetune, pretrand, ...)",
+            path=path,
+            hint="give the method such a scheme, and no source:, anneal: or multitask:",
+        )
 
 
 def check_references(spec: ExperimentSpec, path: Path) -> None:
@@ -158,8 +160,7 @@ def _check_targets(spec: ExperimentSpec, path: Path) -> None:
             raise SeqTransferError(f"target '{name}': 'also' must list metrics, got {', '.join(map(str, unknown))}", path=path, hint=f"metrics: {', '.join(METRICS)}")
         check_metrics_fit(name, target, path)
         if target.paper_metric is not None and target.paper_metric not in target.also:
-            raise SeqTransferError(f"target '{name}': paper_metric '{target.paper_metric}' is not one of its 'also' metrics", path=path,
-                                   hint=f"add also: [{target.paper_metric}]")
+            raise SeqTransferError(f"target '{name}': paper_metric '{target.paper_metric}' is not one of its 'also' metrics", path=path, hint=f"add also: [{target.paper_metric}]")
         if target.source is not None and target.source not in spec.sources:
             raise SeqTransferError(f"target '{name}' names unknown source '{target.source}'", path=path, hint=f"sources: {', '.join(spec.sources)}")
 
@@ -172,8 +173,9 @@ def _check_method_kind(spec: ExperimentSpec, name: str, method: MethodSpec, path
         if split_member(member)[0] not in spec.methods:
             raise SeqTransferError(f"ensemble '{name}' names unknown method '{member}'", path=path)
         if spec.methods[split_member(member)[0]].ensemble:  # an ensemble of ensembles (or two naming each other) has no run to build on
-            raise SeqTransferError(f"ensemble '{name}' names ensemble '{member}': an ensemble's members are trained methods", path=path,
-                                   hint=f"list the trained methods of '{member}' in '{name}' instead")
+            raise SeqTransferError(
+                f"ensemble '{name}' names ensemble '{member}': an ensemble's members are trained methods", path=path, hint=f"list the trained methods of '{member}' in '{name}' instead"
+            )
 
 
 def _check_hierarchy(spec: ExperimentSpec, path: Path) -> None:
@@ -211,8 +213,7 @@ def _check_dataset_tasks(spec: ExperimentSpec, path: Path) -> None:
 
     entries = [(f"source '{name}'", source.dataset, source.task) for name, source in spec.sources.items()]
     entries += [(f"target '{name}'", target.dataset, target.task) for name, target in spec.targets.items()]
-    entries += [(f"source '{name}', task {task}", dataset, None) for name, source in spec.sources.items() for task, dataset in (source.multitask or {}).items()
-                if isinstance(dataset, str)]
+    entries += [(f"source '{name}', task {task}", dataset, None) for name, source in spec.sources.items() for task, dataset in (source.multitask or {}).items() if isinstance(dataset, str)]
     for where, dataset, task in entries:
         for part in str(dataset or "").split("+"):
             name, _, own_task = part.partition(":")
@@ -230,8 +231,11 @@ def _check_method_sources(spec: ExperimentSpec, name: str, method: MethodSpec, p
             raise SeqTransferError(f"method '{name}' names unknown target '{target_name}'", path=path, hint=f"targets: {', '.join(spec.targets)}")
         source = spec.sources.get(spec.targets[target_name].source or "")
         if source is None or not source.training_data:
-            raise SeqTransferError(f"method '{name}' anneals from each target's source data; target '{target_name}' has no mono-task source", path=path,
-                                   hint="give the target a source: NAME with a dataset, or list the method's targets:")
+            raise SeqTransferError(
+                f"method '{name}' anneals from each target's source data; target '{target_name}' has no mono-task source",
+                path=path,
+                hint="give the target a source: NAME with a dataset, or list the method's targets:",
+            )
     if method.tagger is not None and method.tagger not in spec.sources:
         raise SeqTransferError(f"method '{name}' names unknown tagger source '{method.tagger}'", path=path, hint=f"sources: {', '.join(spec.sources)}")
     named = list(method.source.values()) if isinstance(method.source, dict) else [method.source] if method.source else []
@@ -282,5 +286,6 @@ def _check_comparisons(spec: ExperimentSpec, path: Path) -> None:
         raise SeqTransferError(f"reference method '{spec.reference}' is not among the methods", path=path)
     for pair in spec.significance:
         if not isinstance(pair, list) or len(pair) != 2 or any(method not in spec.methods for method in pair):
-            raise SeqTransferError(f"significance pair {pair!r} must name two methods of the file", path=path,
-                                   hint="e.g. - [PretRand, Fine-tuning]; quote a name that holds a comma: - [\"A (b, c)\", D]")
+            raise SeqTransferError(
+                f"significance pair {pair!r} must name two methods of the file", path=path, hint='e.g. - [PretRand, Fine-tuning]; quote a name that holds a comma: - ["A (b, c)", D]'
+            )

@@ -44,8 +44,7 @@ def _parameter_ratio(spec: ReportSpec, summaries: Mapping[tuple[str, str], Summa
     ratios = [
         summaries[method, target].parameters / summaries[spec.reference_method, target].parameters
         for target in spec.targets
-        if (method, target) in summaries and (spec.reference_method, target) in summaries
-        and summaries[spec.reference_method, target].parameters
+        if (method, target) in summaries and (spec.reference_method, target) in summaries and summaries[spec.reference_method, target].parameters
     ]
     return _ratio(statistics.fmean(ratios)) if ratios else MISSING
 
@@ -65,8 +64,10 @@ def _ours_table(spec: ReportSpec, records: Sequence[dict], summaries: Mapping[tu
     for method in spec.methods:
         cells = [summaries.get((method, target)) for target in spec.targets]
         mark = "°" if mixed_labels(summaries) else ""
-        scores = [f"{cell.mean:.2f} ± {cell.std:.2f} ({len(cell.seeds)}){mark if cell.target_dev_labels else ''}" if cell else MISSING if spec.applies(method, target) else ""
-                  for cell, target in zip(cells, spec.targets)]
+        scores = [
+            f"{cell.mean:.2f} ± {cell.std:.2f} ({len(cell.seeds)}){mark if cell.target_dev_labels else ''}" if cell else MISSING if spec.applies(method, target) else ""
+            for cell, target in zip(cells, spec.targets)
+        ]
         covered = len(means.get(method, {}))
         seconds = [cell.seconds_mean for cell in cells if cell]
         time = _duration(statistics.fmean(seconds)) if seconds else MISSING
@@ -162,17 +163,21 @@ def _other_metrics_section(spec: ReportSpec, records: Sequence[dict]) -> list[st
     return [f"## Other metrics ({spec.split})", "", "The same runs scored by other metrics from their predictions (a target's `also`).", "", *_table(header, rows)]
 
 
-def _differences_table(spec: ReportSpec, summaries: Mapping[tuple[str, str], Summary],
-                       tests: Mapping[tuple[str, str, str], PairTests]) -> list[str]:
+def _differences_table(spec: ReportSpec, summaries: Mapping[tuple[str, str], Summary], tests: Mapping[tuple[str, str, str], PairTests]) -> list[str]:
     """Mean A − mean B per target for each compared pair (the file's significance pairs): FT − FE,
     a scheme against FT, ...; each mean over that method's seeds, with ``*`` where the pair's test
     (over the seeds, else at one seed) gives p < 0.05."""
     means = means_by_method(summaries)
     rows = []
     for first, second in spec.significance_pairs:
-        cells = [_signed(means[first][target] - means[second][target]) + _significant_mark(tests, target, first, second)
-                 if target in means.get(first, {}) and target in means.get(second, {})
-                 else MISSING if target in spec.pair_targets((first, second)) else "" for target in spec.targets]
+        cells = [
+            _signed(means[first][target] - means[second][target]) + _significant_mark(tests, target, first, second)
+            if target in means.get(first, {}) and target in means.get(second, {})
+            else MISSING
+            if target in spec.pair_targets((first, second))
+            else ""
+            for target in spec.targets
+        ]
         rows.append([f"{first} − {second}", *cells])
     return _table(["Difference", *spec.targets], rows)
 
@@ -209,8 +214,9 @@ def _published_section(spec: ReportSpec, summaries: Mapping[tuple[str, str], Sum
     means = paper_metric_means(spec, summaries, records)
     rows.append(["**Ours: best mean per column**", f"this report ({spec.split})", "", *[_best_cell(spec, means, target) for target in spec.targets]])
     legend = "; ".join(f"{flag}: {meaning}" for flag, meaning in PUBLISHED_FLAGS.items())
-    intro = (f"Published numbers, not ours: copied from the source named on each row (n/a: not reported there); "
-             f"they come from other set-ups (data versions, pretrained resources, tuning). Flags: {legend}.")
+    intro = (
+        f"Published numbers, not ours: copied from the source named on each row (n/a: not reported there); they come from other set-ups (data versions, pretrained resources, tuning). Flags: {legend}."
+    )
     return ["## Published results (not ours) and our best", "", intro, "", *_table(["Method", "Source", "Flags", *spec.targets], rows)]
 
 
@@ -225,25 +231,35 @@ def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
     if spec.published:
         lines += ["", *_published_section(spec, summaries, records)]
     lines += ["", f"## Our results ({spec.split})", ""]
-    lines += [f"Mean ± sample std (number of seeds). #params, aNRG and mNRG are relative to {spec.reference_method}; "
-              f"{MISSING} marks a cell with no finished run (an empty cell: the method does not run on that target), † a gain over fewer targets than the table has. "
-              "#params leaves out the word and character embedding tables (a transferred model's tables also hold the source's words) and counts the frozen encoder a feature-extraction run reads (runs recorded from 2026-11-24 on); "
-              "a multi-task method's one model is compared with the reference's models of all targets together. "
-              "Time / run is the cell's own training: not its source run's (trained once for every target), nor that of a run it starts from or reads labels of "
-              "(an ensemble's is its members' together).", ""]
+    lines += [
+        f"Mean ± sample std (number of seeds). #params, aNRG and mNRG are relative to {spec.reference_method}; "
+        f"{MISSING} marks a cell with no finished run (an empty cell: the method does not run on that target), † a gain over fewer targets than the table has. "
+        "#params leaves out the word and character embedding tables (a transferred model's tables also hold the source's words) "
+        "and counts the frozen encoder a feature-extraction run reads (runs recorded from 2026-11-24 on); "
+        "a multi-task method's one model is compared with the reference's models of all targets together. "
+        "Time / run is the cell's own training: not its source run's (trained once for every target), nor that of a run it starts from or reads labels of "
+        "(an ensemble's is its members' together).",
+        "",
+    ]
     lines += _ours_table(spec, records, summaries)
     if mixed_labels(summaries):
-        lines += ["", "° early stopping read the labels of the test data's dev split; unmarked cells used none of the test data's labels "
-                  "(a source model as it is, or a dev set of other data)."]
+        lines += ["", "° early stopping read the labels of the test data's dev split; unmarked cells used none of the test data's labels (a source model as it is, or a dev set of other data)."]
     lines += source_instances_note(spec, records)
     other = _other_metrics_section(spec, records)
     if other:
         lines += ["", *other]
     tests = significance_tests(spec, records) if spec.significance_pairs else {}
     if spec.significance_pairs:
-        lines += ["", f"## Differences between methods ({spec.split}, ours)", "", "Mean of the first method minus mean of the second (each over its own seeds); "
-                  "the significance tests below pair their runs' test predictions: * marks p < 0.05 (over the seeds both share where two or more have test "
-                  "predictions, else at the first seed they share).", "", *_differences_table(spec, summaries, tests)]
+        lines += [
+            "",
+            f"## Differences between methods ({spec.split}, ours)",
+            "",
+            "Mean of the first method minus mean of the second (each over its own seeds); "
+            "the significance tests below pair their runs' test predictions: * marks p < 0.05 (over the seeds both share where two or more have test "
+            "predictions, else at the first seed they share).",
+            "",
+            *_differences_table(spec, summaries, tests),
+        ]
     if spec.paper_results:
         lines += ["", "## Paper (Δ = ours − paper)", "", *_paper_table(spec, summaries, records)]
     if spec.significance_pairs:
@@ -251,23 +267,25 @@ def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _by_target_section(spec: ReportSpec, records: Sequence[dict], summaries: Mapping[tuple[str, str], Summary],
-                       tests: Mapping[tuple[str, str, str], PairTests]) -> list[str]:
+def _by_target_section(spec: ReportSpec, records: Sequence[dict], summaries: Mapping[tuple[str, str], Summary], tests: Mapping[tuple[str, str, str], PairTests]) -> list[str]:
     """One table per target, its methods best first: score over the seeds, the difference from the
     method each is tested against and that test's p, and the cost of its runs."""
     costs = {(point["method"], point["target"]): point for point in cost_points(spec, records)}
-    intro = (f"Each target's methods, best mean first: the {spec.split} score over the seeds; the difference from the method it is "
-             f"tested against ({spec.reference_method} unless named), a mean over the seeds both have, and that test's p, over those seeds together where two or more have "
-             "test predictions (\"Over the seeds\" above), else at the one seed named; trainable parameters, time and peak memory as in "
-             "the cost section (– where its runs recorded none).")
+    intro = (
+        f"Each target's methods, best mean first: the {spec.split} score over the seeds; the difference from the method it is "
+        f"tested against ({spec.reference_method} unless named), a mean over the seeds both have, and that test's p, over those seeds together where two or more have "
+        'test predictions ("Over the seeds" above), else at the one seed named; trainable parameters, time and peak memory as in '
+        "the cost section (– where its runs recorded none)."
+    )
     lines = ["## By target", "", intro]
     for target, header in zip(spec.targets, _target_header(spec, records)):
-        cells = sorted(((method, summaries[method, target]) for method in spec.methods if (method, target) in summaries),
-                       key=lambda item: -item[1].mean)
+        cells = sorted(((method, summaries[method, target]) for method in spec.methods if (method, target) in summaries), key=lambda item: -item[1].mean)
         if not cells:
             continue
-        rows = [[method, f"{summary.mean:.2f} ± {summary.std:.2f} ({len(summary.seeds)})", *_compared_cells(spec, tests, method, target),
-                 *_cost_cells(costs.get((method, target)), summary)] for method, summary in cells]
+        rows = [
+            [method, f"{summary.mean:.2f} ± {summary.std:.2f} ({len(summary.seeds)})", *_compared_cells(spec, tests, method, target), *_cost_cells(costs.get((method, target)), summary)]
+            for method, summary in cells
+        ]
         tested = "" if spec.split == "test" else "test "  # the tests read test predictions, whatever split the scores are
         lines += ["", f"### {header}", "", *_table(["Method", f"{spec.split} score", f"{tested}difference", f"{tested}p", "trainable params", "time / run", "peak MB"], rows)]
     return lines
@@ -308,8 +326,11 @@ def source_instances_note(spec: ReportSpec, records: Sequence[dict]) -> list[str
             mixed.append(f"{target} ({len(instances)})")
     if not mixed:
         return []
-    return ["", f"Runs of these targets read more than one instance of their source (the source was trained again, to other weights): {', '.join(mixed)}. "
-            "Their means mix the instances; a significance test between runs of two instances is marked \"two sources\"."]
+    return [
+        "",
+        f"Runs of these targets read more than one instance of their source (the source was trained again, to other weights): {', '.join(mixed)}. "
+        'Their means mix the instances; a significance test between runs of two instances is marked "two sources".',
+    ]
 
 
 def cost_points(spec: ReportSpec, records: Sequence[dict]) -> list[dict]:
@@ -317,15 +338,25 @@ def cost_points(spec: ReportSpec, records: Sequence[dict]) -> list[dict]:
     points = []
     for method in spec.methods:
         for target in spec.targets:
-            runs = [record for record in records if record.get("method") == method and record.get("target") == target
-                    and record.get("trainable_parameters") is not None and record.get(spec.split) is not None]
+            runs = [
+                record
+                for record in records
+                if record.get("method") == method and record.get("target") == target and record.get("trainable_parameters") is not None and record.get(spec.split) is not None
+            ]
             if runs:
                 memory = [record["peak_rss_megabytes"] for record in runs if record.get("peak_rss_megabytes") is not None]
-                points.append({"method": method, "target": target, "score": statistics.fmean(float(record[spec.split]) for record in runs),
-                               "trainable": max(statistics.fmean(record["trainable_parameters"] for record in runs), 1.0),
-                               "parameters": statistics.fmean(record["parameters"] for record in runs),
-                               "seconds": max(statistics.fmean(float(record["seconds"]) for record in runs), 0.1),
-                               "memory": statistics.fmean(memory) if memory else None, "runs": len(runs)})
+                points.append(
+                    {
+                        "method": method,
+                        "target": target,
+                        "score": statistics.fmean(float(record[spec.split]) for record in runs),
+                        "trainable": max(statistics.fmean(record["trainable_parameters"] for record in runs), 1.0),
+                        "parameters": statistics.fmean(record["parameters"] for record in runs),
+                        "seconds": max(statistics.fmean(float(record["seconds"]) for record in runs), 0.1),
+                        "memory": statistics.fmean(memory) if memory else None,
+                        "runs": len(runs),
+                    }
+                )
     return points
 
 
@@ -334,10 +365,26 @@ def render_cost(spec: ReportSpec, records: Sequence[dict], figure_name: str | No
     points = cost_points(spec, [record for record in records if record["experiment"] == spec.experiment])
     if not points:
         return ""
-    rows = [[point["method"], point["target"], f"{point['score']:.2f}", f"{point['trainable']:,.0f}", f"{point['parameters']:,.0f}",
-             _duration(point["seconds"]), MISSING if point["memory"] is None else f"{point['memory']:,.0f}", str(point["runs"])] for point in points]
-    lines = ["## Cost", "", f"Means over seeds of the runs that recorded their cost ({spec.split} score). Time and memory are this machine's, "
-             "with whatever else ran beside them (see the notes); peak memory is the process's resident set.", ""]
+    rows = [
+        [
+            point["method"],
+            point["target"],
+            f"{point['score']:.2f}",
+            f"{point['trainable']:,.0f}",
+            f"{point['parameters']:,.0f}",
+            _duration(point["seconds"]),
+            MISSING if point["memory"] is None else f"{point['memory']:,.0f}",
+            str(point["runs"]),
+        ]
+        for point in points
+    ]
+    lines = [
+        "## Cost",
+        "",
+        f"Means over seeds of the runs that recorded their cost ({spec.split} score). Time and memory are this machine's, "
+        "with whatever else ran beside them (see the notes); peak memory is the process's resident set.",
+        "",
+    ]
     lines += _table(["Method", "Target", "score", "trainable params", "all params", "time / run", "peak MB", "runs"], rows)
     if figure_name:
         lines += ["", f"![score against trainable parameters and time]({figure_name})"]
@@ -346,9 +393,16 @@ def render_cost(spec: ReportSpec, records: Sequence[dict], figure_name: str | No
 
 def render_sources(records: Sequence[dict]) -> str:
     """The source runs the experiment's transfer methods start from: data, scores, training time."""
-    rows = [[record["source"], f"{record['dataset']}/{record['task']}", f"{float(record['dev']):.2f}",
-             MISSING if record.get("test") is None else f"{float(record['test']):.2f}", _duration(float(record["seconds"]))]
-            for record in sorted(records, key=lambda record: record["source"])]
+    rows = [
+        [
+            record["source"],
+            f"{record['dataset']}/{record['task']}",
+            f"{float(record['dev']):.2f}",
+            MISSING if record.get("test") is None else f"{float(record['test']):.2f}",
+            _duration(float(record["seconds"])),
+        ]
+        for record in sorted(records, key=lambda record: record["source"])
+    ]
     intro = "Trained once (seed 1) and shared by every method and seed that transfers from them."
     return "\n".join(["## Source runs", "", intro, "", *_table(["Source", "Data", "dev", "test", "time"], rows)]) + "\n"
 

@@ -120,10 +120,7 @@ def normalised_relative_gains(means: Means, reference: str) -> dict[str, list[fl
     for method, scores in means.items():
         # A reference at the maximum score leaves no room to gain: NRG is undefined there.
         common = [target for target in scores if target in reference_scores and reference_scores[target] < MAXIMUM_SCORE]
-        gains[method] = [
-            100.0 * (scores[target] - reference_scores[target]) / (MAXIMUM_SCORE - reference_scores[target])
-            for target in common
-        ]
+        gains[method] = [100.0 * (scores[target] - reference_scores[target]) / (MAXIMUM_SCORE - reference_scores[target]) for target in common]
     return gains
 
 

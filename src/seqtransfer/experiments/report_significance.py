@@ -28,8 +28,7 @@ def test_evidence(record: dict) -> dict | None:
 def _significance_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str]) -> list[str]:
     """One row: the paired test on the first seed both methods share, or ``–`` cells."""
     first, second = pair
-    seeds = sorted({seed for method, name, seed in by_seed if (method, name) == (first, target)}
-                   & {seed for method, name, seed in by_seed if (method, name) == (second, target)})
+    seeds = sorted({seed for method, name, seed in by_seed if (method, name) == (first, target)} & {seed for method, name, seed in by_seed if (method, name) == (second, target)})
     if not seeds:
         return [target, first, second, MISSING, MISSING, MISSING, MISSING, MISSING]
     # the first shared seed whose two runs both have their test predictions (or a kept record's evidence of them)
@@ -59,7 +58,7 @@ def pair_p_value(metric: str, pairs: Sequence[tuple], trials: int) -> float:
 
 
 def two_sources_mark(records: Sequence[dict]) -> str:
-    """" (two sources)" where the tested runs read more than one instance of their source (not the
+    """ " (two sources)" where the tested runs read more than one instance of their source (not the
     methods' difference alone), else ""."""
     return " (two sources)" if len({record.get("source_weights") for record in records} - {None}) > 1 else ""
 
@@ -111,7 +110,8 @@ def _significance_section(spec: ReportSpec, tests: Mapping[tuple[str, str, str],
             "seed, and one test of the mean difference over those seeds together (each trial swaps the two methods' predictions "
             "of each sentence of each seed with probability 0.5). The pooled test sees a small difference that every seed shares; "
             "it does not model how much a method's score varies from seed to seed: compare the difference with the seeds' spread "
-            "in the first table.")
+            "in the first table."
+        )
         seeds_header = ["Target", "A", "B", "seeds", "mean A − B", "p at each seed", "p over the seeds", f"p < {SIGNIFICANCE_LEVEL}"]
         lines += ["", "### Over the seeds", "", seeds_intro, "", *_table(seeds_header, seed_rows)]
     return lines
@@ -137,5 +137,4 @@ def _seeds_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], dict], t
     difference = statistics.mean(float(by_seed[first, target, seed]["test"]) - float(by_seed[second, target, seed]["test"]) for seed, *_ in tested)
     seeds = ", ".join(str(seed) for seed, *_ in tested)
     shown = f"{pooled:.4f}{two_sources_mark([by_seed[method, target, seed] for seed, *_ in tested for method in pair])}"
-    return [target, first, second, seeds, f"{difference:+.2f}".replace("-", "−"), ", ".join(f"{p:.4f}" for p in each), shown,
-            "yes" if pooled < SIGNIFICANCE_LEVEL else "no"]
+    return [target, first, second, seeds, f"{difference:+.2f}".replace("-", "−"), ", ".join(f"{p:.4f}" for p in each), shown, "yes" if pooled < SIGNIFICANCE_LEVEL else "no"]

@@ -74,8 +74,10 @@ def pseudo_label_logged(task: RunTask, directory: Path, echo: Log | None) -> Non
     settings = task.pseudo
     tokens = read_unlabeled(settings["unlabeled"], task.config["data"]["data_dir"], settings["tokenizer"], settings.get("word_column"), "pseudo_labels.word_column")
     written = write_pseudo_labels(directory / PSEUDO_FILE, settings["runs"], tokens, settings["combination"], settings["threshold"], settings["top_n"])
-    message = (f"pseudo labels: {written['sentences']} of {written['of']} sentences of {settings['unlabeled']} ({written['tokens']} tokens) "
-               f"labelled by {len(settings['runs'])} run(s) ({settings['combination']})")
+    message = (
+        f"pseudo labels: {written['sentences']} of {written['of']} sentences of {settings['unlabeled']} ({written['tokens']} tokens) "
+        f"labelled by {len(settings['runs'])} run(s) ({settings['combination']})"
+    )
     with open(directory / "log.txt", "a", encoding="utf-8") as log_file:
         print(message, file=log_file, flush=True)
     if echo:
@@ -124,10 +126,27 @@ def finish_records(task: RunTask, directory: Path, score: bool = True) -> list[d
         if target in task.record.get("also", {}):
             record["also"] = task.record["also"][target]
             record["other_scores"] = other_scores(directory / "predictions" / target, directory / "predictions" / target, record["also"])
-        records.append({**record, "target": target, "network_parameters": network, "dataset": scores["dataset"], "task": scores["task"], "metric": scores["metric"],
-                        "run_directory": str(directory), "dev": scores["dev"][main], "test": scores.get("test", {}).get(main), "parameters": metrics["parameters"],
-                        "seconds": metrics["seconds"], "device": metrics.get("device", "cpu"), "best_epoch": scores.get("best_epoch"), "multitask": True, **cost_of(metrics),
-                        "predictions": str(directory / "predictions" / target), **with_evidence(directory / "predictions" / target, scores["metric"])})
+        records.append(
+            {
+                **record,
+                "target": target,
+                "network_parameters": network,
+                "dataset": scores["dataset"],
+                "task": scores["task"],
+                "metric": scores["metric"],
+                "run_directory": str(directory),
+                "dev": scores["dev"][main],
+                "test": scores.get("test", {}).get(main),
+                "parameters": metrics["parameters"],
+                "seconds": metrics["seconds"],
+                "device": metrics.get("device", "cpu"),
+                "best_epoch": scores.get("best_epoch"),
+                "multitask": True,
+                **cost_of(metrics),
+                "predictions": str(directory / "predictions" / target),
+                **with_evidence(directory / "predictions" / target, scores["metric"]),
+            }
+        )
     return records
 
 
@@ -160,15 +179,36 @@ def finish_record(task: RunTask, directory: Path, score: bool = True) -> dict:
     dataset not cached yet is left None: nothing is loaded or predicted)."""
     metrics = read_json(directory / rundir.METRICS)
     if "tasks" in metrics:  # a multi-task source run: its record holds the mean dev score
-        return {**task.record, "network_parameters": network_parameters(directory, metrics), "dataset": metrics["dataset"], "task": metrics["task"],
-                "metric": metrics["metric"], "run_directory": str(directory), "dev": max(record["dev"] for record in metrics["history"]), "test": None,
-                "parameters": metrics["parameters"], "seconds": metrics["seconds"], "device": metrics.get("device", "cpu")}
+        return {
+            **task.record,
+            "network_parameters": network_parameters(directory, metrics),
+            "dataset": metrics["dataset"],
+            "task": metrics["task"],
+            "metric": metrics["metric"],
+            "run_directory": str(directory),
+            "dev": max(record["dev"] for record in metrics["history"]),
+            "test": None,
+            "parameters": metrics["parameters"],
+            "seconds": metrics["seconds"],
+            "device": metrics.get("device", "cpu"),
+        }
     main = get_metric(metrics["metric"]).main
     members = [Path(member) for member in metrics.get("members", [])] or [directory]
     network = sum(network_parameters(member, metrics if member == directory else None) for member in members)
-    record = {**task.record, "network_parameters": network, "dataset": metrics["dataset"], "task": metrics["task"], "metric": metrics["metric"], "run_directory": str(directory),
-              "dev": metrics["dev"][main], "test": metrics.get("test", {}).get(main), "parameters": metrics["parameters"], "seconds": metrics["seconds"],
-              "device": metrics.get("device", "cpu"), **cost_of(metrics)}
+    record = {
+        **task.record,
+        "network_parameters": network,
+        "dataset": metrics["dataset"],
+        "task": metrics["task"],
+        "metric": metrics["metric"],
+        "run_directory": str(directory),
+        "dev": metrics["dev"][main],
+        "test": metrics.get("test", {}).get(main),
+        "parameters": metrics["parameters"],
+        "seconds": metrics["seconds"],
+        "device": metrics.get("device", "cpu"),
+        **cost_of(metrics),
+    }
     # did early stopping read labels of the data the test score is on? (not for a source model as it is, nor for a test set elsewhere)
     record["target_dev_labels"] = metrics.get("scheme") != "source_only" and not task.record.get("test_on")
     if task.record.get("test_on"):
@@ -221,6 +261,7 @@ def score_elsewhere(directory: Path, entry: str, data_dir: str | None, score: bo
     (not cached and not ``score``: None)."""
     from seqtransfer.config import DataConfig
     from seqtransfer.data.task_data import load_task_data
+
     folder = directory / f"test-on-{slug(entry)}"
     cached = folder / "score.json"
     if cached.is_file():
@@ -323,8 +364,17 @@ def skippable(tasks: list[RunTask], kept: dict[tuple, dict], needed: set[str]) -
             del skip[directory]
 
 
-def run_experiment(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], backend, data_dir: str | None = None, only: set[str] = frozenset(), log: Log = print,
-                   kept: list[dict] = (), on_record: Callable[[dict], None] | None = None) -> list[dict]:
+def run_experiment(
+    spec: ExperimentSpec,
+    store: ResultsStore,
+    seeds: list[int],
+    backend,
+    data_dir: str | None = None,
+    only: set[str] = frozenset(),
+    log: Log = print,
+    kept: list[dict] = (),
+    on_record: Callable[[dict], None] | None = None,
+) -> list[dict]:
     """Run whatever of the grid is not finished (or kept, see :mod:`~seqtransfer.experiments.kept`) yet;
     returns every record of the experiment."""
     kept_cells = {cell_key(record): record for record in kept if record["experiment"] == spec.name}
@@ -343,8 +393,7 @@ def run_experiment(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], 
     source_stage = [task for task in sources.values() if task.directory in needed]
     todo = [[task for task in stage if not is_finished(task)] for stage in (source_stage, to_train, [task for task, _ in ensembles])]
     kept_note = f", {len(skipped) + len(kept_ensembles)} kept" if skipped or kept_ensembles else ""
-    log(f"{spec.name}: {len(source_stage)} source runs, {len(targets)} target runs, {len(ensembles)} ensembles "
-        f"({', '.join(str(len(stage)) for stage in todo)} to train{kept_note})")
+    log(f"{spec.name}: {len(source_stage)} source runs, {len(targets)} target runs, {len(ensembles)} ensembles ({', '.join(str(len(stage)) for stage in todo)} to train{kept_note})")
     started = time.perf_counter()
     for records in [*skipped.values(), *kept_ensembles]:
         for record in records:
@@ -353,6 +402,7 @@ def run_experiment(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], 
         if is_finished(task):
             for record in finish_records(task, Path(task.directory)):
                 store.save_record(record)
+
     def save(record: dict) -> None:
         store.save_record(record)
         if on_record:
@@ -377,8 +427,10 @@ def warn_of_other_sources(tasks: list[RunTask], skipped: dict[str, list[dict]], 
     another instance of it (the next run trains them again, see :func:`from_another_source`)."""
     stale = [describe_cell(record) for task in tasks for record in skipped.get(task.directory, []) if from_another_source(record, task) or from_another_encoder(record, task)]
     if stale:
-        log(f"warning: {len(stale)} kept cells were trained from another instance of their source or encoder, trained again here "
-            f"({', '.join(stale[:4])}{', ...' if len(stale) > 4 else ''}): run the command again to train them from this one")
+        log(
+            f"warning: {len(stale)} kept cells were trained from another instance of their source or encoder, trained again here "
+            f"({', '.join(stale[:4])}{', ...' if len(stale) > 4 else ''}): run the command again to train them from this one"
+        )
 
 
 def describe_cell(record: dict) -> str:

@@ -60,7 +60,7 @@ def extremes(values: Any) -> list:
     (randint's upper bound is excluded)."""
     if isinstance(values, list):
         return values
-    (kind, arguments), = values.items()
+    ((kind, arguments),) = values.items()
     if kind == "choice":
         return list(arguments)
     if kind == "randint":  # both ends and a neighbour: a rule on parity (even BiLSTM sizes) shows on one of two neighbours
@@ -81,8 +81,9 @@ def check_range(kind: str, arguments: list, where: str, path: Path) -> None:
     if not (is_number(low) and is_number(high)) or (kind == "randint" and not (float(low).is_integer() and float(high).is_integer())):
         raise SeqTransferError(f"{where} bounds must be {'whole ' if kind == 'randint' else ''}numbers, got [{low!r}, {high!r}]", path=path)
     if kind == "randint" and high - low < 1 or kind != "randint" and high <= low:
-        raise SeqTransferError(f"{where} [{low}, {high}] is an empty range", path=path,
-                               hint="[low, high] with low < high" + (" (randint excludes high: [8, 33] draws 8..32)" if kind == "randint" else ""))
+        raise SeqTransferError(
+            f"{where} [{low}, {high}] is an empty range", path=path, hint="[low, high] with low < high" + (" (randint excludes high: [8, 33] draws 8..32)" if kind == "randint" else "")
+        )
     if kind == "loguniform" and low <= 0:
         raise SeqTransferError(f"{where} needs bounds above 0, got [{low}, {high}]", path=path, hint="e.g. {loguniform: [0.001, 0.1]}")
 
@@ -94,8 +95,9 @@ def check_epochs(search: SearchSpec, where: str, path: Path) -> None:
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise SeqTransferError(f"{where}: {name} must be a positive whole number, got {value!r}", path=path, hint=f"e.g. {name}: {30 if name == 'max_epochs' else 3}")
     if search.algorithm == "asha" and search.max_epochs is not None and search.grace_epochs > search.max_epochs:
-        raise SeqTransferError(f"{where}: grace_epochs {search.grace_epochs} is more than max_epochs {search.max_epochs}: no trial could be stopped early", path=path,
-                               hint="set grace_epochs below max_epochs")
+        raise SeqTransferError(
+            f"{where}: grace_epochs {search.grace_epochs} is more than max_epochs {search.max_epochs}: no trial could be stopped early", path=path, hint="set grace_epochs below max_epochs"
+        )
 
 
 def check_search(search: SearchSpec, where: str, path: Path) -> SearchSpec:
@@ -115,7 +117,7 @@ def check_search(search: SearchSpec, where: str, path: Path) -> SearchSpec:
         if isinstance(values, dict):
             if len(values) != 1 or next(iter(values)) not in DISTRIBUTIONS:
                 raise SeqTransferError(f"{where}: '{key}' must be a list or one of {', '.join(DISTRIBUTIONS)}", path=path, hint="e.g. {loguniform: [0.001, 0.1]}")
-            (kind, arguments), = values.items()
+            ((kind, arguments),) = values.items()
             if not isinstance(arguments, list) or not arguments or (kind != "choice" and len(arguments) != 2):
                 raise SeqTransferError(f"{where}: '{key}: {kind}' needs {'a list' if kind == 'choice' else 'two bounds [low, high]'}", path=path)
             if search.algorithm == "grid" and kind != "choice":
@@ -147,7 +149,7 @@ def tune_space(search: SearchSpec) -> dict:
             choices = values if isinstance(values, list) else values["choice"]
             space[key] = tune.grid_search(choices) if search.algorithm == "grid" else tune.choice(choices)
         else:
-            (kind, (low, high)), = values.items()
+            ((kind, (low, high)),) = values.items()
             space[key] = {"uniform": tune.uniform, "loguniform": tune.loguniform, "randint": tune.randint}[kind](low, high)
     return space
 
@@ -237,17 +239,21 @@ def run_search(task, search: SearchSpec, store, source_id: str | None, cpus_per_
     method, target = task.record["method"], task.record["target"]
     prefix = re.sub(r"[0-9a-f]{12}$", "", Path(task.directory).name)
     base = absolute_paths(task.config)  # Tune runs each trial in its own working folder
-    trainable = tune.with_resources(make_trainable(base, str(Path(store.root).resolve()), prefix, source_id, search.max_epochs),
-                                     {"cpu": cpus_per_trial, **({"gpu": gpus_per_trial} if gpus_per_trial else {})})
+    trainable = tune.with_resources(
+        make_trainable(base, str(Path(store.root).resolve()), prefix, source_id, search.max_epochs), {"cpu": cpus_per_trial, **({"gpu": gpus_per_trial} if gpus_per_trial else {})}
+    )
     # max_t one past the last epoch: ASHA stops trials at its rungs only, never at the last epoch (the run must finish: score and save)
     searched_epochs = max(extremes(search.space["train.max_epochs"])) if "train.max_epochs" in search.space else task.config["train"]["max_epochs"]
     last_epoch = min(search.max_epochs or searched_epochs, searched_epochs)
     if search.algorithm == "asha" and search.grace_epochs > last_epoch:
-        raise SeqTransferError(f"search {method} / {target}: grace_epochs {search.grace_epochs} is more than the {last_epoch} epochs a trial trains: no trial could be stopped early",
-                               hint=f"set grace_epochs below {last_epoch}, or algorithm: random")
+        raise SeqTransferError(
+            f"search {method} / {target}: grace_epochs {search.grace_epochs} is more than the {last_epoch} epochs a trial trains: no trial could be stopped early",
+            hint=f"set grace_epochs below {last_epoch}, or algorithm: random",
+        )
     scheduler = ASHAScheduler(time_attr="epoch", grace_period=search.grace_epochs, max_t=last_epoch + 1) if search.algorithm == "asha" else None
-    tune_config = tune.TuneConfig(metric="dev", mode="max", num_samples=1 if search.algorithm == "grid" else search.trials, scheduler=scheduler,
-                                  search_alg=BasicVariantGenerator(random_state=search.seed))
+    tune_config = tune.TuneConfig(
+        metric="dev", mode="max", num_samples=1 if search.algorithm == "grid" else search.trials, scheduler=scheduler, search_alg=BasicVariantGenerator(random_state=search.seed)
+    )
     folder = Path(store.root).resolve() / "search" / task.record["experiment"]
     run_config = tune.RunConfig(name=f"{slug(method)}--{slug(target)}", storage_path=str(folder / "tune"), verbose=0)
     log(f"search {method} / {target}: {search.algorithm}, {search.trials} trials, keys {', '.join(search.space)}")
@@ -260,15 +266,30 @@ def run_search(task, search: SearchSpec, store, source_id: str | None, cpus_per_
         finished = bool(directory and (directory / rundir.METRICS).is_file())
         metrics = read_json(directory / rundir.METRICS) if finished else {}
         best_dev = float(history["dev"].max()) if history is not None and "dev" in history else None
-        trials.append({"setting": {key: result.config[key] for key in search.space}, "run_id": run_id, "status": "finished" if finished else "stopped",
-                       "dev": best_dev, "epochs": int(history["epoch"].max()) if history is not None and "epoch" in history else 0,
-                       "test": metrics.get("test", {}).get(main_score(metrics)) if finished else None})
+        trials.append(
+            {
+                "setting": {key: result.config[key] for key in search.space},
+                "run_id": run_id,
+                "status": "finished" if finished else "stopped",
+                "dev": best_dev,
+                "epochs": int(history["epoch"].max()) if history is not None and "epoch" in history else 0,
+                "test": metrics.get("test", {}).get(main_score(metrics)) if finished else None,
+            }
+        )
     chosen = max((trial for trial in trials if trial["status"] == "finished" and trial["dev"] is not None), key=lambda trial: trial["dev"], default=None)
     if chosen is None:
         raise SeqTransferError(f"search {method} / {target}: no trial finished", hint="raise the budget or max_epochs")
-    summary = {"experiment": task.record["experiment"], "method": method, "target": target, "algorithm": search.algorithm, "budget": search.trials,
-               "space": search.space, "trials": sorted(trials, key=lambda trial: -(trial["dev"] or 0.0)), "selected": chosen,
-               "config": str(folder / f"{slug(method)}--{slug(target)}.yaml")}
+    summary = {
+        "experiment": task.record["experiment"],
+        "method": method,
+        "target": target,
+        "algorithm": search.algorithm,
+        "budget": search.trials,
+        "space": search.space,
+        "trials": sorted(trials, key=lambda trial: -(trial["dev"] or 0.0)),
+        "selected": chosen,
+        "config": str(folder / f"{slug(method)}--{slug(target)}.yaml"),
+    }
     config_text = portable_config(store.run_directory(chosen["run_id"]) / rundir.CONFIG)
     write_text(summary["config"], f"# selected by `seqtransfer experiment search` on dev: {method} / {target}, trial {chosen['run_id']}\n{config_text}")
     write_json(folder / f"{slug(method)}--{slug(target)}.json", json.loads(json.dumps(summary, default=float)))
@@ -327,9 +348,13 @@ def render_searches(summaries: list[dict]) -> str:
         chosen = summary["selected"]
         finished = sum(trial["status"] == "finished" for trial in summary["trials"])
         setting = ", ".join(f"{key}={value:.4g}" if isinstance(value, float) else f"{key}={value}" for key, value in chosen["setting"].items())
-        rows.append(f"| {summary['method']} | {summary['target']} | {summary['algorithm']} | {len(summary['trials'])} ({finished} finished) | {setting} | "
-                    f"{chosen['dev']:.2f} | {chosen['test']:.2f} | `{Path(summary['config']).name}` |")
-    intro = ("Settings chosen on the dev set by `seqtransfer experiment search` (Ray Tune; seed 1 of the grid as the base); test scores are of "
-             "the selected trial only. The selected config files lie in the results store's `search/` folder.")
+        rows.append(
+            f"| {summary['method']} | {summary['target']} | {summary['algorithm']} | {len(summary['trials'])} ({finished} finished) | {setting} | "
+            f"{chosen['dev']:.2f} | {chosen['test']:.2f} | `{Path(summary['config']).name}` |"
+        )
+    intro = (
+        "Settings chosen on the dev set by `seqtransfer experiment search` (Ray Tune; seed 1 of the grid as the base); test scores are of "
+        "the selected trial only. The selected config files lie in the results store's `search/` folder."
+    )
     header = "| Method | Target | algorithm | trials | selected setting | dev | test | config |\n|:---|:---|:---|---:|:---|---:|---:|:---|"
     return "\n".join(["## Hyper-parameter search", "", intro, "", header, *rows]) + "\n"

@@ -27,8 +27,7 @@ def experiment_file(name_or_path: str | Path) -> Path:
     shipped = SHIPPED_EXPERIMENTS / (path.name.removesuffix(".yaml").replace("-", "_") + ".yaml")
     if shipped.is_file():
         return shipped
-    raise SeqTransferError(f"no experiment file or shipped experiment named '{name_or_path}'", path=path,
-                           hint=f"give a path, or one of: {', '.join(shipped_names())} (seqtransfer experiment list)")
+    raise SeqTransferError(f"no experiment file or shipped experiment named '{name_or_path}'", path=path, hint=f"give a path, or one of: {', '.join(shipped_names())} (seqtransfer experiment list)")
 
 
 def shipped_table() -> list[dict[str, str]]:

@@ -75,9 +75,7 @@ def _shuffled_differences(counts_a: np.ndarray, counts_b: np.ndarray, metric: st
     return np.concatenate(differences) if differences else np.zeros(0)
 
 
-def paired_randomization_test(
-    gold: Sentences, predicted_a: Sentences, predicted_b: Sentences, metric: str, trials: int = 10000, seed: int = 0
-) -> float:
+def paired_randomization_test(gold: Sentences, predicted_a: Sentences, predicted_b: Sentences, metric: str, trials: int = 10000, seed: int = 0) -> float:
     """Two-sided p-value that systems A and B score the same (paired approximate randomisation).
 
     Each trial swaps A's and B's predictions of every sentence with probability 0.5 and
@@ -107,8 +105,7 @@ def paired_randomization_seeds(pairs: Sequence[tuple[np.ndarray, np.ndarray]], m
     return (at_least_as_large + 1) / (trials + 1)
 
 
-def paired_randomization_correlation_seeds(pairs: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], trials: int = 10000, seed: int = 0,
-                                           chunk: int = 500) -> float:
+def paired_randomization_correlation_seeds(pairs: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], trials: int = 10000, seed: int = 0, chunk: int = 500) -> float:
     """:func:`paired_randomization_seeds` for one score per sentence scored by Pearson's r: ``pairs``
     holds, per seed, (gold, A's scores, B's scores), each (N,); trials in chunks of ``chunk``."""
     generator = np.random.default_rng(seed)
@@ -118,13 +115,12 @@ def paired_randomization_correlation_seeds(pairs: Sequence[tuple[np.ndarray, np.
     for gold, a, b in pairs:
         for start in range(0, trials, chunk):
             swap = generator.random((min(chunk, trials - start), len(gold))) < 0.5
-            differences[start:start + len(swap)] += (_pearson(gold, np.where(swap, b, a)) - _pearson(gold, np.where(swap, a, b))) / len(pairs)
+            differences[start : start + len(swap)] += (_pearson(gold, np.where(swap, b, a)) - _pearson(gold, np.where(swap, a, b))) / len(pairs)
     at_least_as_large = int(np.count_nonzero(np.abs(differences) >= observed - _TOLERANCE))
     return (at_least_as_large + 1) / (trials + 1)
 
 
-def paired_randomization_correlation(gold: np.ndarray, predicted_a: np.ndarray, predicted_b: np.ndarray, trials: int = 10000, seed: int = 0,
-                                     chunk: int = 500) -> float:
+def paired_randomization_correlation(gold: np.ndarray, predicted_a: np.ndarray, predicted_b: np.ndarray, trials: int = 10000, seed: int = 0, chunk: int = 500) -> float:
     """The same test for one score per sentence, scored by Pearson's r (STS-B, SICK-R): each trial
     swaps A's and B's scores of every sentence with probability 0.5. (N,) arrays:
     :func:`paired_randomization_correlation_seeds` of one seed."""
@@ -135,12 +131,10 @@ def _pearson(gold: np.ndarray, predicted: np.ndarray) -> np.ndarray:
     """Pearson's r of ``gold`` (N,) with each row of ``predicted`` (R, N): (R,)."""
     gold_centred = gold - gold.mean()
     centred = predicted - predicted.mean(axis=1, keepdims=True)
-    return (centred @ gold_centred) / (np.sqrt((centred ** 2).sum(axis=1)) * np.sqrt((gold_centred ** 2).sum()) + 1e-12)
+    return (centred @ gold_centred) / (np.sqrt((centred**2).sum(axis=1)) * np.sqrt((gold_centred**2).sum()) + 1e-12)
 
 
-def bootstrap_confidence_interval(
-    gold: Sentences, predicted: Sentences, metric: str, samples: int = 1000, confidence: float = 0.95, seed: int = 0
-) -> tuple[float, float]:
+def bootstrap_confidence_interval(gold: Sentences, predicted: Sentences, metric: str, samples: int = 1000, confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap interval (percent) of one system's score, resampling sentences."""
     counts = sentence_counts(gold, predicted, metric)
     if len(counts) == 0:

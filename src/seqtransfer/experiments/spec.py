@@ -96,9 +96,27 @@ from seqtransfer.files import read_yaml_mapping
 
 # The public names, those of experiment_file.py and reference_checks.py included (imported back for callers).
 __all__ = [
-    "SourceSpec", "TargetSpec", "MethodSpec", "PUBLISHED_FLAGS", "PublishedSpec", "ExperimentSpec", "INTERNAL", "booleans_read", "check_selflabel",
-    "split_member", "PSEUDO_KEYS", "reads_runs", "check_read_method", "check_pseudo_labels", "check_pseudo_values", "check_teachers", "check_start_from",
-    "check_references", "check_metrics_fit", "check_not_fixed_by_source", "load_experiment",
+    "SourceSpec",
+    "TargetSpec",
+    "MethodSpec",
+    "PUBLISHED_FLAGS",
+    "PublishedSpec",
+    "ExperimentSpec",
+    "INTERNAL",
+    "booleans_read",
+    "check_selflabel",
+    "split_member",
+    "PSEUDO_KEYS",
+    "reads_runs",
+    "check_read_method",
+    "check_pseudo_labels",
+    "check_pseudo_values",
+    "check_teachers",
+    "check_start_from",
+    "check_references",
+    "check_metrics_fit",
+    "check_not_fixed_by_source",
+    "load_experiment",
 ]
 
 
@@ -166,8 +184,11 @@ def check_not_fixed_by_source(method: MethodSpec, search, where: str, path: Path
         return
     fixed = [key for key in search.space if key.startswith("model.") and key.partition(".")[2] in SOURCE_SIZES]
     if fixed:
-        raise SeqTransferError(f"{where}: {', '.join(fixed)} is the source run's: a {method.scheme} run takes it from its source, so every trial would train the same model",
-                               path=path, hint="search it on a method without a source (scratch), or train sources of each size")
+        raise SeqTransferError(
+            f"{where}: {', '.join(fixed)} is the source run's: a {method.scheme} run takes it from its source, so every trial would train the same model",
+            path=path,
+            hint="search it on a method without a source (scratch), or train sources of each size",
+        )
 
 
 def load_experiment(path: str | Path) -> ExperimentSpec:
@@ -187,8 +208,11 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
     spec.search = _searches(spec.search or {}, spec, path)
     for method in spec.search:
         if reads_runs(spec.methods[method]):
-            raise SeqTransferError(f"search names method '{method}', which reads other methods' runs (start_from, pseudo_labels, distill_from)", path=path,
-                                   hint="search a method that reads only a source; these methods take the settings found")
+            raise SeqTransferError(
+                f"search names method '{method}', which reads other methods' runs (start_from, pseudo_labels, distill_from)",
+                path=path,
+                hint="search a method that reads only a source; these methods take the settings found",
+            )
     spec.path, spec.all_targets = str(path), dict(spec.targets)
     if spec.paper_split not in ("dev", "test"):
         raise SeqTransferError(f"paper_split must be dev or test, got {spec.paper_split!r}", path=path, hint="paper_split: dev (the paper's numbers are dev scores) or test")

@@ -25,7 +25,7 @@ STATES = ("done", "kept", "under way", "to train")
 
 
 def read_checkpoint_epoch(path: Path) -> str | None:
-    """"after epoch E (best dev S at epoch B)" from a checkpoint's metadata, or None."""
+    """ "after epoch E (best dev S at epoch B)" from a checkpoint's metadata, or None."""
     from safetensors import safe_open
 
     with safe_open(str(path), framework="numpy") as handle:
@@ -51,7 +51,7 @@ def describe_checkpoint(directory: Path) -> str | None:
 
 
 def count_rounds(task: RunTask) -> str:
-    """"R of N rounds trained" of a self-labelling run: a round counts once all its models are."""
+    """ "R of N rounds trained" of a self-labelling run: a round counts once all its models are."""
     from seqtransfer.workflows.selflabel import METHODS, SelfLabelSettings
 
     settings = SelfLabelSettings(**task.selflabel)
@@ -110,15 +110,17 @@ def kind_of_cell(record: dict) -> tuple:
 
 
 def time_left(waiting: list[RunTask], seconds: dict[tuple, list[float]]) -> str:
-    """"about 2h 05m for 5 of the 6 runs to train" from the wall times of finished runs of the same kind."""
+    """ "about 2h 05m for 5 of the 6 runs to train" from the wall times of finished runs of the same kind."""
     known = [statistics.fmean(seconds[kind]) for task in waiting if (kind := kind_of_cell(task.record)) in seconds]
     if not waiting:
         return "nothing left to train"
     if not known:
         return f"{len(waiting)} runs to train, none with a finished run of the same kind to time them by"
-    return (f"about {_duration(sum(known))} for {len(known)} of the {len(waiting)} runs to train or under way, one after another "
-            "(each timed as the finished runs of its method and target, or its source, at other seeds, on the device and beside whatever ran then; "
-            "under way ones counted whole)")
+    return (
+        f"about {_duration(sum(known))} for {len(known)} of the {len(waiting)} runs to train or under way, one after another "
+        "(each timed as the finished runs of its method and target, or its source, at other seeds, on the device and beside whatever ran then; "
+        "under way ones counted whole)"
+    )
 
 
 def grid_status(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], data_dir: str | None, only: set[str], kept: list[dict]) -> list[str]:
@@ -156,10 +158,13 @@ def grid_status(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], dat
         if directory in unfinished and directory not in waiting:
             waiting[directory] = unfinished[directory]
             pending += unfinished[directory].dependencies
-    return [*lines, f"{spec.name}: cells {summarize(cells)}; sources and runs other methods read {summarize(support)} (seeds 1..{max(seeds)})",
-            f"time left: {time_left(list(waiting.values()), seconds)}"]
+    return [
+        *lines,
+        f"{spec.name}: cells {summarize(cells)}; sources and runs other methods read {summarize(support)} (seeds 1..{max(seeds)})",
+        f"time left: {time_left(list(waiting.values()), seconds)}",
+    ]
 
 
 def summarize(counts: dict[str, int]) -> str:
-    """"3 done, 2 to train" (the states with a count)."""
+    """ "3 done, 2 to train" (the states with a count)."""
     return ", ".join(f"{counts[state]} {state}" for state in STATES if counts[state]) or "none"

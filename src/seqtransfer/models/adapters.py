@@ -60,8 +60,10 @@ def add_houlsby_adapters(encoder: nn.Module, size: int) -> int:
     targets = [name for name, module in encoder.named_modules() if name.endswith(HOULSBY_SUFFIXES) and isinstance(module, nn.Linear) and module.out_features == hidden]
     layers = int(getattr(encoder.config, "num_hidden_layers", 0) or getattr(encoder.config, "n_layers", 0))
     if len(targets) != 2 * layers:
-        raise SeqTransferError(f"Houlsby adapters: found {len(targets)} of the 2 x {layers} output projections in this {encoder.config.model_type} encoder",
-                               hint="use model.encoder_adapter=lora, or a BERT-, RoBERTa-, MPNet- or DistilBERT-like encoder")
+        raise SeqTransferError(
+            f"Houlsby adapters: found {len(targets)} of the 2 x {layers} output projections in this {encoder.config.model_type} encoder",
+            hint="use model.encoder_adapter=lora, or a BERT-, RoBERTa-, MPNet- or DistilBERT-like encoder",
+        )
     for name in targets:
         parent_name, _, child = name.rpartition(".")
         parent = encoder.get_submodule(parent_name)

@@ -30,8 +30,17 @@ from seqtransfer.models.dropout import Dropout
 NAME = "seqtransfer_sdpa"
 
 
-def attention_forward(module: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask: torch.Tensor | None,
-                      dropout: float = 0.0, scaling: float | None = None, is_causal: bool | None = None, **kwargs) -> tuple[torch.Tensor, None]:
+def attention_forward(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    is_causal: bool | None = None,
+    **kwargs,
+) -> tuple[torch.Tensor, None]:
     """(B, heads, S, D) query, key, value; (B, 1, S, S) boolean mask or None -> ((B, S, heads, D), None)."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 

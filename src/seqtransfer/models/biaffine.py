@@ -107,8 +107,7 @@ class BiaffineClassifier(nn.Module):
         index = heads.clamp(min=0).unsqueeze(-1).expand(-1, -1, head_states.size(-1))
         return self.relation_scorer.aligned(self.relation_dependent(states[:, 1:]), head_states.gather(1, index))
 
-    def loss(self, states: torch.Tensor, heads: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor,
-             weights: torch.Tensor | None = None) -> torch.Tensor:
+    def loss(self, states: torch.Tensor, heads: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
         """(B, T+1, H) states, (B, T) gold heads and relations (-1: unseen), mask [, (B,) sentence weights] -> summed cross-entropies."""
         arc_scores = self.arc_scores(states, lengths)[mask]  # before the relation MLPs: their dropout draws come second
         relation_scores = self.relation_scores(states, heads)[mask]

@@ -49,12 +49,7 @@ class CRF(nn.Module):
         moved = self.transitions[labels[:, :-1], labels[:, 1:]]  # (B, T-1)
         lengths = mask.sum(1)
         last_labels = labels.gather(1, (lengths - 1).unsqueeze(1)).squeeze(1)  # (B,)
-        return (
-            self.start[labels[:, 0]]
-            + (emitted * weights).sum(1)
-            + (moved * weights[:, 1:]).sum(1)
-            + self.end[last_labels]
-        )
+        return self.start[labels[:, 0]] + (emitted * weights).sum(1) + (moved * weights[:, 1:]).sum(1) + self.end[last_labels]
 
     def log_partition(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """(B,) log of the sum over all label paths (forward algorithm).
@@ -191,14 +186,7 @@ class ForwardBackward(torch.autograd.Function):
         alphas, totals = forward_recursion(emitted, valid, moved, first)
         lengths = valid.sum(1)
         last = np.arange(len(lengths)), lengths - 1
-        log_partition = (
-            np.log(totals).sum(1)
-            + (emission_max[..., 0] * valid).sum(1)
-            + transition_max[0, 0] * (lengths - 1)
-            + start_max[0]
-            + np.log(alphas[last] @ final)
-            + end_max[0]
-        )
+        log_partition = np.log(totals).sum(1) + (emission_max[..., 0] * valid).sum(1) + transition_max[0, 0] * (lengths - 1) + start_max[0] + np.log(alphas[last] @ final) + end_max[0]
         context.arrays = emitted, valid, moved, final, alphas, last
         return torch.from_numpy(log_partition).to(emissions.dtype)
 

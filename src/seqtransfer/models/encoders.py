@@ -120,8 +120,7 @@ def model_class(family: str, task_kind: str) -> type[nn.Module]:
 
     name = f"{family.title().replace('_', '')}{task_kind.title()}Model"
     choices = encoder.feature_extractors if head.chooses_feature_extractor else ()
-    return type(name, (head, encoder, nn.Module), {"__init__": __init__, "from_vocabularies": classmethod(from_vocabularies),
-                                                   "feature_extractors": choices, "encoder_family": family})
+    return type(name, (head, encoder, nn.Module), {"__init__": __init__, "from_vocabularies": classmethod(from_vocabularies), "feature_extractors": choices, "encoder_family": family})
 
 
 def from_vocabularies(cls, config: ModelConfig, vocabularies) -> nn.Module:

@@ -47,8 +47,10 @@ class RecurrentEncoder:
 
     def build_encoder(self, config: ModelConfig, word_count: int, character_count: int, task_kind: str, vocabularies=None) -> int:
         if config.pair_encoding == "separate":
-            raise SeqTransferError("model.pair_encoding=separate encodes a pair's texts in a Transformer's windows; our recurrent LM reads a pair as one sequence",
-                                   hint="drop model.pair_encoding, or use a Transformer encoder")
+            raise SeqTransferError(
+                "model.pair_encoding=separate encodes a pair's texts in a Transformer's windows; our recurrent LM reads a pair as one sequence",
+                hint="drop model.pair_encoding, or use a Transformer encoder",
+            )
         folder = encoder_path(config.encoder)
         settings = read_settings(folder)
         self.encoder_name = config.encoder

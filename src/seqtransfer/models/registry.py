@@ -19,8 +19,15 @@ from seqtransfer.transfer.adversarial import attach_discriminator
 from seqtransfer.transfer.auxiliary_lm import attach_language_model
 
 # architecture -> the task kind whose head it puts on the encoder (the encoder_* names: a fine-tuned encoder's)
-HEADED: dict[str, str] = {"tagger": "tagging", "encoder_tagger": "tagging", "parser": "dependency", "sentence_classifier": "sentence",
-                          "encoder_classifier": "sentence", "sentence_regressor": "regression", "encoder_regressor": "regression"}
+HEADED: dict[str, str] = {
+    "tagger": "tagging",
+    "encoder_tagger": "tagging",
+    "parser": "dependency",
+    "sentence_classifier": "sentence",
+    "encoder_classifier": "sentence",
+    "sentence_regressor": "regression",
+    "encoder_regressor": "regression",
+}
 COMPOSITES: dict[str, type[nn.Module]] = {"pretrand": PretRand, "multitask": HierarchicalMultiTask}
 ARCHITECTURES = (*HEADED, *COMPOSITES)
 
@@ -50,8 +57,11 @@ def check_feature_extractor(config: ModelConfig, model_type: type[nn.Module]) ->
     if config.feature_extractor is None:
         return
     if config.feature_extractor not in getattr(model_type, "feature_extractors", ()):
-        raise SeqTransferError(f"model.feature_extractor chooses a tagger's layer between representation and classifier; a {config.architecture} keeps its own",
-                               hint="drop model.feature_extractor for this model")
+        raise SeqTransferError(
+            f"model.feature_extractor chooses a tagger's layer between representation and classifier; a {config.architecture} keeps its own", hint="drop model.feature_extractor for this model"
+        )
     if config.feature_extractor == "none" and (config.discriminator_hidden or config.language_model_words):
-        raise SeqTransferError("model.feature_extractor=none leaves no BiLSTM for the domain discriminator or the auxiliary LM to read",
-                               hint="drop model.feature_extractor, or train.adversarial_data / transfer.auxiliary_lm_weight")
+        raise SeqTransferError(
+            "model.feature_extractor=none leaves no BiLSTM for the domain discriminator or the auxiliary LM to read",
+            hint="drop model.feature_extractor, or train.adversarial_data / transfer.auxiliary_lm_weight",
+        )

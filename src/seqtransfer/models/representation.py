@@ -110,10 +110,7 @@ class CharacterEncoder(nn.Module):
         lengths = host_lengths.to(characters.device, non_blocking=True)
         reversed_characters = characters.gather(1, reversal_index(lengths, characters.size(1)))
         sizes = host_lengths.tolist()
-        pieces = [
-            self.encode(characters[start:end, : sizes[end - 1]], reversed_characters[start:end, : sizes[end - 1]], lengths[start:end])
-            for start, end in length_groups(sizes)
-        ]
+        pieces = [self.encode(characters[start:end, : sizes[end - 1]], reversed_characters[start:end, : sizes[end - 1]], lengths[start:end]) for start, end in length_groups(sizes)]
         return torch.cat(pieces) if len(pieces) > 1 else pieces[0]
 
     def encode_all(self, form_characters: Sequence[np.ndarray], chunk_size: int = 4096) -> torch.Tensor:
@@ -132,9 +129,21 @@ class CharacterEncoder(nn.Module):
 class WordRepresentation(nn.Module):
     """x_t = [word_embedding(lower(w_t)); char_bilstm(w_t) (; tag_embedding(tag_t))] with dropout: (B, T) -> (B, T, D + hidden (+ tag dimension))."""
 
-    def __init__(self, word_count: int, word_dimension: int, character_count: int, char_dimension: int, char_hidden: int, dropout: float,
-                 encoder_layers: int = 0, encoder_dimension: int = 0, encoder_only: bool = False, inputs: str = "both",
-                 tag_count: int = 0, tag_dimension: int = 0) -> None:
+    def __init__(
+        self,
+        word_count: int,
+        word_dimension: int,
+        character_count: int,
+        char_dimension: int,
+        char_hidden: int,
+        dropout: float,
+        encoder_layers: int = 0,
+        encoder_dimension: int = 0,
+        encoder_only: bool = False,
+        inputs: str = "both",
+        tag_count: int = 0,
+        tag_dimension: int = 0,
+    ) -> None:
         super().__init__()
         # sparse: the gradient lists the batch's rows only; the optimizer updates just those
         self.word_embedding = nn.Embedding(word_count, word_dimension, padding_idx=0, sparse=True)
@@ -215,6 +224,17 @@ class WordRepresentation(nn.Module):
 def word_representation_of(config, word_count: int, character_count: int) -> WordRepresentation:
     """The WRE a model config describes (words, characters, and a Transformer's layers when ``config.encoder`` is set)."""
     layers = config.encoder_layers if config.encoder else 0
-    return WordRepresentation(word_count, config.word_dimension, character_count, config.char_dimension, config.char_hidden, config.dropout,
-                              layers, config.encoder_dimension if layers else 0, encoder_only=not config.encoder_join, inputs=config.inputs,
-                              tag_count=config.tag_count if config.tag_feature else 0, tag_dimension=config.tag_dimension)
+    return WordRepresentation(
+        word_count,
+        config.word_dimension,
+        character_count,
+        config.char_dimension,
+        config.char_hidden,
+        config.dropout,
+        layers,
+        config.encoder_dimension if layers else 0,
+        encoder_only=not config.encoder_join,
+        inputs=config.inputs,
+        tag_count=config.tag_count if config.tag_feature else 0,
+        tag_dimension=config.tag_dimension,
+    )

@@ -53,8 +53,9 @@ def split_pair(states: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, torch.
     """(B, T, H) states of "A [SEP] B" -> A's (B, Ta, H) and mask (B, Ta), B's (B, Tb, H) and mask,
     each text's tokens moved to the front of its rows."""
     if batch.segments is None:
-        raise SeqTransferError("this model reads sentence pairs, and no sentence given to it has a [SEP] between its two parts",
-                               hint='give each pair as "A [SEP] B" (tokens of A, then "[SEP]", then tokens of B)')
+        raise SeqTransferError(
+            "this model reads sentence pairs, and no sentence given to it has a [SEP] between its two parts", hint='give each pair as "A [SEP] B" (tokens of A, then "[SEP]", then tokens of B)'
+        )
     parts = []
     for segment in (0, 1):
         chosen = (batch.segments == segment) & batch.mask  # (B, T)
@@ -151,8 +152,10 @@ class ESIMReader(nn.Module):
         first = self.encoding(self.dropout(first), first_mask.sum(1).clamp(min=1))
         second = self.encoding(self.dropout(second), second_mask.sum(1).clamp(min=1))
         aligned_first, aligned_second = bi_attention(first, first_mask, second, second_mask)
-        composed = [self.composition(functional.relu(self.projection(self.dropout(enhanced(states, aligned)))), mask.sum(1).clamp(min=1))
-                    for states, aligned, mask in ((first, aligned_first, first_mask), (second, aligned_second, second_mask))]
+        composed = [
+            self.composition(functional.relu(self.projection(self.dropout(enhanced(states, aligned)))), mask.sum(1).clamp(min=1))
+            for states, aligned, mask in ((first, aligned_first, first_mask), (second, aligned_second, second_mask))
+        ]
         pooled = torch.cat([average_and_max(composed[0], first_mask), average_and_max(composed[1], second_mask)], dim=-1)
         return torch.tanh(self.output(self.dropout(pooled)))
 
@@ -211,8 +214,7 @@ class ULMFiTReader(nn.Module):
         return self.dropout(self.normalized(self.second_norm, hidden))
 
 
-READERS: dict[str, type[nn.Module]] = {"pooled": PooledReader, "max": MaxReader, "biattention": BiattentionReader, "esim": ESIMReader, "bcn": BCNReader,
-                                       "ulmfit": ULMFiTReader}
+READERS: dict[str, type[nn.Module]] = {"pooled": PooledReader, "max": MaxReader, "biattention": BiattentionReader, "esim": ESIMReader, "bcn": BCNReader, "ulmfit": ULMFiTReader}
 PAIR_READERS = ("biattention", "esim")
 
 

@@ -49,7 +49,6 @@ class TransformerEncoder:
     def build_encoder(self, config: ModelConfig, word_count: int, character_count: int, task_kind: str, vocabularies=None) -> int:
         from transformers import AutoConfig, AutoModel
 
-
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         self.encoder_name = config.encoder
         self.reads_pairs_jointly = config.pair_encoding != "separate"  # a pair is one input, A [SEP] B (token types where the encoder has them); else each text alone

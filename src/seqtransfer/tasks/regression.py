@@ -88,8 +88,10 @@ def fill_score_mean(model, gold: Sequence[list[float]]) -> str | None:
 def check_centred_scores(model, kind) -> None:
     """``model.center_scores`` is about a regression head's bias: one line for any other task."""
     if model.center_scores and kind.name != "regression":
-        raise SeqTransferError(f"model.center_scores starts a regression head's bias at the mean score; the {kind.name} task predicts labels, not a score",
-                               hint="drop model.center_scores, or train on a regression dataset (STS-B, SICK relatedness)")
+        raise SeqTransferError(
+            f"model.center_scores starts a regression head's bias at the mean score; the {kind.name} task predicts labels, not a score",
+            hint="drop model.center_scores, or train on a regression dataset (STS-B, SICK relatedness)",
+        )
 
 
 REGRESSION = SentenceRegression()

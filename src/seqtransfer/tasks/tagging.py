@@ -21,7 +21,9 @@ Labels = list[str]
 
 def scheme_error(sentence: Sentence, position: int, problem: str, scheme: str) -> SeqTransferError:
     return SeqTransferError(
-        f"{problem} (declared scheme {scheme})", path=sentence.source, line=token_line(sentence, position),
+        f"{problem} (declared scheme {scheme})",
+        path=sentence.source,
+        line=token_line(sentence, position),
         hint="fix the tag, or declare the scheme the file really uses (data.scheme=iob1|iob2|bioes|none)",
     )
 
@@ -55,8 +57,10 @@ class Tagging:
         if not misplaced:
             return []
         where = ", ".join(f"{sentence.source}:{token_line(sentence, position)}" for sentence, position, _ in misplaced[:3])
-        return [f"{len(misplaced)} tags break the {scheme} order (first: {where}: {misplaced[0][2]}); they are read as conlleval "
-                "reads them (an I-X after O or after another type starts a chunk); --strict (data.strict=true) makes this an error"]
+        return [
+            f"{len(misplaced)} tags break the {scheme} order (first: {where}: {misplaced[0][2]}); they are read as conlleval "
+            "reads them (an I-X after O or after another type starts a chunk); --strict (data.strict=true) makes this an error"
+        ]
 
     def resolve_scheme(self, sentences: Sequence[Sentence], column: str, declared: str) -> tuple[str, str | None]:
         """The declared scheme, or for ``auto`` the one the labels look like (and a note saying so)."""

@@ -51,8 +51,7 @@ def predict_labels(model: nn.Module, data: EncodedSentences, labels: Vocabulary 
     return predictions
 
 
-def score_split(model: nn.Module, data, split: str, vocabularies, labels: Vocabulary, batch_size: int, folder: Path, name: str | None = None,
-                amp: str = "off") -> dict:
+def score_split(model: nn.Module, data, split: str, vocabularies, labels: Vocabulary, batch_size: int, folder: Path, name: str | None = None, amp: str = "off") -> dict:
     """Predict ``split`` of ``data`` (a ``TaskData``, encoded with the run's ``vocabularies``; the
     model's ``labels``) with ``model``, then ``score_predictions``: what training, a multi-task run
     and ``evaluate`` do for each split they score."""

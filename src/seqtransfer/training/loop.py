@@ -80,8 +80,16 @@ class ShuffledBatches:
 ExtraLoss = Callable[[nn.Module, Batch], torch.Tensor]
 
 
-def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, source: BatchSource, config: TrainConfig, epoch: int, show_progress: bool,
-                extra_losses: Sequence[ExtraLoss] = (), cores: CoreShare | None = None) -> float:
+def train_epoch(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    source: BatchSource,
+    config: TrainConfig,
+    epoch: int,
+    show_progress: bool,
+    extra_losses: Sequence[ExtraLoss] = (),
+    cores: CoreShare | None = None,
+) -> float:
     """One pass over the training batches; returns the mean loss per sentence (the model's loss,
     without extra terms). ``cores``: the run's threads, adjusted between batches to the free cores."""
     model.train()
@@ -118,8 +126,9 @@ def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, source: Batc
             value = loss.item()
             if not math.isfinite(value):
                 clipping = f"train.gradient_clip (now {config.gradient_clip})" if config.gradient_clip > 0 else "turn on train.gradient_clip (e.g. 5)"
-                raise SeqTransferError(f"the training loss became {value} at batch {step + 1} of epoch {epoch}: training diverged",
-                                       hint=f"lower train.learning_rate (now {config.learning_rate}) or {clipping}")
+                raise SeqTransferError(
+                    f"the training loss became {value} at batch {step + 1} of epoch {epoch}: training diverged", hint=f"lower train.learning_rate (now {config.learning_rate}) or {clipping}"
+                )
             total_loss += value
     if skipped and skipped == source.batch_count:
         raise SeqTransferError(f"nothing trains in epoch {epoch}: no batch reaches a trainable weight", hint="check the scheme's phases and transfer.adaptations (what is frozen)")

@@ -23,5 +23,7 @@ def check_parser_memory(lengths: Sequence[int], batch_size: int, training: bool,
     longest = max(range(len(lengths)), key=lengths.__getitem__)
     needed = arc_score_bytes(min(batch_size, len(lengths)), lengths[longest], training)
     if needed > USABLE_SHARE * available:
-        raise SeqTransferError(f"{what} {longest + 1} has {lengths[longest]:,} tokens: a parser's scores for a batch of such sentences need about "
-                               f"{needed / 2**30:.1f} GB, and {available / 2**30:.1f} GB are available", hint=hint)
+        raise SeqTransferError(
+            f"{what} {longest + 1} has {lengths[longest]:,} tokens: a parser's scores for a batch of such sentences need about {needed / 2**30:.1f} GB, and {available / 2**30:.1f} GB are available",
+            hint=hint,
+        )

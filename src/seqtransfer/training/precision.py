@@ -51,8 +51,11 @@ def resolve_precision(mode: str, model: nn.Module, device: torch.device, setting
     if mode == "off" or (mode == "auto" and (device.type != "cuda" or not uses_encoder(model))):
         return Precision(None, device.type)
     if not uses_encoder(model):
-        hint = ("drop train.amp (BiLSTM models gain nothing measured from it), or fine-tune an encoder (model.encoder_mode=finetune)" if setting == "train.amp"
-                else f"drop {setting}: only a fine-tuned encoder's run predicts in half precision")
+        hint = (
+            "drop train.amp (BiLSTM models gain nothing measured from it), or fine-tune an encoder (model.encoder_mode=finetune)"
+            if setting == "train.amp"
+            else f"drop {setting}: only a fine-tuned encoder's run predicts in half precision"
+        )
         raise SeqTransferError(f"{setting}={mode} is for fine-tuned Transformer encoders; this {type(model).__name__} runs in fp32", hint=hint)
     if mode == "auto":
         return Precision(torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16, "cuda")

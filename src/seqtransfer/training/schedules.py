@@ -68,8 +68,7 @@ def cosine(base: float, position: Position, config: TrainConfig) -> float:
     return base * 0.5 * (1 + math.cos(math.pi * min(step / total, 1.0)))
 
 
-SCHEDULES: dict[str, Callable[[float, Position, TrainConfig], float]] = {"inverse_time": inverse_time, "linear_warmup": linear_warmup,
-                                                                          "slanted_triangular": slanted_triangular, "cosine": cosine}
+SCHEDULES: dict[str, Callable[[float, Position, TrainConfig], float]] = {"inverse_time": inverse_time, "linear_warmup": linear_warmup, "slanted_triangular": slanted_triangular, "cosine": cosine}
 
 
 def get_schedule(name: str) -> Callable[[float, Position, TrainConfig], float]:

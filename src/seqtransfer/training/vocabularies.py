@@ -46,7 +46,13 @@ def build_word_vocabularies(config: RunConfig, train_tokens: list, evaluation_to
             )
     pretrained = set(vectors.words) if vectors is not None else set()
     vocabularies = build_vocabularies(
-        train_tokens, train_labels, evaluation_tokens, pretrained, model_config.lowercase_words, data_config.twitter_normalization, base=base,
+        train_tokens,
+        train_labels,
+        evaluation_tokens,
+        pretrained,
+        model_config.lowercase_words,
+        data_config.twitter_normalization,
+        base=base,
     )
     if model_config.encoder:  # every sentence encoded with these vocabularies carries the encoder's vectors
         check_encoder(model_config.encoder)
@@ -70,4 +76,3 @@ def with_lm_characters(characters: Vocabulary, encoder: str) -> Vocabulary:
     training data happened to hold (an emoji first seen at test time)."""
     known = set(characters.items)
     return Vocabulary([*characters.items, *(character for character in read_vocabulary(encoder_path(encoder))[1] if character not in known)])
-

@@ -93,8 +93,9 @@ class Adaptation:
     rate_factor: Callable[[TransferConfig], float] | None = None  # each layer group below the top: the rate above divided by it
 
 
-def check_adaptations(config: TransferConfig, model: nn.Module, has_source: bool, phases: list | None = None, transferred: tuple[str, ...] = (),
-                      max_epochs: int | None = None, log: Callable[[str], None] | None = None) -> list[Adaptation]:
+def check_adaptations(
+    config: TransferConfig, model: nn.Module, has_source: bool, phases: list | None = None, transferred: tuple[str, ...] = (), max_epochs: int | None = None, log: Callable[[str], None] | None = None
+) -> list[Adaptation]:
     """The configured adaptations; one that cannot apply to this model or scheme is a one-line
     error. ``phases``: the scheme's (None: everything trains in one); ``transferred``: the name
     prefixes of the weights it copies from its source; ``max_epochs``: the run's, a warning (to the
@@ -112,22 +113,31 @@ def check_adaptations(config: TransferConfig, model: nn.Module, has_source: bool
     for adaptation in chosen_adaptations(config):
         name = adaptation.name
         if len(groups) < adaptation.minimum_groups:
-            raise SeqTransferError(f"adaptation '{name}' needs at least {adaptation.minimum_groups} layer groups that train; this model and scheme train {len(groups)} ({', '.join(groups)})",
-                                   hint="drop it, or use a scheme that trains the layers below the head (finetune, scratch)")
+            raise SeqTransferError(
+                f"adaptation '{name}' needs at least {adaptation.minimum_groups} layer groups that train; this model and scheme train {len(groups)} ({', '.join(groups)})",
+                hint="drop it, or use a scheme that trains the layers below the head (finetune, scratch)",
+            )
         if adaptation.phases and phases is not None and len(phases) != 1:
             raise SeqTransferError(f"adaptation '{name}' replaces a one-phase scheme's phase; this scheme has several", hint="use it with --method finetune or scratch")
         if adaptation.pulls_towards_source and not has_source and not (adaptation.pretrained_reference and pretrained_encoder(model)):
-            raise SeqTransferError(f"adaptation '{name}' pulls towards a source run's weights, and this scheme has none",
-                                   hint="use it with --method finetune (a source run); l2sp also pulls a fine-tuned encoder towards its pretrained weights")
-        if adaptation.pulls_towards_source and has_source and transferred and not any(
-                parameter.startswith(transferred) and parameter.startswith(trainable) for parameter, _ in model.named_parameters()):
-            raise SeqTransferError(f"adaptation '{name}' pulls the transferred weights towards the source's, and this scheme keeps them frozen",
-                                   hint="drop it, or use --method finetune")
+            raise SeqTransferError(
+                f"adaptation '{name}' pulls towards a source run's weights, and this scheme has none",
+                hint="use it with --method finetune (a source run); l2sp also pulls a fine-tuned encoder towards its pretrained weights",
+            )
+        if (
+            adaptation.pulls_towards_source
+            and has_source
+            and transferred
+            and not any(parameter.startswith(transferred) and parameter.startswith(trainable) for parameter, _ in model.named_parameters())
+        ):
+            raise SeqTransferError(f"adaptation '{name}' pulls the transferred weights towards the source's, and this scheme keeps them frozen", hint="drop it, or use --method finetune")
         chosen.append(adaptation)
         needed = adaptation.minimum_epochs(model, trainable_names(model, trainable)) if adaptation.minimum_epochs else 0
         if max_epochs is not None and max_epochs < needed:
-            message = (f"adaptation '{name}' needs {needed} epochs to open every layer group, the top first: train.max_epochs={max_epochs} "
-                       f"leaves the lowest {needed - max_epochs} frozen (raise it to {needed} to train them all)")
+            message = (
+                f"adaptation '{name}' needs {needed} epochs to open every layer group, the top first: train.max_epochs={max_epochs} "
+                f"leaves the lowest {needed - max_epochs} frozen (raise it to {needed} to train them all)"
+            )
             if log:
                 log(f"warning: {message}")
             else:
@@ -140,8 +150,7 @@ def parameter_groups(model: nn.Module, config: TransferConfig, learning_rate: fl
     parameters = dict(model.named_parameters())
     groups = layer_groups(model)
     factor = math.prod(adaptation.rate_factor(config) for adaptation in chosen_adaptations(config) if adaptation.rate_factor)
-    return [{"params": [parameters[name] for name in names], "lr": learning_rate / factor ** (len(groups) - 1 - depth), "name": group}
-            for depth, (group, names) in enumerate(groups)]
+    return [{"params": [parameters[name] for name in names], "lr": learning_rate / factor ** (len(groups) - 1 - depth), "name": group} for depth, (group, names) in enumerate(groups)]
 
 
 def chain_thaw_phases(model: nn.Module, phases: list) -> list:
@@ -159,7 +168,7 @@ def unfreezing_hook(model: nn.Module, allowed: set[str]) -> Callable:
     groups = trainable_groups(model, allowed)
 
     def unfreeze(epoch: int, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
-        open_names = {name for _, names in groups[max(len(groups) - epoch, 0):] for name in names}
+        open_names = {name for _, names in groups[max(len(groups) - epoch, 0) :] for name in names}
         for name, parameter in model.named_parameters():
             parameter.requires_grad = name in open_names and name in allowed
 
@@ -173,13 +182,14 @@ def unfreezing_epochs(model: nn.Module, allowed: set[str]) -> int:
 
 
 ADAPTATIONS: dict[str, Adaptation] = {
-    "discriminative": Adaptation("discriminative", "discriminative learning rates: each layer group below the top at 1/factor of the one above", 2,
-                                 rate_factor=lambda config: config.discriminative_factor),
-    "gradual_unfreezing": Adaptation("gradual_unfreezing", "gradual unfreezing: the top group first, one more group per epoch", 2, stages_groups=True,
-                                     epoch_hook=unfreezing_hook, minimum_epochs=unfreezing_epochs),
+    "discriminative": Adaptation(
+        "discriminative", "discriminative learning rates: each layer group below the top at 1/factor of the one above", 2, rate_factor=lambda config: config.discriminative_factor
+    ),
+    "gradual_unfreezing": Adaptation(
+        "gradual_unfreezing", "gradual unfreezing: the top group first, one more group per epoch", 2, stages_groups=True, epoch_hook=unfreezing_hook, minimum_epochs=unfreezing_epochs
+    ),
     "l2sp": Adaptation("l2sp", "L2-SP: a pull towards the source run's weights", pulls_towards_source=True, pretrained_reference=True),
-    "chain_thaw": Adaptation("chain_thaw", "chain-thaw: the head, then each layer group alone bottom-up, then all", 2, stages_groups=True,
-                             phases=chain_thaw_phases),
+    "chain_thaw": Adaptation("chain_thaw", "chain-thaw: the head, then each layer group alone bottom-up, then all", 2, stages_groups=True, phases=chain_thaw_phases),
     "ewc": Adaptation("ewc", "EWC: a pull towards the source weights, weighted by their Fisher information on the source data", pulls_towards_source=True),
 }
 SOURCE_PENALTIES = tuple(name for name, adaptation in ADAPTATIONS.items() if adaptation.pulls_towards_source)
@@ -199,13 +209,20 @@ class L2SP:
     """alpha/2 * sum ||w - w_source||^2 over the transferred weights (an extra loss term, per batch);
     with ``fisher`` (EWC), each weight's term is scaled by its Fisher information F."""
 
-    def __init__(self, model: nn.Module, source_state: dict[str, torch.Tensor], names: list[str], weight: float,
-                 fisher: dict[str, torch.Tensor] | None = None) -> None:
+    def __init__(self, model: nn.Module, source_state: dict[str, torch.Tensor], names: list[str], weight: float, fisher: dict[str, torch.Tensor] | None = None) -> None:
         parameters = dict(model.named_parameters())
         frozen = getattr(model, "frozen", lambda name: False)  # an encoder's own weights under an adapter never move: their terms are 0
         # nor an encoder's pooler: nothing reads it, and a pull on it alone would give it a gradient (and optimizer state) it never had
-        self.names = [name for name in names if name in parameters and name not in EMBEDDING_TABLES and parameters[name].shape == source_state[name].shape
-                      and (fisher is None or name in fisher) and not frozen(name) and not unread_weight(name)]
+        self.names = [
+            name
+            for name in names
+            if name in parameters
+            and name not in EMBEDDING_TABLES
+            and parameters[name].shape == source_state[name].shape
+            and (fisher is None or name in fisher)
+            and not frozen(name)
+            and not unread_weight(name)
+        ]
         self.pairs = [(parameters[name], source_state[name].to(parameters[name].device)) for name in self.names]
         self.importance = None if fisher is None else [fisher[name].to(parameters[name].device) for name in self.names]
         self.weight = weight

@@ -132,8 +132,7 @@ class DomainLoss:
         right, "domain_majority": % a constant guess of the larger domain would get}; then starts over."""
         if not self.tokens:
             return {}
-        summary = {"domain_accuracy": round(100.0 * int(self.correct) / self.tokens, 2),
-                   "domain_majority": round(100.0 * max(self.target_tokens, self.tokens - self.target_tokens) / self.tokens, 2)}
+        summary = {"domain_accuracy": round(100.0 * int(self.correct) / self.tokens, 2), "domain_majority": round(100.0 * max(self.target_tokens, self.tokens - self.target_tokens) / self.tokens, 2)}
         self.correct = self.tokens = self.target_tokens = 0
         return summary
 
@@ -146,5 +145,6 @@ def unlabelled_tokens(entry: str, data_dir: str | None, tokenizer: str = "whites
     try:
         return read_unlabeled(entry, data_dir, tokenizer, word_column, "train.adversarial_word_column")
     except SeqTransferError as error:
-        raise SeqTransferError(f"train.adversarial_data '{entry}': {error.message}", path=error.path, line=error.line,
-                               hint=error.hint or "give a text file (one sentence per line), tweets_unlabeled or DATASET[:TASK]") from None
+        raise SeqTransferError(
+            f"train.adversarial_data '{entry}': {error.message}", path=error.path, line=error.line, hint=error.hint or "give a text file (one sentence per line), tweets_unlabeled or DATASET[:TASK]"
+        ) from None

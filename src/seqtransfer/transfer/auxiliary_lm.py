@@ -86,8 +86,11 @@ def language_model_words(config, vocabularies) -> int:
         from seqtransfer.embeddings.transformer import encoder_config, is_causal_encoder, tokenizer_of
 
         if not is_causal_encoder(config.model.encoder) and tokenizer_of(config.model.encoder).mask_token_id is None:
-            raise SeqTransferError("an auxiliary LM loss on a fine-tuned encoder masks sub-words, and this encoder's tokenizer has no mask token", path=config.model.encoder,
-                                   hint="drop transfer.auxiliary_lm_weight, or use an encoder trained with a masked LM (BERT, MiniLM, MPNet)")
+            raise SeqTransferError(
+                "an auxiliary LM loss on a fine-tuned encoder masks sub-words, and this encoder's tokenizer has no mask token",
+                path=config.model.encoder,
+                hint="drop transfer.auxiliary_lm_weight, or use an encoder trained with a masked LM (BERT, MiniLM, MPNet)",
+            )
         return int(encoder_config(config.model.encoder)["vocab_size"])
     return min(config.transfer.auxiliary_lm_words, len(vocabularies.words))
 
@@ -114,12 +117,13 @@ def attach_language_model(model: nn.Module, words: int, own_decoder: bool = Fals
         attach_masked_language_model(model, words, own_decoder)
     elif words > 0 and hasattr(model, "hierarchy"):  # one LM per root branch, reading its first layer (every batch runs a root branch)
         vocabulary_size = model.word_representation.word_embedding.num_embeddings
-        model.language_model = nn.ModuleDict({task: LanguageModelHead(language_model_layer(model.branches[task]).forward_lstm.hidden_size, words, vocabulary_size)
-                                              for task in root_tasks(model)})
+        model.language_model = nn.ModuleDict({task: LanguageModelHead(language_model_layer(model.branches[task]).forward_lstm.hidden_size, words, vocabulary_size) for task in root_tasks(model)})
     elif words > 0:
         if getattr(model, "feature_extractor", None) is None or getattr(model, "word_representation", None) is None:
-            raise SeqTransferError(f"an auxiliary LM loss reads a BiLSTM feature extractor; this {type(model).__name__} has none",
-                                   hint="drop transfer.auxiliary_lm_weight (it serves the BiLSTM tagger, PretRand and the parser)")
+            raise SeqTransferError(
+                f"an auxiliary LM loss reads a BiLSTM feature extractor; this {type(model).__name__} has none",
+                hint="drop transfer.auxiliary_lm_weight (it serves the BiLSTM tagger, PretRand and the parser)",
+            )
         layer = language_model_layer(model)
         half = layer.forward_lstm.hidden_size
         model.language_model = LanguageModelHead(half, words, model.word_representation.word_embedding.num_embeddings)
@@ -184,8 +188,7 @@ def masked_language_model_loss(config, model: nn.Module, log):
     from seqtransfer.transfer.masked_lm import CausalLanguageModelLoss, MaskedLanguageModelLoss
 
     if is_causal_encoder(config.model.encoder):
-        log(f"auxiliary LM loss: weight {config.transfer.auxiliary_lm_weight:g}, each next sub-word (a causal LM's objective) over the encoder's "
-            f"{model.language_model.words} sub-words")
+        log(f"auxiliary LM loss: weight {config.transfer.auxiliary_lm_weight:g}, each next sub-word (a causal LM's objective) over the encoder's {model.language_model.words} sub-words")
         return CausalLanguageModelLoss(config.transfer.auxiliary_lm_weight, tokenizer_of(config.model.encoder).sep_token_id)
     tokenizer = tokenizer_of(config.model.encoder)
     log(f"auxiliary LM loss: weight {config.transfer.auxiliary_lm_weight:g}, masked sub-words (15 %) over the encoder's {model.language_model.words} sub-words")

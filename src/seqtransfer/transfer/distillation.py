@@ -64,12 +64,14 @@ def check_teacher(directory: Path, labels: Vocabulary) -> None:
     with torch.device("meta"):
         model = build_model(config.model, vocabularies)
     if not gives_label_distributions(model):
-        raise SeqTransferError("a teacher must be a tagging or sentence-classification run (it gives label scores)", path=directory,
-                               hint="pass tagger, PretRand or classifier runs")
+        raise SeqTransferError("a teacher must be a tagging or sentence-classification run (it gives label scores)", path=directory, hint="pass tagger, PretRand or classifier runs")
     teacher_labels = set(vocabularies.labels.items)
     if not one_tag_set(teacher_labels, set(labels.items)):
-        raise SeqTransferError(f"the teacher labels in another tag set: {len(teacher_labels & set(labels.items))} of its {len(teacher_labels)} labels are this task's",
-                               path=directory, hint="distil from runs of the same task, or train the teacher with data.label_map=FILE so that it labels in this tag set")
+        raise SeqTransferError(
+            f"the teacher labels in another tag set: {len(teacher_labels & set(labels.items))} of its {len(teacher_labels)} labels are this task's",
+            path=directory,
+            hint="distil from runs of the same task, or train the teacher with data.label_map=FILE so that it labels in this tag set",
+        )
 
 
 def teacher_distributions(run, tokens: Sequence[Sequence[str]], labels: Vocabulary, temperature: float, batch_size: int = 256) -> list[np.ndarray]:
@@ -80,8 +82,7 @@ def teacher_distributions(run, tokens: Sequence[Sequence[str]], labels: Vocabula
     teacher_labels = set(run.vocabularies.labels.items)
     if not (mapping >= 0).all():
         dropped = sorted(teacher_labels - set(labels.items))
-        warn(f"{run.directory}: the teacher's labels {', '.join(dropped[:6])}{' ...' if len(dropped) > 6 else ''} are not this task's; "
-             "their probability is dropped and the rest renormalised")
+        warn(f"{run.directory}: the teacher's labels {', '.join(dropped[:6])}{' ...' if len(dropped) > 6 else ''} are not this task's; their probability is dropped and the rest renormalised")
     encoded = encode_sentences(tokens, run.vocabularies)
     result: list[np.ndarray | None] = [None] * len(tokens)
     model.eval()

@@ -89,12 +89,22 @@ def attach_masked_language_model(model: nn.Module, words: int, own_decoder: bool
 # adds: "decoder.bias" where the folder has it (an untied head's "cls.predictions.bias" may be an
 # unused zero vector), else the head's own; "decoder" only for a head with its own decoder.
 PRETRAINING_HEADS = (
-    {"transform.weight": ["cls.predictions.transform.dense.weight"], "transform.bias": ["cls.predictions.transform.dense.bias"],
-     "norm.weight": ["cls.predictions.transform.LayerNorm.weight"], "norm.bias": ["cls.predictions.transform.LayerNorm.bias"],
-     "bias": ["cls.predictions.decoder.bias", "cls.predictions.bias"], "decoder": ["cls.predictions.decoder.weight"]},
-    {"transform.weight": ["lm_head.dense.weight"], "transform.bias": ["lm_head.dense.bias"],
-     "norm.weight": ["lm_head.layer_norm.weight"], "norm.bias": ["lm_head.layer_norm.bias"],
-     "bias": ["lm_head.decoder.bias", "lm_head.bias"], "decoder": ["lm_head.decoder.weight"]},
+    {
+        "transform.weight": ["cls.predictions.transform.dense.weight"],
+        "transform.bias": ["cls.predictions.transform.dense.bias"],
+        "norm.weight": ["cls.predictions.transform.LayerNorm.weight"],
+        "norm.bias": ["cls.predictions.transform.LayerNorm.bias"],
+        "bias": ["cls.predictions.decoder.bias", "cls.predictions.bias"],
+        "decoder": ["cls.predictions.decoder.weight"],
+    },
+    {
+        "transform.weight": ["lm_head.dense.weight"],
+        "transform.bias": ["lm_head.dense.bias"],
+        "norm.weight": ["lm_head.layer_norm.weight"],
+        "norm.bias": ["lm_head.layer_norm.bias"],
+        "bias": ["lm_head.decoder.bias", "lm_head.bias"],
+        "decoder": ["lm_head.decoder.weight"],
+    },
 )
 
 

@@ -69,8 +69,7 @@ SCHEMES: dict[str, Scheme] = {
     "features": Scheme("features", "SFE: WRE and FE copied from the source and frozen; only the classifier trains", "tagger", TRANSFERRED, single_phase(("classifier.", "output."))),
     "pretrand": Scheme("pretrand", "PretRand: pre-trained branch + random branch, normalised, weighted, random++", "pretrand", TRANSFERRED, pretrand_phases),
     # No phase: the source model as it is (its vocabularies and labels), scored on the target data.
-    "source_only": Scheme("source_only", "Source only: the source model applied to the target data, no training (MuTSPad's Mono-Task Pre-Training*)",
-                          "tagger", EVERYTHING, lambda config: []),
+    "source_only": Scheme("source_only", "Source only: the source model applied to the target data, no training (MuTSPad's Mono-Task Pre-Training*)", "tagger", EVERYTHING, lambda config: []),
 }
 
 

@@ -71,8 +71,7 @@ def stream_chunks(stream: np.ndarray, rows: int, bptt: int) -> list[StreamChunk]
     length = (len(stream) - 1) // rows
     inputs = torch.from_numpy(stream[: rows * length].reshape(rows, length))  # (B, L)
     targets = torch.from_numpy(stream[1 : rows * length + 1].reshape(rows, length))  # (B, L)
-    return [StreamChunk(inputs[:, start : start + bptt].contiguous(), targets[:, start : start + bptt].contiguous(), start == 0)
-            for start in range(0, length, bptt)]
+    return [StreamChunk(inputs[:, start : start + bptt].contiguous(), targets[:, start : start + bptt].contiguous(), start == 0) for start in range(0, length, bptt)]
 
 
 class StreamBatches:
@@ -132,8 +131,7 @@ def model_settings(settings: AwdSettings, words: int) -> dict:
     return {**SIZES[settings.size], **DEFAULTS, **settings.sizes, "words": words}
 
 
-def pretrain_awd_lstm(sentences: list[list[str]], settings: AwdSettings, train_config, output: Path, log, show_progress: bool = True,
-                      device: str = "auto") -> dict:
+def pretrain_awd_lstm(sentences: list[list[str]], settings: AwdSettings, train_config, output: Path, log, show_progress: bool = True, device: str = "auto") -> dict:
     """Train the AWD-LSTM LM on ``sentences`` (token lists); write its folder ``output`` (built in
     ``output.partial``, renamed when complete; an interrupted run resumes from there)."""
     work, identity, training, held_out = prepare_run([sentence for sentence in sentences if sentence], settings, train_config, output, ARCHITECTURE)
@@ -144,14 +142,25 @@ def pretrain_awd_lstm(sentences: list[list[str]], settings: AwdSettings, train_c
     source = StreamBatches(encode_sentences(training, word_ids), train_config.batch_size, settings.bptt, train_config.seed)
     scored = StreamBatches(encode_sentences(held_out, word_ids), train_config.batch_size, settings.bptt, train_config.seed).fixed()
     parameters = sum(parameter.numel() for parameter in language_model.parameters())
-    log(f"AWD-LSTM language model ({settings.size}): {parameters:,} parameters (the decoder tied to the embedding of {len(words):,} words); "
+    log(
+        f"AWD-LSTM language model ({settings.size}): {parameters:,} parameters (the decoder tied to the embedding of {len(words):,} words); "
         f"{len(training):,} training sentences ({source.tokens:,} tokens with </S>, {source.batch_count:,} chunks of {settings.bptt}), "
-        f"{len(held_out):,} held out")
+        f"{len(held_out):,} held out"
+    )
     start_work_folder(work, identity)
     result, final = train_language_model(model, source, scored, train_config, work, log, show_progress)
-    summary = {"architecture": ARCHITECTURE, "size": settings.size, "parameters": parameters, "words": len(words), "bptt": settings.bptt,
-               "batch_size": train_config.batch_size, "training_sentences": len(training), "held_out_sentences": len(held_out),
-               "settings": language_model.settings, **training_cost(result, final, source.tokens)}
+    summary = {
+        "architecture": ARCHITECTURE,
+        "size": settings.size,
+        "parameters": parameters,
+        "words": len(words),
+        "bptt": settings.bptt,
+        "batch_size": train_config.batch_size,
+        "training_sentences": len(training),
+        "held_out_sentences": len(held_out),
+        "settings": language_model.settings,
+        **training_cost(result, final, source.tokens),
+    }
     save_awd_lstm(work / "model", language_model.cpu(), words)
     publish(work, output, summary)
     return summary

@@ -22,14 +22,22 @@ def check_adapter(config: RunConfig) -> None:
     adapter, model = config.model.encoder_adapter, config.model
     if adapter and not (model.encoder and model.encoder_mode == "finetune"):
         has = f"encoder {model.encoder} in mode {model.encoder_mode}" if model.encoder else "no encoder"
-        raise SeqTransferError(f"model.encoder_adapter={adapter} adapts a fine-tuned encoder; this run has {has}",
-                               hint="add model.encoder=NAME model.encoder_mode=finetune, or drop model.encoder_adapter")
+        raise SeqTransferError(
+            f"model.encoder_adapter={adapter} adapts a fine-tuned encoder; this run has {has}", hint="add model.encoder=NAME model.encoder_mode=finetune, or drop model.encoder_adapter"
+        )
 
 
 def check_nothing_is_added(config: RunConfig, scheme: Scheme) -> None:
     """A scheme that trains nothing (the source as it is) refuses settings that would do nothing."""
-    ignored = [key for key, value in (("transfer.adaptations", config.transfer.adaptations), ("transfer.distill_from", config.transfer.distill_from),
-                                      ("transfer.auxiliary_lm_weight", config.transfer.auxiliary_lm_weight)) if value]
+    ignored = [
+        key
+        for key, value in (
+            ("transfer.adaptations", config.transfer.adaptations),
+            ("transfer.distill_from", config.transfer.distill_from),
+            ("transfer.auxiliary_lm_weight", config.transfer.auxiliary_lm_weight),
+        )
+        if value
+    ]
     if ignored:
         raise SeqTransferError(f"{scheme.name} trains nothing, so {', '.join(ignored)} would do nothing", hint="drop them, or use --method finetune")
 
@@ -37,8 +45,10 @@ def check_nothing_is_added(config: RunConfig, scheme: Scheme) -> None:
 def check_fine_tuned_encoder(data: TaskData, scheme: Scheme) -> None:
     """A fine-tuned encoder serves the task kinds that have an encoder model, from scratch or from an encoder's run."""
     if "encoder" not in data.kind.architectures or scheme.architecture != "tagger":
-        raise SeqTransferError(f"a fine-tuned encoder serves tagging and sentence tasks from scratch or from a fine-tuned encoder's run (finetune, features), not {data.kind.name} / {scheme.name}",
-                               hint="use model.encoder_mode=features (frozen encoder vectors) for this model")
+        raise SeqTransferError(
+            f"a fine-tuned encoder serves tagging and sentence tasks from scratch or from a fine-tuned encoder's run (finetune, features), not {data.kind.name} / {scheme.name}",
+            hint="use model.encoder_mode=features (frozen encoder vectors) for this model",
+        )
 
 
 def check_causal_encoder(config: RunConfig) -> None:
@@ -49,8 +59,10 @@ def check_causal_encoder(config: RunConfig) -> None:
     if not is_causal_encoder(model.encoder):
         return
     if model.architecture in ("encoder_classifier", "encoder_regressor") and model.sentence_pooling == "cls":
-        raise SeqTransferError(f"the encoder {model.encoder} reads left to right (a causal LM): its first vector ([CLS]) sees only the first token, not the sentence",
-                               hint="add model.sentence_pooling=mean (the mean of the token vectors)")
+        raise SeqTransferError(
+            f"the encoder {model.encoder} reads left to right (a causal LM): its first vector ([CLS]) sees only the first token, not the sentence",
+            hint="add model.sentence_pooling=mean (the mean of the token vectors)",
+        )
 
 
 def check_distillation(config: RunConfig, model, data: TaskData, labels: Vocabulary) -> None:
@@ -67,8 +79,10 @@ def check_distillation(config: RunConfig, model, data: TaskData, labels: Vocabul
 def check_auxiliary_lm(config: RunConfig, scheme: Scheme) -> None:
     """The auxiliary LM's layers train beside the layers they read: not under a scheme that trains only the classifier."""
     if config.transfer.auxiliary_lm_weight and not any("language_model.".startswith(prefix) for phase in scheme.phases(config.transfer) for prefix in phase.trainable):
-        raise SeqTransferError(f"transfer.auxiliary_lm_weight trains LM layers beside the layers they read; scheme {scheme.name} trains only the classifier",
-                               hint="drop transfer.auxiliary_lm_weight, or use finetune or pretrand")
+        raise SeqTransferError(
+            f"transfer.auxiliary_lm_weight trains LM layers beside the layers they read; scheme {scheme.name} trains only the classifier",
+            hint="drop transfer.auxiliary_lm_weight, or use finetune or pretrand",
+        )
 
 
 def check_resumable(directory: Path, config: RunConfig, model=None) -> None:
@@ -82,7 +96,8 @@ def check_resumable(directory: Path, config: RunConfig, model=None) -> None:
         if differing:
             raise SeqTransferError(
                 f"this run directory holds an unfinished run with other settings ({', '.join(differing)})",
-                path=directory, hint="run the same command to resume it, pass --restart to start it over, or choose another --output",
+                path=directory,
+                hint="run the same command to resume it, pass --restart to start it over, or choose another --output",
             )
     if model is not None:
         for phase in sorted((directory / "checkpoint").glob("*/")):
@@ -92,8 +107,7 @@ def check_resumable(directory: Path, config: RunConfig, model=None) -> None:
 # Settings whose default is null and which a run fills in itself before this check (the optimizer,
 # its rate and schedule, the metric, an encoder's hash, the task kinds, the regression scores'
 # mean): a run directory of an earlier version may hold them as null.
-RESOLVED_AT_RUN_TIME = frozenset({"train.optimizer", "train.learning_rate", "train.schedule", "data.metric", "model.encoder_hash", "model.task_kinds",
-                                  "model.score_mean"})
+RESOLVED_AT_RUN_TIME = frozenset({"train.optimizer", "train.learning_rate", "train.schedule", "data.metric", "model.encoder_hash", "model.task_kinds", "model.score_mean"})
 
 
 def config_differences(first: RunConfig, second: RunConfig) -> list[str]:

@@ -20,8 +20,9 @@ from seqtransfer.training.precision import resolve_precision
 from seqtransfer.workflows.ensemble import ensemble_predict
 
 
-def model_predictions(directory, tokens: Sequence[Sequence[str]], batch_size: int = 256, confidences: bool = True,
-                      amp: str = "off", cache_features: bool = True) -> tuple[list[list[str]], np.ndarray | None]:
+def model_predictions(
+    directory, tokens: Sequence[Sequence[str]], batch_size: int = 256, confidences: bool = True, amp: str = "off", cache_features: bool = True
+) -> tuple[list[list[str]], np.ndarray | None]:
     """A run's (a directory or a loaded run, on any device) labels for every sentence and, with
     ``confidences``, each sentence's confidence (its lowest probability of a predicted label);
     ``amp``: a fine-tuned encoder's precision (``predict_labels``); ``cache_features=False``: a
@@ -52,8 +53,7 @@ def vote(predictions: Sequence[list[list[str]]]) -> list[list[str]]:
     return voted
 
 
-def combine(combination: str, runs: Sequence, tokens: Sequence[Sequence[str]], batch_size: int = 256, amp: str = "off",
-            cache_features: bool = True) -> list[list[str]]:
+def combine(combination: str, runs: Sequence, tokens: Sequence[Sequence[str]], batch_size: int = 256, amp: str = "off", cache_features: bool = True) -> list[list[str]]:
     """The labels several runs (directories or loaded runs) give together: ``single`` (the first),
     ``vote`` (per token, see :func:`vote`), ``confident`` (per sentence, the surer run's labels) or
     ``average`` (an ensemble's: the arg-max of their averaged label distributions);

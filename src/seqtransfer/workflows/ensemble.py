@@ -41,8 +41,7 @@ def member_probabilities(model, batch) -> torch.Tensor:
     return model.probabilities(batch)
 
 
-def member_distributions(run: LoadedRun, tokens: list[list[str]], labels: list[str], batch_size: int = 256, amp: str = "off",
-                         cache_features: bool = True) -> list[torch.Tensor]:
+def member_distributions(run: LoadedRun, tokens: list[list[str]], labels: list[str], batch_size: int = 256, amp: str = "off", cache_features: bool = True) -> list[torch.Tensor]:
     """For each sentence, a (T, len(labels)) tensor of the member's label probabilities (T = 1 for a
     sentence classifier); ``amp``: a fine-tuned encoder's precision; ``cache_features=False``: a
     user's sentences, whose frozen encoder features stay in memory (``encode_sentences``)."""
@@ -68,14 +67,19 @@ def check_members(runs: list[LoadedRun], kind: str | None = None) -> None:
     kind = kind or runs[0].model.task_kind
     for run in runs:
         if not gives_label_distributions(run.model) or not (hasattr(run.model, "probabilities") or hasattr(run.model, "sentence_scores")):
-            raise SeqTransferError(f"ensembles average label distributions; this {run.model.task_kind} run has none",
-                                   path=run.directory, hint="ensemble tagging or sentence-classification runs only (remove the ensemble method for this task)")
+            raise SeqTransferError(
+                f"ensembles average label distributions; this {run.model.task_kind} run has none",
+                path=run.directory,
+                hint="ensemble tagging or sentence-classification runs only (remove the ensemble method for this task)",
+            )
         if run.model.task_kind != kind:
-            raise SeqTransferError(f"an ensemble of {kind} runs has a {run.model.task_kind} member", path=run.directory,
-                                   hint="ensemble runs of the task the ensemble is scored on")
+            raise SeqTransferError(f"an ensemble of {kind} runs has a {run.model.task_kind} member", path=run.directory, hint="ensemble runs of the task the ensemble is scored on")
         if run.vocabularies.tags is not None and not run.vocabularies.tagger:
-            raise SeqTransferError(f"this run reads the input's {run.config.model.tag_feature} tags (model.tag_feature), which an ensemble does not pass on",
-                                   path=run.directory, hint="ensemble runs that read no input tags, or that tag their input themselves (model.tag_tagger=RUN)")
+            raise SeqTransferError(
+                f"this run reads the input's {run.config.model.tag_feature} tags (model.tag_feature), which an ensemble does not pass on",
+                path=run.directory,
+                hint="ensemble runs that read no input tags, or that tag their input themselves (model.tag_tagger=RUN)",
+            )
     check_label_sets(runs)
 
 
@@ -85,9 +89,12 @@ def check_label_sets(runs: list[LoadedRun]) -> None:
         labels_first, labels_second = set(first.vocabularies.labels.items), set(second.vocabularies.labels.items)
         shared = labels_first & labels_second
         if not one_tag_set(labels_first, labels_second):
-            raise SeqTransferError(f"the runs label in different tag sets: {len(labels_first)} and {len(labels_second)} labels, {len(shared)} shared "
-                                   f"({shown(labels_first - shared)} against {shown(labels_second - shared)})",
-                                   path=second.directory, hint="combine runs of one tag set, or train a source in another tag set with data.label_map=FILE (YAML: DATASET: {its label: shared label})")
+            raise SeqTransferError(
+                f"the runs label in different tag sets: {len(labels_first)} and {len(labels_second)} labels, {len(shared)} shared "
+                f"({shown(labels_first - shared)} against {shown(labels_second - shared)})",
+                path=second.directory,
+                hint="combine runs of one tag set, or train a source in another tag set with data.label_map=FILE (YAML: DATASET: {its label: shared label})",
+            )
 
 
 def shown(labels: set[str], most: int = 4) -> str:
@@ -96,8 +103,7 @@ def shown(labels: set[str], most: int = 4) -> str:
     return ", ".join(ordered[:most]) + (" ..." if len(ordered) > most else "")
 
 
-def averaged_distributions(runs: list[LoadedRun], tokens: list[list[str]], batch_size: int = 256, amp: str = "off",
-                           cache_features: bool = True) -> tuple[list[str], list[torch.Tensor]]:
+def averaged_distributions(runs: list[LoadedRun], tokens: list[list[str]], batch_size: int = 256, amp: str = "off", cache_features: bool = True) -> tuple[list[str], list[torch.Tensor]]:
     """The union of the members' labels and, per sentence, the (T, labels) mean of their distributions."""
     check_label_sets(runs)
     labels = sorted({label for run in runs for label in run.vocabularies.labels.items})
@@ -105,8 +111,7 @@ def averaged_distributions(runs: list[LoadedRun], tokens: list[list[str]], batch
     return labels, [torch.stack(parts).mean(0) for parts in zip(*members)]
 
 
-def ensemble_predict(runs: list[LoadedRun], tokens: list[list[str]], batch_size: int = 256, amp: str = "off",
-                     cache_features: bool = True) -> list[list[str]]:
+def ensemble_predict(runs: list[LoadedRun], tokens: list[list[str]], batch_size: int = 256, amp: str = "off", cache_features: bool = True) -> list[list[str]]:
     """Arg-max of the averaged member distributions, one label per token (a sentence classifier's: one per sentence)."""
     labels, averaged = averaged_distributions(runs, tokens, batch_size, amp, cache_features)
     return [[labels[index] for index in sentence.argmax(-1).tolist()] for sentence in averaged]
@@ -118,8 +123,7 @@ def build_ensemble(member_directories: list[Path], data: TaskData, directory: Pa
     runs = [rundir.load_run(path) for path in member_directories]
     check_members(runs, data.kind.name)
     rundir.write_members(directory, member_directories, "average", method="ensemble")  # the folder is then one model to evaluate, predict with or distil
-    metrics = {"dataset": data.dataset, "task": data.task, "metric": data.metric, "scheme": "ensemble",
-               "members": [str(path) for path in member_directories]}
+    metrics = {"dataset": data.dataset, "task": data.task, "metric": data.metric, "scheme": "ensemble", "members": [str(path) for path in member_directories]}
     for split in data.splits:
         if split != "train":  # a tagger's predictions: predictions/SPLIT.conll
             metrics[split] = score_predictions(data, split, ensemble_predict(runs, data.tokens(split)), directory / "predictions")

@@ -37,8 +37,9 @@ def refusal(run: LoadedRun) -> str | None:
     if getattr(model, "task_kind", None) != "tagging":
         kind = getattr(model, "task_kind", "unknown")
         if kind == "sentence" or kind == "regression":
-            return ("a sentence model reads the raw [CLS] vector (or a mean) with one linear layer, and transformers' sequence classifiers put a pooler or "
-                    "a dense layer first: no class predicts the same")
+            return (
+                "a sentence model reads the raw [CLS] vector (or a mean) with one linear layer, and transformers' sequence classifiers put a pooler or a dense layer first: no class predicts the same"
+            )
         return f"a {kind} model has no Hugging Face token-classification equivalent"
     if family != "transformer":
         return f"only a fine-tuned Transformer encoder exports to Hugging Face; this run's encoder is {family or type(model).__name__}"
@@ -92,14 +93,16 @@ def export_huggingface(run_directory: str | Path, output: str | Path) -> dict:
     labels = run.vocabularies.labels.items
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     folder = encoder_path(run.config.model.encoder)
-    config = AutoConfig.from_pretrained(str(folder), local_files_only=True, num_labels=len(labels),
-                                        id2label=dict(enumerate(labels)), label2id={label: index for index, label in enumerate(labels)})
+    config = AutoConfig.from_pretrained(str(folder), local_files_only=True, num_labels=len(labels), id2label=dict(enumerate(labels)), label2id={label: index for index, label in enumerate(labels)})
     exported = AutoModelForTokenClassification.from_config(config)
     encoder_state = {name: tensor for name, tensor in merged_encoder(run.model).state_dict().items() if not name.startswith("pooler.")}
     missing, unexpected = exported.base_model.load_state_dict(encoder_state, strict=False)
     if missing or unexpected:
-        raise SeqTransferError(f"the encoder's weights do not fit {type(exported).__name__} (missing {missing[:2]}, unexpected {unexpected[:2]})",
-                               path=run_directory, hint="this encoder type is not supported for export yet")
+        raise SeqTransferError(
+            f"the encoder's weights do not fit {type(exported).__name__} (missing {missing[:2]}, unexpected {unexpected[:2]})",
+            path=run_directory,
+            hint="this encoder type is not supported for export yet",
+        )
     head = getattr(exported, "classifier", None)
     if not isinstance(head, torch.nn.Linear):
         raise SeqTransferError(f"{type(exported).__name__} has no linear 'classifier' to take the run's head", path=run_directory, hint="this encoder type is not supported for export yet")
@@ -109,7 +112,13 @@ def export_huggingface(run_directory: str | Path, output: str | Path) -> dict:
     output = Path(output)
     exported.save_pretrained(str(output), safe_serialization=True)
     exported_tokenizer(run.config.model.encoder).save_pretrained(str(output))
-    note = {"run": str(run_directory), "format": "hf", "class": type(exported).__name__, "labels": labels, "encoder": run.config.model.encoder,
-            "aggregation": "first sub-word of each word (pipeline aggregation_strategy='first')"}
+    note = {
+        "run": str(run_directory),
+        "format": "hf",
+        "class": type(exported).__name__,
+        "labels": labels,
+        "encoder": run.config.model.encoder,
+        "aggregation": "first sub-word of each word (pipeline aggregation_strategy='first')",
+    }
     (output / EXPORT_NOTE).write_text(json.dumps(note, indent=2), encoding="utf-8")
     return note

@@ -71,17 +71,30 @@ def fold_data_config(mine, column: str, tagging):
     """The fold taggers' data: this run's sentences (``mine``: a dataset or files) labelled with
     ``column``, read as the tagger run reads its data (``tagging``: word normalisation, label map);
     nothing else changes the training split."""
-    return DataConfig(dataset=mine.dataset, task=column, train=mine.train, dev=mine.dev, test=mine.test, columns=mine.columns, separator=mine.separator,
-                      strict=mine.strict, data_dir=mine.data_dir, max_train_sentences=mine.max_train_sentences,
-                      twitter_normalization=tagging.twitter_normalization, label_map=tagging.label_map)
+    return DataConfig(
+        dataset=mine.dataset,
+        task=column,
+        train=mine.train,
+        dev=mine.dev,
+        test=mine.test,
+        columns=mine.columns,
+        separator=mine.separator,
+        strict=mine.strict,
+        data_dir=mine.data_dir,
+        max_train_sentences=mine.max_train_sentences,
+        twitter_normalization=tagging.twitter_normalization,
+        label_map=tagging.label_map,
+    )
 
 
 def checked_training_split(sentences, tokens: list[list[str]]) -> list[list[str]]:
     """The gold tags of the training split, which must be this run's training sentences."""
     gold = load_task_data(sentences, ("train",))
     if gold.tokens("train") != tokens:
-        raise SeqTransferError("model.tag_jackknife needs the data's own training split, and this run changed it (a subset, a selection, annealing or pseudo labels)",
-                               hint="drop model.tag_jackknife, or the setting that changes the training sentences")
+        raise SeqTransferError(
+            "model.tag_jackknife needs the data's own training split, and this run changed it (a subset, a selection, annealing or pseudo labels)",
+            hint="drop model.tag_jackknife, or the setting that changes the training sentences",
+        )
     return gold.gold("train")
 
 

@@ -49,8 +49,7 @@ def discriminative_groups(language_model: nn.Module, learning_rate: float, facto
     return groups[::-1]
 
 
-def continue_language_model(folder: str, sentences: list[list[str]], settings: ContinuationSettings, train_config, output: Path, log,
-                            show_progress: bool = True, device: str = "auto") -> dict:
+def continue_language_model(folder: str, sentences: list[list[str]], settings: ContinuationSettings, train_config, output: Path, log, show_progress: bool = True, device: str = "auto") -> dict:
     """Continue the LM of ``folder`` on ``sentences``; write the continued LM's folder ``output``
     (built in ``output.partial``; an interrupted run resumes from there)."""
     check_continuable(folder)
@@ -64,15 +63,26 @@ def continue_language_model(folder: str, sentences: list[list[str]], settings: C
     scored = RecurrentBatches(held_out, word_ids, character_ids, limit, train_config.evaluation_batch_size, train_config.seed).fixed()
     before = perplexity(model, scored)
     unknown = sum(word not in word_ids for sentence in training for word in sentence) / max(sum(map(len, training)), 1)
-    log(f"continuing {folder} on {len(training):,} target sentences ({sum(map(len, training)):,} tokens, {unknown:.1%} outside its softmax's words), "
-        f"{len(held_out):,} held out; held-out perplexity before: {before:.2f}")
+    log(
+        f"continuing {folder} on {len(training):,} target sentences ({sum(map(len, training)):,} tokens, {unknown:.1%} outside its softmax's words), "
+        f"{len(held_out):,} held out; held-out perplexity before: {before:.2f}"
+    )
     start_work_folder(work, identity)
     groups = discriminative_groups(language_model, train_config.learning_rate, settings.discriminative_factor)
     result, final = train_language_model(model, source, scored, train_config, work, log, show_progress, parameter_groups=groups)
     log(f"held-out perplexity of the target text: {before:.2f} before, {final:.2f} after")
-    summary = {"architecture": "bilstm", "continued_from": settings.source, "continued_from_hash": settings.source_hash, "held_out_perplexity_before": round(before, 3),
-               "unknown_word_share": round(unknown, 4), "discriminative_factor": settings.discriminative_factor, "training_sentences": len(training),
-               "held_out_sentences": len(held_out), "settings": language_model.settings, **training_cost(result, final, sum(map(len, training)))}
+    summary = {
+        "architecture": "bilstm",
+        "continued_from": settings.source,
+        "continued_from_hash": settings.source_hash,
+        "held_out_perplexity_before": round(before, 3),
+        "unknown_word_share": round(unknown, 4),
+        "discriminative_factor": settings.discriminative_factor,
+        "training_sentences": len(training),
+        "held_out_sentences": len(held_out),
+        "settings": language_model.settings,
+        **training_cost(result, final, sum(map(len, training))),
+    }
     save_recurrent_lm(work / "model", language_model.cpu(), words, characters)
     publish(work, output, summary)
     return summary
@@ -83,8 +93,11 @@ def check_continuable(folder: str) -> None:
     if not Path(folder).is_dir():
         raise SeqTransferError("LM folder not found", path=folder, hint="pass the folder seqtransfer pretrain-lm wrote")
     if not is_recurrent_lm(Path(folder)):
-        raise SeqTransferError("finetune-lm continues our ELMo-style LM (pretrain-lm --architecture bilstm) for now, and this folder holds another model",
-                               path=folder, hint="pass a folder written by seqtransfer pretrain-lm --architecture bilstm")
+        raise SeqTransferError(
+            "finetune-lm continues our ELMo-style LM (pretrain-lm --architecture bilstm) for now, and this folder holds another model",
+            path=folder,
+            hint="pass a folder written by seqtransfer pretrain-lm --architecture bilstm",
+        )
 
 
 def source_settings(folder: str, held_out: float, discriminative_factor: float) -> ContinuationSettings:

@@ -71,8 +71,10 @@ def data_config_of(config: RunConfig, entry, task: str):
     if isinstance(entry, dict):
         unknown = [key for key in entry if key not in USER_FILE_KEYS]
         if unknown or not entry.get("train"):
-            raise SeqTransferError(f"multitask.data.{task} has {'unknown key ' + repr(unknown[0]) if unknown else 'no train file'}",
-                                   hint=f"give a dataset name or a mapping with keys {', '.join(USER_FILE_KEYS)} (train required)")
+            raise SeqTransferError(
+                f"multitask.data.{task} has {'unknown key ' + repr(unknown[0]) if unknown else 'no train file'}",
+                hint=f"give a dataset name or a mapping with keys {', '.join(USER_FILE_KEYS)} (train required)",
+            )
         return replace(base, **entry)
     if not isinstance(entry, str) or not entry.strip():
         raise SeqTransferError(f"multitask.data.{task} must be a dataset name, got {entry!r}", hint=f"e.g. multitask.data.{task}=tweebank:upos")
@@ -84,7 +86,9 @@ def load_multitask_data(config: RunConfig) -> dict[str, TaskData]:
     """Each task's data, low -> high; a task no dataset labels (or data for no task) is an error."""
     hierarchy = config.model.tasks
     if config.model.tag_feature or config.model.tag_tagger or config.model.tag_jackknife:
-        raise SeqTransferError("model.tag_feature (input tags) is for single-task models", hint="a multi-task model learns the tags as a task of its own: drop model.tag_feature, model.tag_tagger and model.tag_jackknife")
+        raise SeqTransferError(
+            "model.tag_feature (input tags) is for single-task models", hint="a multi-task model learns the tags as a task of its own: drop model.tag_feature, model.tag_tagger and model.tag_jackknife"
+        )
     order = task_order(hierarchy)
     entries = config.multitask.data or {}
     for task in order:
@@ -124,9 +128,7 @@ def prepare_multitask_vocabularies(config: RunConfig, tasks: dict[str, TaskData]
     train_tokens = [tokens for data in datasets for tokens in data.tokens("train")]
     evaluation_tokens = [tokens for data in datasets for split in data.splits if split != "train" for tokens in data.tokens(split)]
     vocabularies, matrix = build_word_vocabularies(config, train_tokens, evaluation_tokens, [], log, base)
-    vocabularies.task_labels = {
-        task: Vocabulary.build((label for sentence in data.kind.label_strings(data.gold("train")) for label in sentence), specials=()) for task, data in tasks.items()
-    }
+    vocabularies.task_labels = {task: Vocabulary.build((label for sentence in data.kind.label_strings(data.gold("train")) for label in sentence), specials=()) for task, data in tasks.items()}
     log("labels: " + ", ".join(f"{task} {len(labels)}" for task, labels in vocabularies.task_labels.items()))
     return vocabularies, matrix
 
@@ -217,8 +219,10 @@ def build_multitask_model(config: RunConfig, vocabularies: Vocabularies, matrix:
         copied = transfer_weights(model, state, transferred_prefixes(model, source.model))
         shared = shared_tasks(model, source.model)
         skipped = [task for task in model.order if task not in shared]
-        log(f"transferred {len(copied)} tensors from {config.transfer.source} (branches: {', '.join(shared) or 'none'}"
-            + (f"; new or differently fed, not transferred: {', '.join(skipped)})" if skipped else ")"))
+        log(
+            f"transferred {len(copied)} tensors from {config.transfer.source} (branches: {', '.join(shared) or 'none'}"
+            + (f"; new or differently fed, not transferred: {', '.join(skipped)})" if skipped else ")")
+        )
         if config.transfer.copy_shared_labels:
             for task in shared:
                 labels = copy_task_labels(model, state, task, vocabularies.task_labels[task], source.vocabularies.task_labels[task])
@@ -265,8 +269,7 @@ def score_tasks(model: HierarchicalMultiTask, tasks: dict[str, TaskData], vocabu
         results[task] = {"dataset": data.dataset, "task": data.task, "metric": data.metric}
         for split in data.splits:
             if split != "train":
-                results[task][split] = score_split(view, data, split, vocabularies, vocabularies.task_labels[task], config.train.evaluation_batch_size,
-                                                   directory / "predictions" / task)
+                results[task][split] = score_split(view, data, split, vocabularies, vocabularies.task_labels[task], config.train.evaluation_batch_size, directory / "predictions" / task)
     return results
 
 
@@ -304,10 +307,19 @@ def resolve_multitask_settings(config: RunConfig, tasks: dict[str, TaskData], lo
 def multitask_metrics(config: RunConfig, scheme: Scheme, tasks: dict[str, TaskData], task_results: dict, model, result, seconds: float, device) -> dict:
     """What ``metrics.json`` holds for a multi-task run: per-task scores, sizes, history, cost."""
     metrics = {
-        "dataset": "+".join(data.dataset for data in distinct_datasets(tasks)), "task": "multitask", "metric": config.multitask.early_stopping,
-        "scheme": scheme.name, "best_epoch": result.best_epoch, "tasks": task_results, **size_metrics(model, config.model),
-        "trainable_parameters": result.trained_parameters, "history": result.history, "seconds": round(seconds, 1), "device": describe_device(device),
-        "peak_rss_megabytes": peak_rss_megabytes(), **rundir.source_weights(config.transfer.source if scheme.uses_source else None),
+        "dataset": "+".join(data.dataset for data in distinct_datasets(tasks)),
+        "task": "multitask",
+        "metric": config.multitask.early_stopping,
+        "scheme": scheme.name,
+        "best_epoch": result.best_epoch,
+        "tasks": task_results,
+        **size_metrics(model, config.model),
+        "trainable_parameters": result.trained_parameters,
+        "history": result.history,
+        "seconds": round(seconds, 1),
+        "device": describe_device(device),
+        "peak_rss_megabytes": peak_rss_megabytes(),
+        **rundir.source_weights(config.transfer.source if scheme.uses_source else None),
         **rundir.encoder_weights(config.model),
     }
     if peak_memory_megabytes(device) is not None:
@@ -345,11 +357,13 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
         schedule = TaskSchedule(streams, config.train.batch_size, config.train.seed, config.multitask.sampling)
         extra_losses = (*extra_losses, *auxiliary_language_model(config, model, [ids for stream in streams for ids in stream.word_ids], log))
         evaluate_dev, _ = dev_evaluation(tasks, vocabularies, config)
-        log(f"training multi-task {scheme.name}: " + ", ".join(f"{task} <- {data.dataset}/{data.task} ({len(data.splits['train'])} sentences)" for task, data in tasks.items())
-            + f"; {schedule.batch_count} batches per epoch ({config.multitask.sampling}); {count_parameters(model)} parameters; device: {describe_device(device)}")
+        log(
+            f"training multi-task {scheme.name}: "
+            + ", ".join(f"{task} <- {data.dataset}/{data.task} ({len(data.splits['train'])} sentences)" for task, data in tasks.items())
+            + f"; {schedule.batch_count} batches per epoch ({config.multitask.sampling}); {count_parameters(model)} parameters; device: {describe_device(device)}"
+        )
         with memory_errors_as_one_line(config.train.batch_size, "while training"):
-            result = train_phases(model, scheme, config, schedule, evaluate_dev, directory, log, show_progress, epoch_hooks=(loss_weight_hook(weights, config.multitask),),
-                                  extra_losses=extra_losses)
+            result = train_phases(model, scheme, config, schedule, evaluate_dev, directory, log, show_progress, epoch_hooks=(loss_weight_hook(weights, config.multitask),), extra_losses=extra_losses)
             model.load_state_dict(result.best_state)
             task_results = score_tasks(model, tasks, vocabularies, config, directory)
         for task, epoch in best_epochs(result.history).items():

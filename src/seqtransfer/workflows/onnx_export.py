@@ -57,8 +57,7 @@ def refusal(run: LoadedRun) -> str | None:
 
 def batch_of(words, lengths, characters, character_lengths, form_index) -> Batch:
     """The graph's inputs as the model's Batch (no labels)."""
-    return Batch(words=words, targets={}, mask=None, lengths=lengths, characters=characters, character_lengths=character_lengths,
-                 form_index=form_index, form_ids=form_index, indices=None)
+    return Batch(words=words, targets={}, mask=None, lengths=lengths, characters=characters, character_lengths=character_lengths, form_index=form_index, form_ids=form_index, indices=None)
 
 
 class ScoreGraph(nn.Module):
@@ -107,20 +106,31 @@ def export_onnx(run_directory: str | Path, output: str | Path) -> dict:
     batch = next(evaluation_batches(encode_sentences(EXAMPLE, run.vocabularies), len(EXAMPLE)))
     example = tuple(getattr(batch, name) for name in INPUTS)
     outputs = ["emissions"] if run.model.task_kind == "tagging" else ["arc_scores", "relation_left", "relation_right"]
-    axes = {"words": {0: "sentences", 1: "tokens"}, "lengths": {0: "sentences"}, "characters": {0: "forms", 1: "width"},
-            "character_lengths": {0: "forms"}, "form_index": {0: "sentences", 1: "tokens"}} | {name: {0: "sentences", 1: "tokens"} for name in outputs}
+    axes = {
+        "words": {0: "sentences", 1: "tokens"},
+        "lengths": {0: "sentences"},
+        "characters": {0: "forms", 1: "width"},
+        "character_lengths": {0: "forms"},
+        "form_index": {0: "sentences", 1: "tokens"},
+    } | {name: {0: "sentences", 1: "tokens"} for name in outputs}
     # The TorchScript exporter, not torch.export's (dynamo=True): that one decomposes nn.LSTM into
     # one operator group per time step and fixes the sentence and form widths to the traced ones
     # (measured: its dynamic-shape check fails on both); this one writes ONNX's LSTM operator.
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")  # its deprecation notice, and the tracer's notes on Python values
-        torch.onnx.export(graph, example, str(output / GRAPH), dynamo=False, input_names=list(INPUTS), output_names=outputs,
-                          dynamic_axes=axes, opset_version=OPSET)
+        torch.onnx.export(graph, example, str(output / GRAPH), dynamo=False, input_names=list(INPUTS), output_names=outputs, dynamic_axes=axes, opset_version=OPSET)
     shutil.copyfile(Path(run_directory) / VOCABULARY, output / VOCABULARY)
     (output / DECODING).write_text(json.dumps(decoding_settings(run.model)), encoding="utf-8")
     difference = largest_difference(graph, example, onnxruntime.InferenceSession(str(output / GRAPH), providers=["CPUExecutionProvider"]))
-    note = {"run": str(run_directory), "format": "onnx", "task_kind": run.model.task_kind, "inputs": list(INPUTS), "outputs": outputs,
-            "largest_difference_to_torch": difference, "decoding": json.loads((output / DECODING).read_text())["kind"]}
+    note = {
+        "run": str(run_directory),
+        "format": "onnx",
+        "task_kind": run.model.task_kind,
+        "inputs": list(INPUTS),
+        "outputs": outputs,
+        "largest_difference_to_torch": difference,
+        "decoding": json.loads((output / DECODING).read_text())["kind"],
+    }
     (output / NOTE).write_text(json.dumps(note, indent=2), encoding="utf-8")
     return note
 

@@ -75,9 +75,16 @@ def build_language_model(settings: LanguageModelSettings, vocabulary_size: int) 
     """A BERT of the settings' sizes with a masked-LM head, or a left-to-right one (``is_decoder``)."""
     from transformers import BertConfig, BertForMaskedLM, BertLMHeadModel
 
-    config = BertConfig(vocab_size=vocabulary_size, hidden_size=settings.hidden, num_hidden_layers=settings.layers, num_attention_heads=settings.heads,
-                        intermediate_size=settings.intermediate, max_position_embeddings=settings.max_length, is_decoder=settings.objective == "causal",
-                        tie_word_embeddings=False)  # untied: every weight is its own tensor in the safetensors checkpoints
+    config = BertConfig(
+        vocab_size=vocabulary_size,
+        hidden_size=settings.hidden,
+        num_hidden_layers=settings.layers,
+        num_attention_heads=settings.heads,
+        intermediate_size=settings.intermediate,
+        max_position_embeddings=settings.max_length,
+        is_decoder=settings.objective == "causal",
+        tie_word_embeddings=False,
+    )  # untied: every weight is its own tensor in the safetensors checkpoints
     return BertLMHeadModel(config) if settings.objective == "causal" else BertForMaskedLM(config)
 
 
@@ -100,8 +107,7 @@ def padded(sequences: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return pad_arrays(list(sequences), width), (np.arange(width) < lengths[:, None]).astype(np.int64)
 
 
-def masked_batch(sequences: Sequence[np.ndarray], generator: np.random.Generator, settings: LanguageModelSettings, mask_id: int, vocabulary_size: int,
-                 special_ids: np.ndarray) -> LanguageModelBatch:
+def masked_batch(sequences: Sequence[np.ndarray], generator: np.random.Generator, settings: LanguageModelSettings, mask_id: int, vocabulary_size: int, special_ids: np.ndarray) -> LanguageModelBatch:
     """BERT's masking, drawn with ``generator`` (hand-written rather than transformers' collator, whose
     draws come from torch's global generator: here a resumed run masks as an uninterrupted one)."""
     ids, mask = padded(sequences)
@@ -200,8 +206,7 @@ def check_predicted(sequences: list[np.ndarray], held_out: list[LanguageModelBat
     if not sequences:
         raise SeqTransferError("no training line has a sub-word once tokenised", hint="give more text: one sentence or tweet per line")
     if not any(int((batch.labels != IGNORED).sum()) for batch in held_out):
-        raise SeqTransferError("the held-out lines give no sub-word to predict, so there is no perplexity to stop on",
-                               hint="give more text, or raise --held-out")
+        raise SeqTransferError("the held-out lines give no sub-word to predict, so there is no perplexity to stop on", hint="give more text, or raise --held-out")
 
 
 IDENTITY_FILE = "settings.json"
@@ -224,14 +229,13 @@ def check_work_folder(work: Path, identity: dict) -> None:
     saved = work / IDENTITY_FILE
     if saved.is_file():
         earlier = read_json(saved)
-        differing = [f"{section}.{key}" if section != "text" else "the text" for section in identity for key in identity[section]
-                     if earlier.get(section, {}).get(key) != identity[section][key]]
+        differing = [f"{section}.{key}" if section != "text" else "the text" for section in identity for key in identity[section] if earlier.get(section, {}).get(key) != identity[section][key]]
         if differing:
-            raise SeqTransferError(f"{work} holds an interrupted run with other settings ({', '.join(dict.fromkeys(differing))})",
-                                   hint=f"run the same command to resume it, or delete {work} to start over")
+            raise SeqTransferError(
+                f"{work} holds an interrupted run with other settings ({', '.join(dict.fromkeys(differing))})", hint=f"run the same command to resume it, or delete {work} to start over"
+            )
     elif work.is_dir() and any(work.iterdir()):
-        raise SeqTransferError(f"{work} holds an interrupted run of an earlier version (no {IDENTITY_FILE}), its settings unknown",
-                               hint=f"delete {work} to start over")
+        raise SeqTransferError(f"{work} holds an interrupted run of an earlier version (no {IDENTITY_FILE}), its settings unknown", hint=f"delete {work} to start over")
 
 
 def start_work_folder(work: Path, identity: dict) -> None:
@@ -261,11 +265,21 @@ def pretrain(lines: list[str], settings: LanguageModelSettings, train_config, ou
     held_out = list(held_out_source.batches(0))  # masked once: every epoch is scored on the same positions
     check_predicted(sequences, held_out)
     parameters = sum(parameter.numel() for parameter in language_model.parameters())
-    log(f"language model: {settings.objective}, {parameters:,} parameters, {len(tokenizer)} sub-words; "
-        f"{len(sequences):,} training lines, {len(held_out_lines):,} held out; {sum(map(len, sequences)):,} training sub-words")
+    log(
+        f"language model: {settings.objective}, {parameters:,} parameters, {len(tokenizer)} sub-words; "
+        f"{len(sequences):,} training lines, {len(held_out_lines):,} held out; {sum(map(len, sequences)):,} training sub-words"
+    )
     start_work_folder(work, identity)
-    result = fit(model, source, lambda trained: (-perplexity(trained, held_out), {}), train_config, checkpoint_dir=work, log=log, show_progress=show_progress,
-                 describe_dev=lambda score: f"held-out perplexity {-score:.2f}")
+    result = fit(
+        model,
+        source,
+        lambda trained: (-perplexity(trained, held_out), {}),
+        train_config,
+        checkpoint_dir=work,
+        log=log,
+        show_progress=show_progress,
+        describe_dev=lambda score: f"held-out perplexity {-score:.2f}",
+    )
     model.load_state_dict(result.best_state)
     final = perplexity(model, held_out)
     log(f"held-out perplexity {final:.2f} (best epoch {result.best_epoch})")
@@ -275,9 +289,16 @@ def pretrain(lines: list[str], settings: LanguageModelSettings, train_config, ou
         transformers_logging.disable_progress_bar()
     language_model.save_pretrained(work / "model")
     tokenizer.save_pretrained(work / "model")
-    summary = {"objective": settings.objective, "parameters": parameters, "held_out_perplexity": round(final, 3), "best_epoch": result.best_epoch,
-               "training_lines": len(sequences), "held_out_lines": len(held_out_lines), "settings": settings.__dict__,
-               "history": [{key: value for key, value in record.items() if key != "dev"} | {"held_out_perplexity": -record["dev"]} for record in result.history]}
+    summary = {
+        "objective": settings.objective,
+        "parameters": parameters,
+        "held_out_perplexity": round(final, 3),
+        "best_epoch": result.best_epoch,
+        "training_lines": len(sequences),
+        "held_out_lines": len(held_out_lines),
+        "settings": settings.__dict__,
+        "history": [{key: value for key, value in record.items() if key != "dev"} | {"held_out_perplexity": -record["dev"]} for record in result.history],
+    }
     (work / "model" / TRAINING_REPORT).write_text(json.dumps(summary, indent=2), encoding="utf-8")
     (work / "model").rename(output)
     shutil.rmtree(work)

@@ -28,8 +28,7 @@ COMBINATIONS = ("average", "vote")
 def ensemble_labels(runs, tokens) -> tuple[list[list[str]], np.ndarray]:
     """Averaged distributions of the runs: arg-max labels and each sentence's lowest arg-max probability."""
     labels, averaged = averaged_distributions(runs, tokens)
-    return ([[labels[index] for index in sentence.argmax(-1).tolist()] for sentence in averaged],
-            np.array([float(sentence.max(-1).values.min()) for sentence in averaged]))
+    return ([[labels[index] for index in sentence.argmax(-1).tolist()] for sentence in averaged], np.array([float(sentence.max(-1).values.min()) for sentence in averaged]))
 
 
 def label_together(runs: Sequence, tokens: Sequence[Sequence[str]], combination: str = "average") -> tuple[list[list[str]], np.ndarray]:
@@ -65,8 +64,9 @@ def kept_sentences(confidence: np.ndarray, threshold: float | None = None, top_n
     return list(range(len(confidence)))
 
 
-def write_pseudo_labels(output: str | Path, run_directories: Sequence[str | Path], tokens: Sequence[Sequence[str]], combination: str = "average",
-                        threshold: float | None = None, top_n: int | None = None) -> dict:
+def write_pseudo_labels(
+    output: str | Path, run_directories: Sequence[str | Path], tokens: Sequence[Sequence[str]], combination: str = "average", threshold: float | None = None, top_n: int | None = None
+) -> dict:
     """Label ``tokens`` with the runs, keep the surest sentences, write them to ``output`` (whole or
     not at all); returns how many sentences of how many were kept."""
     check_selection(threshold, top_n)

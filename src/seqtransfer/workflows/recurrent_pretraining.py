@@ -148,8 +148,17 @@ def train_language_model(model: nn.Module, source, scored: list, train_config, w
     """The one training loop on ``source`` (``parameter_groups``: rates per group), early stopping on
     the held-out perplexity of ``scored`` (checkpoints in ``work``); the best weights are loaded back.
     -> (fit's result, final perplexity)."""
-    result = fit(model, source, lambda trained: (-perplexity(trained, scored), {}), train_config, parameter_groups=parameter_groups, checkpoint_dir=work, log=log,
-                 show_progress=show_progress, describe_dev=lambda score: f"held-out perplexity {-score:.2f}")
+    result = fit(
+        model,
+        source,
+        lambda trained: (-perplexity(trained, scored), {}),
+        train_config,
+        parameter_groups=parameter_groups,
+        checkpoint_dir=work,
+        log=log,
+        show_progress=show_progress,
+        describe_dev=lambda score: f"held-out perplexity {-score:.2f}",
+    )
     model.load_state_dict(result.best_state)
     final = perplexity(model, scored)
     log(f"held-out perplexity {final:.2f} (best epoch {result.best_epoch})")
@@ -167,13 +176,17 @@ def training_cost(result, final: float, training_tokens: int) -> dict:
     """The perplexity per epoch and what the training cost (seconds, training tokens per second), for ``pretraining.json``."""
     history = [{key: value for key, value in record.items() if key != "dev"} | {"held_out_perplexity": round(-record["dev"], 3)} for record in result.history]
     train_seconds = sum(record.get("train_seconds", record.get("epoch_seconds", 0.0)) for record in result.history)
-    return {"held_out_perplexity": round(final, 3), "best_epoch": result.best_epoch, "training_tokens": training_tokens,
-            "seconds": round(sum(record.get("epoch_seconds", 0.0) for record in result.history), 1),
-            "training_tokens_per_second": round(training_tokens * len(result.history) / train_seconds, 1) if train_seconds else None, "history": history}
+    return {
+        "held_out_perplexity": round(final, 3),
+        "best_epoch": result.best_epoch,
+        "training_tokens": training_tokens,
+        "seconds": round(sum(record.get("epoch_seconds", 0.0) for record in result.history), 1),
+        "training_tokens_per_second": round(training_tokens * len(result.history) / train_seconds, 1) if train_seconds else None,
+        "history": history,
+    }
 
 
-def pretrain_recurrent(sentences: list[list[str]], settings: RecurrentSettings, train_config, output: Path, log, show_progress: bool = True,
-                       device: str = "auto") -> dict:
+def pretrain_recurrent(sentences: list[list[str]], settings: RecurrentSettings, train_config, output: Path, log, show_progress: bool = True, device: str = "auto") -> dict:
     """Train the recurrent LM on ``sentences`` (token lists); write its folder ``output`` (built in
     ``output.partial``, renamed when complete; an interrupted run resumes from there)."""
     sentences = [sentence[: settings.max_tokens] for sentence in sentences if sentence]
@@ -188,9 +201,11 @@ def pretrain_recurrent(sentences: list[list[str]], settings: RecurrentSettings, 
     scored = RecurrentBatches(held_out, word_ids, character_ids, limit, train_config.evaluation_batch_size, train_config.seed).fixed()
     encoder_parameters = sum(parameter.numel() for name, parameter in language_model.named_parameters() if not name.startswith("softmax."))
     training_tokens = sum(map(len, training))
-    log(f"recurrent language model ({settings.size}): {encoder_parameters:,} parameters (+ {sum(p.numel() for p in language_model.softmax.parameters()):,} "
+    log(
+        f"recurrent language model ({settings.size}): {encoder_parameters:,} parameters (+ {sum(p.numel() for p in language_model.softmax.parameters()):,} "
         f"in the {settings.softmax} softmax over {len(words):,} words), {len(characters)} characters; {len(training):,} training sentences "
-        f"({training_tokens:,} tokens), {len(held_out):,} held out")
+        f"({training_tokens:,} tokens), {len(held_out):,} held out"
+    )
     start_work_folder(work, identity)
     result, final = train_language_model(model, source, scored, train_config, work, log, show_progress)
     summary = training_report(result, final, settings, language_model, encoder_parameters, training, held_out)
@@ -199,10 +214,17 @@ def pretrain_recurrent(sentences: list[list[str]], settings: RecurrentSettings, 
     return summary
 
 
-def training_report(result, final: float, settings: RecurrentSettings, language_model: RecurrentLanguageModel, encoder_parameters: int,
-                    training: list[list[str]], held_out: list[list[str]]) -> dict:
+def training_report(result, final: float, settings: RecurrentSettings, language_model: RecurrentLanguageModel, encoder_parameters: int, training: list[list[str]], held_out: list[list[str]]) -> dict:
     """What ``pretraining.json`` says: the perplexity per epoch, the sizes, and what the training cost."""
-    return {"architecture": "bilstm", "size": settings.size, "softmax": settings.softmax, "encoder_parameters": encoder_parameters,
-            "softmax_parameters": sum(parameter.numel() for parameter in language_model.softmax.parameters()), "words": language_model.settings["words"],
-            "training_sentences": len(training), "held_out_sentences": len(held_out), "settings": language_model.settings,
-            **training_cost(result, final, sum(map(len, training)))}
+    return {
+        "architecture": "bilstm",
+        "size": settings.size,
+        "softmax": settings.softmax,
+        "encoder_parameters": encoder_parameters,
+        "softmax_parameters": sum(parameter.numel() for parameter in language_model.softmax.parameters()),
+        "words": language_model.settings["words"],
+        "training_sentences": len(training),
+        "held_out_sentences": len(held_out),
+        "settings": language_model.settings,
+        **training_cost(result, final, sum(map(len, training))),
+    }

@@ -95,8 +95,7 @@ def choose_confident(settings: SelfLabelSettings, labels: list, confidences: lis
 def choose_agreed(settings: SelfLabelSettings, labels: list, confidences: list, model: int, teacher: int, disagreement: bool = False) -> list[int]:
     """Tri-training: positions where the two other models agree (and, with disagreement, model ``model`` does not)."""
     first, second = [other for other in range(3) if other != model]
-    return [position for position in range(len(labels[model]))
-            if labels[first][position] == labels[second][position] and (not disagreement or labels[model][position] != labels[first][position])]
+    return [position for position in range(len(labels[model])) if labels[first][position] == labels[second][position] and (not disagreement or labels[model][position] != labels[first][position])]
 
 
 def first_other(model: int) -> int:
@@ -165,8 +164,11 @@ class SelfLabelling:
     def __init__(self, base: RunConfig, settings: SelfLabelSettings, output: Path, log: Log) -> None:
         check_settings(settings)
         if METHODS[settings.method].views and base.transfer.source:
-            raise SeqTransferError(f"{settings.method} trains one model per view (words only, characters only) from scratch; a source run reads both",
-                                   path=base.transfer.source, hint="drop the source (its views start from the labelled data), or use self_training or tri_training")
+            raise SeqTransferError(
+                f"{settings.method} trains one model per view (words only, characters only) from scratch; a source run reads both",
+                path=base.transfer.source,
+                hint="drop the source (its views start from the labelled data), or use self_training or tri_training",
+            )
         self.base, self.settings, self.output, self.log = base, settings, Path(output), log
         self.method = METHODS[settings.method]
         self.check_resumable()
@@ -182,8 +184,7 @@ class SelfLabelling:
         """Whether saved rounds were made with these settings (fields added since then at their
         defaults; where the data lives, threads and device do not count)."""
         try:
-            return (SelfLabelSettings(**saved["settings"]) == self.settings
-                    and result_settings(saved["config"]) == result_settings(self.base))
+            return SelfLabelSettings(**saved["settings"]) == self.settings and result_settings(saved["config"]) == result_settings(self.base)
         except (TypeError, KeyError, AttributeError):  # a field since removed, or a damaged file: not these settings
             return False
 
@@ -253,9 +254,18 @@ class SelfLabelling:
             test = evaluate(data.gold("test"), combine(self.method.combination, finals, data.tokens("test")), data.metric)
             test.pop("per_class", None)
         trained = [read_json(self.model_directory(number, model) / METRICS) for number in range(last_round + 1) for model in range(self.method.models)]
-        metrics = {"dataset": first["dataset"], "task": first["task"], "metric": first["metric"], "scheme": f"selflabel:{self.settings.method}",
-                   "dev": first["dev"], "test": test, "parameters": sum(item["parameters"] for item in final_metrics),
-                   "seconds": round(sum(item["seconds"] for item in trained), 1), "rounds": len(records) - 1, "members": [str(path) for path in finals]}
+        metrics = {
+            "dataset": first["dataset"],
+            "task": first["task"],
+            "metric": first["metric"],
+            "scheme": f"selflabel:{self.settings.method}",
+            "dev": first["dev"],
+            "test": test,
+            "parameters": sum(item["parameters"] for item in final_metrics),
+            "seconds": round(sum(item["seconds"] for item in trained), 1),
+            "rounds": len(records) - 1,
+            "members": [str(path) for path in finals],
+        }
         peaks = [item["peak_rss_megabytes"] for item in trained if item.get("peak_rss_megabytes") is not None]
         if peaks:
             metrics["peak_rss_megabytes"] = max(peaks)
@@ -289,10 +299,12 @@ class SelfLabelling:
             if text:
                 write_text(path, text + path.read_text(encoding="utf-8"))
             accuracy = token_accuracy(new_labels, [gold[pool[position]] for position in chosen]) if gold is not None else None
-            added.append({"model": model + 1, "sentences": len(chosen), "tokens": sum(map(len, new_tokens)), "pseudo_accuracy": accuracy,
-                          "pool_indices": [int(pool[position]) for position in chosen]})
-            self.log(f"round {round_number}, model {model + 1}: {len(chosen)} of {len(pool)} pool sentences added ({added[-1]['tokens']} tokens"
-                     + (f", pseudo-label accuracy {accuracy:.2f}" if accuracy is not None else "") + ")")
+            added.append({"model": model + 1, "sentences": len(chosen), "tokens": sum(map(len, new_tokens)), "pseudo_accuracy": accuracy, "pool_indices": [int(pool[position]) for position in chosen]})
+            self.log(
+                f"round {round_number}, model {model + 1}: {len(chosen)} of {len(pool)} pool sentences added ({added[-1]['tokens']} tokens"
+                + (f", pseudo-label accuracy {accuracy:.2f}" if accuracy is not None else "")
+                + ")"
+            )
         if method.accumulates:
             used |= {index for item in added for index in item["pool_indices"]}
         for model in range(method.models):
@@ -305,8 +317,12 @@ class SelfLabelling:
     def round_record(self, round_number: int, pool: int, added: list[dict]) -> dict:
         """What a round did and how its models score (source dev; the target split with ``target``)."""
         directories = [self.model_directory(round_number, model) for model in range(self.method.models)]
-        record = {"round": round_number, "pool": pool, "added": [{key: value for key, value in item.items() if key != "pool_indices"} for item in added],
-                  "source_dev": [read_json(directory / METRICS)["dev"] for directory in directories]}
+        record = {
+            "round": round_number,
+            "pool": pool,
+            "added": [{key: value for key, value in item.items() if key != "pool_indices"} for item in added],
+            "source_dev": [read_json(directory / METRICS)["dev"] for directory in directories],
+        }
         if self.settings.target:
             record["target"] = self.score_target(directories)
             self.log(f"round {round_number}: {self.settings.target} test {record['target']:.2f} (recorded, not used)")
@@ -320,5 +336,4 @@ class SelfLabelling:
         return scores[get_metric(data.metric).main]
 
     def write_members(self, last_round: int) -> None:
-        write_members(self.output, [self.model_directory(last_round, model) for model in range(self.method.models)], self.method.combination,
-                      method=self.settings.method)
+        write_members(self.output, [self.model_directory(last_round, model) for model in range(self.method.models)], self.method.combination, method=self.settings.method)

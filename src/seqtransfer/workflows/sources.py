@@ -11,9 +11,30 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.transfer.schemes import Scheme
 
 # Model settings a transferred model takes from its source run (the copied weights' shapes).
-SOURCE_SIZES = ("word_dimension", "char_dimension", "char_hidden", "hidden", "embeddings", "parser_hidden", "parser_layers", "arc_hidden", "relation_hidden",
-                "encoder", "encoder_pooling", "encoder_layers", "encoder_dimension", "tag_feature", "tag_dimension", "feature_extractor",
-                "encoder_mode", "encoder_adapter", "lora_rank", "lora_alpha", "adapter_size", "inputs")
+SOURCE_SIZES = (
+    "word_dimension",
+    "char_dimension",
+    "char_hidden",
+    "hidden",
+    "embeddings",
+    "parser_hidden",
+    "parser_layers",
+    "arc_hidden",
+    "relation_hidden",
+    "encoder",
+    "encoder_pooling",
+    "encoder_layers",
+    "encoder_dimension",
+    "tag_feature",
+    "tag_dimension",
+    "feature_extractor",
+    "encoder_mode",
+    "encoder_adapter",
+    "lora_rank",
+    "lora_alpha",
+    "adapter_size",
+    "inputs",
+)
 
 
 def load_source(config: RunConfig, scheme: Scheme) -> rundir.LoadedRun | None:
@@ -23,14 +44,20 @@ def load_source(config: RunConfig, scheme: Scheme) -> rundir.LoadedRun | None:
     if not config.transfer.source:
         raise SeqTransferError(f"scheme '{scheme.name}' needs a source run", hint="pass --source RUN_DIR (a run trained on the source data)")
     if rundir.is_ensemble(config.transfer.source):
-        raise SeqTransferError("an ensemble is not a source: its runs hold different weights", path=config.transfer.source,
-                               hint=f"transfer from one of its runs, or distil it into the new model: transfer.distill_from=[{config.transfer.source}]")
+        raise SeqTransferError(
+            "an ensemble is not a source: its runs hold different weights",
+            path=config.transfer.source,
+            hint=f"transfer from one of its runs, or distil it into the new model: transfer.distill_from=[{config.transfer.source}]",
+        )
     if (Path(config.transfer.source) / rundir.MEMBERS).is_file():  # a self-labelling run: its first final model
         config.transfer.source = str(rundir.first_member(config.transfer.source))
     source = rundir.load_run(config.transfer.source)
     if source.model.task_kind == "multitask" and not config.model.tasks:
-        raise SeqTransferError("the source run is a multi-task model; a mono-task model cannot take its weights", path=config.transfer.source,
-                               hint="fine-tune it as a multi-task model (model.tasks and multitask.data), or pass a mono-task source run")
+        raise SeqTransferError(
+            "the source run is a multi-task model; a mono-task model cannot take its weights",
+            path=config.transfer.source,
+            hint="fine-tune it as a multi-task model (model.tasks and multitask.data), or pass a mono-task source run",
+        )
     check_source_tags(config, source)
     check_source_set_up(config, source)
     for name in SOURCE_SIZES:
@@ -49,8 +76,11 @@ def check_source_set_up(config: RunConfig, source: rundir.LoadedRun) -> None:
     for name in SOURCE_SET_UP:
         wanted, had = getattr(config.model, name), getattr(source.config.model, name)
         if wanted != getattr(defaults, name) and wanted != had:
-            raise SeqTransferError(f"the source run has model.{name}={had}; this run asks for {wanted}", path=config.transfer.source,
-                                   hint=f"drop model.{name} (a target takes its source's set-up), or transfer from a source trained with it")
+            raise SeqTransferError(
+                f"the source run has model.{name}={had}; this run asks for {wanted}",
+                path=config.transfer.source,
+                hint=f"drop model.{name} (a target takes its source's set-up), or transfer from a source trained with it",
+            )
 
 
 def check_source_tags(config: RunConfig, source: rundir.LoadedRun) -> None:
@@ -58,7 +88,10 @@ def check_source_tags(config: RunConfig, source: rundir.LoadedRun) -> None:
     it keeps the source's tagger unless it names its own."""
     wanted, had = config.model.tag_feature, source.config.model.tag_feature
     if wanted is not None and wanted != had:
-        raise SeqTransferError(f"the source run reads {f'{had!r} tags' if had else 'no input tags'}; this run asks for model.tag_feature={wanted}",
-                               path=config.transfer.source, hint="drop model.tag_feature (the target reads what its source read), or transfer from a source trained with it")
+        raise SeqTransferError(
+            f"the source run reads {f'{had!r} tags' if had else 'no input tags'}; this run asks for model.tag_feature={wanted}",
+            path=config.transfer.source,
+            hint="drop model.tag_feature (the target reads what its source read), or transfer from a source trained with it",
+        )
     if had and not config.model.tag_tagger:
         config.model.tag_tagger = source.config.model.tag_tagger

@@ -56,7 +56,7 @@ def initial_weights(config: RunConfig) -> dict[str, float]:
     unknown = [task for task in given if task not in levels]
     if unknown:
         raise SeqTransferError(f"multitask.loss_weights names unknown task '{unknown[0]}'", hint=f"the tasks are: {', '.join(levels)}")
-    return {task: float(given.get(task, 2.0 ** -level)) for task, level in levels.items()}
+    return {task: float(given.get(task, 2.0**-level)) for task, level in levels.items()}
 
 
 def geometric_weight(initial: float, epoch: int, config: MultiTaskConfig) -> float:

@@ -81,8 +81,20 @@ def build_target_model(config: RunConfig, scheme: Scheme, vocabularies: Vocabula
     return model
 
 
-def train_phases(model: nn.Module, scheme: Scheme, config: RunConfig, train: BatchSource, evaluate_dev: Evaluate, directory: Path, log: Log, show_progress: bool,
-                 recorder: ActivationRecorder | None = None, epoch_hooks: tuple = (), extra_losses: tuple = (), epoch_reports: tuple = ()) -> FitResult:
+def train_phases(
+    model: nn.Module,
+    scheme: Scheme,
+    config: RunConfig,
+    train: BatchSource,
+    evaluate_dev: Evaluate,
+    directory: Path,
+    log: Log,
+    show_progress: bool,
+    recorder: ActivationRecorder | None = None,
+    epoch_hooks: tuple = (),
+    extra_losses: tuple = (),
+    epoch_reports: tuple = (),
+) -> FitResult:
     """Run the scheme's phases one after the other, each from the previous phase's best weights
     (with the adaptations of ``transfer.adaptations``, as their registry entries say: the phases
     they train, their epoch hooks, the epochs before early stopping, their layer-group rates)."""
@@ -109,8 +121,19 @@ def train_phases(model: nn.Module, scheme: Scheme, config: RunConfig, train: Bat
             if needed > train_config.min_epochs:
                 train_config = dataclasses.replace(train_config, min_epochs=needed)
         groups = parameter_groups(model, config.transfer, config.train.learning_rate) if adaptations else None
-        result = fit(model, train, evaluate_dev, train_config, parameter_groups=groups, epoch_hooks=hooks, extra_losses=extra_losses, checkpoint_dir=directory / "checkpoint" / phase.name,
-                     log=log, show_progress=show_progress, epoch_reports=(*epoch_reports, board) if board else epoch_reports)
+        result = fit(
+            model,
+            train,
+            evaluate_dev,
+            train_config,
+            parameter_groups=groups,
+            epoch_hooks=hooks,
+            extra_losses=extra_losses,
+            checkpoint_dir=directory / "checkpoint" / phase.name,
+            log=log,
+            show_progress=show_progress,
+            epoch_reports=(*epoch_reports, board) if board else epoch_reports,
+        )
         if recorder:
             recorder.finish_phase(model, len(result.history))
         model.load_state_dict(result.best_state)
@@ -130,8 +153,7 @@ def evaluation_set(data: TaskData, split: str, vocabularies: Vocabularies) -> Ev
 
 def score_splits(model, data: TaskData, vocabularies: Vocabularies, config: RunConfig, directory: Path) -> dict:
     """Scores and prediction files for every evaluation split."""
-    return {split: score_split(model, data, split, vocabularies, vocabularies.labels, config.train.evaluation_batch_size, directory / "predictions")
-            for split in data.splits if split != "train"}
+    return {split: score_split(model, data, split, vocabularies, vocabularies.labels, config.train.evaluation_batch_size, directory / "predictions") for split in data.splits if split != "train"}
 
 
 def train_multitask_run(config: RunConfig, directory: Path, started: float, log: Log, show_progress: bool) -> dict:
@@ -250,8 +272,7 @@ def check_target_model(config: RunConfig, model: nn.Module, scheme: Scheme, has_
         check_splits_fit(config, data)
     check_distillation(config, model, data, vocabularies.labels)
     if config.transfer.adaptations:
-        check_adaptations(config.transfer, model, has_source, scheme.phases(config.transfer), scheme_prefixes(model, scheme),
-                          max_epochs=config.train.max_epochs, log=log)
+        check_adaptations(config.transfer, model, has_source, scheme.phases(config.transfer), scheme_prefixes(model, scheme), max_epochs=config.train.max_epochs, log=log)
 
 
 def check_splits_fit(config: RunConfig, data: TaskData) -> None:
@@ -259,11 +280,21 @@ def check_splits_fit(config: RunConfig, data: TaskData) -> None:
     on a GPU the host's memory says nothing of the device's, and nothing is checked here."""
     if resolve_device(config.train.device).type != "cpu":
         return
-    check_parser_memory([len(sentence.tokens) for sentence in data.splits["train"]], config.train.batch_size, True, "training sentence",
-                        "skip longer training sentences with data.max_sentence_length=N (e.g. 300), or lower train.batch_size")
+    check_parser_memory(
+        [len(sentence.tokens) for sentence in data.splits["train"]],
+        config.train.batch_size,
+        True,
+        "training sentence",
+        "skip longer training sentences with data.max_sentence_length=N (e.g. 300), or lower train.batch_size",
+    )
     for split in (name for name in data.splits if name != "train"):
-        check_parser_memory([len(sentence.tokens) for sentence in data.splits[split]], config.train.evaluation_batch_size, False, f"{split} sentence",
-                            "lower train.evaluation_batch_size, or score the split without its longest sentences")
+        check_parser_memory(
+            [len(sentence.tokens) for sentence in data.splits[split]],
+            config.train.evaluation_batch_size,
+            False,
+            f"{split} sentence",
+            "lower train.evaluation_batch_size, or score the split without its longest sentences",
+        )
 
 
 def place_on_device(config: RunConfig, model: nn.Module, log: Log) -> None:
@@ -299,8 +330,9 @@ def source_as_is(config: RunConfig, directory: Path, data: TaskData, source: run
         metrics = {"dataset": data.dataset, "task": data.task, "metric": data.metric, "scheme": "source_only", "best_epoch": 0}
         metrics.update(score_splits(source.model, data, source.vocabularies, config, directory))
         metrics.update(size_metrics(source.model, config.model))
-        metrics.update(trainable_parameters=0, history=[], seconds=round(time.perf_counter() - started, 1),
-                       device=describe_device(next(source.model.parameters()).device), peak_rss_megabytes=peak_rss_megabytes())
+        metrics.update(
+            trainable_parameters=0, history=[], seconds=round(time.perf_counter() - started, 1), device=describe_device(next(source.model.parameters()).device), peak_rss_megabytes=peak_rss_megabytes()
+        )
         rundir.save_weights(directory, source.model.state_dict(), source.model)
         rundir.save_metrics(directory, metrics)
     return metrics
@@ -333,8 +365,9 @@ def training_source(config: RunConfig, data: TaskData, train) -> BatchSource:
     return AnnealedBatches(train, data.target_count, config.train.batch_size, config.train.seed, config.data.anneal_start, config.data.anneal_decay)
 
 
-def fit_and_save(config: RunConfig, directory: Path, data: TaskData, vocabularies: Vocabularies, model: nn.Module, scheme: Scheme, started: float, log: Log, show_progress: bool,
-                 epoch_reports: tuple = ()) -> dict:
+def fit_and_save(
+    config: RunConfig, directory: Path, data: TaskData, vocabularies: Vocabularies, model: nn.Module, scheme: Scheme, started: float, log: Log, show_progress: bool, epoch_reports: tuple = ()
+) -> dict:
     """Train the scheme's phases, score every split, write weights and metrics (metrics last)."""
     train = data.encode("train", vocabularies)
     dev = evaluation_set(data, "dev", vocabularies)
@@ -349,15 +382,21 @@ def fit_and_save(config: RunConfig, directory: Path, data: TaskData, vocabularie
         result = train_phases(model, scheme, config, source, evaluate_dev, directory, log, show_progress, recorder, extra_losses=extra_losses, epoch_reports=epoch_reports)
     if recorder:
         recorder.record_final(model, result.best_epoch)
-    metrics = {"dataset": data.dataset, "task": data.task, "metric": data.metric, "scheme": scheme.name, "best_epoch": result.best_epoch,
-               **rundir.source_weights(config.transfer.source if scheme.uses_source else None), **rundir.encoder_weights(config.model)}
+    metrics = {
+        "dataset": data.dataset,
+        "task": data.task,
+        "metric": data.metric,
+        "scheme": scheme.name,
+        "best_epoch": result.best_epoch,
+        **rundir.source_weights(config.transfer.source if scheme.uses_source else None),
+        **rundir.encoder_weights(config.model),
+    }
     with memory_errors_as_one_line(config.train.evaluation_batch_size, "while scoring dev and test"):
         metrics.update(score_splits(model, data, vocabularies, config, directory))
     # Epochs restored from a checkpoint ran in an earlier process: count their time too.
     seconds = time.perf_counter() - started + result.restored_seconds
     metrics.update(size_metrics(model, config.model))  # a frozen encoder's features come from outside the model: its weights count too
-    metrics.update(trainable_parameters=result.trained_parameters, history=result.history, seconds=round(seconds, 1),
-                   device=describe_device(device), peak_rss_megabytes=peak_rss_megabytes())
+    metrics.update(trainable_parameters=result.trained_parameters, history=result.history, seconds=round(seconds, 1), device=describe_device(device), peak_rss_megabytes=peak_rss_megabytes())
     if peak_memory_megabytes(device) is not None:
         metrics["gpu_peak_megabytes"] = peak_memory_megabytes(device)
     rundir.save_weights(directory, result.best_state, model)

@@ -76,15 +76,18 @@ def check_run(task: str, run, data: TaskData) -> None:
     if run.model.task_kind == "multitask":
         raise SeqTransferError(f"the run for task {task} is a multi-task model", path=where, hint="give a mono-task run of each task (trained with `seqtransfer train`)")
     if run.model.task_kind != data.kind.name:
-        raise SeqTransferError(f"the run for task {task} is a {run.model.task_kind} model, but {data.dataset}/{data.task} is a {data.kind.name} task", path=where,
-                               hint=f"give a run trained on {data.task}")
+        raise SeqTransferError(
+            f"the run for task {task} is a {run.model.task_kind} model, but {data.dataset}/{data.task} is a {data.kind.name} task", path=where, hint=f"give a run trained on {data.task}"
+        )
     gold_labels = {label for sentence in data.kind.label_strings(data.gold("train")) for label in sentence}
     run_labels = set(run.vocabularies.labels.items) - {"<pad>", "<unk>"}
     if not one_tag_set(gold_labels, run_labels):  # sharing "O" alone (chunks and entities) is not one tag set
         sample = ", ".join(sorted(run_labels - gold_labels)[:4])
-        raise SeqTransferError(f"the run for task {task} predicts labels ({sample}, ...) that {data.dataset}/{data.task} never uses: "
-                               f"{len(gold_labels & run_labels)} of its {len(run_labels)} labels are this task's", path=where,
-                               hint=f"give a run trained on {data.task} labels")
+        raise SeqTransferError(
+            f"the run for task {task} predicts labels ({sample}, ...) that {data.dataset}/{data.task} never uses: {len(gold_labels & run_labels)} of its {len(run_labels)} labels are this task's",
+            path=where,
+            hint=f"give a run trained on {data.task} labels",
+        )
 
 
 def gather(tasks: dict[str, TaskData], split: str) -> list[UnifiedSentence]:
@@ -131,8 +134,9 @@ def as_conllu(sentence: UnifiedSentence, order: list[str]) -> Sentence:
     return Sentence(sentence.tokens, columns=columns, comments=comments)
 
 
-def unify(entries: dict[str, str | dict], runs: dict[str, str | Path], output: str | Path, data_dir: str | None = None, splits: tuple[str, ...] = ("train",),
-          batch_size: int = 256, log: Log = print) -> dict:
+def unify(
+    entries: dict[str, str | dict], runs: dict[str, str | Path], output: str | Path, data_dir: str | None = None, splits: tuple[str, ...] = ("train",), batch_size: int = 256, log: Log = print
+) -> dict:
     """Write ``output/SPLIT.conllu`` for each split and ``output/summary.json``; returns the summary."""
 
     if set(entries) != set(runs):
@@ -151,22 +155,38 @@ def unify(entries: dict[str, str | dict], runs: dict[str, str | Path], output: s
     columns = ("id", "word", *(column_of(task) for task in tagging), *((HEAD, RELATION) if dependency else ()))
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
-    summary = {"tasks": {task: {"data": entries[task] if isinstance(entries[task], str) else tasks[task].splits["train"][0].source, "run": str(runs[task]),
-                                "column": column_of(task) if task in tagging else "head+deprel", "filler_score": filler_score(runs[task])} for task in order}, "splits": {}}
-    log("fillers (their test score on their own data: about how right the labels they fill are, on text like it): "
-        + ", ".join(f"{task} {describe_score(summary['tasks'][task]['filler_score'])}" for task in order))
+    summary = {
+        "tasks": {
+            task: {
+                "data": entries[task] if isinstance(entries[task], str) else tasks[task].splits["train"][0].source,
+                "run": str(runs[task]),
+                "column": column_of(task) if task in tagging else "head+deprel",
+                "filler_score": filler_score(runs[task]),
+            }
+            for task in order
+        },
+        "splits": {},
+    }
+    log(
+        "fillers (their test score on their own data: about how right the labels they fill are, on text like it): "
+        + ", ".join(f"{task} {describe_score(summary['tasks'][task]['filler_score'])}" for task in order)
+    )
     for split in splits:
         sentences = gather(tasks, split)
         filled = {task: fill(sentences, task, loaded[task], batch_size) for task in order}
         write_conllu(output / f"{split}.conllu", [as_conllu(sentence, tagging + dependency) for sentence in sentences], columns=columns)
         summary["splits"][split] = split_summary(sentences, order, filled)
-        log(f"{split}: {len(sentences)} sentences; predicted labels filled: "
-            + ", ".join(f"{task} {filled[task]} sentences ({summary['splits'][split]['predicted_tokens'][task]} tokens)" for task in order))
+        log(
+            f"{split}: {len(sentences)} sentences; predicted labels filled: "
+            + ", ".join(f"{task} {filled[task]} sentences ({summary['splits'][split]['predicted_tokens'][task]} tokens)" for task in order)
+        )
         checks = [check for task in tagging for check in gold_checks(sentences, task, loaded[task])]
         summary["splits"][split]["checks"] = checks
         for check in checks:
-            log(f"  {check['task']} filled on {check['dataset']}, against its '{check['column']}' column: {check['score']:.2f} {check['metric']} ({check['sentences']} sentences; "
-                f"{check['unknown_labels']:.1f} % of their tokens have a label the filler does not know)")
+            log(
+                f"  {check['task']} filled on {check['dataset']}, against its '{check['column']}' column: {check['score']:.2f} {check['metric']} ({check['sentences']} sentences; "
+                f"{check['unknown_labels']:.1f} % of their tokens have a label the filler does not know)"
+            )
     write_json(output / "summary.json", summary)
     return summary
 
@@ -191,8 +211,7 @@ def gold_checks(sentences: list[UnifiedSentence], task: str, run) -> list[dict]:
                 continue
             scores = evaluate(gold, [list(sentence.annotation[task]) for sentence in filled], metric)
             unknown = 100.0 * sum(label not in run_labels for label in labels) / max(len(labels), 1)
-            checks.append({"task": task, "dataset": dataset, "column": name, "sentences": len(filled), "metric": metric, "score": main_score(metric, scores),
-                           "unknown_labels": unknown})
+            checks.append({"task": task, "dataset": dataset, "column": name, "sentences": len(filled), "metric": metric, "score": main_score(metric, scores), "unknown_labels": unknown})
     return checks
 
 
@@ -206,7 +225,7 @@ def filler_score(run: str | Path) -> dict | None:
 
 
 def describe_score(score: dict | None) -> str:
-    """"71.60 (span_f1)", or that the run has no test score."""
+    """ "71.60 (span_f1)", or that the run has no test score."""
     return f"{score['test']:.2f} ({score['metric']})" if score else "(no test score)"
 
 
@@ -215,8 +234,13 @@ def split_summary(sentences: list[UnifiedSentence], order: list[str], filled: di
     for sentence in sentences:
         by_source[sentence.source] = by_source.get(sentence.source, 0) + 1
     predicted_tokens = {task: sum(len(sentence.tokens) for sentence in sentences if task not in sentence.gold) for task in order}
-    return {"sentences": len(sentences), "tokens": sum(len(sentence.tokens) for sentence in sentences), "sentences_by_source": by_source,
-            "predicted_sentences": filled, "predicted_tokens": predicted_tokens}
+    return {
+        "sentences": len(sentences),
+        "tokens": sum(len(sentence.tokens) for sentence in sentences),
+        "sentences_by_source": by_source,
+        "predicted_sentences": filled,
+        "predicted_tokens": predicted_tokens,
+    }
 
 
 def unified_columns(task: str, kind_name: str) -> str:
@@ -242,8 +266,7 @@ def with_task_columns(sentences: list[Sentence], tasks: dict[str, TaskData], fol
         if sentences and column not in sentences[0].columns:  # the presets' CK for a model's chunk task, or the other way round
             column = next((synonym for synonym in COLUMN_SYNONYMS.get(column, ()) if synonym in sentences[0].columns), column)
         if sentences and column not in sentences[0].columns:
-            raise SeqTransferError(f"the unified file has no column for task {task}", path=Path(folder) / "train.conllu",
-                                   hint="unify with the same task names as model.tasks")
+            raise SeqTransferError(f"the unified file has no column for task {task}", path=Path(folder) / "train.conllu", hint="unify with the same task names as model.tasks")
         # dev and test stay the task's gold files: the unified values go into the task's own column
         train = sentences if data.kind.name == "dependency" else [dataclasses.replace(sentence, columns={**sentence.columns, data.column: sentence.columns[column]}) for sentence in sentences]
         result[task] = dataclasses.replace(data, splits={**data.splits, "train": train})
