@@ -938,3 +938,29 @@ reference: A
     path.write_text(text.replace("anneal: no", "anneal: maybe"), encoding="utf-8")
     with pytest.raises(SeqTransferError, match="'methods.A.anneal' must be true or false, got 'maybe'"):
         load_experiment(path)
+
+
+def test_a_finished_run_on_an_encoder_since_replaced_trains_again(tmp_path, monkeypatch):
+    """A grid names our own LM by its folder: a run trained on the LM that folder held before (the LM
+    pretrained again at the same path) is not finished for the grid; it is moved aside and retrained."""
+    import shutil
+
+    from seqtransfer.experiments.grid import RunTask
+    from seqtransfer.experiments.runner import is_finished, set_stale_run_aside, stale_encoder
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(FIXTURES / "runs" / "tiny_bert", tmp_path / "encoder")
+    run = tmp_path / "results" / "runs" / "cell"
+    shutil.copytree(FIXTURES / "runs" / "v1_encoder_features", run)
+    saved = (run / "config.yaml").read_text()
+    task = RunTask(run_id="cell", directory=str(run), config={"model": {"encoder": "encoder"}}, record={})
+    from seqtransfer.embeddings.transformer import encoder_fingerprint
+
+    (run / "config.yaml").write_text(saved.replace("encoder: runs/tiny_bert", "encoder: encoder"))
+    assert stale_encoder(task) is None and is_finished(task)  # the fixture's hash is the tiny encoder's: the same folder content
+    assert encoder_fingerprint("encoder") in saved
+    (tmp_path / "encoder" / "config.json").write_text((tmp_path / "encoder" / "config.json").read_text().replace("}", ', "retrained": true}', 1))
+    assert stale_encoder(task) is not None and not is_finished(task)
+    lines = []
+    set_stale_run_aside(task, lines.append)
+    assert not run.exists() and len(list(run.parent.glob("cell.encoder-*"))) == 1 and "training again" in lines[0]

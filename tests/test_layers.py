@@ -613,7 +613,6 @@ KNOWN: tuple[str, ...] = (
     "in-function seqtransfer.experiments.runner -> seqtransfer.data.overlap",
     "in-function seqtransfer.experiments.runner -> seqtransfer.data.task_data",
     "in-function seqtransfer.experiments.runner -> seqtransfer.data.unlabeled",
-    "in-function seqtransfer.experiments.runner -> seqtransfer.embeddings.transformer",
     "in-function seqtransfer.experiments.runner -> seqtransfer.experiments.evidence",
     "in-function seqtransfer.experiments.runner -> seqtransfer.predictor",
     "in-function seqtransfer.experiments.runner -> seqtransfer.workflows.ensemble",
