@@ -17,7 +17,11 @@ The cases, made in a temporary folder from the test fixtures:
   and pretrain-lm;
 - experiment files: YAML that does not parse, unknown names, cycles, wrong types, a Python tag;
 - the Python API: ``load`` with wrong options or damaged runs, ``predict`` given dicts, None,
-  numbers, flat lists, empty or non-string tokens, a 3,000-token sentence (a tagger and a parser).
+  numbers, flat lists, empty or non-string tokens, a 3,000-token sentence (a tagger and a parser);
+- kill -9: a tagger's training process (200 epochs of the tiny fixture) killed at 12 moments
+  (importing, reading, in an epoch, while a checkpoint is written...), then the same command again:
+  it behaves when the second command finishes (or, where the first had finished before the kill,
+  refuses to train it again) with weights byte-identical to those of a run never interrupted.
 
 Prints the count that behaves and each case that does not (its command and the end of its
 traceback); ``--output`` writes the cases as JSON.
@@ -27,11 +31,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import io
 import json
+import os
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
+import time
 import traceback
 from pathlib import Path
 
@@ -268,6 +277,56 @@ def api_cases(run: Path, parser_run: Path, damaged: list[Path], folder: Path) ->
     return results
 
 
+def weights_digest(run: Path) -> str | None:
+    path = run / "model.safetensors"
+    return hashlib.md5(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
+def kill_cases(folder: Path, moments: tuple[float, ...] = (0.3, 1.0, 1.5, 2.0, 2.5, 3.0, 3.3, 3.6, 4.0, 4.5, 5.0, 8.0)) -> list[dict]:
+    """A training killed with SIGKILL after each of ``moments`` seconds, then run again to its end."""
+    command = [
+        str(Path(sys.executable).with_name("seqtransfer")),
+        "train",
+        "--train",
+        str(FIXTURES / "tiny_ner_train.conll"),
+        "--dev",
+        str(FIXTURES / "tiny_ner_dev.conll"),
+        "--columns",
+        "word,ner",
+        "--epochs",
+        "200",
+        "train.patience=200",
+        "--quiet",
+        *TINY,
+    ]
+    reference = folder / "kill-reference"
+    subprocess.run([*command, "--output", str(reference)], capture_output=True, check=True)
+    expected, results = weights_digest(reference), []
+    for moment in moments:
+        run = folder / f"kill-{moment}"
+        process = subprocess.Popen([*command, "--output", str(run)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(moment)
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait()
+        finished_first = (run / "metrics.json").is_file()  # the run was whole before the kill (metrics.json is written last): the same command refuses to train it again
+        again = subprocess.run([*command, "--output", str(run)], capture_output=True, text=True)
+        found = weights_digest(run)
+        second_ok = ("already holds a finished run" in again.stderr and again.returncode == 2) if finished_first else again.returncode == 0
+        result = {
+            "command": ["kill -9 after", f"{moment} s", "then", *command[1:3]],
+            "exit": again.returncode,
+            "stderr": again.stderr[-600:],
+            "resumed": "resuming after epoch" in again.stdout,
+            "finished_before_the_kill": finished_first,
+            "behaves": second_ok and found == expected,
+        }
+        if not result["behaves"]:
+            result["stderr"] += f" (weights {found} against {expected})"
+        results.append(result)
+    return results
+
+
 def run_case(arguments: list[str]) -> dict:
     """Run one command in this process: its exit code, the end of its stderr and any traceback."""
     from seqtransfer.cli import main
@@ -338,9 +397,11 @@ def main() -> None:
         cases += run_directory_cases(folder, damaged)
         cases += option_cases(folder, run)
         cases += experiment_cases(folder)
-        results = [run_case(case) for case in cases] + api_cases(run, parser_run, damaged, folder)
+        results = [run_case(case) for case in cases] + api_cases(run, parser_run, damaged, folder) + kill_cases(folder)
     good = sum(result["behaves"] for result in results)
     print(f"{good} of {len(results)} cases behave")
+    killed = [result for result in results if "resumed" in result]
+    print(f"kill -9: {sum(result['resumed'] for result in killed)} of {len(killed)} second commands resumed from a checkpoint (the others started afresh)")
     for result in results:
         if not result["behaves"]:
             print("-", " ".join(result["command"][:6]), "...", (result.get("traceback") or result["stderr"]).strip().splitlines()[-1][:200])
