@@ -102,31 +102,7 @@ install() {
     echo "$digest" > "$target/.wheels-digest"
   fi
   local status=0
-  PYTHONPATH="$target" "$PYTHON" - "$WORK/installed.json" "$group" "$target" "$digest" "$reused" "$@" <<'PY' 2>&1 | tee -a "$LOG" || status=$?
-import importlib, importlib.metadata as metadata, json, sys
-from pathlib import Path
-record_path, group, target, digest, reused, *modules = sys.argv[1:]
-path = Path(record_path)
-record = json.loads(path.read_text()) if path.is_file() else {}
-imports, problems = {}, []
-for name in modules:
-    try:
-        module = importlib.import_module(name)
-    except Exception as error:  # noqa: BLE001 - every failure is reported
-        problems.append(f"{name}: {type(error).__name__}: {error}")
-        continue
-    where = str(Path(module.__file__).resolve()) if getattr(module, "__file__", None) else None
-    imports[name] = {"version": getattr(module, "__version__", None), "from": where}
-    top = name.split(".")[0]
-    carried = (Path(target) / top).exists() or (Path(target) / f"{top}.py").exists()
-    if carried and not (where or "").startswith(str(Path(target).resolve())):
-        problems.append(f"{name}: imported from {where}, not from the carried copy in {target}")
-record[group] = {"python": sys.executable, "python_version": sys.version.split()[0], "target": target, "wheels_digest": digest, "reused": reused == "1",
-                 "installed": sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions(path=[target])), "imports": imports, "problems": problems}
-path.write_text(json.dumps(record, indent=1))
-print(f"{group}: " + ", ".join(f"{name} {value['version'] or ''} ({value['from']})" for name, value in imports.items()))
-sys.exit("install problems: " + "; ".join(problems) if problems else 0)
-PY
+  PYTHONPATH="$target" "$PYTHON" scripts/install_record.py "$WORK/installed.json" "$group" "$target" "$digest" "$reused" "$@" 2>&1 | tee -a "$LOG" || status=$?
   [ "$status" = 0 ] || { echo "gpu_bench: $group cannot run (see above and $WORK/installed.json)" >&2; cp "$WORK/installed.json" "$OUTPUT/gpu-bench-install.json"; exit 1; }
 }
 # wrapper NAME TARGET: NAME-venv/bin/python, the image's python with TARGET first on its path (written every call).
