@@ -24,18 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from compare_flair import (
-    BENCHMARKS,
-    comparison_parser,
-    flair_python_for,
-    json_writer,
-    report_rows,
-    run_tools,
-    runner_options,
-    seqtransfer_options,
-    splits_for_flair,
-    subset_description,
-)
+from compare_flair import BENCHMARKS, comparison_parser, flair_python_for, json_writer, report_rows, run_tools, runner_options, seqtransfer_options, splits_for_flair, subset_description
 from seqtransfer_runner import benchmark_config, load_benchmark_data
 
 from seqtransfer.embeddings.transformer import encoder_path

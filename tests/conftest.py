@@ -10,15 +10,7 @@ import pytest
 FIXTURES = Path(__file__).parent / "fixtures"
 DATA_ROOT = Path(os.environ.get("SEQTRANSFER_DATA", Path(__file__).resolve().parents[2] / "shared" / "datasets"))
 
-TINY_MODEL = [
-    "model.embeddings=null",
-    "model.word_dimension=8",
-    "model.char_dimension=6",
-    "model.char_hidden=8",
-    "model.hidden=16",
-    "model.dropout=0.1",
-    "train.threads=1",
-]
+TINY_MODEL = ["model.embeddings=null", "model.word_dimension=8", "model.char_dimension=6", "model.char_hidden=8", "model.hidden=16", "model.dropout=0.1", "train.threads=1"]
 
 
 def tiny_train_arguments(output: Path, epochs: int = 3, seed: int = 1, classifier: str = "softmax") -> list[str]:

@@ -20,10 +20,7 @@ from seqtransfer.cli import run
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 WIDTH, HEIGHT = 1280, 2000
 # Skipped on a developer's machine without Chromium; in CI (.ci/run installs it) its absence fails.
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"), reason="chromium is not installed (apt-get install -y chromium)"),
-]
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"), reason="chromium is not installed (apt-get install -y chromium)")]
 
 # Test-only: appended to a copy of the report, records where each figure landed and whether it
 # decoded, and clicks a sortable header twice; the page under test itself is never changed.

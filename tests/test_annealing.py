@@ -70,11 +70,7 @@ def test_an_annealed_run_trains_on_both_and_is_reproducible(tmp_path):
 
 @pytest.mark.parametrize(
     "extra, expected",
-    [
-        (["data.anneal_start=0"], "data.anneal_start"),
-        (["data.anneal_decay=1.5"], "data.anneal_decay"),
-        ([f"data.anneal_source={FIXTURES / 'tiny_ner_train.conll'}"], "are not the target's"),
-    ],
+    [(["data.anneal_start=0"], "data.anneal_start"), (["data.anneal_decay=1.5"], "data.anneal_decay"), ([f"data.anneal_source={FIXTURES / 'tiny_ner_train.conll'}"], "are not the target's")],
 )
 def test_bad_annealing_settings_are_one_line(extra, expected, tmp_path, capsys):
     line = error_line(annealed_arguments(tmp_path / "bad", *extra), capsys)

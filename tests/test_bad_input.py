@@ -88,13 +88,7 @@ def test_unknown_config_key_lists_valid_ones(tmp_path, capsys):
 
 @pytest.mark.parametrize(
     "override, requirement",
-    [
-        ("model.dropout=1.5", "[0, 1)"),
-        ("model.hidden=7", "even"),
-        ("train.learning_rate=-0.1", "positive"),
-        ("train.batch_size=0", "at least 1"),
-        ("data.max_train_sentences=0", "at least 1"),
-    ],
+    [("model.dropout=1.5", "[0, 1)"), ("model.hidden=7", "even"), ("train.learning_rate=-0.1", "positive"), ("train.batch_size=0", "at least 1"), ("data.max_train_sentences=0", "at least 1")],
 )
 def test_impossible_value_is_one_line_before_anything_is_written(tmp_path, capsys, override, requirement):
     message = run_cli(train_on(FIXTURES / "tiny_ner_train.conll", tmp_path / "run", override), capsys)

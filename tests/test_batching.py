@@ -5,11 +5,7 @@ import numpy as np
 from seqtransfer.data.batching import encode_sentences, make_batch, training_batches
 from seqtransfer.data.vocabulary import build_vocabularies
 
-SENTENCES = [
-    ["@user", "lol", "https://t.co/abcdefghijkl", "a"],
-    ["Paris", "is", "a", "city", "!"],
-    ["extraordinarily", "long", "words", "a", "lol"],
-]
+SENTENCES = [["@user", "lol", "https://t.co/abcdefghijkl", "a"], ["Paris", "is", "a", "city", "!"], ["extraordinarily", "long", "words", "a", "lol"]]
 LABELS = [["O"] * len(sentence) for sentence in SENTENCES]
 
 

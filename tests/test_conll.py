@@ -16,11 +16,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 def test_space_separated_four_columns_with_docstart():
     sentences = read_conll(FIXTURES / "conll_docstart.txt", ["word", "pos", "chunk", "ner"])
-    assert [sentence.tokens for sentence in sentences] == [
-        ["EU", "rejects", "German", "call"],
-        ["Peter", "Blackburn"],
-        ["BRUSSELS", "1996-08-22"],
-    ]
+    assert [sentence.tokens for sentence in sentences] == [["EU", "rejects", "German", "call"], ["Peter", "Blackburn"], ["BRUSSELS", "1996-08-22"]]
     assert sentences[0].columns["ner"] == ["I-ORG", "O", "I-MISC", "O"]
     assert sentences[2].columns["pos"] == ["NNP", "CD"]
     assert [sentence.line for sentence in sentences] == [3, 8, 13]

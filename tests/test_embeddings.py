@@ -45,10 +45,7 @@ def test_vec_header_and_gzip(tmp_path):
         np.testing.assert_allclose(vectors.matrix[vectors.words.index("world")], [5, 6, 7, 8])
 
 
-@pytest.mark.parametrize(
-    ("line", "message"),
-    [("dog 1 2\n", "expected 3 values after the word, found 2"), ("dog 1 x 3\n", "not a number")],
-)
+@pytest.mark.parametrize(("line", "message"), [("dog 1 2\n", "expected 3 values after the word, found 2"), ("dog 1 x 3\n", "not a number")])
 def test_malformed_line_names_file_and_line(tmp_path, line, message):
     path = tmp_path / "bad.txt"
     path.write_text("the 0.1 0.2 0.3\n" + line, encoding="utf-8")

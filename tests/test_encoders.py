@@ -388,7 +388,7 @@ def torch_equal(first, second) -> bool:
 @pytest.mark.parametrize(
     "extra",
     [
-        ["--task", "dependency", "model.parser_hidden=8", "model.parser_layers=1", "model.arc_hidden=6", "model.relation_hidden=4"],  # parser
+        ["--task", "dependency", "model.parser_hidden=8", "model.parser_layers=1", "model.arc_hidden=6", "model.relation_hidden=4"]  # parser
     ],
 )
 def test_encoder_features_join_the_parser(encoder, tmp_path, extra):

@@ -132,11 +132,7 @@ def test_unknown_key_in_experiment_file(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "hierarchy, message",
-    [
-        ("{pos: [dp], dp: [pos]}", "hierarchy: model.tasks has a cycle among pos, dp"),
-        ("{pos: [], dp: [chunk]}", "hierarchy: task 'dp' reads unknown task 'chunk'"),
-    ],
+    "hierarchy, message", [("{pos: [dp], dp: [pos]}", "hierarchy: model.tasks has a cycle among pos, dp"), ("{pos: [], dp: [chunk]}", "hierarchy: task 'dp' reads unknown task 'chunk'")]
 )
 def test_a_hierarchy_with_a_cycle_or_an_unknown_input_is_one_line_when_the_file_loads(tmp_path, hierarchy, message):
     path = tmp_path / "cycle.yaml"

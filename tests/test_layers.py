@@ -309,11 +309,7 @@ def keys(sources: Mapping[str, str]) -> set[str]:
 
 
 def test_upward_import_is_reported() -> None:
-    sources = synthetic(
-        data__low="from seqtransfer.models import high\n",
-        data__relative="from ..models.high import thing\n",
-        models__high="from seqtransfer.data import low\n",
-    )
+    sources = synthetic(data__low="from seqtransfer.models import high\n", data__relative="from ..models.high import thing\n", models__high="from seqtransfer.data import low\n")
     found = keys(sources)
     assert "upward seqtransfer.data.low -> seqtransfer.models.high" in found
     assert "upward seqtransfer.data.relative -> seqtransfer.models.high" in found
@@ -321,11 +317,7 @@ def test_upward_import_is_reported() -> None:
 
 
 def test_circle_is_reported() -> None:
-    sources = synthetic(
-        data__first="import seqtransfer.data.second\n",
-        data__second="from seqtransfer.data import first\n",
-        data__alone="from . import alone\n",
-    )
+    sources = synthetic(data__first="import seqtransfer.data.second\n", data__second="from seqtransfer.data import first\n", data__alone="from . import alone\n")
     found = keys(sources)
     assert {"circle seqtransfer.data.first -> seqtransfer.data.second", "circle seqtransfer.data.second -> seqtransfer.data.first"} <= found
     assert not any("alone" in key for key in found)

@@ -31,11 +31,7 @@ SMALL = [
     "model.projection=3",
     "model.dropout=0.0",
 ]
-HIERARCHIES = {
-    2: {"pos": [], "ner": ["pos"]},
-    3: {"pos": [], "chunk": ["pos"], "ner": ["pos", "chunk"]},
-    4: {"pos": [], "chunk": ["pos"], "ner": ["pos", "chunk"], "dp": ["pos", "chunk"]},
-}
+HIERARCHIES = {2: {"pos": [], "ner": ["pos"]}, 3: {"pos": [], "chunk": ["pos"], "ner": ["pos", "chunk"]}, 4: {"pos": [], "chunk": ["pos"], "ner": ["pos", "chunk"], "dp": ["pos", "chunk"]}}
 TOKENS = [["Mary", "loves", "New", "York"], ["John", "sleeps"], ["I", "like", "tea", "!", ":)"]]
 
 

@@ -7,12 +7,7 @@ import pytest
 from seqtransfer.data.metrics import evaluate
 from seqtransfer.experiments.report import render_csv, render_markdown
 from seqtransfer.experiments.report_base import ReportSpec, aggregate, anrg, mnrg, normalised_relative_gains, report_spec
-from seqtransfer.experiments.significance import (
-    bootstrap_confidence_interval,
-    paired_randomization_test,
-    score_from_counts,
-    sentence_counts,
-)
+from seqtransfer.experiments.significance import bootstrap_confidence_interval, paired_randomization_test, score_from_counts, sentence_counts
 from seqtransfer.experiments.spec import ExperimentSpec, MethodSpec, TargetSpec
 
 TARGETS = ["TPoS", "ArK", "TweeBank", "TChunk", "WNUT"]

@@ -117,12 +117,7 @@ def test_saved_runs_without_tags_read_none(name):
 
 
 @pytest.mark.parametrize(
-    "extra, expected",
-    [
-        (["model.tag_feature=deprel"], "the column this run learns to predict"),
-        (["model.tag_feature=xyz"], "no such column"),
-        (["model.tag_dimension=0"], "model.tag_dimension"),
-    ],
+    "extra, expected", [(["model.tag_feature=deprel"], "the column this run learns to predict"), (["model.tag_feature=xyz"], "no such column"), (["model.tag_dimension=0"], "model.tag_dimension")]
 )
 def test_bad_tag_settings_are_one_line(extra, expected, tmp_path, capsys):
     line = error_line(parser_arguments(tmp_path / "bad", 1, 1, *extra), capsys)
@@ -251,14 +246,7 @@ def test_a_resumed_run_reads_its_kept_jackknifed_tags_only_when_they_are_its_own
         assert kept_jackknife(tmp_path / "jackknife", {**identity, key: other}) is None
 
 
-@pytest.mark.parametrize(
-    "extra, message",
-    [
-        (["model.tag_jackknife=3"], "model.tag_tagger"),
-        (["model.tag_jackknife=1"], "model.tag_jackknife"),
-        (["data.exclude_fold=4/3"], "data.exclude_fold"),
-    ],
-)
+@pytest.mark.parametrize("extra, message", [(["model.tag_jackknife=3"], "model.tag_tagger"), (["model.tag_jackknife=1"], "model.tag_jackknife"), (["data.exclude_fold=4/3"], "data.exclude_fold")])
 def test_bad_jackknife_settings_are_one_line(extra, message, tmp_path, capsys):
     assert message in error_line(parser_arguments(tmp_path / "bad", 1, 1, *extra), capsys)
 

@@ -58,11 +58,7 @@ def _check_key(instance: Any, key: str, where: str, path: str | None) -> None:
     if key not in names:
         close = difflib.get_close_matches(key, names, n=1)
         suggestion = f"did you mean '{close[0]}'? " if close else ""
-        raise SeqTransferError(
-            f"unknown config key '{where}{key}'",
-            path=path,
-            hint=f"{suggestion}valid keys of '{where.rstrip('.') or 'config'}': {', '.join(names)}",
-        )
+        raise SeqTransferError(f"unknown config key '{where}{key}'", path=path, hint=f"{suggestion}valid keys of '{where.rstrip('.') or 'config'}': {', '.join(names)}")
 
 
 YAML11_BOOLEANS = {"yes": True, "no": False, "on": True, "off": False}  # what YAML 1.1 read as booleans besides true / false
@@ -122,10 +118,7 @@ def apply_overrides(config: RunConfig, overrides: list[str]) -> RunConfig:
     for override in overrides:
         key, separator, raw_value = override.partition("=")
         if not separator or "." not in key:
-            raise SeqTransferError(
-                f"override '{override}' is not of the form section.key=value",
-                hint="e.g. train.learning_rate=0.01 or model.classifier=crf",
-            )
+            raise SeqTransferError(f"override '{override}' is not of the form section.key=value", hint="e.g. train.learning_rate=0.01 or model.classifier=crf")
         section, _, name = key.partition(".")
         _check_key(config, section, "", None)
         name, _, entry = name.partition(".")  # multitask.data.pos=tweebank:upos sets one entry of a mapping

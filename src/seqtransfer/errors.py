@@ -15,14 +15,7 @@ class SeqTransferError(Exception):
     ``str(error)`` reads ``path:line: message (fix: hint)`` with the parts that are known.
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        path: str | Path | None = None,
-        line: int | None = None,
-        hint: str | None = None,
-    ) -> None:
+    def __init__(self, message: str, *, path: str | Path | None = None, line: int | None = None, hint: str | None = None) -> None:
         self.message = message
         self.path = None if path is None else str(path)
         self.line = line

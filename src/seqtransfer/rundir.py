@@ -201,11 +201,7 @@ def check_run_directory(directory: Path) -> None:
         raise SeqTransferError("run directory not found", path=directory, hint="pass a folder written by `seqtransfer train`")
     missing = [name for name in REQUIRED if not (directory / name).is_file()]
     if missing:
-        raise SeqTransferError(
-            f"not a finished seqtransfer run (missing {', '.join(missing)})",
-            path=directory,
-            hint="pass a folder written by `seqtransfer train`, or re-run training to finish it",
-        )
+        raise SeqTransferError(f"not a finished seqtransfer run (missing {', '.join(missing)})", path=directory, hint="pass a folder written by `seqtransfer train`, or re-run training to finish it")
 
 
 ENCODER_HINT = "point model.encoder in the run's config.yaml at the encoder folder it was trained on"

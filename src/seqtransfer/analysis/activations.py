@@ -137,11 +137,7 @@ def list_recordings(run_directory: str | Path) -> tuple[list[list[str]], list[Re
     """The dev sentences and the recordings of a run: epochs in order, then ``final``."""
     folder = Path(run_directory) / FOLDER
     if not (folder / TOKENS_FILE).is_file():
-        raise SeqTransferError(
-            "this run has no recorded activations",
-            path=folder,
-            hint="train it with train.record_activations=[0,5,10,15,20] (0 = before fine-tuning)",
-        )
+        raise SeqTransferError("this run has no recorded activations", path=folder, hint="train it with train.record_activations=[0,5,10,15,20] (0 = before fine-tuning)")
     sentences = read_json(folder / TOKENS_FILE)["sentences"]
     epochs = sorted((read_recording(path) for path in folder.glob("epoch-*.safetensors")), key=lambda recording: recording.epoch)
     final = [read_recording(folder / f"{FINAL}.safetensors")] if (folder / f"{FINAL}.safetensors").is_file() else []

@@ -107,12 +107,7 @@ class TransferComparison:
         names = ("reference", "transferred", "split", "dataset", "reference_method", "transferred_method", "vocabulary")
         summary = {name: getattr(self, name) for name in names}
         summary["mistake_counts"] = {name: len(tokens) for name, tokens in self.falsified_by_type().items()}
-        return {
-            **summary,
-            "overall": self.overall.as_dict(),
-            "per_class": [counts.as_dict() for counts in self.per_class],
-            "falsified": [asdict(token) for token in self.falsified],
-        }
+        return {**summary, "overall": self.overall.as_dict(), "per_class": [counts.as_dict() for counts in self.per_class], "falsified": [asdict(token) for token in self.falsified]}
 
 
 def flatten(sentences: list[list[str]]) -> np.ndarray:
@@ -173,15 +168,4 @@ def compare_runs(reference_run: str | Path, transferred_run: str | Path, split: 
     overall, per_class, falsified = compare_predictions(reference, transferred, lookup)
     dataset, transferred_method = run_description(transferred_run)
     _, reference_method = run_description(reference_run)
-    return TransferComparison(
-        str(reference_run),
-        str(transferred_run),
-        split,
-        dataset,
-        reference_method,
-        transferred_method,
-        overall,
-        per_class,
-        falsified,
-        lookup.path if lookup else None,
-    )
+    return TransferComparison(str(reference_run), str(transferred_run), split, dataset, reference_method, transferred_method, overall, per_class, falsified, lookup.path if lookup else None)

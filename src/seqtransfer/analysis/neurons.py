@@ -83,10 +83,7 @@ def top_words(activations: np.ndarray, words: list[str], k: int = 10) -> TopWord
     positive_rows, negative_rows = top_k_rows(maxima, k), top_k_rows(-minima, k)  # (H, k)
     units = np.arange(maxima.shape[1])[:, None]
     return TopWords(
-        [[vocabulary[row] for row in rows] for rows in positive_rows],
-        maxima[positive_rows, units],
-        [[vocabulary[row] for row in rows] for rows in negative_rows],
-        minima[negative_rows, units],
+        [[vocabulary[row] for row in rows] for rows in positive_rows], maxima[positive_rows, units], [[vocabulary[row] for row in rows] for rows in negative_rows], minima[negative_rows, units]
     )
 
 
@@ -136,11 +133,7 @@ def choose_before_after(recordings: list[Recording], path: Path) -> tuple[Record
     """Epoch 0 and the best weights (``final``), or the last recorded epoch without them."""
     before = [recording for recording in recordings if recording.name == "epoch-000"]
     if not before or len(recordings) < 2:
-        raise SeqTransferError(
-            "need the activations before fine-tuning (epoch 0) and at least one later recording",
-            path=path,
-            hint="train with train.record_activations=[0,5,10,15,20]",
-        )
+        raise SeqTransferError("need the activations before fine-tuning (epoch 0) and at least one later recording", path=path, hint="train with train.record_activations=[0,5,10,15,20]")
     return before[0], recordings[-1]
 
 

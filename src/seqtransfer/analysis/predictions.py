@@ -67,7 +67,5 @@ def check_same_data(reference: Predictions, transferred: Predictions) -> None:
         if tokens_a != tokens_b or gold_a != gold_b:
             what = "tokens" if tokens_a != tokens_b else "gold labels"
             raise SeqTransferError(
-                f"the runs were scored on different data: sentence {index + 1} has different {what}",
-                path=transferred.path,
-                hint="compare two runs trained and scored on the same dataset and split",
+                f"the runs were scored on different data: sentence {index + 1} has different {what}", path=transferred.path, hint="compare two runs trained and scored on the same dataset and split"
             )

@@ -51,20 +51,12 @@ def check_columns(columns: Sequence[str], path: str | Path | None = None) -> lis
     names = [name.strip() for name in columns]
     layout = ",".join(names)
     if names.count(WORD) != 1:
-        raise SeqTransferError(
-            f"column layout '{layout}' must name exactly one 'word' column",
-            path=path,
-            hint="list every column in file order, e.g. --columns word,pos,chunk (use _ to skip one)",
-        )
+        raise SeqTransferError(f"column layout '{layout}' must name exactly one 'word' column", path=path, hint="list every column in file order, e.g. --columns word,pos,chunk (use _ to skip one)")
     named = [name for name in names if name != IGNORED]
     duplicated = sorted({name for name in named if named.count(name) > 1})
     if duplicated or "" in named:
         problem = f"repeats {', '.join(duplicated)}" if duplicated else "has an empty name"
-        raise SeqTransferError(
-            f"column layout '{layout}' {problem}",
-            path=path,
-            hint="give every column its own name, or _ to skip it",
-        )
+        raise SeqTransferError(f"column layout '{layout}' {problem}", path=path, hint="give every column its own name, or _ to skip it")
     return names
 
 
@@ -98,11 +90,7 @@ def read_conll(path: str | Path, columns: Sequence[str] | None = None, encoding:
     if rows:
         sentences.append(build_sentence(rows, names, source, first_line))
     if not sentences:
-        raise SeqTransferError(
-            "no sentences found (the file is empty or holds only blank and -DOCSTART- lines)",
-            path=path,
-            hint="point to a non-empty CoNLL column file",
-        )
+        raise SeqTransferError("no sentences found (the file is empty or holds only blank and -DOCSTART- lines)", path=path, hint="point to a non-empty CoNLL column file")
     if empty_tokens:
         shown = ", ".join(map(str, empty_tokens[:5])) + (", ..." if len(empty_tokens) > 5 else "")
         warn(f"{path}: {len(empty_tokens)} empty tokens (lines {shown}) read as '{EMPTY_TOKEN}'")

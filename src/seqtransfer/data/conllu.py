@@ -47,10 +47,7 @@ def parse_global_columns(text: str, path: str | Path | None = None, line: int | 
     names = tuple(WORD_NAMES.get(name.lower(), name.lower()) for name in declared)
     if names.count("word") != 1 or len(set(names)) != len(names):
         raise SeqTransferError(
-            "the global.columns header must name one FORM (or TOKEN) column and no column twice",
-            path=path,
-            line=line,
-            hint="write it as '# global.columns = ID FORM LEMMA UPOS ...'",
+            "the global.columns header must name one FORM (or TOKEN) column and no column twice", path=path, line=line, hint="write it as '# global.columns = ID FORM LEMMA UPOS ...'"
         )
     return names
 
@@ -83,11 +80,7 @@ def read_conllu(path: str | Path, encoding: str = "utf-8") -> list[Sentence]:
     if rows:
         sentences.append(finish_sentence(current, rows, names))
     if not sentences:
-        raise SeqTransferError(
-            "no sentences found (the file is empty or holds only comments)",
-            path=path,
-            hint="point to a non-empty CoNLL-U file",
-        )
+        raise SeqTransferError("no sentences found (the file is empty or holds only comments)", path=path, hint="point to a non-empty CoNLL-U file")
     return sentences
 
 
@@ -110,23 +103,13 @@ def add_token(sentence: Sentence, rows: list[list[str]], fields: list[str], id_i
     if identifier.isdigit():
         # Only a restart at 1 is checked: released files (e.g. Janes-Tag) have small numbering slips.
         if identifier == "1" and rows:
-            raise SeqTransferError(
-                "token ID 1 inside a sentence",
-                path=path,
-                line=number,
-                hint="end every sentence with a blank line",
-            )
+            raise SeqTransferError("token ID 1 inside a sentence", path=path, line=number, hint="end every sentence with a blank line")
         rows.append(fields)
         return True
     if is_range_or_empty_node(identifier):
         sentence.extra_lines.append((len(rows), "\t".join(fields)))
         return False
-    raise SeqTransferError(
-        f"token ID {identifier!r} is not an integer, a range (1-2) or an empty node (8.1)",
-        path=path,
-        line=number,
-        hint="fix the ID column (the first field) of this line",
-    )
+    raise SeqTransferError(f"token ID {identifier!r} is not an integer, a range (1-2) or an empty node (8.1)", path=path, line=number, hint="fix the ID column (the first field) of this line")
 
 
 def is_range_or_empty_node(identifier: str) -> bool:

@@ -40,10 +40,7 @@ class Sentence:
         if column not in self.columns:
             known = ", ".join(sorted(self.columns)) or "none"
             raise SeqTransferError(
-                f"sentence has no column '{column}' (columns: {known})",
-                path=self.source,
-                line=self.line,
-                hint="name the label column with --columns (e.g. word,pos) or pick another task",
+                f"sentence has no column '{column}' (columns: {known})", path=self.source, line=self.line, hint="name the label column with --columns (e.g. word,pos) or pick another task"
             )
         return self.columns[column]
 

@@ -97,10 +97,7 @@ def missing_data_error(spec: DatasetSpec, candidates: Sequence[Path]) -> SeqTran
 def split_path(spec: DatasetSpec, split: str, data_dir: str | Path | None = None, downloader: Downloader | None = None) -> Path:
     """The file of ``split`` (for a carved dev split: the train file)."""
     if split not in spec.split_names():
-        raise SeqTransferError(
-            f"dataset '{spec.name}' has no split '{split}' (splits: {', '.join(spec.split_names())})",
-            hint="pick one of the listed splits",
-        )
+        raise SeqTransferError(f"dataset '{spec.name}' has no split '{split}' (splits: {', '.join(spec.split_names())})", hint="pick one of the listed splits")
     relative = Path(spec.splits[split] if split in spec.splits else spec.splits["train"])  # a carved dev split reads the train file
     if relative.is_absolute():
         return relative

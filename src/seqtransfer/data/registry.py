@@ -24,15 +24,7 @@ from seqtransfer.data.corpus import Sentence
 from seqtransfer.data.dataset_spec import CARVE_NOTE, CONLLU_EXTENSIONS, DEPENDENCY, SCHEMES, TRAIN_DEV_TEST, DatasetSpec, standard_splits  # noqa: F401 - re-exported
 from seqtransfer.data.locate import Downloader, read_split
 from seqtransfer.data.mtt import MTT_HR_NEWS, MTT_HR_SM, MTT_SL_NEWS, MTT_SL_SM, MTT_SR_NEWS, MTT_SR_NEWS_UD, MTT_SR_SM
-from seqtransfer.data.user_files import (
-    are_scores,
-    choose_label_column,
-    custom_columns,
-    custom_dataset,
-    custom_tsv_dataset,
-    existing_paths,
-    tsv_field_values,
-)
+from seqtransfer.data.user_files import are_scores, choose_label_column, custom_columns, custom_dataset, custom_tsv_dataset, existing_paths, tsv_field_values
 from seqtransfer.errors import SeqTransferError
 
 # The public names, those of dataset_spec.py and user_files.py included (imported back for callers).
@@ -186,11 +178,7 @@ WNUT17 = DatasetSpec(
     schemes={"ner": "iob2"},
     metric={"ner": "span_f1"},
     url="https://github.com/leondz/emerging_entities_17",
-    downloads={
-        "train.conll": WNUT17_RAW + "wnut17train.conll",
-        "dev.conll": WNUT17_RAW + "emerging.dev.conll",
-        "test.conll": WNUT17_RAW + "emerging.test.annotated",
-    },
+    downloads={"train.conll": WNUT17_RAW + "wnut17train.conll", "dev.conll": WNUT17_RAW + "emerging.dev.conll", "test.conll": WNUT17_RAW + "emerging.test.annotated"},
     license="CC BY 4.0",
     description="WNUT-17 emerging and rare entities (tweets, Reddit, YouTube, StackExchange); 6 types, some with hyphens (creative-work).",
 )
@@ -377,10 +365,7 @@ def get_dataset(name: str) -> DatasetSpec:
         return DATASETS[name]
     close = difflib.get_close_matches(name, DATASETS, n=1, cutoff=0.5)
     suggestion = f"did you mean '{close[0]}'? " if close else ""
-    raise SeqTransferError(
-        f"unknown dataset '{name}' ({suggestion}known: {', '.join(DATASETS)})",
-        hint="pick a registered name, or pass your own files with --train/--dev/--test",
-    )
+    raise SeqTransferError(f"unknown dataset '{name}' ({suggestion}known: {', '.join(DATASETS)})", hint="pick a registered name, or pass your own files with --train/--dev/--test")
 
 
 def resolve_spec(name_or_spec: str | DatasetSpec) -> DatasetSpec:

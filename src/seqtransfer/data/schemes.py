@@ -118,10 +118,7 @@ def convert(tags: Sequence[str], source: str, target: str) -> list[str]:
         return list(tags)
     for name in (source, target):
         if name not in CHUNK_SCHEMES:
-            raise SeqTransferError(
-                f"cannot convert tags from {source!r} to {target!r}",
-                hint=f"conversion works between {', '.join(CHUNK_SCHEMES)}",
-            )
+            raise SeqTransferError(f"cannot convert tags from {source!r} to {target!r}", hint=f"conversion works between {', '.join(CHUNK_SCHEMES)}")
     converted = list(tags)
     previous_end, previous_type = -1, None
     for chunk_type, start, end in chunks(tags):

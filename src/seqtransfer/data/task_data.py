@@ -59,15 +59,7 @@ class TaskData:
 def resolve_spec(config: DataConfig):
     """The registry entry of ``config.dataset``, or a spec built from the user's own files."""
     if config.train:
-        return custom_dataset(
-            train=config.train,
-            dev=config.dev,
-            test=config.test,
-            columns=config.columns,
-            task=config.task,
-            scheme=config.scheme,
-            separator=config.separator,
-        )
+        return custom_dataset(train=config.train, dev=config.dev, test=config.test, columns=config.columns, task=config.task, scheme=config.scheme, separator=config.separator)
     if not config.dataset:
         raise SeqTransferError("no data given", hint="pass --dataset NAME or --train PATH (see `seqtransfer datasets`)")
     return get_dataset(config.dataset)

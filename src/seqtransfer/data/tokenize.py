@@ -72,8 +72,4 @@ def slavic_tokenize(line: str) -> list[str]:
     return _SLAVIC_TOKEN.findall(line)
 
 
-TOKENIZERS: dict[str, Callable[[str], list[str]]] = {
-    "whitespace": whitespace_tokenize,
-    "tweet": tweet_tokenize,
-    "slavic": slavic_tokenize,
-}
+TOKENIZERS: dict[str, Callable[[str], list[str]]] = {"whitespace": whitespace_tokenize, "tweet": tweet_tokenize, "slavic": slavic_tokenize}

@@ -36,9 +36,7 @@ class RawCorpus:
     description: str
 
 
-RAW_CORPORA = {
-    "tweets_unlabeled": RawCorpus("tweets_unlabeled/tweeteval", "**/*_text.txt", "tweet", "TweetEval tweets, text only: 55,170 lines in 29 files (labels not shipped)"),
-}
+RAW_CORPORA = {"tweets_unlabeled": RawCorpus("tweets_unlabeled/tweeteval", "**/*_text.txt", "tweet", "TweetEval tweets, text only: 55,170 lines in 29 files (labels not shipped)")}
 
 
 def read_unlabeled(entry: str, data_dir: str | Path | None = None, tokenizer: str = "whitespace", word_column: int | None = None, word_option: str = "--word-column") -> list[list[str]]:

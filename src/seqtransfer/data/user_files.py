@@ -26,13 +26,7 @@ def existing_paths(given: dict[str, str | Path | None]) -> dict[str, Path]:
 
 
 def custom_dataset(
-    train: str | Path,
-    dev: str | Path | None = None,
-    test: str | Path | None = None,
-    columns: Sequence[str] | str | None = None,
-    task: str | None = None,
-    scheme: str = "none",
-    separator: str = "auto",
+    train: str | Path, dev: str | Path | None = None, test: str | Path | None = None, columns: Sequence[str] | str | None = None, task: str | None = None, scheme: str = "none", separator: str = "auto"
 ) -> DatasetSpec:
     """A spec for a user's own files (``--train/--dev/--test/--columns``); paths become absolute.
 
@@ -138,10 +132,7 @@ def custom_columns(columns: Sequence[str] | str | None, file_format: str) -> tup
     if columns is None:
         return None
     if file_format == "conllu":
-        raise SeqTransferError(
-            "--columns applies to column files only; CoNLL-U columns are fixed",
-            hint="drop --columns and pick the label column with --task (e.g. upos)",
-        )
+        raise SeqTransferError("--columns applies to column files only; CoNLL-U columns are fixed", hint="drop --columns and pick the label column with --task (e.g. upos)")
     names = columns.split(",") if isinstance(columns, str) else list(columns)
     return tuple(check_columns(names))
 

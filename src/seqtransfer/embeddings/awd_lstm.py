@@ -41,11 +41,7 @@ INITIAL_RANGE = 0.1  # fastai's: the table uniform in [-0.1, 0.1], the decoder's
 
 # Layer sizes: fastai's ``awd_lstm_lm_config`` (E 400, H 1152, 3 layers) is ``large``, pretrain-lm's
 # default; ``small`` halves both for this CPU; ``tiny`` is for smoke tests.
-SIZES: dict[str, dict] = {
-    "tiny": {"embedding": 16, "hidden": 32, "layers": 3},
-    "small": {"embedding": 200, "hidden": 576, "layers": 3},
-    "large": {"embedding": 400, "hidden": 1152, "layers": 3},
-}
+SIZES: dict[str, dict] = {"tiny": {"embedding": 16, "hidden": 32, "layers": 3}, "small": {"embedding": 200, "hidden": 576, "layers": 3}, "large": {"embedding": 400, "hidden": 1152, "layers": 3}}
 # fastai's awd_lstm_lm_config dropouts (drop_mult 1) and language_model_learner's AR and TAR weights
 DEFAULTS = {"output_dropout": 0.1, "hidden_dropout": 0.15, "input_dropout": 0.25, "embedding_dropout": 0.02, "weight_dropout": 0.2, "activation_regularization": 2.0, "temporal_regularization": 1.0}
 NEEDED = ("words", "embedding", "hidden", "layers", *DEFAULTS)

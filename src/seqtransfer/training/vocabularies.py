@@ -45,15 +45,7 @@ def build_word_vocabularies(config: RunConfig, train_tokens: list, evaluation_to
                 hint=f"set model.word_dimension={vectors.dimension}",
             )
     pretrained = set(vectors.words) if vectors is not None else set()
-    vocabularies = build_vocabularies(
-        train_tokens,
-        train_labels,
-        evaluation_tokens,
-        pretrained,
-        model_config.lowercase_words,
-        data_config.twitter_normalization,
-        base=base,
-    )
+    vocabularies = build_vocabularies(train_tokens, train_labels, evaluation_tokens, pretrained, model_config.lowercase_words, data_config.twitter_normalization, base=base)
     if model_config.encoder:  # every sentence encoded with these vocabularies carries the encoder's vectors
         check_encoder(model_config.encoder)
         model_config.encoder_layers, model_config.encoder_dimension = encoder_shape(model_config.encoder)

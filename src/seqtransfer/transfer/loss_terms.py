@@ -94,11 +94,7 @@ def auxiliary_lm(context: TermContext) -> tuple:
 
 
 # name -> builder; the terms are added to the loss in this order
-LOSS_TERMS: dict[str, Callable[[TermContext], tuple]] = {
-    "source_penalties": source_penalties,
-    "distillation": distillation,
-    "auxiliary_lm": auxiliary_lm,
-}
+LOSS_TERMS: dict[str, Callable[[TermContext], tuple]] = {"source_penalties": source_penalties, "distillation": distillation, "auxiliary_lm": auxiliary_lm}
 
 
 def loss_terms(context: TermContext) -> tuple:
