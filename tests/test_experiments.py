@@ -942,7 +942,8 @@ def test_a_finished_run_on_an_encoder_since_replaced_trains_again(tmp_path, monk
     import shutil
 
     from seqtransfer.experiments.grid import RunTask
-    from seqtransfer.experiments.runner import is_finished, set_stale_run_aside, stale_encoder
+    from seqtransfer.experiments.runner import is_finished
+    from seqtransfer.experiments.stale_runs import set_stale_run_aside, stale_encoder
 
     monkeypatch.chdir(tmp_path)
     shutil.copytree(FIXTURES / "runs" / "tiny_bert", tmp_path / "encoder")

@@ -22,6 +22,7 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.grid import PSEUDO_FILE, RunTask, ensemble_tasks, method_tasks, slug, source_tasks
 from seqtransfer.experiments.kept import cell_key, merge, run_id_of
 from seqtransfer.experiments.spec import ExperimentSpec
+from seqtransfer.experiments.stale_runs import set_stale_run_aside, stale_encoder
 from seqtransfer.experiments.store import ResultsStore, content_id, digest_of
 from seqtransfer.files import read_json, write_json
 from seqtransfer.training.inference import score_predictions
@@ -293,34 +294,6 @@ def execute_ensemble(task: RunTask, members: list[RunTask]) -> dict:
 def is_finished(task: RunTask) -> bool:
     """The task's run finished, on the encoder folder its settings name as that folder is now."""
     return (Path(task.directory) / rundir.METRICS).is_file() and stale_encoder(task) is None
-
-
-def stale_encoder(task: RunTask) -> str | None:
-    """The encoder hash a finished run recorded, where the folder its settings name holds another
-    encoder now (our own LM pretrained again at the same path): the run's identity is its settings,
-    which name the folder, not its content, so without this check the grid would keep the run.
-    None where the run reads no encoder, recorded no hash, or its encoder is not found here."""
-    encoder, directory = task.config.get("model", {}).get("encoder"), Path(task.directory)
-    if not encoder or not (directory / rundir.CONFIG).is_file():
-        return None
-    try:
-        recorded = rundir.read_saved_config(directory).model.encoder_hash
-        now = {encoder_fingerprint(encoder), encoder_fingerprint(encoder, with_training_report=True)}  # runs before 2026-11-26 hashed the report too
-    except (SeqTransferError, OSError):  # not found or unreadable here: the run that needs it will say so
-        return None
-    return recorded if recorded and recorded not in now else None
-
-
-def set_stale_run_aside(task: RunTask, echo: Log | None) -> None:
-    """Move a finished run trained on another encoder (``stale_encoder``) beside its folder, so that
-    the cell trains again in its place; the old run stays readable there."""
-    recorded = stale_encoder(task) if (Path(task.directory) / rundir.METRICS).is_file() else None
-    if recorded:
-        directory = Path(task.directory)
-        aside = directory.with_name(f"{directory.name}.encoder-{recorded[:12]}")
-        directory.rename(aside)
-        if echo:
-            echo(f"{directory} was trained on another encoder at {task.config['model']['encoder']} (hash {recorded[:12]}): moved to {aside}, training again")
 
 
 def kept_records_of(task: RunTask, kept: dict[tuple, dict]) -> list[dict] | None:

@@ -1,0 +1,49 @@
+"""Finished runs a grid must not keep: those trained on an encoder folder whose content has changed
+since (our own LM pretrained again at the same path). A run's identity is its settings, which name
+the folder, not its content; the hash the run recorded tells the two apart."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from seqtransfer import rundir
+from seqtransfer.embeddings.transformer import encoder_fingerprint
+from seqtransfer.errors import SeqTransferError
+
+if TYPE_CHECKING:  # the type only: grid is in the experiments' import circle, which this module stays out of
+    from seqtransfer.experiments.grid import RunTask
+
+
+def stale_encoder(task: RunTask) -> str | None:
+    """The encoder hash a finished run recorded, where the folder its settings name holds another
+    encoder now. None where the run reads no encoder, recorded no hash, or its encoder is not found here."""
+    encoder, directory = task.config.get("model", {}).get("encoder"), Path(task.directory)
+    if not encoder or not (directory / rundir.CONFIG).is_file():
+        return None
+    try:
+        now = {encoder_fingerprint(encoder), encoder_fingerprint(encoder, with_training_report=True)}  # runs before 2026-11-26 hashed the report too
+        recorded = recorded_hash(str(directory), (directory / rundir.CONFIG).stat().st_mtime_ns)
+    except (SeqTransferError, OSError):  # not found or unreadable here: the run that needs it will say so
+        return None
+    return recorded if recorded and recorded not in now else None
+
+
+@functools.lru_cache(maxsize=4096)
+def recorded_hash(directory: str, config_time: int) -> str | None:
+    """The encoder hash a run's config.yaml holds, read once per state of the file (a grid asks for each run several times)."""
+    return rundir.read_saved_config(Path(directory)).model.encoder_hash
+
+
+def set_stale_run_aside(task: RunTask, echo: Callable[[str], None] | None) -> None:
+    """Move a finished run trained on another encoder (``stale_encoder``) beside its folder, so that
+    the cell trains again in its place; the old run stays readable there."""
+    recorded = stale_encoder(task) if (Path(task.directory) / rundir.METRICS).is_file() else None
+    if recorded:
+        directory = Path(task.directory)
+        aside = directory.with_name(f"{directory.name}.encoder-{recorded[:12]}")
+        directory.rename(aside)
+        if echo:
+            echo(f"{directory} was trained on another encoder at {task.config['model']['encoder']} (hash {recorded[:12]}): moved to {aside}, training again")
