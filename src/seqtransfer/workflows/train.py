@@ -112,28 +112,10 @@ def train_phases(
             board.start_phase(phase.name, len(history))
         trainable = set_trainable(model, phase.trainable)
         log(f"phase '{phase.name}': {sum(p.numel() for p in model.parameters() if p.requires_grad)} trainable parameters ({len(trainable)} tensors)")
-        hooks = (*epoch_hooks, *(recorder.start_phase(phase.name) if recorder else ()))
-        train_config = config.train
-        for adaptation in adaptations:
-            if adaptation.epoch_hook:  # gradual unfreezing: which groups train in each epoch
-                hooks = (adaptation.epoch_hook(model, set(trainable)), *hooks)
-            needed = adaptation.minimum_epochs(model, set(trainable)) if adaptation.minimum_epochs else 0  # early stopping waits until every group has trained
-            if needed > train_config.min_epochs:
-                train_config = dataclasses.replace(train_config, min_epochs=needed)
+        hooks, train_config = adapted_phase(model, adaptations, set(trainable), config, (*epoch_hooks, *(recorder.start_phase(phase.name) if recorder else ())))
         groups = parameter_groups(model, config.transfer, config.train.learning_rate) if adaptations else None
-        result = fit(
-            model,
-            train,
-            evaluate_dev,
-            train_config,
-            parameter_groups=groups,
-            epoch_hooks=hooks,
-            extra_losses=extra_losses,
-            checkpoint_dir=directory / "checkpoint" / phase.name,
-            log=log,
-            show_progress=show_progress,
-            epoch_reports=(*epoch_reports, board) if board else epoch_reports,
-        )
+        reports = (*epoch_reports, board) if board else epoch_reports
+        result = fit(model, train, evaluate_dev, train_config, groups, hooks, extra_losses, directory / "checkpoint" / phase.name, log, show_progress, reports)
         if recorder:
             recorder.finish_phase(model, len(result.history))
         model.load_state_dict(result.best_state)
@@ -145,6 +127,19 @@ def train_phases(
     set_trainable(model, ("",))
     trained_parameters = sum(parameter.numel() for name, parameter in model.named_parameters() if name in trained)
     return FitResult(result.best_state, result.best_epoch, result.best_score, history, restored_seconds, trained_parameters)
+
+
+def adapted_phase(model: nn.Module, adaptations: list, trainable: set[str], config: RunConfig, hooks: tuple) -> tuple[tuple, object]:
+    """A phase's epoch hooks and training settings under the adaptations: gradual unfreezing's hook
+    (which groups train in each epoch) first, and early stopping waiting until every group has trained."""
+    train_config = config.train
+    for adaptation in adaptations:
+        if adaptation.epoch_hook:
+            hooks = (adaptation.epoch_hook(model, trainable), *hooks)
+        needed = adaptation.minimum_epochs(model, trainable) if adaptation.minimum_epochs else 0
+        if needed > train_config.min_epochs:
+            train_config = dataclasses.replace(train_config, min_epochs=needed)
+    return hooks, train_config
 
 
 def evaluation_set(data: TaskData, split: str, vocabularies: Vocabularies) -> EvaluationSet:
