@@ -37,8 +37,12 @@ def run(arguments: argparse.Namespace) -> dict:
         )
         return note
     note = export_huggingface(arguments.run_directory, output)
-    print(f"exported {arguments.run_directory} as {note['class']} to {output}: transformers.pipeline('token-classification', model='{output}', aggregation_strategy='first')")
+    if "TokenClassification" in note["class"]:
+        usage = f"transformers.pipeline('token-classification', model='{output}', aggregation_strategy='first')"
+    else:
+        usage = f"transformers.pipeline('text-classification', model='{output}')"
+    print(f"exported {arguments.run_directory} as {note['class']} to {output}: {usage}")
     return note
 
 
-COMMAND = Command("export a run for the wider ecosystem (a Hugging Face token-classification folder, or ONNX)", arguments, run)
+COMMAND = Command("export a run for the wider ecosystem (a Hugging Face token- or sequence-classification folder, or ONNX)", arguments, run)

@@ -4,6 +4,8 @@
 
     pooled        the encoder's sentence vector ([CLS], model.sentence_pooling=cls) or the mean of
                   its token states; a pair read apart: [u; v; |u - v|; u * v] (Conneau et al. 2017)
+    pooler        a fine-tuned Transformer's own pooler over [CLS] (BERT's dense + tanh), as
+                  transformers' sequence classifiers read it: such a run exports to Hugging Face
     max           the maximum of the token states, feature by feature (fine-tuned ELMo, classification)
     biattention   a pair: cross-sentence bi-attention between the two texts' token states, then
                   ESIM's enhanced pooling; no weights of its own (fine-tuned ELMo, pairs)
@@ -106,6 +108,26 @@ class PooledReader(nn.Module):
             split_pair(states, batch)  # one error line: a pair model given no pair
         first, second = mean_over(states, batch.segments == 0), mean_over(states, batch.segments == 1)
         return torch.cat([first, second, (first - second).abs(), first * second], dim=-1)
+
+
+class PoolerReader(nn.Module):
+    """The encoder's own pooler over [CLS] (dense + tanh): (B, H), as ``BertForSequenceClassification``
+    reads it (and MPNet's or RoBERTa's classification head, whose dense + tanh it is); a pair is read
+    jointly, "[CLS] A [SEP] B [SEP]"."""
+
+    def __init__(self, config: ModelConfig, input_size: int, owner) -> None:
+        super().__init__()
+        if not hasattr(owner, "pooled_vector") or owner.pooler() is None or getattr(owner, "feature_extractor", None) is not None:
+            raise SeqTransferError(
+                "model.sentence_reader=pooler reads a fine-tuned Transformer's own pooler, and this model has none",
+                hint="fine-tune a BERT-like encoder (model.encoder_mode=finetune) or use model.sentence_reader=pooled",
+            )
+        if config.sentence_pairs and not owner.reads_pairs_jointly:
+            raise SeqTransferError("model.sentence_reader=pooler reads a pair as one input", hint="drop model.pair_encoding=separate or use model.sentence_reader=pooled")
+        self.output_size = input_size
+
+    def forward(self, owner, batch: Batch) -> torch.Tensor:
+        return owner.pooled_vector(batch)
 
 
 class MaxReader(nn.Module):
@@ -214,7 +236,7 @@ class ULMFiTReader(nn.Module):
         return self.dropout(self.normalized(self.second_norm, hidden))
 
 
-READERS: dict[str, type[nn.Module]] = {"pooled": PooledReader, "max": MaxReader, "biattention": BiattentionReader, "esim": ESIMReader, "bcn": BCNReader, "ulmfit": ULMFiTReader}
+READERS: dict[str, type[nn.Module]] = {"pooled": PooledReader, "pooler": PoolerReader, "max": MaxReader, "biattention": BiattentionReader, "esim": ESIMReader, "bcn": BCNReader, "ulmfit": ULMFiTReader}
 PAIR_READERS = ("biattention", "esim")
 
 

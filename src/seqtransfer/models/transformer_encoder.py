@@ -52,6 +52,7 @@ class TransformerEncoder:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         self.encoder_name = config.encoder
         self.reads_pairs_jointly = config.pair_encoding != "separate"  # a pair is one input, A [SEP] B (token types where the encoder has them); else each text alone
+        self.reads_pooler = config.sentence_reader == "pooler"  # the sentence head reads the encoder's own pooler
         self.encoder = AutoModel.from_config(AutoConfig.from_pretrained(str(encoder_path(config.encoder)), local_files_only=True))
         size = self.encoder.config.hidden_size
         # sparse: the sub-word table's gradient lists the batch's rows, made dense in a buffer kept
@@ -81,6 +82,8 @@ class TransformerEncoder:
     def frozen(self, name: str) -> bool:
         """A parameter that never trains: the encoder's own weights under an adapter (Houlsby's also train the layer norms)."""
         if self.adapter is None or not name.startswith("encoder.") or adapter_weight(name):
+            return False
+        if self.reads_pooler and ".pooler." in name:  # the sentence head's first layer (model.sentence_reader=pooler)
             return False
         return not (self.adapter == "houlsby" and ("LayerNorm" in name or "layer_norm" in name))  # BERT-like LayerNorm, DistilBERT's sa_/output_layer_norm
 
@@ -121,6 +124,18 @@ class TransformerEncoder:
         states = self.encode(batch)  # (W, S, H)
         first_windows = batch.token_index[:, 0] // states.size(1)
         return states[first_windows, 0]
+
+    def pooler(self) -> nn.Module | None:
+        """The encoder's own pooler over [CLS] (BERT's and MPNet's dense + tanh; None where it has none)."""
+        base = self.encoder.get_base_model() if hasattr(self.encoder, "get_base_model") else self.encoder  # inside PEFT's LoRA
+        return getattr(base, "pooler", None)
+
+    def pooled_vector(self, batch: Batch) -> torch.Tensor:
+        """Batch -> (B, H) the pooler's output over the [CLS] of each sentence's first window: the
+        vector transformers' sequence classifiers read (``model.sentence_reader=pooler``)."""
+        states = self.encode(batch)  # (W, S, H)
+        first_windows = batch.token_index[:, 0] // states.size(1)
+        return self.pooler()(states[first_windows, :1])  # the pooler reads position 0 of (B, 1, H)
 
     def layer_prefixes(self, names: list[str]) -> tuple[list[str], tuple[str, ...]]:
         """Its embeddings, then each of its layers, bottom to top; what the encoder shares across its
