@@ -60,7 +60,7 @@ def test_byte_level_bpe_tokens_get_the_sub_words_of_a_word_inside_a_sentence():
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    from seqtransfer.embeddings.transformer import marks_spaces, subword_pieces
+    from seqtransfer.embeddings.tokenization import marks_spaces, subword_pieces
 
     backend = Tokenizer(models.BPE(unk_token="<unk>"))
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -73,7 +73,7 @@ def test_byte_level_bpe_tokens_get_the_sub_words_of_a_word_inside_a_sentence():
 
 
 def test_windows_cut_at_token_boundaries():
-    from seqtransfer.embeddings.transformer import windows
+    from seqtransfer.embeddings.tokenization import windows
 
     assert windows([[1, 2, 3]] * 4, 7) == [(0, 2), (2, 4)]
     assert windows([[1], [1] * 20, [1]], 7) == [(0, 1), (1, 2), (2, 3)]  # a token longer than a window gets its own (cut)
@@ -81,7 +81,8 @@ def test_windows_cut_at_token_boundaries():
 
 
 def test_first_and_mean_sub_word_alignment_and_dropped_tokens(encoder):
-    from seqtransfer.embeddings.transformer import encode_sentences_with, load_encoder, subword_pieces
+    from seqtransfer.embeddings.tokenization import subword_pieces
+    from seqtransfer.embeddings.transformer import encode_sentences_with, load_encoder
 
     tokenizer, model = load_encoder(str(encoder))
     tokens = ["john", "abc", "\u200b", "😀"]

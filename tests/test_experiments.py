@@ -550,7 +550,7 @@ def test_a_targets_other_metrics_must_score_its_kind(tmp_path):
 
 def test_other_scores_read_a_regressions_predictions(tmp_path):
     from seqtransfer.data.metrics import evaluate
-    from seqtransfer.experiments.runner import other_scores
+    from seqtransfer.experiments.run_records import other_scores
 
     (tmp_path / "test.tsv").write_text("1\t1.5\ta b\n2\t1.0\tc d\n3\t3.5\te f\n", encoding="utf-8")
     scores = other_scores(tmp_path, tmp_path, ["spearman"])
@@ -575,16 +575,16 @@ def test_a_target_may_be_tested_on_another_dataset(tmp_path):
     experiment = tiny_experiment(tmp_path)
     other = tmp_path / "other.conll"
     other.write_text((FIXTURES / "tiny_pos_dev.conll").read_text(encoding="utf-8").replace("NN", "VB"), encoding="utf-8")
-    from seqtransfer.experiments import runner
+    from seqtransfer.experiments import run_records
 
     calls = []
-    original = runner.score_elsewhere
-    runner.score_elsewhere = lambda directory, entry, data_dir, score=True: calls.append(entry) or (12.5, str(directory))
+    original = run_records.score_elsewhere
+    run_records.score_elsewhere = lambda directory, entry, data_dir, score=True: calls.append(entry) or (12.5, str(directory))
     try:
         experiment.write_text(experiment.read_text(encoding="utf-8").replace("  pos: {dataset: null, source: ner,", "  pos: {dataset: null, source: ner, test_on: 'elsewhere:pos',"), encoding="utf-8")
         records = run(["experiment", "run", str(experiment), "--only", "scratch", "--results", str(tmp_path / "results")])
     finally:
-        runner.score_elsewhere = original
+        run_records.score_elsewhere = original
     assert calls == ["elsewhere:pos"] and records[0]["test"] == 12.5 and records[0]["test_on"] == "elsewhere:pos"
 
 

@@ -81,6 +81,7 @@ HEAVY_OPTIONAL = frozenset(
         "ot",  # POT, extra "similarity": the Wasserstein distance
         "onnxruntime",  # extra "onnx": export --format onnx and serving the folder
         "torch.utils.tensorboard",  # imports the tensorboard package of the extra "tensorboard" (train.log_to)
+        "gensim",  # extra "vectors": word-vectors (word2vec, fastText)
     }
 )
 
@@ -584,7 +585,6 @@ KNOWN: tuple[str, ...] = (
     "in-function seqtransfer.data.unlabeled -> seqtransfer.data.registry",
     "in-function seqtransfer.data.unlabeled -> seqtransfer.data.task_data",
     "in-function seqtransfer.data.user_files -> seqtransfer.data.tsv",
-    "in-function seqtransfer.embeddings.transformer -> seqtransfer.data.tsv",
     "in-function seqtransfer.embeddings.transformer -> seqtransfer.embeddings.packaged",
     "in-function seqtransfer.experiments.evidence -> seqtransfer.analysis.predictions",
     "in-function seqtransfer.experiments.experiment_file -> seqtransfer.config",
@@ -598,16 +598,7 @@ KNOWN: tuple[str, ...] = (
     "in-function seqtransfer.experiments.reference_checks -> seqtransfer.transfer.schemes",
     "in-function seqtransfer.experiments.reference_checks -> seqtransfer.workflows.pseudolabels",
     "in-function seqtransfer.experiments.reference_checks -> seqtransfer.workflows.selflabel",
-    "in-function seqtransfer.experiments.report -> seqtransfer.experiments.spec",
-    "in-function seqtransfer.experiments.runner -> seqtransfer.analysis.predictions",
-    "in-function seqtransfer.experiments.runner -> seqtransfer.config",
-    "in-function seqtransfer.experiments.runner -> seqtransfer.data.metrics",
-    "in-function seqtransfer.experiments.runner -> seqtransfer.data.overlap",
-    "in-function seqtransfer.experiments.runner -> seqtransfer.data.task_data",
     "in-function seqtransfer.experiments.runner -> seqtransfer.data.unlabeled",
-    "in-function seqtransfer.experiments.runner -> seqtransfer.experiments.evidence",
-    "in-function seqtransfer.experiments.runner -> seqtransfer.predictor",
-    "in-function seqtransfer.experiments.runner -> seqtransfer.workflows.ensemble",
     "in-function seqtransfer.experiments.runner -> seqtransfer.workflows.pseudolabels",
     "in-function seqtransfer.experiments.runner -> seqtransfer.workflows.selflabel",
     "in-function seqtransfer.experiments.runner -> seqtransfer.workflows.train",

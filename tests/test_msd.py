@@ -21,7 +21,7 @@ def test_an_msd_tagger_trains_on_social_media_and_scores_serbian_zero_shot(tmp_p
     assert any("_" in label for sentence in predictions.gold for label in sentence)
     scores = run(["evaluate", str(output), "--dataset", "mtt_sr_sm", "--split", "test"])
     assert 0 <= scores["accuracy"] <= 100
-    from seqtransfer.experiments.runner import score_elsewhere
+    from seqtransfer.experiments.run_records import score_elsewhere
 
     score, folder = score_elsewhere(output, "mtt_sr_sm:msd", None)
     assert score == scores["accuracy"] and (Path(folder) / "test.conll").is_file()

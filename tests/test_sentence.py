@@ -161,7 +161,8 @@ def test_sentence_pairs_are_one_sequence_joined_by_the_encoders_separator(tmp_pa
     pytest.importorskip("transformers")
     from test_encoders import VOCAB, save_tiny_encoder
 
-    from seqtransfer.embeddings.transformer import load_encoder, subword_pieces
+    from seqtransfer.embeddings.tokenization import subword_pieces
+    from seqtransfer.embeddings.transformer import load_encoder
 
     tokenizer, _ = load_encoder(str(save_tiny_encoder(tmp_path / "encoder")))
     assert subword_pieces(tokenizer, ["john", PAIR_SEPARATOR, "john"]) == [[VOCAB.index("john")], [VOCAB.index("[SEP]")], [VOCAB.index("john")]]

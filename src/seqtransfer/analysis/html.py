@@ -61,7 +61,7 @@ class ReportContent:
     probes: dict | None = None  # analysis/probes.py: a logistic probe per encoder layer
     drift: list[dict] = field(default_factory=list)  # analysis/drift.py: how far each layer group moved, per run
     layer_mix: list[dict] = field(default_factory=list)  # analysis/layer_mix.py: each run's learned weight per encoder layer
-    similarity: dict | None = None  # commands/analyze.py similarity_analysis: distances between corpora
+    similarity: dict | None = None  # commands/analyze_similarity.py similarity_analysis: distances between corpora
     title: str = "seqtransfer: what transfer did"
 
 

@@ -10,6 +10,7 @@ important unit of each task, the words of the dev set that activate it most (Tab
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -60,6 +61,62 @@ def load_evaluation(run, split: str, max_sentences: int | None, data_dir: str | 
     return tasks
 
 
+def load_multitask_run(run_directory: str | Path, lower: str | None):
+    """(the run, its lower task): a multi-task run and one of its tasks (default the lowest), else one line."""
+    from seqtransfer.rundir import load_run
+
+    run = load_run(run_directory)
+    model = run.model
+    if not isinstance(model, HierarchicalMultiTask):
+        raise SeqTransferError("unit ablation needs a multi-task run", path=run_directory, hint="pass a run trained with model.tasks set")
+    lower = lower or model.order[0]
+    if lower not in model.branches:
+        raise SeqTransferError(f"the run has no task '{lower}'", hint=f"its tasks: {', '.join(model.order)}")
+    return run, lower
+
+
+def task_class_scores(model: HierarchicalMultiTask, tasks: dict[str, TaskData], encoded: dict, gold: dict, task_labels: dict, batch_size: int) -> dict[str, dict[str, float]]:
+    """Per task, the per-class F1 of the model's predictions on its encoded split."""
+    return {task: class_scores(evaluate(gold[task], predict_labels(TaskView(model, task), encoded[task], task_labels[task], batch_size), data.metric)) for task, data in tasks.items()}
+
+
+def checked_units(units: list[int] | None, size: int) -> list[int]:
+    """The units to ablate (default all ``size`` of them), each in 0..size - 1, else one line."""
+    units = list(range(size)) if units is None else units
+    if any(unit < 0 or unit >= size for unit in units):
+        raise SeqTransferError(f"units must be in 0..{size - 1}", hint="pass --units 0,5,17 or leave it out for all")
+    return units
+
+
+def scores_without_unit(model: HierarchicalMultiTask, lower: str, unit: int, scores: Callable[[], dict]) -> dict:
+    """``scores()`` with ``unit``'s outgoing weights set to zero; the weights are restored after."""
+    weights = outgoing_weights(model, lower)
+    saved = [weight[:, unit].clone() for weight in weights]
+    with torch.no_grad():
+        for weight in weights:
+            weight[:, unit] = 0.0
+    ablated = scores()
+    with torch.no_grad():
+        for weight, column in zip(weights, saved):
+            weight[:, unit] = column
+    return ablated
+
+
+def unit_drops(model: HierarchicalMultiTask, lower: str, units: list[int], baseline: dict, scores: Callable[[], dict], log: Log) -> tuple[dict[str, list[float]], dict[str, list[str]]]:
+    """(per task the max class-score drop of ablating each unit, per task the class of that drop)."""
+    drops: dict[str, list[float]] = {task: [] for task in baseline}
+    classes: dict[str, list[str]] = {task: [] for task in baseline}
+    for number, unit in enumerate(units, start=1):
+        ablated = scores_without_unit(model, lower, unit, scores)
+        for task in baseline:
+            drop, name = max_drop(baseline[task], ablated[task])
+            drops[task].append(round(drop, 2))
+            classes[task].append(name)
+        if number % 10 == 0 or number == len(units):
+            log(f"ablated {number}/{len(units)} units")
+    return drops, classes
+
+
 def ablate_units(
     run_directory: str | Path,
     lower: str | None = None,
@@ -71,48 +128,15 @@ def ablate_units(
     log: Log = print,
 ) -> dict:
     """Per task, the max class-score drop of ablating each unit of ``lower`` (default the lowest task)."""
-    from seqtransfer.rundir import load_run
-
-    run = load_run(run_directory)
-    model = run.model
-    if not isinstance(model, HierarchicalMultiTask):
-        raise SeqTransferError("unit ablation needs a multi-task run", path=run_directory, hint="pass a run trained with model.tasks set")
-    lower = lower or model.order[0]
-    if lower not in model.branches:
-        raise SeqTransferError(f"the run has no task '{lower}'", hint=f"its tasks: {', '.join(model.order)}")
+    run, lower = load_multitask_run(run_directory, lower)
+    model, batch_size = run.model, run.config.train.evaluation_batch_size
     tasks = load_evaluation(run, split, max_sentences, data_dir)
     encoded = {task: data.encode(split, run.vocabularies, with_targets=False) for task, data in tasks.items()}
     gold = {task: data.gold(split) for task, data in tasks.items()}
-    batch_size = run.config.train.evaluation_batch_size
-
-    def scores() -> dict[str, dict[str, float]]:
-        return {
-            task: class_scores(evaluate(gold[task], predict_labels(TaskView(model, task), encoded[task], run.vocabularies.task_labels[task], batch_size), data.metric)) for task, data in tasks.items()
-        }
-
+    scores = functools.partial(task_class_scores, model, tasks, encoded, gold, run.vocabularies.task_labels, batch_size)
     baseline = scores()
-    size = model.branches[lower].output_size
-    units = list(range(size)) if units is None else units
-    if any(unit < 0 or unit >= size for unit in units):
-        raise SeqTransferError(f"units must be in 0..{size - 1}", hint="pass --units 0,5,17 or leave it out for all")
-    drops: dict[str, list[float]] = {task: [] for task in tasks}
-    classes: dict[str, list[str]] = {task: [] for task in tasks}
-    for number, unit in enumerate(units, start=1):
-        weights = outgoing_weights(model, lower)
-        saved = [weight[:, unit].clone() for weight in weights]
-        with torch.no_grad():
-            for weight in weights:
-                weight[:, unit] = 0.0
-        ablated = scores()
-        with torch.no_grad():
-            for weight, column in zip(weights, saved):
-                weight[:, unit] = column
-        for task in tasks:
-            drop, name = max_drop(baseline[task], ablated[task])
-            drops[task].append(round(drop, 2))
-            classes[task].append(name)
-        if number % 10 == 0 or number == len(units):
-            log(f"ablated {number}/{len(units)} units")
+    units = checked_units(units, model.branches[lower].output_size)
+    drops, classes = unit_drops(model, lower, units, baseline, scores, log)
     most = {task: units[int(np.argmax(values))] for task, values in drops.items()}
     words = top_words(model, lower, tasks[lower], encoded[lower], sorted(set(most.values())), top_k, batch_size)
     return {

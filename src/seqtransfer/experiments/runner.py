@@ -11,21 +11,20 @@ import copy
 import fcntl
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from seqtransfer import rundir
 from seqtransfer.config import RunConfig, config_from_dict
-from seqtransfer.data.metrics import get_metric
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.embeddings.transformer import encoder_fingerprint
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.experiments.grid import PSEUDO_FILE, RunTask, ensemble_tasks, method_tasks, slug, source_tasks
+from seqtransfer.experiments.grid import PSEUDO_FILE, RunTask, ensemble_tasks, method_tasks, source_tasks
 from seqtransfer.experiments.kept import cell_key, merge, run_id_of
+from seqtransfer.experiments.run_records import finish_record, finish_records
 from seqtransfer.experiments.spec import ExperimentSpec
 from seqtransfer.experiments.stale_runs import set_stale_run_aside, stale_encoder
 from seqtransfer.experiments.store import ResultsStore, content_id, digest_of
-from seqtransfer.files import read_json, write_json
-from seqtransfer.training.inference import score_predictions
 from seqtransfer.workflows.ensemble import build_ensemble
 
 Log = Callable[[str], None]
@@ -115,174 +114,6 @@ def train_logged(config: RunConfig, directory: Path, echo: Log | None) -> None:
         train_tagger(config, directory, log=log, show_progress=False)
 
 
-def finish_records(task: RunTask, directory: Path, score: bool = True) -> list[dict]:
-    """The grid cells' records: one, or one per target (task) of a multi-task run (``score``: see :func:`finish_record`)."""
-    if "targets" not in task.record:
-        return [finish_record(task, directory, score)]
-    metrics = read_json(directory / rundir.METRICS)
-    network = network_parameters(directory, metrics)
-    records = []
-    for target in task.record["targets"]:
-        scores = metrics["tasks"][target]
-        main = get_metric(scores["metric"]).main
-        record = {key: value for key, value in task.record.items() if key not in ("targets", "also")}
-        if target in task.record.get("also", {}):
-            record["also"] = task.record["also"][target]
-            record["other_scores"] = other_scores(directory / "predictions" / target, directory / "predictions" / target, record["also"])
-        records.append(
-            {
-                **record,
-                "target": target,
-                "network_parameters": network,
-                "dataset": scores["dataset"],
-                "task": scores["task"],
-                "metric": scores["metric"],
-                "run_directory": str(directory),
-                "dev": scores["dev"][main],
-                "test": scores.get("test", {}).get(main),
-                "parameters": metrics["parameters"],
-                "seconds": metrics["seconds"],
-                "device": metrics.get("device", "cpu"),
-                "best_epoch": scores.get("best_epoch"),
-                "multitask": True,
-                **cost_of(metrics),
-                "predictions": str(directory / "predictions" / target),
-                **with_evidence(directory / "predictions" / target, scores["metric"]),
-            }
-        )
-    return records
-
-
-def with_evidence(folder: Path, metric: str) -> dict:
-    """{"evidence": ...} of the test predictions in ``folder`` (a kept record's significance tests), or {}."""
-    from seqtransfer.experiments.evidence import evidence_of
-
-    evidence = evidence_of(folder, metric)
-    return {"evidence": evidence} if evidence else {}
-
-
-def network_parameters(directory: Path, metrics: dict | None = None) -> int:
-    """A model's size for the reports: its weights without the word and character tables, plus the
-    frozen encoder its features come from (feature extraction), which it needs as much
-    (``metrics``: the run's, when already read)."""
-    if metrics is None:
-        metrics = read_json(directory / rundir.METRICS) if (directory / rundir.METRICS).is_file() else {}
-    return rundir.parameters_without_embeddings(directory) + metrics.get("frozen_encoder_parameters", 0)
-
-
-def cost_of(metrics: dict) -> dict:
-    """What a run cost beyond its time (trainable parameters, peak memory), and which instances of its
-    source and of its pretrained encoder it read (those the metrics hold)."""
-    keys = ("trainable_parameters", "peak_rss_megabytes", "gpu_peak_megabytes", "source_weights", "encoder_weights")
-    return {key: metrics[key] for key in keys if metrics.get(key) is not None}
-
-
-def finish_record(task: RunTask, directory: Path, score: bool = True) -> dict:
-    """The grid cell's record, from the finished run's metrics (without ``score``, a test on another
-    dataset not cached yet is left None: nothing is loaded or predicted)."""
-    metrics = read_json(directory / rundir.METRICS)
-    if "tasks" in metrics:  # a multi-task source run: its record holds the mean dev score
-        return {
-            **task.record,
-            "network_parameters": network_parameters(directory, metrics),
-            "dataset": metrics["dataset"],
-            "task": metrics["task"],
-            "metric": metrics["metric"],
-            "run_directory": str(directory),
-            "dev": max(record["dev"] for record in metrics["history"]),
-            "test": None,
-            "parameters": metrics["parameters"],
-            "seconds": metrics["seconds"],
-            "device": metrics.get("device", "cpu"),
-        }
-    main = get_metric(metrics["metric"]).main
-    members = [Path(member) for member in metrics.get("members", [])] or [directory]
-    network = sum(network_parameters(member, metrics if member == directory else None) for member in members)
-    record = {
-        **task.record,
-        "network_parameters": network,
-        "dataset": metrics["dataset"],
-        "task": metrics["task"],
-        "metric": metrics["metric"],
-        "run_directory": str(directory),
-        "dev": metrics["dev"][main],
-        "test": metrics.get("test", {}).get(main),
-        "parameters": metrics["parameters"],
-        "seconds": metrics["seconds"],
-        "device": metrics.get("device", "cpu"),
-        **cost_of(metrics),
-    }
-    # did early stopping read labels of the data the test score is on? (not for a source model as it is, nor for a test set elsewhere)
-    record["target_dev_labels"] = metrics.get("scheme") != "source_only" and not task.record.get("test_on")
-    if task.record.get("test_on"):
-        record["test"], record["predictions"] = score_elsewhere(directory, task.record["test_on"], task.config["data"]["data_dir"], score)
-    if task.record.get("also"):
-        record["other_scores"] = other_scores(directory / "predictions", Path(record.get("predictions", directory / "predictions")), task.record["also"])
-    if task.record.get("method") and record["test"] is not None:
-        record.update(with_evidence(Path(record.get("predictions", directory / "predictions")), metrics["metric"]))
-    return record
-
-
-def other_scores(dev_folder: Path, test_folder: Path, metrics: list[str]) -> dict[str, dict[str, float]]:
-    """metric -> split -> main score of the run's dev and test predictions (``token gold predicted``
-    files, or a regression's ``gold predicted text`` lines) by other metrics than its own: a
-    target's ``also`` (MuTSPad's chunk F1 beside accuracy, STS-B's Spearman beside Pearson)."""
-    from seqtransfer.analysis.predictions import read_predictions, read_scores
-    from seqtransfer.data.metrics import evaluate
-
-    scores: dict[str, dict[str, float]] = {}
-    for split, folder in (("dev", dev_folder), ("test", test_folder)):
-        if (folder / f"{split}.conll").is_file():
-            predictions = read_predictions(folder / f"{split}.conll")
-            gold, predicted = predictions.gold, predictions.predicted
-        elif (folder / f"{split}.tsv").is_file():  # a regression writes only gold TAB predicted TAB text per sentence
-            gold_scores, predicted_scores = read_scores(folder / f"{split}.tsv")
-            gold, predicted = [[value] for value in gold_scores], [[value] for value in predicted_scores]
-        else:
-            continue
-        for metric in metrics:
-            scores.setdefault(metric, {})[split] = evaluate(gold, predicted, metric)[get_metric(metric).main]
-    return scores
-
-
-def predict_elsewhere(directory: Path, tokens: list[list[str]]) -> list[list[str]]:
-    """Labels of a run (one, the models of a self-labelling run together, or an ensemble's members averaged) for ``tokens``."""
-    metrics = read_json(directory / rundir.METRICS)
-    if metrics.get("scheme") == "ensemble":
-        from seqtransfer.workflows.ensemble import ensemble_predict
-
-        members = rundir.member_directories(directory) if rundir.is_ensemble(directory) else metrics["members"]  # cells older than members.json: paths from the working folder
-        return ensemble_predict([rundir.load_run(member) for member in members], tokens)
-    from seqtransfer.predictor import load
-
-    return load(directory, device="cpu").predict_raw(tokens, cache_features=True)  # a dataset's split: scored again by other runs
-
-
-def score_elsewhere(directory: Path, entry: str, data_dir: str | None, score: bool = True) -> tuple[float | None, str]:
-    """The run's main score on the test split of ``DATASET[:TASK]`` (cached in the run directory,
-    predictions in ``test-on-DATASET/test.conll``): a model trained on one dataset, tested on another
-    (not cached and not ``score``: None)."""
-    from seqtransfer.config import DataConfig
-    from seqtransfer.data.task_data import load_task_data
-
-    folder = directory / f"test-on-{slug(entry)}"
-    cached = folder / "score.json"
-    if cached.is_file():
-        return read_json(cached)["score"], str(folder)
-    if not score:
-        return None, str(folder)
-    name, _, task = entry.partition(":")
-    from seqtransfer.data.overlap import warn_of_leaks
-
-    for configured in rundir.member_directories(directory):  # a folder of models (self-labelling, an ensemble): each model's settings
-        if (configured / rundir.CONFIG).is_file():
-            warn_of_leaks(rundir.read_run_config(configured), name, "test")
-    data = load_task_data(DataConfig(dataset=name, task=task or None, data_dir=data_dir), ("test",))
-    score = score_predictions(data, "test", predict_elsewhere(directory, data.tokens("test")), folder)[get_metric(data.metric).main]
-    write_json(cached, {"test_on": entry, "score": score})
-    return score, str(folder)
-
-
 def execute_ensemble(task: RunTask, members: list[RunTask]) -> dict:
     directory = Path(task.directory)
     if not (directory / rundir.METRICS).is_file():
@@ -366,6 +197,67 @@ def skippable(tasks: list[RunTask], kept: dict[tuple, dict], needed: set[str]) -
             del skip[directory]
 
 
+@dataclass(frozen=True)
+class ExperimentPlan:
+    """What a run of the grid does, decided before anything trains: the runs of each stage to
+    train, and the cells kept or whose run already exists."""
+
+    targets: list[RunTask]  # every target run of the grid (of the ``only`` methods)
+    ensembles: list[tuple[RunTask, list[RunTask]]]  # the ensembles not kept, each with its members
+    kept_ensembles: list[list[dict]]  # kept records of the ensembles that need no building
+    skipped: dict[str, list[dict]]  # directory -> kept records of target runs that need no training
+    to_train: list[RunTask]  # the target runs of this session, finished ones included
+    source_stage: list[RunTask]  # the source runs that a target run of this session reads
+    todo: list[list[RunTask]]  # the unfinished runs of each stage: sources, targets, ensembles
+
+    def describe(self, name: str) -> str:
+        """One log line: how many runs of each stage, how many still to train and how many kept."""
+        kept_note = f", {len(self.skipped) + len(self.kept_ensembles)} kept" if self.skipped or self.kept_ensembles else ""
+        counts = ", ".join(str(len(stage)) for stage in self.todo)
+        return f"{name}: {len(self.source_stage)} source runs, {len(self.targets)} target runs, {len(self.ensembles)} ensembles ({counts} to train{kept_note})"
+
+
+def plan_experiment(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], data_dir: str | None, only: set[str], kept_cells: dict[tuple, dict]) -> ExperimentPlan:
+    """The grid's runs, less the cells kept (``kept_cells``) and the runs no cell of this session needs."""
+    sources = source_tasks(spec, store, data_dir)
+    targets = method_tasks(spec, store, data_dir, seeds, sources, only)
+    ensembles = ensemble_tasks(spec, store, data_dir, seeds, sources, only)
+    kept_ensembles = [records for task, _ in ensembles if not is_finished(task) and (records := kept_records_of(task, kept_cells)) is not None]
+    ensembles = [(task, members) for task, members in ensembles if is_finished(task) or kept_records_of(task, kept_cells) is None]
+    members_needed = {member.directory for task, members in ensembles if not is_finished(task) for member in members}
+    skipped = skippable(targets, kept_cells, members_needed)
+    to_train = runs_to_train(targets, skipped)
+    source_stage = sources_needed(sources, to_train)
+    todo = [[task for task in stage if not is_finished(task)] for stage in (source_stage, to_train, [task for task, _ in ensembles])]
+    return ExperimentPlan(targets, ensembles, kept_ensembles, skipped, to_train, source_stage, todo)
+
+
+def runs_to_train(targets: list[RunTask], skipped: dict[str, list[dict]]) -> list[RunTask]:
+    """The target runs not skipped, less those trained only when needed that no other of them reads
+    (finished ones stay: their records are saved)."""
+    to_train = [task for task in targets if task.directory not in skipped]
+    asked = {directory for task in to_train if not task.when_needed for directory in task.dependencies}
+    return [task for task in to_train if not task.when_needed or task.directory in asked or is_finished(task)]
+
+
+def sources_needed(sources: dict[str, RunTask], to_train: list[RunTask]) -> list[RunTask]:
+    """The source runs that ``to_train`` reads, directly or through another source run."""
+    needed = {directory for task in to_train for directory in task.dependencies}
+    needed |= {directory for task in sources.values() if task.directory in needed for directory in task.dependencies}
+    return [task for task in sources.values() if task.directory in needed]
+
+
+def save_kept_and_finished(plan: ExperimentPlan, store: ResultsStore) -> None:
+    """Save the records of the kept cells and of the cells whose run already exists."""
+    for records in [*plan.skipped.values(), *plan.kept_ensembles]:
+        for record in records:
+            store.save_record(record)
+    for task in plan.to_train:  # cells whose run already exists (trained by this or another experiment)
+        if is_finished(task):
+            for record in finish_records(task, Path(task.directory)):
+                store.save_record(record)
+
+
 def run_experiment(
     spec: ExperimentSpec,
     store: ResultsStore,
@@ -380,30 +272,10 @@ def run_experiment(
     """Run whatever of the grid is not finished (or kept, see :mod:`~seqtransfer.experiments.kept`) yet;
     returns every record of the experiment."""
     kept_cells = {cell_key(record): record for record in kept if record["experiment"] == spec.name}
-    sources = source_tasks(spec, store, data_dir)
-    targets = method_tasks(spec, store, data_dir, seeds, sources, only)
-    ensembles = ensemble_tasks(spec, store, data_dir, seeds, sources, only)
-    kept_ensembles = [records for task, _ in ensembles if not is_finished(task) and (records := kept_records_of(task, kept_cells)) is not None]
-    ensembles = [(task, members) for task, members in ensembles if is_finished(task) or kept_records_of(task, kept_cells) is None]
-    members_needed = {member.directory for task, members in ensembles if not is_finished(task) for member in members}
-    skipped = skippable(targets, kept_cells, members_needed)
-    to_train = [task for task in targets if task.directory not in skipped]
-    asked = {directory for task in to_train if not task.when_needed for directory in task.dependencies}
-    to_train = [task for task in to_train if not task.when_needed or task.directory in asked or is_finished(task)]
-    needed = {directory for task in to_train for directory in task.dependencies}
-    needed |= {directory for task in sources.values() if task.directory in needed for directory in task.dependencies}
-    source_stage = [task for task in sources.values() if task.directory in needed]
-    todo = [[task for task in stage if not is_finished(task)] for stage in (source_stage, to_train, [task for task, _ in ensembles])]
-    kept_note = f", {len(skipped) + len(kept_ensembles)} kept" if skipped or kept_ensembles else ""
-    log(f"{spec.name}: {len(source_stage)} source runs, {len(targets)} target runs, {len(ensembles)} ensembles ({', '.join(str(len(stage)) for stage in todo)} to train{kept_note})")
+    plan = plan_experiment(spec, store, seeds, data_dir, only, kept_cells)
+    log(plan.describe(spec.name))
     started = time.perf_counter()
-    for records in [*skipped.values(), *kept_ensembles]:
-        for record in records:
-            store.save_record(record)
-    for task in to_train:  # cells whose run already exists (trained by this or another experiment)
-        if is_finished(task):
-            for record in finish_records(task, Path(task.directory)):
-                store.save_record(record)
+    save_kept_and_finished(plan, store)
 
     def save(record: dict) -> None:
         store.save_record(record)
@@ -411,14 +283,14 @@ def run_experiment(
             on_record(record)
 
     # One pool of work: a target run starts as soon as its own source is finished.
-    backend.run(todo[0] + todo[1], log, on_record=save)
-    warn_of_other_sources(targets, skipped, log)
-    for task in source_stage:  # source records too, so that analyses can find the source runs
+    backend.run(plan.todo[0] + plan.todo[1], log, on_record=save)
+    warn_of_other_sources(plan.targets, plan.skipped, log)
+    for task in plan.source_stage:  # source records too, so that analyses can find the source runs
         store.save_record(finish_record(task, Path(task.directory)))
-    for task, members in ensembles:
+    for task, members in plan.ensembles:
         record = execute_ensemble(task, members)
         save(record)
-        if task in todo[2]:
+        if task in plan.todo[2]:
             log(describe(record))
     log(f"{spec.name}: done in {time.perf_counter() - started:.0f} s")
     return merge(kept_cells.values(), store.records(spec.name))

@@ -230,11 +230,6 @@ def portable_config(path: Path) -> str:
 def run_search(task, search: SearchSpec, store, source_id: str | None, cpus_per_trial: float, log: Log, gpus_per_trial: float = 0.0) -> dict:
     """Run one search (a RunTask of the grid as its base) on Ray Tune; returns and writes its summary."""
     from ray import tune
-    from ray.tune.schedulers import ASHAScheduler
-    from ray.tune.search import BasicVariantGenerator
-
-    from seqtransfer import rundir
-    from seqtransfer.files import read_json, write_json, write_text
 
     method, target = task.record["method"], task.record["target"]
     prefix = re.sub(r"[0-9a-f]{12}$", "", Path(task.directory).name)
@@ -242,44 +237,66 @@ def run_search(task, search: SearchSpec, store, source_id: str | None, cpus_per_
     trainable = tune.with_resources(
         make_trainable(base, str(Path(store.root).resolve()), prefix, source_id, search.max_epochs), {"cpu": cpus_per_trial, **({"gpu": gpus_per_trial} if gpus_per_trial else {})}
     )
+    tune_config = tune_settings(task, search)
+    folder = Path(store.root).resolve() / "search" / task.record["experiment"]
+    run_config = tune.RunConfig(name=f"{slug(method)}--{slug(target)}", storage_path=str(folder / "tune"), verbose=0)
+    log(f"search {method} / {target}: {search.algorithm}, {search.trials} trials, keys {', '.join(search.space)}")
+    results = tune.Tuner(trainable, param_space=tune_space(search), tune_config=tune_config, run_config=run_config).fit()
+    trials = [trial_row(result, search, store) for result in results]
+    summary = search_summary(task, search, trials, folder)
+    write_selection(summary, store, folder)
+    chosen = summary["selected"]
+    log(f"search {method} / {target}: selected {chosen['setting']} (dev {chosen['dev']:.2f}, test {chosen['test']:.2f}) of {len(trials)} trials; config {summary['config']}")
+    return summary
+
+
+def tune_settings(task, search: SearchSpec):
+    """Ray Tune's settings of one search: the best dev score wins; ASHA stops trials at its rungs."""
+    from ray import tune
+    from ray.tune.schedulers import ASHAScheduler
+    from ray.tune.search import BasicVariantGenerator
+
     # max_t one past the last epoch: ASHA stops trials at its rungs only, never at the last epoch (the run must finish: score and save)
     searched_epochs = max(extremes(search.space["train.max_epochs"])) if "train.max_epochs" in search.space else task.config["train"]["max_epochs"]
     last_epoch = min(search.max_epochs or searched_epochs, searched_epochs)
     if search.algorithm == "asha" and search.grace_epochs > last_epoch:
         raise SeqTransferError(
-            f"search {method} / {target}: grace_epochs {search.grace_epochs} is more than the {last_epoch} epochs a trial trains: no trial could be stopped early",
+            f"search {task.record['method']} / {task.record['target']}: grace_epochs {search.grace_epochs} is more than the {last_epoch} epochs a trial trains: no trial could be stopped early",
             hint=f"set grace_epochs below {last_epoch}, or algorithm: random",
         )
     scheduler = ASHAScheduler(time_attr="epoch", grace_period=search.grace_epochs, max_t=last_epoch + 1) if search.algorithm == "asha" else None
-    tune_config = tune.TuneConfig(
-        metric="dev", mode="max", num_samples=1 if search.algorithm == "grid" else search.trials, scheduler=scheduler, search_alg=BasicVariantGenerator(random_state=search.seed)
-    )
-    folder = Path(store.root).resolve() / "search" / task.record["experiment"]
-    run_config = tune.RunConfig(name=f"{slug(method)}--{slug(target)}", storage_path=str(folder / "tune"), verbose=0)
-    log(f"search {method} / {target}: {search.algorithm}, {search.trials} trials, keys {', '.join(search.space)}")
-    results = tune.Tuner(trainable, param_space=tune_space(search), tune_config=tune_config, run_config=run_config).fit()
-    trials = []
-    for result in results:
-        history = result.metrics_dataframe
-        run_id = result.metrics.get("run_id") if result.metrics else None
-        directory = store.run_directory(run_id) if run_id else None
-        finished = bool(directory and (directory / rundir.METRICS).is_file())
-        metrics = read_json(directory / rundir.METRICS) if finished else {}
-        best_dev = float(history["dev"].max()) if history is not None and "dev" in history else None
-        trials.append(
-            {
-                "setting": {key: result.config[key] for key in search.space},
-                "run_id": run_id,
-                "status": "finished" if finished else "stopped",
-                "dev": best_dev,
-                "epochs": int(history["epoch"].max()) if history is not None and "epoch" in history else 0,
-                "test": metrics.get("test", {}).get(main_score(metrics)) if finished else None,
-            }
-        )
+    return tune.TuneConfig(metric="dev", mode="max", num_samples=1 if search.algorithm == "grid" else search.trials, scheduler=scheduler, search_alg=BasicVariantGenerator(random_state=search.seed))
+
+
+def trial_row(result, search: SearchSpec, store) -> dict:
+    """One trial of a search's summary (a Tune result): its setting, run, status, best dev score,
+    epochs trained and, if its run finished, test score."""
+    from seqtransfer import rundir
+    from seqtransfer.files import read_json
+
+    history = result.metrics_dataframe
+    run_id = result.metrics.get("run_id") if result.metrics else None
+    directory = store.run_directory(run_id) if run_id else None
+    finished = bool(directory and (directory / rundir.METRICS).is_file())
+    metrics = read_json(directory / rundir.METRICS) if finished else {}
+    best_dev = float(history["dev"].max()) if history is not None and "dev" in history else None
+    return {
+        "setting": {key: result.config[key] for key in search.space},
+        "run_id": run_id,
+        "status": "finished" if finished else "stopped",
+        "dev": best_dev,
+        "epochs": int(history["epoch"].max()) if history is not None and "epoch" in history else 0,
+        "test": metrics.get("test", {}).get(main_score(metrics)) if finished else None,
+    }
+
+
+def search_summary(task, search: SearchSpec, trials: list[dict], folder: Path) -> dict:
+    """A search's summary: every trial, best dev first, and the finished trial of the best dev score as the selected one."""
+    method, target = task.record["method"], task.record["target"]
     chosen = max((trial for trial in trials if trial["status"] == "finished" and trial["dev"] is not None), key=lambda trial: trial["dev"], default=None)
     if chosen is None:
         raise SeqTransferError(f"search {method} / {target}: no trial finished", hint="raise the budget or max_epochs")
-    summary = {
+    return {
         "experiment": task.record["experiment"],
         "method": method,
         "target": target,
@@ -290,11 +307,17 @@ def run_search(task, search: SearchSpec, store, source_id: str | None, cpus_per_
         "selected": chosen,
         "config": str(folder / f"{slug(method)}--{slug(target)}.yaml"),
     }
+
+
+def write_selection(summary: dict, store, folder: Path) -> None:
+    """Write the selected trial's config file (see :func:`portable_config`) and the summary beside it."""
+    from seqtransfer import rundir
+    from seqtransfer.files import write_json, write_text
+
+    method, target, chosen = summary["method"], summary["target"], summary["selected"]
     config_text = portable_config(store.run_directory(chosen["run_id"]) / rundir.CONFIG)
     write_text(summary["config"], f"# selected by `seqtransfer experiment search` on dev: {method} / {target}, trial {chosen['run_id']}\n{config_text}")
     write_json(folder / f"{slug(method)}--{slug(target)}.json", json.loads(json.dumps(summary, default=float)))
-    log(f"search {method} / {target}: selected {chosen['setting']} (dev {chosen['dev']:.2f}, test {chosen['test']:.2f}) of {len(trials)} trials; config {summary['config']}")
-    return summary
 
 
 def run_searches(spec, store, data_dir: str | None, only: set[str], address: str, cpus_per_trial: float, log: Log, gpus_per_trial: float = 0.0) -> list[dict]:

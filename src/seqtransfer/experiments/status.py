@@ -16,7 +16,8 @@ from pathlib import Path
 from seqtransfer.experiments.grid import RunTask, ensemble_tasks, method_tasks, source_tasks
 from seqtransfer.experiments.kept import cell_key, run_id_of
 from seqtransfer.experiments.report_base import _duration
-from seqtransfer.experiments.runner import describe, finish_records, is_finished, kept_records_of
+from seqtransfer.experiments.run_records import finish_records
+from seqtransfer.experiments.runner import describe, is_finished, kept_records_of
 from seqtransfer.experiments.spec import ExperimentSpec
 from seqtransfer.experiments.store import ResultsStore
 from seqtransfer.training.checkpoint import TENSORS_FILE

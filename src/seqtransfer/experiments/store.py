@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 from seqtransfer.files import read_json, write_json
@@ -26,6 +27,11 @@ def content_id(values: dict, prefix: str = "") -> str:
     """A short stable id for a configuration dict."""
     digest = hashlib.sha256(json.dumps(values, sort_keys=True).encode("utf-8")).hexdigest()[:12]
     return f"{prefix}{digest}"
+
+
+def slug(name: str) -> str:
+    """A target name as a folder-name prefix: "CoNLL-2003 (CRF)" -> "CoNLL-2003-CRF"."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")
 
 
 def digest_of(run_id: str) -> str:

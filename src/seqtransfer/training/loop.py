@@ -29,7 +29,7 @@ from seqtransfer.training import checkpoint
 from seqtransfer.training.inference import EvaluationSet, model_device, score
 from seqtransfer.training.optimizer import LazyMomentumSGD, clip_gradient_norm
 from seqtransfer.training.optimizers import make_optimizer
-from seqtransfer.training.precision import resolve_precision
+from seqtransfer.training.precision import Precision, resolve_precision
 from seqtransfer.training.schedules import Position, get_schedule
 
 EpochHook = Callable[[int, nn.Module, torch.optim.Optimizer], None]
@@ -80,6 +80,41 @@ class ShuffledBatches:
 ExtraLoss = Callable[[nn.Module, Batch], torch.Tensor]
 
 
+def epoch_settings(model: nn.Module, optimizer: torch.optim.Optimizer, config: TrainConfig) -> tuple[list[nn.Parameter], torch.device, Precision, torch.amp.GradScaler | None, Callable]:
+    """What every batch of an epoch reads, looked up once: (the optimizer's parameters, the model's
+    device, its precision, that precision's gradient scaler or None, the learning-rate schedule)."""
+    parameters = [parameter for group in optimizer.param_groups for parameter in group["params"]]
+    device = model_device(model)
+    precision = resolve_precision(config.amp, model, device)
+    return parameters, device, precision, precision.scaler(), get_schedule(config.schedule or "inverse_time")
+
+
+def backward_and_step(total: torch.Tensor, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler | None, parameters: list[nn.Parameter], gradient_clip: float) -> None:
+    """Back-propagate one batch's loss, clip the gradients and step the optimizer (through ``scaler`` under fp16)."""
+    (scaler.scale(total) if scaler else total).backward()
+    if scaler:
+        scaler.unscale_(optimizer)  # clip the true gradients
+    if gradient_clip > 0:
+        clip_gradient_norm(parameters, gradient_clip)
+    if scaler:
+        scaler.step(optimizer)  # skipped when the fp16 gradients overflowed
+        scaler.update()
+    else:
+        optimizer.step()
+
+
+def divergence_error(value: float, step: int, epoch: int, config: TrainConfig) -> SeqTransferError:
+    """The one-line error of a loss that became infinite or NaN at batch ``step`` (from 0) of ``epoch``."""
+    clipping = f"train.gradient_clip (now {config.gradient_clip})" if config.gradient_clip > 0 else "turn on train.gradient_clip (e.g. 5)"
+    return SeqTransferError(f"the training loss became {value} at batch {step + 1} of epoch {epoch}: training diverged", hint=f"lower train.learning_rate (now {config.learning_rate}) or {clipping}")
+
+
+def check_something_trained(skipped: int, batch_count: int, epoch: int) -> None:
+    """Refuse an epoch whose every batch was skipped because nothing it reads trains."""
+    if skipped and skipped == batch_count:
+        raise SeqTransferError(f"nothing trains in epoch {epoch}: no batch reaches a trainable weight", hint="check the scheme's phases and transfer.adaptations (what is frozen)")
+
+
 def train_epoch(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -93,12 +128,8 @@ def train_epoch(
     """One pass over the training batches; returns the mean loss per sentence (the model's loss,
     without extra terms). ``cores``: the run's threads, adjusted between batches to the free cores."""
     model.train()
-    parameters = [parameter for group in optimizer.param_groups for parameter in group["params"]]
-    device = model_device(model)
-    precision = resolve_precision(config.amp, model, device)
-    scaler = precision.scaler()
+    parameters, device, precision, scaler, schedule = epoch_settings(model, optimizer, config)
     total_loss, skipped = 0.0, 0
-    schedule = get_schedule(config.schedule or "inverse_time")
     # Embedding rows are brought up to date as batches read them, and all of them at the end.
     with optimizer.track_rows(model) if isinstance(optimizer, LazyMomentumSGD) else nullcontext():
         for step, batch in enumerate(tqdm(source.batches(epoch), total=source.batch_count, desc=f"epoch {epoch}", leave=False, disable=not show_progress, unit="batch")):
@@ -113,25 +144,12 @@ def train_epoch(
             if not total.requires_grad:  # nothing this batch reads trains yet (a multi-task model's lower levels, gradually unfrozen)
                 total_loss, skipped = total_loss + loss.item(), skipped + 1
                 continue
-            (scaler.scale(total) if scaler else total).backward()
-            if scaler:
-                scaler.unscale_(optimizer)  # clip the true gradients
-            if config.gradient_clip > 0:
-                clip_gradient_norm(parameters, config.gradient_clip)
-            if scaler:
-                scaler.step(optimizer)  # skipped when the fp16 gradients overflowed
-                scaler.update()
-            else:
-                optimizer.step()
+            backward_and_step(total, optimizer, scaler, parameters, config.gradient_clip)
             value = loss.item()
             if not math.isfinite(value):
-                clipping = f"train.gradient_clip (now {config.gradient_clip})" if config.gradient_clip > 0 else "turn on train.gradient_clip (e.g. 5)"
-                raise SeqTransferError(
-                    f"the training loss became {value} at batch {step + 1} of epoch {epoch}: training diverged", hint=f"lower train.learning_rate (now {config.learning_rate}) or {clipping}"
-                )
+                raise divergence_error(value, step, epoch, config)
             total_loss += value
-    if skipped and skipped == source.batch_count:
-        raise SeqTransferError(f"nothing trains in epoch {epoch}: no batch reaches a trainable weight", hint="check the scheme's phases and transfer.adaptations (what is frozen)")
+    check_something_trained(skipped, source.batch_count, epoch)
     return total_loss / max(source.sentence_count, 1)
 
 
@@ -142,6 +160,33 @@ Evaluate = Callable[[nn.Module], tuple[float, dict]]
 def dev_evaluation(dev: EvaluationSet, labels: Vocabulary, metric: str, batch_size: int) -> Evaluate:
     """The dev score of a single-task model."""
     return lambda model: (score(model, dev, labels, metric, batch_size)[0], {})
+
+
+def start_training(model: nn.Module, parameter_groups: Sequence[dict] | None, config: TrainConfig, checkpoint_dir: Path | None) -> tuple[torch.optim.Optimizer, checkpoint.TrainingState]:
+    """(the optimizer, the training state): resumed from ``checkpoint_dir`` when it holds one, else fresh."""
+    groups = parameter_groups or [{"params": [parameter for parameter in model.parameters() if parameter.requires_grad]}]
+    optimizer = make_optimizer(groups, config)
+    state = checkpoint.resume(checkpoint_dir, model, optimizer) if checkpoint_dir else None
+    return optimizer, state or checkpoint.TrainingState(best_state=checkpoint.copy_state(model))
+
+
+def shown_score(score: float, describe_dev: Callable[[float], str] | None) -> str:
+    """How the log shows a dev score: ``describe_dev``'s words, or ``dev 71.50``."""
+    return describe_dev(score) if describe_dev else f"dev {score:6.2f}"
+
+
+def resumption_line(state: checkpoint.TrainingState, describe_dev: Callable[[float], str] | None) -> str:
+    """The log line of a resumed run: after which epoch, and the best dev score so far."""
+    best = describe_dev(state.best_score).strip() if describe_dev else f"dev {state.best_score:.2f}"
+    return f"resuming after epoch {state.epoch} (best {best} at epoch {state.best_epoch})"
+
+
+def keep_if_best(state: checkpoint.TrainingState, model: nn.Module, epoch: int, dev_score: float) -> bool:
+    """Whether the epoch's dev score is the best so far (or the first); if so its weights become the state's best."""
+    improved = dev_score > state.best_score or state.best_epoch == 0
+    if improved:
+        state.best_score, state.best_epoch, state.best_state = dev_score, epoch, checkpoint.copy_state(model)
+    return improved
 
 
 def fit(
@@ -162,15 +207,11 @@ def fit(
     ``config.min_epochs`` epochs); each epoch's
     record (epoch, loss, dev, seconds) goes to every ``epoch_reports`` callable (a tuning service).
     ``describe_dev``: how the log shows a dev score (an LM's: its held-out perplexity; default ``dev 71.50``)."""
-    groups = parameter_groups or [{"params": [p for p in model.parameters() if p.requires_grad]}]
-    optimizer = make_optimizer(groups, config)
-    state = checkpoint.resume(checkpoint_dir, model, optimizer) if checkpoint_dir else None
-    state = state or checkpoint.TrainingState(best_state=checkpoint.copy_state(model))
+    optimizer, state = start_training(model, parameter_groups, config, checkpoint_dir)
     cores = CoreShare(config.threads, config.share_cores)
     restored_seconds = sum(record.get("epoch_seconds", 0.0) for record in state.history)
     if state.epoch:
-        best = describe_dev(state.best_score).strip() if describe_dev else f"dev {state.best_score:.2f}"
-        log(f"resuming after epoch {state.epoch} (best {best} at epoch {state.best_epoch})")
+        log(resumption_line(state, describe_dev))
     while state.epoch < config.max_epochs and (state.epoch < config.min_epochs or state.epoch - state.best_epoch < config.patience):
         epoch = state.epoch + 1
         for hook in epoch_hooks:
@@ -180,16 +221,13 @@ def fit(
         train_seconds = time.perf_counter() - started
         summaries = {name: value for term in extra_losses if hasattr(term, "epoch_summary") for name, value in term.epoch_summary().items()}
         dev_score, task_scores = evaluate_dev(model)
-        improved = dev_score > state.best_score or state.best_epoch == 0
-        if improved:
-            state.best_score, state.best_epoch, state.best_state = dev_score, epoch, checkpoint.copy_state(model)
+        improved = keep_if_best(state, model, epoch, dev_score)
         state.epoch = epoch
         epoch_seconds = time.perf_counter() - started  # training + dev scoring
         record = epoch_record(epoch, loss, dev_score, task_scores, summaries, train_seconds, epoch_seconds)
         record["learning_rates"] = [float(f"{group['lr']:.6g}") for group in optimizer.param_groups]  # at the epoch's end, per parameter group
         state.history.append(record)
-        shown_dev = describe_dev(dev_score) if describe_dev else f"dev {dev_score:6.2f}"
-        log(epoch_line(epoch, loss, shown_dev, improved, train_seconds, task_scores, summaries))
+        log(epoch_line(epoch, loss, shown_score(dev_score, describe_dev), improved, train_seconds, task_scores, summaries))
         if checkpoint_dir:
             checkpoint.save(checkpoint_dir, model, optimizer, state)
         for report in epoch_reports:

@@ -31,7 +31,7 @@ from seqtransfer.device import prepare_device, resolve_device
 from seqtransfer.embeddings.transformer import TRAINING_REPORT
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json, write_json
-from seqtransfer.training.loop import fit
+from seqtransfer.training.loop import FitResult, fit
 from seqtransfer.training.seeding import seed_everything
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -245,6 +245,53 @@ def start_work_folder(work: Path, identity: dict) -> None:
         write_json(work / IDENTITY_FILE, identity)
 
 
+def held_out_batches(tokenizer, lines: list[str], settings: LanguageModelSettings, train_config) -> list[LanguageModelBatch]:
+    """The held-out lines in batches, masked once: every epoch is scored on the same positions."""
+    source = LanguageModelBatches(encode_lines(tokenizer, lines, settings.max_length), settings, tokenizer, train_config.evaluation_batch_size, train_config.seed)
+    return list(source.batches(0))
+
+
+def fit_language_model(model: Pretraining, source: LanguageModelBatches, held_out: list[LanguageModelBatch], train_config, work: Path, log, show_progress: bool) -> FitResult:
+    """The one training loop on the LM, stopping on the held-out perplexity, checkpointed in ``work``."""
+    return fit(
+        model,
+        source,
+        lambda trained: (-perplexity(trained, held_out), {}),
+        train_config,
+        checkpoint_dir=work,
+        log=log,
+        show_progress=show_progress,
+        describe_dev=lambda score: f"held-out perplexity {-score:.2f}",
+    )
+
+
+def training_summary(settings: LanguageModelSettings, parameters: int, final: float, result: FitResult, training_lines: int, held_out_lines: int) -> dict:
+    """What ``pretraining.json`` says of the training: sizes, the final perplexity, the epochs' history."""
+    return {
+        "objective": settings.objective,
+        "parameters": parameters,
+        "held_out_perplexity": round(final, 3),
+        "best_epoch": result.best_epoch,
+        "training_lines": training_lines,
+        "held_out_lines": held_out_lines,
+        "settings": settings.__dict__,
+        "history": [{key: value for key, value in record.items() if key != "dev"} | {"held_out_perplexity": -record["dev"]} for record in result.history],
+    }
+
+
+def save_language_model(language_model: nn.Module, tokenizer, summary: dict, work: Path, output: Path, show_progress: bool) -> None:
+    """Write the Hugging Face folder in ``work``, then rename it to ``output`` and remove ``work``."""
+    if not show_progress:
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
+    language_model.save_pretrained(work / "model")
+    tokenizer.save_pretrained(work / "model")
+    (work / "model" / TRAINING_REPORT).write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    (work / "model").rename(output)
+    shutil.rmtree(work)
+
+
 def pretrain(lines: list[str], settings: LanguageModelSettings, train_config, output: Path, log, show_progress: bool = True, device: str = "auto") -> dict:
     """Train the tokenizer and the LM on ``lines``; write the Hugging Face folder ``output``
     (built in ``output.partial``, renamed when complete; an interrupted run resumes from there)."""
@@ -261,8 +308,7 @@ def pretrain(lines: list[str], settings: LanguageModelSettings, train_config, ou
     model.to(target)
     sequences = encode_lines(tokenizer, training_lines, settings.max_length)
     source = LanguageModelBatches(sequences, settings, tokenizer, train_config.batch_size, train_config.seed)
-    held_out_source = LanguageModelBatches(encode_lines(tokenizer, held_out_lines, settings.max_length), settings, tokenizer, train_config.evaluation_batch_size, train_config.seed)
-    held_out = list(held_out_source.batches(0))  # masked once: every epoch is scored on the same positions
+    held_out = held_out_batches(tokenizer, held_out_lines, settings, train_config)
     check_predicted(sequences, held_out)
     parameters = sum(parameter.numel() for parameter in language_model.parameters())
     log(
@@ -270,36 +316,10 @@ def pretrain(lines: list[str], settings: LanguageModelSettings, train_config, ou
         f"{len(sequences):,} training lines, {len(held_out_lines):,} held out; {sum(map(len, sequences)):,} training sub-words"
     )
     start_work_folder(work, identity)
-    result = fit(
-        model,
-        source,
-        lambda trained: (-perplexity(trained, held_out), {}),
-        train_config,
-        checkpoint_dir=work,
-        log=log,
-        show_progress=show_progress,
-        describe_dev=lambda score: f"held-out perplexity {-score:.2f}",
-    )
+    result = fit_language_model(model, source, held_out, train_config, work, log, show_progress)
     model.load_state_dict(result.best_state)
     final = perplexity(model, held_out)
     log(f"held-out perplexity {final:.2f} (best epoch {result.best_epoch})")
-    if not show_progress:
-        from transformers.utils import logging as transformers_logging
-
-        transformers_logging.disable_progress_bar()
-    language_model.save_pretrained(work / "model")
-    tokenizer.save_pretrained(work / "model")
-    summary = {
-        "objective": settings.objective,
-        "parameters": parameters,
-        "held_out_perplexity": round(final, 3),
-        "best_epoch": result.best_epoch,
-        "training_lines": len(sequences),
-        "held_out_lines": len(held_out_lines),
-        "settings": settings.__dict__,
-        "history": [{key: value for key, value in record.items() if key != "dev"} | {"held_out_perplexity": -record["dev"]} for record in result.history],
-    }
-    (work / "model" / TRAINING_REPORT).write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    (work / "model").rename(output)
-    shutil.rmtree(work)
+    summary = training_summary(settings, parameters, final, result, len(sequences), len(held_out_lines))
+    save_language_model(language_model, tokenizer, summary, work, output, show_progress)
     return summary

@@ -134,39 +134,71 @@ def as_conllu(sentence: UnifiedSentence, order: list[str]) -> Sentence:
     return Sentence(sentence.tokens, columns=columns, comments=comments)
 
 
-def unify(
-    entries: dict[str, str | dict], runs: dict[str, str | Path], output: str | Path, data_dir: str | None = None, splits: tuple[str, ...] = ("train",), batch_size: int = 256, log: Log = print
-) -> dict:
-    """Write ``output/SPLIT.conllu`` for each split and ``output/summary.json``; returns the summary."""
-
+def check_paired(entries: dict[str, str | dict], runs: dict[str, str | Path]) -> None:
+    """Every task has both a dataset and a run, else one line."""
     if set(entries) != set(runs):
         missing = sorted(set(entries) - set(runs)) or sorted(set(runs) - set(entries))
         raise SeqTransferError(f"every task needs a dataset and a run; task {missing[0]} has only one", hint="pass --run TASK=RUN_DIR for each task of --data")
-    tasks = {task: load_task(entry, data_dir, ("train", "dev", "test")) for task, entry in entries.items()}
+
+
+def load_fillers(runs: dict[str, str | Path], tasks: dict[str, TaskData]) -> dict:
+    """Each task's run, loaded and checked against the task's data (``check_run``)."""
     loaded = {}
     for task, directory in runs.items():
         loaded[task] = load_run(directory)
         check_run(task, loaded[task], tasks[task])
+    return loaded
+
+
+def dependency_tasks(tasks: dict[str, TaskData]) -> list[str]:
+    """The parsing task, if any: at most one, since the tree has one pair of columns."""
     dependency = [task for task, data in tasks.items() if data.kind.name == "dependency"]
     if len(dependency) > 1:
         raise SeqTransferError(f"several dependency tasks ({', '.join(dependency)}) cannot share the HEAD and DEPREL columns", hint="unify one parsing task")
+    return dependency
+
+
+def task_summaries(entries: dict[str, str | dict], runs: dict[str, str | Path], tasks: dict[str, TaskData], tagging: list[str]) -> dict[str, dict]:
+    """Per task (in ``entries``' order): its data, its run, its column and the run's own test score."""
+    return {
+        task: {
+            "data": entries[task] if isinstance(entries[task], str) else tasks[task].splits["train"][0].source,
+            "run": str(runs[task]),
+            "column": column_of(task) if task in tagging else "head+deprel",
+            "filler_score": filler_score(runs[task]),
+        }
+        for task in entries
+    }
+
+
+def log_filled(split: str, sentences: list[UnifiedSentence], filled: dict[str, int], summary: dict, log: Log) -> None:
+    """The split's log line: per task, the sentences and tokens whose labels were filled by prediction."""
+    log(f"{split}: {len(sentences)} sentences; predicted labels filled: " + ", ".join(f"{task} {filled[task]} sentences ({summary['predicted_tokens'][task]} tokens)" for task in filled))
+
+
+def log_checks(checks: list[dict], log: Log) -> None:
+    """One log line per check of the filled labels against a gold column of their own files."""
+    for check in checks:
+        log(
+            f"  {check['task']} filled on {check['dataset']}, against its '{check['column']}' column: {check['score']:.2f} {check['metric']} ({check['sentences']} sentences; "
+            f"{check['unknown_labels']:.1f} % of their tokens have a label the filler does not know)"
+        )
+
+
+def unify(
+    entries: dict[str, str | dict], runs: dict[str, str | Path], output: str | Path, data_dir: str | None = None, splits: tuple[str, ...] = ("train",), batch_size: int = 256, log: Log = print
+) -> dict:
+    """Write ``output/SPLIT.conllu`` for each split and ``output/summary.json``; returns the summary."""
+    check_paired(entries, runs)
+    tasks = {task: load_task(entry, data_dir, ("train", "dev", "test")) for task, entry in entries.items()}
+    loaded = load_fillers(runs, tasks)
+    dependency = dependency_tasks(tasks)
     order = list(entries)
     tagging = [task for task in order if task not in dependency]
     columns = ("id", "word", *(column_of(task) for task in tagging), *((HEAD, RELATION) if dependency else ()))
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
-    summary = {
-        "tasks": {
-            task: {
-                "data": entries[task] if isinstance(entries[task], str) else tasks[task].splits["train"][0].source,
-                "run": str(runs[task]),
-                "column": column_of(task) if task in tagging else "head+deprel",
-                "filler_score": filler_score(runs[task]),
-            }
-            for task in order
-        },
-        "splits": {},
-    }
+    summary = {"tasks": task_summaries(entries, runs, tasks, tagging), "splits": {}}
     log(
         "fillers (their test score on their own data: about how right the labels they fill are, on text like it): "
         + ", ".join(f"{task} {describe_score(summary['tasks'][task]['filler_score'])}" for task in order)
@@ -176,17 +208,10 @@ def unify(
         filled = {task: fill(sentences, task, loaded[task], batch_size) for task in order}
         write_conllu(output / f"{split}.conllu", [as_conllu(sentence, tagging + dependency) for sentence in sentences], columns=columns)
         summary["splits"][split] = split_summary(sentences, order, filled)
-        log(
-            f"{split}: {len(sentences)} sentences; predicted labels filled: "
-            + ", ".join(f"{task} {filled[task]} sentences ({summary['splits'][split]['predicted_tokens'][task]} tokens)" for task in order)
-        )
+        log_filled(split, sentences, filled, summary["splits"][split], log)
         checks = [check for task in tagging for check in gold_checks(sentences, task, loaded[task])]
         summary["splits"][split]["checks"] = checks
-        for check in checks:
-            log(
-                f"  {check['task']} filled on {check['dataset']}, against its '{check['column']}' column: {check['score']:.2f} {check['metric']} ({check['sentences']} sentences; "
-                f"{check['unknown_labels']:.1f} % of their tokens have a label the filler does not know)"
-            )
+        log_checks(checks, log)
     write_json(output / "summary.json", summary)
     return summary
 

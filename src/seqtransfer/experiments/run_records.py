@@ -1,0 +1,179 @@
+"""The records of finished runs: a grid cell's scores, size and cost read from its run directory,
+with the scores by a target's other metrics and on another dataset's test split (``test_on``).
+
+:mod:`~seqtransfer.experiments.runner` saves them to the results store once a run finishes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from seqtransfer import predictor, rundir
+from seqtransfer.analysis.predictions import read_predictions, read_scores
+from seqtransfer.config import DataConfig
+from seqtransfer.data.metrics import evaluate, get_metric
+from seqtransfer.data.overlap import warn_of_leaks
+from seqtransfer.data.task_data import load_task_data
+from seqtransfer.experiments.evidence import evidence_of
+from seqtransfer.experiments.store import slug
+from seqtransfer.files import read_json, write_json
+from seqtransfer.training.inference import score_predictions
+from seqtransfer.workflows.ensemble import ensemble_predict
+
+if TYPE_CHECKING:
+    from seqtransfer.experiments.grid import RunTask
+
+
+def finish_records(task: RunTask, directory: Path, score: bool = True) -> list[dict]:
+    """The grid cells' records: one, or one per target (task) of a multi-task run (``score``: see :func:`finish_record`)."""
+    if "targets" not in task.record:
+        return [finish_record(task, directory, score)]
+    metrics = read_json(directory / rundir.METRICS)
+    network = network_parameters(directory, metrics)
+    records = []
+    for target in task.record["targets"]:
+        scores = metrics["tasks"][target]
+        main = get_metric(scores["metric"]).main
+        record = {key: value for key, value in task.record.items() if key not in ("targets", "also")}
+        if target in task.record.get("also", {}):
+            record["also"] = task.record["also"][target]
+            record["other_scores"] = other_scores(directory / "predictions" / target, directory / "predictions" / target, record["also"])
+        records.append(
+            {
+                **record,
+                "target": target,
+                "network_parameters": network,
+                "dataset": scores["dataset"],
+                "task": scores["task"],
+                "metric": scores["metric"],
+                "run_directory": str(directory),
+                "dev": scores["dev"][main],
+                "test": scores.get("test", {}).get(main),
+                "parameters": metrics["parameters"],
+                "seconds": metrics["seconds"],
+                "device": metrics.get("device", "cpu"),
+                "best_epoch": scores.get("best_epoch"),
+                "multitask": True,
+                **cost_of(metrics),
+                "predictions": str(directory / "predictions" / target),
+                **with_evidence(directory / "predictions" / target, scores["metric"]),
+            }
+        )
+    return records
+
+
+def with_evidence(folder: Path, metric: str) -> dict:
+    """{"evidence": ...} of the test predictions in ``folder`` (a kept record's significance tests), or {}."""
+    evidence = evidence_of(folder, metric)
+    return {"evidence": evidence} if evidence else {}
+
+
+def network_parameters(directory: Path, metrics: dict | None = None) -> int:
+    """A model's size for the reports: its weights without the word and character tables, plus the
+    frozen encoder its features come from (feature extraction), which it needs as much
+    (``metrics``: the run's, when already read)."""
+    if metrics is None:
+        metrics = read_json(directory / rundir.METRICS) if (directory / rundir.METRICS).is_file() else {}
+    return rundir.parameters_without_embeddings(directory) + metrics.get("frozen_encoder_parameters", 0)
+
+
+def cost_of(metrics: dict) -> dict:
+    """What a run cost beyond its time (trainable parameters, peak memory), and which instances of its
+    source and of its pretrained encoder it read (those the metrics hold)."""
+    keys = ("trainable_parameters", "peak_rss_megabytes", "gpu_peak_megabytes", "source_weights", "encoder_weights")
+    return {key: metrics[key] for key in keys if metrics.get(key) is not None}
+
+
+def finish_record(task: RunTask, directory: Path, score: bool = True) -> dict:
+    """The grid cell's record, from the finished run's metrics (without ``score``, a test on another
+    dataset not cached yet is left None: nothing is loaded or predicted)."""
+    metrics = read_json(directory / rundir.METRICS)
+    if "tasks" in metrics:  # a multi-task source run: its record holds the mean dev score
+        return {
+            **task.record,
+            "network_parameters": network_parameters(directory, metrics),
+            "dataset": metrics["dataset"],
+            "task": metrics["task"],
+            "metric": metrics["metric"],
+            "run_directory": str(directory),
+            "dev": max(record["dev"] for record in metrics["history"]),
+            "test": None,
+            "parameters": metrics["parameters"],
+            "seconds": metrics["seconds"],
+            "device": metrics.get("device", "cpu"),
+        }
+    main = get_metric(metrics["metric"]).main
+    members = [Path(member) for member in metrics.get("members", [])] or [directory]
+    network = sum(network_parameters(member, metrics if member == directory else None) for member in members)
+    record = {
+        **task.record,
+        "network_parameters": network,
+        "dataset": metrics["dataset"],
+        "task": metrics["task"],
+        "metric": metrics["metric"],
+        "run_directory": str(directory),
+        "dev": metrics["dev"][main],
+        "test": metrics.get("test", {}).get(main),
+        "parameters": metrics["parameters"],
+        "seconds": metrics["seconds"],
+        "device": metrics.get("device", "cpu"),
+        **cost_of(metrics),
+    }
+    # did early stopping read labels of the data the test score is on? (not for a source model as it is, nor for a test set elsewhere)
+    record["target_dev_labels"] = metrics.get("scheme") != "source_only" and not task.record.get("test_on")
+    if task.record.get("test_on"):
+        record["test"], record["predictions"] = score_elsewhere(directory, task.record["test_on"], task.config["data"]["data_dir"], score)
+    if task.record.get("also"):
+        record["other_scores"] = other_scores(directory / "predictions", Path(record.get("predictions", directory / "predictions")), task.record["also"])
+    if task.record.get("method") and record["test"] is not None:
+        record.update(with_evidence(Path(record.get("predictions", directory / "predictions")), metrics["metric"]))
+    return record
+
+
+def other_scores(dev_folder: Path, test_folder: Path, metrics: list[str]) -> dict[str, dict[str, float]]:
+    """metric -> split -> main score of the run's dev and test predictions (``token gold predicted``
+    files, or a regression's ``gold predicted text`` lines) by other metrics than its own: a
+    target's ``also`` (MuTSPad's chunk F1 beside accuracy, STS-B's Spearman beside Pearson)."""
+    scores: dict[str, dict[str, float]] = {}
+    for split, folder in (("dev", dev_folder), ("test", test_folder)):
+        if (folder / f"{split}.conll").is_file():
+            predictions = read_predictions(folder / f"{split}.conll")
+            gold, predicted = predictions.gold, predictions.predicted
+        elif (folder / f"{split}.tsv").is_file():  # a regression writes only gold TAB predicted TAB text per sentence
+            gold_scores, predicted_scores = read_scores(folder / f"{split}.tsv")
+            gold, predicted = [[value] for value in gold_scores], [[value] for value in predicted_scores]
+        else:
+            continue
+        for metric in metrics:
+            scores.setdefault(metric, {})[split] = evaluate(gold, predicted, metric)[get_metric(metric).main]
+    return scores
+
+
+def predict_elsewhere(directory: Path, tokens: list[list[str]]) -> list[list[str]]:
+    """Labels of a run (one, the models of a self-labelling run together, or an ensemble's members averaged) for ``tokens``."""
+    metrics = read_json(directory / rundir.METRICS)
+    if metrics.get("scheme") == "ensemble":
+        members = rundir.member_directories(directory) if rundir.is_ensemble(directory) else metrics["members"]  # cells older than members.json: paths from the working folder
+        return ensemble_predict([rundir.load_run(member) for member in members], tokens)
+    return predictor.load(directory, device="cpu").predict_raw(tokens, cache_features=True)  # a dataset's split: scored again by other runs
+
+
+def score_elsewhere(directory: Path, entry: str, data_dir: str | None, score: bool = True) -> tuple[float | None, str]:
+    """The run's main score on the test split of ``DATASET[:TASK]`` (cached in the run directory,
+    predictions in ``test-on-DATASET/test.conll``): a model trained on one dataset, tested on another
+    (not cached and not ``score``: None)."""
+    folder = directory / f"test-on-{slug(entry)}"
+    cached = folder / "score.json"
+    if cached.is_file():
+        return read_json(cached)["score"], str(folder)
+    if not score:
+        return None, str(folder)
+    name, _, task = entry.partition(":")
+    for configured in rundir.member_directories(directory):  # a folder of models (self-labelling, an ensemble): each model's settings
+        if (configured / rundir.CONFIG).is_file():
+            warn_of_leaks(rundir.read_run_config(configured), name, "test")
+    data = load_task_data(DataConfig(dataset=name, task=task or None, data_dir=data_dir), ("test",))
+    score = score_predictions(data, "test", predict_elsewhere(directory, data.tokens("test")), folder)[get_metric(data.metric).main]
+    write_json(cached, {"test_on": entry, "score": score})
+    return score, str(folder)
