@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from seqtransfer.commands import analyze, datasets, ensemble, evaluate, experiment, export, finetune_lm, predict, pretrain_lm, pseudolabel, report, selflabel, train, unify
+from seqtransfer.commands import analyze, datasets, ensemble, evaluate, experiment, export, finetune_lm, predict, pretrain_lm, pseudolabel, report, selflabel, train, unify, word_vectors
 from seqtransfer.commands.base import Command
 
 COMMANDS: dict[str, Command] = {
@@ -20,5 +20,6 @@ COMMANDS: dict[str, Command] = {
     "ensemble": ensemble.COMMAND,
     "pretrain-lm": pretrain_lm.COMMAND,
     "finetune-lm": finetune_lm.COMMAND,
+    "word-vectors": word_vectors.COMMAND,
     "export": export.COMMAND,
 }
