@@ -20,7 +20,9 @@ The data are synthetic: B sentences of exactly T tokens drawn from a 2,000-word 
 random labels (tagging: 20 labels; parsing: random projective heads). The counts do not depend
 on the values, only on B, T and the code path. On a CPU the CRF's training loss takes a numpy
 forward-backward (``tagger-crf``: its copies to the host are the syncs); ``tagger-crf-gpu-path``
-counts the torch log-space recursion that a GPU runs instead.
+counts what a GPU runs instead, the log-semiring scan (``models/crf.py``, ``log_partition_scan``),
+and ``tagger-crf-gpu-loop`` the loop over time steps the GPU ran before it (and still runs where
+the scan's matrices would not fit).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from seqtransfer.config import RunConfig
 from seqtransfer.data.batching import make_batch
 from seqtransfer.data.task_data import load_task_data
-from seqtransfer.models.crf import CRF, log_partition_torch
+from seqtransfer.models.crf import CRF, log_partition_scan, log_partition_torch, viterbi_scan
 from seqtransfer.models.registry import build_model
 from seqtransfer.training.optimizer import clip_gradient_norm
 from seqtransfer.training.optimizers import fill_optimizer, make_optimizer
@@ -76,7 +78,8 @@ SYNC_OPERATORS = {"_local_scalar_dense", "nonzero", "masked_select", "unique", "
 MODELS = {
     "tagger-softmax": {"classifier": "softmax"},
     "tagger-crf": {"classifier": "crf"},
-    "tagger-crf-gpu-path": {"classifier": "crf", "gpu_path": True},
+    "tagger-crf-gpu-path": {"classifier": "crf", "gpu_path": (log_partition_scan, viterbi_scan)},
+    "tagger-crf-gpu-loop": {"classifier": "crf", "gpu_path": (log_partition_torch, None)},
     "pretrand": {"classifier": "softmax", "architecture": "pretrand"},
     "parser": {"task": "dependency"},
 }
@@ -179,17 +182,20 @@ def count(function) -> dict:
     return {"operators": sum(counting.operators.values()), "kernels": kernels, "syncs": syncs + copies.count, "host_copies": copies.count, "top": counting.operators.most_common(6)}
 
 
-def gpu_crf_path(model) -> None:
-    """Make the CRF take the torch log-space recursion that GPU tensors take (CPU ones take numpy)."""
+def gpu_crf_path(model, log_partition, viterbi) -> None:
+    """Make the CRF take a torch log partition function (and Viterbi scan) as GPU tensors do (CPU
+    ones take numpy for training and the loop over time steps for decoding)."""
     crf = next(module for module in model.modules() if isinstance(module, CRF))
-    crf.log_partition = lambda emissions, mask: log_partition_torch(emissions, mask, crf.transitions, crf.start, crf.end)
+    crf.log_partition = lambda emissions, mask: log_partition(emissions, mask, crf.transitions, crf.start, crf.end)
+    if viterbi is not None:
+        crf.decode = lambda emissions, mask: viterbi(emissions, mask, crf.transitions, crf.start, crf.end)
 
 
 def measure(name: str, batch_size: int, length: int) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         model, optimizer, batch, config = build(name, batch_size, length, Path(folder))
     if MODELS[name].get("gpu_path"):
-        gpu_crf_path(model)
+        gpu_crf_path(model, *MODELS[name]["gpu_path"])
     model.train()
     training_step(model, optimizer, batch, config.train.gradient_clip)  # warm-up: lazy state, caches
     step = count(lambda: training_step(model, optimizer, batch, config.train.gradient_clip))

@@ -13,7 +13,7 @@ import seqtransfer
 from seqtransfer.cli import main, run
 from seqtransfer.device import resolve_device
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.models.crf import CRF, ForwardBackward, log_partition_torch
+from seqtransfer.models.crf import CRF, ForwardBackward, log_partition_scan, log_partition_torch
 
 needs_no_gpu = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the errors of a machine without a GPU")
 
@@ -79,22 +79,43 @@ def test_batch_moves_once_and_keeps_character_lengths_on_the_host():
     assert moved.character_lengths.device.type == "cpu"
 
 
-def test_crf_torch_recursion_equals_the_numpy_forward_backward():
-    """The GPU path (torch, log space, autograd) and the CPU path (numpy) agree in value and gradient."""
-    generator = torch.Generator().manual_seed(0)
+@pytest.mark.parametrize("log_partition", [log_partition_torch, log_partition_scan])
+@pytest.mark.parametrize("lengths", [[7, 3, 1, 5], [1, 1], [8, 8, 2], [13, 6, 9]])  # odd and even widths, one token only, a width of 2^k
+def test_crf_torch_paths_equal_the_numpy_forward_backward(log_partition, lengths):
+    """The GPU paths (torch with autograd: the loop over time steps and the log-semiring scan) and
+    the CPU path (numpy) agree in value and gradient."""
+    generator = torch.Generator().manual_seed(len(lengths))
     crf = CRF(5)
     for parameter in crf.parameters():
         torch.nn.init.normal_(parameter, generator=generator)
-    emissions = (torch.randn(4, 7, 5, generator=generator) * 4).requires_grad_()
-    mask = torch.arange(7).unsqueeze(0) < torch.tensor([7, 3, 1, 5]).unsqueeze(1)
+    width = max(lengths)
+    emissions = (torch.randn(len(lengths), width, 5, generator=generator) * 4).requires_grad_()
+    mask = torch.arange(width).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)
+    parameters = [emissions, crf.transitions, crf.start, crf.end]
     numpy_path = ForwardBackward.apply(emissions, mask, crf.transitions, crf.start, crf.end)
-    numpy_gradients = torch.autograd.grad(numpy_path.sum(), [emissions, crf.transitions, crf.start, crf.end])
-    torch_path = log_partition_torch(emissions, mask, crf.transitions, crf.start, crf.end)
-    torch_gradients = torch.autograd.grad(torch_path.sum(), [emissions, crf.transitions, crf.start, crf.end])
-    assert torch.allclose(numpy_path, torch_path, atol=1e-4)
+    numpy_gradients = torch.autograd.grad(numpy_path.sum(), parameters, materialize_grads=True)
+    torch_path = log_partition(emissions, mask, crf.transitions, crf.start, crf.end)
+    torch_gradients = torch.autograd.grad(torch_path.sum(), parameters, materialize_grads=True)
+    assert torch_path.dtype == emissions.dtype and torch.allclose(numpy_path, torch_path, atol=1e-4)
     for numpy_gradient, torch_gradient in zip(numpy_gradients, torch_gradients):
         masked = numpy_gradient * (mask.unsqueeze(-1) if numpy_gradient.dim() == 3 else 1)
         assert torch.allclose(masked, torch_gradient, atol=1e-4)
+
+
+def test_the_crf_scan_survives_scores_far_apart_and_gives_way_to_the_loop_when_too_large(monkeypatch):
+    """Scores hundreds apart (a trained CRF's are tens) underflow no product to log 0 (no NaN
+    gradient); a tag set whose (B, T, L, L) matrices exceed SCAN_ELEMENTS takes the loop."""
+    from seqtransfer.models import crf as crf_module
+
+    crf = CRF(4)
+    emissions = torch.tensor([[[0.0, -900.0, 5.0, 900.0], [900.0, 0.0, -900.0, 1.0], [3.0, 2.0, 1.0, -900.0]]], requires_grad=True)
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    scan = log_partition_scan(emissions, mask, crf.transitions, crf.start, crf.end)
+    (gradient,) = torch.autograd.grad(scan.sum(), emissions)
+    assert torch.allclose(scan, log_partition_torch(emissions, mask, crf.transitions, crf.start, crf.end)) and torch.isfinite(gradient).all()
+    assert crf_module.device_log_partition(torch.zeros(2, 3, 4)) is log_partition_scan
+    monkeypatch.setattr(crf_module, "SCAN_ELEMENTS", 2 * 3 * 4 * 4 - 1)
+    assert crf_module.device_log_partition(torch.zeros(2, 3, 4)) is log_partition_torch
 
 
 def test_out_of_memory_is_one_line_naming_the_batch_size(tmp_path, capsys, monkeypatch):

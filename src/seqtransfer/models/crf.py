@@ -12,8 +12,13 @@ small matrix product per step, renormalised, in float64) instead of log space, b
 whose operations on arrays this small cost about a microsecond against torch's four to six.
 Forward and backward of the log partition of a WNUT-17-sized batch: 1.25 ms with autograd
 through the log-space recursion, about 0.9 ms with the torch recursions, 0.44 ms in numpy. So
-CPU tensors take ``ForwardBackward`` (numpy), and tensors on a GPU the log-space recursion in
-torch (``log_partition_torch``), which needs no host copy; both are tested against each other.
+CPU tensors take ``ForwardBackward`` (numpy), and tensors on a GPU, which needs no host copy,
+torch: there a step is bound by operator launches, not arithmetic (issue 51), and the recursion
+over time steps launches about 17 kernels per token position in a training step
+(``log_partition_torch``), so the log partition runs instead as a tree of log-semiring matrix
+products (``log_partition_scan``: about 12 per level, ceil(log2 T) levels; 1,855 -> 371 kernels
+per training step at B = 16, T = 100, ``benchmarks/launches.py``), unless its (B, T, L, L) matrices would
+exceed ``SCAN_ELEMENTS`` (a tag set of hundreds of labels). All three are tested against each other.
 """
 
 from __future__ import annotations
@@ -21,6 +26,22 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch import nn
+
+from seqtransfer.models.crf_scan import log_partition_scan, viterbi_scan
+
+SCAN_ELEMENTS = 2**25  # the scans' largest tensor at most (256 MB in float64); else the loop over time steps
+
+
+def scan_fits(emissions: torch.Tensor, power: int) -> bool:
+    """Whether a scan's largest tensor, (B, T, L^power) entries (the log partition's matrices:
+    power 2; Viterbi's max-plus product: about (B, T/2, L^3)), stays within ``SCAN_ELEMENTS``."""
+    batch_size, width, label_count = emissions.shape
+    return batch_size * max(width // (power - 1), 1) * label_count**power <= SCAN_ELEMENTS
+
+
+def device_log_partition(emissions: torch.Tensor):
+    """The log partition function a non-CPU tensor takes: the scan where its matrices fit, else the loop."""
+    return log_partition_scan if scan_fits(emissions, 2) else log_partition_torch
 
 
 class CRF(nn.Module):
@@ -55,11 +76,12 @@ class CRF(nn.Module):
         """(B,) log of the sum over all label paths (forward algorithm).
 
         CPU tensors take the numpy forward-backward (measured fastest here); other devices the
-        log-space recursion in torch, batched over sentences, with autograd (no host copies).
+        log-semiring scan in torch (or the loop over time steps where the scan's matrices would
+        not fit), batched over sentences, with autograd (no host copies).
         """
         if emissions.device.type == "cpu":
             return ForwardBackward.apply(emissions, mask, self.transitions, self.start, self.end)
-        return log_partition_torch(emissions, mask, self.transitions, self.start, self.end)
+        return device_log_partition(emissions)(emissions, mask, self.transitions, self.start, self.end)
 
     def marginals(self, emissions: torch.Tensor, mask: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
         """(B, T, L) label marginals p(y_t = l | sentence), 0 past each sentence's end, of the CRF
@@ -70,14 +92,20 @@ class CRF(nn.Module):
         with torch.inference_mode(False), torch.enable_grad():
             scores, valid = (emissions.detach() / temperature).requires_grad_(), mask.clone()
             transitions, start, end = (parameter.detach() / temperature for parameter in (self.transitions, self.start, self.end))
-            partition = ForwardBackward.apply if scores.device.type == "cpu" else log_partition_torch
+            partition = ForwardBackward.apply if scores.device.type == "cpu" else device_log_partition(scores)
             (marginals,) = torch.autograd.grad(partition(scores, valid, transitions, start, end).sum(), scores)
         return marginals * valid.unsqueeze(-1)
 
     def decode(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """(B, T) best label paths (Viterbi); positions beyond each length are 0.
+        """(B, T) best label paths (Viterbi); positions beyond each length are 0. A GPU's tensors
+        take the max-plus scan where its products fit (``models/crf_scan.py``: about 10 operators
+        per level of ceil(log2 T), no host copy); CPU tensors the loop over time steps."""
+        if emissions.device.type != "cpu" and scan_fits(emissions, 3):
+            return viterbi_scan(emissions, mask, self.transitions, self.start, self.end)
+        return self.decode_loop(emissions, mask)
 
-        The forward pass runs on the model's device, five operators per time step
+    def decode_loop(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """(B, T) best label paths by the loop over time steps. The forward pass runs on the model's device, five operators per time step
         (``benchmarks/launches.py``); the back-pointers then go to the host in one copy and are
         followed there in numpy: on a GPU that is one synchronisation per batch instead of a
         gather launched per time step, and the caller reads the labels on the host anyway."""
