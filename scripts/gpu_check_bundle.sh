@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Pack what scripts/gpu_check.sh needs on a GPU machine without network or shared datasets into
-# .gpu-check/ (git-ignored; name it in the device tool's `carry`): 300/100/100 sentences of
+# .gpu-check/ (git-ignored; name it in the device tool's `carry`): 2,000/300/300 sentences of
 # WNUT-17 (CC BY 4.0) and UD-EWT (CC BY-SA 4.0), the GloVe 6B 50d rows of their words (PDDL),
 # and the wheels that the GPU image lacks: seqtransfer's own (built from this working tree), and
 # ufal.chu_liu_edmonds and seqeval. The wheels are for CPython 3.12 on x86-64 (the GPU image's);
@@ -28,7 +28,7 @@ from seqtransfer.embeddings.static import load_vectors
 
 root, words = Path(".gpu-check/data"), set()
 for dataset, writer in (("wnut17", lambda path, sentences: write_conll(path, sentences, ["word", "ner"])), ("ud_ewt", write_conllu)):
-    for split, count in (("train", 300), ("dev", 100), ("test", 100)):
+    for split, count in (("train", 2000), ("dev", 300), ("test", 300)):  # a size where a GPU should win (issue 51)
         sentences = load_split(dataset, split)[:count]
         words |= {token.lower() for sentence in sentences for token in sentence.tokens}
         writer(root / f"{dataset}-{split}.{'conll' if dataset == 'wnut17' else 'conllu'}", sentences)
