@@ -30,12 +30,12 @@ def test_the_feature_extractor_gets_the_discriminators_gradient_reversed():
     vocabularies = Vocabularies(Vocabulary.build(["a", "b", "c"]), Vocabulary.build("abc"), Vocabulary(["X", "Y"]))
     torch.manual_seed(0)
     model = build_model(config, vocabularies)
-    source = make_batch(encode_sentences(tokens, vocabularies, labels=[["X", "Y", "X"], ["Y", "X"]]), np.arange(2))
-    batch = source.__class__(**{**source.__dict__, "companion": make_batch(encode_sentences([["c", "c"]], vocabularies), np.arange(1))})
+    batch = make_batch(encode_sentences(tokens, vocabularies, labels=[["X", "Y", "X"], ["Y", "X"]]), np.arange(2))
+    target = encode_sentences([["c", "c"]], vocabularies)  # the term's one target batch
 
     def gradients(weight: float) -> tuple[torch.Tensor, torch.Tensor]:
         model.zero_grad(set_to_none=True)
-        term = DomainLoss(model, weight)
+        term = DomainLoss(model, weight, target, 16, 1)
         model.train()
         model.loss(batch)  # the hook keeps the source states
         term(model, batch).backward()
@@ -53,9 +53,8 @@ def test_the_domain_term_counts_the_discriminators_decisions_per_epoch():
     config = apply_overrides(RunConfig(), [*TINY_MODEL, "model.discriminator_hidden=5", "model.dropout=0.0"]).model
     vocabularies = Vocabularies(Vocabulary.build(["a", "b", "c"]), Vocabulary.build("abc"), Vocabulary(["X", "Y"]))
     model = build_model(config, vocabularies)
-    source = make_batch(encode_sentences([["a", "b", "c"], ["b", "a"]], vocabularies, labels=[["X", "Y", "X"], ["Y", "X"]]), np.arange(2))
-    batch = source.__class__(**{**source.__dict__, "companion": make_batch(encode_sentences([["c", "c"]], vocabularies), np.arange(1))})
-    term = DomainLoss(model, 0.1)
+    batch = make_batch(encode_sentences([["a", "b", "c"], ["b", "a"]], vocabularies, labels=[["X", "Y", "X"], ["Y", "X"]]), np.arange(2))
+    term = DomainLoss(model, 0.1, encode_sentences([["c", "c"]], vocabularies), 16, 1)
     model.train()
     with torch.no_grad():  # a discriminator that says "target" for every token: right on the 2 target tokens only
         model.domain_discriminator.layers[-1].weight.zero_()

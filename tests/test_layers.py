@@ -469,6 +469,7 @@ KNOWN: tuple[str, ...] = (
     "circle seqtransfer.transfer.distillation -> seqtransfer.rundir",
     "circle seqtransfer.transfer.loss_terms -> seqtransfer.rundir",
     "circle seqtransfer.transfer.loss_terms -> seqtransfer.transfer.adaptations",
+    "circle seqtransfer.transfer.loss_terms -> seqtransfer.transfer.adversarial",  # its term, registered as the others (train.py's edge to data.batching went)
     "circle seqtransfer.transfer.loss_terms -> seqtransfer.transfer.auxiliary_lm",
     "circle seqtransfer.transfer.loss_terms -> seqtransfer.transfer.distillation",
     "circle seqtransfer.transfer.masked_lm -> seqtransfer.data.batching",
@@ -509,7 +510,6 @@ KNOWN: tuple[str, ...] = (
     "circle seqtransfer.workflows.task_schedule -> seqtransfer.models.multitask",
     "circle seqtransfer.workflows.train -> seqtransfer.analysis.activations",
     "circle seqtransfer.workflows.train -> seqtransfer.data.annealing",
-    "circle seqtransfer.workflows.train -> seqtransfer.data.batching",
     "circle seqtransfer.workflows.train -> seqtransfer.data.selection",
     "circle seqtransfer.workflows.train -> seqtransfer.data.task_data",
     "circle seqtransfer.workflows.train -> seqtransfer.models.registry",

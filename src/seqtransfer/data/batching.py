@@ -65,8 +65,7 @@ class Batch:
     character_lengths (U,) non-decreasing,
     form_index (B, T): row of ``characters`` for each token,
     form_ids (B, T): the token's form in the EncodedSentences (row of ``form_characters``),
-    indices (B,) positions of the sentences in their EncodedSentences,
-    companion: another batch that travels with this one (unlabelled target sentences of adversarial training), or None.
+    indices (B,) positions of the sentences in their EncodedSentences.
     """
 
     words: torch.Tensor
@@ -78,7 +77,6 @@ class Batch:
     form_index: torch.Tensor
     form_ids: torch.Tensor
     indices: np.ndarray
-    companion: Batch | None = None
     features: torch.Tensor | None = None  # (B, T, L + 1, H) encoder vectors of every layer (float32), or None
     subword_ids: torch.Tensor | None = None  # (W, S) sub-word ids of the batch's W windows (fine-tuned encoder), padded with 0
     subword_mask: torch.Tensor | None = None  # (W, S) 1 for real sub-words
@@ -109,7 +107,6 @@ class Batch:
             move(self.form_index),
             move(self.form_ids),
             self.indices,
-            self.companion.to(device) if self.companion is not None else None,
             *(
                 move(tensor) if tensor is not None else None
                 for tensor in (self.features, self.subword_ids, self.subword_mask, self.token_index, self.token_sizes, self.segments, self.subword_types, self.weights, self.tags)

@@ -75,8 +75,10 @@ class ShuffledBatches:
         return training_batches(self.data, self.batch_size, np.random.default_rng([self.seed, epoch]), batching=self.batching)
 
 
-# A loss term added to the model's (adversarial domain loss, penalties). A term with an
-# ``epoch_summary()`` method (-> {name: number}) adds those numbers to each epoch's record and log line.
+# A loss term added to the model's (adversarial domain loss, penalties). A term with a
+# ``start_epoch(epoch)`` method is told each epoch's number before its first batch (the domain
+# loss draws that epoch's target batches); one with an ``epoch_summary()`` method (-> {name:
+# number}) adds those numbers to each epoch's record and log line.
 ExtraLoss = Callable[[nn.Module, Batch], torch.Tensor]
 
 
@@ -129,6 +131,9 @@ def train_epoch(
     without extra terms). ``cores``: the run's threads, adjusted between batches to the free cores."""
     model.train()
     parameters, device, precision, scaler, schedule = epoch_settings(model, optimizer, config)
+    for term in extra_losses:
+        if hasattr(term, "start_epoch"):
+            term.start_epoch(epoch)
     total_loss, skipped = 0.0, 0
     # Embedding rows are brought up to date as batches read them, and all of them at the end.
     with optimizer.track_rows(model) if isinstance(optimizer, LazyMomentumSGD) else nullcontext():

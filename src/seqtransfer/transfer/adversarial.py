@@ -9,10 +9,11 @@ fine-tuned on the target task as any source run (``transfer.scheme=finetune``).
     train.adversarial_weight=0.1              lambda: the reversed gradient's scale
     model.discriminator_hidden=100            units of the discriminator's hidden layer
 
-Each training batch of the source is paired with a batch of target sentences. The
-discriminator's loss (binary cross-entropy per token, summed as the task loss is) is an extra
-loss term of the one training loop; the discriminator is part of the source model (saved with
-it, never transferred). The source states are those the task loss computed (read by a forward
+Each training batch of the source is paired with a batch of target sentences, which the term
+draws itself in a seeded order per epoch. The discriminator's loss (binary cross-entropy per
+token, summed as the task loss is) is an extra loss term of the one training loop, registered as
+the other terms are (transfer/loss_terms.py); the discriminator is part of the source model
+(saved with it, never transferred). The source states are those the task loss computed (read by a forward
 hook on the feature extractor: no second pass). Each epoch's record and log line carry the
 discriminator's token accuracy on the training batches (``domain_accuracy``): near 50 % (the
 share of target tokens in the pairs, more exactly) the feature extractor's states no longer tell
@@ -22,14 +23,13 @@ the domains apart; near 100 % the reversal is not winning.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 
 import numpy as np
 import torch
 import torch.nn.functional as functional
 from torch import nn
 
-from seqtransfer.data.batching import Batch, EncodedSentences, training_batches
+from seqtransfer.data.batching import Batch, EncodedSentences, encode_sentences, training_batches
 from seqtransfer.errors import SeqTransferError
 
 
@@ -76,38 +76,23 @@ def token_states(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return states[mask]
 
 
-class PairedBatches:
-    """Each source batch carries a batch of unlabelled target sentences (``batch.companion``),
-    drawn in a seeded order, starting over when the target set is used up."""
-
-    def __init__(self, source, target: EncodedSentences, batch_size: int, seed: int) -> None:
-        self.source, self.target, self.batch_size, self.seed = source, target, batch_size, seed
-
-    @property
-    def sentence_count(self) -> int:  # the wrapped source's, which may change per epoch (data annealing)
-        return self.source.sentence_count
-
-    @property
-    def batch_count(self) -> int:
-        return self.source.batch_count
-
-    def target_batches(self, epoch: int) -> Iterator[Batch]:
-        cycle = 0
-        while True:
-            yield from training_batches(self.target, self.batch_size, np.random.default_rng([self.seed, epoch, 7919, cycle]))
-            cycle += 1
-
-    def batches(self, epoch: int) -> Iterator[Batch]:
-        targets = self.target_batches(epoch)
-        for batch in self.source.batches(epoch):
-            yield replace(batch, companion=next(targets))
+def target_batches(target: EncodedSentences, batch_size: int, seed: int, epoch: int) -> Iterator[Batch]:
+    """Batches of unlabelled target sentences in a seeded order per epoch, starting over when the
+    target set is used up (as many as the source has batches)."""
+    cycle = 0
+    while True:
+        yield from training_batches(target, batch_size, np.random.default_rng([seed, epoch, 7919, cycle]))
+        cycle += 1
 
 
 class DomainLoss:
-    """The extra loss term: lambda-reversed discriminator cross-entropy on source and target states."""
+    """The extra loss term: lambda-reversed discriminator cross-entropy on source and target
+    states; each call reads the next of the epoch's target batches (``start_epoch``)."""
 
-    def __init__(self, model: nn.Module, weight: float) -> None:
-        self.weight = weight
+    def __init__(self, model: nn.Module, weight: float, target: EncodedSentences, batch_size: int, seed: int) -> None:
+        """``target``: the unlabelled target sentences, encoded (``encode_sentences``)."""
+        self.weight, self.target, self.batch_size, self.seed = weight, target, batch_size, seed
+        self.targets: Iterator[Batch] = target_batches(target, batch_size, seed, 1)
         self.source_states: torch.Tensor | None = None
         self.correct = self.tokens = self.target_tokens = 0  # this epoch's discriminator decisions
         model.feature_extractor.register_forward_hook(self.keep)
@@ -116,9 +101,13 @@ class DomainLoss:
         if module.training:
             self.source_states = output
 
+    def start_epoch(self, epoch: int) -> None:
+        self.targets = target_batches(self.target, self.batch_size, self.seed, epoch)
+
     def __call__(self, model: nn.Module, batch: Batch) -> torch.Tensor:
         source = token_states(self.source_states, batch.mask)
-        target = token_states(model.feature_extractor(model.word_representation(batch.companion), batch.companion.lengths), batch.companion.mask)
+        companion = next(self.targets).to(batch.mask.device)
+        target = token_states(model.feature_extractor(model.word_representation(companion), companion.lengths), companion.mask)
         states = ReverseGradient.apply(torch.cat([source, target]), self.weight)
         domains = torch.cat([source.new_zeros(len(source)), target.new_ones(len(target))])
         logits = model.domain_discriminator(states)
@@ -135,6 +124,24 @@ class DomainLoss:
         summary = {"domain_accuracy": round(100.0 * int(self.correct) / self.tokens, 2), "domain_majority": round(100.0 * max(self.target_tokens, self.tokens - self.target_tokens) / self.tokens, 2)}
         self.correct = self.tokens = self.target_tokens = 0
         return summary
+
+
+def domain_loss(config, model: nn.Module, vocabularies, log) -> DomainLoss:
+    """The run's domain loss against ``train.adversarial_data``'s unlabelled target sentences."""
+    train = config.train
+    tokens = unlabelled_target(config)
+    log(f"adversarial training against {train.adversarial_data}: {len(tokens)} unlabelled target sentences, lambda {train.adversarial_weight}")
+    return DomainLoss(model, train.adversarial_weight, encode_sentences(tokens, vocabularies), train.batch_size, train.seed)
+
+
+def unlabelled_target(config) -> list[list[str]]:
+    """The unlabelled target sentences of adversarial training (none without ``train.adversarial_data``)."""
+    if not config.train.adversarial_data:
+        return []
+    tokens = unlabelled_tokens(config.train.adversarial_data, config.data.data_dir, config.train.adversarial_tokenizer, config.train.adversarial_word_column)
+    if not tokens:
+        raise SeqTransferError(f"train.adversarial_data '{config.train.adversarial_data}' holds no sentences", hint="give unlabelled target sentences")
+    return tokens
 
 
 def unlabelled_tokens(entry: str, data_dir: str | None, tokenizer: str = "whitespace", word_column: int | None = None) -> list[list[str]]:

@@ -4,14 +4,15 @@ Each builder reads the run (``TermContext``) and returns its terms, none when th
 do not ask for it; the one training loop adds every term to each batch's loss
 (training/loop.py ``ExtraLoss``). A new term is its module, its settings and one line here.
 
+- ``adversarial``: the domain discriminator's reversed loss on source and unlabelled target
+  states (``train.adversarial_data``; transfer/adversarial.py);
 - ``source_penalties``: L2-SP and EWC (``transfer.adaptations``), towards the source run's weights,
   or a fine-tuned encoder's pretrained weights (L2-SP);
 - ``distillation``: the soft targets of teacher runs (``transfer.distill_from``);
 - ``auxiliary_lm``: an auxiliary language model (``transfer.auxiliary_lm_weight``).
 
-Adversarial training is not a term of this registry: it also changes the batches (a source batch
-paired with an unlabelled target batch: workflows/train.py ``adversarial_training``). A multi-task
-run builds its own penalties, one per branch (workflows/multitask.py).
+A multi-task run builds its own penalties, one per branch (workflows/multitask.py), and has no
+adversarial training.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from torch import nn
 
 from seqtransfer import rundir
 from seqtransfer.transfer.adaptations import SOURCE_PENALTIES
+from seqtransfer.transfer.adversarial import domain_loss
 from seqtransfer.transfer.schemes import Scheme, scheme_prefixes
 
 if TYPE_CHECKING:
@@ -44,6 +46,14 @@ class TermContext:
     vocabularies: Vocabularies
     training_word_ids: Any
     log: Callable[[str], None]
+
+
+def adversarial(context: TermContext) -> tuple:
+    """The domain loss against ``train.adversarial_data``'s unlabelled target sentences, when set."""
+    train = context.config.train
+    if not train.adversarial_data:
+        return ()
+    return (domain_loss(context.config, context.model, context.vocabularies, context.log),)
 
 
 def source_penalties(context: TermContext) -> tuple:
@@ -94,7 +104,7 @@ def auxiliary_lm(context: TermContext) -> tuple:
 
 
 # name -> builder; the terms are added to the loss in this order
-LOSS_TERMS: dict[str, Callable[[TermContext], tuple]] = {"source_penalties": source_penalties, "distillation": distillation, "auxiliary_lm": auxiliary_lm}
+LOSS_TERMS: dict[str, Callable[[TermContext], tuple]] = {"adversarial": adversarial, "source_penalties": source_penalties, "distillation": distillation, "auxiliary_lm": auxiliary_lm}
 
 
 def loss_terms(context: TermContext) -> tuple:

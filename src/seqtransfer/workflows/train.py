@@ -16,7 +16,6 @@ from seqtransfer import rundir
 from seqtransfer.analysis.activations import ActivationRecorder, activation_recorder
 from seqtransfer.config import RunConfig, check_values, idle_settings
 from seqtransfer.data.annealing import AnnealedBatches, add_annealing_sentences
-from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.selection import training_sentences
 from seqtransfer.data.task_data import SPLITS, TaskData, label_notes, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies
@@ -36,7 +35,7 @@ from seqtransfer.training.seeding import seed_everything
 from seqtransfer.training.tensorboard import TensorBoardLog
 from seqtransfer.training.vocabularies import prepare_vocabularies
 from seqtransfer.transfer.adaptations import check_adaptations, chosen_adaptations, parameter_groups
-from seqtransfer.transfer.adversarial import DomainLoss, PairedBatches, unlabelled_tokens
+from seqtransfer.transfer.adversarial import unlabelled_target
 from seqtransfer.transfer.auxiliary_lm import language_model_decoder, language_model_words
 from seqtransfer.transfer.loss_terms import TermContext, loss_terms
 from seqtransfer.transfer.masked_lm import load_pretraining_head
@@ -333,26 +332,6 @@ def source_as_is(config: RunConfig, directory: Path, data: TaskData, source: run
     return metrics
 
 
-def unlabelled_target(config: RunConfig) -> list[list[str]]:
-    """The unlabelled target sentences of adversarial training (none without ``train.adversarial_data``)."""
-    if not config.train.adversarial_data:
-        return []
-    tokens = unlabelled_tokens(config.train.adversarial_data, config.data.data_dir, config.train.adversarial_tokenizer, config.train.adversarial_word_column)
-    if not tokens:
-        raise SeqTransferError(f"train.adversarial_data '{config.train.adversarial_data}' holds no sentences", hint="give unlabelled target sentences")
-    return tokens
-
-
-def adversarial_training(config: RunConfig, model: nn.Module, vocabularies: Vocabularies, source: BatchSource, log: Log) -> tuple[BatchSource, tuple]:
-    """With ``train.adversarial_data``: source batches paired with target batches, and the domain loss."""
-    if not config.train.adversarial_data:
-        return source, ()
-    tokens = unlabelled_target(config)
-    log(f"adversarial training against {config.train.adversarial_data}: {len(tokens)} unlabelled target sentences, lambda {config.train.adversarial_weight}")
-    paired = PairedBatches(source, encode_sentences(tokens, vocabularies), config.train.batch_size, config.train.seed)
-    return paired, (DomainLoss(model, config.train.adversarial_weight),)
-
-
 def training_source(config: RunConfig, data: TaskData, train) -> BatchSource:
     """The training set's batches: shuffled, or annealed from source to target (data/annealing.py)."""
     if data.target_count is None:
@@ -372,9 +351,10 @@ def fit_and_save(
     log(f"device: {describe_device(device)}")
     with memory_errors_as_one_line(config.train.batch_size, "while training"):
         evaluate_dev = dev_evaluation(dev, vocabularies.labels, data.metric, config.train.evaluation_batch_size)
-        source, extra_losses = adversarial_training(config, model, vocabularies, training_source(config, data, train), log)
-        extra_losses = (*extra_losses, *loss_terms(TermContext(config, model, scheme, data, vocabularies, train.word_ids, log)))
-        result = train_phases(model, scheme, config, source, evaluate_dev, directory, log, show_progress, recorder, extra_losses=extra_losses, epoch_reports=epoch_reports)
+        extra_losses = loss_terms(TermContext(config, model, scheme, data, vocabularies, train.word_ids, log))
+        result = train_phases(
+            model, scheme, config, training_source(config, data, train), evaluate_dev, directory, log, show_progress, recorder, extra_losses=extra_losses, epoch_reports=epoch_reports
+        )
     if recorder:
         recorder.record_final(model, result.best_epoch)
     metrics = {
