@@ -5,7 +5,7 @@ import warnings
 
 import pytest
 
-from seqtransfer.data.metrics import evaluate, label_scores, span_scores, token_accuracy
+from seqtransfer.data.metrics import evaluate, label_scores, span_scores, surface_scores, token_accuracy
 from seqtransfer.data.schemes import convert
 from seqtransfer.errors import SeqTransferError
 
@@ -26,6 +26,19 @@ def test_span_scores_by_hand():
     assert (person.precision, person.recall, person.f1) == pytest.approx((50.0, 100.0, 200 / 3))
     assert scores.per_class["LOC"].f1 == 0.0 and scores.per_class["ORG"].f1 == pytest.approx(100.0)
     assert scores.as_dict()["per_class"]["PER"]["gold_count"] == 1
+
+
+def test_surface_scores_count_each_name_once_as_the_wnut17_task_does():
+    """Gold names "Paris" (LOC) three times and "Bob" (PER) once; the system finds "Paris" once and
+    misses it twice, and adds "Bob" as LOC: conlleval counts 1 of 4 gold entities, surface forms 1
+    of 2 gold names (Paris/LOC, Bob/PER) and 1 of 2 predicted ones (Paris/LOC, Bob/LOC). Checked on
+    real runs against the task's wnuteval.py outside the repository (equal to 2 decimals)."""
+    tokens = [["Paris", "is", "big"], ["Paris", "Paris", "Bob"]]
+    gold = [["B-LOC", "O", "O"], ["B-LOC", "B-LOC", "B-PER"]]
+    predicted = [["B-LOC", "O", "O"], ["O", "O", "B-LOC"]]
+    assert span_scores(gold, predicted).recall == pytest.approx(25.0)
+    scores = surface_scores(tokens, gold, predicted)
+    assert (scores["surface_precision"], scores["surface_recall"], scores["surface_f1"]) == pytest.approx((50.0, 50.0, 50.0))
 
 
 def test_span_scores_without_chunks_are_zero():

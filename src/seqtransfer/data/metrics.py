@@ -80,6 +80,23 @@ def span_scores(gold: Sentences, predicted: Sentences) -> SpanScores:
     return SpanScores(**asdict(overall), per_class=per_class)
 
 
+def surface_scores(tokens: Sequence[Sequence[str]], gold: Sentences, predicted: Sentences) -> dict:
+    """The WNUT-17 shared task's surface-form scores (Derczynski et al. 2017, its wnuteval.py):
+    over the distinct (words, type) pairs of the gold entities, of the predicted ones, and of the
+    predicted ones that match a gold entity exactly (span and type): ``surface_precision``,
+    ``surface_recall`` and ``surface_f1`` (percent). An entity named five times counts once, so a
+    system is rewarded for the rare and emerging names, not for a frequent one found again.
+    (The task's entity F1 is conlleval's F1 over IOB2 tags: the same chunks, the same counts.)"""
+    _check_lengths(gold, predicted)
+    gold_chunks, predicted_chunks = _sentence_chunks(gold), _sentence_chunks(predicted)
+
+    def surfaces(chunk_set: set[tuple[int, str, int, int]]) -> set[tuple[tuple[str, ...], str]]:
+        return {(tuple(tokens[sentence][start:end]), chunk_type) for sentence, chunk_type, start, end in chunk_set}
+
+    scores = ClassScores.from_counts(len(surfaces(gold_chunks)), len(surfaces(predicted_chunks)), len(surfaces(gold_chunks & predicted_chunks)))
+    return {"surface_precision": scores.precision, "surface_recall": scores.recall, "surface_f1": scores.f1}
+
+
 def label_scores(gold: Sentences, predicted: Sentences) -> dict[str, ClassScores]:
     """Token-level precision, recall and F1 per label (per-class scores for POS tagging)."""
     _check_lengths(gold, predicted)

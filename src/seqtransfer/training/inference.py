@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from seqtransfer.data.batching import EncodedSentences, evaluation_batches
-from seqtransfer.data.metrics import evaluate, main_score
+from seqtransfer.data.metrics import evaluate, main_score, surface_scores
 from seqtransfer.data.vocabulary import Vocabulary
 from seqtransfer.tasks import kind_of
 from seqtransfer.training.precision import resolve_precision
@@ -65,6 +65,8 @@ def score_predictions(data, split: str, predicted: list, folder: Path, name: str
     ``folder/NAME`` (default the split's name)."""
     gold = data.gold(split)
     scores = evaluate(gold, predicted, data.metric)
+    if data.metric == "span_f1":  # entities: the WNUT-17 shared task's surface-form F1 beside conlleval's
+        scores.update(surface_scores(data.tokens(split), gold, predicted))
     data.kind.write_predictions(folder, name or split, data.splits[split], gold, predicted)
     return scores
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCORE_NAMES = ("accuracy", "precision", "recall", "f1", "uas", "las", "pearson", "spearman")
+SCORE_NAMES = ("accuracy", "precision", "recall", "f1", "surface_f1", "uas", "las", "pearson", "spearman")
 
 
 def format_split_scores(split: str, scores: dict) -> str:
