@@ -47,6 +47,9 @@ from seqtransfer.training.optimizer import clip_gradient_norm
 from seqtransfer.training.optimizers import fill_optimizer, make_optimizer
 from seqtransfer.training.seeding import seed_everything
 from seqtransfer.training.vocabularies import prepare_vocabularies
+from seqtransfer.transfer.schemes import get_scheme
+from seqtransfer.workflows.multitask import build_multitask_model, encode_streams, load_multitask_data, prepare_multitask_vocabularies, resolve_multitask_settings
+from seqtransfer.workflows.train import resolve_model_settings
 
 # Operators that only make a new view of a tensor's memory (metadata on the host, no kernel).
 VIEW_OPERATORS = {
@@ -82,6 +85,8 @@ MODELS = {
     "tagger-crf-gpu-loop": {"classifier": "crf", "gpu_path": (log_partition_torch, None)},
     "pretrand": {"classifier": "softmax", "architecture": "pretrand"},
     "parser": {"task": "dependency"},
+    "multitask": {"multitask": True},  # POS below NER (MuTSPad's hierarchy, two levels); the batch is NER's, through both
+    "encoder-finetune": {"encoder": "minilm"},  # MiniLM-L6 (random weights of its shape) fine-tuned under a softmax head
 }
 
 
@@ -142,9 +147,31 @@ def write_data(folder: Path, task: str, sentences: int, length: int, seed: int) 
     return data
 
 
+def build_multitask(batch_size: int, length: int, folder: Path):
+    """A two-level multi-task tagger (POS, then NER reading it), its optimiser and one NER batch."""
+    config = RunConfig()
+    entries = {}
+    for task, seed in (("pos", 1), ("ner", 2)):
+        (folder / task).mkdir()
+        data = write_data(folder / task, "ner", batch_size, length, seed)  # random labels: the task's kind is what counts
+        entries[task] = {"train": data["train"], "dev": data["dev"], "columns": ["word", task], "scheme": "none" if task == "pos" else "iob2"}
+    config.model.tasks, config.multitask.data, config.model.embeddings = {"pos": [], "ner": ["pos"]}, entries, None
+    seed_everything(1, 1)
+    quiet = lambda message: None  # noqa: E731
+    tasks = load_multitask_data(config)
+    resolve_multitask_settings(config, tasks, quiet)
+    vocabularies, matrix = prepare_multitask_vocabularies(config, tasks, quiet)
+    model = build_multitask_model(config, vocabularies, matrix, None, quiet)
+    batch = make_batch(encode_streams(tasks, vocabularies, unified=False)[1], np.arange(batch_size))
+    optimizer = make_optimizer([{"params": [p for p in model.parameters() if p.requires_grad]}], config.train)
+    return model, optimizer, batch, config
+
+
 def build(name: str, batch_size: int, length: int, folder: Path):
     """The model, its optimiser and one batch of ``batch_size`` sentences of ``length`` tokens."""
     settings = MODELS[name]
+    if settings.get("multitask"):
+        return build_multitask(batch_size, length, folder)
     config = RunConfig()
     for key, value in write_data(folder, "dependency" if settings.get("task") == "dependency" else "ner", batch_size, length, 1).items():
         setattr(config.data, key, value)
@@ -157,6 +184,9 @@ def build(name: str, batch_size: int, length: int, folder: Path):
     fill_optimizer(config.train, "sgd" if settings.get("task") != "dependency" else "adam")
     seed_everything(1, 1)
     data = load_task_data(config.data, ("train", "dev"))
+    if settings.get("encoder"):  # a fine-tuned encoder: its architecture, AdamW and schedule, as a run resolves them
+        config.model.encoder, config.model.encoder_mode, config.train.optimizer, config.train.learning_rate = settings["encoder"], "finetune", None, None
+        resolve_model_settings(config, get_scheme("scratch"), data, lambda message: None)
     vocabularies, _ = prepare_vocabularies(config, data, log=lambda message: None)
     model = build_model(config.model, vocabularies)
     encoded = data.encode("train", vocabularies)
