@@ -49,7 +49,7 @@ from seqtransfer.training.seeding import seed_everything
 from seqtransfer.training.vocabularies import prepare_vocabularies
 from seqtransfer.transfer.schemes import get_scheme
 from seqtransfer.workflows.multitask import build_multitask_model, encode_streams, load_multitask_data, prepare_multitask_vocabularies, resolve_multitask_settings
-from seqtransfer.workflows.train import resolve_model_settings
+from seqtransfer.workflows.resolution import resolve_model_settings
 
 # Operators that only make a new view of a tensor's memory (metadata on the host, no kernel).
 VIEW_OPERATORS = {

@@ -42,7 +42,7 @@ from seqtransfer.training.loop import ShuffledBatches, train_epoch
 from seqtransfer.training.optimizers import fill_optimizer, make_optimizer
 from seqtransfer.training.seeding import seed_everything
 from seqtransfer.training.vocabularies import prepare_vocabularies
-from seqtransfer.workflows.train import fill_fine_tuning
+from seqtransfer.workflows.resolution import fill_fine_tuning
 
 INFERENCE_BATCH_SIZES = [32, 128, 512, 2048]
 

@@ -34,3 +34,26 @@ def test_training_runs_on_a_frozen_configuration(tmp_path, monkeypatch):
     copied = copy.deepcopy(config)
     copied.train.seed = 9
     assert (changed.hidden, copied.train.seed, config.train.seed) == (8, 9, 1)
+
+
+def test_the_model_is_built_from_the_configuration_resolve_run_froze(tmp_path, monkeypatch):
+    """One function fills the configuration in (workflows/resolution.py resolve_run); the model is
+    built after it, from the frozen configuration, for a transfer run too (the source's sizes taken)."""
+    from seqtransfer.cli import run
+    from seqtransfer.workflows import train
+
+    source = tmp_path / "source"
+    run(tiny_train_arguments(source, epochs=1))
+    built = []
+    real = train.build_target_model
+
+    def watching(config, *arguments, **keywords):
+        with pytest.raises(AttributeError, match="resolved and frozen"):
+            config.model.hidden = 8
+        built.append((config.model.hidden, config.data.metric, config.model.architecture))
+        return real(config, *arguments, **keywords)
+
+    monkeypatch.setattr(train, "build_target_model", watching)
+    arguments = tiny_train_arguments(tmp_path / "target", epochs=1)
+    run(["transfer", "--source", str(source), "--method", "finetune", *arguments[1:]])
+    assert built == [(16, "span_f1", "tagger")]

@@ -18,7 +18,9 @@ from seqtransfer.training.loop import ShuffledBatches, train_epoch
 from seqtransfer.training.optimizers import make_optimizer
 from seqtransfer.training.vocabularies import prepare_vocabularies
 from seqtransfer.transfer.schemes import SCHEMES, set_trainable
-from seqtransfer.workflows.train import build_target_model, load_source, model_architecture
+from seqtransfer.workflows.resolution import model_architecture
+from seqtransfer.workflows.sources import adopt_source_settings, load_source
+from seqtransfer.workflows.train import build_target_model
 
 
 def target_config(scheme: str, source) -> RunConfig:
@@ -34,6 +36,8 @@ def build(scheme_name: str, source):
     config = target_config(scheme_name, source)
     scheme = SCHEMES[scheme_name]
     loaded_source = load_source(config, scheme)
+    if loaded_source:
+        adopt_source_settings(config, loaded_source)
     data = load_task_data(config.data)
     config.model.architecture = model_architecture(scheme, data)
     vocabularies, matrix = prepare_vocabularies(config, data, lambda message: None, base=loaded_source.vocabularies if loaded_source else None)

@@ -252,27 +252,25 @@ FISHER = "fisher.safetensors"
 
 
 def source_batches(source):
-    """The source run's training batches (a multi-task source: its tasks' batches of epoch 1, one task per batch)."""
+    """A single-task source run's training batches, in its epoch-0 order."""
     import numpy as np
 
     from seqtransfer.data.batching import training_batches
     from seqtransfer.data.task_data import load_task_data
 
     train = source.config.train
-    if hasattr(source.model, "hierarchy"):
-        from seqtransfer.workflows.multitask import TaskSchedule, encode_streams, load_multitask_data
-
-        streams = encode_streams(load_multitask_data(source.config), source.vocabularies, bool(source.config.multitask.unified))
-        return TaskSchedule(streams, train.batch_size, train.seed, source.config.multitask.sampling).batches(1)
     encoded = load_task_data(source.config.data, ("train",)).encode("train", source.vocabularies)
     return training_batches(encoded, train.batch_size, np.random.default_rng([train.seed, 0]))
 
 
-def source_fisher(source, batches: int, log: Callable[[str], None]) -> dict[str, torch.Tensor]:
+def source_fisher(source, batches: int, log: Callable[[str], None], training_batches=None) -> dict[str, torch.Tensor]:
     """The diagonal empirical Fisher of a source run on its training data: read from its run directory, or computed and stored there.
 
     Each tensor's mean squared gradient over the batches that reached it (all of them, but for a
-    multi-task source's branches, which only their tasks' batches reach)."""
+    multi-task source's branches, which only their tasks' batches reach). ``training_batches``:
+    a function giving the source's batches (a multi-task source's, from workflows/multitask.py,
+    one task per batch), called only when the information is not stored; default a single-task
+    source's (``source_batches``)."""
     from safetensors.torch import load_file
 
     from seqtransfer.training.checkpoint import save_tensors
@@ -289,7 +287,7 @@ def source_fisher(source, batches: int, log: Callable[[str], None]) -> dict[str,
     cuda = [parameter.device.index or 0 for parameter in model.parameters() if parameter.is_cuda][:1]
     with torch.random.fork_rng(devices=cuda):  # dropout here draws nothing from the target run's random streams (cached or not, the same run)
         model.train()
-        for batch in source_batches(source):
+        for batch in (training_batches or source_batches)(source):
             if counted == batches:
                 break
             model.zero_grad(set_to_none=True)

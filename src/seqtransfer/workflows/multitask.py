@@ -53,8 +53,9 @@ from seqtransfer.transfer.auxiliary_lm import auxiliary_language_model, language
 from seqtransfer.transfer.schemes import Scheme, get_scheme
 from seqtransfer.transfer.weights import copy_shared_label_rows, transfer_weights
 from seqtransfer.workflows.checks import check_resumable
+from seqtransfer.workflows.sources import adopt_source_settings, load_source
 from seqtransfer.workflows.task_schedule import WEIGHT_SCHEDULES, TaskSchedule, initial_weights, loss_weight_hook  # noqa: F401 - WEIGHT_SCHEDULES: read from here
-from seqtransfer.workflows.train import load_source, train_phases
+from seqtransfer.workflows.train import train_phases
 from seqtransfer.workflows.unify import unified_sentences, with_task_columns
 
 Log = Callable[[str], None]
@@ -183,10 +184,18 @@ def load_multitask_source(config: RunConfig, scheme: Scheme):
     if not scheme.uses_source:
         return None
     source = load_source(config, scheme)
+    adopt_source_settings(config, source)
     if not isinstance(source.model, HierarchicalMultiTask):
         raise SeqTransferError("the source run is not a multi-task model", path=config.transfer.source, hint="pass a run trained with model.tasks set (multi-task pretraining)")
     config.model.projection = source.config.model.projection
     return source
+
+
+def multitask_source_batches(source):
+    """A multi-task source run's training batches of epoch 1, one task per batch (its Fisher information's)."""
+    train = source.config.train
+    streams = encode_streams(load_multitask_data(source.config), source.vocabularies, bool(source.config.multitask.unified))
+    return TaskSchedule(streams, train.batch_size, train.seed, source.config.multitask.sampling).batches(1)
 
 
 def multitask_adaptations(config: RunConfig, model: HierarchicalMultiTask, source, log: Log) -> tuple:
@@ -205,7 +214,7 @@ def multitask_adaptations(config: RunConfig, model: HierarchicalMultiTask, sourc
         penalties.append(L2SP(model, state, copied, config.transfer.l2sp_weight))
         log(f"L2-SP (alpha {config.transfer.l2sp_weight}) over {len(penalties[-1].pairs)} transferred tensors, each batch over those its tasks use")
     if "ewc" in config.transfer.adaptations:
-        fisher = source_fisher(source, config.transfer.ewc_batches, log)
+        fisher = source_fisher(source, config.transfer.ewc_batches, log, multitask_source_batches)
         penalties.append(EWC(model, state, fisher, copied, config.transfer.ewc_weight))
         log(f"EWC (lambda {config.transfer.ewc_weight}) over {len(penalties[-1].pairs)} transferred tensors, each batch over those its tasks use")
     return tuple(penalties)

@@ -1,5 +1,6 @@
-"""The source run a transfer starts from: loaded, checked against what the target asks for, its
-model sizes given to the target (``load_source``)."""
+"""The source run a transfer starts from: loaded and checked against what the target asks for
+(``load_source``), then its model sizes given to the target when the run's configuration is
+resolved (``adopt_source_settings``, workflows/resolution.py)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ SOURCE_SIZES = (
 
 
 def load_source(config: RunConfig, scheme: Scheme) -> rundir.LoadedRun | None:
-    """The source run a scheme transfers from; its model sizes become the target's."""
+    """The source run a scheme transfers from (a self-labelling run's first final model), checked
+    against the set-up the target asks for; the configuration is left as it is."""
     if not scheme.uses_source:
         return None
     if not config.transfer.source:
@@ -49,9 +51,10 @@ def load_source(config: RunConfig, scheme: Scheme) -> rundir.LoadedRun | None:
             path=config.transfer.source,
             hint=f"transfer from one of its runs, or distil it into the new model: transfer.distill_from=[{config.transfer.source}]",
         )
-    if (Path(config.transfer.source) / rundir.MEMBERS).is_file():  # a self-labelling run: its first final model
-        config.transfer.source = str(rundir.first_member(config.transfer.source))
-    source = rundir.load_run(config.transfer.source)
+    directory = config.transfer.source
+    if (Path(directory) / rundir.MEMBERS).is_file():  # a self-labelling run: its first final model
+        directory = str(rundir.first_member(directory))
+    source = rundir.load_run(directory)
     if source.model.task_kind == "multitask" and not config.model.tasks:
         raise SeqTransferError(
             "the source run is a multi-task model; a mono-task model cannot take its weights",
@@ -60,9 +63,18 @@ def load_source(config: RunConfig, scheme: Scheme) -> rundir.LoadedRun | None:
         )
     check_source_tags(config, source)
     check_source_set_up(config, source)
+    return source
+
+
+def adopt_source_settings(config: RunConfig, source: rundir.LoadedRun) -> None:
+    """The target takes its source's path (a self-labelling run's first final model), model sizes
+    (``SOURCE_SIZES``: the copied weights' shapes) and input tagger, unless it names its own."""
+    if (Path(config.transfer.source) / rundir.MEMBERS).is_file():
+        config.transfer.source = str(rundir.first_member(config.transfer.source))
     for name in SOURCE_SIZES:
         setattr(config.model, name, getattr(source.config.model, name))
-    return source
+    if source.config.model.tag_feature and not config.model.tag_tagger:
+        config.model.tag_tagger = source.config.model.tag_tagger
 
 
 SOURCE_SET_UP = ("encoder_mode", "encoder_adapter", "inputs")  # of SOURCE_SIZES: a target that asks for other values is told, not overruled
@@ -84,8 +96,7 @@ def check_source_set_up(config: RunConfig, source: rundir.LoadedRun) -> None:
 
 
 def check_source_tags(config: RunConfig, source: rundir.LoadedRun) -> None:
-    """The target reads the tags its source read (the copied input layer's size depends on them);
-    it keeps the source's tagger unless it names its own."""
+    """The target reads the tags its source read (the copied input layer's size depends on them)."""
     wanted, had = config.model.tag_feature, source.config.model.tag_feature
     if wanted is not None and wanted != had:
         raise SeqTransferError(
@@ -93,5 +104,3 @@ def check_source_tags(config: RunConfig, source: rundir.LoadedRun) -> None:
             path=config.transfer.source,
             hint="drop model.tag_feature (the target reads what its source read), or transfer from a source trained with it",
         )
-    if had and not config.model.tag_tagger:
-        config.model.tag_tagger = source.config.model.tag_tagger

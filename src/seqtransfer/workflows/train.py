@@ -14,9 +14,8 @@ from torch import nn
 
 from seqtransfer import rundir
 from seqtransfer.analysis.activations import ActivationRecorder, activation_recorder
-from seqtransfer.config import RunConfig, check_values, idle_settings
-from seqtransfer.data.annealing import AnnealedBatches, add_annealing_sentences
-from seqtransfer.data.selection import training_sentences
+from seqtransfer.config import RunConfig, check_values
+from seqtransfer.data.annealing import AnnealedBatches
 from seqtransfer.data.task_data import SPLITS, TaskData, label_notes, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies
 from seqtransfer.device import describe_device, memory_errors_as_one_line, peak_memory_megabytes, prepare_device, resolve_device
@@ -25,37 +24,22 @@ from seqtransfer.errors import SeqTransferError, SeqTransferWarning
 from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import count_parameters, size_metrics
 from seqtransfer.resources import peak_rss_megabytes, reset_peak_rss
-from seqtransfer.tasks.regression import check_centred_scores
 from seqtransfer.training.inference import EvaluationSet, score_split
 from seqtransfer.training.loop import BatchSource, Evaluate, FitResult, ShuffledBatches, dev_evaluation, fit
 from seqtransfer.training.memory import check_parser_memory
-from seqtransfer.training.optimizers import fill_optimizer
 from seqtransfer.training.precision import resolve_precision
 from seqtransfer.training.seeding import seed_everything
 from seqtransfer.training.tensorboard import TensorBoardLog
-from seqtransfer.training.vocabularies import prepare_vocabularies
 from seqtransfer.transfer.adaptations import check_adaptations, chosen_adaptations, parameter_groups
-from seqtransfer.transfer.adversarial import unlabelled_target
-from seqtransfer.transfer.auxiliary_lm import language_model_decoder, language_model_words
 from seqtransfer.transfer.loss_terms import TermContext, loss_terms
 from seqtransfer.transfer.masked_lm import load_pretraining_head
 from seqtransfer.transfer.schemes import Scheme, get_scheme, scheme_prefixes, set_trainable
 from seqtransfer.transfer.weights import copy_shared_label_rows, transfer_weights
-from seqtransfer.workflows.checks import check_adapter, check_auxiliary_lm, check_causal_encoder, check_distillation, check_fine_tuned_encoder, check_nothing_is_added, check_resumable
-from seqtransfer.workflows.sources import load_source
+from seqtransfer.workflows.checks import check_adapter, check_auxiliary_lm, check_distillation, check_nothing_is_added, check_resumable
+from seqtransfer.workflows.resolution import resolve_run
+from seqtransfer.workflows.sources import adopt_source_settings, load_source
 
 Log = Callable[[str], None]
-
-
-def model_architecture(scheme: Scheme, data: TaskData) -> str:
-    """The model a scheme builds for this task kind (a tagger, PretRand, a parser)."""
-    architectures = data.kind.architectures
-    if scheme.architecture not in architectures:
-        raise SeqTransferError(
-            f"scheme '{scheme.name}' does not apply to {data.kind.name} task '{data.task}'",
-            hint=f"use a scheme that builds one of: {', '.join(name for name in architectures if name != 'encoder')} (e.g. --method finetune or features)",
-        )
-    return architectures[scheme.architecture]
 
 
 def build_target_model(config: RunConfig, scheme: Scheme, vocabularies: Vocabularies, matrix: np.ndarray, source, log: Log) -> nn.Module:
@@ -164,8 +148,7 @@ def train_multitask_run(config: RunConfig, directory: Path, started: float, log:
 
 
 def load_logged_task_data(config: RunConfig, splits: tuple[str, ...], log: Log) -> TaskData:
-    """The run's data; what reading repaired (and the data's notes) go to the run's log too, and the
-    scheme and metric used (inferred or not) to its config."""
+    """The run's data; what reading repaired (and the data's notes) go to the run's log too."""
     with warnings.catch_warnings(record=True) as repairs:
         warnings.simplefilter("always", SeqTransferWarning)
         data = load_task_data(config.data, splits)
@@ -178,7 +161,6 @@ def load_logged_task_data(config: RunConfig, splits: tuple[str, ...], log: Log) 
         raise SeqTransferError(f"dataset '{data.dataset}' has no dev split for early stopping", hint="pass --dev PATH")
     for note in data.notes + label_notes(data):
         log(f"warning: {note}")
-    config.data.scheme, config.data.metric = data.scheme, data.metric
     return data
 
 
@@ -198,17 +180,15 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
         return train_multitask_run(config, directory, started, log, show_progress)
     scheme = get_scheme(config.transfer.scheme)
     source = load_source(config, scheme)
-    check_adapter(config)  # after the source's encoder set-up is taken
     data = load_logged_task_data(config, SPLITS if scheme.phases(config.transfer) else ("dev", "test"), log)  # nothing trains: no training split needed
     if not scheme.phases(config.transfer):  # nothing trains: the source model as it is
+        check_adapter(config)
         check_nothing_is_added(config, scheme)
         return source_as_is(config, directory, data, source, started, log)
-    resolve_model_settings(config, scheme, data, log)
-    started -= prepare_training_split(config, data, directory, log)  # fold taggers trained by an earlier start of this run count as its time
-    vocabularies, matrix = prepare_vocabularies(config, data, log, base=source.vocabularies if source else None, extra_tokens=unlabelled_target(config))
-    if config.transfer.auxiliary_lm_weight:  # saved with the run: the LM layers are part of the model
-        config.model.language_model_words = language_model_words(config, vocabularies)
-        config.model.language_model_decoder = language_model_decoder(config)
+    from seqtransfer.workflows.jackknife import jackknife_tags  # its fold taggers train through train_tagger
+
+    vocabularies, matrix, earlier_seconds = resolve_run(config, scheme, data, source, directory, log, jackknife_tags)  # the configuration filled in and frozen
+    started -= earlier_seconds  # fold taggers trained by an earlier start of this run count as its time
     model = build_target_model(config, scheme, vocabularies, matrix, source, log)
     check_target_model(config, model, scheme, source is not None, data, vocabularies, log)
     place_on_device(config, model, log)
@@ -220,42 +200,7 @@ def train_tagger(config: RunConfig, run_directory: str | Path, log: Log = print,
         if vocabularies.encoder and (directory / rundir.VOCABULARY).is_file():  # resumed: the pair features its first epochs read
             vocabularies.encoder_segments = rundir.read_vocabularies(directory).encoder_segments
         rundir.save_setup(directory, config, vocabularies)
-        config.freeze()  # config.yaml holds the resolved settings: nothing may change them from here on
         return fit_and_save(config, directory, data, vocabularies, model, scheme, started, log, show_progress, epoch_reports)
-
-
-def resolve_model_settings(config: RunConfig, scheme: Scheme, data: TaskData, log: Log) -> None:
-    """The model's architecture, a fine-tuned encoder's defaults, the optimizer and its rate (saved
-    with the run); a warning for each setting nothing will read."""
-    config.model.architecture = model_architecture(scheme, data)
-    if config.model.encoder and config.model.encoder_mode == "finetune":
-        check_fine_tuned_encoder(data, scheme)
-        fill_fine_tuning(config, data.kind)
-        check_causal_encoder(config)
-    if config.train.adversarial_data and not config.model.discriminator_hidden:
-        config.model.discriminator_hidden = 100  # saved with the run: the discriminator is part of the model
-    fill_optimizer(config.train, data.kind.optimizer)
-    for idle in idle_settings(config):  # the model and schedule resolved: what the run will not read
-        log(f"warning: {idle}")
-
-
-def prepare_training_split(config: RunConfig, data: TaskData, directory: Path, log: Log) -> float:
-    """The training sentences and their weights (subsets, selection, pseudo labels, annealed source
-    sentences), jackknifed input tags, and what the task fills in from them; the seconds fold
-    taggers trained by an earlier start of this run took."""
-    data.train_weights = training_sentences(config, data, log)  # subsets, selection, pseudo labels (data/selection.py)
-    data.target_count = add_annealing_sentences(config, data, log)  # data annealing: source sentences after the target's
-    earlier_seconds = 0.0
-    if config.model.tag_jackknife:  # input tags of the training split from fold taggers (workflows/jackknife.py)
-        from seqtransfer.workflows.jackknife import jackknife_tags
-
-        data.train_tags, earlier_seconds = jackknife_tags(config, data, directory, log)
-        seed_everything(config.train.seed, config.train.threads)  # the fold taggers drew random numbers (or, resumed, did not): start from the seed either way
-    check_centred_scores(config.model, data.kind)
-    filled = data.kind.fill_config(config.model, data.gold("train"), data.splits["train"])
-    if filled:
-        log(filled)
-    return earlier_seconds
 
 
 def check_target_model(config: RunConfig, model: nn.Module, scheme: Scheme, has_source: bool, data: TaskData, vocabularies: Vocabularies, log: Log) -> None:
@@ -301,18 +246,12 @@ def place_on_device(config: RunConfig, model: nn.Module, log: Log) -> None:
         log(f"precision: {precision.describe()}")
 
 
-def fill_fine_tuning(config: RunConfig, kind) -> None:
-    """A fine-tuned encoder's defaults: the task kind's encoder model, AdamW and a linear warm-up
-    then decay (each unless set)."""
-    config.model.architecture = kind.architectures["encoder"]
-    fill_optimizer(config.train, "adamw")
-    config.train.schedule = config.train.schedule or "linear_warmup"
-
-
 def source_as_is(config: RunConfig, directory: Path, data: TaskData, source: rundir.LoadedRun, started: float, log: Log) -> dict:
     """A run directory holding the source model unchanged (its vocabularies and labels: target words
     it never saw are unknown words, target labels it lacks are never predicted), scored on the target's splits."""
+    adopt_source_settings(config, source)  # its path (a self-labelling run's first final model)
     config.model = source.config.model
+    config.data.scheme, config.data.metric = data.scheme, data.metric
     log(f"source only: {config.transfer.source} applied to {data.dataset}/{data.task} without training")
     target_labels = {label for sentence in data.kind.label_strings(data.gold("dev")) for label in sentence}
     missing = sorted(target_labels - set(source.vocabularies.labels.items))
