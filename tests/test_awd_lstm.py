@@ -1,5 +1,6 @@
 """Our AWD-LSTM language model (issue 56, point 1): the network's parts (weight dropout, tying,
-causality, truncated BPTT over a stream), pretraining, its folder, resuming and bad input."""
+causality, truncated BPTT over a stream), pretraining, its folder, resuming and bad input; the
+folder fine-tuned as an encoder under ULMFiT's classifier and a tagger."""
 
 from __future__ import annotations
 
@@ -164,7 +165,57 @@ def test_bad_input_is_one_line(language_model, text, tmp_path, capsys, monkeypat
         "train.threads=1",
         f"model.encoder={folder}",
     ]
-    for mode in ("features", "finetune"):
-        error = one_line_error(capsys, ["train", *ner, "--output", str(tmp_path / mode), f"model.encoder_mode={mode}"])
-        assert "holds an AWD-LSTM language model" in error and "cannot serve as model.encoder yet" in error
-        assert not (tmp_path / mode / "metrics.json").exists()
+    error = one_line_error(capsys, ["train", *ner, "--output", str(tmp_path / "features"), "model.encoder_mode=features"])
+    assert "read as a fine-tuned encoder, not as frozen features" in error and "model.encoder_mode=finetune" in error
+    assert not (tmp_path / "features" / "metrics.json").exists()
+
+
+def test_the_lm_fine_tuned_as_an_encoder_trains_saves_loads_and_predicts(language_model, tmp_path, monkeypatch):
+    """ULMFiT's third stage on our AWD-LSTM: the classifier (concat pooling) over the LM's last
+    layer, with gradual unfreezing over its groups (embedding, then each LSTM layer) and
+    discriminative rates; the weights start from the LM's; the run loads and predicts as trained."""
+    import seqtransfer
+    from seqtransfer.models.awd_encoder import word_map
+    from seqtransfer.transfer.adaptations import layer_groups
+
+    monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))
+    folder, _ = language_model
+    output = tmp_path / "classifier"
+    data = ["--train", str(FIXTURES / "tiny_sentiment_train.tsv"), "--dev", str(FIXTURES / "tiny_sentiment_dev.tsv")]
+    encoder = [f"model.encoder={folder}", "model.encoder_mode=finetune", "model.embeddings=null", "train.threads=1"]
+    metrics = run(
+        ["train", *data, "--epochs", "5", "--output", str(output), "--quiet", "--device", "cpu", *encoder, "model.sentence_reader=ulmfit", "transfer.adaptations=[discriminative,gradual_unfreezing]"]
+    )
+    assert "architecture: encoder_classifier" in (output / "config.yaml").read_text() and 0 <= metrics["dev"]["accuracy"] <= 100
+    predictor = seqtransfer.load(output, device="cpu")
+    groups = [name for name, _ in layer_groups(predictor.run.model)]
+    assert groups == ["encoder.embedding", "encoder.lstm_layers.0", "encoder.lstm_layers.1", "encoder.lstm_layers.2", "head"]
+    pretrained, words = load_awd_lstm(folder)
+    saved, fresh = predictor.run.model.encoder.embedding.weight, tiny_model(len(words)).embedding.weight
+    assert torch.allclose(saved, pretrained.embedding.weight, atol=1e-2) and not torch.allclose(saved, fresh, atol=1e-2)  # it started from the LM (and its lowest group opens last)
+    labels = predictor.predict(["what a great movie", "not good at all"])
+    assert labels == seqtransfer.load(output, device="cpu").predict(["what a great movie", "not good at all"]) and set(labels) <= {"pos", "neg"}
+    assert word_map(["<pad>", "<unk>", words[5], words[5].upper(), "never-seen"], words).tolist() == [0, 0, 5, 5, 0]
+    tagger = run(
+        [
+            "train",
+            "--train",
+            str(FIXTURES / "tiny_ner_train.conll"),
+            "--dev",
+            str(FIXTURES / "tiny_ner_dev.conll"),
+            "--columns",
+            "word,ner",
+            "--scheme",
+            "iob2",
+            "--epochs",
+            "1",
+            "--output",
+            str(tmp_path / "tagger"),
+            "--quiet",
+            "--device",
+            "cpu",
+            *encoder,
+            "model.classifier=crf",
+        ]
+    )
+    assert 0 <= tagger["dev"]["f1"] <= 100

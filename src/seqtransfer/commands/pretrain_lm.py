@@ -193,7 +193,13 @@ def run_awd_lstm(arguments: argparse.Namespace) -> dict:
 
     settings = AwdSettings(arguments.size, arguments.vocabulary_size, arguments.bptt, arguments.held_out)
     train_config = adam_training(arguments, [0.9, 0.99], 0.25)  # fastai's Adam moments; Merity et al.'s gradient clip
-    return pretrain_on_words(arguments, pretrain_awd_lstm, settings, train_config, f"wrote {arguments.output} (an AWD-LSTM LM: pretrained and saved; reading it as model.encoder is still to come)")
+    return pretrain_on_words(
+        arguments,
+        pretrain_awd_lstm,
+        settings,
+        train_config,
+        f"wrote {arguments.output} (an AWD-LSTM LM: use it with model.encoder={arguments.output} model.encoder_mode=finetune, e.g. model.sentence_reader=ulmfit)",
+    )
 
 
 def pretrain_on_words(arguments: argparse.Namespace, pretrain, settings, train_config, done: str) -> dict:

@@ -14,8 +14,8 @@ tables are one tensor (weight tying, Inan et al. 2017; Press and Wolf 2017).
 
 A pretrained LM is a folder (``seqtransfer pretrain-lm --architecture awd-lstm``): ``config.json``
 (``"seqtransfer_architecture": "awd_lstm"`` and the sizes), ``model.safetensors`` and
-``vocabulary.json`` (its words). Reading one as an encoder is still to come: ``model.encoder``
-on such a folder is one error line (``refuse_as_encoder``).
+``vocabulary.json`` (its words). Such a folder is also an encoder (``model.encoder=FOLDER``,
+fine-tuned: ``models/awd_encoder.py``); frozen features of it are refused in one line.
 """
 
 from __future__ import annotations
@@ -124,13 +124,51 @@ class AwdLstmLanguageModel(nn.Module):
         return functional.linear(outputs, self.decoder_weight, self.decoder_bias)
 
 
-def refuse_as_encoder(folder: Path) -> None:
-    """One error line for ``model.encoder`` on an AWD-LSTM folder: it is pretrained and saved, not read as an encoder yet."""
-    if folder_architecture(folder) == ARCHITECTURE:
+def is_awd_lstm(folder: Path) -> bool:
+    """Whether an encoder folder holds our AWD-LSTM LM (its config.json says so)."""
+    return folder_architecture(folder) == ARCHITECTURE
+
+
+def read_awd_settings(folder: Path) -> dict:
+    """config.json of an AWD-LSTM folder (one error line where it cannot be read or lacks a size)."""
+    try:
+        settings = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise SeqTransferError("the AWD-LSTM folder's config.json cannot be read", path=folder, hint="use the whole folder seqtransfer pretrain-lm --architecture awd-lstm wrote") from None
+    missing = [key for key in NEEDED if key not in settings]
+    if missing:
+        raise SeqTransferError(f"config.json lacks {', '.join(missing)}", path=folder, hint="use the whole folder seqtransfer pretrain-lm --architecture awd-lstm wrote")
+    return settings
+
+
+def read_awd_words(folder: Path) -> list[str]:
+    """The words of an AWD-LSTM folder's vocabulary.json, in id order."""
+    try:
+        return list(json.loads((Path(folder) / VOCABULARY).read_text(encoding="utf-8"))["words"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise SeqTransferError("the AWD-LSTM folder's vocabulary.json cannot be read", path=folder, hint="use the whole folder seqtransfer pretrain-lm --architecture awd-lstm wrote") from None
+
+
+def awd_shape(folder: Path) -> tuple[int, int]:
+    """(layers + 1, E) of an AWD-LSTM folder: its embedding and LSTM layers, the last one's units."""
+    settings = read_awd_settings(folder)
+    return int(settings["layers"]) + 1, int(settings["embedding"])
+
+
+def awd_parameters(folder: Path) -> int:
+    """Parameters of an AWD-LSTM folder's network (the tied decoder's bias included)."""
+    with torch.device("meta"):
+        model = AwdLstmLanguageModel(read_awd_settings(folder))
+    return sum(parameter.numel() for parameter in model.parameters())
+
+
+def refuse_frozen_features(folder: Path, mode: str) -> None:
+    """One error line for frozen features of an AWD-LSTM: it is read fine-tuned only."""
+    if mode != "finetune" and is_awd_lstm(folder):
         raise SeqTransferError(
-            "this folder holds an AWD-LSTM language model (pretrain-lm --architecture awd-lstm), which cannot serve as model.encoder yet",
+            "an AWD-LSTM language model is read as a fine-tuned encoder, not as frozen features",
             path=folder,
-            hint="use a Transformer folder, or one written by pretrain-lm --architecture bilstm",
+            hint="add model.encoder_mode=finetune (ULMFiT's classifier: model.sentence_reader=ulmfit)",
         )
 
 

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from seqtransfer.embeddings.awd_lstm import refuse_as_encoder
+from seqtransfer.embeddings.awd_lstm import awd_parameters, awd_shape, is_awd_lstm, load_awd_lstm
 from seqtransfer.embeddings.recurrent_lm import is_recurrent_lm, load_recurrent_lm, recurrent_parameters, recurrent_shape
 from seqtransfer.embeddings.tokenization import check_tokenizer_fits, pair_breaks, subword_pieces, token_segments, window_limit, windows
 from seqtransfer.errors import SeqTransferError
@@ -55,8 +55,7 @@ def encoder_path(name: str) -> Path:
     missing = [file for file in ENCODER_FILES if not (path / file).is_file()]
     if missing:
         raise SeqTransferError(f"encoder folder is incomplete (no {', '.join(missing)})", path=path, hint="save it with save_pretrained (model and tokenizer)")
-    refuse_as_encoder(path)  # our AWD-LSTM LM: pretrained and saved, not an encoder yet (embeddings/awd_lstm.py)
-    if is_recurrent_lm(path):  # our BiLSTM LM: characters in, no tokenizer (embeddings/recurrent_lm.py)
+    if is_recurrent_lm(path) or is_awd_lstm(path):  # our own LMs: characters or whole words in, no tokenizer (embeddings/recurrent_lm.py, awd_lstm.py)
         return path
     if not any((path / file).is_file() for file in TOKENIZER_FILES):
         raise SeqTransferError(f"encoder folder has no tokenizer (none of {', '.join(TOKENIZER_FILES)})", path=path, hint="save the model's tokenizer into the folder too (tokenizer.save_pretrained)")
@@ -68,6 +67,9 @@ def check_encoder(name: str) -> None:
     error line before a run writes anything; feature extraction would load it only on a cache miss."""
     if is_recurrent_lm(encoder_path(name)):
         load_recurrent_lm(encoder_path(name))
+        return
+    if is_awd_lstm(encoder_path(name)):
+        load_awd_lstm(encoder_path(name))
         return
     load_encoder(name)
 
@@ -81,6 +83,8 @@ def encoder_shape(name: str) -> tuple[int, int]:
     path = encoder_path(name)
     if is_recurrent_lm(path):
         return recurrent_shape(path)
+    if is_awd_lstm(path):
+        return awd_shape(path)
     try:
         config = AutoConfig.from_pretrained(str(path), local_files_only=True)
         return int(config.num_hidden_layers) + 1, int(config.hidden_size)
@@ -95,6 +99,8 @@ def encoder_parameters(name: str) -> int:
     """The encoder's number of parameters (built on the meta device: nothing allocated or read)."""
     if is_recurrent_lm(encoder_path(name)):
         return recurrent_parameters(encoder_path(name))
+    if is_awd_lstm(encoder_path(name)):
+        return awd_parameters(encoder_path(name))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import AutoConfig, AutoModel
 
@@ -286,8 +292,9 @@ def encoder_limit(name: str, tokenizer) -> int:
 
 
 def reads_subwords(name: str) -> bool:
-    """Whether a fine-tuned encoder reads sub-word windows (a Transformer), not the batch's characters (our recurrent LM)."""
-    return not is_recurrent_lm(encoder_path(name))
+    """Whether a fine-tuned encoder reads sub-word windows (a Transformer), not the batch's
+    characters or words (our recurrent LMs)."""
+    return not (is_recurrent_lm(encoder_path(name)) or is_awd_lstm(encoder_path(name)))
 
 
 def subword_windows(name: str, sentences: Sequence[Sequence[str]], separate: bool = False) -> tuple[list[list[np.ndarray]], list[np.ndarray], list[list[np.ndarray]]]:

@@ -18,6 +18,7 @@ and where it has them: ``sentence_vector(batch) -> (B, D)`` (a [CLS]), ``reads_r
     words         word vector + character BiLSTM (+ frozen encoder features) -> BiLSTM
     transformer   a fine-tuned Hugging Face encoder (models/transformer_encoder.py)
     bilstm_lm     our ELMo-style recurrent LM, fine-tuned (models/recurrent_encoder.py)
+    awd_lstm      our AWD-LSTM LM, fine-tuned (models/awd_encoder.py; ULMFiT's classifier)
 """
 
 from __future__ import annotations
@@ -30,9 +31,11 @@ from torch import nn
 
 from seqtransfer.config import ModelConfig
 from seqtransfer.data.batching import Batch
+from seqtransfer.embeddings.awd_lstm import is_awd_lstm
 from seqtransfer.embeddings.recurrent_lm import is_recurrent_lm
 from seqtransfer.embeddings.transformer import encoder_path
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.models.awd_encoder import AwdLstmEncoder
 from seqtransfer.models.biaffine import RootedBiLSTM
 from seqtransfer.models.bilstm import BiLSTM, NoFeatureExtractor
 from seqtransfer.models.heads import HEADS
@@ -89,7 +92,7 @@ class WordEncoder:
         return self.feature_extractor(self.word_representation(batch), batch.lengths)
 
 
-ENCODERS: dict[str, type] = {"words": WordEncoder, "transformer": TransformerEncoder, "bilstm_lm": RecurrentEncoder}
+ENCODERS: dict[str, type] = {"words": WordEncoder, "transformer": TransformerEncoder, "bilstm_lm": RecurrentEncoder, "awd_lstm": AwdLstmEncoder}
 
 
 def encoder_family(config: ModelConfig) -> str:
@@ -99,7 +102,10 @@ def encoder_family(config: ModelConfig) -> str:
         return config.encoder_family
     if not config.encoder or config.encoder_mode != "finetune":
         return "words"
-    return "bilstm_lm" if is_recurrent_lm(encoder_path(config.encoder)) else "transformer"
+    folder = encoder_path(config.encoder)
+    if is_recurrent_lm(folder):
+        return "bilstm_lm"
+    return "awd_lstm" if is_awd_lstm(folder) else "transformer"
 
 
 @cache

@@ -10,6 +10,7 @@ from seqtransfer.config import RunConfig
 from seqtransfer.data.tag_feature import add_tag_vocabulary
 from seqtransfer.data.task_data import TaskData
 from seqtransfer.data.vocabulary import Vocabularies, Vocabulary, build_vocabularies, word_key
+from seqtransfer.embeddings.awd_lstm import is_awd_lstm, read_awd_words, refuse_frozen_features
 from seqtransfer.embeddings.recurrent_lm import is_recurrent_lm, read_vocabulary
 from seqtransfer.embeddings.static import build_embedding_matrix, load_vectors
 from seqtransfer.embeddings.transformer import check_encoder, encoder_fingerprint, encoder_path, encoder_shape
@@ -47,6 +48,7 @@ def build_word_vocabularies(config: RunConfig, train_tokens: list, evaluation_to
     pretrained = set(vectors.words) if vectors is not None else set()
     vocabularies = build_vocabularies(train_tokens, train_labels, evaluation_tokens, pretrained, model_config.lowercase_words, data_config.twitter_normalization, base=base)
     if model_config.encoder:  # every sentence encoded with these vocabularies carries the encoder's vectors
+        refuse_frozen_features(encoder_path(model_config.encoder), model_config.encoder_mode)
         check_encoder(model_config.encoder)
         model_config.encoder_layers, model_config.encoder_dimension = encoder_shape(model_config.encoder)
         model_config.encoder_hash = encoder_fingerprint(model_config.encoder)
@@ -55,11 +57,21 @@ def build_word_vocabularies(config: RunConfig, train_tokens: list, evaluation_to
         vocabularies.pair_encoding = model_config.pair_encoding
         if model_config.encoder_mode == "finetune" and is_recurrent_lm(encoder_path(model_config.encoder)):
             vocabularies.characters = with_lm_characters(vocabularies.characters, model_config.encoder)
+        if model_config.encoder_mode == "finetune" and is_awd_lstm(encoder_path(model_config.encoder)):
+            vocabularies.words = with_lm_words(vocabularies.words, model_config.encoder, vocabularies.word_keys)
         how = f"fine-tuned, {model_config.encoder_pooling} sub-word" if model_config.encoder_mode == "finetune" else f"frozen, {model_config.encoder_pooling} sub-word, scalar mix"
         log(f"encoder {model_config.encoder}: {model_config.encoder_layers} layers of {model_config.encoder_dimension} units, {how}")
     matrix, found = build_embedding_matrix(vocabularies.words.items, vectors, model_config.word_dimension, seed=config.train.seed)
     log(f"vocabulary: {len(vocabularies.words)} words ({found} pre-trained), {len(vocabularies.characters)} characters, {len(vocabularies.labels)} labels")
     return vocabularies, matrix
+
+
+def with_lm_words(words: Vocabulary, encoder: str, keys) -> Vocabulary:
+    """The run's words, then the AWD-LSTM's that its data lacks (under the run's word keys): a
+    fine-tuned LM then reads every test word it knows as itself, not as the unknown word."""
+    known = set(words.items)
+    extra = dict.fromkeys(key for key in keys(read_awd_words(encoder_path(encoder))) if key not in known)
+    return Vocabulary([*words.items, *extra])
 
 
 def with_lm_characters(characters: Vocabulary, encoder: str) -> Vocabulary:
