@@ -219,3 +219,24 @@ def test_the_lm_fine_tuned_as_an_encoder_trains_saves_loads_and_predicts(languag
         ]
     )
     assert 0 <= tagger["dev"]["f1"] <= 100
+
+
+def test_finetune_lm_continues_the_awd_lstm_on_target_text(language_model, text, tmp_path):
+    """ULMFiT's second stage on our AWD-LSTM: the stream of the target text, discriminative rates
+    (embedding, LSTM 1, LSTM 2, LSTM 3 with the decoder's bias), perplexity before and after; the
+    result is an AWD-LSTM folder again, usable as an encoder."""
+    from seqtransfer.workflows.lm_finetuning import AWD_LAYER_GROUPS, discriminative_groups
+
+    folder, _ = language_model
+    target = tmp_path / "target.txt"
+    target.write_text("".join(line + "\n" for line in text.read_text(encoding="utf-8").splitlines()[:80]), encoding="utf-8")
+    output = tmp_path / "continued"
+    summary = run(["finetune-lm", str(folder), "--text", str(target), "--output", str(output), "--epochs", "2", "--batch-size", "8", "--threads", "1", "--quiet", "--device", "cpu"])
+    report = json.loads((output / "pretraining.json").read_text())
+    assert report["architecture"] == "awd-lstm" and report["continued_from"] == str(folder) and report["bptt"] == 70
+    assert summary["held_out_perplexity_before"] > 0 and 0 < summary["held_out_perplexity"] <= summary["held_out_perplexity_before"] * 1.5
+    continued, words = load_awd_lstm(output)
+    assert words == load_awd_lstm(folder)[1]  # the LM keeps its words
+    rates = [group["lr"] for group in discriminative_groups(continued, 0.026, 2.6, AWD_LAYER_GROUPS)]
+    assert rates == pytest.approx([0.026 / 2.6**3, 0.026 / 2.6**2, 0.026 / 2.6, 0.026])
+    assert sum(len(group["params"]) for group in discriminative_groups(continued, 0.026, 2.6, AWD_LAYER_GROUPS)) == len(list(continued.parameters()))

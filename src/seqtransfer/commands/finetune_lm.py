@@ -13,7 +13,7 @@ from seqtransfer.errors import SeqTransferError
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("language_model", metavar="LM", help="the LM folder to continue (pretrain-lm --architecture bilstm)")
+    parser.add_argument("language_model", metavar="LM", help="the LM folder to continue (pretrain-lm --architecture bilstm or awd-lstm)")
     parser.add_argument("--text", required=True, help="target-domain text: a raw corpus (tweets_unlabeled), a text file (one sentence per line), a CoNLL file (with --word-column) or DATASET[:SPLIT]")
     parser.add_argument("--word-column", type=whole(1), help="a CoNLL file's word column (1-based)")
     parser.add_argument("--tokenizer", choices=["whitespace", "tweet"], help="how a text file's lines split into tokens (default: a raw corpus's own, else whitespace)")

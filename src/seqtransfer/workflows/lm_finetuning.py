@@ -9,8 +9,9 @@ stopping early on the held-out perplexity of target text it does not train on. T
 that held-out text is measured before and after: what the stage bought. The result is a folder of
 the same architecture, usable wherever the first one was.
 
-For now our ELMo-style LM (``embeddings/recurrent_lm.py``) is continued; other folders are refused
-with one line.
+Our ELMo-style LM (``embeddings/recurrent_lm.py``) and our AWD-LSTM (``embeddings/awd_lstm.py``:
+ULMFiT's own LM, read as a stream in chunks of ``bptt`` words as in its pretraining) are
+continued; other folders are refused with one line.
 """
 
 from __future__ import annotations
@@ -20,9 +21,12 @@ from pathlib import Path
 
 from torch import nn
 
+from seqtransfer.embeddings.awd_lstm import is_awd_lstm, load_awd_lstm, save_awd_lstm
 from seqtransfer.embeddings.recurrent_lm import is_recurrent_lm, load_recurrent_lm, read_vocabulary, save_recurrent_lm
 from seqtransfer.embeddings.transformer import encoder_fingerprint
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.workflows.awd_pretraining import StreamBatches, StreamPretraining
+from seqtransfer.workflows.awd_pretraining import encode_sentences as encode_stream
 from seqtransfer.workflows.pretraining import perplexity, start_work_folder
 from seqtransfer.workflows.recurrent_pretraining import RecurrentBatches, RecurrentPretraining, on_device, prepare_run, publish, train_language_model, training_cost
 
@@ -34,15 +38,17 @@ class ContinuationSettings:
     held_out: float = 0.1  # share of the target lines kept for perplexity
     max_tokens: int = 100
     discriminative_factor: float = 2.6
+    bptt: int = 70  # the AWD-LSTM's chunks of its stream (its pretraining's default)
 
 
 LAYER_GROUPS = ("tokens.", "lstm_layers.0.", "lstm_layers.1.", "softmax.")  # bottom to top
+AWD_LAYER_GROUPS = ("embedding.", "lstm_layers.0.", "lstm_layers.1.", ("lstm_layers.2.", "decoder_bias"))  # the tied decoder's bias with the top layer
 
 
-def discriminative_groups(language_model: nn.Module, learning_rate: float, factor: float) -> list[dict]:
+def discriminative_groups(language_model: nn.Module, learning_rate: float, factor: float, layer_groups: tuple = LAYER_GROUPS) -> list[dict]:
     """Parameter groups bottom to top, the top (the softmax) at ``learning_rate``, each lower one ``factor`` times slower."""
     groups = []
-    for depth, prefix in enumerate(reversed(LAYER_GROUPS)):
+    for depth, prefix in enumerate(reversed(layer_groups)):
         parameters = [parameter for name, parameter in language_model.named_parameters() if name.startswith(prefix)]
         if parameters:
             groups.append({"params": parameters, "lr": learning_rate / factor**depth})
@@ -53,6 +59,8 @@ def continue_language_model(folder: str, sentences: list[list[str]], settings: C
     """Continue the LM of ``folder`` on ``sentences``; write the continued LM's folder ``output``
     (built in ``output.partial``; an interrupted run resumes from there)."""
     check_continuable(folder)
+    if is_awd_lstm(Path(folder)):
+        return continue_awd_lstm(folder, sentences, settings, train_config, output, log, show_progress, device)
     sentences = [sentence[: settings.max_tokens] for sentence in sentences if sentence]
     work, identity, training, held_out = prepare_run(sentences, settings, train_config, output, architecture="bilstm-continued")
     language_model, word_ids, character_ids = load_recurrent_lm(Path(folder))
@@ -88,15 +96,51 @@ def continue_language_model(folder: str, sentences: list[list[str]], settings: C
     return summary
 
 
+def continue_awd_lstm(folder: str, sentences: list[list[str]], settings: ContinuationSettings, train_config, output: Path, log, show_progress: bool, device: str) -> dict:
+    """The AWD-LSTM continued on ``sentences``, read as its pretraining read its text (a stream
+    of the sentences, each ended by </S>, in chunks of ``bptt`` words), with discriminative rates
+    over its embedding and each LSTM layer; its folder written as ``output``."""
+    work, identity, training, held_out = prepare_run([sentence for sentence in sentences if sentence], settings, train_config, output, architecture="awd-lstm-continued")
+    language_model, words = load_awd_lstm(Path(folder))
+    word_ids = {word: index for index, word in enumerate(words)}
+    model = on_device(StreamPretraining(language_model), device)
+    source = StreamBatches(encode_stream(training, word_ids), train_config.batch_size, settings.bptt, train_config.seed)
+    scored = StreamBatches(encode_stream(held_out, word_ids), train_config.batch_size, settings.bptt, train_config.seed).fixed()
+    before = perplexity(model, scored)
+    unknown = sum(word not in word_ids for sentence in training for word in sentence) / max(sum(map(len, training)), 1)
+    read = f"{len(training):,} target sentences ({source.tokens:,} tokens with </S>, {unknown:.1%} outside its words), {len(held_out):,} held out"
+    log(f"continuing {folder} on {read}; held-out perplexity before: {before:.2f}")
+    start_work_folder(work, identity)
+    groups = discriminative_groups(language_model, train_config.learning_rate, settings.discriminative_factor, AWD_LAYER_GROUPS)
+    result, final = train_language_model(model, source, scored, train_config, work, log, show_progress, parameter_groups=groups)
+    log(f"held-out perplexity of the target text: {before:.2f} before, {final:.2f} after")
+    summary = {
+        "architecture": "awd-lstm",
+        "continued_from": settings.source,
+        "continued_from_hash": settings.source_hash,
+        "held_out_perplexity_before": round(before, 3),
+        "unknown_word_share": round(unknown, 4),
+        "discriminative_factor": settings.discriminative_factor,
+        "bptt": settings.bptt,
+        "training_sentences": len(training),
+        "held_out_sentences": len(held_out),
+        "settings": language_model.settings,
+        **training_cost(result, final, source.tokens),
+    }
+    save_awd_lstm(work / "model", language_model.cpu(), words)
+    publish(work, output, summary)
+    return summary
+
+
 def check_continuable(folder: str) -> None:
-    """A folder of our ELMo-style LM (others are one line, for now)."""
+    """A folder of our ELMo-style LM or our AWD-LSTM (others are one line)."""
     if not Path(folder).is_dir():
         raise SeqTransferError("LM folder not found", path=folder, hint="pass the folder seqtransfer pretrain-lm wrote")
-    if not is_recurrent_lm(Path(folder)):
+    if not (is_recurrent_lm(Path(folder)) or is_awd_lstm(Path(folder))):
         raise SeqTransferError(
-            "finetune-lm continues our ELMo-style LM (pretrain-lm --architecture bilstm) for now, and this folder holds another model",
+            "finetune-lm continues our own recurrent LMs (pretrain-lm --architecture bilstm or awd-lstm), and this folder holds another model",
             path=folder,
-            hint="pass a folder written by seqtransfer pretrain-lm --architecture bilstm",
+            hint="pass a folder written by seqtransfer pretrain-lm --architecture bilstm or awd-lstm",
         )
 
 
