@@ -57,3 +57,25 @@ def test_the_model_is_built_from_the_configuration_resolve_run_froze(tmp_path, m
     arguments = tiny_train_arguments(tmp_path / "target", epochs=1)
     run(["transfer", "--source", str(source), "--method", "finetune", *arguments[1:]])
     assert built == [(16, "span_f1", "tagger")]
+
+
+def test_a_multitask_model_is_built_from_a_frozen_configuration(tmp_path, monkeypatch):
+    from conftest import TINY_MODEL
+    from test_multitask import NER, POS, write_config
+
+    from seqtransfer.cli import run
+    from seqtransfer.workflows import multitask
+
+    built = []
+    real = multitask.build_multitask_model
+
+    def watching(config, *arguments, **keywords):
+        with pytest.raises(AttributeError, match="resolved and frozen"):
+            config.model.hidden = 8
+        built.append(config.model.architecture)
+        return real(config, *arguments, **keywords)
+
+    monkeypatch.setattr(multitask, "build_multitask_model", watching)
+    config = write_config(tmp_path, {"pos": [], "ner": ["pos"]}, {"pos": POS, "ner": NER})
+    run(["train", "--config", str(config), "--output", str(tmp_path / "multi"), "--epochs", "1", "--quiet", *TINY_MODEL])
+    assert built == ["multitask"]

@@ -336,17 +336,26 @@ def multitask_metrics(config: RunConfig, scheme: Scheme, tasks: dict[str, TaskDa
     return metrics
 
 
+def resolve_multitask_run(config: RunConfig, tasks: dict[str, TaskData], source, log: Log) -> tuple[Vocabularies, np.ndarray]:
+    """A multi-task run's configuration filled in (architecture, task kinds, optimizer, each kind's
+    settings, the vocabularies with the encoder's shape, an auxiliary LM's words), then frozen, as
+    ``workflows/resolution.py`` does for one task: the model is built from the frozen configuration."""
+    resolve_multitask_settings(config, tasks, log)
+    vocabularies, matrix = prepare_multitask_vocabularies(config, tasks, log, base=source.vocabularies if source else None)
+    if config.transfer.auxiliary_lm_weight:  # saved with the run: the LM layers are part of the model
+        config.model.language_model_words = language_model_words(config, vocabularies)
+    config.freeze()
+    return vocabularies, matrix
+
+
 def train_multitask(config: RunConfig, directory: Path, started: float, log: Log, show_progress: bool) -> dict:
     """Train a multi-task model (from scratch or from a multi-task source) and write its run directory."""
     scheme = get_scheme(config.transfer.scheme)
     check_multitask_settings(config)
     source = load_multitask_source(config, scheme)
     tasks = load_multitask_data(config)
-    resolve_multitask_settings(config, tasks, log)
-    weights = initial_weights(config)
-    vocabularies, matrix = prepare_multitask_vocabularies(config, tasks, log, base=source.vocabularies if source else None)
-    if config.transfer.auxiliary_lm_weight:  # saved with the run: the LM layers are part of the model
-        config.model.language_model_words = language_model_words(config, vocabularies)
+    weights = initial_weights(config)  # a bad multitask.loss_weights is one line before anything is built
+    vocabularies, matrix = resolve_multitask_run(config, tasks, source, log)
     model = build_multitask_model(config, vocabularies, matrix, source, log)
     device = resolve_device(config.train.device)
     prepare_device(device)
@@ -361,7 +370,6 @@ def train_multitask(config: RunConfig, directory: Path, started: float, log: Log
             raise SeqTransferError("run directory already holds a finished run", path=directory, hint="choose another --output")
         rundir.remove_partial_files(directory)
         rundir.save_setup(directory, config, vocabularies)
-        config.freeze()  # config.yaml holds the resolved settings: nothing may change them from here on
         streams = encode_streams(tasks, vocabularies, bool(config.multitask.unified))
         schedule = TaskSchedule(streams, config.train.batch_size, config.train.seed, config.multitask.sampling)
         extra_losses = (*extra_losses, *auxiliary_language_model(config, model, [ids for stream in streams for ids in stream.word_ids], log))
