@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 import torch
 from conftest import FIXTURES, TINY_MODEL, tiny_train_arguments
 from safetensors.torch import load_file
@@ -175,3 +176,23 @@ def test_an_adversarial_parser_source_trains_its_discriminator_on_the_parsers_st
     target = tmp_path / "target"
     assert main(["transfer", "--source", str(source), "--method", "finetune", *parser_arguments(target, 1)[1:]]) == 0
     assert not any(name.startswith("domain_discriminator.") for name in load_file(str(target / "model.safetensors")))
+
+
+def test_ganins_lambda_ramps_from_zero_to_the_weight_over_the_epochs(tmp_path):
+    """train.adversarial_schedule=ganin: 2 / (1 + exp(-10 p)) - 1 times the weight, p the share of
+    epochs done (0 in the first epoch); each epoch's record carries the lambda it trained with."""
+    from seqtransfer.transfer.adversarial import ramped_weight
+
+    assert ramped_weight(0.5, "constant", 7, 10) == 0.5 and ramped_weight(0.5, "ganin", 1, 10) == 0.0
+    assert ramped_weight(0.5, "ganin", 6, 10) == pytest.approx(0.5 * (2 / (1 + np.exp(-5.0)) - 1))
+    assert [ramped_weight(1.0, "ganin", epoch, 4) for epoch in (1, 2, 3, 4)] == sorted(ramped_weight(1.0, "ganin", epoch, 4) for epoch in (1, 2, 3, 4))
+    text = tmp_path / "tweets.txt"
+    text.write_text("@mary loves NYC !\nlol this is fun\n", encoding="utf-8")
+    assert main([*tiny_train_arguments(tmp_path / "ramp", epochs=3), f"train.adversarial_data={text}", "train.adversarial_schedule=ganin", "train.adversarial_weight=0.5"]) == 0
+    history = json.loads((tmp_path / "ramp" / "metrics.json").read_text())["history"]
+    assert [record["adversarial_lambda"] for record in history] == [round(ramped_weight(0.5, "ganin", epoch, 3), 4) for epoch in (1, 2, 3)]
+
+
+def test_an_adversarial_setting_without_adversarial_data_is_a_warning(tmp_path):
+    assert main([*tiny_train_arguments(tmp_path / "idle", epochs=1), "train.adversarial_schedule=ganin"]) == 0
+    assert "train.adversarial_schedule" in (tmp_path / "idle" / "log.txt").read_text()

@@ -7,6 +7,10 @@ fine-tuned on the target task as any source run (``transfer.scheme=finetune``).
     train.adversarial_data=tweebank:upos      unlabelled target sentences (labels ignored), or a
                                               text file, one whitespace-tokenised sentence per line
     train.adversarial_weight=0.1              lambda: the reversed gradient's scale
+    train.adversarial_schedule=ganin          lambda ramped from 0 to that over training, as Ganin et
+                                              al. (2016) do: 2 / (1 + exp(-10 p)) - 1 times it, p the
+                                              share of train.max_epochs done when the epoch starts
+                                              (theirs is per step; constant, the default, keeps it)
     model.discriminator_hidden=100            units of the discriminator's hidden layer
 
 Each training batch of the source is paired with a batch of target sentences, which the term
@@ -22,6 +26,7 @@ the domains apart; near 100 % the reversal is not winning.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 import numpy as np
@@ -89,9 +94,11 @@ class DomainLoss:
     """The extra loss term: lambda-reversed discriminator cross-entropy on source and target
     states; each call reads the next of the epoch's target batches (``start_epoch``)."""
 
-    def __init__(self, model: nn.Module, weight: float, target: EncodedSentences, batch_size: int, seed: int) -> None:
-        """``target``: the unlabelled target sentences, encoded (``encode_sentences``)."""
-        self.weight, self.target, self.batch_size, self.seed = weight, target, batch_size, seed
+    def __init__(self, model: nn.Module, weight: float, target: EncodedSentences, batch_size: int, seed: int, schedule: str = "constant", max_epochs: int = 1) -> None:
+        """``target``: the unlabelled target sentences, encoded (``encode_sentences``); ``schedule``:
+        lambda constant at ``weight``, or Ganin's ramp towards it over ``max_epochs``."""
+        self.full_weight, self.schedule, self.max_epochs = weight, schedule, max_epochs
+        self.weight, self.target, self.batch_size, self.seed = ramped_weight(weight, schedule, 1, max_epochs), target, batch_size, seed
         self.targets: Iterator[Batch] = target_batches(target, batch_size, seed, 1)
         self.source_states: torch.Tensor | None = None
         self.correct = self.tokens = self.target_tokens = 0  # this epoch's discriminator decisions
@@ -103,6 +110,7 @@ class DomainLoss:
 
     def start_epoch(self, epoch: int) -> None:
         self.targets = target_batches(self.target, self.batch_size, self.seed, epoch)
+        self.weight = ramped_weight(self.full_weight, self.schedule, epoch, self.max_epochs)
 
     def __call__(self, model: nn.Module, batch: Batch) -> torch.Tensor:
         source = token_states(self.source_states, batch.mask)
@@ -122,16 +130,29 @@ class DomainLoss:
         if not self.tokens:
             return {}
         summary = {"domain_accuracy": round(100.0 * int(self.correct) / self.tokens, 2), "domain_majority": round(100.0 * max(self.target_tokens, self.tokens - self.target_tokens) / self.tokens, 2)}
+        if self.schedule != "constant":
+            summary["adversarial_lambda"] = round(self.weight, 4)
         self.correct = self.tokens = self.target_tokens = 0
         return summary
+
+
+def ramped_weight(weight: float, schedule: str, epoch: int, max_epochs: int) -> float:
+    """Lambda in ``epoch`` (from 1): ``weight`` (constant), or Ganin et al.'s 2 / (1 + exp(-10 p)) - 1
+    times it, p = (epoch - 1) / max_epochs: 0 in the first epoch, near ``weight`` from half-way on."""
+    if schedule == "constant":
+        return weight
+    progress = (epoch - 1) / max(max_epochs, 1)
+    return weight * (2.0 / (1.0 + math.exp(-10.0 * progress)) - 1.0)
 
 
 def domain_loss(config, model: nn.Module, vocabularies, log) -> DomainLoss:
     """The run's domain loss against ``train.adversarial_data``'s unlabelled target sentences."""
     train = config.train
     tokens = unlabelled_target(config)
-    log(f"adversarial training against {train.adversarial_data}: {len(tokens)} unlabelled target sentences, lambda {train.adversarial_weight}")
-    return DomainLoss(model, train.adversarial_weight, encode_sentences(tokens, vocabularies), train.batch_size, train.seed)
+    ramp = "" if train.adversarial_schedule == "constant" else f" (Ganin's ramp from 0 over {train.max_epochs} epochs)"
+    log(f"adversarial training against {train.adversarial_data}: {len(tokens)} unlabelled target sentences, lambda {train.adversarial_weight}{ramp}")
+    schedule = (train.adversarial_schedule, train.max_epochs)
+    return DomainLoss(model, train.adversarial_weight, encode_sentences(tokens, vocabularies), train.batch_size, train.seed, *schedule)
 
 
 def unlabelled_target(config) -> list[list[str]]:
