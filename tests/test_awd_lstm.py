@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import test_recurrent_lm
 import torch
-from conftest import FIXTURES
+from conftest import FIXTURES, tiny_train_arguments
 from test_recurrent_lm import assert_pretrains_the_same, one_line_error, resumes_after_an_interruption
 from torch.nn import functional
 
@@ -196,28 +196,7 @@ def test_the_lm_fine_tuned_as_an_encoder_trains_saves_loads_and_predicts(languag
     labels = predictor.predict(["what a great movie", "not good at all"])
     assert labels == seqtransfer.load(output, device="cpu").predict(["what a great movie", "not good at all"]) and set(labels) <= {"pos", "neg"}
     assert word_map(["<pad>", "<unk>", words[5], words[5].upper(), "never-seen"], words).tolist() == [0, 0, 5, 5, 0]
-    tagger = run(
-        [
-            "train",
-            "--train",
-            str(FIXTURES / "tiny_ner_train.conll"),
-            "--dev",
-            str(FIXTURES / "tiny_ner_dev.conll"),
-            "--columns",
-            "word,ner",
-            "--scheme",
-            "iob2",
-            "--epochs",
-            "1",
-            "--output",
-            str(tmp_path / "tagger"),
-            "--quiet",
-            "--device",
-            "cpu",
-            *encoder,
-            "model.classifier=crf",
-        ]
-    )
+    tagger = run([*tiny_train_arguments(tmp_path / "tagger", epochs=1, classifier="crf"), "--device", "cpu", *encoder])
     assert 0 <= tagger["dev"]["f1"] <= 100
 
 
