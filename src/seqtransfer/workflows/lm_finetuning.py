@@ -79,18 +79,7 @@ def continue_language_model(folder: str, sentences: list[list[str]], settings: C
     groups = discriminative_groups(language_model, train_config.learning_rate, settings.discriminative_factor)
     result, final = train_language_model(model, source, scored, train_config, work, log, show_progress, parameter_groups=groups)
     log(f"held-out perplexity of the target text: {before:.2f} before, {final:.2f} after")
-    summary = {
-        "architecture": "bilstm",
-        "continued_from": settings.source,
-        "continued_from_hash": settings.source_hash,
-        "held_out_perplexity_before": round(before, 3),
-        "unknown_word_share": round(unknown, 4),
-        "discriminative_factor": settings.discriminative_factor,
-        "training_sentences": len(training),
-        "held_out_sentences": len(held_out),
-        "settings": language_model.settings,
-        **training_cost(result, final, sum(map(len, training))),
-    }
+    summary = continuation_summary("bilstm", settings, before, unknown, (training, held_out), language_model.settings, training_cost(result, final, sum(map(len, training))))
     save_recurrent_lm(work / "model", language_model.cpu(), words, characters)
     publish(work, output, summary)
     return summary
@@ -114,22 +103,29 @@ def continue_awd_lstm(folder: str, sentences: list[list[str]], settings: Continu
     groups = discriminative_groups(language_model, train_config.learning_rate, settings.discriminative_factor, AWD_LAYER_GROUPS)
     result, final = train_language_model(model, source, scored, train_config, work, log, show_progress, parameter_groups=groups)
     log(f"held-out perplexity of the target text: {before:.2f} before, {final:.2f} after")
-    summary = {
-        "architecture": "awd-lstm",
+    cost = training_cost(result, final, source.tokens)
+    summary = {**continuation_summary("awd-lstm", settings, before, unknown, (training, held_out), language_model.settings, cost), "bptt": settings.bptt}
+    save_awd_lstm(work / "model", language_model.cpu(), words)
+    publish(work, output, summary)
+    return summary
+
+
+def continuation_summary(architecture: str, settings: ContinuationSettings, before: float, unknown: float, splits: tuple[list, list], model_settings: dict, cost: dict) -> dict:
+    """What ``pretraining.json`` says of a continuation: the LM continued, the perplexity before
+    (the cost holds the one after), the target words outside its vocabulary, the splits' sizes."""
+    training, held_out = splits
+    return {
+        "architecture": architecture,
         "continued_from": settings.source,
         "continued_from_hash": settings.source_hash,
         "held_out_perplexity_before": round(before, 3),
         "unknown_word_share": round(unknown, 4),
         "discriminative_factor": settings.discriminative_factor,
-        "bptt": settings.bptt,
         "training_sentences": len(training),
         "held_out_sentences": len(held_out),
-        "settings": language_model.settings,
-        **training_cost(result, final, source.tokens),
+        "settings": model_settings,
+        **cost,
     }
-    save_awd_lstm(work / "model", language_model.cpu(), words)
-    publish(work, output, summary)
-    return summary
 
 
 def check_continuable(folder: str) -> None:
