@@ -295,3 +295,20 @@ def test_an_evaluation_only_dataset_refuses_training_in_one_line():
 
     with pytest.raises(SeqTransferError, match="has no split 'train' \\(splits: dev, test\\)"):
         load_task_data(DataConfig(dataset="mtt_sr_sm", task="msd"))
+
+
+def test_dev_can_be_carved_from_train_in_place_of_the_datasets_own(tmp_path):
+    """data.dev_from_train: every 10th training sentence is the dev set (and leaves training); the
+    dataset's own dev split is not read; test stays the dataset's."""
+    from seqtransfer.config import DataConfig
+    from seqtransfer.data.task_data import load_task_data
+
+    train_file = tmp_path / "train.conll"
+    train_file.write_text("".join(f"word{index} O\nName{index} B-PER\n\n" for index in range(25)), encoding="utf-8")
+    paths = {"train": str(train_file), "dev": str(FIXTURES / "tiny_ner_dev.conll"), "test": str(FIXTURES / "tiny_ner_test.conll")}
+    own = load_task_data(DataConfig(dataset=None, columns=["word", "ner"], scheme="iob2", **paths))
+    carved = load_task_data(DataConfig(dataset=None, columns=["word", "ner"], scheme="iob2", dev_from_train=True, **paths))
+    train = own.splits["train"]
+    assert [sentence.tokens for sentence in carved.splits["dev"]] == [sentence.tokens for index, sentence in enumerate(train) if index % 10 == 9]
+    assert len(carved.splits["dev"]) == 2 and len(carved.splits["train"]) == 23 and len(train) == 25
+    assert [sentence.tokens for sentence in carved.splits["test"]] == [sentence.tokens for sentence in own.splits["test"]]

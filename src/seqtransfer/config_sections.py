@@ -49,6 +49,7 @@ class DataConfig(Section):
     metric: str | None = None  # accuracy | span_f1; None = the dataset's metric
     data_dir: str | None = None  # root holding dataset folders; else $SEQTRANSFER_DATA
     max_train_sentences: int | None = None  # keep the first N training sentences (learning curves)
+    dev_from_train: bool = False  # early-stop on every 10th training sentence (kept out of training) instead of the dataset's own dev split
     max_sentence_length: int | None = None  # skip training sentences of more tokens (counted in a warning): a parser's memory grows with the square of a sentence's length
     train_fraction: float | None = None  # keep a random share (0, 1] of the training sentences, drawn with train.seed (the same subset for every method of a seed)
     exclude_fold: str | None = None  # "k/K": the training split without its k-th of K folds (sentence i, counted from 0, is in fold i mod K + 1); jackknifed input tags

@@ -156,6 +156,8 @@ def load_task_data(config: DataConfig, splits: tuple[str, ...] = SPLITS) -> Task
             data.splits["train"] = without_fold(data.splits["train"], config.exclude_fold)
         return without_long_sentences(data, config.max_sentence_length)
     spec = resolve_spec(config)
+    if config.dev_from_train:  # the dataset's dev split set aside: dev is carved from train, as for datasets without one
+        spec = replace(spec, dev_from_train=True, splits={split: path for split, path in spec.splits.items() if split != "dev"})
     task = resolve_task(spec, config.task)
     column = spec.tasks[task]
     kind = get_task_kind(spec.kinds.get(task, TAGGING.name))
