@@ -46,6 +46,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
+NER_DATA = ["--train", str(FIXTURES / "tiny_ner_train.conll"), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner"]  # the tiny NER fixture
 sys.path.insert(0, str(ROOT / "src"))
 
 TINY = [
@@ -284,21 +285,7 @@ def weights_digest(run: Path) -> str | None:
 
 def kill_cases(folder: Path, moments: tuple[float, ...] = (0.3, 1.0, 1.5, 2.0, 2.5, 3.0, 3.3, 3.6, 4.0, 4.5, 5.0, 8.0)) -> list[dict]:
     """A training killed with SIGKILL after each of ``moments`` seconds, then run again to its end."""
-    command = [
-        str(Path(sys.executable).with_name("seqtransfer")),
-        "train",
-        "--train",
-        str(FIXTURES / "tiny_ner_train.conll"),
-        "--dev",
-        str(FIXTURES / "tiny_ner_dev.conll"),
-        "--columns",
-        "word,ner",
-        "--epochs",
-        "200",
-        "train.patience=200",
-        "--quiet",
-        *TINY,
-    ]
+    command = [str(Path(sys.executable).with_name("seqtransfer")), "train", *NER_DATA, "--epochs", "200", "train.patience=200", "--quiet", *TINY]
     reference = folder / "kill-reference"
     subprocess.run([*command, "--output", str(reference)], capture_output=True, check=True)
     expected, results = weights_digest(reference), []
@@ -357,23 +344,7 @@ def main() -> None:
         (folder / "out").mkdir()
         run, parser_run = folder / "run", folder / "parser"
         with contextlib.redirect_stdout(io.StringIO()):
-            cli(
-                [
-                    "train",
-                    "--train",
-                    str(FIXTURES / "tiny_ner_train.conll"),
-                    "--dev",
-                    str(FIXTURES / "tiny_ner_dev.conll"),
-                    "--columns",
-                    "word,ner",
-                    "--epochs",
-                    "1",
-                    "--quiet",
-                    "--output",
-                    str(run),
-                    *TINY,
-                ]
-            )
+            cli(["train", *NER_DATA, "--epochs", "1", "--quiet", "--output", str(run), *TINY])
             cli(
                 [
                     "train",
