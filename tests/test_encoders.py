@@ -1254,7 +1254,7 @@ def test_adaptation_schemes_combine_on_a_fine_tuned_encoder(encoder, tmp_path, m
         return original_fit(model, *arguments, **options)
 
     monkeypatch.setattr(loop, "make_optimizer", optimizer_spy)
-    monkeypatch.setattr("seqtransfer.workflows.train.fit", fit_spy)
+    monkeypatch.setattr("seqtransfer.workflows.run_path.fit", fit_spy)
 
     output = tmp_path / "combined"
     metrics = run_command(

@@ -15,17 +15,18 @@ def test_training_runs_on_a_frozen_configuration(tmp_path, monkeypatch):
     from seqtransfer.workflows import train
 
     seen = {}
-    real = train.fit_and_save
+    real = train.OneTaskRun.fit
 
-    def watching(config, *arguments, **keywords):
+    def watching(self, *arguments, **keywords):
+        config = self.config
         seen["config"] = config
         with pytest.raises(AttributeError, match="resolved and frozen"):
             config.model.hidden = 8
         with pytest.raises(AttributeError, match="resolved and frozen"):
             config.train = None
-        return real(config, *arguments, **keywords)
+        return real(self, *arguments, **keywords)
 
-    monkeypatch.setattr(train, "fit_and_save", watching)
+    monkeypatch.setattr(train.OneTaskRun, "fit", watching)
     run(tiny_train_arguments(tmp_path / "run", epochs=1))
     config = seen["config"]
     assert config.model.hidden == 16  # unchanged, and the run finished on it

@@ -22,40 +22,35 @@
 
 from __future__ import annotations
 
-import shutil
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import torch
+from torch import nn
 
-from seqtransfer import rundir
 from seqtransfer.config import RunConfig, idle_settings
 from seqtransfer.data.batching import EncodedSentences, encode_sentences
 from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
-from seqtransfer.device import describe_device, memory_errors_as_one_line, peak_memory_megabytes, prepare_device, resolve_device
+from seqtransfer.device import describe_device
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.multitask import HierarchicalMultiTask, TaskView, target_name, task_order
 from seqtransfer.models.registry import build_model
-from seqtransfer.models.tagger import count_parameters, size_metrics
-from seqtransfer.resources import peak_rss_megabytes
+from seqtransfer.models.tagger import count_parameters
 from seqtransfer.tasks.regression import check_centred_scores
 from seqtransfer.training.inference import EvaluationSet, score, score_split
-from seqtransfer.training.loop import Evaluate
+from seqtransfer.training.loop import Evaluate, FitResult
 from seqtransfer.training.optimizers import fill_optimizer
-from seqtransfer.training.precision import resolve_precision
 from seqtransfer.training.vocabularies import build_word_vocabularies
 from seqtransfer.transfer.adaptations import EWC, L2SP, SOURCE_PENALTIES, check_adaptations, layer_groups, source_fisher
 from seqtransfer.transfer.auxiliary_lm import auxiliary_language_model, language_model_words
 from seqtransfer.transfer.schemes import Scheme, get_scheme
 from seqtransfer.transfer.weights import copy_shared_label_rows, transfer_weights
-from seqtransfer.workflows.checks import check_resumable
+from seqtransfer.workflows.run_path import train_phases
 from seqtransfer.workflows.sources import adopt_source_settings, load_source
 from seqtransfer.workflows.task_schedule import WEIGHT_SCHEDULES, TaskSchedule, initial_weights, loss_weight_hook  # noqa: F401 - WEIGHT_SCHEDULES: read from here
-from seqtransfer.workflows.train import train_phases
 from seqtransfer.workflows.unify import unified_sentences, with_task_columns
 
 Log = Callable[[str], None]
@@ -313,29 +308,6 @@ def resolve_multitask_settings(config: RunConfig, tasks: dict[str, TaskData], lo
             log(filled)
 
 
-def multitask_metrics(config: RunConfig, scheme: Scheme, tasks: dict[str, TaskData], task_results: dict, model, result, seconds: float, device) -> dict:
-    """What ``metrics.json`` holds for a multi-task run: per-task scores, sizes, history, cost."""
-    metrics = {
-        "dataset": "+".join(data.dataset for data in distinct_datasets(tasks)),
-        "task": "multitask",
-        "metric": config.multitask.early_stopping,
-        "scheme": scheme.name,
-        "best_epoch": result.best_epoch,
-        "tasks": task_results,
-        **size_metrics(model, config.model),
-        "trainable_parameters": result.trained_parameters,
-        "history": result.history,
-        "seconds": round(seconds, 1),
-        "device": describe_device(device),
-        "peak_rss_megabytes": peak_rss_megabytes(),
-        **rundir.source_weights(config.transfer.source if scheme.uses_source else None),
-        **rundir.encoder_weights(config.model),
-    }
-    if peak_memory_megabytes(device) is not None:
-        metrics["gpu_peak_megabytes"] = peak_memory_megabytes(device)
-    return metrics
-
-
 def resolve_multitask_run(config: RunConfig, tasks: dict[str, TaskData], source, log: Log) -> tuple[Vocabularies, np.ndarray]:
     """A multi-task run's configuration filled in (architecture, task kinds, optimizer, each kind's
     settings, the vocabularies with the encoder's shape, an auxiliary LM's words), then frozen, as
@@ -348,45 +320,49 @@ def resolve_multitask_run(config: RunConfig, tasks: dict[str, TaskData], source,
     return vocabularies, matrix
 
 
-def train_multitask(config: RunConfig, directory: Path, started: float, log: Log, show_progress: bool) -> dict:
-    """Train a multi-task model (from scratch or from a multi-task source) and write its run directory."""
-    scheme = get_scheme(config.transfer.scheme)
-    check_multitask_settings(config)
-    source = load_multitask_source(config, scheme)
-    tasks = load_multitask_data(config)
-    weights = initial_weights(config)  # a bad multitask.loss_weights is one line before anything is built
-    vocabularies, matrix = resolve_multitask_run(config, tasks, source, log)
-    model = build_multitask_model(config, vocabularies, matrix, source, log)
-    device = resolve_device(config.train.device)
-    prepare_device(device)
-    model.to(device)
-    extra_losses = multitask_adaptations(config, model, source, log)  # on the device: L2-SP keeps the source weights beside the model's
-    precision = resolve_precision(config.train.amp, model, device)  # one line before anything is written when it cannot apply
-    if precision.dtype is not None:
-        log(f"precision: {precision.describe()}")
-    check_resumable(directory, config, model)
-    with rundir.writer_lock(directory):
-        if (directory / rundir.METRICS).exists():
-            raise SeqTransferError("run directory already holds a finished run", path=directory, hint="choose another --output")
-        rundir.remove_partial_files(directory)
-        rundir.save_setup(directory, config, vocabularies)
-        streams = encode_streams(tasks, vocabularies, bool(config.multitask.unified))
+class MultitaskRun:
+    """A hierarchical multi-task model, from scratch or from a multi-task source (a ``RunKind`` of
+    workflows/run_path.py)."""
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config, self.scheme = config, get_scheme(config.transfer.scheme)
+        self.earlier_seconds = 0.0
+        self.penalties: tuple = ()
+
+    def build(self, directory: Path, log: Log) -> HierarchicalMultiTask:
+        config = self.config
+        check_multitask_settings(config)
+        self.source = load_multitask_source(config, self.scheme)
+        self.tasks = load_multitask_data(config)
+        self.weights = initial_weights(config)  # a bad multitask.loss_weights is one line before anything is built
+        self.vocabularies, matrix = resolve_multitask_run(config, self.tasks, self.source, log)
+        return build_multitask_model(config, self.vocabularies, matrix, self.source, log)
+
+    def on_device(self, model: nn.Module, log: Log) -> None:
+        self.penalties = multitask_adaptations(self.config, model, self.source, log)  # L2-SP keeps the source weights beside the model's
+
+    def before_setup(self, directory: Path) -> None:
+        pass
+
+    def fit(self, model: nn.Module, directory: Path, log: Log, show_progress: bool) -> FitResult:
+        config, tasks = self.config, self.tasks
+        streams = encode_streams(tasks, self.vocabularies, bool(config.multitask.unified))
         schedule = TaskSchedule(streams, config.train.batch_size, config.train.seed, config.multitask.sampling)
-        extra_losses = (*extra_losses, *auxiliary_language_model(config, model, [ids for stream in streams for ids in stream.word_ids], log))
-        evaluate_dev, _ = dev_evaluation(tasks, vocabularies, config)
+        extra_losses = (*self.penalties, *auxiliary_language_model(config, model, [ids for stream in streams for ids in stream.word_ids], log))
+        evaluate_dev, _ = dev_evaluation(tasks, self.vocabularies, config)
         log(
-            f"training multi-task {scheme.name}: "
+            f"training multi-task {self.scheme.name}: "
             + ", ".join(f"{task} <- {data.dataset}/{data.task} ({len(data.splits['train'])} sentences)" for task, data in tasks.items())
-            + f"; {schedule.batch_count} batches per epoch ({config.multitask.sampling}); {count_parameters(model)} parameters; device: {describe_device(device)}"
+            + f"; {schedule.batch_count} batches per epoch ({config.multitask.sampling}); {count_parameters(model)} parameters; device: {describe_device(next(model.parameters()).device)}"
         )
-        with memory_errors_as_one_line(config.train.batch_size, "while training"):
-            result = train_phases(model, scheme, config, schedule, evaluate_dev, directory, log, show_progress, epoch_hooks=(loss_weight_hook(weights, config.multitask),), extra_losses=extra_losses)
-            model.load_state_dict(result.best_state)
-            task_results = score_tasks(model, tasks, vocabularies, config, directory)
+        hooks = (loss_weight_hook(self.weights, config.multitask),)
+        return train_phases(model, self.scheme, config, schedule, evaluate_dev, directory, log, show_progress, epoch_hooks=hooks, extra_losses=extra_losses)
+
+    def identity(self) -> dict:
+        return {"dataset": "+".join(data.dataset for data in distinct_datasets(self.tasks)), "task": "multitask", "metric": self.config.multitask.early_stopping}
+
+    def scores(self, model: nn.Module, directory: Path, result: FitResult) -> dict:
+        task_results = score_tasks(model, self.tasks, self.vocabularies, self.config, directory)
         for task, epoch in best_epochs(result.history).items():
             task_results[task]["best_epoch"] = epoch
-        metrics = multitask_metrics(config, scheme, tasks, task_results, model, result, time.perf_counter() - started + result.restored_seconds, device)
-        rundir.save_weights(directory, result.best_state)
-        rundir.save_metrics(directory, metrics)
-        shutil.rmtree(directory / "checkpoint", ignore_errors=True)
-        return metrics
+        return {"tasks": task_results}
