@@ -60,9 +60,10 @@ class TaggingHead:
         """(B, T) predicted label indices."""
         return self.output.decode(self.emissions(batch).float(), batch.mask)
 
-    def probabilities(self, batch: Batch) -> torch.Tensor:
-        """(B, T, L) per-token label distributions (what ensembles average): a softmax output's, or a CRF's label marginals."""
-        return self.output.probabilities(self.emissions(batch).float(), batch.mask)
+    def probabilities(self, batch: Batch, temperature: float = 1.0) -> torch.Tensor:
+        """(B, T, L) per-token label distributions at ``temperature`` (what ensembles average and
+        teachers distil): a softmax output's, or a CRF's label marginals."""
+        return self.output.probabilities(self.emissions(batch).float(), batch.mask, temperature)
 
 
 class DependencyHead:

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from seqtransfer.data.batching import EncodedSentences, evaluation_batches
+from seqtransfer.data.batching import EncodedSentences, encode_sentences, evaluation_batches
 from seqtransfer.data.metrics import evaluate, main_score, surface_scores
 from seqtransfer.data.vocabulary import Vocabulary
 from seqtransfer.tasks import kind_of
@@ -88,3 +88,38 @@ def score(model: nn.Module, evaluation: EvaluationSet, labels: Vocabulary, metri
     predicted = predict_labels(model, evaluation.encoded, labels, batch_size)
     scores = evaluate(evaluation.gold, predicted, metric)
     return main_score(metric, scores), scores
+
+
+def label_probabilities(model: nn.Module, batch, temperature: float = 1.0) -> torch.Tensor:
+    """(B, T, L) a model's label distributions at ``temperature``: a tagger's per token (a softmax
+    output's, or a CRF's label marginals), a sentence classifier's per sentence (T = 1)."""
+    if hasattr(model, "sentence_scores"):
+        return (model.sentence_scores(batch) / temperature).softmax(-1).unsqueeze(1)
+    return model.probabilities(batch, temperature)
+
+
+def label_distributions(
+    model: nn.Module, vocabularies, tokens: list[list[str]], labels: list[str], batch_size: int = 256, amp: str = "off", cache_features: bool = True, temperature: float = 1.0
+) -> list[torch.Tensor]:
+    """For each sentence, a (T, len(labels)) float tensor of the model's label probabilities at
+    ``temperature`` (T = 1 for a sentence classifier), each of its labels in the column of the same
+    name in ``labels`` (a label ``labels`` lacks is left out). What ensembles average and
+    distillation's teachers give; ``amp``: a fine-tuned encoder's precision; ``cache_features=False``:
+    a user's sentences, whose frozen encoder features stay in memory (``encode_sentences``)."""
+    encoded = encode_sentences(tokens, vocabularies, cache_features=cache_features)
+    position = {label: column for column, label in enumerate(labels)}
+    own = [index for index, label in enumerate(vocabularies.labels.items) if label in position]
+    columns = torch.tensor([position[vocabularies.labels.items[index]] for index in own])
+    own = torch.tensor(own)
+    distributions: list[torch.Tensor | None] = [None] * len(tokens)
+    device = model_device(model)
+    model.eval()
+    with torch.inference_mode(), resolve_precision(amp, model, device, "amp").autocast():
+        for batch in evaluation_batches(encoded, batch_size):
+            probabilities = label_probabilities(model, batch.to(device), temperature).float().cpu()  # (B, T, L_model)
+            for row, index in enumerate(batch.indices):
+                length = min(int(encoded.lengths[index]), probabilities.size(1))  # a sentence classifier's one row
+                mapped = torch.zeros(length, len(labels))
+                mapped[:, columns] = probabilities[row, :length][:, own]
+                distributions[index] = mapped
+    return distributions

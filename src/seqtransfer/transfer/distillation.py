@@ -27,9 +27,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from seqtransfer.data.batching import Batch, encode_sentences, evaluation_batches
+from seqtransfer.data.batching import Batch
 from seqtransfer.data.vocabulary import Vocabulary, one_tag_set
 from seqtransfer.errors import SeqTransferError, warn
+from seqtransfer.training.inference import label_distributions
 
 
 def label_scores(model: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
@@ -75,36 +76,15 @@ def check_teacher(directory: Path, labels: Vocabulary) -> None:
 
 
 def teacher_distributions(run, tokens: Sequence[Sequence[str]], labels: Vocabulary, temperature: float, batch_size: int = 256) -> list[np.ndarray]:
-    """Per sentence (T, L_student): one teacher's label distribution at ``temperature``, on the student's labels (T = 1 for a sentence classifier)."""
-    model = run.model
+    """Per sentence (T, L_student): one teacher's label distribution at ``temperature`` (the one
+    ``training/inference.py`` ``label_distributions`` that ensembles average), on the student's
+    labels, renormalised over the labels the student has (T = 1 for a sentence classifier)."""
     check_teacher(run.directory, labels)
-    mapping = np.array([labels.index.get(label, -1) for label in run.vocabularies.labels.items])
-    teacher_labels = set(run.vocabularies.labels.items)
-    if not (mapping >= 0).all():
-        dropped = sorted(teacher_labels - set(labels.items))
+    dropped = sorted(set(run.vocabularies.labels.items) - set(labels.items))
+    if dropped:
         warn(f"{run.directory}: the teacher's labels {', '.join(dropped[:6])}{' ...' if len(dropped) > 6 else ''} are not this task's; their probability is dropped and the rest renormalised")
-    encoded = encode_sentences(tokens, run.vocabularies)
-    result: list[np.ndarray | None] = [None] * len(tokens)
-    model.eval()
-    with torch.inference_mode():
-        for batch in evaluation_batches(encoded, batch_size):
-            scores, mask = label_scores(model, batch)
-            probabilities = soft_distribution(model, scores, mask, temperature).numpy()  # (B, T, L_teacher)
-            for row, index in enumerate(batch.indices):
-                length = int(mask[row].sum())
-                student = np.zeros((length, len(labels)), dtype=np.float32)
-                kept = mapping >= 0
-                student[:, mapping[kept]] = probabilities[row, :length][:, kept]
-                result[index] = student / np.maximum(student.sum(-1, keepdims=True), 1e-12)
-    return result
-
-
-def soft_distribution(model: nn.Module, scores: torch.Tensor, mask: torch.Tensor, temperature: float) -> torch.Tensor:
-    """(B, T, L) a teacher's label distribution at ``temperature``: a sentence classifier's softmax, a
-    tagger's from its output layer (a softmax, or a CRF's token marginals)."""
-    if hasattr(model, "sentence_scores"):
-        return (scores / temperature).softmax(-1)
-    return model.output.probabilities(scores.float(), mask, temperature)
+    distributions = label_distributions(run.model, run.vocabularies, [list(sentence) for sentence in tokens], labels.items, batch_size, temperature=temperature)
+    return [student / np.maximum(student.sum(-1, keepdims=True), 1e-12) for student in (distribution.numpy() for distribution in distributions)]
 
 
 class Distillation:

@@ -15,7 +15,7 @@ import torch
 
 from seqtransfer.data.batching import encode_sentences, evaluation_batches
 from seqtransfer.rundir import load_run
-from seqtransfer.training.inference import model_device, predict_labels
+from seqtransfer.training.inference import label_probabilities, model_device, predict_labels
 from seqtransfer.training.precision import resolve_precision
 from seqtransfer.workflows.ensemble import ensemble_predict
 
@@ -38,7 +38,7 @@ def model_predictions(
     run.model.eval()
     with torch.inference_mode(), resolve_precision(amp, run.model, device, "amp").autocast():
         for batch in evaluation_batches(encoded, batch_size):
-            probabilities = run.model.probabilities(batch.to(device)).cpu()  # (B, T, L)
+            probabilities = label_probabilities(run.model, batch.to(device)).cpu()  # (B, T, L)
             for row, sentence in enumerate(batch.indices):
                 chosen = torch.tensor([index[label] for label in labels[sentence]])
                 confidence[sentence] = float(probabilities[row, torch.arange(len(chosen)), chosen].min())

@@ -23,42 +23,13 @@ from pathlib import Path
 import torch
 
 from seqtransfer import rundir
-from seqtransfer.data.batching import encode_sentences, evaluation_batches
 from seqtransfer.data.task_data import TaskData
 from seqtransfer.data.vocabulary import one_tag_set
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.tagger import count_parameters, shared_frozen_encoder_parameters
 from seqtransfer.rundir import LoadedRun
-from seqtransfer.training.inference import model_device, score_predictions
-from seqtransfer.training.precision import resolve_precision
+from seqtransfer.training.inference import label_distributions, score_predictions
 from seqtransfer.transfer.distillation import gives_label_distributions
-
-
-def member_probabilities(model, batch) -> torch.Tensor:
-    """(B, T, L_member) label probabilities: a tagger's per token, a sentence classifier's per sentence (T = 1)."""
-    if hasattr(model, "sentence_scores"):
-        return model.sentence_scores(batch).softmax(-1).unsqueeze(1)
-    return model.probabilities(batch)
-
-
-def member_distributions(run: LoadedRun, tokens: list[list[str]], labels: list[str], batch_size: int = 256, amp: str = "off", cache_features: bool = True) -> list[torch.Tensor]:
-    """For each sentence, a (T, len(labels)) tensor of the member's label probabilities (T = 1 for a
-    sentence classifier); ``amp``: a fine-tuned encoder's precision; ``cache_features=False``: a
-    user's sentences, whose frozen encoder features stay in memory (``encode_sentences``)."""
-    encoded = encode_sentences(tokens, run.vocabularies, cache_features=cache_features)
-    columns = torch.tensor([labels.index(label) for label in run.vocabularies.labels.items])
-    distributions: list[torch.Tensor | None] = [None] * len(tokens)
-    device = model_device(run.model)
-    run.model.eval()
-    with torch.inference_mode(), resolve_precision(amp, run.model, device, "amp").autocast():
-        for batch in evaluation_batches(encoded, batch_size):
-            probabilities = member_probabilities(run.model, batch.to(device)).float().cpu()  # (B, T, L_member)
-            for row, index in enumerate(batch.indices):
-                length = min(int(encoded.lengths[index]), probabilities.size(1))  # a sentence classifier's one row
-                mapped = torch.zeros(length, len(labels))
-                mapped[:, columns] = probabilities[row, :length]
-                distributions[index] = mapped
-    return distributions
 
 
 def check_members(runs: list[LoadedRun], kind: str | None = None) -> None:
@@ -107,7 +78,7 @@ def averaged_distributions(runs: list[LoadedRun], tokens: list[list[str]], batch
     """The union of the members' labels and, per sentence, the (T, labels) mean of their distributions."""
     check_label_sets(runs)
     labels = sorted({label for run in runs for label in run.vocabularies.labels.items})
-    members = [member_distributions(run, tokens, labels, batch_size, amp, cache_features) for run in runs]
+    members = [label_distributions(run.model, run.vocabularies, tokens, labels, batch_size, amp, cache_features) for run in runs]
     return labels, [torch.stack(parts).mean(0) for parts in zip(*members)]
 
 
