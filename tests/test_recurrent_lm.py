@@ -250,8 +250,8 @@ def test_finetune_lm_continues_the_lm_on_target_text_with_discriminative_rates(l
     rates = [group["lr"] for group in discriminative_groups(model, 0.026, 2.6)]
     assert rates == pytest.approx([0.026 / 2.6**3, 0.026 / 2.6**2, 0.026 / 2.6, 0.026])  # character CNN, LSTM 1, LSTM 2, softmax
     capsys.readouterr()
-    assert main(["finetune-lm", str(FIXTURES / "runs" / "tiny_bert"), "--text", str(text), "--output", str(tmp_path / "other")]) != 0
-    assert "continues our own recurrent LMs" in capsys.readouterr().err
+    assert main(["finetune-lm", str(FIXTURES / "runs" / "v1_tagger_softmax"), "--text", str(text), "--output", str(tmp_path / "other")]) != 0
+    assert "continues our own LMs (pretrain-lm) and Hugging Face Transformer folders" in capsys.readouterr().err
 
 
 def test_a_tokens_vector_does_not_depend_on_the_other_tokens_of_its_batch():

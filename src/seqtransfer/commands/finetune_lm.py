@@ -13,7 +13,7 @@ from seqtransfer.errors import SeqTransferError
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("language_model", metavar="LM", help="the LM folder to continue (pretrain-lm --architecture bilstm or awd-lstm)")
+    parser.add_argument("language_model", metavar="LM", help="the LM folder to continue: one pretrain-lm wrote (bilstm, awd-lstm, transformer), a Hugging Face Transformer folder, or minilm / mpnet")
     parser.add_argument("--text", required=True, help="target-domain text: a raw corpus (tweets_unlabeled), a text file (one sentence per line), a CoNLL file (with --word-column) or DATASET[:SPLIT]")
     parser.add_argument("--word-column", type=whole(1), help="a CoNLL file's word column (1-based)")
     parser.add_argument("--tokenizer", choices=["whitespace", "tweet"], help="how a text file's lines split into tokens (default: a raw corpus's own, else whitespace)")
@@ -23,7 +23,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epochs", type=whole(1), default=5, help="at most this many epochs (default 5)")
     parser.add_argument("--patience", type=whole(1), default=2, help="stop after this many epochs without a better held-out perplexity (default 2)")
     parser.add_argument("--batch-size", type=whole(1), default=32, help="sentences per batch (default 32)")
-    parser.add_argument("--learning-rate", type=positive, default=1e-3, help="the top layer group's peak rate (default 1e-3)")
+    parser.add_argument("--learning-rate", type=positive, help="the top layer group's peak rate (default 1e-3 for our recurrent LMs, 1e-4 for a Transformer)")
     parser.add_argument("--discriminative-factor", type=positive, default=2.6, help="each lower layer group's rate is the one above divided by this (ULMFiT: 2.6)")
     parser.add_argument("--seed", type=whole(0), default=1)
     parser.add_argument("--threads", type=whole(1), default=2)
@@ -38,7 +38,7 @@ def check(arguments: argparse.Namespace) -> None:
         ("--epochs", arguments.epochs >= 1, "at least 1"),
         ("--patience", arguments.patience >= 1, "at least 1"),
         ("--batch-size", arguments.batch_size >= 1, "at least 1"),
-        ("--learning-rate", arguments.learning_rate > 0, "positive"),
+        ("--learning-rate", arguments.learning_rate is None or arguments.learning_rate > 0, "positive"),
         ("--discriminative-factor", arguments.discriminative_factor >= 1, "at least 1"),
         ("--threads", arguments.threads >= 1, "at least 1"),
     ]
@@ -51,13 +51,15 @@ def check(arguments: argparse.Namespace) -> None:
 def run(arguments: argparse.Namespace) -> dict:
     from seqtransfer.config import TrainConfig
     from seqtransfer.workflows.lm_finetuning import continue_language_model, source_settings
+    from seqtransfer.workflows.transformer_continuation import is_transformer_folder
 
     check(arguments)
     settings = source_settings(arguments.language_model, arguments.held_out, arguments.discriminative_factor)
+    learning_rate = arguments.learning_rate or (1e-4 if is_transformer_folder(arguments.language_model) else 1e-3)  # DAPT's rate for a Transformer; ULMFiT's for an LSTM
     sentences, _, _ = read_sentences(arguments)
     train_config = TrainConfig(
         optimizer="adam",
-        learning_rate=arguments.learning_rate,
+        learning_rate=learning_rate,
         schedule="slanted_triangular",
         betas=[0.9, 0.99],
         gradient_clip=5.0,

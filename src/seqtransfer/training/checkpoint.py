@@ -46,8 +46,16 @@ def copy_state(model: nn.Module) -> dict[str, torch.Tensor]:
 
 
 def save_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str] | None = None) -> None:
-    """Write a safetensors file atomically."""
-    data = serialize({name: tensor.detach().cpu().contiguous() for name, tensor in tensors.items()}, metadata=metadata)
+    """Write a safetensors file atomically. Tensors that share memory (a decoder tied to the input
+    embeddings: two names, one matrix) are written as copies, which safetensors requires; loading
+    them back into a tied model fills the one matrix twice with the same values."""
+    written, storages = {}, set()
+    for name, tensor in tensors.items():
+        tensor = tensor.detach().cpu().contiguous()
+        storage = tensor.untyped_storage().data_ptr()
+        written[name] = tensor.clone() if storage in storages else tensor
+        storages.add(storage)
+    data = serialize(written, metadata=metadata)
     with atomic_write(path, "wb") as handle:
         handle.write(data)
 

@@ -9,9 +9,11 @@ stopping early on the held-out perplexity of target text it does not train on. T
 that held-out text is measured before and after: what the stage bought. The result is a folder of
 the same architecture, usable wherever the first one was.
 
-Our ELMo-style LM (``embeddings/recurrent_lm.py``) and our AWD-LSTM (``embeddings/awd_lstm.py``:
-ULMFiT's own LM, read as a stream in chunks of ``bptt`` words as in its pretraining) are
-continued; other folders are refused with one line.
+Our ELMo-style LM (``embeddings/recurrent_lm.py``), our AWD-LSTM (``embeddings/awd_lstm.py``:
+ULMFiT's own LM, read as a stream in chunks of ``bptt`` words as in its pretraining) and
+Transformers (our ``pretrain-lm`` LMs, MiniLM, MPNet, any Hugging Face folder with a masked or
+causal LM class: ``workflows/transformer_continuation.py``, which says how a missing MLM head is
+made) are continued; other folders are refused with one line.
 """
 
 from __future__ import annotations
@@ -22,13 +24,16 @@ from pathlib import Path
 from torch import nn
 
 from seqtransfer.embeddings.awd_lstm import is_awd_lstm, load_awd_lstm, save_awd_lstm
+from seqtransfer.embeddings.packaged import PACKAGED
 from seqtransfer.embeddings.recurrent_lm import is_recurrent_lm, load_recurrent_lm, read_vocabulary, save_recurrent_lm
-from seqtransfer.embeddings.transformer import encoder_fingerprint
+from seqtransfer.embeddings.tokenization import window_limit
+from seqtransfer.embeddings.transformer import encoder_config, encoder_fingerprint, encoder_path, is_causal_encoder
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.workflows.awd_pretraining import StreamBatches, StreamPretraining
 from seqtransfer.workflows.awd_pretraining import encode_sentences as encode_stream
-from seqtransfer.workflows.pretraining import perplexity, start_work_folder
+from seqtransfer.workflows.pretraining import LanguageModelBatches, LanguageModelSettings, Pretraining, encode_lines, held_out_batches, perplexity, start_work_folder
 from seqtransfer.workflows.recurrent_pretraining import RecurrentBatches, RecurrentPretraining, on_device, prepare_run, publish, train_language_model, training_cost
+from seqtransfer.workflows.transformer_continuation import MAX_SUBWORDS, is_transformer_folder, load_language_model, transformer_groups, unknown_share
 
 
 @dataclass
@@ -59,6 +64,8 @@ def continue_language_model(folder: str, sentences: list[list[str]], settings: C
     """Continue the LM of ``folder`` on ``sentences``; write the continued LM's folder ``output``
     (built in ``output.partial``; an interrupted run resumes from there)."""
     check_continuable(folder)
+    if is_transformer_folder(folder):
+        return continue_transformer(folder, sentences, settings, train_config, output, log, show_progress, device)
     if is_awd_lstm(Path(folder)):
         return continue_awd_lstm(folder, sentences, settings, train_config, output, log, show_progress, device)
     sentences = [sentence[: settings.max_tokens] for sentence in sentences if sentence]
@@ -110,6 +117,47 @@ def continue_awd_lstm(folder: str, sentences: list[list[str]], settings: Continu
     return summary
 
 
+def continue_transformer(folder: str, sentences: list[list[str]], settings, train_config, output: Path, log, show_progress: bool, device: str) -> dict:
+    """The Transformer of ``folder`` (a path or ``minilm``/``mpnet``) continued on ``sentences``; its
+    folder, head included, written as ``output``."""
+    from transformers import AutoTokenizer
+
+    path = encoder_path(folder)
+    causal = is_causal_encoder(folder)
+    work, identity, training, held_out = prepare_run([sentence for sentence in sentences if sentence], settings, train_config, output, architecture="transformer-continued")
+    tokenizer = AutoTokenizer.from_pretrained(str(path))
+    if not causal and tokenizer.mask_token_id is None:
+        raise SeqTransferError("this encoder's tokenizer has no mask token, so it cannot be continued as a masked LM", path=path)
+    language_model, head = load_language_model(path, causal)
+    length = min(MAX_SUBWORDS, window_limit(encoder_config(folder), tokenizer) + 2)  # what its positions hold, [CLS] and [SEP] included
+    lm_settings = LanguageModelSettings(objective="causal" if causal else "masked", max_length=length)
+    sequences = encode_lines(tokenizer, [" ".join(sentence) for sentence in training], length)
+    source = LanguageModelBatches(sequences, lm_settings, tokenizer, train_config.batch_size, train_config.seed)
+    scored = held_out_batches(tokenizer, [" ".join(sentence) for sentence in held_out], lm_settings, train_config)
+    model = on_device(Pretraining(language_model, causal), device)
+    before = perplexity(model, scored)
+    subwords = sum(map(len, sequences))
+    log(
+        f"continuing {folder} as a {lm_settings.objective} LM on {len(sequences):,} target sentences ({subwords:,} sub-words), {len(held_out):,} held out; "
+        f"its LM head: {'from the folder' if head == 'pretrained' else 'new (random transform, decoder tied to the input embeddings)'}; "
+        f"held-out {'pseudo-' if not causal else ''}perplexity before: {before:.2f}"
+    )
+    start_work_folder(work, identity)
+    groups = transformer_groups(language_model, train_config.learning_rate, settings.discriminative_factor)
+    result, final = train_language_model(model, source, scored, train_config, work, log, show_progress, parameter_groups=groups)
+    log(f"held-out {'pseudo-' if not causal else ''}perplexity of the target text: {before:.2f} before, {final:.2f} after")
+    model_settings = {"model_type": encoder_config(folder).get("model_type"), "objective": lm_settings.objective, "max_subwords": length, "head": head}
+    summary = continuation_summary("transformer", settings, before, unknown_share(tokenizer, sequences), (training, held_out), model_settings, training_cost(result, final, subwords))
+    if not show_progress:
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
+    language_model.cpu().save_pretrained(work / "model")
+    tokenizer.save_pretrained(work / "model")
+    publish(work, output, summary)
+    return summary
+
+
 def continuation_summary(architecture: str, settings: ContinuationSettings, before: float, unknown: float, splits: tuple[list, list], model_settings: dict, cost: dict) -> dict:
     """What ``pretraining.json`` says of a continuation: the LM continued, the perplexity before
     (the cost holds the one after), the target words outside its vocabulary, the splits' sizes."""
@@ -129,14 +177,17 @@ def continuation_summary(architecture: str, settings: ContinuationSettings, befo
 
 
 def check_continuable(folder: str) -> None:
-    """A folder of our ELMo-style LM or our AWD-LSTM (others are one line)."""
+    """A folder of our ELMo-style LM, our AWD-LSTM, or a Transformer (a path, or ``minilm``/``mpnet``); others are one line."""
+    if folder in PACKAGED:
+        encoder_path(folder)  # installed, or one line saying how
+        return
     if not Path(folder).is_dir():
-        raise SeqTransferError("LM folder not found", path=folder, hint="pass the folder seqtransfer pretrain-lm wrote")
-    if not (is_recurrent_lm(Path(folder)) or is_awd_lstm(Path(folder))):
+        raise SeqTransferError("LM folder not found", path=folder, hint="pass the folder seqtransfer pretrain-lm wrote, or minilm / mpnet")
+    if not (is_recurrent_lm(Path(folder)) or is_awd_lstm(Path(folder)) or is_transformer_folder(folder)):
         raise SeqTransferError(
-            "finetune-lm continues our own recurrent LMs (pretrain-lm --architecture bilstm or awd-lstm), and this folder holds another model",
+            "finetune-lm continues our own LMs (pretrain-lm) and Hugging Face Transformer folders, and this folder holds neither",
             path=folder,
-            hint="pass a folder written by seqtransfer pretrain-lm --architecture bilstm or awd-lstm",
+            hint="pass a folder written by seqtransfer pretrain-lm, a Transformer folder (config.json, weights, tokenizer), or minilm / mpnet",
         )
 
 
