@@ -193,6 +193,23 @@ def test_report_spec_from_an_experiment_file_spec():
     assert "| ArK | Tuned | Scratch |" in markdown and "| TPoS | Tuned | Scratch |" not in markdown
 
 
+def test_notes_open_the_report_as_a_paragraph_or_as_a_list(tmp_path):
+    from seqtransfer.errors import SeqTransferError
+    from seqtransfer.experiments.spec import load_experiment
+
+    head = "name: table4\ntitle: PretRand paper, Table 4\ncommand: seqtransfer experiment run x.yaml\ntargets: {TPoS: {dataset: tpos}}\nmethods: {Scratch: {scheme: scratch}}\n"
+    path = tmp_path / "table4.yaml"
+    path.write_text(head + "notes:\n  - Fine-tuning beats scratch on TPoS (89.57 vs 86.82).\n  - 'Ensembles: not run.'\n", encoding="utf-8")
+    lines = render_markdown(report_spec(load_experiment(path), trials=10), []).splitlines()
+    start = lines.index("**What reproduces and what does not.**")
+    assert lines[start + 1 : start + 5] == ["", "- Fine-tuning beats scratch on TPoS (89.57 vs 86.82).", "- Ensembles: not run.", ""]
+    path.write_text(head + "notes: One paragraph, as before.\n", encoding="utf-8")
+    assert "**What reproduces and what does not.** One paragraph, as before." in render_markdown(report_spec(load_experiment(path), trials=10), [])
+    path.write_text(head + "notes: [{a: 1}]\n", encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="list of strings"):
+        load_experiment(path)
+
+
 def test_randomization_of_pearson_scores_tells_a_better_regressor_from_noise():
     import numpy as np
 

@@ -130,14 +130,22 @@ def _significant_mark(tests: Mapping[tuple[str, str, str], PairTests], target: s
     return "*" if row[-1] == "yes" else ""
 
 
+def _notes_lines(notes: str | Sequence[str]) -> list[str]:
+    """The report's opening notes: a string as one paragraph after the heading, a list as one bullet a line."""
+    heading = "**What reproduces and what does not.**"
+    if isinstance(notes, str):
+        return ["", f"{heading} {notes.strip()}"] if notes.strip() else []
+    items = [str(item).strip() for item in notes if str(item).strip()]
+    return ["", heading, "", *(f"- {item}" for item in items)] if items else []
+
+
 def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
     """The experiment's report: our table, the paper's with Δ, and the significance tests."""
     records = [record for record in records if record["experiment"] == spec.experiment]
     summaries = aggregate(records, spec.split)
     source = f"Reproduces {spec.paper_table}. " if spec.paper_table else ""
     lines = [f"# {spec.title}", "", f"{source}Experiment `{spec.experiment}`, {len(records)} finished runs."]
-    if spec.notes:
-        lines += ["", f"**What reproduces and what does not.** {spec.notes.strip()}"]
+    lines += _notes_lines(spec.notes)
     if spec.published:
         lines += ["", *_published_section(spec, summaries, records)]
     lines += ["", f"## Our results ({spec.split})", ""]

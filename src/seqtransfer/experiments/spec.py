@@ -203,6 +203,10 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
                 hint="search a method that reads only a source; these methods take the settings found",
             )
     spec.path, spec.all_targets = str(path), dict(spec.targets)
+    notes = spec.notes or ""
+    if not (isinstance(notes, str) or (isinstance(notes, list) and all(isinstance(item, str) for item in notes))):
+        raise SeqTransferError("'notes' must be a string or a list of strings", path=path, hint="notes:\n  - One claim of the paper, ours vs the paper's.")
+    spec.notes = notes
     if spec.paper_split not in ("dev", "test"):
         raise SeqTransferError(f"paper_split must be dev or test, got {spec.paper_split!r}", path=path, hint="paper_split: dev (the paper's numbers are dev scores) or test")
     check_references(spec, path)
