@@ -11,11 +11,12 @@ from conftest import FIXTURES, TINY_MODEL
 from safetensors import safe_open
 from test_transfer import target_config
 
-from seqtransfer.analysis.activations import feature_matrix, list_recordings
+from seqtransfer.analysis.activations import list_recordings
 from seqtransfer.cli import run
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.rundir import load_run
+from seqtransfer.training.activations import feature_matrix
 from seqtransfer.training.seeding import seed_everything
 from seqtransfer.training.vocabularies import prepare_vocabularies
 from seqtransfer.transfer.schemes import SCHEMES

@@ -13,7 +13,8 @@ import seqtransfer
 from seqtransfer.cli import run
 from seqtransfer.data.batching import make_batch
 from seqtransfer.data.task_data import load_task_data
-from seqtransfer.transfer.auxiliary_lm import AuxiliaryLanguageModelLoss, LanguageModelHead
+from seqtransfer.models.language_model_heads import LanguageModelHead
+from seqtransfer.transfer.auxiliary_lm import AuxiliaryLanguageModelLoss
 
 
 def tagger_arguments(output, *extra: str) -> list[str]:
@@ -82,7 +83,7 @@ def test_auxiliary_lm_changes_training_reproducibly_and_predicts_as_a_tagger(tmp
 
 
 def test_a_parser_trains_with_an_auxiliary_lm_on_its_first_layer(tmp_path):
-    from seqtransfer.transfer.auxiliary_lm import language_model_layer
+    from seqtransfer.models.language_model_heads import language_model_layer
 
     metrics = run(parser_arguments(tmp_path / "parser", 1, 1, "transfer.auxiliary_lm_weight=0.2"))
     model = seqtransfer.load(tmp_path / "parser").run.model
@@ -126,6 +127,6 @@ def test_a_multitask_model_has_an_lm_on_each_root_branch_and_a_batch_trains_thos
     encoded = encode_sentences(tokens, vocabularies, targets={target_name("ner", "labels"): [np.zeros(4, dtype=np.int64), np.zeros(2, dtype=np.int64)]})
     batch = make_batch(encoded, np.arange(2))
     model.loss(batch)  # a NER batch runs pos (below it) and ner, not chunk
-    from seqtransfer.transfer.auxiliary_lm import root_tasks
+    from seqtransfer.models.language_model_heads import root_tasks
 
     assert list(term.states) == [root_tasks(model).index("pos")] and term(model, batch).item() > 0 and term.states == {}

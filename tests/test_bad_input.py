@@ -153,8 +153,10 @@ def test_output_that_already_holds_a_finished_run(tiny_run, capsys):
 
 
 def test_the_value_rules_of_registry_settings_name_every_registry_entry():
-    """model.encoder_adapter and multitask.weight_schedule are checked against the registries' names."""
+    """model.encoder_adapter, multitask.weight_schedule and the tokenizer settings are checked against the registries' names."""
     from seqtransfer.config import RunConfig, apply_overrides, check_values
+    from seqtransfer.config_values import TOKENIZER_NAMES
+    from seqtransfer.data.tokenize import TOKENIZERS
     from seqtransfer.models.adapters import ADAPTERS
     from seqtransfer.workflows.multitask import WEIGHT_SCHEDULES
 
@@ -164,3 +166,8 @@ def test_the_value_rules_of_registry_settings_name_every_registry_entry():
         check_values(apply_overrides(RunConfig(), [f"multitask.weight_schedule={name}"]))
     with pytest.raises(SeqTransferError, match="geometric, linear or constant"):
         check_values(apply_overrides(RunConfig(), ["multitask.weight_schedule=cosine"]))
+    assert TOKENIZER_NAMES == tuple(TOKENIZERS)
+    for name in TOKENIZERS:
+        check_values(apply_overrides(RunConfig(), [f"data.select_tokenizer={name}", f"train.adversarial_tokenizer={name}"]))
+    with pytest.raises(SeqTransferError, match="one of whitespace, tweet, slavic, got 'nltk'"):
+        check_values(apply_overrides(RunConfig(), ["data.select_tokenizer=nltk"]))

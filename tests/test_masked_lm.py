@@ -52,7 +52,7 @@ def encoder_arguments(output, encoder, *extra: str, train: str = "tiny_ner", col
 
 def test_the_head_projects_onto_embeddings_narrower_than_the_encoder(tmp_path):
     """ALBERT and ELECTRA factorise their embeddings: E < H."""
-    from seqtransfer.transfer.masked_lm import MaskedLanguageModelHead
+    from seqtransfer.models.language_model_heads import MaskedLanguageModelHead
 
     head = MaskedLanguageModelHead(hidden=16, embedding=8, words=50)
     assert head(torch.zeros(3, 16), torch.zeros(50, 8)).shape == (3, 50)
@@ -122,8 +122,9 @@ def test_the_head_starts_from_the_encoder_folders_pretraining_head_when_it_has_o
     from safetensors.torch import load_file
     from transformers import AutoModel, BertForMaskedLM
 
+    from seqtransfer.models.language_model_heads import MaskedLanguageModelHead
     from seqtransfer.rundir import load_run
-    from seqtransfer.transfer.masked_lm import MaskedLanguageModelHead, load_pretraining_head
+    from seqtransfer.transfer.masked_lm import load_pretraining_head
 
     folder = tmp_path / "with-head"
     shutil.copytree(encoder, folder)

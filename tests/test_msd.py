@@ -93,7 +93,7 @@ def test_croatian_news_tags_are_mapped_to_the_hr500k_tagset(data_root):
 def test_scoring_on_ud_serbian_a_run_that_learnt_from_setimes_sr_is_warned_about(tmp_path):
     """334 / 361 of SETimes.SR's training sentences are UD Serbian-SET dev / test sentences."""
     from seqtransfer.config import RunConfig, apply_overrides, dump_config
-    from seqtransfer.data.overlap import leak_warning
+    from seqtransfer.training.overlap import leak_warning
 
     news = apply_overrides(RunConfig(), ["data.dataset=mtt_sr_news", "data.task=msd"])
     assert "shares sentences with the training split of mtt_sr_news" in leak_warning(news, "mtt_sr_news_ud", "test")

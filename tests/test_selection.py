@@ -9,9 +9,10 @@ import pytest
 import torch
 from conftest import FIXTURES, tiny_train_arguments
 
-from seqtransfer.analysis.similarity import js_divergence, unigram_counts
+from seqtransfer.analysis.similarity import js_divergence
 from seqtransfer.cli import main, run
 from seqtransfer.data.selection import js_scores, kept_indices, moore_lewis_scores, rank_weights
+from seqtransfer.data.trigram_lm import unigram_counts
 from seqtransfer.files import read_json
 from seqtransfer.models.outputs import CRFOutput, SoftmaxOutput
 

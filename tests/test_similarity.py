@@ -8,8 +8,9 @@ from collections import Counter
 import pytest
 from conftest import DATA_ROOT, FIXTURES
 
-from seqtransfer.analysis.similarity import TrigramLM, correlations, js_divergence, kl_divergence, oov_rate, relative_gain, unigram_counts
+from seqtransfer.analysis.similarity import correlations, js_divergence, kl_divergence, oov_rate, relative_gain
 from seqtransfer.cli import run
+from seqtransfer.data.trigram_lm import TrigramLM, unigram_counts
 from seqtransfer.data.unlabeled import read_unlabeled
 from seqtransfer.errors import SeqTransferError
 

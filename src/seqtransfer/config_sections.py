@@ -174,7 +174,7 @@ class TrainConfig(Section):
     adversarial_schedule: str = "constant"  # lambda over training: constant | ganin (0 -> adversarial_weight: 2 / (1 + exp(-10 p)) - 1, p the share of epochs done)
     adversarial_tokenizer: str = "whitespace"  # how adversarial_data's raw-text lines are split: whitespace | tweet
     adversarial_word_column: int | None = None  # adversarial_data is a column (CoNLL) file: the column (1-based) holding its words
-    record_activations: list[int] | None = None  # epochs whose FE activations on dev are saved (0 = before training); see analysis/activations.py
+    record_activations: list[int] | None = None  # epochs whose FE activations on dev are saved (0 = before training); see training/activations.py
 
 
 @dataclass

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from typing import Any
 
 from seqtransfer.config_sections import RunConfig
-from seqtransfer.data.tokenize import TOKENIZERS
 from seqtransfer.errors import SeqTransferError
 
 
@@ -21,6 +20,10 @@ def fold_of(value: str) -> tuple[int, int] | None:
         return None
     number, count = int(number), int(count)
     return (number, count) if count >= 2 and 1 <= number <= count else None
+
+
+# the names of data/tokenize.py's TOKENIZERS (a higher layer); tests/test_bad_input.py checks that they agree
+TOKENIZER_NAMES = ("whitespace", "tweet", "slavic")
 
 
 def schedule_names() -> list[str]:
@@ -99,8 +102,8 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str | Callable[[], str]]] =
     ("data.bootstrap", lambda value: value is None or value >= 0, "a seed, 0 or more (or null)"),
     ("data.select_by", lambda value: value in ("moore_lewis", "js"), "moore_lewis or js"),
     ("data.select_top", lambda value: value is None or 0 < value <= 100, "a percentage in (0, 100] (or null)"),
-    ("data.select_tokenizer", lambda value: value in TOKENIZERS, "one of " + ", ".join(TOKENIZERS)),
-    ("train.adversarial_tokenizer", lambda value: value in TOKENIZERS, "one of " + ", ".join(TOKENIZERS)),
+    ("data.select_tokenizer", lambda value: value in TOKENIZER_NAMES, "one of " + ", ".join(TOKENIZER_NAMES)),
+    ("train.adversarial_tokenizer", lambda value: value in TOKENIZER_NAMES, "one of " + ", ".join(TOKENIZER_NAMES)),
     ("train.adversarial_schedule", lambda value: value in ("constant", "ganin"), "constant or ganin"),
     ("data.max_train_sentences", lambda value: value is None or value >= 1, "at least 1 (or null for all)"),
     ("data.max_sentence_length", lambda value: value is None or value >= 1, "at least 1 (or null for no limit)"),

@@ -24,8 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from seqtransfer.analysis.activations import Recording, feature_matrix, list_recordings
+from seqtransfer.analysis.activations import Recording, list_recordings
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.training.activations import feature_matrix
 
 SOURCE_COLUMN = "source dev"
 

@@ -125,7 +125,7 @@ def run(arguments: argparse.Namespace) -> dict:
     for note in data.notes:
         print(f"seqtransfer: warning: {note}", file=sys.stderr)
     if not arguments.file:
-        from seqtransfer.data.overlap import warn_of_leaks
+        from seqtransfer.training.overlap import warn_of_leaks
 
         for configured in [run.config, *(rundir.read_run_config(member) for member in (members[0][1:] if members else []))]:  # each model's
             warn_of_leaks(configured, data_config.dataset, split)

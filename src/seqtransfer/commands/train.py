@@ -5,11 +5,24 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from seqtransfer.cli import add_data_arguments
 from seqtransfer.commands.base import Command
 from seqtransfer.commands.numbers import whole
 from seqtransfer.config import RunConfig, apply_overrides, load_config
 from seqtransfer.errors import SeqTransferError
+
+
+def add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options that name the data: a registered dataset, or your own column files."""
+    parser.add_argument("--dataset", help="registered dataset name (see `seqtransfer datasets`)")
+    parser.add_argument("--task", help="task of the dataset (default: its first task)")
+    parser.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
+    parser.add_argument("--train", help="your own training file (CoNLL or CoNLL-U)")
+    parser.add_argument("--dev", help="your own dev file")
+    parser.add_argument("--test", help="your own test file")
+    parser.add_argument("--columns", help="column names of your CoNLL files, e.g. word,pos")
+    parser.add_argument("--scheme", help="tag scheme of your labels: auto (default: inferred from the labels), none, iob1, iob2, bioes")
+    parser.add_argument("--separator", choices=["auto", "tab", "space"], help="field separator of your column files (default auto: TAB if token lines hold TABs)")
+    parser.add_argument("--strict", action="store_true", help="tags out of their scheme's order are an error instead of a warning")
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:

@@ -13,7 +13,7 @@ vocabularies are built:
 
 Scores: **moore_lewis** (Moore & Lewis 2010) is the cross-entropy difference H_target(s) −
 H_source(s), in bits per token, under two word trigram models with interpolated Kneser–Ney
-smoothing (analysis/similarity.py): one of the target text, one of a random sample of the
+smoothing (data/trigram_lm.py): one of the target text, one of a random sample of the
 training sentences as large (in tokens) as the target text, as Moore & Lewis sample their
 general-domain model. **js** is the Jensen–Shannon divergence between the sentence's word
 distribution and the target text's (Ruder & Plank 2017's measure, per sentence).
@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from seqtransfer.analysis.similarity import TrigramLM, normalize, sample_sentences, unigram_counts
+from seqtransfer.data.trigram_lm import TrigramLM, normalize, sample_sentences, unigram_counts
 from seqtransfer.errors import SeqTransferError
 
 Log = Callable[[str], None]

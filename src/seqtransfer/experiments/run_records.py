@@ -13,12 +13,12 @@ from seqtransfer import predictor, rundir
 from seqtransfer.analysis.predictions import read_predictions, read_scores
 from seqtransfer.config import DataConfig
 from seqtransfer.data.metrics import evaluate, get_metric
-from seqtransfer.data.overlap import warn_of_leaks
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.experiments.evidence import evidence_of
 from seqtransfer.experiments.store import slug
 from seqtransfer.files import read_json, write_json
 from seqtransfer.training.inference import score_predictions
+from seqtransfer.training.overlap import warn_of_leaks
 from seqtransfer.workflows.ensemble import ensemble_predict
 
 if TYPE_CHECKING:

@@ -129,6 +129,11 @@ def model_class(family: str, task_kind: str) -> type[nn.Module]:
     return type(name, (head, encoder, nn.Module), {"__init__": __init__, "from_vocabularies": classmethod(from_vocabularies), "feature_extractors": choices, "encoder_family": family})
 
 
+def pretrained_encoder(model: nn.Module) -> bool:
+    """The model fine-tunes a pretrained Transformer encoder (L2-SP can pull it towards its pretrained weights)."""
+    return getattr(model, "encoder", None) is not None and hasattr(model, "load_pretrained")
+
+
 def from_vocabularies(cls, config: ModelConfig, vocabularies) -> nn.Module:
     """A model sized for ``vocabularies`` (words, characters, labels)."""
     return cls(config, len(vocabularies.words), len(vocabularies.characters), len(vocabularies.labels), vocabularies)

@@ -12,11 +12,11 @@ from torch import nn
 from seqtransfer.config import ModelConfig
 from seqtransfer.data.vocabulary import Vocabularies
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.models.encoders import encoder_family, model_class
+from seqtransfer.models.discriminator import attach_discriminator
+from seqtransfer.models.encoders import encoder_family, model_class, pretrained_encoder
+from seqtransfer.models.language_model_heads import attach_language_model
 from seqtransfer.models.multitask import HierarchicalMultiTask
 from seqtransfer.models.pretrand import PretRand
-from seqtransfer.transfer.adversarial import attach_discriminator
-from seqtransfer.transfer.auxiliary_lm import attach_language_model
 
 # architecture -> the task kind whose head it puts on the encoder (the encoder_* names: a fine-tuned encoder's)
 HEADED: dict[str, str] = {
@@ -47,7 +47,7 @@ def build_model(config: ModelConfig, vocabularies: Vocabularies) -> nn.Module:
     check_feature_extractor(config, model_type)
     model = model_type.from_vocabularies(config, vocabularies)
     attach_discriminator(model, config.discriminator_hidden)
-    attach_language_model(model, config.language_model_words, config.language_model_decoder)
+    attach_language_model(model, config.language_model_words, config.language_model_decoder, masked=pretrained_encoder(model))
     return model
 
 

@@ -42,6 +42,7 @@ from torch import nn
 from seqtransfer.config import TransferConfig
 from seqtransfer.embeddings.transformer import unread_weight
 from seqtransfer.errors import SeqTransferError, warn
+from seqtransfer.models.encoders import pretrained_encoder
 
 LayerGroup = tuple[str, list[str]]  # (name, parameter names)
 EMBEDDING_TABLES = ("word_representation.word_embedding.weight", "word_representation.character_encoder.embedding.weight")
@@ -198,11 +199,6 @@ SOURCE_PENALTIES = tuple(name for name, adaptation in ADAPTATIONS.items() if ada
 def chosen_adaptations(config: TransferConfig) -> list[Adaptation]:
     """The run's adaptations, in its order (checked before training: ``check_adaptations``)."""
     return [ADAPTATIONS[name] for name in config.adaptations]
-
-
-def pretrained_encoder(model: nn.Module) -> bool:
-    """The model fine-tunes a pretrained Transformer encoder (L2-SP can pull it towards its pretrained weights)."""
-    return getattr(model, "encoder", None) is not None and hasattr(model, "load_pretrained")
 
 
 class L2SP:

@@ -17,8 +17,8 @@ Each training batch of the source is paired with a batch of target sentences, wh
 draws itself in a seeded order per epoch. The discriminator's loss (binary cross-entropy per
 token, summed as the task loss is) is an extra loss term of the one training loop, registered as
 the other terms are (transfer/loss_terms.py); the discriminator is part of the source model
-(saved with it, never transferred). The source states are those the task loss computed (read by a forward
-hook on the feature extractor: no second pass). Each epoch's record and log line carry the
+(models/discriminator.py: saved with it, never transferred). The source states are those the
+task loss computed (read by a forward hook on the feature extractor: no second pass). Each epoch's record and log line carry the
 discriminator's token accuracy on the training batches (``domain_accuracy``): near 50 % (the
 share of target tokens in the pairs, more exactly) the feature extractor's states no longer tell
 the domains apart; near 100 % the reversal is not winning.
@@ -49,29 +49,6 @@ class ReverseGradient(torch.autograd.Function):
     @staticmethod
     def backward(context, gradient: torch.Tensor):  # noqa: ANN001, ANN205
         return -context.scale * gradient, None
-
-
-class DomainDiscriminator(nn.Module):
-    """(N, H) token states -> (N,) logit of "target domain": linear, ReLU, linear."""
-
-    def __init__(self, input_size: int, hidden: int) -> None:
-        super().__init__()
-        self.layers = nn.Sequential(nn.Linear(input_size, hidden), nn.ReLU(), nn.Linear(hidden, 1))
-
-    def forward(self, states: torch.Tensor) -> torch.Tensor:
-        return self.layers(states).squeeze(-1)
-
-
-def feature_size(model: nn.Module) -> int:
-    """Units of the model's feature-extractor states (the tagger's BiLSTM, the parser's stack)."""
-    extractor = model.feature_extractor
-    return getattr(extractor, "output_size", None) or extractor.forward_lstm.hidden_size * 2
-
-
-def attach_discriminator(model: nn.Module, hidden: int) -> None:
-    """Give ``model`` its domain discriminator (``hidden`` > 0), as the model's config says."""
-    if hidden > 0:
-        model.domain_discriminator = DomainDiscriminator(feature_size(model), hidden)
 
 
 def token_states(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

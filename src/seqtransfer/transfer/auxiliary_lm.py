@@ -12,7 +12,8 @@ The LM predicts the ``transfer.auxiliary_lm_words`` words most frequent in the r
 training sentences (not the source's, whose words come first in a transferred vocabulary);
 the others are one unknown class. ``word_classes`` maps the word vocabulary to those classes;
 it and the two softmax layers are part of the model (``language_model``, sized by
-``model.language_model_words``) so that the run directory reloads; prediction never reads them.
+``model.language_model_words``: models/language_model_heads.py) so that the run directory
+reloads; prediction never reads them.
 
     states (B, T, H) = [forward (B, T, H/2); backward (B, T, H/2)]      first BiLSTM layer
     loss = weight * (sum_t CE(W_f forward_t, c(w_{t+1})) + sum_t CE(W_b backward_t, c(w_{t-1})))
@@ -21,7 +22,6 @@ it and the two softmax layers are part of the model (``language_model``, sized b
 from __future__ import annotations
 
 import functools
-from collections import Counter
 
 import torch
 from torch import nn
@@ -29,46 +29,8 @@ from torch.nn import functional
 
 from seqtransfer.data.batching import Batch
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.transfer.adaptations import pretrained_encoder  # a fine-tuned encoder's model: its auxiliary LM is masked (masked_lm.py)
-
-PADDING_CLASS, UNKNOWN_CLASS = 0, 1  # class 0 is never a target (padding); class 1 is every word past the frequent ones
-
-
-class LanguageModelHead(nn.Module):
-    """Next-word and previous-word softmax layers over the states' two halves: (N, H/2) -> (N, words) each."""
-
-    def __init__(self, half: int, words: int, vocabulary_size: int) -> None:
-        super().__init__()
-        self.next_word = nn.Linear(half, words)
-        self.previous_word = nn.Linear(half, words)
-        self.words = words
-        # (V,) the LM class of each word index; filled from the training sentences (set_word_classes)
-        self.register_buffer("word_classes", torch.full((vocabulary_size,), UNKNOWN_CLASS, dtype=torch.long))
-
-    def set_word_classes(self, training_word_ids) -> None:
-        """Classes 2.. for the ``words - 2`` most frequent word indices of the training sentences (ties: lower index first)."""
-        counts = Counter(int(index) for sentence in training_word_ids for index in sentence if index > UNKNOWN_CLASS)
-        frequent = sorted(counts, key=lambda index: (-counts[index], index))[: self.words - 2]
-        classes = torch.full_like(self.word_classes, UNKNOWN_CLASS)
-        classes[PADDING_CLASS] = PADDING_CLASS
-        classes[torch.tensor(frequent, dtype=torch.long, device=classes.device)] = torch.arange(2, 2 + len(frequent), device=classes.device)
-        self.word_classes.copy_(classes)
-
-    def targets(self, words: torch.Tensor) -> torch.Tensor:
-        """(B, T) word indices -> (B, T) LM classes, -1 for padding."""
-        return self.word_classes[words].masked_fill(words == 0, -1)
-
-
-def language_model_layer(model: nn.Module) -> nn.Module:
-    """The first BiLSTM layer of the model's (or a multi-task branch's) feature extractor (its only one for the tagger and PretRand)."""
-    extractor = model.feature_extractor
-    stacked = getattr(getattr(extractor, "lstm", extractor), "layers", None)
-    return stacked[0] if stacked is not None else extractor
-
-
-def root_tasks(model: nn.Module) -> list[str]:
-    """A hierarchical multi-task model's tasks that read no other task: their branches' first layers hold the LM."""
-    return [task for task in model.order if not model.hierarchy[task]]
+from seqtransfer.models.encoders import pretrained_encoder  # a fine-tuned encoder's model: its auxiliary LM is masked (masked_lm.py)
+from seqtransfer.models.language_model_heads import LanguageModelHead, language_model_layer, root_tasks
 
 
 def language_model_heads(model: nn.Module) -> list[tuple[nn.Module, LanguageModelHead]]:
@@ -106,27 +68,6 @@ def language_model_decoder(config) -> bool:
 
     # the built config: a model class's own default where config.json leaves the setting out
     return not AutoConfig.from_pretrained(str(encoder_path(config.model.encoder)), local_files_only=True).tie_word_embeddings
-
-
-def attach_language_model(model: nn.Module, words: int, own_decoder: bool = False) -> None:
-    """Give ``model`` its auxiliary LM layers (``words`` > 0), as the model's config says
-    (``own_decoder``: a fine-tuned encoder's masked-LM head not tied to its input embeddings)."""
-    if words > 0 and pretrained_encoder(model):
-        from seqtransfer.transfer.masked_lm import attach_masked_language_model
-
-        attach_masked_language_model(model, words, own_decoder)
-    elif words > 0 and hasattr(model, "hierarchy"):  # one LM per root branch, reading its first layer (every batch runs a root branch)
-        vocabulary_size = model.word_representation.word_embedding.num_embeddings
-        model.language_model = nn.ModuleDict({task: LanguageModelHead(language_model_layer(model.branches[task]).forward_lstm.hidden_size, words, vocabulary_size) for task in root_tasks(model)})
-    elif words > 0:
-        if getattr(model, "feature_extractor", None) is None or getattr(model, "word_representation", None) is None:
-            raise SeqTransferError(
-                f"an auxiliary LM loss reads a BiLSTM feature extractor; this {type(model).__name__} has none",
-                hint="drop transfer.auxiliary_lm_weight (it serves the BiLSTM tagger, PretRand and the parser)",
-            )
-        layer = language_model_layer(model)
-        half = layer.forward_lstm.hidden_size
-        model.language_model = LanguageModelHead(half, words, model.word_representation.word_embedding.num_embeddings)
 
 
 class AuxiliaryLanguageModelLoss:

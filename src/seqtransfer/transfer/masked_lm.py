@@ -54,34 +54,9 @@ from torch import nn
 from torch.nn import functional
 
 from seqtransfer.data.batching import Batch
+from seqtransfer.models.language_model_heads import MaskedLanguageModelHead
 
 MASKED_SHARE, REPLACED_BY_MASK, REPLACED_BY_RANDOM = 0.15, 0.8, 0.1  # BERT's recipe
-
-
-class MaskedLanguageModelHead(nn.Module):
-    """(M, H) encoder states -> (M, V) sub-word scores, the decoder tied to the encoder's input
-    embeddings (E, of their own width: ALBERT's and ELECTRA's are narrower than H), or its own
-    (``tied=False``: an encoder pretrained with an untied decoder)."""
-
-    def __init__(self, hidden: int, embedding: int, words: int, tied: bool = True) -> None:
-        super().__init__()
-        self.transform = nn.Linear(hidden, embedding)
-        self.norm = nn.LayerNorm(embedding)
-        self.decoder = None if tied else nn.Parameter(torch.empty(words, embedding).normal_(0.0, 0.02))  # (V, E), BERT's initialisation
-        self.bias = nn.Parameter(torch.zeros(words))
-        self.words = words
-
-    def forward(self, states: torch.Tensor, embeddings: torch.Tensor) -> torch.Tensor:
-        decoder = embeddings if self.decoder is None else self.decoder  # (V, E)
-        return self.norm(functional.gelu(self.transform(states))) @ decoder.t() + self.bias
-
-
-def attach_masked_language_model(model: nn.Module, words: int, own_decoder: bool = False) -> None:
-    """Give a fine-tuned encoder's model its masked-LM head (``words``: the encoder's vocabulary
-    size), with its own decoder for an encoder pretrained untied (``model.language_model_decoder``;
-    runs saved before it existed rebuild the tied head they trained)."""
-    embedding = model.encoder.get_input_embeddings().embedding_dim
-    model.language_model = MaskedLanguageModelHead(model.encoder.config.hidden_size, embedding, words, tied=not own_decoder)
 
 
 # the pretraining head's weights in a Hugging Face folder, per part of MaskedLanguageModelHead

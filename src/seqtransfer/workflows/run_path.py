@@ -20,7 +20,7 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from torch import nn
 
@@ -31,15 +31,13 @@ from seqtransfer.device import describe_device, memory_errors_as_one_line, peak_
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.tagger import size_metrics
 from seqtransfer.resources import peak_rss_megabytes
+from seqtransfer.training.activations import ActivationRecorder
 from seqtransfer.training.loop import BatchSource, Evaluate, FitResult, fit
 from seqtransfer.training.precision import resolve_precision
 from seqtransfer.training.tensorboard import TensorBoardLog
 from seqtransfer.transfer.adaptations import chosen_adaptations, parameter_groups
 from seqtransfer.transfer.schemes import Scheme, set_trainable
 from seqtransfer.workflows.checks import check_resumable
-
-if TYPE_CHECKING:  # a type only: the recorder is made by the run kind (analysis sits above workflows)
-    from seqtransfer.analysis.activations import ActivationRecorder
 
 Log = Callable[[str], None]
 

@@ -11,7 +11,6 @@ import numpy as np
 from torch import nn
 
 from seqtransfer import rundir
-from seqtransfer.analysis.activations import activation_recorder
 from seqtransfer.config import RunConfig, check_values
 from seqtransfer.data.annealing import AnnealedBatches
 from seqtransfer.data.task_data import SPLITS, TaskData, label_notes, load_task_data
@@ -22,6 +21,7 @@ from seqtransfer.errors import SeqTransferError, SeqTransferWarning
 from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import count_parameters, size_metrics
 from seqtransfer.resources import peak_rss_megabytes, reset_peak_rss
+from seqtransfer.training.activations import activation_recorder
 from seqtransfer.training.inference import EvaluationSet, score_split
 from seqtransfer.training.loop import BatchSource, FitResult, ShuffledBatches, dev_evaluation
 from seqtransfer.training.memory import check_parser_memory

@@ -12,7 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from seqtransfer.config import RunConfig
+from seqtransfer.data.registry import get_dataset
 from seqtransfer.errors import SeqTransferError, warn
+from seqtransfer.rundir import CONFIG, first_member, member_directories, read_run_config
 
 
 def trained_on(config: RunConfig, depth: int = 8) -> list[str]:
@@ -23,8 +25,6 @@ def trained_on(config: RunConfig, depth: int = 8) -> list[str]:
     datasets = [config.data.dataset] if config.data.dataset else []
     datasets += [entry.partition(":")[0] for entry in (config.multitask.data or {}).values() if isinstance(entry, str)]
     if depth:
-        from seqtransfer.rundir import CONFIG, first_member, member_directories, read_run_config
-
         teachers = [directory for teacher in config.transfer.distill_from if Path(teacher).is_dir() for directory in member_directories(teacher)]
         source = [first_member(config.transfer.source)] if config.transfer.source and Path(config.transfer.source).is_dir() else []
         for directory in source + teachers:
@@ -37,8 +37,6 @@ def leak_warning(config: RunConfig, dataset: str | None, split: str) -> str | No
     """A warning when ``split`` of ``dataset`` shares sentences with a training set the run learnt from."""
     if dataset is None or split == "train":
         return None
-    from seqtransfer.data.registry import get_dataset
-
     for name in trained_on(config):
         try:
             spec = get_dataset(name)
