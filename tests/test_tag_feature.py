@@ -172,7 +172,7 @@ def test_a_multitask_model_refuses_input_tags():
 
 
 def test_a_tagger_run_is_loaded_without_touching_the_random_state(tagger_run, tmp_path):
-    from seqtransfer.data.tag_feature import tagger
+    from seqtransfer.rundir import tagger
 
     tagger.cache_clear()
     torch.manual_seed(11)
@@ -183,7 +183,7 @@ def test_a_tagger_run_is_loaded_without_touching_the_random_state(tagger_run, tm
 
 
 def test_same_seed_same_parser_with_a_tagger_in_one_process(tagger_run, tmp_path):
-    from seqtransfer.data.tag_feature import tagger
+    from seqtransfer.rundir import tagger
 
     tagger.cache_clear()
     run(parser_arguments(tmp_path / "a", 1, 3, f"model.tag_tagger={tagger_run}"))  # loads the tagger
@@ -268,3 +268,15 @@ def test_a_training_split_with_jackknifed_tags_is_encoded_with_them():
     dev = data.encode("dev", vocabularies, with_targets=False)
     assert all(set(ids) == {vocabularies.tags.index["X"]} for ids in train.tag_ids)  # the kept tags, not the gold column
     assert any(vocabularies.tags.index["X"] not in ids for ids in dev.tag_ids)  # other splits: the gold column (no X in it)
+
+
+def test_vocabularies_naming_a_tagger_they_were_not_given_are_one_line():
+    """The run loader (rundir.read_vocabularies) gives a run's vocabularies their tagger's predictions;
+    vocabularies read without it name a tagger and cannot tag: an error, not the gold column."""
+    from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
+
+    vocabularies = Vocabularies(Vocabulary.build(["x"]), Vocabulary.build("x"), Vocabulary(["_"]), tags=Vocabulary.build(["NOUN"]), tag_column="upos", tagger="/somewhere/tagger")
+    with pytest.raises(seqtransfer.SeqTransferError, match="no tagger was given them"):
+        encode_sentences([["x"]], vocabularies)
+    vocabularies.tag_predictor = lambda tokens: [["NOUN"] * len(sentence) for sentence in tokens]  # what the run loader gives
+    assert encode_sentences([["x", "x"]], vocabularies).tag_ids[0].tolist() == [vocabularies.tags.index["NOUN"]] * 2

@@ -27,6 +27,7 @@ from safetensors import safe_open
 from safetensors.torch import load_file
 
 from seqtransfer.config import RunConfig, check_values, config_from_dict, dump_config
+from seqtransfer.data.tag_feature import tag_predictor
 from seqtransfer.data.vocabulary import Vocabularies
 from seqtransfer.device import resolve_device
 from seqtransfer.errors import SeqTransferError
@@ -44,6 +45,7 @@ from seqtransfer.run_members import (  # noqa: F401 - re-exported: callers read 
     write_members,
 )
 from seqtransfer.training.checkpoint import save_tensors
+from seqtransfer.training.prediction import Predictor, load_tagger
 
 CONFIG = "config.yaml"
 VOCABULARY = "vocabulary.json"
@@ -132,11 +134,21 @@ def read_run_config(directory: Path) -> RunConfig:
 
 
 def read_vocabularies(directory: Path) -> Vocabularies:
+    """A run's vocabularies; those of a run that reads predicted input tags predict them with its tagger (``tagger``)."""
     path = directory / VOCABULARY
     try:
-        return Vocabularies.from_json(read_json(path))
+        vocabularies = Vocabularies.from_json(read_json(path))
     except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
         raise SeqTransferError("vocabulary.json is damaged (not the JSON seqtransfer writes)", path=path, hint=DAMAGED) from None
+    if vocabularies.tagger:
+        vocabularies.tag_predictor = tag_predictor(tagger, vocabularies.tagger)
+    return vocabularies
+
+
+@functools.lru_cache(maxsize=4)
+def tagger(directory: str) -> Predictor:
+    """The tagging run at ``directory`` (``model.tag_tagger``), loaded once per process (``load_tagger``)."""
+    return load_tagger(directory, load_run)
 
 
 def weight_shapes(directory: Path) -> dict[str, tuple[int, ...]]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from seqtransfer.data.tag_feature import feature_tags
 from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
 from seqtransfer.errors import warn
 
@@ -155,8 +156,6 @@ def encode_sentences(
         features = cached_features(vocabularies.encoder, tokens, vocabularies.encoder_pooling, vocabularies.encoder_segments, store=cache_features, separate=vocabularies.pair_encoding == "separate")
     tag_ids = None
     if vocabularies.tags is not None:
-        from seqtransfer.data.tag_feature import feature_tags
-
         tags = tags if tags is not None else feature_tags(vocabularies, tokens)
         tag_ids = [vocabularies.tags.encode(sentence) for sentence in tags]
     return EncodedSentences(word_ids, form_ids, targets or {}, form_characters, lengths, features, subwords, positions, pair_segments(tokens), types, tag_ids=tag_ids)

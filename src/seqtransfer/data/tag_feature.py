@@ -5,30 +5,41 @@ representation. The tags are either gold, read from a column of the data (CoNLL-
 predicted by a tagging run (``model.tag_tagger``). A tagger then tags every split (training
 included) and every sentence given at prediction time, so that the model reads tags of one kind
 throughout, and raw text needs no tags.
+
+Loading a tagger is the run loader's work (``rundir.tagger``), above this layer: it is passed in
+(``tagger``, a function from the tagger's directory to its loaded predictor), and vocabularies
+that read predicted tags carry their tagger's predictions (``Vocabularies.tag_predictor``, set
+when a run is trained or loaded).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+
+import torch
 
 from seqtransfer.data.corpus import Sentence
 from seqtransfer.data.vocabulary import Vocabulary
 from seqtransfer.errors import SeqTransferError
+
+TagPredictor = Callable[[Sequence[Sequence[str]]], list[list[str]]]  # token lists -> a tagger's tags for them
 
 
 def feature_tags(vocabularies, tokens: Sequence[Sequence[str]], sentences: Sequence[Sentence] | None = None) -> list[list[str]] | None:
     """The input tags of each sentence: the tagger's, else the ``tag_column`` of ``sentences``; None when the model reads no tags."""
     if vocabularies.tags is None:
         return None
-    return input_tags(vocabularies.tag_column, vocabularies.tagger, tokens, sentences)
+    if vocabularies.tagger and vocabularies.tag_predictor is None:  # vocabularies read without the run loader (rundir.read_vocabularies)
+        raise SeqTransferError(f"these vocabularies read tags predicted by {vocabularies.tagger}, and no tagger was given them", hint="load the run with seqtransfer.load or rundir.load_run")
+    return input_tags(vocabularies.tag_column, vocabularies.tag_predictor, tokens, sentences)
 
 
-def input_tags(column: str, tagger_directory: str | None, tokens: Sequence[Sequence[str]], sentences: Sequence[Sentence] | None = None) -> list[list[str]]:
-    """The tagger's tags for ``tokens`` when there is one, else the ``column`` of ``sentences``."""
-    if tagger_directory:
-        return tagger_predictions(tagger_directory, tokens)
+def input_tags(column: str, tagging: TagPredictor | None, tokens: Sequence[Sequence[str]], sentences: Sequence[Sentence] | None = None) -> list[list[str]]:
+    """The tagger's tags for ``tokens`` when there is one (``tagging``), else the ``column`` of ``sentences``."""
+    if tagging is not None:
+        return tagging(tokens)
     if sentences is None:
         raise SeqTransferError(
             f"this model reads '{column}' tags as an input feature, and the input has none",
@@ -54,8 +65,13 @@ def column_tags(sentences: Sequence[Sentence], column: str) -> list[list[str]]:
 _RECENT: dict[tuple, list[list[str]]] = {}  # (tagger, sentences) -> tags: a run tags its training split for the vocabulary, then again to encode it
 
 
-def tagger_predictions(directory: str, tokens: Sequence[Sequence[str]]) -> list[list[str]]:
-    """The tags a tagging run predicts for ``tokens`` (the last few answers are remembered)."""
+def tag_predictor(tagger: Callable[[str], object], directory: str) -> TagPredictor:
+    """The tags the tagging run at ``directory`` predicts for token lists, loaded by ``tagger`` when first needed."""
+    return functools.partial(tagger_predictions, tagger, directory)
+
+
+def tagger_predictions(tagger: Callable[[str], object], directory: str, tokens: Sequence[Sequence[str]]) -> list[list[str]]:
+    """The tags the tagging run at ``directory`` (loaded by ``tagger``) predicts for ``tokens`` (the last few answers are remembered)."""
     key = (directory, tuple(tuple(sentence) for sentence in tokens))
     if key in _RECENT:
         return [list(tags) for tags in _RECENT[key]]
@@ -68,8 +84,6 @@ def tagger_predictions(directory: str, tokens: Sequence[Sequence[str]]) -> list[
 
 def predicted_tags(predictor, tokens: Sequence[Sequence[str]]) -> list[list[str]]:
     """A loaded tagger's tags for ``tokens``; the caller's thread count is kept (loading a run sets its own)."""
-    import torch
-
     threads = torch.get_num_threads()
     try:
         return [list(tags) for tags in predictor.predict_raw([list(sentence) for sentence in tokens], cache_features=True)]  # a dataset's sentences
@@ -77,37 +91,14 @@ def predicted_tags(predictor, tokens: Sequence[Sequence[str]]) -> list[list[str]
         torch.set_num_threads(threads)
 
 
-@functools.lru_cache(maxsize=4)
-def tagger(directory: str):
-    """The tagging run at ``directory``, loaded once per process."""
-    return load_tagger(directory)
-
-
-def load_tagger(directory: str):
-    """The tagging run at ``directory`` as a predictor; the caller's random state stays as it was."""
-    from seqtransfer.predictor import load
-
-    if not (Path(directory) / "config.yaml").is_file():
-        raise SeqTransferError("model.tag_tagger is not a run directory", path=directory, hint="pass the folder of a tagging run (seqtransfer train --task upos ...)")
-    import torch
-
-    with torch.random.fork_rng(devices=[]):  # building the model draws initial weights
-        predictor = load(directory)
-    if predictor.kind.name != "tagging":
-        raise SeqTransferError(
-            f"model.tag_tagger must be a tagging run; this one is a {predictor.kind.name} run", path=directory, hint="train a tagger first, e.g. seqtransfer train --dataset ud_ewt --task upos"
-        )
-    return predictor
-
-
 def tag_vocabulary(tags: Sequence[Sequence[str]], base: Vocabulary | None = None) -> Vocabulary:
     """Padding, unknown, then the training tags by frequency (a source's tags keep their indices)."""
     return Vocabulary.build((tag for sentence in tags for tag in sentence), base=base)
 
 
-def resolve_tag_column(model_config, data) -> str | None:
-    """The column whose tags the model reads (``model.tag_feature``, else the tagger's task; the
-    tagger's path made absolute), or None; a setting that cannot work is one line."""
+def resolve_tag_column(model_config, data, tagger: Callable[[str], object]) -> str | None:
+    """The column whose tags the model reads (``model.tag_feature``, else the task of the tagger
+    ``tagger`` loads; the tagger's path made absolute), or None; a setting that cannot work is one line."""
     if model_config.tag_tagger:
         model_config.tag_tagger = str(Path(model_config.tag_tagger).resolve())
         tagging = tagger(model_config.tag_tagger).run
@@ -124,15 +115,17 @@ def resolve_tag_column(model_config, data) -> str | None:
     return column
 
 
-def add_tag_vocabulary(model_config, data, vocabularies, base=None) -> str | None:
+def add_tag_vocabulary(model_config, data, vocabularies, tagger: Callable[[str], object], base=None) -> str | None:
     """Fill the input tags of ``vocabularies`` (and ``model_config.tag_count``) from the training
-    data, when ``model.tag_feature`` or ``model.tag_tagger`` asks for them; a line for the log."""
-    column = resolve_tag_column(model_config, data)
+    data, when ``model.tag_feature`` or ``model.tag_tagger`` asks for them (the tagger loaded by
+    ``tagger``, ``rundir.tagger``); a line for the log."""
+    column = resolve_tag_column(model_config, data, tagger)
     if not column:
         return None
-    tags = data.train_tags if data.train_tags is not None else input_tags(column, model_config.tag_tagger, data.tokens("train"), data.splits["train"])
+    tagging = tag_predictor(tagger, model_config.tag_tagger) if model_config.tag_tagger else None
+    tags = data.train_tags if data.train_tags is not None else input_tags(column, tagging, data.tokens("train"), data.splits["train"])
     vocabularies.tags = tag_vocabulary(tags, base.tags if base is not None and base.tags is not None else None)
-    vocabularies.tag_column, vocabularies.tagger = column, model_config.tag_tagger
+    vocabularies.tag_column, vocabularies.tagger, vocabularies.tag_predictor = column, model_config.tag_tagger, tagging
     model_config.tag_count = len(vocabularies.tags)
     origin = f"predicted by {model_config.tag_tagger}" if model_config.tag_tagger else f"the gold '{column}' column"
     origin += f" (training tags jackknifed in {model_config.tag_jackknife} folds)" if data.train_tags is not None else ""

@@ -10,6 +10,7 @@ from seqtransfer.data.batching import EncodedSentences, encode_sentences
 from seqtransfer.data.corpus import Sentence
 from seqtransfer.data.metrics import METRICS
 from seqtransfer.data.registry import custom_dataset, get_dataset, load_split
+from seqtransfer.data.tag_feature import feature_tags
 from seqtransfer.data.vocabulary import Vocabularies
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.tasks import TAGGING, get_task_kind
@@ -46,8 +47,6 @@ class TaskData:
 
     def encode(self, split: str, vocabularies: Vocabularies, with_targets: bool = True) -> EncodedSentences:
         """Index arrays of a split, with the task's targets (labels unseen in training: -1)."""
-        from seqtransfer.data.tag_feature import feature_tags
-
         targets = self.kind.encode_targets(self.gold(split), vocabularies.labels) if with_targets else None
         tags = self.train_tags if split == "train" and self.train_tags is not None else feature_tags(vocabularies, self.tokens(split), self.splits[split])  # input tags, when the model reads them
         encoded = encode_sentences(self.tokens(split), vocabularies, targets=targets, tags=tags)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -91,6 +91,8 @@ class Vocabularies:
     tags: Vocabulary | None = None  # input tags (model.tag_feature): padding, unknown, then the training tags
     tag_column: str | None = None  # the column the tags are read from (gold tags)
     tagger: str | None = None  # a tagging run directory that predicts the tags instead (data/tag_feature.py)
+    # that tagger's tags for token lists (data/tag_feature.tag_predictor), given by whoever trains or loads the run (not saved)
+    tag_predictor: Callable[[Sequence[Sequence[str]]], list[list[str]]] | None = field(default=None, compare=False, repr=False)
 
     def word_keys(self, tokens: Sequence[str]) -> list[str]:
         return [word_key(token, self.lowercase, self.twitter) for token in tokens]

@@ -15,6 +15,7 @@ from seqtransfer.embeddings.recurrent_lm import is_recurrent_lm, read_vocabulary
 from seqtransfer.embeddings.static import build_embedding_matrix, load_vectors
 from seqtransfer.embeddings.transformer import check_encoder, encoder_fingerprint, encoder_path, encoder_shape
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.rundir import tagger
 
 Log = Callable[[str], None]
 
@@ -24,7 +25,7 @@ def prepare_vocabularies(config: RunConfig, data: TaskData, log: Log, base: Voca
     ``extra_tokens`` (unlabelled sentences) count as evaluation words."""
     evaluation_tokens = [tokens for split in data.splits if split != "train" for tokens in data.tokens(split)] + list(extra_tokens or [])
     vocabularies, matrix = build_word_vocabularies(config, data.tokens("train"), evaluation_tokens, data.kind.label_strings(data.gold("train")), log, base)
-    described = add_tag_vocabulary(config.model, data, vocabularies, base)
+    described = add_tag_vocabulary(config.model, data, vocabularies, tagger, base)
     if described:
         log(described)
     return vocabularies, matrix

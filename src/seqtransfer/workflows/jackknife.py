@@ -13,10 +13,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from seqtransfer.config import DataConfig
-from seqtransfer.data.tag_feature import load_tagger, predicted_tags, resolve_tag_column, tagger
+from seqtransfer.data.tag_feature import predicted_tags, resolve_tag_column
 from seqtransfer.data.task_data import in_fold, load_task_data
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json, write_text
+from seqtransfer.rundir import load_run, tagger
+from seqtransfer.training.prediction import load_tagger
 from seqtransfer.workflows.train import train_tagger
 
 JACKKNIFE = "jackknife"  # the run directory's folder of the fold taggers (removed once their tags are kept)
@@ -33,7 +35,7 @@ def jackknife_tags(config, data, directory: Path, log) -> tuple[list[list[str]],
     Returns the tags and the seconds an earlier start of the run spent on them (its kept tags, or
     fold taggers it finished before a crash), which the run's time counts as it counts epochs
     restored from a checkpoint."""
-    column = resolve_tag_column(config.model, data)  # the cheap checks, before any fold trains
+    column = resolve_tag_column(config.model, data, tagger)  # the cheap checks, before any fold trains
     if not config.model.tag_tagger or not column:
         raise SeqTransferError("model.tag_jackknife trains taggers like model.tag_tagger, which is not set", hint="set model.tag_tagger=TAGGER_RUN (or drop model.tag_jackknife)")
     folder = Path(directory) / JACKKNIFE
@@ -113,7 +115,7 @@ def tag_by_folds(config, settings, sentences, tokens: list[list[str]], folder: P
             train_fold_tagger(config, settings, replace(sentences, exclude_fold=f"{number}/{count}"), run)
         indices = [index for index in range(len(tokens)) if in_fold(index, number, count)]
         # loaded here, not through tagger()'s cache: the fold runs are removed afterwards
-        for index, sentence_tags in zip(indices, predicted_tags(load_tagger(str(run)), [tokens[index] for index in indices])):
+        for index, sentence_tags in zip(indices, predicted_tags(load_tagger(str(run), load_run), [tokens[index] for index in indices])):
             tags[index] = sentence_tags
     return tags, earlier_seconds
 
