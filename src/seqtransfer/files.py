@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from seqtransfer.errors import SeqTransferError
+
 
 @contextlib.contextmanager
 def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
@@ -104,8 +106,6 @@ def read_yaml_mapping(path: str | Path, what: str) -> dict:
     ``what`` names the kind of file in error messages ("config file", "experiment file").
     """
     import yaml
-
-    from seqtransfer.errors import SeqTransferError
 
     path = shipped_or_given(Path(path))
     if not path.is_file():

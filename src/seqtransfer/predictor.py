@@ -15,6 +15,7 @@ import torch
 from seqtransfer.rundir import load_run, read_members
 from seqtransfer.threads import granted_threads
 from seqtransfer.training.prediction import Predictor, check_batch_size
+from seqtransfer.workflows.combination import combine, vote
 
 
 def load(run_directory: str | Path, tokenizer: str = "whitespace", device: str = "auto", batch_size: int = 256, transliterate: str | None = None, amp: str = "off") -> Predictor:
@@ -49,8 +50,6 @@ class VotingPredictor:
         return self.members[0].tokenized(sentences)
 
     def predict_raw(self, sentences: Sequence[Sequence[str] | str], tags: Sequence[Sequence[str]] | None = None, checked: bool = False, cache_features: bool = False) -> list[list[str]]:
-        from seqtransfer.workflows.combination import combine, vote
-
         tokens = self.tokenized(sentences)
         tokens = tokens if checked else self.members[0].model_words(tokens)  # one warning, not one per model
         if self.combination in ("confident", "average"):

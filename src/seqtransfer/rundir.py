@@ -30,7 +30,9 @@ from seqtransfer.config import RunConfig, check_values, config_from_dict, dump_c
 from seqtransfer.data.tag_feature import tag_predictor
 from seqtransfer.data.vocabulary import Vocabularies
 from seqtransfer.device import resolve_device
-from seqtransfer.errors import SeqTransferError
+from seqtransfer.embeddings.packaged import PACKAGED
+from seqtransfer.embeddings.transformer import encoder_fingerprint
+from seqtransfer.errors import SeqTransferError, warn
 from seqtransfer.files import read_json, write_json, write_text
 from seqtransfer.models.registry import build_model
 from seqtransfer.run_members import (  # noqa: F401 - re-exported: callers read them as rundir.read_members, rundir.MEMBERS, ...
@@ -223,8 +225,6 @@ SOURCE_HINT = "point transfer.source in the run's config.yaml at the source run 
 def holds_encoder(encoder: str, expected_hash: str) -> bool:
     """Whether an encoder folder's hash is ``expected_hash``, with or without our LM's training report
     (as runs before 2026-11-26 recorded it)."""
-    from seqtransfer.embeddings.transformer import encoder_fingerprint
-
     return expected_hash in (encoder_fingerprint(encoder), encoder_fingerprint(encoder, with_training_report=True))
 
 
@@ -239,9 +239,6 @@ def check_encoder_hash(config: RunConfig, directory: Path) -> str | None:
     encoder is refused; a fully fine-tuned run holds its own weights and reads only the tokenizer
     from the folder, so it is warned about (the warning returned). Runs trained before the hash was
     recorded pass, and so do those that recorded it with our LM's training report (before 2026-11-26)."""
-    from seqtransfer.embeddings.transformer import encoder_fingerprint
-    from seqtransfer.errors import warn
-
     if encoder_is_the_runs(config.model):
         return None
     found = encoder_fingerprint(config.model.encoder)
@@ -267,8 +264,6 @@ def find_beside_run(name: str, directory: Path, matches) -> Path:
 def find_run_encoder(name: str, directory: Path, expected_hash: str | None) -> str:
     """The encoder folder a run names (``find_beside_run``): a packaged encoder as it is; else the
     folder whose hash is the run's, or the first that exists (its hash then checked: refused or warned about)."""
-    from seqtransfer.embeddings.packaged import PACKAGED
-
     if name in PACKAGED:
         return name
 

@@ -21,17 +21,17 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from seqtransfer.data.batching import evaluation_batches
+from seqtransfer.data.task_data import load_task_data
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.models.pretrand import combine_branches
+from seqtransfer.rundir import load_run
 
 HISTOGRAM_BINS = 60
 
 
 def branch_outputs(run, split: str, data_dir: str | None) -> dict[str, np.ndarray]:
     """Per dev token: raw scores of both branches, the combined scores and the gold label index."""
-    from seqtransfer.data.batching import evaluation_batches
-    from seqtransfer.data.task_data import load_task_data
-    from seqtransfer.models.pretrand import combine_branches
-
     data = load_task_data(replace(run.config.data, data_dir=data_dir or run.config.data.data_dir), (split,))
     encoded = data.encode(split, run.vocabularies)
     parts = {"pretrained": [], "random": [], "combined": [], "gold": []}
@@ -49,8 +49,6 @@ def branch_outputs(run, split: str, data_dir: str | None) -> dict[str, np.ndarra
 
 def describe_run(directory: str | Path, split: str = "dev", data_dir: str | None = None) -> dict:
     """The measurements of the module docstring for one PretRand run."""
-    from seqtransfer.rundir import load_run
-
     run = load_run(directory)
     if not hasattr(run.model, "random_classifier"):
         raise SeqTransferError("not a PretRand run (no random branch)", path=directory, hint="pass runs trained with --method pretrand")

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from seqtransfer.analysis.negative_transfer import compare_runs
 from seqtransfer.data.metrics import get_metric
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json
@@ -102,8 +103,6 @@ def mean_curves(points: list[CurvePoint]) -> dict[str, tuple[np.ndarray, np.ndar
 def transfer_by_size(points: list[CurvePoint], reference: str, split: str = "dev") -> list[dict]:
     """PT, NT and gain of every other method against ``reference`` at each (dataset, size), pairing
     the runs of one seed (same subset of training sentences), then averaged over the seeds."""
-    from seqtransfer.analysis.negative_transfer import compare_runs
-
     by_key = {(point.dataset, point.size, point.seed, point.method): point for point in points}
     rows: dict[tuple[str, int, str], list] = defaultdict(list)
     for (dataset, size, seed, method), point in sorted(by_key.items()):

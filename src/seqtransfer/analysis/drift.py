@@ -25,8 +25,14 @@ from pathlib import Path
 
 import torch
 
+from seqtransfer.embeddings.transformer import encoder_path, load_encoder, stored_weights, unread_weight
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.models.adapters import adapter_weight, pretrained_name
 from seqtransfer.models.transformer_encoder import ENCODER_LAYER
+from seqtransfer.rundir import ENCODER_HINT, encoder_is_the_runs, find_run_source, load_run
+from seqtransfer.transfer.adaptations import EMBEDDING_TABLES, layer_groups
+from seqtransfer.transfer.schemes import get_scheme, scheme_prefixes
+from seqtransfer.workflows.multitask import transferred_prefixes
 
 MARKERS = "osD^v<>phX*"
 
@@ -35,8 +41,6 @@ def plain_state(model) -> dict[str, torch.Tensor]:
     """The model's weights with its encoder's named as in the pretrained encoder (``encoder.`` before):
     under LoRA its effective weights W0 + (alpha / r) B A (PEFT's merge), under Houlsby adapters its
     own weights without the bottlenecks; every other weight as it is."""
-    from seqtransfer.models.adapters import adapter_weight, pretrained_name
-
     state = {name: tensor for name, tensor in model.state_dict().items() if not name.startswith("encoder.")}
     encoder = getattr(model, "encoder", None)
     if encoder is None:
@@ -50,8 +54,6 @@ def plain_state(model) -> dict[str, torch.Tensor]:
 
 def encoder_states(run) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     """(start, end) of a fine-tuned encoder's weights, named as in the pretrained encoder with ``encoder.`` before."""
-    from seqtransfer.embeddings.transformer import encoder_path, load_encoder, unread_weight
-
     check_same_encoder(run)
     _, pretrained = load_encoder(run.config.model.encoder)
     final = plain_state(run.model)
@@ -63,8 +65,6 @@ def encoder_states(run) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor
 def check_same_encoder(run) -> None:
     """Drift starts from the encoder folder's weights: one line when they are not those the run was
     fine-tuned from (loading only warns about a fully fine-tuned run, which reads its tokenizer alone there)."""
-    from seqtransfer.rundir import ENCODER_HINT, encoder_is_the_runs
-
     if not encoder_is_the_runs(run.config.model):
         raise SeqTransferError(f"the encoder at {run.config.model.encoder} is not the one this run was fine-tuned from: drift would measure from other weights", path=run.directory, hint=ENCODER_HINT)
 
@@ -74,8 +74,6 @@ def stored_names(folder: Path, base_prefix: str) -> set[str] | None:
     (``bert.`` in a masked LM's folder); None without any. A weight the folder lacks (our LM's
     pooler) is drawn at random on every load: it has no starting value. The pooler is left out
     anyway: no seqtransfer model reads it, so it never trains."""
-    from seqtransfer.embeddings.transformer import stored_weights
-
     return {name.removeprefix(f"{base_prefix}.") for name in stored_weights(folder)} or None
 
 
@@ -92,15 +90,8 @@ def source_states(run) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]
     """(start, end, group of each name, bottom to top) of a sequential-transfer run's transferred weights
     (a multi-task model's: its shared representation, the branches and projections of its shared tasks;
     an encoder's as :func:`plain_state` names them, its layers first)."""
-    from seqtransfer.embeddings.transformer import unread_weight
-    from seqtransfer.rundir import find_run_source, load_run
-    from seqtransfer.transfer.adaptations import EMBEDDING_TABLES, layer_groups
-    from seqtransfer.transfer.schemes import get_scheme, scheme_prefixes
-
     source_model = load_run(find_run_source(run)).model
     if hasattr(run.model, "hierarchy"):
-        from seqtransfer.workflows.multitask import transferred_prefixes
-
         prefixes = transferred_prefixes(run.model, source_model)
     else:
         prefixes = scheme_prefixes(run.model, get_scheme(run.config.transfer.scheme))
@@ -119,8 +110,6 @@ def source_states(run) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]
 
 def measure_drift(directory: str | Path, label: str | None = None) -> dict:
     """{"run", "label" (default: the setting), "start", "setting", "groups": [{"group", "tensors", "weights", "relative_change", "squared_distance"}], "total": {...}}."""
-    from seqtransfer.rundir import load_run
-
     run = load_run(directory)
     config = run.config
     if config.transfer.source:

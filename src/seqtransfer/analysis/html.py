@@ -12,10 +12,14 @@ from dataclasses import dataclass, field
 
 from seqtransfer.analysis import figures
 from seqtransfer.analysis.curves import CurvePoint
+from seqtransfer.analysis.drift import all_groups, distinct_labels, drift_figure
 from seqtransfer.analysis.layer_mix import mix_figure
 from seqtransfer.analysis.mistakes import MISTAKE_TYPES
 from seqtransfer.analysis.negative_transfer import FalsifiedToken, TransferComparison
 from seqtransfer.analysis.neurons import NeuronAnalysis
+from seqtransfer.analysis.probes import probes_figure
+from seqtransfer.analysis.similarity import MEASURES, few_pairs_note, gains_figure, heatmap_figure
+from seqtransfer.analysis.units import drops_figure
 
 MAX_EXAMPLES = 300  # falsified tokens listed per mistake type (the JSON output keeps them all)
 
@@ -196,8 +200,6 @@ def curve_section(points: list[CurvePoint]) -> str:
 
 def ablation_section(result: dict) -> str:
     """MuTSPad Figure 2 and Table 4: what each task loses when one unit of the lower task goes."""
-    from seqtransfer.analysis.units import drops_figure
-
     lower = result["lower_task"]
     rows = [[escape(task), item["unit"], item["drop"], escape(item["class"]), escape(", ".join(item["top_words"]))] for task, item in result["most_important"].items()]
     return "\n".join(
@@ -213,8 +215,6 @@ def ablation_section(result: dict) -> str:
 
 def probes_section(result: dict) -> str:
     """The To-tune paper's Figure 1: what each encoder layer holds for the task, before and after fine-tuning."""
-    from seqtransfer.analysis.probes import probes_figure
-
     rows = [[layer, *(result[which][layer] for which in ("before", "after") if which in result)] for layer in range(result["layers"])]
     headers = ["layer", *(f"{which} fine-tuning" for which in ("before", "after") if which in result)]
     return "\n".join(
@@ -229,8 +229,6 @@ def probes_section(result: dict) -> str:
 
 def drift_section(results: list[dict]) -> str:
     """How far training moved each layer group from its pretrained or source weights, a column per run."""
-    from seqtransfer.analysis.drift import all_groups, distinct_labels, drift_figure
-
     results = distinct_labels(results)
     groups = all_groups(results)
     changes = [{row["group"]: row["relative_change"] for row in result["groups"] if row["relative_change"] is not None} for result in results]
@@ -278,8 +276,6 @@ def probe_description(result: dict) -> str:
 
 def similarity_section(result: dict) -> str:
     """Distances between corpora (heat-map and sortable tables), sources ranked, distance vs gain."""
-    from seqtransfer.analysis.similarity import MEASURES, few_pairs_note, gains_figure, heatmap_figure
-
     measure = result["measure"]
     names = list(result["table"][measure])
     parts = [

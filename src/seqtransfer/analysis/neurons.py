@@ -25,7 +25,10 @@ from pathlib import Path
 import numpy as np
 
 from seqtransfer.analysis.activations import Recording, list_recordings
+from seqtransfer.data.batching import encode_sentences
+from seqtransfer.data.task_data import load_task_data
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.rundir import load_run
 from seqtransfer.training.activations import feature_matrix
 
 SOURCE_COLUMN = "source dev"
@@ -155,10 +158,6 @@ def analyse_neurons(run_directory: str | Path, top_k: int = 10, with_source: boo
 def source_dev_activations(run_directory: str | Path, device: str = "cpu") -> tuple[np.ndarray, list[str]]:
     """(N, H) activations of the run's source model on its own dev split, and the N tokens (§4.2.2)."""
     import yaml
-
-    from seqtransfer.data.batching import encode_sentences
-    from seqtransfer.data.task_data import load_task_data
-    from seqtransfer.rundir import load_run
 
     config = yaml.safe_load((Path(run_directory) / "config.yaml").read_text(encoding="utf-8")) or {}
     source_path = (config.get("transfer") or {}).get("source")

@@ -20,15 +20,17 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from seqtransfer.data.task_data import load_task_data
+from seqtransfer.data.tsv import PAIR_SEPARATOR
+from seqtransfer.embeddings.feature_cache import cached_features
 from seqtransfer.embeddings.recurrent_lm import FIRST_CHARACTER, read_vocabulary, token_layer_arrays
+from seqtransfer.embeddings.transformer import encode_sentences_with, encoder_path, tokenizer_of
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.rundir import load_run
 
 
 def layer_vectors(run, tokens: list[list[str]], which: str) -> list[np.ndarray]:
     """Per sentence (T, L + 1, H): the pretrained encoder's vectors, or the fine-tuned run's."""
-    from seqtransfer.embeddings.feature_cache import cached_features
-    from seqtransfer.embeddings.transformer import encode_sentences_with, encoder_path, tokenizer_of
-
     config = run.config.model
     # pairs read the token types the run read: fine-tuning always gave them; features since encoder_segments
     segments = config.encoder_mode == "finetune" or run.vocabularies.encoder_segments
@@ -79,8 +81,6 @@ def mean_or_zeros(vectors: np.ndarray) -> np.ndarray:
 
 def sentence_vectors(vectors: list[np.ndarray], tokens: list[list[str]]) -> np.ndarray:
     """Per sentence (L + 1, F): the mean of its token vectors; a pair's [u; v; |u - v|; u * v]."""
-    from seqtransfer.data.tsv import PAIR_SEPARATOR
-
     rows = []
     for sentence, words in zip(vectors, tokens):
         if PAIR_SEPARATOR in words:
@@ -111,9 +111,6 @@ def probe_data(run, data, split: str) -> tuple:
 def probe_layers(run_directory: str | Path, split: str = "dev", max_train_sentences: int | None = None, data_dir: str | None = None) -> dict:
     """{"layers": L + 1, "metric": ..., "before": [score per layer], "after": [...] for a fine-tuned run}."""
     from dataclasses import replace
-
-    from seqtransfer.data.task_data import load_task_data
-    from seqtransfer.rundir import load_run
 
     run = load_run(run_directory)
     if not run.config.model.encoder:

@@ -23,7 +23,9 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 from seqtransfer.analysis.wasserstein import wasserstein_table
+from seqtransfer.data.corpus import read_lines
 from seqtransfer.data.trigram_lm import Sentences, TrigramLM, unigram_counts
+from seqtransfer.errors import SeqTransferError
 
 LIDSTONE_ALPHA = 0.01
 
@@ -100,9 +102,6 @@ def read_gains(path) -> list[dict]:
     source→target pair each (source and target are corpus entries, see ``read_unlabeled``)."""
     import csv
     from pathlib import Path
-
-    from seqtransfer.data.corpus import read_lines
-    from seqtransfer.errors import SeqTransferError
 
     reader = csv.DictReader(read_lines(path))
     needed = {"source", "target", "scratch", "transferred"}

@@ -18,11 +18,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from seqtransfer.data.batching import evaluation_batches
 from seqtransfer.data.metrics import evaluate
 from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.multitask import HierarchicalMultiTask, TaskView
+from seqtransfer.rundir import load_run
 from seqtransfer.training.inference import predict_labels
+from seqtransfer.workflows.multitask import data_config_of
 
 Log = Callable[[str], None]
 
@@ -48,8 +51,6 @@ def outgoing_weights(model: HierarchicalMultiTask, task: str) -> list[torch.Tens
 
 
 def load_evaluation(run, split: str, max_sentences: int | None, data_dir: str | None) -> dict[str, TaskData]:
-    from seqtransfer.workflows.multitask import data_config_of
-
     tasks = {}
     for task in run.model.order:
         data_config = data_config_of(run.config, run.config.multitask.data[task], task)
@@ -63,8 +64,6 @@ def load_evaluation(run, split: str, max_sentences: int | None, data_dir: str | 
 
 def load_multitask_run(run_directory: str | Path, lower: str | None):
     """(the run, its lower task): a multi-task run and one of its tasks (default the lowest), else one line."""
-    from seqtransfer.rundir import load_run
-
     run = load_run(run_directory)
     model = run.model
     if not isinstance(model, HierarchicalMultiTask):
@@ -153,8 +152,6 @@ def ablate_units(
 
 def top_words(model: HierarchicalMultiTask, lower: str, data: TaskData, encoded, units: list[int], top_k: int, batch_size: int) -> dict[int, list[str]]:
     """The ``top_k`` distinct words of the split with the highest activation of each unit."""
-    from seqtransfer.data.batching import evaluation_batches
-
     best: dict[int, dict[str, float]] = {unit: {} for unit in units}
     tokens = data.tokens(next(iter(data.splits)))
     model.eval()

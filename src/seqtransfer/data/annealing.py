@@ -26,6 +26,7 @@ import numpy as np
 from seqtransfer.config import DataConfig
 from seqtransfer.data.batching import Batch, EncodedSentences, training_batches
 from seqtransfer.data.schemes import convert
+from seqtransfer.data.task_data import UNSHARED_SHARE, load_task_data, read_label_map
 from seqtransfer.errors import SeqTransferError
 
 
@@ -35,7 +36,6 @@ def add_annealing_sentences(config, data, log) -> int | None:
     entry = config.data.anneal_source
     if not entry:
         return None
-    from seqtransfer.data.task_data import load_task_data, read_label_map
 
     source = load_task_data(source_data_config(entry, config.data), ("train",))
     if source.kind is not data.kind:
@@ -60,8 +60,6 @@ def add_annealing_sentences(config, data, log) -> int | None:
 def check_source_labels(entry: str, name: str, sentences: list, data, map_path: str | None) -> None:
     """One line when more than ``UNSHARED_SHARE`` (5 %) of the source's tokens carry labels the target never uses: another tag set."""
     from collections import Counter
-
-    from seqtransfer.data.task_data import UNSHARED_SHARE
 
     target_labels = {label for sentence in data.splits["train"] for label in sentence.labels(data.column)}
     counts = Counter(label for sentence in sentences for label in sentence.labels(data.column))

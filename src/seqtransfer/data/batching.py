@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from seqtransfer.data.tag_feature import feature_tags
+from seqtransfer.data.tsv import PAIR_SEPARATOR
 from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
 from seqtransfer.errors import warn
 
@@ -163,8 +164,6 @@ def encode_sentences(
 
 def pair_segments(tokens: Sequence[Sequence[str]]) -> list[np.ndarray] | None:
     """Per sentence pair (tokens A [SEP] B): 0 for A, 2 for the separator, 1 for B; None when no sentence is a pair."""
-    from seqtransfer.data.tsv import PAIR_SEPARATOR
-
     if not any(PAIR_SEPARATOR in sentence for sentence in tokens):
         return None
     segments = []

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 from seqtransfer.data.conll import read_conll
 from seqtransfer.data.conllu import read_conllu
 from seqtransfer.data.corpus import Sentence
-from seqtransfer.errors import SeqTransferError
+from seqtransfer.data.tsv import read_tsv_sentences
+from seqtransfer.errors import SeqTransferError, warn
 from seqtransfer.files import atomic_write
 
 if TYPE_CHECKING:  # registry.py imports this module; the spec type is needed for annotations only
@@ -110,8 +111,6 @@ def read_split(spec: DatasetSpec, split: str, data_dir: str | Path | None = None
     if spec.format == "conllu":
         sentences = read_conllu(path)
     elif spec.format == "tsv":
-        from seqtransfer.data.tsv import read_tsv_sentences
-
         sentences = read_tsv_sentences(path, spec.columns, header=spec.header, extra_fields=spec.extra_fields)
     else:
         sentences = read_conll(path, spec.columns, separator=getattr(spec, "separator", "auto"))
@@ -125,7 +124,6 @@ def read_split(spec: DatasetSpec, split: str, data_dir: str | Path | None = None
 def relabelled(spec: DatasetSpec, sentences: list[Sentence], data_dir: str | Path | None) -> list[Sentence]:
     """The training sentences with their tags mapped (``DatasetSpec.relabel_train``), the change told."""
     from seqtransfer.data.mtt_mapping import RELABELLINGS
-    from seqtransfer.errors import warn
 
     sentences, counts = RELABELLINGS[spec.relabel_train](sentences, data_dir)
     warn(

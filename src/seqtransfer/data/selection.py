@@ -31,7 +31,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from seqtransfer.data.conll import read_conll
 from seqtransfer.data.trigram_lm import TrigramLM, normalize, sample_sentences, unigram_counts
+from seqtransfer.data.unlabeled import read_unlabeled
 from seqtransfer.errors import SeqTransferError
 
 Log = Callable[[str], None]
@@ -98,7 +100,6 @@ def select_training_data(config, data, log: Log) -> np.ndarray | None:
         return None
     if data_config.select_top is None and not data_config.select_weighting:
         raise SeqTransferError("data.select_like is set but neither data.select_top nor data.select_weighting", hint="set data.select_top=PERCENT (hard) and/or data.select_weighting=true (soft)")
-    from seqtransfer.data.unlabeled import read_unlabeled
 
     target = read_unlabeled(data_config.select_like, data_config.data_dir, data_config.select_tokenizer, data_config.select_word_column, "data.select_word_column")
     sentences = data.splits["train"]
@@ -124,8 +125,6 @@ def bootstrap_sample(sentences: list, seed: int) -> list:
 def pseudo_labelled(path: str, data) -> list:
     """The sentences of a pseudo-labelled file (TAB-separated ``word label``), labelled in the task's
     column (their labels join the label vocabulary as gold ones do)."""
-    from seqtransfer.data.conll import read_conll
-
     return read_conll(path, columns=["word", data.column], separator="tab")
 
 

@@ -13,6 +13,7 @@ from seqtransfer.data.registry import custom_dataset, get_dataset, load_split
 from seqtransfer.data.tag_feature import feature_tags
 from seqtransfer.data.vocabulary import Vocabularies
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.files import read_yaml_mapping
 from seqtransfer.tasks import TAGGING, get_task_kind
 
 SPLITS = ("train", "dev", "test")
@@ -129,7 +130,6 @@ def read_label_map(path: str | None) -> dict | None:
     """The YAML mapping of ``data.label_map`` (dataset -> {label: shared label}), checked."""
     if not path:
         return None
-    from seqtransfer.files import read_yaml_mapping
 
     mapping = read_yaml_mapping(path, "label map")
     for dataset, labels in mapping.items():

@@ -21,7 +21,11 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from seqtransfer.config import DataConfig
 from seqtransfer.data.corpus import read_lines
+from seqtransfer.data.locate import cache_root
+from seqtransfer.data.registry import get_dataset
+from seqtransfer.data.task_data import load_task_data
 from seqtransfer.data.tokenize import TOKENIZERS
 from seqtransfer.errors import SeqTransferError
 
@@ -60,10 +64,6 @@ def read_unlabeled(entry: str, data_dir: str | Path | None = None, tokenizer: st
 
 def read_dataset(entry: str, data_dir: str | Path | None) -> list[list[str]]:
     """Words of a registered dataset's split: ``NAME[+NAME...][:SPLIT]`` (default train; ``NAME:TASK`` reads train)."""
-    from seqtransfer.config import DataConfig
-    from seqtransfer.data.registry import get_dataset
-    from seqtransfer.data.task_data import load_task_data
-
     names, _, part = entry.partition(":")
     sentences = []
     for name in names.split("+"):
@@ -88,8 +88,6 @@ def read_raw_corpus(corpus: RawCorpus, data_dir: str | Path | None) -> list[list
 def raw_corpus_files(corpus: RawCorpus, data_dir: str | Path | None) -> list[Path]:
     """The corpus's text files, found as datasets are (--data-dir, $SEQTRANSFER_DATA, the cache)."""
     import os
-
-    from seqtransfer.data.locate import cache_root
 
     roots = [Path(data_dir).expanduser()] if data_dir is not None else []
     roots += [Path(os.environ["SEQTRANSFER_DATA"]).expanduser()] if os.environ.get("SEQTRANSFER_DATA") else []

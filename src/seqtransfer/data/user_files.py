@@ -12,6 +12,7 @@ from pathlib import Path
 from seqtransfer.data.conll import check_columns
 from seqtransfer.data.corpus import read_lines
 from seqtransfer.data.dataset_spec import CONLLU_EXTENSIONS, DEPENDENCY, SCHEMES, DatasetSpec
+from seqtransfer.data.tsv import TEXT, TEXT_B
 from seqtransfer.errors import SeqTransferError
 
 
@@ -73,8 +74,6 @@ def custom_tsv_dataset(paths: dict[str, Path], columns: Sequence[str] | str | No
     ``text_b``, a pair's second text; ``_...``, ignored), else by the train file's first line (a
     header); the task is ``task`` or the first label field. Labels that are all numbers, some not
     whole, are scores: a regression task scored by correlation (STS-B's kind)."""
-    from seqtransfer.data.tsv import TEXT, TEXT_B
-
     header = columns is None
     if header:
         first = (read_lines(paths["train"]) or [""])[0]  # a UTF-16/32 file read by its byte-order mark

@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from seqtransfer.embeddings.awd_lstm import awd_parameters, awd_shape, is_awd_lstm, load_awd_lstm
+from seqtransfer.embeddings.packaged import PACKAGED
 from seqtransfer.embeddings.recurrent_lm import is_recurrent_lm, load_recurrent_lm, recurrent_parameters, recurrent_shape
 from seqtransfer.embeddings.tokenization import check_tokenizer_fits, pair_breaks, subword_pieces, token_segments, window_limit, windows
 from seqtransfer.errors import SeqTransferError
@@ -45,8 +46,6 @@ TRAINING_REPORT = "pretraining.json"  # what `pretrain-lm` says of its training,
 def encoder_path(name: str) -> Path:
     """The folder of an encoder: a path, or a packaged encoder's name (``minilm``, ``mpnet``: see
     :mod:`seqtransfer.embeddings.packaged`)."""
-    from seqtransfer.embeddings.packaged import PACKAGED
-
     if name in PACKAGED:
         return PACKAGED[name]()
     path = Path(name)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from seqtransfer.analysis.predictions import read_predictions, read_scores
 from seqtransfer.experiments.significance import sentence_counts
 
 
@@ -47,8 +48,6 @@ def gold_digest(gold) -> str:
 def evidence_of(folder: Path, metric: str) -> dict | None:
     """The evidence of the test predictions in ``folder`` (``test.conll``, or ``test.tsv`` for a
     correlation), None where the run has none."""
-    from seqtransfer.analysis.predictions import read_predictions, read_scores
-
     if metric == "correlation":
         path = folder / "test.tsv"
         if not path.is_file():

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from seqtransfer.config import YAML11_BOOLEANS
 from seqtransfer.errors import SeqTransferError
 
 
@@ -119,8 +120,6 @@ def booleans_read(kind: type, values: dict, where: str, path: Path) -> dict:
     """``values`` with each of ``kind``'s boolean fields a boolean: YAML files are read with YAML
     1.2's true / false (files.load_yaml), and yes / no / on / off, which YAML 1.1 read as
     booleans, still are; anything else is one error line."""
-    from seqtransfer.config import YAML11_BOOLEANS
-
     read = dict(values)
     for item in fields(kind):
         value = read.get(item.name)

@@ -15,6 +15,7 @@ from seqtransfer.config import RunConfig, apply_overrides, check_values, config_
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.spec import ExperimentSpec, split_member
 from seqtransfer.experiments.store import ResultsStore, content_id, digest_of, slug
+from seqtransfer.files import load_yaml
 from seqtransfer.transfer.schemes import get_scheme
 
 
@@ -79,8 +80,6 @@ def base_config(spec: ExperimentSpec, data_dir: str | None, dataset: str | None,
 def target_entries(spec: ExperimentSpec) -> dict[str, str | dict]:
     """task -> "dataset:task" of a multi-task method over the experiment's targets (a target of a
     user's files: the mapping its ``data.*`` overrides give; its other overrides do not apply)."""
-    from seqtransfer.files import load_yaml
-
     entries: dict[str, str | dict] = {}
     for name, target in spec.targets.items():
         if target.dataset:

@@ -10,14 +10,21 @@ from __future__ import annotations
 from dataclasses import fields
 from pathlib import Path
 
+from seqtransfer.data.metrics import METRICS
+from seqtransfer.data.registry import DATASETS
+from seqtransfer.data.task_data import resolve_task
+from seqtransfer.data.tokenize import TOKENIZERS
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.experiment_file import ExperimentSpec, MethodSpec, TargetSpec, booleans_read, reads_runs, split_member
+from seqtransfer.models.multitask import task_order
+from seqtransfer.tasks import get_task_kind
+from seqtransfer.transfer.schemes import get_scheme
+from seqtransfer.workflows.pseudolabels import COMBINATIONS
+from seqtransfer.workflows.selflabel import SelfLabelSettings, check_settings
 
 
 def check_selflabel(name: str, values: object, path: Path) -> None:
     """A method's ``selflabel`` block: the settings of :class:`~seqtransfer.workflows.selflabel.SelfLabelSettings` (target aside)."""
-    from seqtransfer.workflows.selflabel import SelfLabelSettings, check_settings
-
     if not isinstance(values, dict) or "method" not in values or "unlabeled" not in values:
         raise SeqTransferError(f"method '{name}': selflabel needs 'method' and 'unlabeled'", path=path, hint="e.g. selflabel: {method: self_training, unlabeled: tweebank, top_n: 500}")
     allowed = [item.name for item in fields(SelfLabelSettings) if item.name != "target"]
@@ -50,9 +57,6 @@ def check_read_method(spec: ExperimentSpec, name: str, method: MethodSpec, read:
 
 def check_pseudo_labels(spec: ExperimentSpec, name: str, method: MethodSpec, path: Path) -> None:
     """A method's ``pseudo_labels``: mono-task methods of the file with runs on each of its targets label the text."""
-    from seqtransfer.data.tokenize import TOKENIZERS
-    from seqtransfer.workflows.pseudolabels import COMBINATIONS
-
     values = method.pseudo_labels
     example = "e.g. pseudo_labels: {from: [Source only, Source only (PTB)], unlabeled: target, top_n: 1000}"
     if not isinstance(values, dict) or not {"from", "unlabeled"} <= set(values) or not set(values) <= set(PSEUDO_KEYS) or not isinstance(values["from"], list) or not values["from"]:
@@ -98,8 +102,6 @@ def check_teachers(spec: ExperimentSpec, name: str, method: MethodSpec, path: Pa
 def check_start_from(spec: ExperimentSpec, name: str, method: MethodSpec, path: Path) -> None:
     """A method's ``start_from``: a mono-task method's run on one of the file's targets, which a
     transferring scheme of this mono-task method starts from instead of a source."""
-    from seqtransfer.transfer.schemes import get_scheme
-
     start = method.start_from
     example = 'e.g. start_from: {method: Tri-training, target: "TweeBank, no labels"}'
     if not isinstance(start, dict) or set(start) != {"method", "target"} or not all(isinstance(value, str) for value in start.values()):
@@ -137,10 +139,6 @@ def check_metrics_fit(name: str, target: TargetSpec, path: Path) -> None:
     """A registered target's ``also`` metrics score its task's kind (span F1 a tagging task,
     Spearman a regression, the positive class's F1 a sentence task): refused before any run
     trains, not after it. Targets of user files are checked when their data is read."""
-    from seqtransfer.data.registry import DATASETS
-    from seqtransfer.data.task_data import resolve_task
-    from seqtransfer.tasks import get_task_kind
-
     dataset = DATASETS.get(str(target.dataset).partition("+")[0]) if target.dataset else None
     if dataset is None or not target.also:
         return
@@ -152,8 +150,6 @@ def check_metrics_fit(name: str, target: TargetSpec, path: Path) -> None:
 
 def _check_targets(spec: ExperimentSpec, path: Path) -> None:
     """A target's extra metrics exist and its source is defined."""
-    from seqtransfer.data.metrics import METRICS
-
     for name, target in spec.targets.items():
         unknown = [metric for metric in target.also if metric not in METRICS] if isinstance(target.also, list) else [target.also]
         if unknown:
@@ -181,8 +177,6 @@ def _check_method_kind(spec: ExperimentSpec, name: str, method: MethodSpec, path
 def _check_hierarchy(spec: ExperimentSpec, path: Path) -> None:
     """A cycle or an unknown input, told before hours of source training."""
     if spec.hierarchy:
-        from seqtransfer.models.multitask import task_order
-
         try:
             task_order(spec.hierarchy)
         except SeqTransferError as error:
@@ -208,9 +202,6 @@ def _check_dataset_tasks(spec: ExperimentSpec, path: Path) -> None:
     """Each registered dataset a source or target names has the task it asks for (each part of
     ``a+b``, its own ``a:task`` or the entry's task): a misspelt task is told before any run
     directory is made, not by the first run that reads it."""
-    from seqtransfer.data.registry import DATASETS
-    from seqtransfer.data.task_data import resolve_task
-
     entries = [(f"source '{name}'", source.dataset, source.task) for name, source in spec.sources.items()]
     entries += [(f"target '{name}'", target.dataset, target.task) for name, target in spec.targets.items()]
     entries += [(f"source '{name}', task {task}", dataset, None) for name, source in spec.sources.items() for task, dataset in (source.multitask or {}).items() if isinstance(dataset, str)]

@@ -17,6 +17,7 @@ from pathlib import Path
 from seqtransfer import rundir
 from seqtransfer.config import RunConfig, config_from_dict
 from seqtransfer.data.task_data import load_task_data
+from seqtransfer.data.unlabeled import read_unlabeled
 from seqtransfer.embeddings.transformer import encoder_fingerprint
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.grid import PSEUDO_FILE, RunTask, ensemble_tasks, method_tasks, source_tasks
@@ -26,6 +27,10 @@ from seqtransfer.experiments.spec import ExperimentSpec
 from seqtransfer.experiments.stale_runs import set_stale_run_aside, stale_encoder
 from seqtransfer.experiments.store import ResultsStore, content_id, digest_of
 from seqtransfer.workflows.ensemble import build_ensemble
+from seqtransfer.workflows.pseudolabels import write_pseudo_labels
+from seqtransfer.workflows.selflabel import SelfLabelling, SelfLabelSettings
+from seqtransfer.workflows.train import train_tagger
+from seqtransfer.workflows.unify import unify
 
 Log = Callable[[str], None]
 
@@ -56,8 +61,6 @@ def execute_task(task: RunTask, echo: Log | None = None) -> list[dict]:
 
 def unify_logged(task: RunTask, directory: Path, echo: Log | None) -> None:
     """Unify the run's training data with its filler runs (``seqtransfer unify``) into DIRECTORY/unified."""
-    from seqtransfer.workflows.unify import unify
-
     with open(directory / "log.txt", "a", encoding="utf-8") as log_file:
 
         def log(message: str) -> None:
@@ -70,9 +73,6 @@ def unify_logged(task: RunTask, directory: Path, echo: Log | None) -> None:
 
 def pseudo_label_logged(task: RunTask, directory: Path, echo: Log | None) -> None:
     """Label the run's unlabelled text with its labelling runs together into DIRECTORY/pseudo.conll."""
-    from seqtransfer.data.unlabeled import read_unlabeled
-    from seqtransfer.workflows.pseudolabels import write_pseudo_labels
-
     settings = task.pseudo
     tokens = read_unlabeled(settings["unlabeled"], task.config["data"]["data_dir"], settings["tokenizer"], settings.get("word_column"), "pseudo_labels.word_column")
     written = write_pseudo_labels(directory / PSEUDO_FILE, settings["runs"], tokens, settings["combination"], settings["threshold"], settings["top_n"])
@@ -88,8 +88,6 @@ def pseudo_label_logged(task: RunTask, directory: Path, echo: Log | None) -> Non
 
 def selflabel_logged(task: RunTask, config: RunConfig, directory: Path, echo: Log | None) -> None:
     """Self-labelling rounds into ``directory`` (resumable), its progress in log.txt."""
-    from seqtransfer.workflows.selflabel import SelfLabelling, SelfLabelSettings
-
     with open(directory / "log.txt", "a", encoding="utf-8") as log_file:
 
         def log(message: str) -> None:
@@ -102,8 +100,6 @@ def selflabel_logged(task: RunTask, config: RunConfig, directory: Path, echo: Lo
 
 def train_logged(config: RunConfig, directory: Path, echo: Log | None) -> None:
     """Train into ``directory``, appending the log to its log.txt (and to ``echo``)."""
-    from seqtransfer.workflows.train import train_tagger
-
     with open(directory / "log.txt", "a", encoding="utf-8") as log_file:
 
         def log(message: str) -> None:

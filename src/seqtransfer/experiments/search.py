@@ -37,8 +37,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from seqtransfer import rundir
+from seqtransfer.config import check_values, config_from_dict, dump_config, load_config
+from seqtransfer.data.metrics import get_metric
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.files import shipped_or_given
+from seqtransfer.experiments.store import ResultsStore, content_id
+from seqtransfer.files import read_json, shipped_or_given, write_json, write_text
+from seqtransfer.workflows.train import train_tagger
 
 Log = Callable[[str], None]
 ALGORITHMS = ("grid", "random", "asha")
@@ -103,8 +108,6 @@ def check_epochs(search: SearchSpec, where: str, path: Path) -> None:
 def check_search(search: SearchSpec, where: str, path: Path) -> SearchSpec:
     """One-line errors for an unknown key, an empty space or budget, a malformed or empty range, a
     value no run can train with, bad epoch caps."""
-    from seqtransfer.config import check_values, config_from_dict
-
     if search.algorithm not in ALGORITHMS:
         raise SeqTransferError(f"{where}: unknown search algorithm '{search.algorithm}'", path=path, hint=f"algorithms: {', '.join(ALGORITHMS)}")
     if not isinstance(search.space, dict) or not search.space:
@@ -156,8 +159,6 @@ def tune_space(search: SearchSpec) -> dict:
 
 def trial_config(base: dict, values: dict[str, Any]):
     """The run config of one trial: the base config with the trial's values."""
-    from seqtransfer.config import check_values, config_from_dict
-
     merged = copy.deepcopy(base)
     for key, value in values.items():
         section, name = key.split(".")
@@ -171,11 +172,7 @@ def make_trainable(base: dict, store_root: str, prefix: str, source_id: str | No
     def trainable(values: dict) -> None:
         from ray import tune
 
-        from seqtransfer import rundir
         from seqtransfer.experiments.grid import identity_of
-        from seqtransfer.experiments.store import ResultsStore, content_id
-        from seqtransfer.files import read_json
-        from seqtransfer.workflows.train import train_tagger
 
         config = trial_config(base, values)
         if max_epochs is not None:
@@ -216,8 +213,6 @@ def portable_config(path: Path) -> str:
     """A trial's config as the selected config file: its source run and data files named relative
     to the working folder where they lie below it (``results/sources/...``), so that the file
     serves in another checkout of the same project, not only on the machine that ran the search."""
-    from seqtransfer.config import dump_config, load_config
-
     config = load_config(path)
     here = Path.cwd().resolve()
     for section, key in PATH_SETTINGS:
@@ -271,9 +266,6 @@ def tune_settings(task, search: SearchSpec):
 def trial_row(result, search: SearchSpec, store) -> dict:
     """One trial of a search's summary (a Tune result): its setting, run, status, best dev score,
     epochs trained and, if its run finished, test score."""
-    from seqtransfer import rundir
-    from seqtransfer.files import read_json
-
     history = result.metrics_dataframe
     run_id = result.metrics.get("run_id") if result.metrics else None
     directory = store.run_directory(run_id) if run_id else None
@@ -311,9 +303,6 @@ def search_summary(task, search: SearchSpec, trials: list[dict], folder: Path) -
 
 def write_selection(summary: dict, store, folder: Path) -> None:
     """Write the selected trial's config file (see :func:`portable_config`) and the summary beside it."""
-    from seqtransfer import rundir
-    from seqtransfer.files import write_json, write_text
-
     method, target, chosen = summary["method"], summary["target"], summary["selected"]
     config_text = portable_config(store.run_directory(chosen["run_id"]) / rundir.CONFIG)
     write_text(summary["config"], f"# selected by `seqtransfer experiment search` on dev: {method} / {target}, trial {chosen['run_id']}\n{config_text}")
@@ -351,15 +340,11 @@ def run_searches(spec, store, data_dir: str | None, only: set[str], address: str
 
 
 def main_score(metrics: dict) -> str:
-    from seqtransfer.data.metrics import get_metric
-
     return get_metric(metrics["metric"]).main
 
 
 def stored_summaries(store_root: str | Path, experiment: str) -> list[dict]:
     """The search summaries written for an experiment (for its report)."""
-    from seqtransfer.files import read_json
-
     folder = Path(store_root) / "search" / experiment
     return [read_json(path) for path in sorted(folder.glob("*.json"))] if folder.is_dir() else []
 

@@ -82,6 +82,8 @@ from seqtransfer.experiments.reference_checks import (
 )
 from seqtransfer.experiments.shipped import experiment_file
 from seqtransfer.files import read_yaml_mapping
+from seqtransfer.transfer.schemes import get_scheme
+from seqtransfer.workflows.sources import SOURCE_SIZES
 
 # The public names, those of experiment_file.py and reference_checks.py included (imported back for callers).
 __all__ = [
@@ -166,9 +168,6 @@ def _searches(values: object, spec: ExperimentSpec, path: Path) -> dict:
 def check_not_fixed_by_source(method: MethodSpec, search, where: str, path: Path) -> None:
     """A transfer method's model takes its source's sizes (workflows/sources.py ``SOURCE_SIZES``): a
     search over one would train the same model in every trial and report a setting never used."""
-    from seqtransfer.transfer.schemes import get_scheme
-    from seqtransfer.workflows.sources import SOURCE_SIZES
-
     if not get_scheme(method.scheme).uses_source:
         return
     fixed = [key for key in search.space if key.startswith("model.") and key.partition(".")[2] in SOURCE_SIZES]

@@ -21,6 +21,7 @@ from seqtransfer.experiments.runner import describe, is_finished, kept_records_o
 from seqtransfer.experiments.spec import ExperimentSpec
 from seqtransfer.experiments.store import ResultsStore
 from seqtransfer.training.checkpoint import TENSORS_FILE
+from seqtransfer.workflows.selflabel import METHODS, SelfLabelSettings
 
 STATES = ("done", "kept", "under way", "to train")
 
@@ -53,8 +54,6 @@ def describe_checkpoint(directory: Path) -> str | None:
 
 def count_rounds(task: RunTask) -> str:
     """ "R of N rounds trained" of a self-labelling run: a round counts once all its models are."""
-    from seqtransfer.workflows.selflabel import METHODS, SelfLabelSettings
-
     settings = SelfLabelSettings(**task.selflabel)
     models = METHODS[settings.method].models
     directory = Path(task.directory)

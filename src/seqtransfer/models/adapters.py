@@ -14,6 +14,8 @@ import re
 import torch
 from torch import nn
 
+from seqtransfer.errors import SeqTransferError
+
 
 class Bottleneck(nn.Module):
     """(..., H) -> (..., H): x + up(gelu(down(x))), ``size`` units in the middle."""
@@ -54,8 +56,6 @@ LORA_TARGETS = {"mpnet": ["q", "v"]}
 def add_houlsby_adapters(encoder: nn.Module, size: int) -> int:
     """Insert an adapter after both projections to the hidden size of every layer (attention and
     feed-forward); returns how many. An architecture where they are not found is refused."""
-    from seqtransfer.errors import SeqTransferError
-
     hidden = encoder.config.hidden_size
     targets = [name for name, module in encoder.named_modules() if name.endswith(HOULSBY_SUFFIXES) and isinstance(module, nn.Linear) and module.out_features == hidden]
     layers = int(getattr(encoder.config, "num_hidden_layers", 0) or getattr(encoder.config, "n_layers", 0))
@@ -76,8 +76,6 @@ def add_lora(encoder: nn.Module, rank: int, alpha: float) -> nn.Module:
     import warnings
 
     from peft import LoraConfig, get_peft_model
-
-    from seqtransfer.errors import SeqTransferError
 
     targets = LORA_TARGETS.get(encoder.config.model_type)  # None: PEFT's default for the model type
     try:

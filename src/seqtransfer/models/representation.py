@@ -15,6 +15,7 @@ from torch import nn
 from torch.nn import functional
 
 from seqtransfer.data.batching import Batch, EncodedSentences, pad_arrays
+from seqtransfer.embeddings.transformer import ScalarMix
 from seqtransfer.models.bilstm import BiLSTM, reversal_index
 from seqtransfer.models.dropout import Dropout
 
@@ -153,8 +154,6 @@ class WordRepresentation(nn.Module):
         self.inputs = inputs
         self.output_size = {"both": word_dimension + char_hidden, "words": word_dimension, "characters": char_hidden}[inputs]
         if encoder_layers:  # x_t also holds gamma * sum_l s_l h_l of a frozen Transformer's token vectors
-            from seqtransfer.embeddings.transformer import ScalarMix
-
             self.encoder_mix = ScalarMix(encoder_layers)
             self.output_size = encoder_dimension if encoder_only else self.output_size + encoder_dimension
         self.encoder_only = bool(encoder_layers) and encoder_only  # the word and character tables stay (tiny) but are not read

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from torch import nn
 
+from seqtransfer.embeddings.transformer import encoder_parameters
 from seqtransfer.models.encoders import model_class
 
 Tagger = model_class("words", "tagging")  # word+char BiLSTM tagger with a softmax or CRF output (model.feature_extractor=none: no BiLSTM)
@@ -44,6 +45,5 @@ def frozen_encoder_parameters(config) -> int:
     (``model.encoder_mode=features``): part of what a run needs, never trained; 0 otherwise."""
     if not config.encoder or config.encoder_mode != "features":
         return 0
-    from seqtransfer.embeddings.transformer import encoder_parameters
 
     return encoder_parameters(config.encoder)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.tasks.dependency import DEPENDENCY
+from seqtransfer.tasks.multitask import MultiTaskOutput
 from seqtransfer.tasks.regression import REGRESSION
 from seqtransfer.tasks.sentence import SENTENCE
 from seqtransfer.tasks.tagging import TAGGING
@@ -26,7 +27,5 @@ def get_task_kind(name: str):
 def kind_of(model):
     """What a model's decoding is: its kind, or for a multi-task model the kinds of its tasks."""
     if model.task_kind == "multitask":
-        from seqtransfer.tasks.multitask import MultiTaskOutput
-
         return MultiTaskOutput({task: get_task_kind(model.kinds[task]) for task in model.order})
     return get_task_kind(model.task_kind)

@@ -16,6 +16,7 @@ import torch
 from seqtransfer.data.corpus import Sentence
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import atomic_write
+from seqtransfer.tasks.sentence import fill_pairs
 
 
 class SentenceRegression:
@@ -65,8 +66,6 @@ class SentenceRegression:
         return prediction[0]
 
     def fill_config(self, model, gold, sentences: Sequence[Sentence] = ()) -> str | None:
-        from seqtransfer.tasks.sentence import fill_pairs
-
         centred = fill_score_mean(model, gold)
         paired = fill_pairs(model, sentences)
         return "; ".join(line for line in (paired, centred) if line) or None

@@ -17,6 +17,7 @@ import torch
 from seqtransfer.data.batching import encode_labels
 from seqtransfer.data.conll import write_prediction_lines
 from seqtransfer.data.corpus import Sentence
+from seqtransfer.data.tsv import PAIR_SEPARATOR
 from seqtransfer.data.vocabulary import Vocabulary
 from seqtransfer.files import atomic_write
 
@@ -70,8 +71,6 @@ class SentenceClassification:
 
 def fill_pairs(model, sentences: Sequence[Sentence]) -> str | None:
     """``model.sentence_pairs`` from the training sentences: pairs hold the ``[SEP]`` token."""
-    from seqtransfer.data.tsv import PAIR_SEPARATOR
-
     if model.sentence_pairs is None:
         model.sentence_pairs = any(PAIR_SEPARATOR in sentence.tokens for sentence in sentences)
         return f"sentence pairs: {'yes' if model.sentence_pairs else 'no'} (model.sentence_pairs, from the training data)"

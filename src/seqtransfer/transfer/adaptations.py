@@ -40,9 +40,13 @@ import torch
 from torch import nn
 
 from seqtransfer.config import TransferConfig
+from seqtransfer.data.batching import training_batches
+from seqtransfer.data.task_data import load_task_data
 from seqtransfer.embeddings.transformer import unread_weight
 from seqtransfer.errors import SeqTransferError, warn
 from seqtransfer.models.encoders import pretrained_encoder
+from seqtransfer.training.checkpoint import save_tensors
+from seqtransfer.transfer.schemes import EVERYTHING, Phase
 
 LayerGroup = tuple[str, list[str]]  # (name, parameter names)
 EMBEDDING_TABLES = ("word_representation.word_embedding.weight", "word_representation.character_encoder.embedding.weight")
@@ -156,8 +160,6 @@ def parameter_groups(model: nn.Module, config: TransferConfig, learning_rate: fl
 
 def chain_thaw_phases(model: nn.Module, phases: list) -> list:
     """The head, each lower layer group bottom-up, then everything (a one-phase scheme only)."""
-    from seqtransfer.transfer.schemes import EVERYTHING, Phase
-
     if len(phases) != 1:
         raise SeqTransferError("chain-thaw replaces a one-phase scheme's phase; this scheme has several", hint="use it with --method finetune or scratch")
     groups = trainable_groups(model, trainable_names(model, phases[0].trainable))
@@ -251,9 +253,6 @@ def source_batches(source):
     """A single-task source run's training batches, in its epoch-0 order."""
     import numpy as np
 
-    from seqtransfer.data.batching import training_batches
-    from seqtransfer.data.task_data import load_task_data
-
     train = source.config.train
     encoded = load_task_data(source.config.data, ("train",)).encode("train", source.vocabularies)
     return training_batches(encoded, train.batch_size, np.random.default_rng([train.seed, 0]))
@@ -268,8 +267,6 @@ def source_fisher(source, batches: int, log: Callable[[str], None], training_bat
     one task per batch), called only when the information is not stored; default a single-task
     source's (``source_batches``)."""
     from safetensors.torch import load_file
-
-    from seqtransfer.training.checkpoint import save_tensors
 
     path = source.directory / FISHER
     if path.is_file():

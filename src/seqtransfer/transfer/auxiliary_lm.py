@@ -28,9 +28,11 @@ from torch import nn
 from torch.nn import functional
 
 from seqtransfer.data.batching import Batch
+from seqtransfer.embeddings.transformer import encoder_config, encoder_path, is_causal_encoder, tokenizer_of
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.encoders import pretrained_encoder  # a fine-tuned encoder's model: its auxiliary LM is masked (masked_lm.py)
 from seqtransfer.models.language_model_heads import LanguageModelHead, language_model_layer, root_tasks
+from seqtransfer.transfer.masked_lm import CausalLanguageModelLoss, MaskedLanguageModelLoss
 
 
 def language_model_heads(model: nn.Module) -> list[tuple[nn.Module, LanguageModelHead]]:
@@ -45,8 +47,6 @@ def language_model_words(config, vocabularies) -> int:
     unknown), or a fine-tuned encoder's whole sub-word vocabulary (a masked one's tokenizer must have
     a mask token: else one line, before anything is written)."""
     if config.model.architecture.startswith("encoder_"):
-        from seqtransfer.embeddings.transformer import encoder_config, is_causal_encoder, tokenizer_of
-
         if not is_causal_encoder(config.model.encoder) and tokenizer_of(config.model.encoder).mask_token_id is None:
             raise SeqTransferError(
                 "an auxiliary LM loss on a fine-tuned encoder masks sub-words, and this encoder's tokenizer has no mask token",
@@ -63,8 +63,6 @@ def language_model_decoder(config) -> bool:
     if not config.model.architecture.startswith("encoder_"):
         return False
     from transformers import AutoConfig
-
-    from seqtransfer.embeddings.transformer import encoder_path
 
     # the built config: a model class's own default where config.json leaves the setting out
     return not AutoConfig.from_pretrained(str(encoder_path(config.model.encoder)), local_files_only=True).tie_word_embeddings
@@ -125,9 +123,6 @@ def auxiliary_language_model(config, model: nn.Module, training_word_ids, log) -
 def masked_language_model_loss(config, model: nn.Module, log):
     """A fine-tuned encoder's LM term: masked sub-words (its tokenizer's mask token checked by
     :func:`language_model_words`), or each next sub-word for a left-to-right encoder."""
-    from seqtransfer.embeddings.transformer import is_causal_encoder, tokenizer_of
-    from seqtransfer.transfer.masked_lm import CausalLanguageModelLoss, MaskedLanguageModelLoss
-
     if is_causal_encoder(config.model.encoder):
         log(f"auxiliary LM loss: weight {config.transfer.auxiliary_lm_weight:g}, each next sub-word (a causal LM's objective) over the encoder's {model.language_model.words} sub-words")
         return CausalLanguageModelLoss(config.transfer.auxiliary_lm_weight, tokenizer_of(config.model.encoder).sep_token_id)

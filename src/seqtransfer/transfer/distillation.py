@@ -27,9 +27,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from seqtransfer import rundir
 from seqtransfer.data.batching import Batch
 from seqtransfer.data.vocabulary import Vocabulary, one_tag_set
 from seqtransfer.errors import SeqTransferError, warn
+from seqtransfer.models.registry import build_model
+from seqtransfer.rundir import member_directories
 from seqtransfer.training.inference import label_distributions
 
 
@@ -50,17 +53,12 @@ def gives_label_distributions(model: nn.Module) -> bool:
 def teacher_directories(entries: Sequence[str | Path]) -> list[Path]:
     """The teacher runs ``transfer.distill_from`` names: each run directory, and each model of a
     folder of models that predict together (an ensemble's folder, ``seqtransfer ensemble``)."""
-    from seqtransfer.rundir import member_directories
-
     return [directory for entry in entries for directory in member_directories(entry)]
 
 
 def check_teacher(directory: Path, labels: Vocabulary) -> None:
     """A teacher run gives label distributions (a tagger or sentence classifier) in the student's tag
     set: else one line. Read from its run directory, its model built on the meta device (nothing loaded, nothing drawn)."""
-    from seqtransfer import rundir
-    from seqtransfer.models.registry import build_model
-
     config, vocabularies = rundir.read_run_setup(directory)
     with torch.device("meta"):
         model = build_model(config.model, vocabularies)

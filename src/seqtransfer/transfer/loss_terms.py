@@ -24,8 +24,10 @@ from typing import TYPE_CHECKING, Any
 from torch import nn
 
 from seqtransfer import rundir
-from seqtransfer.transfer.adaptations import SOURCE_PENALTIES
+from seqtransfer.transfer.adaptations import EWC, L2SP, SOURCE_PENALTIES, source_fisher
 from seqtransfer.transfer.adversarial import domain_loss
+from seqtransfer.transfer.auxiliary_lm import auxiliary_language_model
+from seqtransfer.transfer.distillation import Distillation, teacher_directories
 from seqtransfer.transfer.schemes import Scheme, scheme_prefixes
 
 if TYPE_CHECKING:
@@ -62,7 +64,6 @@ def source_penalties(context: TermContext) -> tuple:
     wanted = [name for name in SOURCE_PENALTIES if name in config.transfer.adaptations]
     if not wanted:
         return ()
-    from seqtransfer.transfer.adaptations import EWC, L2SP, source_fisher
 
     if config.transfer.source is None:  # a fine-tuned encoder, just loaded with its pretrained weights: the reference
         reference = {name: tensor.detach().clone() for name, tensor in model.state_dict().items() if name.startswith("encoder.")}
@@ -88,7 +89,6 @@ def distillation(context: TermContext) -> tuple:
     transfer = context.config.transfer
     if not transfer.distill_from:
         return ()
-    from seqtransfer.transfer.distillation import Distillation, teacher_directories
 
     teachers = [rundir.load_run(directory) for directory in teacher_directories(transfer.distill_from)]
     term = Distillation(teachers, context.data.tokens("train"), context.vocabularies.labels, transfer.distillation_temperature, transfer.distillation_weight)
@@ -98,8 +98,6 @@ def distillation(context: TermContext) -> tuple:
 
 def auxiliary_lm(context: TermContext) -> tuple:
     """The auxiliary language model's term when ``transfer.auxiliary_lm_weight`` is set."""
-    from seqtransfer.transfer.auxiliary_lm import auxiliary_language_model
-
     return auxiliary_language_model(context.config, context.model, context.training_word_ids, context.log)
 
 

@@ -54,6 +54,7 @@ from torch import nn
 from torch.nn import functional
 
 from seqtransfer.data.batching import Batch
+from seqtransfer.embeddings.transformer import stored_weights
 from seqtransfer.models.language_model_heads import MaskedLanguageModelHead
 
 MASKED_SHARE, REPLACED_BY_MASK, REPLACED_BY_RANDOM = 0.15, 0.8, 0.1  # BERT's recipe
@@ -88,8 +89,6 @@ def load_pretraining_head(head: MaskedLanguageModelHead, folder: Path) -> bool:
     (one file or shards) hold all of its parts with the same shapes; returns whether they did (if
     not, the head stays as it was: random)."""
     from safetensors import safe_open
-
-    from seqtransfer.embeddings.transformer import stored_weights
 
     own = head.state_dict()
     files = stored_weights(folder)
