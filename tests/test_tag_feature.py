@@ -240,7 +240,11 @@ def test_a_resumed_run_reads_its_kept_jackknifed_tags_only_when_they_are_its_own
     (tmp_path / "jackknife").mkdir()
     write_text(tmp_path / "jackknife" / "tags.json", json.dumps(kept))
     logged = []
-    assert jackknife_tags(config, Data(), tmp_path, logged.append) == (kept["tags"], 12.5)  # the earlier start's time counts
+
+    def never(*arguments, **options):
+        pytest.fail("kept tags are read, not trained again")
+
+    assert jackknife_tags(config, Data(), tmp_path, logged.append, train=never) == (kept["tags"], 12.5)  # the earlier start's time counts
     assert "read from" in logged[0]
     for key, other in (("seed", 2), ("tagger", "/elsewhere"), ("folds", 3)):  # another seed, tagger or fold count: trained again
         assert kept_jackknife(tmp_path / "jackknife", {**identity, key: other}) is None

@@ -9,6 +9,7 @@ import copy
 import json
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,13 +20,13 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json, write_text
 from seqtransfer.rundir import load_run, tagger
 from seqtransfer.training.prediction import load_tagger
-from seqtransfer.workflows.train import train_tagger
 
 JACKKNIFE = "jackknife"  # the run directory's folder of the fold taggers (removed once their tags are kept)
 JACKKNIFE_TAGS = "tags.json"
+Train = Callable[..., dict]  # workflows/train.py train_tagger(config, directory, log=..., show_progress=...), handed in: it calls this module
 
 
-def jackknife_tags(config, data, directory: Path, log) -> tuple[list[list[str]], float]:
+def jackknife_tags(config, data, directory: Path, log, train: Train) -> tuple[list[list[str]], float]:
     """The training split's input tags, jackknifed (``model.tag_jackknife`` = K): K taggers with the
     settings of ``model.tag_tagger``, each trained on the other K - 1 folds of this training split
     (``data.exclude_fold``), tag their own fold. The parser then trains on tags as wrong as those the
@@ -34,7 +35,7 @@ def jackknife_tags(config, data, directory: Path, log) -> tuple[list[list[str]],
     run with the same tagger, seed and sentences reads them; the fold runs are removed once it is written.
     Returns the tags and the seconds an earlier start of the run spent on them (its kept tags, or
     fold taggers it finished before a crash), which the run's time counts as it counts epochs
-    restored from a checkpoint."""
+    restored from a checkpoint. ``train`` trains a fold's tagger (``train_tagger``)."""
     column = resolve_tag_column(config.model, data, tagger)  # the cheap checks, before any fold trains
     if not config.model.tag_tagger or not column:
         raise SeqTransferError("model.tag_jackknife trains taggers like model.tag_tagger, which is not set", hint="set model.tag_tagger=TAGGER_RUN (or drop model.tag_jackknife)")
@@ -48,7 +49,7 @@ def jackknife_tags(config, data, directory: Path, log) -> tuple[list[list[str]],
     settings = tagger(config.model.tag_tagger).run.config  # the tagger run's settings, which every fold takes
     sentences = fold_data_config(config.data, column, settings.data)
     gold = checked_training_split(sentences, identity["tokens"])
-    tags, earlier_seconds = tag_by_folds(config, settings, sentences, identity["tokens"], folder, log)
+    tags, earlier_seconds = tag_by_folds(config, settings, sentences, identity["tokens"], folder, log, train)
     accuracy = tag_accuracy(tags, gold)
     seconds = round(time.perf_counter() - started + earlier_seconds, 1)
     log(f"input tags: jackknifed training tags ({identity['folds']} folds, {seconds:.0f} s) are {accuracy:.2f} % right")
@@ -100,7 +101,7 @@ def checked_training_split(sentences, tokens: list[list[str]]) -> list[list[str]
     return gold.gold("train")
 
 
-def tag_by_folds(config, settings, sentences, tokens: list[list[str]], folder: Path, log) -> tuple[list[list[str]], float]:
+def tag_by_folds(config, settings, sentences, tokens: list[list[str]], folder: Path, log, train: Train) -> tuple[list[list[str]], float]:
     """Each fold's sentences tagged by a tagger trained without them (trained now, or found finished
     in ``folder`` by a start that crashed), and the training seconds of the folds found finished."""
     count = config.model.tag_jackknife
@@ -112,7 +113,7 @@ def tag_by_folds(config, settings, sentences, tokens: list[list[str]], folder: P
             earlier_seconds += read_json(run / "metrics.json").get("seconds", 0.0)
         else:
             log(f"input tags: jackknife fold {number}/{count}: training a tagger on the other folds ({run})")
-            train_fold_tagger(config, settings, replace(sentences, exclude_fold=f"{number}/{count}"), run)
+            train_fold_tagger(config, settings, replace(sentences, exclude_fold=f"{number}/{count}"), run, train)
         indices = [index for index in range(len(tokens)) if in_fold(index, number, count)]
         # loaded here, not through tagger()'s cache: the fold runs are removed afterwards
         for index, sentence_tags in zip(indices, predicted_tags(load_tagger(str(run), load_run), [tokens[index] for index in indices])):
@@ -126,7 +127,7 @@ def tag_accuracy(tags: list[list[str]], gold: list[list[str]]) -> float:
     return 100.0 * right / max(1, sum(len(sentence) for sentence in gold))
 
 
-def train_fold_tagger(config, settings, fold_data, run: Path) -> None:
+def train_fold_tagger(config, settings, fold_data, run: Path, train: Train) -> None:
     """Train one fold's tagger into ``run``: the tagger run's ``settings`` on ``fold_data``, with
     this run's seed, threads (and their sharing) and device. An unfinished fold (a crash) starts over: a fold is
     minutes, and this run's own scratch work."""
@@ -135,4 +136,4 @@ def train_fold_tagger(config, settings, fold_data, run: Path) -> None:
     settings.train.seed, settings.train.threads, settings.train.device = config.train.seed, config.train.threads, config.train.device
     settings.train.share_cores = config.train.share_cores
     shutil.rmtree(run, ignore_errors=True)
-    train_tagger(settings, run, log=lambda message: None, show_progress=False)
+    train(settings, run, log=lambda message: None, show_progress=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
 from collections.abc import Callable
@@ -32,6 +33,7 @@ from seqtransfer.transfer.masked_lm import load_pretraining_head
 from seqtransfer.transfer.schemes import Scheme, get_scheme, scheme_prefixes
 from seqtransfer.transfer.weights import copy_shared_label_rows, transfer_weights
 from seqtransfer.workflows.checks import check_adapter, check_auxiliary_lm, check_distillation, check_nothing_is_added
+from seqtransfer.workflows.jackknife import jackknife_tags
 from seqtransfer.workflows.multitask import MultitaskRun
 from seqtransfer.workflows.resolution import resolve_run
 from seqtransfer.workflows.run_path import refuse_finished, run, train_phases
@@ -131,10 +133,9 @@ class OneTaskRun:
         self.earlier_seconds = 0.0
 
     def build(self, directory: Path, log: Log) -> nn.Module:
-        from seqtransfer.workflows.jackknife import jackknife_tags  # its fold taggers train through train_tagger
-
         config, scheme, data = self.config, self.scheme, self.data
-        self.vocabularies, matrix, self.earlier_seconds = resolve_run(config, scheme, data, self.source, directory, log, jackknife_tags)  # the configuration filled in and frozen
+        fold_tags = functools.partial(jackknife_tags, train=train_tagger)  # its fold taggers train through train_tagger
+        self.vocabularies, matrix, self.earlier_seconds = resolve_run(config, scheme, data, self.source, directory, log, fold_tags)  # the configuration filled in and frozen
         model = build_target_model(config, scheme, self.vocabularies, matrix, self.source, log)
         check_target_model(config, model, scheme, self.source is not None, data, self.vocabularies, log)
         return model
