@@ -76,7 +76,7 @@ def test_predicting_a_users_sentences_writes_no_cache_file(encoder, tmp_path, fe
 
 def test_a_schedule_registered_at_test_time_passes_config_validation(monkeypatch):
     from seqtransfer.config import RunConfig, apply_overrides, check_values
-    from seqtransfer.training.schedules import SCHEDULES
+    from seqtransfer.learning_rate_schedules import SCHEDULES
 
     monkeypatch.setitem(SCHEDULES, "constant", lambda base, position, config: base)
     assert check_values(apply_overrides(RunConfig(), ["train.schedule=constant"])).train.schedule == "constant"

@@ -90,7 +90,7 @@ def test_rows_a_batch_does_not_use_are_left_alone_until_read():
 
 def test_schedules_inverse_time_per_epoch_and_linear_warmup_then_decay():
     from seqtransfer.config import TrainConfig
-    from seqtransfer.training.schedules import Position, inverse_time, linear_warmup
+    from seqtransfer.learning_rate_schedules import Position, inverse_time, linear_warmup
 
     config = TrainConfig(learning_rate_decay=0.05, max_epochs=2, warmup=0.25)
     assert [inverse_time(0.015, Position(epoch, 3, 10), config) for epoch in (1, 2, 3)] == [0.015 / 1.0, 0.015 / 1.05, 0.015 / 1.1]
@@ -100,7 +100,7 @@ def test_schedules_inverse_time_per_epoch_and_linear_warmup_then_decay():
 
 def test_slanted_triangular_rises_for_cut_frac_then_falls_from_lr_to_lr_over_32():
     from seqtransfer.config import TrainConfig
-    from seqtransfer.training.schedules import Position, slanted_triangular
+    from seqtransfer.learning_rate_schedules import Position, slanted_triangular
 
     config = TrainConfig(max_epochs=1, warmup=0.1)
     rates = [slanted_triangular(3.2, Position(1, step, 100), config) for step in range(100)]
@@ -114,7 +114,7 @@ def test_slanted_triangular_rises_for_cut_frac_then_falls_from_lr_to_lr_over_32(
 
 def test_cosine_annealing_goes_from_the_rate_to_zero_over_every_step():
     from seqtransfer.config import TrainConfig
-    from seqtransfer.training.schedules import Position, cosine
+    from seqtransfer.learning_rate_schedules import Position, cosine
 
     config = TrainConfig(max_epochs=2)
     rates = [cosine(1.0, Position(epoch, step, 10), config) for epoch in (1, 2) for step in range(10)]

@@ -2,7 +2,7 @@
 multitask) and :class:`RunConfig`, which holds them all, with every setting's default.
 
 ``seqtransfer.config`` reads, checks and writes them, and imports them back so that callers can
-import them from there; a module that ``seqtransfer.config`` itself loads (training/schedules.py,
+import them from there; a module that ``seqtransfer.config`` itself loads (learning_rate_schedules.py,
 through ``config_values.schedule_names``) imports them from here, making no circle.
 """
 

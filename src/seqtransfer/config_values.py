@@ -11,6 +11,7 @@ from typing import Any
 
 from seqtransfer.config_sections import RunConfig
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.learning_rate_schedules import SCHEDULES
 
 
 def fold_of(value: str) -> tuple[int, int] | None:
@@ -27,9 +28,8 @@ TOKENIZER_NAMES = ("whitespace", "tweet", "slavic")
 
 
 def schedule_names() -> list[str]:
-    """The learning-rate schedules' names (training/schedules.py, a higher layer: imported here when asked)."""
-    from seqtransfer.training.schedules import SCHEDULES
-
+    """The learning-rate schedules' names (``learning_rate_schedules.SCHEDULES``, read when asked: a
+    schedule registered at run time passes the check)."""
     return list(SCHEDULES)
 
 

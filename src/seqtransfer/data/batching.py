@@ -16,6 +16,8 @@ import torch
 from seqtransfer.data.tag_feature import feature_tags
 from seqtransfer.data.tsv import PAIR_SEPARATOR
 from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
+from seqtransfer.embeddings.feature_cache import cached_features
+from seqtransfer.embeddings.transformer import reads_subwords, subword_windows
 from seqtransfer.errors import warn
 
 # A token's characters the character encoder reads: a longer one (a pasted blob, a 1 MB line without
@@ -147,13 +149,9 @@ def encode_sentences(
     lengths = np.array([len(sentence) for sentence in tokens], dtype=np.int64)
     features = subwords = positions = types = None
     if vocabularies.encoder and vocabularies.encoder_mode == "finetune":
-        from seqtransfer.embeddings.transformer import reads_subwords, subword_windows
-
         if reads_subwords(vocabularies.encoder):  # our recurrent LM reads the batch's characters instead
             subwords, positions, types = subword_windows(vocabularies.encoder, tokens, vocabularies.pair_encoding == "separate")
     elif vocabularies.encoder:
-        from seqtransfer.embeddings.feature_cache import cached_features
-
         features = cached_features(vocabularies.encoder, tokens, vocabularies.encoder_pooling, vocabularies.encoder_segments, store=cache_features, separate=vocabularies.pair_encoding == "separate")
     tag_ids = None
     if vocabularies.tags is not None:

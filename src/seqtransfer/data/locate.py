@@ -1,4 +1,4 @@
-"""Finding dataset files on disk (or downloading them) and reading one split of a spec.
+"""Finding dataset files on disk (or downloading them) and reading one split of a spec as stored.
 
 A dataset folder (``DatasetSpec.folder``) is looked for, in order, under:
 
@@ -19,17 +19,14 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from seqtransfer.data.conll import read_conll
 from seqtransfer.data.conllu import read_conllu
 from seqtransfer.data.corpus import Sentence
+from seqtransfer.data.dataset_spec import DatasetSpec
 from seqtransfer.data.tsv import read_tsv_sentences
-from seqtransfer.errors import SeqTransferError, warn
+from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import atomic_write
-
-if TYPE_CHECKING:  # registry.py imports this module; the spec type is needed for annotations only
-    from seqtransfer.data.registry import DatasetSpec
 
 DOWNLOAD_TIMEOUT_SECONDS = 20
 Downloader = Callable[[str, Path], None]
@@ -116,20 +113,6 @@ def read_split(spec: DatasetSpec, split: str, data_dir: str | Path | None = None
         sentences = read_conll(path, spec.columns, separator=getattr(spec, "separator", "auto"))
     if spec.dev_from_train and "dev" not in spec.splits and split in ("train", "dev"):
         sentences = carve_dev(sentences, split)
-    if spec.relabel_train and split == "train":
-        sentences = relabelled(spec, sentences, data_dir)
-    return sentences
-
-
-def relabelled(spec: DatasetSpec, sentences: list[Sentence], data_dir: str | Path | None) -> list[Sentence]:
-    """The training sentences with their tags mapped (``DatasetSpec.relabel_train``), the change told."""
-    from seqtransfer.data.mtt_mapping import RELABELLINGS
-
-    sentences, counts = RELABELLINGS[spec.relabel_train](sentences, data_dir)
-    warn(
-        f"{spec.name} train: {counts['changed']:,} of {counts['tokens']:,} tags ({100 * counts['changed'] / counts['tokens']:.1f} %) mapped to the "
-        f"tagset of its dev/test sets ({spec.relabel_train}); {counts['unknown']:,} ({100 * counts['unknown'] / counts['tokens']:.1f} %) have no counterpart"
-    )
     return sentences
 
 

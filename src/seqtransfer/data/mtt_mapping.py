@@ -26,6 +26,12 @@ from collections import Counter, defaultdict
 from dataclasses import replace
 from pathlib import Path
 
+from seqtransfer.data.corpus import Sentence
+from seqtransfer.data.dataset_spec import DatasetSpec
+from seqtransfer.data.locate import read_split
+from seqtransfer.data.mtt import MTT_HR_SM
+from seqtransfer.errors import warn
+
 COLUMN = "xpos"
 
 
@@ -65,9 +71,7 @@ class TagMapping:
 
 def map_croatian_news(sentences: list, data_dir: str | Path | None) -> tuple[list, dict]:
     """The sentences with their MSD tags mapped, and counts: tokens, changed, left unknown."""
-    from seqtransfer.data.registry import load_split
-
-    mapping = TagMapping(load_split("mtt_hr_sm", "train", data_dir))
+    mapping = TagMapping(read_split(MTT_HR_SM, "train", data_dir))
     mapped, changed, unknown, tokens = [], 0, 0, 0
     for sentence in sentences:
         old = sentence.labels(COLUMN)
@@ -80,3 +84,13 @@ def map_croatian_news(sentences: list, data_dir: str | Path | None) -> tuple[lis
 
 
 RELABELLINGS = {"hr_news_to_hr500k": map_croatian_news}
+
+
+def relabelled(spec: DatasetSpec, sentences: list[Sentence], data_dir: str | Path | None) -> list[Sentence]:
+    """The training sentences with their tags mapped (``DatasetSpec.relabel_train``), the change told."""
+    sentences, counts = RELABELLINGS[spec.relabel_train](sentences, data_dir)
+    warn(
+        f"{spec.name} train: {counts['changed']:,} of {counts['tokens']:,} tags ({100 * counts['changed'] / counts['tokens']:.1f} %) mapped to the "
+        f"tagset of its dev/test sets ({spec.relabel_train}); {counts['unknown']:,} ({100 * counts['unknown'] / counts['tokens']:.1f} %) have no counterpart"
+    )
+    return sentences

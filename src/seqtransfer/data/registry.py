@@ -8,7 +8,8 @@ train file deterministically, dev = every 10th sentence (sentence index % 10 == 
 train = the other sentences (see ``locate.carve_dev``).
 
 :func:`load_split` reads one split of a registered dataset or of :func:`custom_dataset` (a user's
-own files, built in ``user_files.py`` and imported back here); ``locate.py`` finds the files.
+own files, built in ``user_files.py`` and imported back here); ``locate.py`` finds and reads the
+files, and ``mtt_mapping.py`` maps the training tags of a spec with ``relabel_train``.
 
 ``downloads`` is filled only when direct URLs give exactly the files of every split; derived
 files (made for this project) and research-only corpora (CoNLL-2003, Penn Treebank, CoNLL-2000's
@@ -24,6 +25,7 @@ from seqtransfer.data.corpus import Sentence
 from seqtransfer.data.dataset_spec import CARVE_NOTE, CONLLU_EXTENSIONS, DEPENDENCY, SCHEMES, TRAIN_DEV_TEST, DatasetSpec, standard_splits  # noqa: F401 - re-exported
 from seqtransfer.data.locate import Downloader, read_split
 from seqtransfer.data.mtt import MTT_HR_NEWS, MTT_HR_SM, MTT_SL_NEWS, MTT_SL_SM, MTT_SR_NEWS, MTT_SR_NEWS_UD, MTT_SR_SM
+from seqtransfer.data.mtt_mapping import relabelled
 from seqtransfer.data.user_files import are_scores, choose_label_column, custom_columns, custom_dataset, custom_tsv_dataset, existing_paths, tsv_field_values
 from seqtransfer.errors import SeqTransferError
 
@@ -374,5 +376,10 @@ def resolve_spec(name_or_spec: str | DatasetSpec) -> DatasetSpec:
 
 
 def load_split(name_or_spec: str | DatasetSpec, split: str, data_dir: str | Path | None = None, downloader: Downloader | None = None) -> list[Sentence]:
-    """Read one split of a dataset with the right reader, carving dev from train when needed."""
-    return read_split(resolve_spec(name_or_spec), split, data_dir, downloader)
+    """Read one split of a dataset with the right reader, carving dev from train when needed and
+    mapping the training tags of a spec with ``relabel_train`` (``mtt_mapping.py``)."""
+    spec = resolve_spec(name_or_spec)
+    sentences = read_split(spec, split, data_dir, downloader)
+    if spec.relabel_train and split == "train":
+        sentences = relabelled(spec, sentences, data_dir)
+    return sentences

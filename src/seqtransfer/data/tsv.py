@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from seqtransfer.data.corpus import Sentence, decode_lines
+from seqtransfer.embeddings.tokenization import PAIR_SEPARATOR  # written between a pair's texts (the pairs' readers import it from here too)
 from seqtransfer.errors import SeqTransferError
 
 TEXT, TEXT_B = "text", "text_b"
-PAIR_SEPARATOR = "[SEP]"
 
 
 def read_tsv_sentences(path: str | Path, fields: tuple[str, ...], header: bool = False, encoding: str = "utf-8", extra_fields: bool = False) -> list[Sentence]:

@@ -19,9 +19,8 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import load_file, save_file
 
-from seqtransfer.data.tsv import PAIR_SEPARATOR
 from seqtransfer.embeddings.recurrent_lm import is_recurrent_lm, recurrent_features
-from seqtransfer.embeddings.tokenization import marks_spaces
+from seqtransfer.embeddings.tokenization import PAIR_SEPARATOR, marks_spaces
 from seqtransfer.embeddings.transformer import encode_sentences_with, encoder_fingerprint, encoder_path, encoder_shape, has_token_types, load_encoder, tokenizer_of
 from seqtransfer.errors import SeqTransferError, warn
 

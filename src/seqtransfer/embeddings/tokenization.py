@@ -14,8 +14,11 @@ import functools
 from collections.abc import Sequence
 from pathlib import Path
 
-from seqtransfer.data.tsv import PAIR_SEPARATOR
 from seqtransfer.errors import SeqTransferError
+
+# The token that joins a sentence pair's two texts into one token list (data/tsv.py writes it
+# between them; each encoder reads it as its own separator).
+PAIR_SEPARATOR = "[SEP]"
 
 # A model may round its embedding table up past its tokenizer's sub-words (to a multiple of 64 or
 # 128, for faster matrix products: T5 32,100 -> 32,128, DeBERTa-v3 128,001 -> 128,100), or keep

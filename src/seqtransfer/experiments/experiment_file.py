@@ -98,7 +98,7 @@ class ExperimentSpec:
     paper: dict[str, dict[str, float]] = field(default_factory=dict)
     paper_split: str = "test"  # the split the paper's numbers are of (the To-tune paper's Table 5: dev): the report's main tables show it
     published: list[PublishedSpec] = field(default_factory=list)
-    search: dict = field(default_factory=dict)  # method -> target (or "*") -> SearchSpec (experiments/search.py)
+    search: dict = field(default_factory=dict)  # method -> target (or "*") -> SearchSpec (experiments/search_spec.py)
     notes: str = ""
     cost: str = ""  # what running it took here (measured), shown by `seqtransfer experiment list`
     hierarchy: dict[str, list[str]] = field(default_factory=dict)  # target -> targets it reads (multi-task methods)

@@ -80,6 +80,7 @@ from seqtransfer.experiments.reference_checks import (
     check_start_from,
     check_teachers,
 )
+from seqtransfer.experiments.search_spec import SearchSpec, check_search
 from seqtransfer.experiments.shipped import experiment_file
 from seqtransfer.files import read_yaml_mapping
 from seqtransfer.transfer.schemes import get_scheme
@@ -146,8 +147,6 @@ def _published(values: object, index: int, targets: dict, path: Path) -> Publish
 
 def _searches(values: object, spec: ExperimentSpec, path: Path) -> dict:
     """``search``: method -> target (or "*") -> a checked SearchSpec."""
-    from seqtransfer.experiments.search import SearchSpec, check_search
-
     if not isinstance(values, dict):
         raise SeqTransferError("'search' must map methods to targets to searches", path=path)
     searches = {}

@@ -24,13 +24,13 @@ from seqtransfer.config import TrainConfig
 from seqtransfer.data.batching import Batch, EncodedSentences, training_batches
 from seqtransfer.data.vocabulary import Vocabulary
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.learning_rate_schedules import Position, get_schedule
 from seqtransfer.threads import CoreShare
 from seqtransfer.training import checkpoint
 from seqtransfer.training.inference import EvaluationSet, model_device, score
 from seqtransfer.training.optimizer import LazyMomentumSGD, clip_gradient_norm
 from seqtransfer.training.optimizers import make_optimizer
 from seqtransfer.training.precision import Precision, resolve_precision
-from seqtransfer.training.schedules import Position, get_schedule
 
 EpochHook = Callable[[int, nn.Module, torch.optim.Optimizer], None]
 

@@ -9,7 +9,10 @@
     cosine          cosine annealing from lr to 0 over all steps (Loshchilov & Hutter 2017): the "Cos"
                     of the ULMFiT comparison, in STLR's place
 
-A schedule is a function of the step alone, so a resumed run continues it exactly.
+A schedule is a function of the step alone, so a resumed run continues it exactly. It reads the
+train section only, so the schedules lie in the configuration's layer: the configuration check
+(``config_values.schedule_names``) reads their registry, a schedule registered at run time
+included, and the training loop (``training/loop.py``) applies them.
 """
 
 from __future__ import annotations
