@@ -382,19 +382,4 @@ def test_known_violations_still_occur() -> None:
 
 
 # Today's violations; delete an entry once its import is fixed, never add one.
-KNOWN: tuple[str, ...] = (
-    "in-function seqtransfer.analysis.absorption -> seqtransfer.analysis.figures",
-    "in-function seqtransfer.analysis.drift -> seqtransfer.analysis.figures",
-    "in-function seqtransfer.analysis.similarity -> seqtransfer.analysis.figures",
-    "in-function-library seqtransfer.analysis.neurons -> yaml",
-    "in-function-library seqtransfer.analysis.similarity -> numpy",
-    "in-function-library seqtransfer.commands.analyze -> numpy",
-    "in-function-library seqtransfer.commands.analyze -> torch",
-    "in-function-library seqtransfer.embeddings.transformer -> safetensors",
-    "in-function-library seqtransfer.experiments.status -> safetensors",
-    "in-function-library seqtransfer.files -> yaml",
-    "in-function-library seqtransfer.transfer.adaptations -> numpy",
-    "in-function-library seqtransfer.transfer.adaptations -> safetensors",
-    "in-function-library seqtransfer.transfer.masked_lm -> safetensors",
-    "upward seqtransfer.data.task_data -> seqtransfer.tasks",
-)
+KNOWN: tuple[str, ...] = ("upward seqtransfer.data.task_data -> seqtransfer.tasks",)

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+import yaml
+
 from seqtransfer.errors import SeqTransferError
 
 
@@ -66,8 +68,6 @@ def load_yaml(text: str) -> Any:
     only true and false. YAML 1.1 also reads yes, no, on and off as booleans, so ``train.amp=off``
     or ``amp: off`` would become False; here they stay text (a boolean setting accepts them too:
     ``config._coerce``, ``experiments.spec.booleans_read``)."""
-    import yaml
-
     return yaml.load(text, Loader=_yaml12_loader())
 
 
@@ -75,8 +75,6 @@ def load_yaml(text: str) -> Any:
 def _yaml12_loader():
     """PyYAML's safe loader with YAML 1.2's booleans (built once)."""
     import re
-
-    import yaml
 
     class Loader(yaml.SafeLoader):
         pass
@@ -105,8 +103,6 @@ def read_yaml_mapping(path: str | Path, what: str) -> dict:
 
     ``what`` names the kind of file in error messages ("config file", "experiment file").
     """
-    import yaml
-
     path = shipped_or_given(Path(path))
     if not path.is_file():
         raise SeqTransferError(f"{what} not found", path=path, hint="check the path")

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from seqtransfer.analysis.figures import new_figure
 from seqtransfer.data.batching import evaluation_batches
 from seqtransfer.data.task_data import load_task_data
 from seqtransfer.errors import SeqTransferError
@@ -80,8 +81,6 @@ def describe_run(directory: str | Path, split: str = "dev", data_dir: str | None
 
 def absorption_figure(results: list[dict]):
     """Figure 5 per run: weights (top) and outputs (bottom) of the pre-trained (grey) and random (green) FC layers."""
-    from seqtransfer.analysis.figures import new_figure
-
     figure = new_figure(4.2 * len(results), 6.0)
     axes = figure.subplots(2, len(results), squeeze=False)
     for column, result in enumerate(results):

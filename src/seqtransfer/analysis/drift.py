@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from seqtransfer.analysis.figures import new_figure
 from seqtransfer.embeddings.transformer import encoder_path, load_encoder, stored_weights, unread_weight
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.adapters import adapter_weight, pretrained_name
@@ -209,8 +210,6 @@ def percent(value: float | None) -> str:
 def drift_figure(results: list[dict]):
     """Relative change per layer group, bottom to top, a line per run (a symmetric log scale: held-back
     layers move by hundredths of a percent where others move by tens)."""
-    from seqtransfer.analysis.figures import new_figure
-
     groups = all_groups(results)
     figure = new_figure(8.0, 4.0)
     axis = figure.subplots()

@@ -12,23 +12,27 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.patches import Patch
-from matplotlib.ticker import NullFormatter
 
 from seqtransfer.analysis.curves import CurvePoint, mean_curves
 from seqtransfer.analysis.negative_transfer import TransferComparison
 from seqtransfer.analysis.neurons import NeuronAnalysis
 from seqtransfer.files import atomic_write
 
+if TYPE_CHECKING:  # annotations only: matplotlib is imported when a figure is drawn
+    from matplotlib.figure import Figure
+
 POSITIVE_COLOUR, NEGATIVE_COLOUR, GAP_COLOUR = "#1f77b4", "#d62728", "#2ca02c"
 
 
 def new_figure(width: float, height: float) -> Figure:
-    """A figure on its own Agg canvas: no pyplot, no global backend switch, never a window."""
+    """A figure on its own Agg canvas: no pyplot, no global backend switch, never a window
+    (matplotlib, an optional library, is imported here: modules that draw import this one freely)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=(width, height))
     FigureCanvasAgg(figure)
     return figure
@@ -193,6 +197,9 @@ def transfer_by_size_figure(rows: list[dict]) -> Figure:
 def cost_tradeoff(points: list[dict]) -> Figure:
     """Test score against trainable parameters (left) and time per run (right), one marker per
     method, one colour per target; ``points``: {method, target, score, trainable, seconds} (means over seeds)."""
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import NullFormatter
+
     targets = list(dict.fromkeys(point["target"] for point in points))
     methods = list(dict.fromkeys(point["method"] for point in points))
     markers = "osD^v<>pPX*h"

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import torch
+import yaml
 
 from seqtransfer.analysis.activations import Recording, list_recordings
 from seqtransfer.data.batching import encode_sentences
@@ -30,6 +32,7 @@ from seqtransfer.data.task_data import load_task_data
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.rundir import load_run
 from seqtransfer.training.activations import feature_matrix
+from seqtransfer.training.checkpoint import save_tensors
 
 SOURCE_COLUMN = "source dev"
 
@@ -157,8 +160,6 @@ def analyse_neurons(run_directory: str | Path, top_k: int = 10, with_source: boo
 
 def source_dev_activations(run_directory: str | Path, device: str = "cpu") -> tuple[np.ndarray, list[str]]:
     """(N, H) activations of the run's source model on its own dev split, and the N tokens (§4.2.2)."""
-    import yaml
-
     config = yaml.safe_load((Path(run_directory) / "config.yaml").read_text(encoding="utf-8")) or {}
     source_path = (config.get("transfer") or {}).get("source")
     if not source_path:
@@ -170,3 +171,9 @@ def source_dev_activations(run_directory: str | Path, device: str = "cpu") -> tu
     tokens = data.tokens("dev")
     matrix = feature_matrix(source.model, encode_sentences(tokens, source.vocabularies), source.config.train.evaluation_batch_size)
     return matrix, [token for sentence in tokens for token in sentence]
+
+
+def save_correlation(analysis: NeuronAnalysis, path: Path) -> None:
+    """The (H, H) correlation matrix and the (H,) charges as float32 tensors in one safetensors file."""
+    tensors = {"correlation": torch.from_numpy(analysis.correlation.astype(np.float32)), "charges": torch.from_numpy(analysis.charges.astype(np.float32))}
+    save_tensors(path, tensors)

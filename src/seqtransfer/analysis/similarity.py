@@ -22,6 +22,9 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
+import numpy as np
+
+from seqtransfer.analysis.figures import new_figure
 from seqtransfer.analysis.wasserstein import wasserstein_table
 from seqtransfer.data.corpus import read_lines
 from seqtransfer.data.trigram_lm import Sentences, TrigramLM, unigram_counts
@@ -119,8 +122,6 @@ def read_gains(path) -> list[dict]:
 
 def ranks(values: Sequence[float]):
     """Ranks 1..n, ties sharing their mean rank (as Spearman's ρ needs)."""
-    import numpy as np
-
     values = np.asarray(values, dtype=float)
     order = values.argsort(kind="stable")
     result = np.empty(len(values))
@@ -133,8 +134,6 @@ def ranks(values: Sequence[float]):
 
 def correlations(distances: Sequence[float], gains: Sequence[float]) -> dict[str, float | int | None]:
     """Pearson r and Spearman ρ of distance and gain over n pairs (None under 3 pairs or for a constant)."""
-    import numpy as np
-
     count = len(distances)
     if count < 3 or np.ptp(distances) == 0 or np.ptp(gains) == 0:
         return {"pairs": count, "pearson": None, "spearman": None}
@@ -152,10 +151,6 @@ def label(entry: str) -> str:
 
 def heatmap_figure(table: dict[str, dict[str, dict[str, float]]], measure: str = "js"):
     """Rows: P (target), columns: Q (source); darker = farther."""
-    import numpy as np
-
-    from seqtransfer.analysis.figures import new_figure
-
     names = list(table[measure])
     values = np.array([[table[measure][first][second] for second in names] for first in names])
     figure = new_figure(1.6 + 0.75 * len(names), 1.2 + 0.6 * len(names))
@@ -175,8 +170,6 @@ def heatmap_figure(table: dict[str, dict[str, dict[str, float]]], measure: str =
 
 def gains_figure(pairs: list[dict], measure: str, summary: dict):
     """Each source→target pair's distance against the relative gain of transfer over From-scratch."""
-    from seqtransfer.analysis.figures import new_figure
-
     figure = new_figure(5.6, 4.2)
     axis = figure.subplots()
     axis.scatter([pair["distance"] for pair in pairs], [pair["gain"] for pair in pairs], color="#1f77b4")

@@ -194,11 +194,9 @@ def neurons_json(analysis) -> dict:
 
 
 def run_neurons(arguments: argparse.Namespace):
-    import numpy as np
-
     from seqtransfer.analysis import figures
+    from seqtransfer.analysis.neurons import save_correlation
     from seqtransfer.files import write_json
-    from seqtransfer.training.checkpoint import save_tensors
 
     analysis = neuron_analysis(arguments.run, arguments.top_k, arguments.no_source, arguments.device)
     units = parse_units(arguments.units, analysis)
@@ -208,12 +206,9 @@ def run_neurons(arguments: argparse.Namespace):
         f"mean charge {summary['mean_charge']:.3f}, median {summary['median_charge']:.3f}, mean |off-diagonal| {summary['mean_abs_off_diagonal']:.3f}"
     )
     if arguments.output:
-        import torch
-
         output = Path(arguments.output)
         write_json(output / "neurons.json", neurons_json(analysis))
-        tensors = {"correlation": torch.from_numpy(analysis.correlation.astype(np.float32)), "charges": torch.from_numpy(analysis.charges.astype(np.float32))}
-        save_tensors(output / "correlation.safetensors", tensors)
+        save_correlation(analysis, output / "correlation.safetensors")
         figures.save_figure(figures.correlation_heatmap(analysis.correlation, Path(analysis.run).name), output / "correlation")
         for unit in units:
             figures.save_figure(figures.top_words_table(analysis, unit), output / f"unit-{unit:03d}")

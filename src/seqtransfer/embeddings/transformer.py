@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors import safe_open
 from torch import nn
 
 from seqtransfer.embeddings.awd_lstm import awd_parameters, awd_shape, is_awd_lstm, load_awd_lstm
@@ -158,8 +159,6 @@ def unread_weight(name: str) -> bool:
 
 def stored_weights(folder: Path) -> dict[str, Path]:
     """Weight name -> the safetensors file of ``folder`` holding it (one file or shards; headers only)."""
-    from safetensors import safe_open
-
     files: dict[str, Path] = {}
     for path in sorted(Path(folder).glob("*.safetensors")):
         with safe_open(str(path), "pt") as weights:

@@ -13,6 +13,8 @@ import json
 import statistics
 from pathlib import Path
 
+from safetensors import safe_open
+
 from seqtransfer.experiments.grid import RunTask, ensemble_tasks, method_tasks, source_tasks
 from seqtransfer.experiments.kept import cell_key, run_id_of
 from seqtransfer.experiments.report_base import _duration
@@ -28,8 +30,6 @@ STATES = ("done", "kept", "under way", "to train")
 
 def read_checkpoint_epoch(path: Path) -> str | None:
     """ "after epoch E (best dev S at epoch B)" from a checkpoint's metadata, or None."""
-    from safetensors import safe_open
-
     with safe_open(str(path), framework="numpy") as handle:
         state = json.loads((handle.metadata() or {}).get("state", "{}"))
     if "epoch" not in state:

@@ -36,7 +36,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import torch
+from safetensors.torch import load_file
 from torch import nn
 
 from seqtransfer.config import TransferConfig
@@ -251,8 +253,6 @@ FISHER = "fisher.safetensors"
 
 def source_batches(source):
     """A single-task source run's training batches, in its epoch-0 order."""
-    import numpy as np
-
     train = source.config.train
     encoded = load_task_data(source.config.data, ("train",)).encode("train", source.vocabularies)
     return training_batches(encoded, train.batch_size, np.random.default_rng([train.seed, 0]))
@@ -266,8 +266,6 @@ def source_fisher(source, batches: int, log: Callable[[str], None], training_bat
     a function giving the source's batches (a multi-task source's, from workflows/multitask.py,
     one task per batch), called only when the information is not stored; default a single-task
     source's (``source_batches``)."""
-    from safetensors.torch import load_file
-
     path = source.directory / FISHER
     if path.is_file():
         stored = load_file(str(path))

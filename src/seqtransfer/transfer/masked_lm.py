@@ -50,6 +50,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+from safetensors import safe_open
 from torch import nn
 from torch.nn import functional
 
@@ -88,8 +89,6 @@ def load_pretraining_head(head: MaskedLanguageModelHead, folder: Path) -> bool:
     """Start ``head`` from the encoder folder's pretraining head, when the folder's safetensors
     (one file or shards) hold all of its parts with the same shapes; returns whether they did (if
     not, the head stays as it was: random)."""
-    from safetensors import safe_open
-
     own = head.state_dict()
     files = stored_weights(folder)
     for names in PRETRAINING_HEADS:
