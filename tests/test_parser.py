@@ -315,16 +315,10 @@ def test_a_parser_trains_with_selected_and_weighted_sentences(tmp_path):
     assert "selection: kept" in log and "weighted by likeness" in log and (output / "metrics.json").is_file()
 
 
-@pytest.mark.parametrize(
-    "settings, message",
-    [
-        (["transfer.distill_from=[RUN]"], "teaches taggers and sentence classifiers, not a dependency model"),
-        (["model.encoder=ENCODER", "model.encoder_mode=finetune"], "a fine-tuned encoder serves tagging and sentence tasks"),
-        (["model.encoder=ENCODER", "model.encoder_mode=finetune", "model.encoder_adapter=lora"], "a fine-tuned encoder serves tagging and sentence tasks"),
-    ],
-)
+@pytest.mark.parametrize("settings, message", [(["transfer.distill_from=[RUN]"], "teaches taggers and sentence classifiers, not a dependency model")])
 def test_what_a_parser_cannot_train_with_is_refused_before_its_run_directory_is_written(parser_run, tmp_path, capsys, settings, message):
-    """Distillation (label distributions) and a fine-tuned encoder or its adapters (taggers and classifiers only)."""
+    """Distillation (label distributions: taggers and classifiers only). A fine-tuned encoder parses
+    (tests/test_encoder_head_pairs.py)."""
     pytest.importorskip("transformers")
     from test_encoders import save_tiny_encoder
 

@@ -147,6 +147,9 @@ class TrainConfig(Section):
 
     optimizer: str | None = None  # sgd | adam | adamw; None = the task kind's (sgd for tagging, adam for parsing)
     learning_rate: float | None = None  # None = the optimizer's: sgd 0.015 (PretRand paper), adam 0.003 (Stanza)
+    # the head's own rate (a fine-tuned encoder's parser: its biaffine MLPs learn at this rate, the encoder at learning_rate;
+    # filled with 1e-3 for it, SuPar's 20 x 5e-5); None = every layer at learning_rate
+    head_learning_rate: float | None = None
     momentum: float = 0.9  # sgd
     betas: list[float] = field(default_factory=lambda: [0.9, 0.95])  # adam (Stanza's parser)
     learning_rate_decay: float = 0.0  # lr_epoch = lr / (1 + decay * epoch); NCRF++ uses 0.05, the paper none

@@ -79,6 +79,7 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str | Callable[[], str]]] =
         "a mapping of task -> positive weight (or null)",
     ),
     ("train.learning_rate", lambda value: value is None or value > 0, "positive"),
+    ("train.head_learning_rate", lambda value: value is None or value > 0, "positive (or null: the head at train.learning_rate)"),
     ("train.betas", lambda value: len(value) == 2 and all(isinstance(beta, (int, float)) and not isinstance(beta, bool) and 0.0 <= beta < 1.0 for beta in value), "two numbers in [0, 1)"),
     ("train.momentum", lambda value: 0.0 <= value < 1.0, "in [0, 1)"),
     ("train.learning_rate_decay", lambda value: value >= 0, "zero or positive"),

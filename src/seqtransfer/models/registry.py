@@ -23,6 +23,7 @@ HEADED: dict[str, str] = {
     "tagger": "tagging",
     "encoder_tagger": "tagging",
     "parser": "dependency",
+    "encoder_parser": "dependency",
     "sentence_classifier": "sentence",
     "encoder_classifier": "sentence",
     "sentence_regressor": "regression",

@@ -44,7 +44,7 @@ class Dependency:
     metrics = ("attachment",)
     sentence_weights = True  # the loss weighs each sentence by Batch.weights (soft selection, data/selection.py)
     optimizer = "adam"  # Stanza's and Dozat & Manning's (see training/optimizers.py)
-    architectures = {"tagger": "parser"}  # PretRand's per-class branch weighting is defined for label scores only
+    architectures = {"tagger": "parser", "encoder": "encoder_parser"}  # PretRand's per-class branch weighting is defined for label scores only
 
     def gold(self, sentences: Sequence[Sentence], column: str) -> list[Tree]:
         return [read_tree(sentence) for sentence in sentences]

@@ -160,6 +160,21 @@ def parameter_groups(model: nn.Module, config: TransferConfig, learning_rate: fl
     return [{"params": [parameters[name] for name in names], "lr": learning_rate / factor ** (len(groups) - 1 - depth), "name": group} for depth, (group, names) in enumerate(groups)]
 
 
+def with_head_rate(model: nn.Module, groups: list[dict] | None, learning_rate: float, head_rate: float) -> list[dict]:
+    """Optimizer groups with the head (the top layer group, ``layer_groups``) at ``head_rate``; the
+    other groups keep theirs (``groups``: the adaptations' groups, or None: one group at ``learning_rate``)."""
+    head = {id(parameter) for name, parameter in model.named_parameters() if name in set(layer_groups(model)[-1][1])}
+    if groups is None:
+        groups = [{"params": list(model.parameters()), "lr": learning_rate, "name": "all"}]
+    split = []
+    for group in groups:
+        below = [parameter for parameter in group["params"] if id(parameter) not in head]
+        top = [parameter for parameter in group["params"] if id(parameter) in head]
+        split += [{**group, "params": below}] if below else []
+        split += [{**group, "params": top, "lr": head_rate, "name": "head"}] if top else []
+    return split
+
+
 def chain_thaw_phases(model: nn.Module, phases: list) -> list:
     """The head, each lower layer group bottom-up, then everything (a one-phase scheme only)."""
     if len(phases) != 1:

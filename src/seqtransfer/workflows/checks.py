@@ -46,7 +46,7 @@ def check_fine_tuned_encoder(data: TaskData, scheme: Scheme) -> None:
     """A fine-tuned encoder serves the task kinds that have an encoder model, from scratch or from an encoder's run."""
     if "encoder" not in data.kind.architectures or scheme.architecture != "tagger":
         raise SeqTransferError(
-            f"a fine-tuned encoder serves tagging and sentence tasks from scratch or from a fine-tuned encoder's run (finetune, features), not {data.kind.name} / {scheme.name}",
+            f"a fine-tuned encoder serves tagging, parsing and sentence tasks from scratch or from a fine-tuned encoder's run (finetune, features), not {data.kind.name} / {scheme.name}",
             hint="use model.encoder_mode=features (frozen encoder vectors) for this model",
         )
 

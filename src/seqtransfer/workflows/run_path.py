@@ -35,7 +35,7 @@ from seqtransfer.training.activations import ActivationRecorder
 from seqtransfer.training.loop import BatchSource, Evaluate, FitResult, fit
 from seqtransfer.training.precision import resolve_precision
 from seqtransfer.training.tensorboard import TensorBoardLog
-from seqtransfer.transfer.adaptations import chosen_adaptations, parameter_groups
+from seqtransfer.transfer.adaptations import chosen_adaptations, parameter_groups, with_head_rate
 from seqtransfer.transfer.schemes import Scheme, set_trainable
 from seqtransfer.workflows.checks import check_resumable
 
@@ -165,6 +165,8 @@ def train_phases(
         log(f"phase '{phase.name}': {sum(p.numel() for p in model.parameters() if p.requires_grad)} trainable parameters ({len(trainable)} tensors)")
         hooks, train_config = adapted_phase(model, adaptations, set(trainable), config, (*epoch_hooks, *(recorder.start_phase(phase.name) if recorder else ())))
         groups = parameter_groups(model, config.transfer, config.train.learning_rate) if adaptations else None
+        if config.train.head_learning_rate:  # a fine-tuned encoder's parser: its head at its own rate
+            groups = with_head_rate(model, groups, config.train.learning_rate, config.train.head_learning_rate)
         reports = (*epoch_reports, board) if board else epoch_reports
         result = fit(model, train, evaluate_dev, train_config, groups, hooks, extra_losses, directory / "checkpoint" / phase.name, log, show_progress, reports)
         if recorder:
