@@ -163,7 +163,8 @@ def parameter_groups(model: nn.Module, config: TransferConfig, learning_rate: fl
 def with_head_rate(model: nn.Module, groups: list[dict] | None, learning_rate: float, head_rate: float) -> list[dict]:
     """Optimizer groups with the head (the top layer group, ``layer_groups``) at ``head_rate``; the
     other groups keep theirs (``groups``: the adaptations' groups, or None: one group at ``learning_rate``)."""
-    head = {id(parameter) for name, parameter in model.named_parameters() if name in set(layer_groups(model)[-1][1])}
+    head_names = set(layer_groups(model)[-1][1])  # once, not once per parameter
+    head = {id(parameter) for name, parameter in model.named_parameters() if name in head_names}
     if groups is None:
         groups = [{"params": list(model.parameters()), "lr": learning_rate, "name": "all"}]
     split = []
