@@ -44,8 +44,8 @@ from compare_flair import BENCHMARKS, DEFAULT_DATA, ensure_peer_venv, run_json
 
 from seqtransfer import __version__
 from seqtransfer.commands.pretrain_lm import adam_training
+from seqtransfer.corpora.unlabeled import RAW_CORPORA, read_text_lines
 from seqtransfer.data.tokenize import TOKENIZERS
-from seqtransfer.data.unlabeled import RAW_CORPORA, read_text_lines
 from seqtransfer.embeddings.awd_lstm import SIZES
 from seqtransfer.workflows.awd_pretraining import AwdSettings, encode_sentences, model_settings, pretrain_awd_lstm, stream_chunks
 from seqtransfer.workflows.recurrent_pretraining import split_sentences, vocabularies

@@ -18,7 +18,7 @@ import tempfile
 import time
 
 from seqtransfer.config import RunConfig, apply_overrides
-from seqtransfer.data.task_data import load_task_data
+from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.embeddings import transformer
 from seqtransfer.models.registry import build_model
 from seqtransfer.training.loop import ShuffledBatches, train_epoch

@@ -39,8 +39,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from seqtransfer.config import RunConfig
+from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.data.batching import make_batch
-from seqtransfer.data.task_data import load_task_data
 from seqtransfer.models.crf import CRF, log_partition_scan, log_partition_torch, viterbi_scan
 from seqtransfer.models.registry import build_model
 from seqtransfer.training.optimizer import clip_gradient_norm

@@ -18,8 +18,8 @@ import time
 
 from seqtransfer_runner import benchmark_config  # benchmarks/ is on sys.path when run as a script
 
+from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.data.batching import encode_sentences
-from seqtransfer.data.task_data import load_task_data
 from seqtransfer.models.registry import build_model
 from seqtransfer.training.loop import ShuffledBatches, train_epoch
 from seqtransfer.training.optimizers import make_optimizer

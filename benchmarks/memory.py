@@ -14,8 +14,8 @@ import argparse
 import time
 
 from seqtransfer.config import RunConfig
+from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.data.batching import encode_sentences
-from seqtransfer.data.task_data import load_task_data
 from seqtransfer.models.tagger import Tagger
 from seqtransfer.training.loop import ShuffledBatches, train_epoch
 from seqtransfer.training.optimizers import make_optimizer

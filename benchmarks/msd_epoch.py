@@ -17,7 +17,7 @@ import statistics
 import time
 
 from seqtransfer.config import DataConfig, RunConfig, apply_overrides
-from seqtransfer.data.task_data import load_task_data
+from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.models.registry import build_model
 from seqtransfer.training.loop import ShuffledBatches, train_epoch
 from seqtransfer.training.optimizers import fill_optimizer, make_optimizer

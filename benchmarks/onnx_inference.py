@@ -27,8 +27,8 @@ from pathlib import Path
 
 import torch
 
+from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.data.batching import encode_sentences
-from seqtransfer.data.task_data import load_task_data
 from seqtransfer.rundir import load_run
 from seqtransfer.training.inference import predict_labels
 from seqtransfer.workflows.onnx_export import export_onnx

@@ -81,7 +81,7 @@ def main(settings_path: str, result_path: str) -> None:
     from seqtransfer.rundir import load_run
 
     run = load_run(output, settings.get("device", "auto"))  # parsing on the device it trained on (load_run alone: the CPU)
-    from seqtransfer.data.task_data import load_task_data
+    from seqtransfer.corpora.task_data import load_task_data
 
     data = load_task_data(run.config.data, splits=("test",))
     encoded = data.encode("test", run.vocabularies, with_targets=False)

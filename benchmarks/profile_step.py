@@ -26,8 +26,8 @@ import numpy as np
 import torch
 
 from seqtransfer.config import RunConfig
+from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.data.batching import encode_sentences, make_batch, training_batches
-from seqtransfer.data.task_data import load_task_data
 from seqtransfer.models.tagger import Tagger
 from seqtransfer.training.optimizer import clip_gradient_norm
 from seqtransfer.training.optimizers import make_optimizer

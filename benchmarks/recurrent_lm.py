@@ -50,8 +50,8 @@ def sentences(count: int) -> list[list[str]]:
     """Tweets tokenised as pretraining reads them, or synthetic sentences of 10-30 tokens."""
     data = os.environ.get("SEQTRANSFER_DATA")
     if data and (Path(data) / "tweets_unlabeled").is_dir():
+        from seqtransfer.corpora.unlabeled import RAW_CORPORA, read_text_lines
         from seqtransfer.data.tokenize import TOKENIZERS
-        from seqtransfer.data.unlabeled import RAW_CORPORA, read_text_lines
 
         lines, _, _ = read_text_lines("tweets_unlabeled", data)
         split = TOKENIZERS[RAW_CORPORA["tweets_unlabeled"].tokenizer]

@@ -29,10 +29,10 @@ from pathlib import Path
 import torch
 
 from seqtransfer.config import RunConfig
+from seqtransfer.corpora.task_data import TaskData, load_task_data
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.corpus import Sentence
 from seqtransfer.data.schemes import convert
-from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.device import peak_memory_megabytes, prepare_device, resolve_device
 from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import Tagger, count_parameters

@@ -19,9 +19,9 @@ import torch
 from seqtransfer_runner import peak_rss_megabytes, time_inference  # benchmarks/ is on sys.path when run as a script
 
 from seqtransfer.config import RunConfig
+from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.metrics import evaluate
-from seqtransfer.data.task_data import load_task_data
 from seqtransfer.device import peak_memory_megabytes, prepare_device, resolve_device
 from seqtransfer.models.tagger import Tagger
 from seqtransfer.training.inference import predict_labels

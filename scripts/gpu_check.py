@@ -20,8 +20,8 @@ from pathlib import Path
 import torch
 
 from seqtransfer.config import RunConfig, apply_overrides
+from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.data.batching import evaluation_batches
-from seqtransfer.data.task_data import load_task_data
 from seqtransfer.rundir import load_run
 from seqtransfer.training.inference import predict_labels
 from seqtransfer.workflows.train import train_tagger

@@ -13,8 +13,8 @@ import argparse
 from pathlib import Path
 
 from seqtransfer.config import DataConfig
+from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.data.conllu import read_conllu
-from seqtransfer.data.task_data import load_task_data
 from seqtransfer.data.tokenize import TOKENIZERS
 
 

@@ -13,8 +13,8 @@ from test_transfer import target_config
 
 from seqtransfer.analysis.activations import list_recordings
 from seqtransfer.cli import run
+from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.data.batching import encode_sentences
-from seqtransfer.data.task_data import load_task_data
 from seqtransfer.rundir import load_run
 from seqtransfer.training.activations import feature_matrix
 from seqtransfer.training.seeding import seed_everything

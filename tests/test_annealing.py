@@ -10,7 +10,7 @@ from conftest import FIXTURES, TINY_MODEL
 from test_parser import error_line
 
 from seqtransfer.cli import run
-from seqtransfer.data.annealing import AnnealedBatches
+from seqtransfer.corpora.annealing import AnnealedBatches
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
 

@@ -11,8 +11,8 @@ from torch.nn import functional
 
 import seqtransfer
 from seqtransfer.cli import run
+from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.data.batching import make_batch
-from seqtransfer.data.task_data import load_task_data
 from seqtransfer.models.language_model_heads import LanguageModelHead
 from seqtransfer.transfer.auxiliary_lm import AuxiliaryLanguageModelLoss
 

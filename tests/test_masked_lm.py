@@ -77,8 +77,8 @@ def test_masking_chooses_only_real_ordinary_subwords_and_at_least_one():
 def test_the_loss_is_the_weighted_cross_entropy_of_the_masked_subwords(encoder, tmp_path):
     import numpy as np
 
+    from seqtransfer.corpora.task_data import load_task_data
     from seqtransfer.data.batching import make_batch
-    from seqtransfer.data.task_data import load_task_data
     from seqtransfer.embeddings.transformer import tokenizer_of
     from seqtransfer.transfer.masked_lm import MaskedLanguageModelLoss, mask_subwords
 

@@ -271,7 +271,7 @@ def test_analyze_transfer_counts_labelled_attachment(parser_run, tmp_path):
 
 
 def test_ensembles_refuse_parsers_with_one_line(parser_run, tmp_path):
-    from seqtransfer.data.task_data import load_task_data
+    from seqtransfer.corpora.task_data import load_task_data
     from seqtransfer.errors import SeqTransferError
     from seqtransfer.workflows.ensemble import build_ensemble
 

@@ -119,7 +119,7 @@ def test_masking_follows_bert_and_skips_special_tokens():
 
 @pytest.mark.skipif(not (DATA_ROOT / "tweets_unlabeled").is_dir(), reason="shared datasets not found")
 def test_the_test_tweets_stay_out_of_tweets_unlabeled():
-    from seqtransfer.data.unlabeled import read_text_lines
+    from seqtransfer.corpora.unlabeled import read_text_lines
 
     lines, left_out, repeats = read_text_lines("tweets_unlabeled")
     assert left_out and all(path.split("/")[-1].startswith("test") for path in left_out)
@@ -128,7 +128,7 @@ def test_the_test_tweets_stay_out_of_tweets_unlabeled():
 
 
 def test_a_test_tweet_that_recurs_in_a_training_file_stays_out_too(tmp_path):
-    from seqtransfer.data.unlabeled import read_text_lines
+    from seqtransfer.corpora.unlabeled import read_text_lines
 
     folder = tmp_path / "tweets_unlabeled" / "tweeteval" / "hate"
     folder.mkdir(parents=True)

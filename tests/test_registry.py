@@ -291,7 +291,7 @@ def test_every_gold_tree_of_the_parsing_datasets_is_read(loaded):
 @needs_data
 def test_an_evaluation_only_dataset_refuses_training_in_one_line():
     from seqtransfer.config import DataConfig
-    from seqtransfer.data.task_data import load_task_data
+    from seqtransfer.corpora.task_data import load_task_data
 
     with pytest.raises(SeqTransferError, match="has no split 'train' \\(splits: dev, test\\)"):
         load_task_data(DataConfig(dataset="mtt_sr_sm", task="msd"))
@@ -301,7 +301,7 @@ def test_dev_can_be_carved_from_train_in_place_of_the_datasets_own(tmp_path):
     """data.dev_from_train: every 10th training sentence is the dev set (and leaves training); the
     dataset's own dev split is not read; test stays the dataset's."""
     from seqtransfer.config import DataConfig
-    from seqtransfer.data.task_data import load_task_data
+    from seqtransfer.corpora.task_data import load_task_data
 
     train_file = tmp_path / "train.conll"
     train_file.write_text("".join(f"word{index} O\nName{index} B-PER\n\n" for index in range(25)), encoding="utf-8")

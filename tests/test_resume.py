@@ -51,8 +51,8 @@ def test_interrupted_run_resumes_to_identical_weights(tmp_path, monkeypatch, opt
 def test_resumed_fit_reports_the_time_of_restored_epochs(tmp_path):
     """The epochs run before a crash count in the run's total time (metrics.json 'seconds')."""
     from seqtransfer.config import RunConfig, apply_overrides
+    from seqtransfer.corpora.task_data import load_task_data
     from seqtransfer.data.batching import encode_sentences
-    from seqtransfer.data.task_data import load_task_data
     from seqtransfer.models.registry import build_model
     from seqtransfer.training.inference import EvaluationSet
     from seqtransfer.training.loop import ShuffledBatches, dev_evaluation, fit

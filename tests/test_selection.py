@@ -11,7 +11,7 @@ from conftest import FIXTURES, tiny_train_arguments
 
 from seqtransfer.analysis.similarity import js_divergence
 from seqtransfer.cli import main, run
-from seqtransfer.data.selection import js_scores, kept_indices, moore_lewis_scores, rank_weights
+from seqtransfer.corpora.selection import js_scores, kept_indices, moore_lewis_scores, rank_weights
 from seqtransfer.data.trigram_lm import unigram_counts
 from seqtransfer.files import read_json
 from seqtransfer.models.outputs import CRFOutput, SoftmaxOutput
@@ -94,7 +94,7 @@ def test_bad_selection_settings_are_one_line(tmp_path, capsys, settings, message
 
 
 def test_a_training_fraction_is_the_same_subset_for_every_method_of_a_seed(tmp_path):
-    from seqtransfer.data.selection import random_subset
+    from seqtransfer.corpora.selection import random_subset
 
     sentences = list(range(100))
     first, again, other = random_subset(sentences, 0.25, 1), random_subset(sentences, 0.25, 1), random_subset(sentences, 0.25, 2)

@@ -66,7 +66,7 @@ def test_a_users_pair_file_with_a_header_is_a_pair_task_and_scores_are_a_regress
     spec = custom_dataset(train=pairs)
     assert spec.tasks == {"label": "label"} and spec.kinds == {"label": "sentence"} and spec.metric == {"label": "accuracy"}
     from seqtransfer.config import RunConfig, apply_overrides
-    from seqtransfer.data.task_data import load_task_data
+    from seqtransfer.corpora.task_data import load_task_data
 
     data = load_task_data(apply_overrides(RunConfig(), [f"data.train={pairs}"]).data)
     first = data.splits["train"][0]
@@ -309,7 +309,7 @@ def test_an_ensemble_of_sentence_classifiers_averages_their_sentence_distributio
     """One distribution per sentence (not per token): the ensemble's label is the arg-max of its members'
     averaged softmax, scored and written like a classifier's predictions."""
     from seqtransfer.config import DataConfig
-    from seqtransfer.data.task_data import load_task_data
+    from seqtransfer.corpora.task_data import load_task_data
     from seqtransfer.rundir import load_run
     from seqtransfer.workflows.ensemble import build_ensemble
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from seqtransfer.data.task_data import read_label_map
+from seqtransfer.corpora.task_data import read_label_map
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.shipped import experiment_file, shipped_names, shipped_table
 from seqtransfer.experiments.spec import load_experiment

@@ -10,8 +10,8 @@ from conftest import DATA_ROOT, FIXTURES
 
 from seqtransfer.analysis.similarity import correlations, js_divergence, kl_divergence, oov_rate, relative_gain
 from seqtransfer.cli import run
+from seqtransfer.corpora.unlabeled import read_unlabeled
 from seqtransfer.data.trigram_lm import TrigramLM, unigram_counts
-from seqtransfer.data.unlabeled import read_unlabeled
 from seqtransfer.errors import SeqTransferError
 
 NEWS = [["The", "bank", "raised", "rates", "by", "2", "points", "."], ["Shares", "fell", "in", "London", "."]] * 5

@@ -10,8 +10,8 @@ from conftest import FIXTURES, tiny_train_arguments
 
 from seqtransfer.cli import main, run
 from seqtransfer.config import DataConfig
+from seqtransfer.corpora.task_data import combine, load_task_data, read_label_map
 from seqtransfer.data.conll import read_conll
-from seqtransfer.data.task_data import combine, load_task_data, read_label_map
 from seqtransfer.errors import SeqTransferError
 
 

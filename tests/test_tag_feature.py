@@ -262,7 +262,7 @@ def test_jackknifing_a_changed_training_split_is_one_line(tagger_run, tmp_path, 
 
 def test_a_training_split_with_jackknifed_tags_is_encoded_with_them():
     from seqtransfer.config import DataConfig
-    from seqtransfer.data.task_data import load_task_data
+    from seqtransfer.corpora.task_data import load_task_data
     from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
 
     data = load_task_data(DataConfig(dataset=None, train=str(FIXTURES / "tiny_dep_train.conllu"), dev=str(FIXTURES / "tiny_dep_dev.conllu"), task="dependency"), ("train", "dev"))

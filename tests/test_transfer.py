@@ -10,8 +10,8 @@ from conftest import FIXTURES, TINY_MODEL
 
 from seqtransfer.cli import main, run
 from seqtransfer.config import RunConfig, apply_overrides
+from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.data.batching import encode_sentences
-from seqtransfer.data.task_data import load_task_data
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.rundir import load_run
 from seqtransfer.training.loop import ShuffledBatches, train_epoch

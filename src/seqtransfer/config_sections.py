@@ -55,7 +55,7 @@ class DataConfig(Section):
     exclude_fold: str | None = None  # "k/K": the training split without its k-th of K folds (sentence i, counted from 0, is in fold i mod K + 1); jackknifed input tags
     twitter_normalization: bool = False  # map @user, URLs, numbers to placeholders for the word embedding
     label_map: str | None = None  # YAML file: dataset -> {its label: the shared label}: datasets joined with + whose tag sets differ, or one read in another's tag set
-    select_like: str | None = None  # unlabelled target text the training sentences are ranked against (data/selection.py); in an experiment file, 'target' = the target's test_on dataset
+    select_like: str | None = None  # unlabelled target text the training sentences are ranked against (corpora/selection.py); in an experiment file, 'target' = the target's test_on dataset
     select_by: str = "moore_lewis"  # moore_lewis (cross-entropy difference) | js (Jensen-Shannon to the target's words)
     select_top: float | None = None  # hard selection: keep this percentage (0, 100] of the most target-like training sentences
     select_weighting: bool = False  # soft selection: weight each training sentence's loss by its likeness rank (mean 1)
@@ -64,7 +64,7 @@ class DataConfig(Section):
     bootstrap: int | None = None  # train on a bootstrap sample (with replacement, same size) of the training split drawn with this seed (tri-training)
     pseudo_train: str | None = None  # a CoNLL file (word, label) of pseudo-labelled target sentences added to the training split (workflows/selflabel.py)
     pseudo_weight: float = 1.0  # loss weight of each pseudo-labelled sentence (gold sentences weigh 1)
-    # Data annealing (Gu & Yu 2020; data/annealing.py): the source's labelled training sentences
+    # Data annealing (Gu & Yu 2020; corpora/annealing.py): the source's labelled training sentences
     # mixed into each epoch, their share anneal_start * anneal_decay^(epoch - 1).
     anneal_source: str | None = None  # DATASET[:TASK] whose training split is mixed in (the target's tag set, or mapped by label_map)
     anneal_start: float = 0.9  # the first epoch's source share (1 = all the source sentences)

@@ -22,8 +22,8 @@ import numpy as np
 import torch
 
 from seqtransfer.analysis.figures import new_figure
+from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.data.batching import evaluation_batches
-from seqtransfer.data.task_data import load_task_data
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.pretrand import combine_branches
 from seqtransfer.rundir import load_run

@@ -27,8 +27,8 @@ import torch
 import yaml
 
 from seqtransfer.analysis.activations import Recording, list_recordings
+from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.data.batching import encode_sentences
-from seqtransfer.data.task_data import load_task_data
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.rundir import load_run
 from seqtransfer.training.activations import feature_matrix

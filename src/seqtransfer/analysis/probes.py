@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from seqtransfer.data.task_data import load_task_data
+from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.data.tsv import PAIR_SEPARATOR
 from seqtransfer.embeddings.feature_cache import cached_features
 from seqtransfer.embeddings.recurrent_lm import FIRST_CHARACTER, read_vocabulary, token_layer_arrays

@@ -13,7 +13,7 @@ Words are compared after :func:`normalize` (lower-cased, every digit → ``0``).
   cross-entropies per sentence is Moore & Lewis's (2010) selection score.
 
 The word normalisation, the counts and the trigram model are data/trigram_lm.py's (training-data
-selection, data/selection.py, scores sentences with them too).
+selection, corpora/selection.py, scores sentences with them too).
 """
 
 from __future__ import annotations

@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from seqtransfer.corpora.task_data import TaskData, load_task_data
 from seqtransfer.data.batching import evaluation_batches
 from seqtransfer.data.metrics import evaluate
-from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.multitask import HierarchicalMultiTask, TaskView
 from seqtransfer.rundir import load_run

@@ -14,8 +14,8 @@ from seqtransfer.errors import SeqTransferError
 def similarity_analysis(arguments: argparse.Namespace, corpora: list[str]) -> dict:
     """The tables, ranking and gains of `analyze similarity` (also a section of `analyze report`)."""
     from seqtransfer.analysis.similarity import compare, correlations, rank_sources, read_gains
+    from seqtransfer.corpora.unlabeled import read_unlabeled
     from seqtransfer.data.trigram_lm import sample_sentences
-    from seqtransfer.data.unlabeled import read_unlabeled
 
     if arguments.alpha <= 0:
         raise SeqTransferError(f"--alpha must be positive, got {arguments.alpha}", hint="e.g. --alpha 0.01")

@@ -105,7 +105,7 @@ def run(arguments: argparse.Namespace) -> dict:
     import sys
 
     from seqtransfer import rundir
-    from seqtransfer.data.task_data import load_task_data
+    from seqtransfer.corpora.task_data import load_task_data
     from seqtransfer.errors import SeqTransferError
     from seqtransfer.training.inference import score_predictions
     from seqtransfer.training.report import format_split_scores
@@ -147,7 +147,7 @@ def run(arguments: argparse.Namespace) -> dict:
 def evaluate_multitask(run, arguments: argparse.Namespace, batch_size: int) -> dict:
     """Score each task of a multi-task run (or ``--model-task``) on its own data's split, or on
     ``--dataset`` / ``--file`` when one task is chosen."""
-    from seqtransfer.data.task_data import load_task_data
+    from seqtransfer.corpora.task_data import load_task_data
     from seqtransfer.errors import SeqTransferError
     from seqtransfer.models.multitask import TaskView
     from seqtransfer.training.inference import score_split

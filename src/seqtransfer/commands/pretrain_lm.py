@@ -122,8 +122,8 @@ def check_output(output: str) -> None:
 
 def read_lines(arguments: argparse.Namespace) -> tuple[list[str], list[str], int]:
     """(lines, test files left out, lines left out as repeats of theirs) of ``--text``."""
+    from seqtransfer.corpora.unlabeled import RAW_CORPORA, read_text_lines, read_unlabeled
     from seqtransfer.data.registry import DATASETS
-    from seqtransfer.data.unlabeled import RAW_CORPORA, read_text_lines, read_unlabeled
 
     text = arguments.text
     if text in RAW_CORPORA:
@@ -150,8 +150,8 @@ def read_lines(arguments: argparse.Namespace) -> tuple[list[str], list[str], int
 def read_sentences(arguments: argparse.Namespace) -> tuple[list[list[str]], list[str], int]:
     """(token lists, test files left out, lines left out as repeats of theirs) of ``--text``, for the
     BiLSTM and AWD-LSTM LMs: a raw corpus split by its own tokenizer, a text file by ``--tokenizer``."""
+    from seqtransfer.corpora.unlabeled import RAW_CORPORA
     from seqtransfer.data.tokenize import TOKENIZERS
-    from seqtransfer.data.unlabeled import RAW_CORPORA
 
     lines, left_out, repeats = read_lines(arguments)
     if arguments.text in RAW_CORPORA or (Path(arguments.text).is_file() and arguments.word_column is None):

@@ -24,7 +24,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(arguments: argparse.Namespace) -> dict:
-    from seqtransfer.data.unlabeled import read_unlabeled
+    from seqtransfer.corpora.unlabeled import read_unlabeled
     from seqtransfer.workflows.pseudolabels import check_selection, write_pseudo_labels
 
     check_selection(arguments.threshold, arguments.top_n)

@@ -45,7 +45,7 @@ class EncodedSentences:
     subword_positions: list[np.ndarray] | None = None  # per sentence (T, 3): each token's window, first sub-word position and sub-word count
     segments: list[np.ndarray] | None = None  # sentence pairs: per token 0 (first text), 2 (the [SEP] between), 1 (second text)
     subword_types: list[list[np.ndarray]] | None = None  # fine-tuned encoder: per sentence and window, each sub-word's segment (token type)
-    weights: np.ndarray | None = None  # (N,) float32 loss weight of each sentence (soft selection, data/selection.py), or None (all 1)
+    weights: np.ndarray | None = None  # (N,) float32 loss weight of each sentence (soft selection, corpora/selection.py), or None (all 1)
     tag_ids: list[np.ndarray] | None = None  # per sentence its input tags' indices (model.tag_feature), or None
 
     def padded_sizes(self) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Word statistics of corpora: the word normalisation, unigram counts, seeded sentence samples and
 a word trigram language model with interpolated Kneser–Ney smoothing (:class:`TrigramLM`).
 
-Corpus comparison (analysis/similarity.py) and training-data selection (data/selection.py,
+Corpus comparison (analysis/similarity.py) and training-data selection (corpora/selection.py,
 Moore & Lewis's cross-entropy difference) read them. Words are compared after :func:`normalize`
 (lower-cased, every digit → ``0``).
 

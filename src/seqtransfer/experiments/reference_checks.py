@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import fields
 from pathlib import Path
 
+from seqtransfer.corpora.task_data import resolve_task
 from seqtransfer.data.metrics import METRICS
 from seqtransfer.data.registry import DATASETS
-from seqtransfer.data.task_data import resolve_task
 from seqtransfer.data.tokenize import TOKENIZERS
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.experiment_file import ExperimentSpec, MethodSpec, TargetSpec, booleans_read, reads_runs, split_member

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from seqtransfer import predictor, rundir
 from seqtransfer.analysis.predictions import read_predictions, read_scores
 from seqtransfer.config import DataConfig
+from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.data.metrics import evaluate, get_metric
-from seqtransfer.data.task_data import load_task_data
 from seqtransfer.experiments.evidence import evidence_of
 from seqtransfer.experiments.store import slug
 from seqtransfer.files import read_json, write_json

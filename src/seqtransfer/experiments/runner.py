@@ -16,8 +16,8 @@ from pathlib import Path
 
 from seqtransfer import rundir
 from seqtransfer.config import RunConfig, config_from_dict
-from seqtransfer.data.task_data import load_task_data
-from seqtransfer.data.unlabeled import read_unlabeled
+from seqtransfer.corpora.task_data import load_task_data
+from seqtransfer.corpora.unlabeled import read_unlabeled
 from seqtransfer.embeddings.transformer import encoder_fingerprint
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.grid import PSEUDO_FILE, RunTask, ensemble_tasks, method_tasks, source_tasks

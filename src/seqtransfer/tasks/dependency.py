@@ -42,7 +42,7 @@ class Dependency:
 
     name = "dependency"
     metrics = ("attachment",)
-    sentence_weights = True  # the loss weighs each sentence by Batch.weights (soft selection, data/selection.py)
+    sentence_weights = True  # the loss weighs each sentence by Batch.weights (soft selection, corpora/selection.py)
     optimizer = "adam"  # Stanza's and Dozat & Manning's (see training/optimizers.py)
     architectures = {"tagger": "parser", "encoder": "encoder_parser"}  # PretRand's per-class branch weighting is defined for label scores only
 

@@ -33,7 +33,7 @@ class Tagging:
 
     name = "tagging"
     metrics = ("accuracy", "span_f1")
-    sentence_weights = True  # the loss weighs each sentence by Batch.weights (soft selection, data/selection.py)
+    sentence_weights = True  # the loss weighs each sentence by Batch.weights (soft selection, corpora/selection.py)
     optimizer = "sgd"  # the PretRand paper's (section 6.3)
     architectures = {"tagger": "tagger", "pretrand": "pretrand", "encoder": "encoder_tagger"}  # scheme's architecture (or a fine-tuned encoder) -> model
 

@@ -7,8 +7,8 @@ from collections.abc import Callable
 import numpy as np
 
 from seqtransfer.config import RunConfig
+from seqtransfer.corpora.task_data import TaskData
 from seqtransfer.data.tag_feature import add_tag_vocabulary
-from seqtransfer.data.task_data import TaskData
 from seqtransfer.data.vocabulary import Vocabularies, Vocabulary, build_vocabularies, word_key
 from seqtransfer.embeddings.awd_lstm import is_awd_lstm, read_awd_words, refuse_frozen_features
 from seqtransfer.embeddings.recurrent_lm import is_recurrent_lm, read_vocabulary

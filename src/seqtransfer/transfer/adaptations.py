@@ -42,8 +42,8 @@ from safetensors.torch import load_file
 from torch import nn
 
 from seqtransfer.config import TransferConfig
+from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.data.batching import training_batches
-from seqtransfer.data.task_data import load_task_data
 from seqtransfer.embeddings.transformer import unread_weight
 from seqtransfer.errors import SeqTransferError, warn
 from seqtransfer.models.encoders import pretrained_encoder

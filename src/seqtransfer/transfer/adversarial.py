@@ -34,8 +34,8 @@ import torch
 import torch.nn.functional as functional
 from torch import nn
 
+from seqtransfer.corpora.unlabeled import read_unlabeled
 from seqtransfer.data.batching import Batch, EncodedSentences, encode_sentences, training_batches
-from seqtransfer.data.unlabeled import read_unlabeled
 from seqtransfer.errors import SeqTransferError
 
 
@@ -145,7 +145,7 @@ def unlabelled_target(config) -> list[list[str]]:
 
 def unlabelled_tokens(entry: str, data_dir: str | None, tokenizer: str = "whitespace", word_column: int | None = None) -> list[list[str]]:
     """Target sentences: a dataset's training split, ``tweets_unlabeled``, a text file (one sentence
-    per line, split by ``tokenizer``) or a column file's ``word_column``; see :mod:`seqtransfer.data.unlabeled`."""
+    per line, split by ``tokenizer``) or a column file's ``word_column``; see :mod:`seqtransfer.corpora.unlabeled`."""
     try:
         return read_unlabeled(entry, data_dir, tokenizer, word_column, "train.adversarial_word_column")
     except SeqTransferError as error:

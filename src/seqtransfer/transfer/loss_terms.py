@@ -32,7 +32,7 @@ from seqtransfer.transfer.schemes import Scheme, scheme_prefixes
 
 if TYPE_CHECKING:
     from seqtransfer.config import RunConfig
-    from seqtransfer.data.task_data import TaskData
+    from seqtransfer.corpora.task_data import TaskData
     from seqtransfer.data.vocabulary import Vocabularies
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from seqtransfer import rundir
 from seqtransfer.config import RunConfig, config_to_dict
-from seqtransfer.data.task_data import TaskData
+from seqtransfer.corpora.task_data import TaskData
 from seqtransfer.data.vocabulary import Vocabulary
 from seqtransfer.embeddings.transformer import is_causal_encoder
 from seqtransfer.errors import SeqTransferError

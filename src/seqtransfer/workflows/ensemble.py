@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 from seqtransfer import rundir
-from seqtransfer.data.task_data import TaskData
+from seqtransfer.corpora.task_data import TaskData
 from seqtransfer.data.vocabulary import one_tag_set
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.tagger import count_parameters, shared_frozen_encoder_parameters

@@ -14,8 +14,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from seqtransfer.config import DataConfig
+from seqtransfer.corpora.task_data import in_fold, load_task_data
 from seqtransfer.data.tag_feature import predicted_tags, resolve_tag_column
-from seqtransfer.data.task_data import in_fold, load_task_data
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json, write_text
 from seqtransfer.rundir import load_run, tagger

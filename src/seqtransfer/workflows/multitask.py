@@ -31,8 +31,8 @@ import torch
 from torch import nn
 
 from seqtransfer.config import RunConfig, idle_settings
+from seqtransfer.corpora.task_data import TaskData, load_task_data
 from seqtransfer.data.batching import EncodedSentences, encode_sentences
-from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
 from seqtransfer.device import describe_device
 from seqtransfer.errors import SeqTransferError

@@ -25,9 +25,9 @@ import numpy as np
 
 from seqtransfer import rundir
 from seqtransfer.config import RunConfig, idle_settings
-from seqtransfer.data.annealing import add_annealing_sentences
-from seqtransfer.data.selection import training_sentences
-from seqtransfer.data.task_data import TaskData
+from seqtransfer.corpora.annealing import add_annealing_sentences
+from seqtransfer.corpora.selection import training_sentences
+from seqtransfer.corpora.task_data import TaskData
 from seqtransfer.data.vocabulary import Vocabularies
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.tasks.regression import check_centred_scores
@@ -95,7 +95,7 @@ def prepare_training_split(config: RunConfig, data: TaskData, directory: Path, l
     """The training sentences and their weights (subsets, selection, pseudo labels, annealed source
     sentences), jackknifed input tags, and what the task fills in from them; the seconds fold
     taggers trained by an earlier start of this run took."""
-    data.train_weights = training_sentences(config, data, log)  # subsets, selection, pseudo labels (data/selection.py)
+    data.train_weights = training_sentences(config, data, log)  # subsets, selection, pseudo labels (corpora/selection.py)
     data.target_count = add_annealing_sentences(config, data, log)  # data annealing: source sentences after the target's
     earlier_seconds = 0.0
     if config.model.tag_jackknife:  # input tags of the training split from fold taggers (workflows/jackknife.py)

@@ -46,10 +46,10 @@ import numpy as np
 
 from seqtransfer import rundir
 from seqtransfer.config import DataConfig, RunConfig, config_to_dict, result_settings
+from seqtransfer.corpora.task_data import load_task_data
+from seqtransfer.corpora.unlabeled import RAW_CORPORA, read_unlabeled
 from seqtransfer.data.metrics import evaluate, get_metric
 from seqtransfer.data.registry import get_dataset
-from seqtransfer.data.task_data import load_task_data
-from seqtransfer.data.unlabeled import RAW_CORPORA, read_unlabeled
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json, write_json, write_text
 from seqtransfer.rundir import METRICS, write_members

@@ -13,8 +13,8 @@ from torch import nn
 
 from seqtransfer import rundir
 from seqtransfer.config import RunConfig, check_values
-from seqtransfer.data.annealing import AnnealedBatches
-from seqtransfer.data.task_data import SPLITS, TaskData, label_notes, load_task_data
+from seqtransfer.corpora.annealing import AnnealedBatches
+from seqtransfer.corpora.task_data import SPLITS, TaskData, label_notes, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies
 from seqtransfer.device import describe_device, resolve_device
 from seqtransfer.embeddings.transformer import encoder_path
@@ -228,7 +228,7 @@ def source_as_is(config: RunConfig, directory: Path, data: TaskData, source: run
 
 
 def training_source(config: RunConfig, data: TaskData, train) -> BatchSource:
-    """The training set's batches: shuffled, or annealed from source to target (data/annealing.py)."""
+    """The training set's batches: shuffled, or annealed from source to target (corpora/annealing.py)."""
     if data.target_count is None:
         return ShuffledBatches(train, config.train.batch_size, config.train.seed, config.train.batching)
     return AnnealedBatches(train, data.target_count, config.train.batch_size, config.train.seed, config.data.anneal_start, config.data.anneal_decay)

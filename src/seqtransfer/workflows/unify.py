@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seqtransfer.config import DataConfig
+from seqtransfer.corpora.task_data import TaskData, load_task_data
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.conllu import read_conllu, write_conllu
 from seqtransfer.data.corpus import Sentence
 from seqtransfer.data.metrics import evaluate, get_metric, main_score
-from seqtransfer.data.task_data import TaskData, load_task_data
 from seqtransfer.data.trees import HEAD, RELATION, Tree
 from seqtransfer.data.vocabulary import one_tag_set
 from seqtransfer.errors import SeqTransferError

@@ -31,8 +31,8 @@ class TaskData:
     splits: dict[str, list[Sentence]]
     kind: object = field(default=TAGGING)  # a task kind of ``seqtransfer.tasks``
     notes: list[str] = field(default_factory=list)  # what was inferred or repaired while reading, for the user
-    train_weights: object = None  # (N,) loss weight of each training sentence (soft selection, data/selection.py), or None
-    target_count: int | None = None  # data annealing: the first N training sentences are the target's, the rest the source's (data/annealing.py)
+    train_weights: object = None  # (N,) loss weight of each training sentence (soft selection, corpora/selection.py), or None
+    target_count: int | None = None  # data annealing: the first N training sentences are the target's, the rest the source's (corpora/annealing.py)
     train_tags: list[list[str]] | None = None  # input tags of the training sentences when they are not the tagger's (jackknifed: data/tag_feature.py)
 
     def tokens(self, split: str) -> list[list[str]]:

@@ -6,7 +6,7 @@ likeness to the target domain, described here.
 Options of the one training loop (``data.select_*``), applied to the training split before the
 vocabularies are built:
 
-    data.select_like=tweets_unlabeled   unlabelled target text (any entry of data/unlabeled.py)
+    data.select_like=tweets_unlabeled   unlabelled target text (any entry of corpora/unlabeled.py)
     data.select_by=moore_lewis          moore_lewis | js: how a sentence is scored (lower = more target-like)
     data.select_top=50                  hard selection: keep the 50 % most target-like sentences
     data.select_weighting=true          soft selection: weight each sentence's loss by its rank
@@ -31,9 +31,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from seqtransfer.corpora.unlabeled import read_unlabeled
 from seqtransfer.data.conll import read_conll
 from seqtransfer.data.trigram_lm import TrigramLM, normalize, sample_sentences, unigram_counts
-from seqtransfer.data.unlabeled import read_unlabeled
 from seqtransfer.errors import SeqTransferError
 
 Log = Callable[[str], None]

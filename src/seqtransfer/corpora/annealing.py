@@ -24,9 +24,9 @@ from dataclasses import replace
 import numpy as np
 
 from seqtransfer.config import DataConfig
+from seqtransfer.corpora.task_data import UNSHARED_SHARE, load_task_data, read_label_map
 from seqtransfer.data.batching import Batch, EncodedSentences, training_batches
 from seqtransfer.data.schemes import convert
-from seqtransfer.data.task_data import UNSHARED_SHARE, load_task_data, read_label_map
 from seqtransfer.errors import SeqTransferError
 
 

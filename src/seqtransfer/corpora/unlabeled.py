@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seqtransfer.config import DataConfig
+from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.data.corpus import read_lines
 from seqtransfer.data.locate import cache_root
 from seqtransfer.data.registry import get_dataset
-from seqtransfer.data.task_data import load_task_data
 from seqtransfer.data.tokenize import TOKENIZERS
 from seqtransfer.errors import SeqTransferError
 
