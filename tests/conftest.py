@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,14 @@ FIXTURES = Path(__file__).parent / "fixtures"
 DATA_ROOT = Path(os.environ.get("SEQTRANSFER_DATA", Path(__file__).resolve().parents[2] / "shared" / "datasets"))
 
 TINY_MODEL = ["model.embeddings=null", "model.word_dimension=8", "model.char_dimension=6", "model.char_hidden=8", "model.hidden=16", "model.dropout=0.1", "train.threads=1"]
+
+
+def write_random_text(path: Path, words: str, lines: int, longest: int, seed: int) -> Path:
+    """A raw text file of ``lines`` random sentences of 3 to ``longest`` of the (space-separated) words, for tiny LMs."""
+    generator = random.Random(seed)
+    vocabulary = words.split()
+    path.write_text("\n".join(" ".join(generator.choice(vocabulary) for _ in range(generator.randint(3, longest))) for _ in range(lines)), encoding="utf-8")
+    return path
 
 
 def tiny_train_arguments(output: Path, epochs: int = 3, seed: int = 1, classifier: str = "softmax") -> list[str]:

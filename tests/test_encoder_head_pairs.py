@@ -6,10 +6,8 @@ LM (``bilstm_lm``) and our AWD-LSTM (``awd_lstm``), the last two pretrained tini
 
 from __future__ import annotations
 
-import random
-
 import pytest
-from conftest import FIXTURES, TINY_MODEL
+from conftest import FIXTURES, TINY_MODEL, write_random_text
 from test_encoder_registry import KINDS, with_fixture_paths
 
 import seqtransfer
@@ -24,10 +22,8 @@ REFUSED: set[tuple[str, str]] = set()  # (family, kind) pairs the registries ref
 @pytest.fixture(scope="module")
 def encoder_folders(tmp_path_factory):
     """The arguments that give each family: its encoder folder, fine-tuned."""
-    generator = random.Random(3)
-    words = "John lives in New York fine . the a cat dog sat on mat great acting awful plot".split()
-    text = tmp_path_factory.mktemp("text") / "text.txt"
-    text.write_text("\n".join(" ".join(generator.choice(words) for _ in range(generator.randint(3, 9))) for _ in range(120)), encoding="utf-8")
+    words = "John lives in New York fine . the a cat dog sat on mat great acting awful plot"
+    text = write_random_text(tmp_path_factory.mktemp("text") / "text.txt", words, lines=120, longest=9, seed=3)
     folders = tmp_path_factory.mktemp("lms")
     common = ["--epochs", "1", "--batch-size", "16", "--threads", "1", "--quiet", "--device", "cpu", "--size", "tiny"]
     run(["pretrain-lm", "--text", str(text), "--output", str(folders / "bilstm"), "--architecture", "bilstm", *common])

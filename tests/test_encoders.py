@@ -352,8 +352,16 @@ def test_fine_tuning_an_encoder_tagger_trains_the_encoder_and_saves_it_with_the_
     assert probes["layers"] == 3 and len(probes["before"]) == len(probes["after"]) == 3
     assert all(0 <= score <= 100 for score in probes["before"] + probes["after"])
     assert (tmp_path / "probes" / "probes.png").is_file()
-    run_command(["analyze", "report", "--probes", str(output), "--output", str(tmp_path / "report.html")])
-    assert '<h2 id="probes">' in (tmp_path / "report.html").read_text()
+    assert probes["encoder"] == Path(str(encoder)).name and probes["task"]
+    saved = tmp_path / "probes" / "probes.json"
+    # a run and saved probes side by side in one report (MiniLM's beside our LSTM LM's, in the docs)
+    report = run_command(["analyze", "report", "--probes", str(output), str(saved), "--output", str(tmp_path / "report.html")])
+    assert report.probes[1] == json.loads(saved.read_text()) and report.probes[0]["before"] == probes["before"]
+    page = (tmp_path / "report.html").read_text()
+    assert '<h2 id="probes">' in page and page.count("<h3>") == 2 and page.count(f"({saved})") == 0 and page.count(f"({output})") == 2
+    (tmp_path / "other.json").write_text('{"layers": 3}')
+    with pytest.raises(SeqTransferError, match="not a probes file: it lacks before, metric, split"):
+        run_command(["analyze", "report", "--probes", str(tmp_path / "other.json"), "--output", str(tmp_path / "other.html")])
     drift = run_command(["analyze", "drift", str(output)])[0]  # how far fine-tuning moved each layer group from the pretrained weights
     assert [row["group"] for row in drift["groups"]] == ["embeddings", "layer 1", "layer 2"] and drift["start"] == "pretrained encoder tiny-bert"
     assert drift["groups"][0]["tensors"] == 5  # word, position and token-type tables, the layer norm's two: not the pooler, which nothing reads

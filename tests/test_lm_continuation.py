@@ -6,11 +6,10 @@ encoder a tagger fine-tunes."""
 from __future__ import annotations
 
 import json
-import random
 
 import pytest
 import torch
-from conftest import FIXTURES
+from conftest import FIXTURES, write_random_text
 
 from seqtransfer.cli import main, run
 
@@ -20,11 +19,8 @@ CONTINUE = ["--epochs", "2", "--batch-size", "16", "--threads", "1", "--quiet", 
 
 @pytest.fixture(scope="module")
 def text(tmp_path_factory):
-    generator = random.Random(2)
-    words = "the a cat dog sat on mat ran to house big small john mary lives in new york".split()
-    path = tmp_path_factory.mktemp("text") / "text.txt"
-    path.write_text("\n".join(" ".join(generator.choice(words) for _ in range(generator.randint(3, 9))) for _ in range(150)), encoding="utf-8")
-    return path
+    words = "the a cat dog sat on mat ran to house big small john mary lives in new york"
+    return write_random_text(tmp_path_factory.mktemp("text") / "text.txt", words, lines=150, longest=9, seed=2)
 
 
 @pytest.fixture(scope="module")

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 import math
-import random
 
 import pytest
 import torch
-from conftest import FIXTURES
+from conftest import FIXTURES, write_random_text
 
 from seqtransfer.cli import main, run
 
@@ -20,11 +19,8 @@ TAGGER = ["--epochs", "2", "--quiet", "--device", "cpu", "model.embeddings=null"
 
 @pytest.fixture(scope="module")
 def text(tmp_path_factory):
-    generator = random.Random(1)
-    words = "the a cat dog sat on mat ran to house big small John Mary lives in New York loves sees @user #tag lol :) !".split()
-    path = tmp_path_factory.mktemp("text") / "text.txt"
-    path.write_text("\n".join(" ".join(generator.choice(words) for _ in range(generator.randint(3, 12))) for _ in range(200)), encoding="utf-8")
-    return path
+    words = "the a cat dog sat on mat ran to house big small John Mary lives in New York loves sees @user #tag lol :) !"
+    return write_random_text(tmp_path_factory.mktemp("text") / "text.txt", words, lines=200, longest=12, seed=1)
 
 
 @pytest.fixture(scope="module")

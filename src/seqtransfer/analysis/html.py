@@ -62,7 +62,7 @@ class ReportContent:
     units: list[int] = field(default_factory=list)
     curve_points: list[CurvePoint] = field(default_factory=list)
     unit_ablation: dict | None = None  # analysis/units.py: a multi-task run's units ablated one at a time
-    probes: dict | None = None  # analysis/probes.py: a logistic probe per encoder layer
+    probes: list[dict] = field(default_factory=list)  # analysis/probes.py: a probe per encoder layer, per run
     drift: list[dict] = field(default_factory=list)  # analysis/drift.py: how far each layer group moved, per run
     layer_mix: list[dict] = field(default_factory=list)  # analysis/layer_mix.py: each run's learned weight per encoder layer
     similarity: dict | None = None  # commands/analyze_similarity.py similarity_analysis: distances between corpora
@@ -213,18 +213,26 @@ def ablation_section(result: dict) -> str:
     )
 
 
-def probes_section(result: dict) -> str:
-    """The To-tune paper's Figure 1: what each encoder layer holds for the task, before and after fine-tuning."""
-    rows = [[layer, *(result[which][layer] for which in ("before", "after") if which in result)] for layer in range(result["layers"])]
-    headers = ["layer", *(f"{which} fine-tuning" for which in ("before", "after") if which in result)]
-    return "\n".join(
-        [
-            '<h2 id="probes">Encoder layers: diagnostic probes</h2>',
+def probes_section(results: list[dict]) -> str:
+    """The To-tune paper's Figure 1: what each encoder layer holds for the task, before and after
+    fine-tuning; one figure and table per run, so that encoders (MiniLM, our LSTM LM) sit side by side."""
+    parts = ['<h2 id="probes">Encoder layers: diagnostic probes</h2>']
+    for result in results:
+        columns = [which for which in ("before", "after") if which in result]
+        rows = [[layer, *(result[which][layer] for which in columns)] for layer in range(result["layers"])]
+        parts += [
+            f"<h3>{escape(probe_heading(result))}</h3>",
             f'<p class="note">{escape(probe_description(result))}</p>',
             embedded_figure(probes_figure(result), "Probe score per encoder layer (0 = embeddings)."),
-            table(headers, rows),
+            table(["layer", *(f"{which} fine-tuning" for which in columns)], rows),
         ]
-    )
+    return "\n".join(parts)
+
+
+def probe_heading(result: dict) -> str:
+    """The encoder, the task and the run the probes read (older probes.json files name only the run)."""
+    named = [result[key] for key in ("encoder", "task") if result.get(key)]
+    return f"{', '.join(named)} ({result['run']})" if named else str(result["run"])
 
 
 def drift_section(results: list[dict]) -> str:

@@ -26,6 +26,7 @@ from seqtransfer.embeddings.feature_cache import cached_features
 from seqtransfer.embeddings.recurrent_lm import FIRST_CHARACTER, read_vocabulary, token_layer_arrays
 from seqtransfer.embeddings.transformer import encode_sentences_with, encoder_path, tokenizer_of
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.files import read_json
 from seqtransfer.rundir import load_run
 
 
@@ -124,7 +125,15 @@ def probe_layers(run_directory: str | Path, split: str = "dev", max_train_senten
         raise SeqTransferError(f"the run's data has no {split} split", hint="pass --split dev or test")
     train_y, test_y, classes, vectors_of = probe_data(run, data, split)
     metric = "pearson" if classes is None else "accuracy"
-    result = {"run": str(run_directory), "split": split, "metric": metric, "labels": classes, "sentence": run.model.task_kind != "tagging"}
+    result = {
+        "run": str(run_directory),
+        "encoder": Path(str(run.config.model.encoder)).name,
+        "task": data.task,
+        "split": split,
+        "metric": metric,
+        "labels": classes,
+        "sentence": run.model.task_kind != "tagging",
+    }
     for which in ("before", "after") if run.config.model.encoder_mode == "finetune" else ("before",):
         train_vectors = vectors_of(layer_vectors(run, data.tokens("train"), which), data.tokens("train")).astype(np.float32)  # (N, L + 1, F)
         test_vectors = vectors_of(layer_vectors(run, data.tokens(split), which), data.tokens(split)).astype(np.float32)
@@ -135,6 +144,26 @@ def probe_layers(run_directory: str | Path, split: str = "dev", max_train_senten
             score = probe_correlation(train_x, train_y, test_x, test_y) if classes is None else probe_accuracy(train_x, train_y, test_x, test_y, classes)
             scores.append(round(score, 2))
         result[which] = scores
+    return result
+
+
+PROBES_KEYS = ("layers", "before", "metric", "split")
+
+
+def probes_of(source: str | Path) -> dict:
+    """The probes of a run (``probe_layers``), or those ``analyze probes --output`` saved (a probes.json)."""
+    path = Path(source)
+    if path.suffix != ".json":
+        return probe_layers(path)
+    if not path.is_file():
+        raise SeqTransferError("no such probes file", path=path, hint="pass a run folder, or the probes.json that `analyze probes --output DIR` wrote")
+    try:
+        result = read_json(path)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise SeqTransferError(f"not a probes file: {error}", path=path, hint="pass the probes.json that `analyze probes --output DIR` wrote") from None
+    missing = [key for key in PROBES_KEYS if not isinstance(result, dict) or key not in result]
+    if missing:
+        raise SeqTransferError(f"not a probes file: it lacks {', '.join(missing)}", path=path, hint="pass the probes.json that `analyze probes --output DIR` wrote")
     return result
 
 

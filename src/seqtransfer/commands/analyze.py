@@ -252,7 +252,7 @@ def run_report(arguments: argparse.Namespace):
 
     if not (arguments.transfer or arguments.neurons or arguments.curve or arguments.ablation or arguments.probes or arguments.drift or arguments.layers or arguments.similarity):
         raise SeqTransferError(
-            "nothing to report", hint="pass --transfer RUN_A RUN_B, --neurons RUN, --curve RUN ..., --ablation RUN, --probes RUN, --drift RUN ..., --layers RUN ... and/or --similarity CORPUS ..."
+            "nothing to report", hint="pass --transfer RUN_A RUN_B, --neurons RUN, --curve RUN ..., --ablation RUN, --probes RUN ..., --drift RUN ..., --layers RUN ... and/or --similarity CORPUS ..."
         )
     if Path(arguments.output).is_dir():
         raise SeqTransferError("--output is a folder; the report is one HTML file", path=arguments.output, hint="pass --output FILE.html")
@@ -269,9 +269,9 @@ def run_report(arguments: argparse.Namespace):
 
         content.unit_ablation = ablate_units(arguments.ablation, max_sentences=arguments.ablation_max_sentences)
     if arguments.probes:
-        from seqtransfer.analysis.probes import probe_layers
+        from seqtransfer.analysis.probes import probes_of
 
-        content.probes = probe_layers(arguments.probes)
+        content.probes = [probes_of(source) for source in arguments.probes]
     if arguments.drift:
         from seqtransfer.analysis.drift import distinct_labels, measure_drift
 

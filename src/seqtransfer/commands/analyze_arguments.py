@@ -76,7 +76,9 @@ def units_arguments(analyses) -> None:
 
 
 def probes_arguments(analyses) -> None:
-    probes = analyses.add_parser("probes", help="run with a Transformer encoder: a probe per layer (logistic, or linear for scores), before and after fine-tuning (To-tune paper, Figure 1)")
+    probes = analyses.add_parser(
+        "probes", help="run with an encoder (Transformer or our recurrent LM): a probe per layer (logistic, or linear for scores), before and after fine-tuning (To-tune paper, Figure 1)"
+    )
     probes.add_argument("run", metavar="RUN", help="a tagging, sentence classification or regression run trained with model.encoder")
     probes.add_argument("--split", default="dev", help="split the probes are scored on (default dev)")
     probes.add_argument("--max-train-sentences", type=whole(1), help="train the probes on the first N training sentences (faster)")
@@ -130,7 +132,9 @@ def report_arguments(analyses) -> None:
     report.add_argument("--curve", nargs="+", default=[], metavar="RUN", help="runs for the training-size figure")
     report.add_argument("--ablation", metavar="RUN", help="multi-task run whose lowest task's units to ablate (as `analyze units`)")
     report.add_argument("--ablation-max-sentences", type=whole(1), help="score the ablations on the first N sentences of each dev set")
-    report.add_argument("--probes", metavar="RUN", help="run with a Transformer encoder whose layers to probe (as `analyze probes`)")
+    report.add_argument(
+        "--probes", nargs="+", default=[], metavar="RUN", help="runs with an encoder (a Transformer or our recurrent LM) whose layers to probe (as `analyze probes`), or the probes.json it saved"
+    )
     report.add_argument("--drift", nargs="+", default=[], metavar="RUN", help="fine-tuned encoder or sequential-transfer runs: how far each layer group moved (as `analyze drift`)")
     report.add_argument("--layers", nargs="+", default=[], metavar="RUN", help="runs that mix an encoder's layers: each layer's learned weight (as `analyze layers`)")
     report.add_argument("--similarity", nargs="+", default=[], metavar="CORPUS", help="corpora to compare (as `analyze similarity`)")
