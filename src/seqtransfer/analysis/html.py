@@ -223,7 +223,7 @@ def probes_section(results: list[dict]) -> str:
         parts += [
             f"<h3>{escape(probe_heading(result))}</h3>",
             f'<p class="note">{escape(probe_description(result))}</p>',
-            embedded_figure(probes_figure(result), "Probe score per encoder layer (0 = embeddings)."),
+            embedded_figure(probes_figure(result), "Probe score per encoder layer (0 = the embeddings, or the character CNN)."),
             table(["layer", *(f"{which} fine-tuning" for which in columns)], rows),
         ]
     return "\n".join(parts)

@@ -187,7 +187,8 @@ def probes_figure(result: dict):
     for which, style in (("before", "o-"), ("after", "s--")):
         if which in result:
             axis.plot(range(result["layers"]), result[which], style, label=f"{which} fine-tuning" if "after" in result else "pretrained encoder")
-    axis.set_xlabel("layer (0 = embeddings)")
+    axis.set_xticks(range(result["layers"]))
+    axis.set_xlabel("layer (0 = the embeddings, or our LSTM LM's character CNN)")
     measure = "Pearson's r x 100" if result.get("metric") == "pearson" else "accuracy (%)"
     axis.set_ylabel(f"probe {measure} on {result['split']}")
     axis.legend()
