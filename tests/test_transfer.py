@@ -93,6 +93,30 @@ def test_pretrand_random_plus_plus_freezes_transferred_units_first(tiny_run):
     assert [phase.name for phase in scheme.phases(config.transfer)] == ["joint"]
 
 
+def test_random_plus_plus_may_train_the_random_branch_alone_first(tiny_run):
+    config, scheme, model, train = build("pretrand", tiny_run)
+    config.transfer.random_plus_plus_trains = "random_branch"
+    first, _ = scheme.phases(config.transfer)
+    trainable = set(set_trainable(model, first.trainable))
+    assert trainable and all(name.startswith(("random_feature_extractor.", "random_classifier.")) for name in trainable)
+    assert not any(name.startswith(("classifier.", "weighting.", "output.")) for name in trainable)  # Psi_p, u, v, the CRF wait for the joint phase
+    before = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    train_epoch(model, make_optimizer([{"params": [p for p in model.parameters() if p.requires_grad]}], config.train), ShuffledBatches(train, 4, 1), config.train, epoch=1, show_progress=False)
+    assert {name for name, tensor in model.state_dict().items() if not torch.equal(tensor, before[name])} == trainable
+
+
+def test_pretrands_random_branch_trains_at_its_own_rate(tiny_run, tmp_path):
+    arguments = ["transfer", "--source", str(tiny_run), "--method", "pretrand", "--train", str(FIXTURES / "tiny_pos_train.conll"), "--dev", str(FIXTURES / "tiny_pos_dev.conll")]
+    arguments += ["--columns", "word,pos", "--epochs", "1", "--quiet", "model.random_hidden=6", *TINY_MODEL]
+    metrics = run([*arguments, "--output", str(tmp_path / "own"), "transfer.random_branch_learning_rate=0.5"])
+    base = load_run(tmp_path / "own").config.train.learning_rate
+    for record in metrics["history"]:  # two groups each phase, in the ratio of their rates (a schedule scales both alike)
+        others, random_branch = record["learning_rates"]
+        assert random_branch / others == pytest.approx(0.5 / base, rel=1e-4), (record["phase"], record["learning_rates"])
+    with pytest.raises(SeqTransferError, match="transfer.random_branch_learning_rate"):
+        run([*arguments, "--output", str(tmp_path / "bad"), "transfer.random_branch_learning_rate=-1"])
+
+
 def test_transfer_command_end_to_end(tiny_run, tmp_path):
     metrics = run(
         [

@@ -188,6 +188,10 @@ class TransferConfig(Section):
     source: str | None = None  # run directory of the source model
     copy_shared_labels: bool = False  # also copy classifier rows of labels the source and target share
     random_plus_plus: bool = True  # PretRand: train the random units alone first, then jointly
+    random_plus_plus_trains: str = (
+        "random_units"  # PretRand, random++'s first phase: random_units (every randomly initialised parameter: Phi_r, Psi_r, Psi_p, u, v, the CRF) | random_branch (Phi_r and Psi_r alone)
+    )
+    random_branch_learning_rate: float | None = None  # PretRand: the random branch (Phi_r, Psi_r) at this rate in every phase; None = train.learning_rate
     adaptations: list[str] = field(default_factory=list)  # discriminative | gradual_unfreezing | chain_thaw | l2sp | ewc, combinable (transfer/adaptations.py ADAPTATIONS)
     discriminative_factor: float = 2.6  # each layer group below the top trains at 1/factor of the rate above (ULMFiT)
     l2sp_weight: float = 0.01  # alpha of L2-SP, per batch

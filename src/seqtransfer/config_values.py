@@ -62,6 +62,8 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str | Callable[[], str]]] =
     ("train.adversarial_weight", lambda value: value > 0, "positive"),
     ("train.log_to", lambda value: value in (None, "tensorboard"), "tensorboard (or null: no logging beside metrics.json)"),
     ("transfer.discriminative_factor", lambda value: value >= 1.0, "at least 1"),
+    ("transfer.random_plus_plus_trains", lambda value: value in ("random_units", "random_branch"), "random_units or random_branch"),
+    ("transfer.random_branch_learning_rate", lambda value: value is None or value > 0, "positive (or null: the random branch at train.learning_rate)"),
     ("transfer.l2sp_weight", lambda value: value > 0, "positive"),
     ("transfer.ewc_weight", lambda value: value > 0, "positive"),
     ("transfer.ewc_batches", lambda value: value >= 1, "at least 1"),
@@ -121,6 +123,8 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str | Callable[[], str]]] =
 # settings that change nothing unless another setting asks for them: (key, whether this run reads it, what it needs)
 _IDLE_RULES: tuple[tuple[str, Callable[[RunConfig], bool], str], ...] = (
     ("transfer.discriminative_factor", lambda config: "discriminative" in config.transfer.adaptations, "transfer.adaptations=[discriminative]"),
+    ("transfer.random_plus_plus_trains", lambda config: config.transfer.scheme == "pretrand" and config.transfer.random_plus_plus, "transfer.scheme=pretrand with transfer.random_plus_plus=true"),
+    ("transfer.random_branch_learning_rate", lambda config: config.transfer.scheme == "pretrand", "transfer.scheme=pretrand"),
     ("transfer.l2sp_weight", lambda config: "l2sp" in config.transfer.adaptations, "transfer.adaptations=[l2sp]"),
     ("transfer.ewc_weight", lambda config: "ewc" in config.transfer.adaptations, "transfer.adaptations=[ewc]"),
     ("transfer.ewc_batches", lambda config: "ewc" in config.transfer.adaptations, "transfer.adaptations=[ewc]"),

@@ -163,16 +163,21 @@ def parameter_groups(model: nn.Module, config: TransferConfig, learning_rate: fl
 def with_head_rate(model: nn.Module, groups: list[dict] | None, learning_rate: float, head_rate: float) -> list[dict]:
     """Optimizer groups with the head (the top layer group, ``layer_groups``) at ``head_rate``; the
     other groups keep theirs (``groups``: the adaptations' groups, or None: one group at ``learning_rate``)."""
-    head_names = set(layer_groups(model)[-1][1])  # once, not once per parameter
-    head = {id(parameter) for name, parameter in model.named_parameters() if name in head_names}
+    return with_own_rate(model, groups, learning_rate, set(layer_groups(model)[-1][1]), head_rate, "head")
+
+
+def with_own_rate(model: nn.Module, groups: list[dict] | None, learning_rate: float, names: set[str], rate: float, label: str) -> list[dict]:
+    """Optimizer groups with the parameters called ``names`` split off at ``rate`` (a group named
+    ``label``); the others keep their groups' rates (``groups`` None: one group at ``learning_rate``)."""
+    chosen = {id(parameter) for name, parameter in model.named_parameters() if name in names}
     if groups is None:
         groups = [{"params": list(model.parameters()), "lr": learning_rate, "name": "all"}]
     split = []
     for group in groups:
-        below = [parameter for parameter in group["params"] if id(parameter) not in head]
-        top = [parameter for parameter in group["params"] if id(parameter) in head]
-        split += [{**group, "params": below}] if below else []
-        split += [{**group, "params": top, "lr": head_rate, "name": "head"}] if top else []
+        rest = [parameter for parameter in group["params"] if id(parameter) not in chosen]
+        own = [parameter for parameter in group["params"] if id(parameter) in chosen]
+        split += [{**group, "params": rest}] if rest else []
+        split += [{**group, "params": own, "lr": rate, "name": label}] if own else []
     return split
 
 

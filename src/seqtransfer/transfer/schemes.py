@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # type hints only: `seqtransfer --help` reads SCHEMES and mus
 EVERYTHING = ("",)  # the empty prefix matches every parameter name
 TRANSFERRED = ("word_representation.", "feature_extractor.")
 RANDOM_UNITS = ("random_feature_extractor.", "random_classifier.", "classifier.", "weighting.", "output.")
+RANDOM_BRANCH = ("random_feature_extractor.", "random_classifier.")  # Phi_r and Psi_r
 
 
 @dataclass(frozen=True)
@@ -56,11 +57,15 @@ def single_phase(trainable: tuple[str, ...]) -> Callable[[TransferConfig], list[
 def pretrand_phases(config: TransferConfig) -> list[Phase]:
     """random++: first the randomly initialised units alone (the transferred WRE and FE frozen), then all jointly.
 
-    The pre-trained branch's classifier Psi_p is randomly initialised (the tag sets differ), so it
-    trains in the first phase with the random branch, as do u, v and the CRF.
+    The pre-trained branch's classifier Psi_p is randomly initialised (the tag sets differ), so by
+    default it trains in the first phase with the random branch, as do u, v and the CRF
+    (``random_units``). The paper's words, "optimising only the randomly initialised units while
+    freezing the pre-trained ones", also read as the random branch alone (``random_branch``: Phi_r
+    and Psi_r; Psi_p, u, v and the CRF stay at their initial values until the joint phase).
     """
     joint = Phase("joint", EVERYTHING)
-    return [Phase("random", RANDOM_UNITS), joint] if config.random_plus_plus else [joint]
+    first = RANDOM_BRANCH if config.random_plus_plus_trains == "random_branch" else RANDOM_UNITS
+    return [Phase("random", first), joint] if config.random_plus_plus else [joint]
 
 
 SCHEMES: dict[str, Scheme] = {

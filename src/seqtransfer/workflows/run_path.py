@@ -35,8 +35,8 @@ from seqtransfer.training.activations import ActivationRecorder
 from seqtransfer.training.loop import BatchSource, Evaluate, FitResult, fit
 from seqtransfer.training.precision import resolve_precision
 from seqtransfer.training.tensorboard import TensorBoardLog
-from seqtransfer.transfer.adaptations import chosen_adaptations, parameter_groups, with_head_rate
-from seqtransfer.transfer.schemes import Scheme, set_trainable
+from seqtransfer.transfer.adaptations import chosen_adaptations, parameter_groups, with_head_rate, with_own_rate
+from seqtransfer.transfer.schemes import RANDOM_BRANCH, Scheme, set_trainable
 from seqtransfer.workflows.checks import check_resumable
 
 Log = Callable[[str], None]
@@ -167,6 +167,9 @@ def train_phases(
         groups = parameter_groups(model, config.transfer, config.train.learning_rate) if adaptations else None
         if config.train.head_learning_rate:  # a fine-tuned encoder's parser: its head at its own rate
             groups = with_head_rate(model, groups, config.train.learning_rate, config.train.head_learning_rate)
+        if config.transfer.random_branch_learning_rate:  # PretRand's random branch at its own rate
+            random_branch = {name for name, _ in model.named_parameters() if name.startswith(RANDOM_BRANCH)}
+            groups = with_own_rate(model, groups, config.train.learning_rate, random_branch, config.transfer.random_branch_learning_rate, "random branch")
         reports = (*epoch_reports, board) if board else epoch_reports
         result = fit(model, train, evaluate_dev, train_config, groups, hooks, extra_losses, directory / "checkpoint" / phase.name, log, show_progress, reports)
         if recorder:
