@@ -122,3 +122,28 @@ def test_unknown_scheme_lists_valid_names():
         find_violation(["O"], "bilou")
     assert all(name in str(caught.value) for name in SCHEMES)
     assert check_scheme("IOB2") == "iob2"
+
+
+def test_a_run_may_train_and_score_in_another_span_scheme(tmp_path):
+    """data.convert_scheme=bioes: every split converted, the labels learnt are BIOES, the predictions
+    written are scored in it, and the entity F1 is that of the same spans read from IOB2."""
+    from conftest import FIXTURES, tiny_train_arguments
+
+    from seqtransfer.cli import run
+    from seqtransfer.data.conll import read_conll
+    from seqtransfer.data.metrics import evaluate
+    from seqtransfer.experiments.evidence import evidence_of
+
+    output = tmp_path / "bioes"
+    metrics = run([*tiny_train_arguments(output, epochs=2), "data.convert_scheme=bioes"])
+    rows = [[line.split() for line in block.splitlines()] for block in (output / "predictions" / "test.conll").read_text().strip().split("\n\n")]
+    gold = [sentence.labels("ner") for sentence in read_conll(FIXTURES / "tiny_ner_test.conll", ["word", "ner"])]
+    assert [[row[1] for row in sentence] for sentence in rows] == [convert(sentence, "iob2", "bioes") for sentence in gold]  # the gold written in BIOES
+    predicted = [[row[2] for row in sentence] for sentence in rows]
+    assert {label.split("-")[0] for sentence in predicted for label in sentence} <= {"B", "I", "E", "S", "O"}
+    assert metrics["test"]["f1"] == pytest.approx(evaluate([convert(sentence, "iob2", "bioes") for sentence in gold], predicted, "span_f1")["f1"])
+    plain = tmp_path / "iob2"
+    run(tiny_train_arguments(plain, epochs=2))  # the same spans in IOB2: its runs and the BIOES run are tested as a pair
+    assert evidence_of(output / "predictions", "span_f1")["gold"] == evidence_of(plain / "predictions", "span_f1")["gold"]
+    with pytest.raises(SeqTransferError, match="data.convert_scheme"):
+        run([*tiny_train_arguments(tmp_path / "bad", epochs=1), "data.convert_scheme=bilou"])

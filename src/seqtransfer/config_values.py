@@ -99,6 +99,7 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str | Callable[[], str]]] =
     ("train.amp", lambda value: value in ("off", "auto", "bf16", "fp16"), "off, auto, bf16 or fp16"),
     ("train.threads", lambda value: value >= 1, "at least 1"),
     ("data.pseudo_weight", lambda value: value > 0, "positive"),
+    ("data.convert_scheme", lambda value: value in (None, "iob1", "iob2", "bioes"), "iob1, iob2 or bioes (or null: the labels as they are)"),
     ("data.anneal_start", lambda value: 0 < value <= 1, "a share in (0, 1]"),
     ("data.anneal_decay", lambda value: 0 < value <= 1, "in (0, 1]"),
     ("data.train_fraction", lambda value: value is None or 0 < value <= 1, "a share in (0, 1] (or null for all)"),

@@ -10,6 +10,7 @@ from seqtransfer.data.batching import EncodedSentences, encode_sentences
 from seqtransfer.data.corpus import Sentence
 from seqtransfer.data.metrics import METRICS
 from seqtransfer.data.registry import custom_dataset, get_dataset, load_split
+from seqtransfer.data.schemes import CHUNK_SCHEMES, convert
 from seqtransfer.data.tag_feature import feature_tags
 from seqtransfer.data.vocabulary import Vocabularies
 from seqtransfer.errors import SeqTransferError
@@ -153,7 +154,7 @@ def load_task_data(config: DataConfig, splits: tuple[str, ...] = SPLITS) -> Task
             data.splits["train"] = data.splits["train"][: config.max_train_sentences]
         if config.exclude_fold and "train" in data.splits:
             data.splits["train"] = without_fold(data.splits["train"], config.exclude_fold)
-        return without_long_sentences(data, config.max_sentence_length)
+        return converted_to(without_long_sentences(data, config.max_sentence_length), config.convert_scheme)
     spec = resolve_spec(config)
     if config.dev_from_train:  # the dataset's dev split set aside: dev is carved from train, as for datasets without one
         spec = replace(spec, dev_from_train=True, splits={split: path for split, path in spec.splits.items() if split != "dev"})
@@ -186,7 +187,23 @@ def load_task_data(config: DataConfig, splits: tuple[str, ...] = SPLITS) -> Task
     mapping = read_label_map(config.label_map)
     if mapping and spec.name in mapping:  # one dataset in another's tag set (a source scored on a target: label-free adaptation)
         data = replace(combine([data], mapping, config.label_map), notes=notes)
-    return without_long_sentences(data, config.max_sentence_length)
+    return converted_to(without_long_sentences(data, config.max_sentence_length), config.convert_scheme)
+
+
+def converted_to(data: TaskData, scheme: str | None) -> TaskData:
+    """The data with every split's labels in ``scheme`` (``data.convert_scheme``; None or the data's own: unchanged)."""
+    if not scheme or scheme == data.scheme:
+        return data
+    if data.scheme not in CHUNK_SCHEMES:
+        raise SeqTransferError(
+            f"data.convert_scheme={scheme} converts span labels, and the labels of {data.dataset} ({data.task}) have no span scheme ({data.scheme})", hint="leave data.convert_scheme out for this task"
+        )
+    splits = {
+        split: [replace(sentence, columns={**sentence.columns, data.column: convert(sentence.labels(data.column), data.scheme, scheme)}) for sentence in sentences]
+        for split, sentences in data.splits.items()
+    }
+    note = f"labels converted from {data.scheme} to {scheme} (data.convert_scheme): the model trains, predicts and is scored in {scheme}"
+    return replace(data, splits=splits, scheme=scheme, notes=[*data.notes, note])
 
 
 def without_long_sentences(data: TaskData, limit: int | None) -> TaskData:

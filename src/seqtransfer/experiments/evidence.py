@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from seqtransfer.analysis.predictions import read_predictions, read_scores
+from seqtransfer.data.schemes import convert
 from seqtransfer.experiments.significance import sentence_counts
 
 
@@ -58,4 +59,13 @@ def evidence_of(folder: Path, metric: str) -> dict | None:
     if not path.is_file():
         return None
     predictions = read_predictions(path)
-    return {"gold": gold_digest(predictions.gold), "metric": metric, **encode_array(sentence_counts(predictions.gold, predictions.predicted, metric), counts=True)}
+    gold = as_iob2(predictions.gold) if metric == "span_f1" else predictions.gold
+    return {"gold": gold_digest(gold), "metric": metric, **encode_array(sentence_counts(predictions.gold, predictions.predicted, metric), counts=True)}
+
+
+def as_iob2(gold: list[list[str]]) -> list[list[str]]:
+    """BIOES gold labels (a run trained with ``data.convert_scheme=bioes``) written as IOB2, so that its
+    digest is that of the same spans in the dataset's IOB2 labels; other labels as they are."""
+    if not any(label[:2] in ("E-", "S-") for labels in gold for label in labels):
+        return gold
+    return [convert(labels, "bioes", "iob2") for labels in gold]
