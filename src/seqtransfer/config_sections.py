@@ -44,7 +44,7 @@ class DataConfig(Section):
     test: str | None = None
     columns: list[str] | None = None  # column names of a user's CoNLL files, e.g. [word, pos]
     scheme: str = "auto"  # tag scheme of a user's labels: auto (inferred from the labels) | none | iob1 | iob2 | bioes
-    convert_scheme: str | None = None  # span labels: every split converted to iob1 | iob2 | bioes before training; the model predicts and is scored in it (conlleval reads all three)
+    convert_scheme: str | None = None  # span labels: every split converted to iob1 | iob2 | bioes before training; the model predicts and is scored in it (BIOES as NCRF++'s conlleval reads it)
     strict: bool = False  # tags out of their scheme's order are an error (default: read as conlleval reads them, with a warning)
     separator: str = "auto"  # column files: auto (TAB if token lines hold TABs, else spaces) | tab | space
     metric: str | None = None  # accuracy | span_f1; None = the dataset's metric
