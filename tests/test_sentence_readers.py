@@ -56,6 +56,21 @@ def test_each_reader_trains_saves_loads_and_predicts(tmp_path, reader, data):
     assert len(predicted) == 2
 
 
+def test_the_bcn_may_stack_allennlps_three_maxout_layers(tmp_path):
+    import seqtransfer
+    from seqtransfer.cli import run
+    from seqtransfer.rundir import load_run
+
+    names = {}
+    for layers in (1, 3):
+        output = tmp_path / f"bcn{layers}"
+        run(["train", *SENTIMENT, "--epochs", "1", "--output", str(output), "--quiet", "--device", "cpu", *TINY_MODEL, "model.sentence_reader=bcn", f"model.bcn_maxout_layers={layers}"])
+        names[layers] = {name for name in load_run(output).model.state_dict() if name.startswith("reader.")}
+        assert len(seqtransfer.load(output).predict([["fine", "film"], ["bad"]])) == 2
+    added = names[3] - names[1]
+    assert names[1] < names[3] and {name.split(".")[2] for name in added} == {"0", "1"}  # reader.more_maxout.{0,1}.*: the first layer keeps its name
+
+
 def test_a_pair_reader_on_single_texts_and_an_unknown_reader_are_one_line(tmp_path, capsys):
     from seqtransfer.cli import main
 

@@ -124,6 +124,7 @@ class ModelConfig(Section):
     encoder_pooling: str = "first"  # a token's vector (features and fine-tuning): its first sub-word | the mean of its sub-words
     sentence_reader: str | None = None  # sentence tasks: how token states become one vector (models/sentence_readers.py): None = pooled | pooler | max | biattention | esim | bcn | ulmfit | to_tune
     pair_encoding: str = "joint"  # sentence pairs and a Transformer (model.encoder): one input A [SEP] B with token types (joint) | each text alone (separate; To-tune paper, Table 4)
+    bcn_maxout_layers: int = 1  # the BCN reader's maxout layers after its pooling (AllenNLP's BCN: 3)
     sentence_pooling: str = "cls"  # a fine-tuned encoder's sentence vector (classification, regression): its [CLS] | the mean of its token vectors
     encoder_join: bool = True  # features: join the word and character vectors (true) or replace them (false: the encoder's mix alone)
     encoder_mode: str = "features"  # features: frozen, cached, scalar mix joined to the word representation | finetune: the encoder trains, with a light head

@@ -13,7 +13,8 @@
                   enhancement, a projection, a composition BiLSTM, average and max pooling, a tanh layer
     bcn           a text: the bi-attentive classification network (McCann et al. 2017), simplified:
                   ReLU layer, BiLSTM, self bi-attention [X; X - C; X * C], integrating BiLSTM, max /
-                  min / mean / self-attentive pooling, then one maxout layer (AllenNLP's has three)
+                  min / mean / self-attentive pooling, then model.bcn_maxout_layers maxout layers (1;
+                  AllenNLP's BCN has 3)
     ulmfit        ULMFiT's classifier (Howard & Ruder 2018): concat pooling [last state; max; mean]
                   -> batch norm, dropout, a ReLU layer of 50 units -> batch norm, dropout
 
@@ -183,7 +184,8 @@ class ESIMReader(nn.Module):
 
 
 class BCNReader(nn.Module):
-    """The bi-attentive classification network on one text (X = Y), simplified to one maxout layer."""
+    """The bi-attentive classification network on one text (X = Y); ``model.bcn_maxout_layers`` maxout
+    layers after the pooling (1 by default, AllenNLP's 3), each of ``pieces`` pieces, dropout before each."""
 
     def __init__(self, config: ModelConfig, input_size: int, owner, pieces: int = 4) -> None:
         super().__init__()
@@ -194,6 +196,7 @@ class BCNReader(nn.Module):
         self.integrator = BiLSTM(3 * hidden, hidden)
         self.attention = nn.Linear(hidden, 1)  # self-attentive pooling's scores
         self.maxout = nn.Linear(4 * hidden, hidden * pieces)
+        self.more_maxout = nn.ModuleList(nn.Linear(hidden, hidden * pieces) for _ in range(config.bcn_maxout_layers - 1))  # empty: the first layer's names stay
         self.pieces = pieces
         self.output_size = hidden
 
@@ -205,7 +208,10 @@ class BCNReader(nn.Module):
         weights = self.attention(integrated).squeeze(-1).masked_fill(~mask, NEGATIVE).softmax(-1) * mask  # (B, T); an empty sentence pools nothing
         minimum = -max_over(-integrated, mask)
         pooled = torch.cat([max_over(integrated, mask), minimum, mean_over(integrated, mask), (weights.unsqueeze(-1) * integrated).sum(1)], dim=-1)
-        return self.maxout(self.dropout(pooled)).view(pooled.size(0), -1, self.pieces).amax(-1)
+        vector = self.maxout(self.dropout(pooled)).view(pooled.size(0), -1, self.pieces).amax(-1)
+        for layer in self.more_maxout:
+            vector = layer(self.dropout(vector)).view(pooled.size(0), -1, self.pieces).amax(-1)
+        return vector
 
 
 class ULMFiTReader(nn.Module):
