@@ -120,3 +120,13 @@ def test_cosine_annealing_goes_from_the_rate_to_zero_over_every_step():
     rates = [cosine(1.0, Position(epoch, step, 10), config) for epoch in (1, 2) for step in range(10)]
     assert rates[0] == 1.0 and rates[10] == pytest.approx(0.5) and rates[-1] == pytest.approx(0.0062, abs=1e-3)
     assert all(later < earlier for earlier, later in zip(rates, rates[1:]))
+
+
+def test_the_gpu_path_without_a_host_check_gives_bit_identical_weights(monkeypatch):
+    """On a GPU the catch-up runs without asking the host whether a row missed a step (a sync per
+    table); run on the CPU that way, it must give exactly the weights the checked path gives."""
+    checked = train_pair(25, [0.05, 0.02])
+    monkeypatch.setattr(LazyMomentumSGD, "check_on_host", False)
+    unchecked = train_pair(25, [0.05, 0.02])
+    assert torch.equal(checked[1].weight, unchecked[1].weight)
+    assert torch.equal(checked[3].state[checked[1].weight]["momentum_buffer"], unchecked[3].state[unchecked[1].weight]["momentum_buffer"])
