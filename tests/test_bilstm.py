@@ -1,5 +1,6 @@
 """The padded BiLSTM with per-sequence reversal equals a packed bidirectional LSTM."""
 
+import pytest
 import torch
 from torch import nn
 
@@ -54,9 +55,11 @@ def test_bucket_size_rounds_up_by_at_most_an_eighth():
     assert len({bucket_size(size) for size in range(100, 400)}) <= 24
 
 
-def test_character_encoder_groups_and_padding_do_not_change_any_form():
+@pytest.mark.parametrize("one_call", [False, True])  # the CPU's length groups; a GPU's one call (forced here on the CPU)
+def test_character_encoder_groups_and_padding_do_not_change_any_form(one_call, monkeypatch):
     from seqtransfer.models.representation import CharacterEncoder
 
+    monkeypatch.setattr(CharacterEncoder, "one_call", one_call)
     torch.manual_seed(2)
     encoder = CharacterEncoder(character_count=9, dimension=4, hidden=6)
     lengths = torch.tensor([3, 1, 17, 7, 2, 4, 5, 6, 2, 31, 1, 4, 2, 3, 5, 13, 9, 12, 26])  # every group, unsorted

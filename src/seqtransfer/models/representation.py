@@ -68,6 +68,13 @@ def length_groups(sizes: list[int]) -> list[tuple[int, int]]:
 class CharacterEncoder(nn.Module):
     """Character embedding and BiLSTM; a form is represented by the final states of both directions."""
 
+    # ``length_groups``' costs were fitted on this CPU, where a call costs as much as a few hundred
+    # padded cells. On a GPU a padded cell costs next to nothing, while each call adds its launches
+    # and runs its time steps after the previous call's: there every form goes in one call, as wide
+    # as the longest form. None: one call on devices other than the CPU; benchmarks/launches.py sets
+    # True to count what a GPU runs.
+    one_call: bool | None = None
+
     def __init__(self, character_count: int, dimension: int, hidden: int) -> None:
         super().__init__()
         self.embedding = nn.Embedding(character_count, dimension, padding_idx=0)
@@ -111,7 +118,9 @@ class CharacterEncoder(nn.Module):
         lengths = host_lengths.to(characters.device, non_blocking=True)
         reversed_characters = characters.gather(1, reversal_index(lengths, characters.size(1)))
         sizes = host_lengths.tolist()
-        pieces = [self.encode(characters[start:end, : sizes[end - 1]], reversed_characters[start:end, : sizes[end - 1]], lengths[start:end]) for start, end in length_groups(sizes)]
+        one_call = characters.device.type != "cpu" if CharacterEncoder.one_call is None else CharacterEncoder.one_call
+        groups = [(0, len(sizes))] if one_call else length_groups(sizes)
+        pieces = [self.encode(characters[start:end, : sizes[end - 1]], reversed_characters[start:end, : sizes[end - 1]], lengths[start:end]) for start, end in groups]
         return torch.cat(pieces) if len(pieces) > 1 else pieces[0]
 
     def encode_all(self, form_characters: Sequence[np.ndarray], chunk_size: int = 4096) -> torch.Tensor:
