@@ -125,11 +125,15 @@ def splits_for_flair(data) -> dict:
     return {split: {"tokens": data.tokens(split), "spans": [chunks(tags) for tags in data.labels(split)]} for split in ("train", "dev", "test")}
 
 
-def run_json(command: list[str], threads: int) -> dict:
-    """Run a runner process and parse the JSON line it prints last (its stderr passes through)."""
+def run_json(command: list[str], threads: int, timeout: float | None = None) -> dict:
+    """Run a runner process and parse the JSON line it prints last (its stderr passes through);
+    ``timeout``: seconds, after which the process is killed and this stops (SystemExit)."""
     environment = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     environment.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")  # nothing may be downloaded
-    completed = subprocess.run(command, stdout=subprocess.PIPE, text=True, env=environment)
+    try:
+        completed = subprocess.run(command, stdout=subprocess.PIPE, text=True, env=environment, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"{Path(command[1]).name} stopped: the time budget ran out after {timeout:.0f} s") from None
     if completed.returncode != 0:
         raise SystemExit(f"{Path(command[1]).name} failed with exit code {completed.returncode}")
     return json.loads(completed.stdout.strip().splitlines()[-1])
@@ -174,7 +178,7 @@ def seqtransfer_options(arguments: argparse.Namespace, dataset: str) -> list[str
     return options
 
 
-def run_tools(dataset: str, commands: dict[str, list[str]], data, folder: Path, threads: int, time_budget: float | None = None, finished=None) -> list[dict]:
+def run_tools(dataset: str, commands: dict[str, list[str]], data, folder: Path, threads: int, time_budget: float | None = None, finished=None, deadline: float | None = None) -> list[dict]:
     """Run each tool's runner in turn (seqtransfer first), score its predictions; check both read the
     same data. Each tool's measurements are printed (one JSON line) and written to
     ``FOLDER/TOOL-result.json`` the moment it ends, and handed to ``finished`` (``--json``): a later
@@ -182,7 +186,11 @@ def run_tools(dataset: str, commands: dict[str, list[str]], data, folder: Path, 
 
     ``time_budget`` (seconds for both tools): seqtransfer gets half of it and trains as many of the
     epochs as fit (``--time-budget``: measured from its first epoch on); flair then trains that many
-    epochs, in what is left of the budget (it too stops early, at least one epoch, if they would not fit)."""
+    epochs, in what is left of the budget (it too stops early, at least one epoch, if they would not fit).
+
+    ``deadline`` (a ``time.perf_counter()`` value; for runners that cannot stop early, the fine-tuned
+    encoders, whose learning-rate schedule runs over all epochs): a runner still running then is
+    killed, and this stops (SystemExit) with the rows of the tools that ended handed to ``finished``."""
     rows = []
     started = time.perf_counter()
     for tool, command in commands.items():
@@ -191,7 +199,8 @@ def run_tools(dataset: str, commands: dict[str, list[str]], data, folder: Path, 
         if time_budget:
             left = time_budget / 2 if not rows else time_budget - (time.perf_counter() - started)
             command = [*command, "--time-budget", f"{max(left, 1.0):.0f}"] + (["--epochs", str(rows[0]["epochs"])] if rows else [])
-        rows.append(summarize(run_json([*command, "--predictions", str(predictions)], threads), data, predictions))
+        timeout = max(deadline - time.perf_counter(), 1.0) if deadline else None
+        rows.append(summarize(run_json([*command, "--predictions", str(predictions)], threads, timeout), data, predictions))
         (folder / f"{tool}-result.json").write_text(json.dumps(rows[-1], indent=1), encoding="utf-8")
         print(f"{dataset}: {tool} finished: {json.dumps(rows[-1])}", file=sys.stderr, flush=True)
         if finished:

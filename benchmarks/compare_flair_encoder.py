@@ -13,6 +13,12 @@ this interpreter, ``flair_encoder_runner.py`` with the flair venv's (created as
 and inference tokens/s, peak resident memory and dev and test entity F1, both tools' predictions
 scored by ``seqtransfer.data.metrics.evaluate``; then the ratios seqtransfer / flair.
 ``benchmarks/README.md`` lists what still differs between the two setups.
+
+``--time-budget SECONDS`` is a hard limit: the schedule runs over all ``--epochs``, so neither
+tool stops early; a runner still running when the invocation's SECONDS are spent is killed, and
+``--json`` keeps the rows of the tools that ended (seqtransfer runs first). ``--encoder-note``
+is written into each row and the setup line (scripts/gpu_bench.sh: its encoder has random
+weights of MiniLM's shape, ``scripts/random_encoder.py``, so its F1 mean nothing).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from compare_flair import BENCHMARKS, comparison_parser, flair_python_for, json_writer, report_rows, run_tools, runner_options, seqtransfer_options, splits_for_flair, subset_description
@@ -64,7 +71,7 @@ def export_for_flair(arguments: argparse.Namespace, dataset: str, encoder: Path,
     return data
 
 
-def compare_dataset(arguments: argparse.Namespace, dataset: str, encoder: Path, flair_python: Path, folder: Path, finished=None) -> list[dict]:
+def compare_dataset(arguments: argparse.Namespace, dataset: str, encoder: Path, flair_python: Path, folder: Path, finished=None, deadline: float | None = None) -> list[dict]:
     folder.mkdir(parents=True, exist_ok=True)
     data = export_for_flair(arguments, dataset, encoder, folder)
     common = runner_options(arguments)
@@ -85,7 +92,7 @@ def compare_dataset(arguments: argparse.Namespace, dataset: str, encoder: Path, 
         ],
         "flair": [str(flair_python), str(BENCHMARKS / "flair_encoder_runner.py"), "--input", str(folder), *common],
     }
-    return run_tools(dataset, commands, data, folder, arguments.threads, finished=finished)
+    return run_tools(dataset, commands, data, folder, arguments.threads, finished=finished, deadline=deadline)
 
 
 def print_setup(rows: list[dict], arguments: argparse.Namespace) -> None:
@@ -94,6 +101,8 @@ def print_setup(rows: list[dict], arguments: argparse.Namespace) -> None:
         f"\nseqtransfer vs flair {rows[1]['flair']}: encoder {arguments.encoder} fine-tuned, first sub-word, softmax, "
         f"{arguments.threads} threads, {arguments.epochs} epochs, seed {arguments.seed}{subset_description(arguments)}"
     )
+    if arguments.encoder_note:
+        print(f"  encoder: {arguments.encoder_note}")
     for row in rows[:2]:
         print(
             f"  {row['tool']:12} torch {row['torch']}, transformers {row['transformers']}, attention {row['attention']}, "
@@ -118,18 +127,32 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
         help="seqtransfer's train.batching (flair: random batches); subwords: sentences of similar sub-word counts share a batch, less padding",
     )
     parser.add_argument("--predict-amp", default="off", choices=["off", "bf16"], help="seqtransfer's precision in the timed and scored predictions (predict --amp; flair predicts in fp32)")
+    parser.add_argument(
+        "--time-budget",
+        type=float,
+        default=None,
+        help="seconds for the whole invocation, a hard limit: neither tool stops early (the schedule runs over all --epochs), "
+        "a runner still running then is killed; --json keeps the rows of those that ended",
+    )
+    parser.add_argument("--encoder-note", default=None, help="a note on the encoder, written into each row (encoder_note) and the setup line, e.g. that its weights are random")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
     arguments = parse_arguments(argv)
+    deadline = time.perf_counter() + arguments.time_budget if arguments.time_budget else None  # counted from here: the checks of the flair venv take seconds
     encoder = encoder_path(arguments.encoder).resolve()  # both tools read this one folder
     flair_python = flair_python_for(arguments)
     check_flair_transformers(flair_python)
-    finished = json_writer(arguments)  # --json: each tool's row as it ends
+    write = json_writer(arguments)  # --json: each tool's row as it ends
+
+    def finished(row: dict) -> None:
+        row.update(encoder=str(encoder), encoder_note=arguments.encoder_note)  # the row run_tools returns too
+        write(row)
+
     with tempfile.TemporaryDirectory(prefix="compare-flair-encoder-") as temporary:
         work = Path(arguments.work_dir or temporary)
-        rows = [row for dataset in arguments.datasets for row in compare_dataset(arguments, dataset, encoder, flair_python, work / dataset, finished)]
+        rows = [row for dataset in arguments.datasets for row in compare_dataset(arguments, dataset, encoder, flair_python, work / dataset, finished, deadline)]
     print_setup(rows, arguments)
     report_rows(rows, arguments)
     return rows

@@ -2,14 +2,25 @@
 # seqtransfer against its peers on a GPU (the device issue's speed point), each tool in its own
 # process, on the machine's first GPU, with no network and no shared datasets: it reads
 # .gpu-bench/ (made by scripts/gpu_bench_bundle.sh in the checkout the device tool sends; carry it).
-#   flair: the BiLSTM-CRF tagger against flair 0.15.1 (benchmarks/compare_flair.py), one dataset and
-#          training batch size at a time, test-set inference timed at each --inference batch size;
-#   supar: the biaffine parser against SuPar 1.1.4 (benchmarks/compare_supar.py), one treebank at a time.
+#   flair:   the BiLSTM-CRF tagger against flair 0.15.1 (benchmarks/compare_flair.py), one dataset and
+#            training batch size at a time, test-set inference timed at each --inference batch size;
+#   encoder: MiniLM fine-tuned with a softmax head against flair 0.15.1's TransformerWordEmbeddings
+#            (benchmarks/compare_flair_encoder.py) on WNUT-17, seqtransfer training and predicting in
+#            bf16 autocast (flair's runner in fp32), batches of 16, test-set inference at 16/32/64/128.
+#            The weights are RANDOM, of MiniLM's shape: the bundle carries MiniLM's config and tokenizer
+#            only (its 90 MB of weights do not fit a call), and scripts/random_encoder.py draws the
+#            weights here once (seed 0, with flair's transformers 4.x; the image's 5.x, seqtransfer's,
+#            is checked to read them) into $GPU_BENCH_WORK/minilm-random, which both tools fine-tune.
+#            A step costs the same whatever the weights' values: the speeds hold, the F1 mean nothing
+#            (each row of the JSON says so in encoder_note);
+#   supar:   the biaffine parser against SuPar 1.1.4 (benchmarks/compare_supar.py), one treebank at a time.
 # Usage:
-#   bash scripts/gpu_bench.sh [--tools "flair supar"] [--datasets "wnut17 conll2003"] [--batches "16 64"]
+#   bash scripts/gpu_bench.sh [--tools "flair encoder supar"] [--datasets "wnut17 conll2003"] [--batches "16 64"]
 #                             [--treebanks "ud_ewt tweebank_single_root"] [--epochs 3] [--inference "16 128 512 2048"]
 #                             [--device cuda] [--time-budget SECONDS] [--quick]
-# --tools: the comparisons to run (default: those the bundle holds).
+# --tools: the comparisons to run (default: those the bundle holds; scripts/gpu_bench_bundle.sh packs
+#   flair, encoder and supar unless told otherwise). --datasets, --batches and --inference are the
+#   flair tool's; the encoder tool always runs WNUT-17 (one comparison).
 # --time-budget SECONDS: the whole call's comparisons end within about SECONDS (default: no limit).
 #   What is left of it (less 15 s for the install and the last reports) is shared equally by the
 #   comparisons not yet run, each given its share as --time-budget. Within one, seqtransfer gets
@@ -17,13 +28,16 @@
 #   and stops when another epoch and the inference after it would not fit; the parser first times
 #   one epoch on a tenth of the training set. The peer then trains as many epochs in what is left,
 #   stopping early by the same rule. The data is not cut by the budget (--quick cuts it); a
-#   comparison whose share falls under 30 s is skipped and said so.
+#   comparison whose share falls under 30 s is skipped and said so. The encoder comparison cannot stop
+#   early (its learning-rate schedule runs over all --epochs): its share is a hard limit instead, a
+#   tool still training then is killed (seqtransfer runs first; the JSON keeps the rows that ended).
 # --quick: the first 200 training and 100 dev/test sentences, one epoch (a check of the set-up).
 # --device cpu: a CPU check (a machine without a GPU stops otherwise).
 #
 # Install: seqtransfer's wheel (built from this tree: a bundle built from other sources is refused)
-# with what it needs beyond the image, flair's and SuPar's wheels, each with pip --no-index into its
-# own folder under $GPU_BENCH_WORK (default /tmp/gpu-bench): site/, flair-site/, supar-site/. The
+# with what it needs beyond the image, flair's wheels (once, for flair and encoder) and SuPar's, each
+# with pip --no-index into its own folder under $GPU_BENCH_WORK (default /tmp/gpu-bench): site/,
+# flair-site/, supar-site/ (and minilm-random/, the encoder tool's weights, reused likewise). The
 # seqtransfer processes read site/ first (PYTHONPATH), flair's and SuPar's through small `python`
 # wrappers (flair-venv/bin/python, supar-venv/bin/python) that put their own folder first (flair's
 # transformers 4.x before the image's 5.x) over the image's torch. A second call on the same machine
@@ -31,9 +45,9 @@
 # all the paths itself. Which package was installed where, and where each is imported from, goes to
 # $GPU_BENCH_WORK/installed.json and $OUT/gpu-bench-install.json.
 # Output ($OUT, else /tmp): gpu-bench.log (everything), gpu-bench-install.json, and per comparison
-# gpu-bench-flair-DATASET-batchN.json or gpu-bench-supar-TREEBANK.json, each rewritten as each tool
-# ends, so a call stopped at its limit keeps what finished. The device tool brings back 8 files:
-# keep the comparisons of one call at 6 or fewer.
+# gpu-bench-flair-DATASET-batchN.json, gpu-bench-encoder-wnut17.json or gpu-bench-supar-TREEBANK.json,
+# each rewritten as each tool ends, so a call stopped at its limit keeps what finished. The device tool
+# brings back 8 files: keep the comparisons of one call at 6 or fewer (the default: 4).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 usage() { awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; }
@@ -115,18 +129,33 @@ wrapper() {
 say "== gpu_bench $(date -u +%FT%TZ): tools $TOOLS, device $DEVICE, epochs $EPOCHS${BUDGET:+, time budget $BUDGET s}${QUICK[*]:+, quick}"
 rm -f "$WORK/installed.json"  # this call's record
 install seqtransfer "$BUNDLE/wheels" "$WORK/site" seqtransfer seqtransfer.cli ufal.chu_liu_edmonds seqeval torch numpy yaml safetensors tqdm matplotlib
-for tool in $TOOLS; do
-  case "$tool" in
-    flair) install flair "$BUNDLE/wheels-flair" "$WORK/flair-site" flair flair.embeddings flair.models flair.trainers transformers tokenizers huggingface_hub torch
-           wrapper flair "$WORK/flair-site" ;;
-    supar) install supar "$BUNDLE/wheels-supar" "$WORK/supar-site" supar supar.cmds.biaffine_dep nltk dill torch
-           wrapper supar "$WORK/supar-site" ;;
-  esac
-done
+has_tool() { [[ " $TOOLS " == *" $1 "* ]]; }
+if has_tool flair || has_tool encoder; then  # flair's wheels serve both tools: installed once
+  install flair "$BUNDLE/wheels-flair" "$WORK/flair-site" flair flair.embeddings flair.models flair.trainers transformers tokenizers huggingface_hub torch
+  wrapper flair "$WORK/flair-site"
+fi
+if has_tool supar; then
+  install supar "$BUNDLE/wheels-supar" "$WORK/supar-site" supar supar.cmds.biaffine_dep nltk dill torch
+  wrapper supar "$WORK/supar-site"
+fi
 cp "$WORK/installed.json" "$OUTPUT/gpu-bench-install.json"
 export PYTHONPATH="$WORK/site${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 if [ "$DEVICE" != cpu ]; then
   "$PYTHON" -c "import torch, sys; print(torch.cuda.get_device_name(0)) if torch.cuda.is_available() else sys.exit('gpu_bench: no GPU here (pass --device cpu for a CPU check)')" 2>&1 | tee -a "$LOG" || exit 1
+fi
+# The encoder tool's weights: random, of MiniLM's shape (the bundle's minilm-shape/), drawn once by flair's
+# transformers 4.x (reused while the bundle's files and the script are the same), then read by the image's
+# transformers 5.x as seqtransfer loads an encoder. If either fails, the encoder comparison is skipped.
+ENCODER="$WORK/minilm-random" ENCODER_READY=0
+ENCODER_NOTE="RANDOM weights of MiniLM's shape (all-MiniLM-L6-v2's config and tokenizer; scripts/random_encoder.py, seed 0): speeds hold, F1 mean nothing"
+if has_tool encoder; then
+  say "== encoder: $ENCODER: $ENCODER_NOTE"
+  if HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$WORK/flair-venv/bin/python" scripts/random_encoder.py "$BUNDLE/minilm-shape" "$ENCODER" --seed 0 2>&1 | tee -a "$LOG" \
+     && HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$PYTHON" scripts/random_encoder.py --check --seqtransfer "$ENCODER" 2>&1 | tee -a "$LOG"; then
+    ENCODER_READY=1
+  else
+    say "== encoder: the random MiniLM-shaped weights could not be made or read (see above): the encoder comparison is skipped"
+  fi
 fi
 
 # The comparisons, in order; each is one command.
@@ -134,6 +163,7 @@ COMPARISONS=()
 for tool in $TOOLS; do
   case "$tool" in
     flair) for dataset in $DATASETS; do for batch in $BATCHES; do COMPARISONS+=("flair $dataset $batch"); done; done ;;
+    encoder) COMPARISONS+=("encoder wnut17") ;;  # batches of 16: seqtransfer's setting for fine-tuned encoders, both tools
     supar) for treebank in $TREEBANKS; do COMPARISONS+=("supar $treebank"); done ;;
   esac
 done
@@ -155,6 +185,12 @@ for index in "${!COMPARISONS[@]}"; do
       command=("$PYTHON" benchmarks/compare_flair.py --datasets "$dataset" --epochs "$EPOCHS" --device "$DEVICE" --threads 4 --train-batch-size "$batch"
                --batch-sizes $INFERENCE --data-dir "$BUNDLE/data" --embeddings "$BUNDLE/data/glove-rows.txt" --flair-venv "$WORK/flair-venv" --no-install
                "${QUICK[@]}" "${budget[@]}" --json "$OUTPUT/gpu-bench-flair-$dataset-batch$batch.json") ;;
+    encoder)
+      if [ "$ENCODER_READY" != 1 ]; then say "== encoder $dataset: skipped: no encoder weights (see above)"; failed+=("encoder-$dataset(skipped)"); continue; fi
+      say "== encoder: $dataset, MiniLM-shaped random weights fine-tuned, seqtransfer in bf16, flair in fp32, $EPOCHS epochs${budget[*]:+, at most ${budget[1]} s (hard limit)}"
+      command=("$PYTHON" benchmarks/compare_flair_encoder.py --datasets "$dataset" --encoder "$ENCODER" --encoder-note "$ENCODER_NOTE" --epochs "$EPOCHS" --device "$DEVICE"
+               --threads 4 --amp bf16 --predict-amp bf16 --data-dir "$BUNDLE/data" --flair-venv "$WORK/flair-venv" --no-install
+               "${QUICK[@]}" "${budget[@]}" --json "$OUTPUT/gpu-bench-encoder-$dataset.json") ;;
     supar)
       say "== supar: $dataset, $EPOCHS epochs${budget[*]:+, ${budget[1]} s}"
       command=("$PYTHON" benchmarks/compare_supar.py --datasets "$dataset" --epochs "$EPOCHS" --device "$DEVICE" --threads 4

