@@ -14,6 +14,9 @@
 #            A step costs the same whatever the weights' values: the speeds hold, the F1 mean nothing
 #            (each row of the JSON says so in encoder_note);
 #   supar:   the biaffine parser against SuPar 1.1.4 (benchmarks/compare_supar.py), one treebank at a time.
+# With flair, first: benchmarks/profile_step.py on WNUT-17 (the tagger's step part by part on the
+# device: batch assembly, the copy to the device, each module forward and backward, the optimiser;
+# torch.profiler's 25 costliest operators in the log), gpu-bench-profile-wnut17.json.
 # Usage:
 #   bash scripts/gpu_bench.sh [--tools "flair encoder supar"] [--datasets "wnut17 conll2003"] [--batches "16 64"]
 #                             [--treebanks "ud_ewt tweebank_single_root"] [--epochs 3] [--inference "16 128 512 2048"]
@@ -47,7 +50,7 @@
 # Output ($OUT, else /tmp): gpu-bench.log (everything), gpu-bench-install.json, and per comparison
 # gpu-bench-flair-DATASET-batchN.json, gpu-bench-encoder-wnut17.json or gpu-bench-supar-TREEBANK.json,
 # each rewritten as each tool ends, so a call stopped at its limit keeps what finished. The device tool
-# brings back 8 files: keep the comparisons of one call at 6 or fewer (the default: 4).
+# brings back 8 files: keep the comparisons of one call at 6 or fewer (the default: 5, with the profile).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 usage() { awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; }
@@ -162,7 +165,8 @@ fi
 COMPARISONS=()
 for tool in $TOOLS; do
   case "$tool" in
-    flair) for dataset in $DATASETS; do for batch in $BATCHES; do COMPARISONS+=("flair $dataset $batch"); done; done ;;
+    flair) COMPARISONS+=("profile wnut17")  # first: where a training step's time goes on the device, part by part
+           for dataset in $DATASETS; do for batch in $BATCHES; do COMPARISONS+=("flair $dataset $batch"); done; done ;;
     encoder) COMPARISONS+=("encoder wnut17") ;;  # batches of 16: seqtransfer's setting for fine-tuned encoders, both tools
     supar) for treebank in $TREEBANKS; do COMPARISONS+=("supar $treebank"); done ;;
   esac
@@ -191,6 +195,10 @@ for index in "${!COMPARISONS[@]}"; do
       command=("$PYTHON" benchmarks/compare_flair_encoder.py --datasets "$dataset" --encoder "$ENCODER" --encoder-note "$ENCODER_NOTE" --epochs "$EPOCHS" --device "$DEVICE"
                --threads 4 --amp bf16 --predict-amp bf16 --data-dir "$BUNDLE/data" --flair-venv "$WORK/flair-venv" --no-install
                "${QUICK[@]}" "${budget[@]}" --json "$OUTPUT/gpu-bench-encoder-$dataset.json") ;;
+    profile)
+      say "== profile: $dataset, one epoch of the BiLSTM-CRF tagger, batch 16, each part timed on the device"
+      command=("$PYTHON" benchmarks/profile_step.py --dataset "$dataset" --device "$DEVICE" --threads 4 --data-dir "$BUNDLE/data"
+               --embeddings "$BUNDLE/data/glove-rows.txt" --operators 25 --json "$OUTPUT/gpu-bench-profile-$dataset.json") ;;
     supar)
       say "== supar: $dataset, $EPOCHS epochs${budget[*]:+, ${budget[1]} s}"
       command=("$PYTHON" benchmarks/compare_supar.py --datasets "$dataset" --epochs "$EPOCHS" --device "$DEVICE" --threads 4
