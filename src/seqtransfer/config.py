@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import functools
 import re
 import types
 import typing
@@ -88,8 +89,15 @@ def _coerce(value: Any, annotation: Any, key: str, path: str | None) -> Any:
     raise SeqTransferError(f"config key '{key}' must be {expected}, got {value!r}", path=path)
 
 
+@functools.cache
+def _type_hints(section: type) -> dict:
+    """A section's field types, read once per class (``get_type_hints`` compiles every string
+    annotation again at each call: 0.65 ms a section, hundreds of times a grid)."""
+    return typing.get_type_hints(section)
+
+
 def _assign(instance: Any, values: dict, where: str, path: str | None) -> None:
-    hints = typing.get_type_hints(type(instance))
+    hints = _type_hints(type(instance))
     for key, value in values.items():
         _check_key(instance, key, where, path)
         current = getattr(instance, key)
