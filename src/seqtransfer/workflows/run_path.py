@@ -164,12 +164,7 @@ def train_phases(
         trainable = set_trainable(model, phase.trainable)
         log(f"phase '{phase.name}': {sum(p.numel() for p in model.parameters() if p.requires_grad)} trainable parameters ({len(trainable)} tensors)")
         hooks, train_config = adapted_phase(model, adaptations, set(trainable), config, (*epoch_hooks, *(recorder.start_phase(phase.name) if recorder else ())))
-        groups = parameter_groups(model, config.transfer, config.train.learning_rate) if adaptations else None
-        if config.train.head_learning_rate:  # a fine-tuned encoder's parser: its head at its own rate
-            groups = with_head_rate(model, groups, config.train.learning_rate, config.train.head_learning_rate)
-        if config.transfer.random_branch_learning_rate:  # PretRand's random branch at its own rate
-            random_branch = {name for name, _ in model.named_parameters() if name.startswith(RANDOM_BRANCH)}
-            groups = with_own_rate(model, groups, config.train.learning_rate, random_branch, config.transfer.random_branch_learning_rate, "random branch")
+        groups = optimizer_groups(model, config, adaptations)
         reports = (*epoch_reports, board) if board else epoch_reports
         result = fit(model, train, evaluate_dev, train_config, groups, hooks, extra_losses, directory / "checkpoint" / phase.name, log, show_progress, reports)
         if recorder:
@@ -183,6 +178,19 @@ def train_phases(
     set_trainable(model, ("",))
     trained_parameters = sum(parameter.numel() for name, parameter in model.named_parameters() if name in trained)
     return FitResult(result.best_state, result.best_epoch, result.best_score, history, restored_seconds, trained_parameters)
+
+
+def optimizer_groups(model: nn.Module, config: RunConfig, adaptations: list) -> list[dict] | None:
+    """The optimizer's parameter groups: the adaptations' layer-group rates, a fine-tuned encoder's
+    parser head at its own rate, PretRand's random branch at its own; None: one group at the run's rate."""
+    rate = config.train.learning_rate
+    groups = parameter_groups(model, config.transfer, rate) if adaptations else None
+    if config.train.head_learning_rate:
+        groups = with_head_rate(model, groups, rate, config.train.head_learning_rate)
+    if config.transfer.random_branch_learning_rate:
+        random_branch = {name for name, _ in model.named_parameters() if name.startswith(RANDOM_BRANCH)}
+        groups = with_own_rate(model, groups, rate, random_branch, config.transfer.random_branch_learning_rate, "random branch")
+    return groups
 
 
 def adapted_phase(model: nn.Module, adaptations: list, trainable: set[str], config: RunConfig, hooks: tuple) -> tuple[tuple, object]:
