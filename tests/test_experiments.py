@@ -170,6 +170,14 @@ def test_report_command_renders_markdown_and_csv(tmp_path):
     experiment.write_text(experiment.read_text(encoding="utf-8").replace("paper_split: dev", "paper_split: train"), encoding="utf-8")
     with pytest.raises(SeqTransferError, match="paper_split must be dev or test"):
         load_experiment(experiment)
+    # a paper that gives dev numbers beside its test ones (PretRand Table 2): the dev tables compare them
+    experiment.write_text(experiment.read_text(encoding="utf-8").replace("paper_split: train\n", "paper_dev: {scratch: {pos: 47.5}}\n"), encoding="utf-8")
+    both = run(["report", str(experiment), "--results", str(results), "--dev", "--trials", "200"])
+    test_part, dev_part = both.split("dev split")[0], both.split("dev split")[1]
+    assert "50.00" in test_part and "47.50" not in test_part and "47.50" in dev_part and "50.00" not in dev_part
+    experiment.write_text(experiment.read_text(encoding="utf-8").replace("paper: {", "paper_split: dev\npaper: {"), encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="paper_dev gives dev numbers beside test ones"):
+        load_experiment(experiment)
 
 
 def test_same_settings_under_another_target_name_reuse_the_run(tmp_path, capsys):

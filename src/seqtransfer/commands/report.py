@@ -20,10 +20,11 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def split_section(spec, records, split: str) -> str:
-    """The same tables on another split (no paper numbers, no significance tests)."""
+    """The same tables on another split: the paper's dev numbers where the file gives them (``paper_dev``), no significance tests."""
     from seqtransfer.experiments.report import render_markdown
 
-    other = dataclasses.replace(spec, title=f"{spec.title} — {split} split", paper_results={}, significance_pairs=[], split=split, published=[])
+    paper = spec.paper_dev_results if split == "dev" else {}  # the paper's dev numbers where the file gives them
+    other = dataclasses.replace(spec, title=f"{spec.title} — {split} split", paper_results=paper, significance_pairs=[], split=split, published=[])
     return render_markdown(other, records)
 
 

@@ -97,6 +97,7 @@ class ExperimentSpec:
     significance: list[list[str]] = field(default_factory=list)
     paper: dict[str, dict[str, float]] = field(default_factory=dict)
     paper_split: str = "test"  # the split the paper's numbers are of (the To-tune paper's Table 5: dev): the report's main tables show it
+    paper_dev: dict[str, dict[str, float]] = field(default_factory=dict)  # the paper's dev numbers beside its test ones (PretRand Table 2): `report --dev` compares them
     published: list[PublishedSpec] = field(default_factory=list)
     search: dict = field(default_factory=dict)  # method -> target (or "*") -> SearchSpec (experiments/search_spec.py)
     notes: str = ""

@@ -53,6 +53,7 @@ class ReportSpec:
     method_targets: Mapping[str, Sequence[str]] = dataclasses.field(default_factory=dict)  # a method limited to some targets -> them
     paper_metrics: Mapping[str, str] = dataclasses.field(default_factory=dict)  # target -> the metric of the paper's numbers, where not the main one
     notes: str = ""  # the experiment file's notes: what reproduces and what does not, opening the report
+    paper_dev_results: Means = dataclasses.field(default_factory=dict)  # the paper's dev numbers, for the dev tables (`paper_dev`)
 
     def applies(self, method: str, target: str) -> bool:
         """Whether the grid has cells of ``method`` on ``target``."""
@@ -73,6 +74,7 @@ def report_spec(experiment, trials: int = 10000) -> ReportSpec:
         targets=list(experiment.targets),
         reference_method=experiment.reference or methods[0],
         paper_results=experiment.paper,
+        paper_dev_results=experiment.paper_dev,
         significance_pairs=[tuple(pair) for pair in experiment.significance],
         split=experiment.paper_split,
         trials=trials,

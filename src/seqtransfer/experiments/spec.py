@@ -207,5 +207,7 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
     spec.notes = notes
     if spec.paper_split not in ("dev", "test"):
         raise SeqTransferError(f"paper_split must be dev or test, got {spec.paper_split!r}", path=path, hint="paper_split: dev (the paper's numbers are dev scores) or test")
+    if spec.paper_dev and spec.paper_split == "dev":
+        raise SeqTransferError("paper_dev gives dev numbers beside test ones, and paper_split says 'paper' is dev already", path=path, hint="leave paper_dev out, or paper_split out")
     check_references(spec, path)
     return spec
