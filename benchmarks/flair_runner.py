@@ -73,6 +73,59 @@ class EpochSchedulePlugin(TrainerPlugin):
             raise TrainingInterrupt(f"time budget: stopping after {epoch} of {self.epochs} epochs")
 
 
+def iob2_spans(tags: list[str]) -> set[tuple[str, int, int]]:
+    """The chunks of IOB2 tags as conlleval reads them (an I- after O or after another type opens
+    one): (type, start, end). This venv has no seqtransfer; data.json's gold spans are its chunks."""
+    spans, start, kind = set(), None, None
+    for index, tag in enumerate([*tags, "O"]):
+        prefix, _, label = tag.partition("-")
+        if start is not None and (prefix in ("B", "O") or label != kind):
+            spans.add((kind, start, index))
+            start = None
+        if prefix in ("B", "I") and start is None:
+            start, kind = index, label
+    return spans
+
+
+def span_f1(gold: list[list], predicted: list[list[str]]) -> float:
+    """Entity F1 (percent) of predicted IOB2 tags against gold spans [type, start, end)."""
+    found = correct = expected = 0
+    for spans, tags in zip(gold, predicted):
+        truth, guess = {tuple(span) for span in spans}, iob2_spans(tags)
+        found, expected, correct = found + len(guess), expected + len(truth), correct + len(truth & guess)
+    return 0.0 if not correct else 200.0 * correct / (found + expected)
+
+
+class DevStoppingPlugin(TrainerPlugin):
+    """Early stopping as seqtransfer's loop does it: after each epoch the dev set is tagged and scored
+    (entity F1); the best epoch's weights are kept, and training stops after ``patience`` epochs
+    without a better score. ``load_best`` puts the best weights back."""
+
+    def __init__(self, dev: list[Sentence], gold: list[list], patience: int) -> None:
+        super().__init__()
+        self.dev, self.gold, self.patience = dev, gold, patience
+        self.scores: list[float] = []
+        self.best_state: dict | None = None
+
+    @TrainerPlugin.hook
+    def after_training_epoch(self, epoch: int, **kwargs) -> None:
+        tagger = self.trainer.model
+        tagger.eval()
+        predict(tagger, self.dev, 128)
+        tagger.train()
+        self.scores.append(span_f1(self.gold, predicted_tags(self.dev)))
+        best = max(self.scores)
+        if self.scores[-1] == best and self.scores.index(best) == len(self.scores) - 1:
+            self.best_state = {name: tensor.detach().clone() for name, tensor in tagger.state_dict().items()}
+        print(f"flair: epoch {epoch} dev F1 {self.scores[-1]:.2f} (best {best:.2f} at epoch {self.scores.index(best) + 1})", file=sys.stderr, flush=True)
+        if len(self.scores) - 1 - self.scores.index(best) >= self.patience:
+            raise TrainingInterrupt(f"dev F1 has not improved for {self.patience} epochs")
+
+    def load_best(self, tagger: SequenceTagger) -> None:
+        if self.best_state is not None:
+            tagger.load_state_dict(self.best_state)
+
+
 def another_epoch_fits(seconds: list[float], deadline: float | None) -> bool:
     """seqtransfer_runner.another_epoch_fits (this venv has no seqtransfer): one more epoch and the
     inference (about one epoch) still end before ``deadline``, estimated by the mean epoch so far."""
@@ -137,7 +190,7 @@ def build_tagger(data: dict, vectors: np.ndarray, corpus: Corpus) -> SequenceTag
     )
 
 
-def train_timed(tagger: SequenceTagger, corpus: Corpus, settings: dict, epochs: int, base_path: Path, deadline: float | None = None) -> list[float]:
+def train_timed(tagger: SequenceTagger, corpus: Corpus, settings: dict, epochs: int, base_path: Path, deadline: float | None = None, stopping: DevStoppingPlugin | None = None) -> list[float]:
     schedule = EpochSchedulePlugin(settings["learning_rate"], settings["learning_rate_decay"], epochs, deadline)
     ModelTrainer(tagger, corpus).train_custom(
         base_path=base_path,
@@ -153,8 +206,10 @@ def train_timed(tagger: SequenceTagger, corpus: Corpus, settings: dict, epochs: 
         save_final_model=False,
         create_file_logs=False,
         create_loss_file=False,
-        plugins=[schedule],
+        plugins=[schedule, *([stopping] if stopping else [])],
     )
+    if stopping:
+        stopping.load_best(tagger)
     return schedule.epoch_seconds
 
 
@@ -266,8 +321,10 @@ def run(arguments: argparse.Namespace) -> dict:
     corpus, *sentences = read_corpus(data)
     tagger = build_tagger(data, vectors, corpus)
     del vectors
-    result = measure(arguments, data, tagger, corpus, tuple(sentences), functools.partial(train_timed, deadline=deadline))
-    return {**result, "words": len(data["words"]) + 1, "characters": len(tagger.embeddings.embeddings[1].char_dictionary)}
+    stopping = DevStoppingPlugin(sentences[1], data["splits"]["dev"]["spans"], arguments.dev_patience) if arguments.dev_patience else None
+    result = measure(arguments, data, tagger, corpus, tuple(sentences), functools.partial(train_timed, deadline=deadline, stopping=stopping))
+    stopped = {"dev_f1_by_epoch": stopping.scores, "best_epoch": stopping.scores.index(max(stopping.scores)) + 1} if stopping and stopping.scores else {}
+    return {**result, **stopped, "words": len(data["words"]) + 1, "characters": len(tagger.embeddings.embeddings[1].char_dictionary)}
 
 
 def runner_parser(description: str, input_help: str, epochs_help: str) -> argparse.ArgumentParser:
@@ -294,6 +351,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser = runner_parser(__doc__.split("\n\n")[0], "folder with data.json and vectors.npy", "training epochs")
     parser.add_argument(
         "--time-budget", type=float, default=None, help="seconds for this process from its start: after each epoch, stop early (at least one epoch) if another epoch and the inference would not fit"
+    )
+    parser.add_argument(
+        "--dev-patience", type=int, default=0, help="early stopping as seqtransfer's: score dev after each epoch, stop after N epochs without a better F1, keep the best epoch's weights (0: off)"
     )
     return serve(run, parser, argv)
 
