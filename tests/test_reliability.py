@@ -309,3 +309,26 @@ def test_an_experiment_file_whose_sections_are_lists_is_one_line(tmp_path, capsy
     experiment.write_text("name: a\ntitle: t\ncommand: x\ntargets: [1, 2]\nmethods:\n  M: {scheme: scratch}\nreference: M\n", encoding="utf-8")
     message = run_cli(["experiment", "list", str(experiment)], capsys)
     assert "'targets' must be a mapping" in message
+
+
+def test_losses_read_in_groups_sum_the_same_and_name_the_diverging_batch():
+    """On a GPU the loop reads the losses every 25 batches (a read makes the host wait for the device):
+    the sum is the same as reading each at once, and a NaN is still reported at its own batch."""
+    import torch
+
+    from seqtransfer.config import TrainConfig
+    from seqtransfer.errors import SeqTransferError
+    from seqtransfer.training.loop import LossTotal
+
+    losses = [torch.tensor(value) for value in torch.rand(60, generator=torch.Generator().manual_seed(0)).tolist()]
+    each, grouped = LossTotal(torch.device("cpu"), TrainConfig(), 1), LossTotal(torch.device("cpu"), TrainConfig(), 1, read_every=25)
+    for step, loss in enumerate(losses):
+        each.add(loss, step)
+        grouped.add(loss, step)
+    assert grouped.pending and each.read() == grouped.read() and not grouped.pending
+    assert LossTotal(torch.device("meta"), TrainConfig(), 1).read_every == 25  # any device but the CPU defers
+    diverging = LossTotal(torch.device("cpu"), TrainConfig(), 3, read_every=25)
+    for step in range(10):
+        diverging.add(torch.tensor(float("nan") if step == 7 else 1.0), step)
+    with pytest.raises(SeqTransferError, match="became nan at batch 8 of epoch 3"):
+        diverging.read()

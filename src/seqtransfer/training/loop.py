@@ -111,6 +111,39 @@ def divergence_error(value: float, step: int, epoch: int, config: TrainConfig) -
     return SeqTransferError(f"the training loss became {value} at batch {step + 1} of epoch {epoch}: training diverged", hint=f"lower train.learning_rate (now {config.learning_rate}) or {clipping}")
 
 
+class LossTotal:
+    """The epoch's summed training loss, and the check that every batch's loss is finite.
+
+    On a CPU each batch's loss is read when the batch ends. On another device a read makes the host
+    wait until the device has run every queued kernel, so the host could not queue the next batch
+    while this one runs; there the losses stay on the device and are read together every
+    ``read_every`` batches and at the end (the sum is the same, in the same order). A loss that is
+    not finite raises ``divergence_error`` naming its own batch either way.
+    """
+
+    def __init__(self, device: torch.device, config: TrainConfig, epoch: int, read_every: int | None = None) -> None:
+        self.read_every = read_every or (1 if device.type == "cpu" else 25)
+        self.config, self.epoch = config, epoch
+        self.pending: list[tuple[int, torch.Tensor]] = []
+        self.total = 0.0
+
+    def add(self, loss: torch.Tensor, step: int) -> None:
+        self.pending.append((step, loss.detach()))
+        if len(self.pending) >= self.read_every:
+            self.read()
+
+    def read(self) -> float:
+        """The sum so far (reading what waits on the device)."""
+        if self.pending:
+            values = torch.stack([loss for _, loss in self.pending]).tolist() if len(self.pending) > 1 else [self.pending[0][1].item()]
+            for (step, _), value in zip(self.pending, values):
+                if not math.isfinite(value):
+                    raise divergence_error(value, step, self.epoch, self.config)
+                self.total += value
+            self.pending = []
+        return self.total
+
+
 def check_something_trained(skipped: int, batch_count: int, epoch: int) -> None:
     """Refuse an epoch whose every batch was skipped because nothing it reads trains."""
     if skipped and skipped == batch_count:
@@ -134,7 +167,7 @@ def train_epoch(
     for term in extra_losses:
         if hasattr(term, "start_epoch"):
             term.start_epoch(epoch)
-    total_loss, skipped = 0.0, 0
+    losses, skipped = LossTotal(device, config, epoch), 0
     # Embedding rows are brought up to date as batches read them, and all of them at the end.
     with optimizer.track_rows(model) if isinstance(optimizer, LazyMomentumSGD) else nullcontext():
         for step, batch in enumerate(tqdm(source.batches(epoch), total=source.batch_count, desc=f"epoch {epoch}", leave=False, disable=not show_progress, unit="batch")):
@@ -147,15 +180,13 @@ def train_epoch(
                 loss = model.loss(batch)
                 total = loss + sum(term(model, batch) for term in extra_losses) if extra_losses else loss
             if not total.requires_grad:  # nothing this batch reads trains yet (a multi-task model's lower levels, gradually unfrozen)
-                total_loss, skipped = total_loss + loss.item(), skipped + 1
+                losses.add(loss, step)
+                skipped += 1
                 continue
             backward_and_step(total, optimizer, scaler, parameters, config.gradient_clip)
-            value = loss.item()
-            if not math.isfinite(value):
-                raise divergence_error(value, step, epoch, config)
-            total_loss += value
+            losses.add(loss, step)
     check_something_trained(skipped, source.batch_count, epoch)
-    return total_loss / max(source.sentence_count, 1)
+    return losses.read() / max(source.sentence_count, 1)
 
 
 # Scores a model on dev: (the score early stopping watches, per-task scores of a multi-task model or {}).
