@@ -130,3 +130,15 @@ def test_the_gpu_path_without_a_host_check_gives_bit_identical_weights(monkeypat
     unchecked = train_pair(25, [0.05, 0.02])
     assert torch.equal(checked[1].weight, unchecked[1].weight)
     assert torch.equal(checked[3].state[checked[1].weight]["momentum_buffer"], unchecked[3].state[unchecked[1].weight]["momentum_buffer"])
+
+
+def test_sparse_embeddings_get_dense_gradients_off_the_cpu_only():
+    """A GPU trains the embedding tables with dense gradients (sparse ones cost host waits there);
+    the CPU keeps them sparse for the lazy optimizer."""
+    from seqtransfer.training.optimizer import dense_gradients_off_the_cpu
+
+    model = nn.Sequential(nn.Embedding(30, 4, sparse=True), nn.Embedding(9, 2), nn.Linear(2, 1))
+    assert dense_gradients_off_the_cpu(model, torch.device("cpu")) == 0 and model[0].sparse
+    assert dense_gradients_off_the_cpu(model, torch.device("meta")) == 1 and not model[0].sparse  # any device but the CPU
+    model[0](torch.tensor([[1, 2, 2]])).sum().backward()
+    assert model[0].weight.grad is not None and not model[0].weight.grad.is_sparse

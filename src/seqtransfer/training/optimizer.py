@@ -158,6 +158,23 @@ class LazyMomentumSGD(torch.optim.SGD):
             self.synchronize()
 
 
+def dense_gradients_off_the_cpu(model: nn.Module, device: torch.device) -> int:
+    """Off the CPU, every sparse embedding of ``model`` gets dense gradients; returns how many.
+
+    Sparse gradients pay off on a CPU: the lazy optimizer reads and writes only the batch's rows of
+    a table of tens of thousands. On a GPU they cost host synchronisations: their coalescing and
+    the rows' ``unique`` have data-dependent sizes, so the host waits for the device at each, several
+    times a step; a dense update of the table there is a few kernels. Dense gradients take torch's
+    fused SGD (and the Transformer's optimizer its plain path); the weights agree with the lazy
+    path's to float rounding (``tests/test_optimizer.py``)."""
+    if device.type == "cpu":
+        return 0
+    tables = [module for module in model.modules() if isinstance(module, nn.Embedding) and module.sparse]
+    for table in tables:
+        table.sparse = False
+    return len(tables)
+
+
 def clip_gradient_norm(parameters: Iterable[torch.Tensor], max_norm: float) -> torch.Tensor:
     """``nn.utils.clip_grad_norm_`` that also accepts sparse gradients; returns the total norm.
 

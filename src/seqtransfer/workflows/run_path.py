@@ -33,6 +33,7 @@ from seqtransfer.models.tagger import size_metrics
 from seqtransfer.resources import peak_rss_megabytes
 from seqtransfer.training.activations import ActivationRecorder
 from seqtransfer.training.loop import BatchSource, Evaluate, FitResult, fit
+from seqtransfer.training.optimizer import dense_gradients_off_the_cpu
 from seqtransfer.training.precision import resolve_precision
 from seqtransfer.training.tensorboard import TensorBoardLog
 from seqtransfer.transfer.adaptations import chosen_adaptations, parameter_groups, with_head_rate, with_own_rate
@@ -79,6 +80,7 @@ def place_on_device(config: RunConfig, model: nn.Module, log: Log) -> None:
     device = resolve_device(config.train.device)
     prepare_device(device)
     model.to(device)
+    dense_gradients_off_the_cpu(model, device)
     precision = resolve_precision(config.train.amp, model, device)
     if precision.dtype is not None:
         log(f"precision: {precision.describe()}")
