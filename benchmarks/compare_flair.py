@@ -189,8 +189,9 @@ def run_tools(dataset: str, commands: dict[str, list[str]], data, folder: Path, 
     epochs, in what is left of the budget (it too stops early, at least one epoch, if they would not fit).
 
     ``deadline`` (a ``time.perf_counter()`` value; for runners that cannot stop early, the fine-tuned
-    encoders, whose learning-rate schedule runs over all epochs): a runner still running then is
-    killed, and this stops (SystemExit) with the rows of the tools that ended handed to ``finished``."""
+    encoders, whose learning-rate schedule runs over all epochs): each runner gets an equal share of
+    what is left until then (seqtransfer half, then flair the rest); one still running at the end of
+    its share is killed, and this stops (SystemExit) with the rows of the tools that ended handed to ``finished``."""
     rows = []
     started = time.perf_counter()
     for tool, command in commands.items():
@@ -199,7 +200,7 @@ def run_tools(dataset: str, commands: dict[str, list[str]], data, folder: Path, 
         if time_budget:
             left = time_budget / 2 if not rows else time_budget - (time.perf_counter() - started)
             command = [*command, "--time-budget", f"{max(left, 1.0):.0f}"] + (["--epochs", str(rows[0]["epochs"])] if rows else [])
-        timeout = max(deadline - time.perf_counter(), 1.0) if deadline else None
+        timeout = max((deadline - time.perf_counter()) / (len(commands) - len(rows)), 1.0) if deadline else None  # each tool its share of what is left
         rows.append(summarize(run_json([*command, "--predictions", str(predictions)], threads, timeout), data, predictions))
         (folder / f"{tool}-result.json").write_text(json.dumps(rows[-1], indent=1), encoding="utf-8")
         print(f"{dataset}: {tool} finished: {json.dumps(rows[-1])}", file=sys.stderr, flush=True)

@@ -206,7 +206,7 @@ def train_timed(tagger: SequenceTagger, corpus: Corpus, settings: dict, epochs: 
         save_final_model=False,
         create_file_logs=False,
         create_loss_file=False,
-        plugins=[schedule, *([stopping] if stopping else [])],
+        plugins=[*([stopping] if stopping else []), schedule],  # the dev score of an epoch before a time budget may stop after it
     )
     if stopping:
         stopping.load_best(tagger)

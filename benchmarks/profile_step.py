@@ -38,6 +38,7 @@ from seqtransfer.data.batching import encode_sentences, make_batch, training_bat
 from seqtransfer.models.tagger import Tagger
 from seqtransfer.training.optimizer import clip_gradient_norm
 from seqtransfer.training.optimizers import make_optimizer
+from seqtransfer.training.placement import place_for_training
 from seqtransfer.training.seeding import seed_everything
 from seqtransfer.training.vocabularies import prepare_vocabularies
 
@@ -116,7 +117,8 @@ def main() -> None:
     vocabularies, matrix = prepare_vocabularies(config, data, log=lambda message: None)
     model = Tagger(config.model, len(vocabularies.words), len(vocabularies.characters), len(vocabularies.labels))
     model.load_word_vectors(matrix)
-    model.to(DEVICE).train()
+    place_for_training(model, DEVICE)  # as `seqtransfer train` does: cuBLAS's workspace, dense embedding gradients off the CPU
+    model.train()
     encoded = encode_sentences(data.tokens("train"), vocabularies, data.labels("train"))
     optimizer = make_optimizer([{"params": list(model.parameters())}], config.train)
     groups = [batch.indices for batch in training_batches(encoded, 16, np.random.default_rng(0))]

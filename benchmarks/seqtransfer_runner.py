@@ -33,13 +33,14 @@ from seqtransfer.corpora.task_data import TaskData, load_task_data
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.corpus import Sentence
 from seqtransfer.data.schemes import convert
-from seqtransfer.device import peak_memory_megabytes, prepare_device, resolve_device
+from seqtransfer.device import peak_memory_megabytes, resolve_device
 from seqtransfer.models.registry import build_model
 from seqtransfer.models.tagger import Tagger, count_parameters
 from seqtransfer.tasks import TAGGING
 from seqtransfer.training.inference import predict_labels
 from seqtransfer.training.loop import ShuffledBatches, train_epoch
 from seqtransfer.training.optimizers import fill_optimizer, make_optimizer
+from seqtransfer.training.placement import place_for_training
 from seqtransfer.training.seeding import seed_everything
 from seqtransfer.training.vocabularies import prepare_vocabularies
 from seqtransfer.workflows.resolution import fill_fine_tuning
@@ -208,8 +209,7 @@ def run(arguments: argparse.Namespace) -> dict:
     vocabularies, matrix = prepare_vocabularies(config, data, log=lambda message: None)
     model = build_benchmark_model(config, vocabularies, matrix)
     device = resolve_device(arguments.device)
-    prepare_device(device)  # as `seqtransfer train` does (cuBLAS's workspace, for deterministic runs)
-    model.to(device)
+    place_for_training(model, device)  # as `seqtransfer train` does: cuBLAS's workspace, dense embedding gradients off the CPU
     train = encode_sentences(data.tokens("train"), vocabularies, data.labels("train"))
     dev, test = (encode_sentences(data.tokens(split), vocabularies) for split in ("dev", "test"))
     del matrix

@@ -22,11 +22,12 @@ from seqtransfer.config import RunConfig
 from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.data.batching import encode_sentences
 from seqtransfer.data.metrics import evaluate
-from seqtransfer.device import peak_memory_megabytes, prepare_device, resolve_device
+from seqtransfer.device import peak_memory_megabytes, resolve_device
 from seqtransfer.models.tagger import Tagger
 from seqtransfer.training.inference import predict_labels
 from seqtransfer.training.loop import ShuffledBatches, train_epoch
 from seqtransfer.training.optimizers import make_optimizer
+from seqtransfer.training.placement import place_for_training
 from seqtransfer.training.seeding import seed_everything
 from seqtransfer.training.vocabularies import prepare_vocabularies
 
@@ -41,8 +42,7 @@ def benchmark(dataset: str, epochs: int, classifier: str, threads: int, device: 
     model = Tagger(config.model, len(vocabularies.words), len(vocabularies.characters), len(vocabularies.labels))
     model.load_word_vectors(matrix)
     target = resolve_device(device)
-    prepare_device(target)
-    model.to(target)
+    place_for_training(model, target)  # as `seqtransfer train` does
     train = encode_sentences(data.tokens("train"), vocabularies, data.labels("train"))
     optimizer = make_optimizer([{"params": list(model.parameters())}], config.train)
     epoch_seconds = []

@@ -197,8 +197,8 @@ for index in "${!COMPARISONS[@]}"; do
                "${QUICK[@]}" "${budget[@]}" --json "$OUTPUT/gpu-bench-encoder-$dataset.json") ;;
     profile)
       say "== profile: $dataset, one epoch of the BiLSTM-CRF tagger, batch 16, each part timed on the device"
-      command=("$PYTHON" benchmarks/profile_step.py --dataset "$dataset" --device "$DEVICE" --threads 4 --data-dir "$BUNDLE/data"
-               --embeddings "$BUNDLE/data/glove-rows.txt" --operators 25 --json "$OUTPUT/gpu-bench-profile-$dataset.json") ;;
+      command=(${budget[1]:+timeout "${budget[1]}"} "$PYTHON" benchmarks/profile_step.py --dataset "$dataset" --device "$DEVICE" --threads 4 --data-dir "$BUNDLE/data"
+               --embeddings "$BUNDLE/data/glove-rows.txt" --operators 25 --json "$OUTPUT/gpu-bench-profile-$dataset.json") ;;  # its share is a hard limit
     supar)
       say "== supar: $dataset, $EPOCHS epochs${budget[*]:+, ${budget[1]} s}"
       command=("$PYTHON" benchmarks/compare_supar.py --datasets "$dataset" --epochs "$EPOCHS" --device "$DEVICE" --threads 4

@@ -147,3 +147,13 @@ def test_a_run_may_train_and_score_in_another_span_scheme(tmp_path):
     assert evidence_of(output / "predictions", "span_f1")["gold"] == evidence_of(plain / "predictions", "span_f1")["gold"]
     with pytest.raises(SeqTransferError, match="data.convert_scheme"):
         run([*tiny_train_arguments(tmp_path / "bad", epochs=1), "data.convert_scheme=bilou"])
+
+
+def test_each_part_of_joined_datasets_keeps_its_own_labels_until_they_are_joined():
+    """a+b with data.convert_scheme: the parts are read in their own labels (a label map's keys are
+    those), mapped and joined, and only the joined data is converted (load_task_data's last step)."""
+    from seqtransfer.config import DataConfig
+    from seqtransfer.corpora.task_data import part_config
+
+    part = part_config(DataConfig(dataset="tweebank:upos+ud_ewt:upos", convert_scheme="bioes", label_map="map.yaml"), "ud_ewt:upos")
+    assert (part.dataset, part.task, part.convert_scheme, part.label_map) == ("ud_ewt", "upos", None, None)

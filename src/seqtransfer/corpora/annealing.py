@@ -45,8 +45,8 @@ def add_annealing_sentences(config, data, log) -> int | None:
     convert_scheme = "none" not in (source.scheme, data.scheme) and source.scheme != data.scheme  # e.g. CoNLL-2003's IOB1 -> WNUT-17's IOB2
     relabelled = []
     for sentence in source.splits["train"]:
-        labels = convert(sentence.labels(source.column), source.scheme, data.scheme) if convert_scheme else sentence.labels(source.column)
-        relabelled.append(replace(sentence, columns={**sentence.columns, data.column: [mapping.get(label, label) for label in labels]}))
+        mapped = [mapping.get(label, label) for label in sentence.labels(source.column)]  # the map's keys are the source's own labels: mapped first, then converted
+        relabelled.append(replace(sentence, columns={**sentence.columns, data.column: convert(mapped, source.scheme, data.scheme) if convert_scheme else mapped}))
     if data.kind.name == "tagging":
         check_source_labels(entry, source.dataset, relabelled, data, config.data.label_map)
     target_count = len(data.splits["train"])

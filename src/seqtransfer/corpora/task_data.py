@@ -142,7 +142,8 @@ def read_label_map(path: str | None) -> dict | None:
 def part_config(config: DataConfig, part: str) -> DataConfig:
     """One part of ``a+b``: ``NAME`` (the config's task) or ``NAME:TASK`` (its own task, e.g. ud_ewt:upos+conll2000:pos)."""
     name, _, task = part.partition(":")
-    return replace(config, dataset=name, task=task or config.task, max_train_sentences=None, exclude_fold=None, label_map=None, max_sentence_length=None)  # combine() maps the parts
+    # combine() maps the parts, in their own labels; the joined data is then converted once (data.convert_scheme)
+    return replace(config, dataset=name, task=task or config.task, max_train_sentences=None, exclude_fold=None, label_map=None, max_sentence_length=None, convert_scheme=None)
 
 
 def load_task_data(config: DataConfig, splits: tuple[str, ...] = SPLITS) -> TaskData:

@@ -64,8 +64,10 @@ def evidence_of(folder: Path, metric: str) -> dict | None:
 
 
 def as_iob2(gold: list[list[str]]) -> list[list[str]]:
-    """BIOES gold labels (a run trained with ``data.convert_scheme=bioes``) written as IOB2, so that its
-    digest is that of the same spans in the dataset's IOB2 labels; other labels as they are."""
-    if not any(label[:2] in ("E-", "S-") for labels in gold for label in labels):
+    """BIOES gold labels (a run trained with ``data.convert_scheme=bioes``) written as IOB2 (in their
+    own case: TChunk's ``s-np`` as ``b-np``), so that its digest is that of the same spans in an IOB2
+    dataset's labels; other labels as they are. A dataset stored in IOB1 (CoNLL-2003) has other
+    labels than this IOB2: its BIOES runs are then "gold differs" to its IOB1 runs, never mis-paired."""
+    if not any(label[:2].upper() in ("E-", "S-") for labels in gold for label in labels):
         return gold
     return [convert(labels, "bioes", "iob2") for labels in gold]

@@ -27,13 +27,13 @@ from torch import nn
 from seqtransfer import rundir
 from seqtransfer.config import RunConfig
 from seqtransfer.data.vocabulary import Vocabularies
-from seqtransfer.device import describe_device, memory_errors_as_one_line, peak_memory_megabytes, prepare_device, resolve_device
+from seqtransfer.device import describe_device, memory_errors_as_one_line, peak_memory_megabytes, resolve_device
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.tagger import size_metrics
 from seqtransfer.resources import peak_rss_megabytes
 from seqtransfer.training.activations import ActivationRecorder
 from seqtransfer.training.loop import BatchSource, Evaluate, FitResult, fit
-from seqtransfer.training.optimizer import dense_gradients_off_the_cpu
+from seqtransfer.training.placement import place_for_training
 from seqtransfer.training.precision import resolve_precision
 from seqtransfer.training.tensorboard import TensorBoardLog
 from seqtransfer.transfer.adaptations import chosen_adaptations, parameter_groups, with_head_rate, with_own_rate
@@ -78,9 +78,7 @@ def refuse_finished(directory: Path) -> None:
 def place_on_device(config: RunConfig, model: nn.Module, log: Log) -> None:
     """The model on the run's device, with its precision (one line before anything is written when it cannot apply)."""
     device = resolve_device(config.train.device)
-    prepare_device(device)
-    model.to(device)
-    dense_gradients_off_the_cpu(model, device)
+    place_for_training(model, device)
     precision = resolve_precision(config.train.amp, model, device)
     if precision.dtype is not None:
         log(f"precision: {precision.describe()}")
