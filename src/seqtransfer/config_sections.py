@@ -193,7 +193,7 @@ class TransferConfig(Section):
     random_plus_plus_trains: str = (
         "random_units"  # PretRand, random++'s first phase: random_units (every randomly initialised parameter: Phi_r, Psi_r, Psi_p, u, v, the CRF) | random_branch (Phi_r and Psi_r alone)
     )
-    random_branch_learning_rate: float | None = None  # PretRand: the random branch (Phi_r, Psi_r) at this rate in every phase; None = train.learning_rate
+    random_branch_learning_rate: float | None = None  # PretRand: the random branch (Phi_r, Psi_r) at this rate in every phase, over any discriminative rate; None = train.learning_rate
     adaptations: list[str] = field(default_factory=list)  # discriminative | gradual_unfreezing | chain_thaw | l2sp | ewc, combinable (transfer/adaptations.py ADAPTATIONS)
     discriminative_factor: float = 2.6  # each layer group below the top trains at 1/factor of the rate above (ULMFiT)
     l2sp_weight: float = 0.01  # alpha of L2-SP, per batch

@@ -19,7 +19,9 @@ def release_free_memory() -> None:
     annotations), which live as long as the process, so freezing them frees nothing less. A full
     collection over them took 100-150 ms at every run start, more than a tiny run's training
     (the test suite's runs, 2026-11-29). Objects the caller still holds at those two calls are
-    frozen too: a cycle among them that the caller drops later is not collected."""
+    frozen too (the second call may come inside a run: a jackknifed fold's tagger, a self-labelling
+    round): a cycle among them that the caller drops later is not collected. Objects without cycles
+    are freed by reference counting, frozen or not."""
     import ctypes
     import gc
 
