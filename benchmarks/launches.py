@@ -51,7 +51,7 @@ from seqtransfer.data.batching import make_batch
 from seqtransfer.models.crf import CRF, log_partition_scan, log_partition_torch, viterbi_scan
 from seqtransfer.models.registry import build_model
 from seqtransfer.models.representation import CharacterEncoder
-from seqtransfer.training.optimizer import LazyMomentumSGD, clip_gradient_norm, dense_gradients_off_the_cpu
+from seqtransfer.training.optimizer import clip_gradient_norm, dense_gradients_off_the_cpu
 from seqtransfer.training.optimizers import fill_optimizer, make_optimizer
 from seqtransfer.training.seeding import seed_everything
 from seqtransfer.training.vocabularies import prepare_vocabularies
@@ -252,7 +252,6 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--json", help="write every count (with the 6 most frequent operators) to this file")
     arguments = parser.parse_args(argv)
     torch.set_num_threads(1)
-    LazyMomentumSGD.check_on_host = False  # the lazy SGD's catch-up as a GPU runs it: no read of "did any row miss a step?"
     CharacterEncoder.one_call = True  # the character encoder as a GPU runs it: every form in one LSTM call
     rows = []
     print(f"{'model':16} {'batch':>5} {'length':>6} {'step ops':>9} {'kernels':>8} {'syncs':>6} {'infer ops':>9} {'kernels':>8} {'syncs':>6}")
