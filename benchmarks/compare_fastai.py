@@ -2,6 +2,7 @@
 
     nice -n 10 python benchmarks/compare_fastai.py --max-sentences 20000 --epochs 2 --json compare_fastai.json
     nice -n 10 python benchmarks/compare_fastai.py --text corpus.txt --size small --epochs 1   # one sentence per line, tokens split on spaces
+    nice -n 10 python benchmarks/compare_fastai.py --size small --amp off bf16   # our side twice: fp32, then bf16 autocast (pretrain-lm --amp bf16)
     # quick end-to-end check (a minute or two; the numbers mean nothing):
     nice -n 10 python benchmarks/compare_fastai.py --max-sentences 300 --size tiny --bptt 20 --batch-size 16 --epochs 1
 
@@ -18,7 +19,7 @@ Each runs in a process of its own, one after the other: seqtransfer's ``pretrain
 workflow behind ``pretrain-lm --architecture awd-lstm``, with ``share_cores`` off so that it keeps its
 threads as fastai does) in this interpreter, ``fastai_runner.py`` in the fastai venv.
 
-Printed and written (``--json``) per tool: training tokens per second (the stream's tokens, </S>
+Printed and written (``--json``) per tool (ours once per ``--amp`` precision; fastai's in fp32, its default): training tokens per second (the stream's tokens, </S>
 included, times the epochs over the seconds of the training batches), peak resident memory of its
 process, the held-out perplexity after each epoch (both scored by the same rule: every next word of
 the held-out stream laid out in ``--batch-size`` rows, read in chunks of ``--bptt``); then the ratios
@@ -69,10 +70,17 @@ def settings_of(arguments: argparse.Namespace) -> AwdSettings:
     return AwdSettings(arguments.size, arguments.vocabulary_size, arguments.bptt, arguments.held_out)
 
 
-def training_of(arguments: argparse.Namespace):
-    """Our training config: pretrain-lm's for awd-lstm, every epoch run (patience = epochs), the threads kept."""
+def training_of(arguments: argparse.Namespace, amp: str = "off"):
+    """Our training config: pretrain-lm's for awd-lstm at precision ``amp``, every epoch run (patience = epochs), the threads kept."""
     options = argparse.Namespace(
-        learning_rate=arguments.learning_rate, batch_size=arguments.batch_size, epochs=arguments.epochs, patience=arguments.epochs, seed=arguments.seed, threads=arguments.threads, device="cpu"
+        learning_rate=arguments.learning_rate,
+        batch_size=arguments.batch_size,
+        epochs=arguments.epochs,
+        patience=arguments.epochs,
+        seed=arguments.seed,
+        threads=arguments.threads,
+        device="cpu",
+        amp=amp,
     )
     return dataclasses.replace(adam_training(options, BETAS, GRADIENT_CLIP), share_cores=False)
 
@@ -105,21 +113,26 @@ def export(arguments: argparse.Namespace, sentences: list[list[str]], folder: Pa
     (folder / "settings.json").write_text(json.dumps(document, indent=1), encoding="utf-8")
 
 
-def run_seqtransfer(folder: Path) -> dict:
-    """Our side, in its own process (``--seqtransfer-side``): pretrain on ``text.txt``; one JSON line of measurements."""
+def side_name(amp: str) -> str:
+    return "seqtransfer" if amp == "off" else f"seqtransfer {amp}"
+
+
+def run_seqtransfer(folder: Path, amp: str) -> dict:
+    """Our side at precision ``amp``, in its own process (``--seqtransfer-side``): pretrain on ``text.txt``; one JSON line of measurements."""
     arguments = argparse.Namespace(**json.loads((folder / "arguments.json").read_text(encoding="utf-8")))
     sentences = [line.split(" ") for line in (folder / "text.txt").read_text(encoding="utf-8").splitlines()]
     summary = pretrain_awd_lstm(
         sentences,
         settings_of(arguments),
-        training_of(arguments),
-        folder / "seqtransfer-lm",
-        lambda message: print(f"seqtransfer: {message}", file=sys.stderr, flush=True),
+        training_of(arguments, amp),
+        folder / f"seqtransfer-lm-{amp}",
+        lambda message: print(f"{side_name(amp)}: {message}", file=sys.stderr, flush=True),
         show_progress=False,
         device="cpu",
     )
     return {
-        "tool": "seqtransfer",
+        "tool": side_name(amp),
+        "amp": amp,
         "version": __version__,
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
@@ -133,18 +146,16 @@ def run_seqtransfer(folder: Path) -> dict:
 
 
 def compare(arguments: argparse.Namespace, fastai_python: Path, folder: Path) -> list[dict]:
-    """Export, then run each side (seqtransfer first); each row is written to ``FOLDER/TOOL-result.json`` as it ends."""
+    """Export, then run each side (seqtransfer at each ``--amp`` first); each row is written to ``FOLDER/TOOL-result.json`` as it ends."""
     export(arguments, read_sentences(arguments), folder)
-    commands = {
-        "seqtransfer": [sys.executable, str(Path(__file__).resolve()), "--seqtransfer-side", str(folder)],
-        "fastai": [str(fastai_python), str(BENCHMARKS / "fastai_runner.py"), "--input", str(folder)],
-    }
+    ours = {side_name(amp): [sys.executable, str(Path(__file__).resolve()), "--seqtransfer-side", str(folder), "--amp", amp] for amp in arguments.amp}
+    commands = ours | {"fastai": [str(fastai_python), str(BENCHMARKS / "fastai_runner.py"), "--input", str(folder)]}
     rows = []
     for tool, command in commands.items():
         print(f"running {tool} ...", file=sys.stderr, flush=True)
         rows.append(run_json(command, arguments.threads))
-        (folder / f"{tool}-result.json").write_text(json.dumps(rows[-1], indent=1), encoding="utf-8")
-    if rows[0]["training_tokens"] != rows[1]["training_tokens"] or rows[0]["parameters"] != rows[1]["parameters"]:
+        (folder / f"{tool.replace(' ', '-')}-result.json").write_text(json.dumps(rows[-1], indent=1), encoding="utf-8")
+    if len({(row["training_tokens"], row["parameters"]) for row in rows}) > 1:
         raise SystemExit(f"the two tools did not train the same model on the same tokens: {rows}")
     return rows
 
@@ -161,18 +172,19 @@ def ratios(ours: dict, theirs: dict) -> dict:
 def report(rows: list[dict], arguments: argparse.Namespace) -> dict:
     """Print the table and the ratios; write everything to ``--json``; return it."""
     print(
-        f"\nseqtransfer vs fastai {rows[1]['version']}: AWD-LSTM {arguments.size}, torch {rows[0]['torch']}, cpu, {arguments.threads} threads, "
+        f"\nseqtransfer vs fastai {rows[-1]['version']}: AWD-LSTM {arguments.size}, torch {rows[0]['torch']}, cpu, {arguments.threads} threads, "
         f"{rows[0]['training_tokens']:,} training tokens, batch {arguments.batch_size} x bptt {arguments.bptt}, {arguments.epochs} epochs, seed {arguments.seed}"
     )
-    print(f"{'tool':12} {'parameters':>11} {'train tok/s':>12} {'peak MB':>8}  held-out perplexity per epoch")
+    print(f"{'tool':17} {'parameters':>11} {'train tok/s':>12} {'peak MB':>8}  held-out perplexity per epoch")
     for row in rows:
-        print(f"{row['tool']:12} {row['parameters']:11,} {row['tokens_per_second']:12,.0f} {row['peak_rss_mb']:8.0f}  " + " ".join(f"{value:.2f}" for value in row["held_out_perplexity"]))
+        print(f"{row['tool']:17} {row['parameters']:11,} {row['tokens_per_second']:12,.0f} {row['peak_rss_mb']:8.0f}  " + " ".join(f"{value:.2f}" for value in row["held_out_perplexity"]))
     result = {
         "settings": {key: value for key, value in vars(arguments).items() if key not in ("json", "work_dir", "fastai_venv", "seqtransfer_side")},
         "rows": rows,
-        "ratios": ratios(rows[0], rows[1]),
+        "ratios": {row["tool"]: ratios(row, rows[-1]) for row in rows[:-1]},
     }
-    print("seqtransfer / fastai: " + ", ".join(f"{name} {value:.2f}" for name, value in result["ratios"].items()))
+    for tool, values in result["ratios"].items():
+        print(f"{tool} / fastai: " + ", ".join(f"{name} {value:.2f}" for name, value in values.items()))
     print(json.dumps(result))
     if arguments.json:
         Path(arguments.json).write_text(json.dumps(result, indent=1), encoding="utf-8")
@@ -191,6 +203,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument("--held-out", type=float, default=0.02)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--amp", nargs="+", choices=["off", "bf16"], default=["off"], help="our side's precision(s), each a row (pretrain-lm --amp; fastai runs fp32): e.g. --amp off bf16")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--data-dir", default=os.environ.get("SEQTRANSFER_DATA") or str(DEFAULT_DATA))
     parser.add_argument("--fastai-venv", default=str(BENCHMARKS / ".fastai-venv"))
@@ -203,7 +216,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> dict:
     arguments = parse_arguments(argv)
     if arguments.seqtransfer_side:
-        print(json.dumps(run_seqtransfer(arguments.seqtransfer_side)))
+        print(json.dumps(run_seqtransfer(arguments.seqtransfer_side, arguments.amp[0])))
         return {}
     fastai_python = ensure_peer_venv(Path(arguments.fastai_venv), "fastai", FASTAI_VERSION, "about 2-3 minutes")
     with tempfile.TemporaryDirectory(prefix="compare-fastai-") as temporary:

@@ -1,7 +1,7 @@
 """Training throughput of our ELMo-style recurrent LM (issue 54): tokens per second, the share of
 this CPU's sgemm peak that the arithmetic reaches, and where a training step's time goes.
 
-    python benchmarks/recurrent_lm.py [--sizes small large] [--threads 2] [--steps 6] [--output benchmarks/results/recurrent_lm.json]
+    python benchmarks/recurrent_lm.py [--sizes small large] [--amp off bf16] [--threads 2] [--steps 6] [--output benchmarks/results/recurrent_lm.json]
 
 For each size: batches of 64 real tweets (``tweets_unlabeled`` with ``$SEQTRANSFER_DATA``, else a
 synthetic text of the same sentence lengths) with the LM's own vocabularies; after two warm-up
@@ -10,7 +10,8 @@ operations per step: the forward pass's counted by torch's FlopCounterMode (the 
 projections included: they run torch's own kernel, whose matrix products it counts; were they
 not counted, their sizes would give them: per token, direction and layer 2 * 4N(P + P) for the
 gates and 2 * N * P for the projection), the backward pass counted as twice the forward. The peak: the best of 2048 x 2048 x 2048 fp32 matrix products
-with the same threads. A profile of one more step groups the time by module (tokens, LSTM layers,
+with the same threads (a bf16 row, ``pretrain-lm --amp bf16``'s autocast, is also set against the best
+bf16 product of that size, the bf16 peak). A profile of one more step groups the time by module (tokens, LSTM layers,
 softmax, optimizer). Run on a quiet machine; say what else ran.
 """
 
@@ -33,10 +34,10 @@ from seqtransfer.embeddings.recurrent_lm import DEFAULTS, FIRST_CHARACTER, SIZES
 from seqtransfer.workflows.recurrent_pretraining import vocabularies  # noqa: E402
 
 
-def sgemm_peak(threads: int, size: int = 2048, repeats: int = 5) -> float:
-    """Best fp32 matrix-product rate (FLOP/s) of ``size`` cubed with ``threads`` threads."""
+def sgemm_peak(threads: int, size: int = 2048, repeats: int = 5, dtype: torch.dtype = torch.float32) -> float:
+    """Best matrix-product rate (FLOP/s) of ``size`` cubed in ``dtype`` with ``threads`` threads."""
     torch.set_num_threads(threads)
-    left, right = torch.randn(size, size), torch.randn(size, size)
+    left, right = torch.randn(size, size, dtype=dtype), torch.randn(size, size, dtype=dtype)
     left @ right
     best = float("inf")
     for _ in range(repeats):
@@ -77,7 +78,7 @@ def lstm_flops(settings: dict, tokens: int) -> float:
     return 3 * forward * tokens * 4  # two directions x two layers; backward costs twice the forward
 
 
-def measure(size: str, text: list[list[str]], threads: int, steps: int, batch_size: int = 64) -> dict:
+def measure(size: str, text: list[list[str]], threads: int, steps: int, amp: str = "off", batch_size: int = 64) -> dict:
     from torch.utils.flop_counter import FlopCounterMode
 
     torch.set_num_threads(threads)
@@ -90,7 +91,8 @@ def measure(size: str, text: list[list[str]], threads: int, steps: int, batch_si
     batches = [encode_batch(text[start : start + batch_size], character_ids, 50, word_ids) for start in range(0, len(text) - batch_size + 1, batch_size)]
 
     def step(batch: dict) -> None:
-        loss, count = model.losses(batch["forms"], batch["form_index"], batch["lengths"], batch["words"])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp == "bf16"):  # what pretrain-lm --amp bf16 wraps the forward pass in
+            loss, count = model.losses(batch["forms"], batch["form_index"], batch["lengths"], batch["words"])
         optimizer.zero_grad(set_to_none=True)
         (loss / count).backward()
         optimizer.step()
@@ -111,6 +113,7 @@ def measure(size: str, text: list[list[str]], threads: int, steps: int, batch_si
     flops = 3 * counter.get_total_flops() + lstm_flops(settings, positions)
     return {
         "size": size,
+        "amp": amp,
         "encoder_parameters": sum(p.numel() for n, p in model.named_parameters() if not n.startswith("softmax.")),
         "softmax_words": len(words),
         "steps": len(timed),
@@ -151,29 +154,42 @@ def time_by_part(model: RecurrentLanguageModel, step, batch: dict) -> dict[str, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", default=["small", "large"], choices=list(SIZES))
+    parser.add_argument("--amp", nargs="+", default=["off"], choices=["off", "bf16"], help="precisions to time, each a row (default off: fp32)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--output", type=Path)
     arguments = parser.parse_args()
     peak = sgemm_peak(arguments.threads)
+    bf16_peak = sgemm_peak(arguments.threads, dtype=torch.bfloat16) if "bf16" in arguments.amp else None
     text = sentences(64 * (arguments.steps + 3) * 4)
     text = [sentence for sentence in text if sentence][: 64 * (arguments.steps + 3)]
-    print(f"sgemm peak ({arguments.threads} threads, 2048^3 fp32): {peak / 1e9:.1f} GFLOP/s")
+    print(f"sgemm peak ({arguments.threads} threads, 2048^3 fp32): {peak / 1e9:.1f} GFLOP/s" + (f"; bf16: {bf16_peak / 1e9:.1f} GFLOP/s" if bf16_peak else ""))
     results = []
     for size in arguments.sizes:
-        result = measure(size, text, arguments.threads, arguments.steps)
-        result["share_of_sgemm_peak"] = round(result["flops_per_second"] / peak, 3)
-        result["flops_per_second"] = round(result["flops_per_second"] / 1e9, 2)
-        results.append(result)
-        parts = ", ".join(f"{name} {share:.0%}" for name, share in result["time_by_part"].items())
-        print(
-            f"{size}: {result['encoder_parameters']:,} parameters, {result['tokens_per_second']:,.0f} training tokens/s, "
-            f"{result['flops_per_second']:.1f} GFLOP/s = {result['share_of_sgemm_peak']:.0%} of sgemm peak; time: {parts}"
-        )
+        for amp in arguments.amp:
+            result = measure(size, text, arguments.threads, arguments.steps, amp)
+            result["share_of_sgemm_peak"] = round(result["flops_per_second"] / peak, 3)
+            if amp == "bf16":
+                result["share_of_bf16_peak"] = round(result["flops_per_second"] / bf16_peak, 3)
+            result["flops_per_second"] = round(result["flops_per_second"] / 1e9, 2)
+            results.append(result)
+            parts = ", ".join(f"{name} {share:.0%}" for name, share in result["time_by_part"].items())
+            bf16_share = f" ({result['share_of_bf16_peak']:.0%} of the bf16 peak)" if amp == "bf16" else ""
+            print(
+                f"{size} {'fp32' if amp == 'off' else amp}: {result['encoder_parameters']:,} parameters, {result['tokens_per_second']:,.0f} training tokens/s, "
+                f"{result['flops_per_second']:.1f} GFLOP/s = {result['share_of_sgemm_peak']:.0%} of sgemm peak{bf16_share}; time: {parts}"
+            )
     if arguments.output:
         arguments.output.write_text(
             json.dumps(
-                {"machine": platform.processor() or platform.machine(), "threads": arguments.threads, "torch": torch.__version__, "sgemm_peak_gflops": round(peak / 1e9, 1), "results": results},
+                {
+                    "machine": platform.processor() or platform.machine(),
+                    "threads": arguments.threads,
+                    "torch": torch.__version__,
+                    "sgemm_peak_gflops": round(peak / 1e9, 1),
+                    "bf16_peak_gflops": round(bf16_peak / 1e9, 1) if bf16_peak else None,
+                    "results": results,
+                },
                 indent=2,
             )
         )

@@ -160,11 +160,13 @@ class RecurrentLanguageModel(nn.Module):
         return torch.stack([torch.cat([inputs, inputs], -1), torch.cat([forward_first, backward_first], -1), torch.cat([forward_second, backward_second], -1)], dim=2)
 
     def negative_log_likelihood(self, states: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """(N, P) states, (N,) word ids -> summed -log p(target)."""
-        states = self.dropout(states)
-        if isinstance(self.softmax, nn.AdaptiveLogSoftmaxWithLoss):
-            return -self.softmax(states, targets).output.sum()
-        return functional.cross_entropy(self.softmax(states), targets, reduction="sum")
+        """(N, P) states, (N,) word ids -> summed -log p(target), in fp32 (outside any bf16 autocast:
+        the softmax is a small share of the step, and a bf16 log-probability is off by up to 0.05)."""
+        states = self.dropout(states).float()
+        with torch.autocast(states.device.type, enabled=False):
+            if isinstance(self.softmax, nn.AdaptiveLogSoftmaxWithLoss):
+                return -self.softmax(states, targets).output.sum()
+            return functional.cross_entropy(self.softmax(states), targets, reduction="sum")
 
     def losses(self, forms: torch.Tensor, form_index: torch.Tensor, lengths: torch.Tensor, words: torch.Tensor) -> tuple[torch.Tensor, int]:
         """Sentences <S> w_1 .. w_n </S> (B, T) -> (the forward and backward LMs' summed -log p, words predicted).

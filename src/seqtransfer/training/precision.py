@@ -1,7 +1,8 @@
-"""Mixed precision for Transformer encoders (``train.amp``): autocast around each training step's
-forward pass, fp32 master weights, and for fp16 a gradient scaler.
+"""Mixed precision for Transformer encoders (``train.amp``) and for pretraining our recurrent LMs
+(``pretrain-lm --amp``): autocast around each training step's forward pass, fp32 master weights,
+and for fp16 a gradient scaler.
 
-    off    fp32 everywhere (the default; BiLSTM models stay fp32: no gain was measured for them)
+    off    fp32 everywhere (the default; BiLSTM taggers stay fp32: no gain was measured for them)
     auto   on a CUDA GPU: bf16 where it has it, else fp16 with loss scaling; elsewhere off
     bf16   bf16 autocast (also on the CPU, which is how the tests exercise the path)
     fp16   fp16 autocast with a gradient scaler (CUDA only)
@@ -40,8 +41,9 @@ class Precision:
 
 
 def uses_encoder(model: nn.Module) -> bool:
-    """A model with a Transformer encoder inside it (fine-tuned): the ones mixed precision serves."""
-    return getattr(model, "encoder", None) is not None
+    """A model mixed precision serves: one with a Transformer encoder inside it (fine-tuned), or a
+    recurrent LM's pretraining (its class sets ``mixed_precision = True``)."""
+    return getattr(model, "encoder", None) is not None or getattr(model, "mixed_precision", False)
 
 
 def resolve_precision(mode: str, model: nn.Module, device: torch.device, setting: str = "train.amp") -> Precision:

@@ -92,6 +92,10 @@ class RecurrentBatches:
 class RecurrentPretraining(nn.Module):
     """The LM as the training loop sees it: ``loss(batch)``, the mean -log p per predicted word."""
 
+    # pretrain-lm --amp bf16 may autocast it: a training step measured 1.7x (small) and 2.0x (large)
+    # faster on this CPU's AVX512-BF16; the softmax itself runs in fp32 (RecurrentLanguageModel)
+    mixed_precision = True
+
     def __init__(self, language_model: RecurrentLanguageModel) -> None:
         super().__init__()
         self.language_model = language_model
@@ -123,6 +127,8 @@ def run_identity(sentences: Sequence[Sequence[str]], settings, train_config, arc
 
     text = hashlib.sha256("\n".join(" ".join(sentence) for sentence in sentences).encode("utf-8")).hexdigest()[:16]
     training = {key: getattr(train_config, key) for key in ("learning_rate", "batch_size", "max_epochs", "patience", "seed", "gradient_clip")}
+    if train_config.amp != "off":  # only then: the folders of fp32 runs made before --amp existed still resume
+        training["amp"] = train_config.amp
     return {"text": {"lines": len(sentences), "hash": text}, "settings": {"architecture": architecture, **settings.__dict__}, "training": training}
 
 
@@ -208,7 +214,7 @@ def pretrain_recurrent(sentences: list[list[str]], settings: RecurrentSettings, 
     )
     start_work_folder(work, identity)
     result, final = train_language_model(model, source, scored, train_config, work, log, show_progress)
-    summary = training_report(result, final, settings, language_model, encoder_parameters, training, held_out)
+    summary = training_report(result, final, settings, language_model, encoder_parameters, training, held_out) | {"amp": train_config.amp}
     save_recurrent_lm(work / "model", language_model.cpu(), words, characters)
     publish(work, output, summary)
     return summary

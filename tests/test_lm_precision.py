@@ -1,0 +1,67 @@
+"""Mixed precision for pretraining our recurrent LMs (``pretrain-lm --amp``): bf16 autocast with
+fp32 weights, the loss and the held-out perplexity in fp32, the precision recorded and part of the
+run's identity."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+import test_awd_lstm
+import test_recurrent_lm
+import torch
+from safetensors.torch import load_file
+from test_recurrent_lm import one_line_error
+
+from seqtransfer.cli import run
+from seqtransfer.embeddings.recurrent_lm import DEFAULTS, SIZES, RecurrentLanguageModel, encode_batch
+from seqtransfer.training.precision import resolve_precision
+from seqtransfer.workflows.awd_pretraining import StreamPretraining
+from seqtransfer.workflows.recurrent_pretraining import RecurrentPretraining, run_identity
+
+text = test_recurrent_lm.text  # 200 random lines of 25 words
+
+
+@pytest.mark.parametrize("options", [test_recurrent_lm.TINY_LM, test_awd_lstm.TINY_LM], ids=["bilstm", "awd-lstm"])
+def test_bf16_pretraining_records_its_precision_and_scores_as_fp32_does(text, tmp_path, options):
+    summaries = {amp: run(["pretrain-lm", "--text", str(text), "--output", str(tmp_path / amp), *options, "--amp", amp]) for amp in ("off", "bf16")}
+    for amp, summary in summaries.items():
+        assert json.loads((tmp_path / amp / "pretraining.json").read_text())["amp"] == amp == summary["amp"]
+    fp32, bf16 = (summaries[amp]["held_out_perplexity"] for amp in ("off", "bf16"))
+    assert abs(bf16 - fp32) / fp32 < 0.05  # the same seed and batches, rounded differently
+    weights = {amp: load_file(str(tmp_path / amp / "model.safetensors")) for amp in ("off", "bf16")}
+    assert weights["off"].keys() == weights["bf16"].keys() and all(tensor.dtype == torch.float32 for tensor in weights["bf16"].values())
+    assert not all(torch.equal(weights["off"][name], weights["bf16"][name]) for name in weights["off"])  # bf16 did run
+
+
+def test_the_recurrent_lm_loss_stays_fp32_under_bf16_autocast():
+    torch.manual_seed(0)
+    model = RecurrentLanguageModel({**SIZES["tiny"], **DEFAULTS, "softmax": "adaptive", "words": 40, "characters": 30}).eval()
+    batch = encode_batch([["ab", "cd", "ab"], ["cd", "ef"]], {character: index + 10 for index, character in enumerate("abcdef")}, 20, {"ab": 3, "cd": 4, "ef": 5})
+    arguments = (batch["forms"], batch["form_index"], batch["lengths"], batch["words"])
+    with torch.no_grad():
+        exact, _ = model.losses(*arguments)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            mixed, _ = model.losses(*arguments)
+    assert mixed.dtype == torch.float32 and abs(mixed.item() - exact.item()) / exact.item() < 0.02
+
+
+def test_only_the_lms_pretraining_and_encoders_take_mixed_precision():
+    cpu = torch.device("cpu")
+    for pretraining in (RecurrentPretraining, StreamPretraining):
+        assert resolve_precision("bf16", pretraining.__new__(pretraining), cpu).dtype == torch.bfloat16
+    with pytest.raises(Exception, match="is for fine-tuned Transformer encoders"):
+        resolve_precision("bf16", torch.nn.LSTM(2, 2), cpu)
+
+
+def test_the_precision_is_part_of_a_runs_identity_only_when_mixed():
+    settings = SimpleNamespace(size="tiny")
+    identity = {amp: run_identity([["a", "b"]], settings, SimpleNamespace(learning_rate=1e-3, batch_size=8, max_epochs=2, patience=2, seed=1, gradient_clip=5.0, amp=amp)) for amp in ("off", "bf16")}
+    assert "amp" not in identity["off"]["training"] and identity["bf16"]["training"]["amp"] == "bf16"  # fp32 folders made before --amp still resume
+
+
+def test_amp_is_one_line_for_the_transformer_lm(text, tmp_path, capsys):
+    error = one_line_error(capsys, ["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "lm"), "--amp", "bf16", "--quiet"])
+    assert "--amp bf16 is a BiLSTM or AWD-LSTM LM's option; the Transformer LM does not read it" in error
+    assert not (tmp_path / "lm").exists() and not (tmp_path / "lm.partial").exists()
