@@ -210,6 +210,27 @@ def test_notes_open_the_report_as_a_paragraph_or_as_a_list(tmp_path):
         load_experiment(path)
 
 
+def test_notes_only_replaces_a_pages_opening_notes_and_keeps_its_tables(tmp_path, capsys):
+    from seqtransfer.cli import main
+
+    head = "name: table4\ntitle: PretRand paper, Table 4\ncommand: seqtransfer experiment run x.yaml\ntargets: {TPoS: {dataset: tpos}}\nmethods: {Scratch: {scheme: scratch}}\n"
+    experiment = tmp_path / "table4.yaml"
+    experiment.write_text(head + "notes: [Old finding.]\n", encoding="utf-8")
+    page = tmp_path / "table4.md"
+    kept = "## Our results (test)\n\n| Method | TPoS |\n| Scratch | 86.82* (a p-value only the runs could give) |\n"
+    page.write_text(f"# PretRand paper, Table 4\n\nExperiment `table4`, 3 finished runs.\n\n**What reproduces and what does not.**\n\n- Old finding.\n\n{kept}", encoding="utf-8")
+    experiment.write_text(head + "notes: [New finding (89.57 vs 86.82)., Second line.]\n", encoding="utf-8")
+    assert main(["report", str(experiment), "--notes-only", "--output", str(page), "--results", str(tmp_path / "none")]) == 0
+    text = page.read_text(encoding="utf-8")
+    assert "- New finding (89.57 vs 86.82).\n- Second line.\n" in text and "Old finding" not in text and text.endswith(kept)
+    assert text.count("**What reproduces and what does not.**") == 1 and text.startswith("# PretRand paper, Table 4\n\nExperiment `table4`, 3 finished runs.\n\n**")
+    other = tmp_path / "other.md"
+    other.write_text("# Another page\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["report", str(experiment), "--notes-only", "--output", str(other)]) != 0
+    assert "not experiment table4's report" in capsys.readouterr().err and other.read_text(encoding="utf-8") == "# Another page\n"
+
+
 def test_randomization_of_pearson_scores_tells_a_better_regressor_from_noise():
     import numpy as np
 

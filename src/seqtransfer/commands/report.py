@@ -8,6 +8,7 @@ from pathlib import Path
 
 from seqtransfer.commands.base import Command
 from seqtransfer.commands.numbers import whole
+from seqtransfer.errors import SeqTransferError
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,6 +17,12 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--records", metavar="FILE", help="also the records kept in FILE (by `experiment run --records`) for cells the store does not hold")
     parser.add_argument("--output", help="write the Markdown here (and a .csv beside it) instead of printing it")
     parser.add_argument("--dev", action="store_true", help="also add the tables of the dev split")
+    parser.add_argument(
+        "--notes-only",
+        action="store_true",
+        help="replace only the opening notes of the page at --output (what reproduces and what does not), keeping its tables: "
+        "for a page whose runs' predictions are not on this machine, which a full render would lose the significance tests of",
+    )
     parser.add_argument("--trials", type=whole(1), default=10000, help="randomisation-test trials (default 10000)")
 
 
@@ -38,6 +45,8 @@ def run(arguments: argparse.Namespace) -> str:
 
     experiment = load_experiment(arguments.file)
     spec = report_spec(experiment, trials=arguments.trials)
+    if arguments.notes_only:
+        return refresh_notes(arguments, spec)
     stored = ResultsStore(arguments.results).records(experiment.name)
     if arguments.records:
         stored = merge(read_kept(arguments.records, experiment.name), stored)
@@ -71,6 +80,19 @@ def run(arguments: argparse.Namespace) -> str:
         write_text(Path(arguments.output).with_suffix(".csv"), render_csv(spec, records))
     else:
         print(text)
+    return text
+
+
+def refresh_notes(arguments: argparse.Namespace, spec) -> str:
+    """``--notes-only``: the page at ``--output`` with the file's notes in place of its old ones."""
+    from seqtransfer.experiments.report import replace_notes
+    from seqtransfer.files import write_text
+
+    page = Path(arguments.output) if arguments.output else None
+    if page is None or not page.is_file():
+        raise SeqTransferError("--notes-only rewrites the notes of an existing page, and --output names none", path=page, hint="pass --output PAGE.md, a page seqtransfer report wrote")
+    text = replace_notes(page.read_text(encoding="utf-8"), spec)
+    write_text(page, text)
     return text
 
 

@@ -19,6 +19,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 from seqtransfer.data.metrics import METRICS
+from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.report_base import MISSING, ReportSpec, Summary, _duration, _ratio, _signed, _spec_means, _table, aggregate, anrg, means_by_method, mnrg
 from seqtransfer.experiments.report_paper import _paper_table, _published_section
 from seqtransfer.experiments.report_significance import PairTests, _significance_section, significance_tests
@@ -137,6 +138,19 @@ def _notes_lines(notes: str | Sequence[str]) -> list[str]:
         return ["", f"{heading} {notes.strip()}"] if notes.strip() else []
     items = [str(item).strip() for item in notes if str(item).strip()]
     return ["", heading, "", *(f"- {item}" for item in items)] if items else []
+
+
+def replace_notes(page: str, spec: ReportSpec) -> str:
+    """``page`` (a report rendered before) with its opening notes replaced by ``spec``'s and the rest
+    kept as it is: for a page whose runs' predictions are not on this machine, where a full render
+    would lose its significance tests. The notes sit between the "Experiment ..." line and the first
+    "## " heading."""
+    lines = page.split("\n")
+    start = next((index for index, line in enumerate(lines) if f"Experiment `{spec.experiment}`" in line), None)
+    if start is None:
+        raise SeqTransferError(f"the page is not experiment {spec.experiment}'s report (no line names it)", hint="give the page `seqtransfer report` wrote for this file, or drop --notes-only")
+    end = next((index for index in range(start + 1, len(lines)) if lines[index].startswith("## ")), len(lines))
+    return "\n".join([*lines[: start + 1], *_notes_lines(spec.notes), "", *lines[end:]])
 
 
 def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
