@@ -114,6 +114,7 @@ def export(arguments: argparse.Namespace, sentences: list[list[str]], folder: Pa
 
 
 def side_name(amp: str) -> str:
+    """Our side's row name at precision ``amp``: seqtransfer, seqtransfer bf16."""
     return "seqtransfer" if amp == "off" else f"seqtransfer {amp}"
 
 

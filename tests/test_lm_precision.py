@@ -16,8 +16,10 @@ from test_recurrent_lm import one_line_error
 
 from seqtransfer.cli import run
 from seqtransfer.embeddings.recurrent_lm import DEFAULTS, SIZES, RecurrentLanguageModel, encode_batch
-from seqtransfer.training.precision import resolve_precision
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.training.precision import concrete_mode, resolve_precision
 from seqtransfer.workflows.awd_pretraining import StreamPretraining
+from seqtransfer.workflows.pretraining import check_work_folder, start_work_folder
 from seqtransfer.workflows.recurrent_pretraining import RecurrentPretraining, run_identity
 
 text = test_recurrent_lm.text  # 200 random lines of 25 words
@@ -51,14 +53,24 @@ def test_only_the_lms_pretraining_and_encoders_take_mixed_precision():
     cpu = torch.device("cpu")
     for pretraining in (RecurrentPretraining, StreamPretraining):
         assert resolve_precision("bf16", pretraining.__new__(pretraining), cpu).dtype == torch.bfloat16
-    with pytest.raises(Exception, match="is for fine-tuned Transformer encoders"):
+    with pytest.raises(SeqTransferError, match="is for fine-tuned Transformer encoders"):
         resolve_precision("bf16", torch.nn.LSTM(2, 2), cpu)
 
 
-def test_the_precision_is_part_of_a_runs_identity_only_when_mixed():
+def test_a_run_resumes_only_a_folder_of_its_own_precision(tmp_path):
     settings = SimpleNamespace(size="tiny")
     identity = {amp: run_identity([["a", "b"]], settings, SimpleNamespace(learning_rate=1e-3, batch_size=8, max_epochs=2, patience=2, seed=1, gradient_clip=5.0, amp=amp)) for amp in ("off", "bf16")}
     assert "amp" not in identity["off"]["training"] and identity["bf16"]["training"]["amp"] == "bf16"  # fp32 folders made before --amp still resume
+    for saved, resumed in (("off", "bf16"), ("bf16", "off")):
+        work = tmp_path / f"{saved}.partial"
+        start_work_folder(work, identity[saved])
+        check_work_folder(work, identity[saved])  # the same run resumes
+        with pytest.raises(SeqTransferError, match=r"other settings \(training.amp\)"):
+            check_work_folder(work, identity[resumed])
+
+
+def test_auto_trains_in_a_concrete_precision():
+    assert concrete_mode("auto", torch.device("cpu")) == "off" and concrete_mode("bf16", torch.device("cpu")) == "bf16"
 
 
 def test_amp_is_one_line_for_the_transformer_lm(text, tmp_path, capsys):

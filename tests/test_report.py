@@ -224,11 +224,18 @@ def test_notes_only_replaces_a_pages_opening_notes_and_keeps_its_tables(tmp_path
     text = page.read_text(encoding="utf-8")
     assert "- New finding (89.57 vs 86.82).\n- Second line.\n" in text and "Old finding" not in text and text.endswith(kept)
     assert text.count("**What reproduces and what does not.**") == 1 and text.startswith("# PretRand paper, Table 4\n\nExperiment `table4`, 3 finished runs.\n\n**")
-    other = tmp_path / "other.md"
-    other.write_text("# Another page\n", encoding="utf-8")
+    two_splits = tmp_path / "two.md"  # a page with a dev split's section has notes twice
+    block = "Experiment `table4`, 3 finished runs.\n\n**What reproduces and what does not.**\n\n- Old finding.\n\n"
+    two_splits.write_text(f"# T\n\n{block}{kept}\n# T, dev split\n\n{block}## Our results (dev)\n", encoding="utf-8")
+    assert main(["report", str(experiment), "--notes-only", "--output", str(two_splits)]) == 0
+    text = two_splits.read_text(encoding="utf-8")
+    assert "Old finding" not in text and text.count("- Second line.") == 2 and kept in text and text.endswith("## Our results (dev)\n")
     capsys.readouterr()
-    assert main(["report", str(experiment), "--notes-only", "--output", str(other)]) != 0
-    assert "not experiment table4's report" in capsys.readouterr().err and other.read_text(encoding="utf-8") == "# Another page\n"
+    for name, broken in (("other.md", "# Another page\n"), ("cut.md", f"# T\n\n{block}")):  # not its report; a page cut before its tables
+        (tmp_path / name).write_text(broken, encoding="utf-8")
+        assert main(["report", str(experiment), "--notes-only", "--output", str(tmp_path / name)]) != 0
+        assert ("not experiment table4's report" if name == "other.md" else "no table heading") in capsys.readouterr().err
+        assert (tmp_path / name).read_text(encoding="utf-8") == broken
 
 
 def test_randomization_of_pearson_scores_tells_a_better_regressor_from_noise():

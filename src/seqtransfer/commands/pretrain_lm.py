@@ -50,8 +50,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--amp",
         choices=["off", "auto", "bf16", "fp16"],
-        help="bilstm, awd-lstm: mixed precision, fp32 weights (training/precision.py): off (default), bf16 (measured 1.4-2.0x faster a step on a CPU with "
-        "AVX512-BF16; benchmarks/README.md), auto (bf16 or fp16 on a CUDA GPU, else off) or fp16 (CUDA); held-out perplexity is always computed in fp32",
+        help="bilstm, awd-lstm: mixed precision, fp32 weights (training/precision.py): off (default), bf16 (measured 1.3-1.9x faster training on a CPU with "
+        "AVX512-BF16; docs/language-models.md), auto (bf16 or fp16 on a CUDA GPU, else off) or fp16 (CUDA); held-out perplexity is always computed in fp32",
     )
     parser.add_argument("--seed", type=whole(0), default=1, help="fixes the held-out split, the masking and the weights (default 1)")
     parser.add_argument("--threads", type=whole(1), default=2, help="CPU threads (default 2)")
@@ -170,6 +170,8 @@ def read_sentences(arguments: argparse.Namespace) -> tuple[list[list[str]], list
 def adam_training(arguments: argparse.Namespace, betas: list[float], gradient_clip: float):
     """The recurrent LMs' training: Adam at a constant rate, early stopping on the held-out perplexity."""
     from seqtransfer.config import TrainConfig
+    from seqtransfer.device import resolve_device
+    from seqtransfer.training.precision import concrete_mode
 
     return TrainConfig(
         optimizer="adam",
@@ -184,7 +186,7 @@ def adam_training(arguments: argparse.Namespace, betas: list[float], gradient_cl
         threads=arguments.threads,
         device=arguments.device,
         evaluation_batch_size=max(arguments.batch_size, 64),
-        amp=arguments.amp,
+        amp=concrete_mode(arguments.amp, resolve_device(arguments.device)),  # what the run trains in: its identity and pretraining.json say so
     )
 
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from seqtransfer.commands.base import Command
 from seqtransfer.commands.numbers import whole
 from seqtransfer.errors import SeqTransferError
+
+if TYPE_CHECKING:
+    from seqtransfer.experiments.report_base import ReportSpec
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,14 +87,16 @@ def run(arguments: argparse.Namespace) -> str:
     return text
 
 
-def refresh_notes(arguments: argparse.Namespace, spec) -> str:
+def refresh_notes(arguments: argparse.Namespace, spec: ReportSpec) -> str:
     """``--notes-only``: the page at ``--output`` with the file's notes in place of its old ones."""
     from seqtransfer.experiments.report import replace_notes
     from seqtransfer.files import write_text
 
-    page = Path(arguments.output) if arguments.output else None
-    if page is None or not page.is_file():
-        raise SeqTransferError("--notes-only rewrites the notes of an existing page, and --output names none", path=page, hint="pass --output PAGE.md, a page seqtransfer report wrote")
+    if not arguments.output:
+        raise SeqTransferError("--notes-only rewrites the notes of an existing page: pass it as --output", hint="pass --output PAGE.md, a page seqtransfer report wrote")
+    page = Path(arguments.output)
+    if not page.is_file():
+        raise SeqTransferError("--notes-only rewrites the notes of an existing page, and there is none here", path=page, hint="render the page in full first (drop --notes-only)")
     text = replace_notes(page.read_text(encoding="utf-8"), spec)
     write_text(page, text)
     return text

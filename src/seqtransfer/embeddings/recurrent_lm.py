@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -163,7 +164,8 @@ class RecurrentLanguageModel(nn.Module):
         """(N, P) states, (N,) word ids -> summed -log p(target), in fp32 (outside any bf16 autocast:
         the softmax is a small share of the step, and a bf16 log-probability is off by up to 0.05)."""
         states = self.dropout(states).float()
-        with torch.autocast(states.device.type, enabled=False):
+        device_type = states.device.type  # torch before 2.5 has no autocast for mps: nothing to turn off there
+        with torch.autocast(device_type, enabled=False) if device_type in ("cpu", "cuda") else nullcontext():
             if isinstance(self.softmax, nn.AdaptiveLogSoftmaxWithLoss):
                 return -self.softmax(states, targets).output.sum()
             return functional.cross_entropy(self.softmax(states), targets, reduction="sum")

@@ -40,25 +40,35 @@ class Precision:
         return "fp32" if self.dtype is None else {torch.bfloat16: "bf16", torch.float16: "fp16"}[self.dtype] + " autocast, fp32 weights"
 
 
-def uses_encoder(model: nn.Module) -> bool:
+def takes_mixed_precision(model: nn.Module) -> bool:
     """A model mixed precision serves: one with a Transformer encoder inside it (fine-tuned), or a
     recurrent LM's pretraining (its class sets ``mixed_precision = True``)."""
     return getattr(model, "encoder", None) is not None or getattr(model, "mixed_precision", False)
+
+
+def concrete_mode(mode: str, device: torch.device) -> str:
+    """What ``mode`` trains in on ``device`` for a model that takes mixed precision: ``auto`` becomes
+    bf16 or fp16 on a CUDA GPU (bf16 where it has it) and off elsewhere; the other modes stay."""
+    if mode != "auto":
+        return mode
+    if device.type != "cuda":
+        return "off"
+    return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
 
 
 def resolve_precision(mode: str, model: nn.Module, device: torch.device, setting: str = "train.amp") -> Precision:
     """The precision one training run uses (or a prediction: ``setting`` ``amp``); one line for a setting that cannot apply."""
     if mode not in MODES:
         raise SeqTransferError(f"unknown {setting} '{mode}'", hint=f"use one of: {', '.join(MODES)}")
-    if mode == "off" or (mode == "auto" and (device.type != "cuda" or not uses_encoder(model))):
+    if mode == "off" or (mode == "auto" and (device.type != "cuda" or not takes_mixed_precision(model))):
         return Precision(None, device.type)
-    if not uses_encoder(model):
+    if not takes_mixed_precision(model):
         hint = (
             "drop train.amp (BiLSTM models gain nothing measured from it), or fine-tune an encoder (model.encoder_mode=finetune)"
             if setting == "train.amp"
             else f"drop {setting}: only a fine-tuned encoder's run predicts in half precision"
         )
-        raise SeqTransferError(f"{setting}={mode} is for fine-tuned Transformer encoders; this {type(model).__name__} runs in fp32", hint=hint)
+        raise SeqTransferError(f"{setting}={mode} is for fine-tuned Transformer encoders (and pretrain-lm's recurrent LMs); this {type(model).__name__} runs in fp32", hint=hint)
     if mode == "auto":
         return Precision(torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16, "cuda")
     if mode == "fp16" and device.type != "cuda":

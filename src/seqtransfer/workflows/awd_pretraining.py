@@ -98,8 +98,9 @@ class StreamPretraining(nn.Module):
     AR and TAR in training) and ``losses(chunk)`` (summed -log p, words predicted). The LSTM states
     one chunk ends with are where the next chunk of the same stream starts (detached)."""
 
-    # pretrain-lm --amp bf16 may autocast it: a small training step measured 1.41x faster on this CPU's
-    # AVX512-BF16 (benchmarks/README.md, compare_fastai.py --amp); the cross-entropy reads fp32 logits
+    # pretrain-lm --amp bf16 may autocast it: the small LM trained 1.34x faster on this CPU's AVX512-BF16
+    # (benchmarks/README.md, compare_fastai.py --amp); the decoder's product runs in bf16, the log-softmax
+    # and the cross-entropy read its logits cast to fp32
     mixed_precision = True
 
     def __init__(self, language_model: AwdLstmLanguageModel) -> None:

@@ -247,7 +247,12 @@ def check_work_folder(work: Path, identity: dict) -> None:
     saved = work / IDENTITY_FILE
     if saved.is_file():
         earlier = read_json(saved)
-        differing = [f"{section}.{key}" if section != "text" else "the text" for section in identity for key in identity[section] if earlier.get(section, {}).get(key) != identity[section][key]]
+        differing = [  # a key either side lacks differs too (a bf16 run's amp, which an fp32 run leaves out)
+            f"{section}.{key}" if section != "text" else "the text"
+            for section in identity
+            for key in {**earlier.get(section, {}), **identity[section]}
+            if earlier.get(section, {}).get(key) != identity[section].get(key)
+        ]
         if differing:
             raise SeqTransferError(
                 f"{work} holds an interrupted run with other settings ({', '.join(dict.fromkeys(differing))})", hint=f"run the same command to resume it, or delete {work} to start over"

@@ -92,8 +92,8 @@ class RecurrentBatches:
 class RecurrentPretraining(nn.Module):
     """The LM as the training loop sees it: ``loss(batch)``, the mean -log p per predicted word."""
 
-    # pretrain-lm --amp bf16 may autocast it: a training step measured 1.7x (small) and 2.0x (large)
-    # faster on this CPU's AVX512-BF16; the softmax itself runs in fp32 (RecurrentLanguageModel)
+    # pretrain-lm --amp bf16 may autocast it: its training measured 1.32x (small) and 1.94x (large) as fast
+    # on this CPU's AVX512-BF16 (benchmarks/recurrent_lm.py); the softmax runs in fp32 (RecurrentLanguageModel)
     mixed_precision = True
 
     def __init__(self, language_model: RecurrentLanguageModel) -> None:
