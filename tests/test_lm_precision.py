@@ -77,3 +77,21 @@ def test_amp_is_one_line_for_the_transformer_lm(text, tmp_path, capsys):
     error = one_line_error(capsys, ["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "lm"), "--amp", "bf16", "--quiet"])
     assert "--amp bf16 is a BiLSTM or AWD-LSTM LM's option; the Transformer LM does not read it" in error
     assert not (tmp_path / "lm").exists() and not (tmp_path / "lm.partial").exists()
+
+
+@pytest.mark.parametrize("options", [test_recurrent_lm.TINY_LM, test_awd_lstm.TINY_LM], ids=["bilstm", "awd-lstm"])
+def test_finetune_lm_continues_in_bf16_and_records_it(text, tmp_path, options):
+    run(["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "general"), *options])
+    continued = ["finetune-lm", str(tmp_path / "general"), "--text", str(text), "--epochs", "1", "--batch-size", "16", "--threads", "1", "--quiet", "--device", "cpu"]
+    summary = run([*continued, "--output", str(tmp_path / "target"), "--amp", "bf16"])
+    assert summary["amp"] == "bf16" == json.loads((tmp_path / "target" / "pretraining.json").read_text())["amp"]
+    assert summary["held_out_perplexity"] > 1
+
+
+def test_finetune_lm_refuses_amp_for_a_transformer_in_one_line(text, tmp_path, capsys):
+    pytest.importorskip("transformers")
+    from test_encoders import save_tiny_encoder
+
+    folder = save_tiny_encoder(tmp_path / "bert")
+    error = one_line_error(capsys, ["finetune-lm", str(folder), "--text", str(text), "--output", str(tmp_path / "out"), "--amp", "bf16", "--quiet"])
+    assert "--amp bf16 is for our recurrent LMs" in error and not (tmp_path / "out").exists()

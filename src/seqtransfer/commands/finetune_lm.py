@@ -25,6 +25,12 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=whole(1), default=32, help="sentences per batch (default 32)")
     parser.add_argument("--learning-rate", type=positive, help="the top layer group's peak rate (default 1e-3 for our recurrent LMs, 1e-4 for a Transformer)")
     parser.add_argument("--discriminative-factor", type=positive, default=2.6, help="each lower layer group's rate is the one above divided by this (ULMFiT: 2.6)")
+    parser.add_argument(
+        "--amp",
+        choices=["off", "auto", "bf16", "fp16"],
+        default="off",
+        help="our recurrent LMs (bilstm, awd-lstm): mixed precision, fp32 weights, as pretrain-lm --amp (default off); held-out perplexity in fp32",
+    )
     parser.add_argument("--seed", type=whole(0), default=1)
     parser.add_argument("--threads", type=whole(1), default=2)
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
@@ -50,10 +56,14 @@ def check(arguments: argparse.Namespace) -> None:
 
 def run(arguments: argparse.Namespace) -> dict:
     from seqtransfer.config import TrainConfig
+    from seqtransfer.device import resolve_device
+    from seqtransfer.training.precision import concrete_mode
     from seqtransfer.workflows.lm_finetuning import continue_language_model, source_settings
     from seqtransfer.workflows.transformer_continuation import is_transformer_folder
 
     check(arguments)
+    if arguments.amp != "off" and is_transformer_folder(arguments.language_model):
+        raise SeqTransferError(f"--amp {arguments.amp} is for our recurrent LMs (bilstm, awd-lstm); a Transformer is continued in fp32", hint="drop --amp")
     settings = source_settings(arguments.language_model, arguments.held_out, arguments.discriminative_factor)
     learning_rate = arguments.learning_rate or (1e-4 if is_transformer_folder(arguments.language_model) else 1e-3)  # DAPT's rate for a Transformer; ULMFiT's for an LSTM
     sentences, _, _ = read_sentences(arguments)
@@ -70,6 +80,7 @@ def run(arguments: argparse.Namespace) -> dict:
         threads=arguments.threads,
         device=arguments.device,
         evaluation_batch_size=max(arguments.batch_size, 64),
+        amp=concrete_mode(arguments.amp, resolve_device(arguments.device)),
     )
     summary = continue_language_model(arguments.language_model, sentences, settings, train_config, Path(arguments.output), print, show_progress=not arguments.quiet, device=arguments.device)
     print(f"wrote {arguments.output}: use it with model.encoder={arguments.output}")

@@ -161,11 +161,10 @@ def pretrain_awd_lstm(sentences: list[list[str]], settings: AwdSettings, train_c
         "words": len(words),
         "bptt": settings.bptt,
         "batch_size": train_config.batch_size,
-        "amp": train_config.amp,
         "training_sentences": len(training),
         "held_out_sentences": len(held_out),
         "settings": language_model.settings,
-        **training_cost(result, final, source.tokens),
+        **training_cost(result, final, source.tokens, train_config.amp),
     }
     save_awd_lstm(work / "model", language_model.cpu(), words)
     publish(work, output, summary)

@@ -178,8 +178,8 @@ def publish(work: Path, output: Path, summary: dict) -> None:
     shutil.rmtree(work)
 
 
-def training_cost(result, final: float, training_tokens: int) -> dict:
-    """The perplexity per epoch and what the training cost (seconds, training tokens per second), for ``pretraining.json``."""
+def training_cost(result, final: float, training_tokens: int, amp: str = "off") -> dict:
+    """The perplexity per epoch and what the training cost (seconds, training tokens per second, the precision ``amp``), for ``pretraining.json``."""
     history = [{key: value for key, value in record.items() if key != "dev"} | {"held_out_perplexity": round(-record["dev"], 3)} for record in result.history]
     train_seconds = sum(record.get("train_seconds", record.get("epoch_seconds", 0.0)) for record in result.history)
     return {
@@ -188,6 +188,7 @@ def training_cost(result, final: float, training_tokens: int) -> dict:
         "training_tokens": training_tokens,
         "seconds": round(sum(record.get("epoch_seconds", 0.0) for record in result.history), 1),
         "training_tokens_per_second": round(training_tokens * len(result.history) / train_seconds, 1) if train_seconds else None,
+        "amp": amp,
         "history": history,
     }
 
@@ -214,13 +215,15 @@ def pretrain_recurrent(sentences: list[list[str]], settings: RecurrentSettings, 
     )
     start_work_folder(work, identity)
     result, final = train_language_model(model, source, scored, train_config, work, log, show_progress)
-    summary = training_report(result, final, settings, language_model, encoder_parameters, training, held_out) | {"amp": train_config.amp}
+    summary = training_report(result, final, settings, language_model, encoder_parameters, training, held_out, train_config.amp)
     save_recurrent_lm(work / "model", language_model.cpu(), words, characters)
     publish(work, output, summary)
     return summary
 
 
-def training_report(result, final: float, settings: RecurrentSettings, language_model: RecurrentLanguageModel, encoder_parameters: int, training: list[list[str]], held_out: list[list[str]]) -> dict:
+def training_report(
+    result, final: float, settings: RecurrentSettings, language_model: RecurrentLanguageModel, encoder_parameters: int, training: list[list[str]], held_out: list[list[str]], amp: str = "off"
+) -> dict:
     """What ``pretraining.json`` says: the perplexity per epoch, the sizes, and what the training cost."""
     return {
         "architecture": "bilstm",
@@ -232,5 +235,5 @@ def training_report(result, final: float, settings: RecurrentSettings, language_
         "training_sentences": len(training),
         "held_out_sentences": len(held_out),
         "settings": language_model.settings,
-        **training_cost(result, final, sum(map(len, training))),
+        **training_cost(result, final, sum(map(len, training)), amp),
     }
