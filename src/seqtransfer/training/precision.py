@@ -69,8 +69,7 @@ def resolve_precision(mode: str, model: nn.Module, device: torch.device, setting
             else f"drop {setting}: only a fine-tuned encoder's run predicts in half precision"
         )
         raise SeqTransferError(f"{setting}={mode} is for fine-tuned Transformer encoders (and pretrain-lm's recurrent LMs); this {type(model).__name__} runs in fp32", hint=hint)
-    if mode == "auto":
-        return Precision(torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16, "cuda")
+    mode = concrete_mode(mode, device)  # auto reaches here on a CUDA GPU only
     if mode == "fp16" and device.type != "cuda":
         raise SeqTransferError(f"{setting}=fp16 needs a CUDA GPU; the model is on {device.type}", hint=f"use {setting}=bf16 or auto")
     return Precision(torch.bfloat16 if mode == "bf16" else torch.float16, device.type)
