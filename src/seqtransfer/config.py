@@ -162,10 +162,11 @@ def non_default(values: dict, defaults: dict) -> dict:
 def result_settings(config: RunConfig | dict) -> dict:
     """The settings that decide a run's result: those that differ from the defaults (so that adding
     a config field changes nothing saved before it), without where the data lives, how many threads
-    or which device run it, or whether activations are recorded for analysis or the epochs logged to TensorBoard."""
+    or which device run it, whether activations are recorded for analysis or the epochs logged to TensorBoard,
+    or how often a long epoch is checkpointed."""
     values = copy.deepcopy(config) if isinstance(config, dict) else config_to_dict(config)
     values.get("data", {}).pop("data_dir", None)
-    for key in ("threads", "share_cores", "device", "record_activations", "log_to"):
+    for key in ("threads", "share_cores", "device", "record_activations", "log_to", "checkpoint_minutes"):
         values.get("train", {}).pop(key, None)
     return non_default(values, config_to_dict(RunConfig()))
 

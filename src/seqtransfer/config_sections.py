@@ -167,6 +167,9 @@ class TrainConfig(Section):
     max_epochs: int = 100
     patience: int = 10
     min_epochs: int = 0  # early stopping waits until this epoch (data annealing: until the source's share is small)
+    # also checkpoint inside an epoch after every this many minutes of it (training/progress.py): an epoch longer than
+    # that resumes where it stopped, not from its start; 0 = at epoch ends only. Like threads, not part of a run's identity
+    checkpoint_minutes: float = 10.0
     seed: int = 1
     threads: int = 2  # at most; fewer when the machine has fewer cores or OMP_NUM_THREADS (Ray) grants fewer
     share_cores: bool = True  # drop to the cores other programs leave free while they run (threads.py); like threads, not part of a run's identity

@@ -97,6 +97,7 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str | Callable[[], str]]] =
     ("train.seed", lambda value: 0 <= value < 2**32, "a whole number from 0 to 2**32 - 1 (numpy's range)"),
     ("train.patience", lambda value: value >= 1, "at least 1"),
     ("train.min_epochs", lambda value: value >= 0, "zero or more"),
+    ("train.checkpoint_minutes", lambda value: value >= 0, "zero (checkpoints at epoch ends only) or positive"),
     ("train.amp", lambda value: value in ("off", "auto", "bf16", "fp16"), "off, auto, bf16 or fp16"),
     ("train.threads", lambda value: value >= 1, "at least 1"),
     ("data.pseudo_weight", lambda value: value > 0, "positive"),

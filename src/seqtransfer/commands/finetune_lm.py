@@ -8,7 +8,7 @@ from pathlib import Path
 
 from seqtransfer.commands.base import Command
 from seqtransfer.commands.numbers import positive, share, whole
-from seqtransfer.commands.pretrain_lm import check_output, read_sentences
+from seqtransfer.commands.pretrain_lm import add_run_options, check_output, read_sentences
 from seqtransfer.errors import SeqTransferError
 
 
@@ -31,11 +31,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
         default="off",
         help="our recurrent LMs (bilstm, awd-lstm): mixed precision, fp32 weights, as pretrain-lm --amp (default off); held-out perplexity in fp32",
     )
-    parser.add_argument("--seed", type=whole(0), default=1)
-    parser.add_argument("--threads", type=whole(1), default=2)
-    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
-    parser.add_argument("--data-dir", help="folder holding the datasets (default $SEQTRANSFER_DATA)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_run_options(parser, seed_help="fixes the held-out split, the dropout and the masking (default 1)")
 
 
 def check(arguments: argparse.Namespace) -> None:
@@ -79,6 +75,7 @@ def run(arguments: argparse.Namespace) -> dict:
         seed=arguments.seed,
         threads=arguments.threads,
         device=arguments.device,
+        checkpoint_minutes=arguments.checkpoint_minutes,
         evaluation_batch_size=max(arguments.batch_size, 64),
         amp=concrete_mode(arguments.amp, resolve_device(arguments.device)),
     )

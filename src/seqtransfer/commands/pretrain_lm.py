@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 
 from seqtransfer.commands.base import Command
-from seqtransfer.commands.numbers import positive, share, whole
+from seqtransfer.commands.numbers import not_negative, positive, share, whole
 from seqtransfer.errors import SeqTransferError, warn
 
 
@@ -53,11 +53,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
         help="bilstm, awd-lstm: mixed precision, fp32 weights (training/precision.py): off (default), bf16 (measured 1.3-1.9x faster training on a CPU with "
         "AVX512-BF16; docs/language-models.md), auto (bf16 or fp16 on a CUDA GPU, else off) or fp16 (CUDA); held-out perplexity is always computed in fp32",
     )
-    parser.add_argument("--seed", type=whole(0), default=1, help="fixes the held-out split, the masking and the weights (default 1)")
-    parser.add_argument("--threads", type=whole(1), default=2, help="CPU threads (default 2)")
-    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
-    parser.add_argument("--data-dir", help="folder holding the datasets (default $SEQTRANSFER_DATA)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_run_options(parser, seed_help="fixes the held-out split, the masking and the weights (default 1)")
 
 
 # Each architecture's defaults for the options it reads (the ones all of them read have their defaults in ``arguments``).
@@ -67,6 +63,21 @@ DEFAULTS = {
     "awd-lstm": {"size": "large", "bptt": 70, "tokenizer": None, "vocabulary_size": 60000, "learning_rate": 1e-3, "amp": "off"},
 }
 NAMES = {"transformer": "Transformer", "bilstm": "BiLSTM", "awd-lstm": "AWD-LSTM"}
+
+
+def add_run_options(parser: argparse.ArgumentParser, seed_help: str) -> None:
+    """The options of how an LM's training runs (pretrain-lm's and finetune-lm's): checkpoints, seed, threads, device, data, progress bars."""
+    parser.add_argument(
+        "--checkpoint-minutes",
+        type=not_negative,
+        default=10.0,
+        help="also checkpoint inside an epoch after every this many minutes of it, so that a killed run resumes there, not at the epoch's start (default 10; 0: at epoch ends only)",
+    )
+    parser.add_argument("--seed", type=whole(0), default=1, help=seed_help)
+    parser.add_argument("--threads", type=whole(1), default=2, help="CPU threads (default 2)")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
+    parser.add_argument("--data-dir", help="folder holding the datasets (default $SEQTRANSFER_DATA)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
 def fill_defaults(arguments: argparse.Namespace) -> None:
@@ -185,6 +196,7 @@ def adam_training(arguments: argparse.Namespace, betas: list[float], gradient_cl
         seed=arguments.seed,
         threads=arguments.threads,
         device=arguments.device,
+        checkpoint_minutes=arguments.checkpoint_minutes,
         evaluation_batch_size=max(arguments.batch_size, 64),
         amp=concrete_mode(arguments.amp, resolve_device(arguments.device)),  # what the run trains in: its identity and pretraining.json say so
     )
@@ -250,6 +262,7 @@ def run(arguments: argparse.Namespace) -> dict:
         seed=arguments.seed,
         threads=arguments.threads,
         device=arguments.device,
+        checkpoint_minutes=arguments.checkpoint_minutes,
         evaluation_batch_size=max(arguments.batch_size, 64),
     )
     summary = pretrain(lines, settings, train_config, Path(arguments.output), print, show_progress=not arguments.quiet, device=arguments.device)

@@ -1,7 +1,8 @@
 """Per-epoch checkpoints so that an interrupted training run resumes where it stopped.
 
 Stored without pickle in one safetensors file (weights, best weights, optimizer state, the
-torch random state; the epoch, best score and history as JSON in its metadata), written
+torch random state; the epoch, best score and history as JSON in its metadata; saved inside an
+epoch, also how far it got and what the model carries between batches: ``progress.py``), written
 atomically: a kill at any moment leaves either the previous epoch's checkpoint or this one,
 never the weights of one epoch with the state of another.
 """
@@ -9,7 +10,7 @@ never the weights of one epoch with the state of another.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
@@ -30,6 +31,49 @@ TENSORS_FILE = "tensors.safetensors"
 
 
 @dataclass
+class EpochProgress:
+    """How far epoch ``epoch`` got: ``batches`` done (in its seeded order), their summed ``loss``,
+    how many of them were ``skipped`` (nothing they read trained), its training ``seconds`` so far,
+    and the fp16 gradient scaler's state (None without one)."""
+
+    epoch: int
+    batches: int = 0
+    loss: float = 0.0
+    skipped: int = 0
+    seconds: float = 0.0
+    scaler: dict | None = None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def checks_progress(values) -> EpochProgress | None:
+    """The progress a checkpoint's metadata holds (None where it holds none); ValueError when it is malformed."""
+    if values is None:
+        return None
+    try:
+        progress = EpochProgress(**values)
+        whole = [int(progress.epoch), int(progress.batches), int(progress.skipped)]
+        float(progress.loss), float(progress.seconds)
+    except (TypeError, ValueError):
+        raise ValueError("its progress inside an epoch is malformed") from None
+    if whole[0] < 1 or whole[1] < 1 or not 0 <= whole[2] <= whole[1]:
+        raise ValueError(f"its progress says batch {whole[1]} of epoch {whole[0]}, {whole[2]} skipped")
+    return progress
+
+
+def carried_states(model: nn.Module) -> dict[str, torch.Tensor]:
+    """What the model carries from one batch to the next that is not a weight (the AWD-LSTM's last
+    LSTM states, where the stream's next chunk starts), by name; {} for most models."""
+    return model.carried_state() if hasattr(model, "carried_state") else {}
+
+
+def restore_carried(model: nn.Module, tensors: dict[str, torch.Tensor]) -> None:
+    if tensors and hasattr(model, "restore_carried"):
+        model.restore_carried(tensors)
+
+
+@dataclass
 class TrainingState:
     """Where training stands after ``epoch`` epochs."""
 
@@ -38,6 +82,7 @@ class TrainingState:
     best_epoch: int = 0
     best_score: float = float("-inf")
     history: list[dict] = field(default_factory=list)
+    progress: EpochProgress | None = None  # how far epoch ``epoch + 1`` got (a checkpoint saved inside it; progress.py)
 
 
 def copy_state(model: nn.Module) -> dict[str, torch.Tensor]:
@@ -73,6 +118,9 @@ def save(directory: Path, model: nn.Module, optimizer: torch.optim.Optimizer, st
     if device.type == "cuda":
         tensors["random.cuda"] = torch.cuda.get_rng_state(device)
     summary = {"epoch": state.epoch, "best_epoch": state.best_epoch, "best_score": state.best_score, "history": state.history}
+    if state.progress is not None:
+        summary["progress"] = state.progress.to_json()
+        tensors.update({f"carried.{name}": tensor for name, tensor in carried_states(model).items()})
     save_tensors(directory / TENSORS_FILE, tensors, metadata={"state": json.dumps(summary)})
 
 
@@ -108,6 +156,12 @@ def check_summary(directory: Path, summary) -> None:
         raise damaged(directory, "its metadata lacks the epoch, best epoch, best score or history") from None
     if not 0 <= best_epoch <= epoch or numbered != list(range(epoch - len(history) + 1, epoch + 1)) or (epoch and not history):
         raise damaged(directory, f"its metadata says epoch {epoch}, best epoch {best_epoch} and {len(history)} history records")
+    try:
+        progress = checks_progress(summary.get("progress"))
+    except ValueError as error:
+        raise damaged(directory, str(error)) from None
+    if progress is not None and progress.epoch != epoch + 1:
+        raise damaged(directory, f"its progress is in epoch {progress.epoch}, after epoch {epoch}")
 
 
 def check_fits(directory: Path, model: nn.Module) -> None:
@@ -144,4 +198,6 @@ def resume(directory: Path, model: nn.Module, optimizer: torch.optim.Optimizer) 
     if "random.cuda" in tensors and torch.cuda.is_available():
         torch.cuda.set_rng_state(tensors["random.cuda"], next(model.parameters()).device)
     best_state = {name[5:]: tensor for name, tensor in tensors.items() if name.startswith("best.")}
-    return TrainingState(best_state, summary["epoch"], summary["best_epoch"], summary["best_score"], summary["history"])
+    restore_carried(model, {name[8:]: tensor for name, tensor in tensors.items() if name.startswith("carried.")})
+    progress = checks_progress(summary.get("progress"))
+    return TrainingState(best_state, summary["epoch"], summary["best_epoch"], summary["best_score"], summary["history"], progress)

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Protocol
 
@@ -31,6 +32,7 @@ from seqtransfer.training.inference import EvaluationSet, model_device, score
 from seqtransfer.training.optimizer import LazyMomentumSGD, clip_gradient_norm
 from seqtransfer.training.optimizers import make_optimizer
 from seqtransfer.training.precision import Precision, resolve_precision
+from seqtransfer.training.progress import EpochProgress, MidEpochCheckpoints
 
 EpochHook = Callable[[int, nn.Module, torch.optim.Optimizer], None]
 
@@ -121,11 +123,11 @@ class LossTotal:
     not finite raises ``divergence_error`` naming its own batch either way.
     """
 
-    def __init__(self, device: torch.device, config: TrainConfig, epoch: int, read_every: int | None = None) -> None:
+    def __init__(self, device: torch.device, config: TrainConfig, epoch: int, read_every: int | None = None, total: float = 0.0) -> None:
         self.read_every = read_every or (1 if device.type == "cpu" else 25)
         self.config, self.epoch = config, epoch
         self.pending: list[tuple[int, torch.Tensor]] = []
-        self.total = 0.0
+        self.total = total  # a resumed epoch's: the batches done before
 
     def add(self, loss: torch.Tensor, step: int) -> None:
         self.pending.append((step, loss.detach()))
@@ -159,20 +161,31 @@ def train_epoch(
     show_progress: bool,
     extra_losses: Sequence[ExtraLoss] = (),
     cores: CoreShare | None = None,
+    checkpoints: MidEpochCheckpoints | None = None,
 ) -> float:
     """One pass over the training batches; returns the mean loss per sentence (the model's loss,
-    without extra terms). ``cores``: the run's threads, adjusted between batches to the free cores."""
+    without extra terms). ``cores``: the run's threads, adjusted between batches to the free cores.
+    ``checkpoints``: where a resumed epoch starts, and checkpoints inside the epoch (progress.py)."""
     model.train()
     parameters, device, precision, scaler, schedule = epoch_settings(model, optimizer, config)
     for term in extra_losses:
         if hasattr(term, "start_epoch"):
             term.start_epoch(epoch)
-    losses, skipped = LossTotal(device, config, epoch), 0
+    progress = checkpoints.start(epoch) if checkpoints else EpochProgress(epoch)
+    if scaler and progress.scaler:
+        scaler.load_state_dict(progress.scaler)
+    losses, skipped, started = LossTotal(device, config, epoch, total=progress.loss), progress.skipped, time.perf_counter()
+    batches = islice(source.batches(epoch), progress.batches, None)  # the seeded order; a resumed epoch skips the batches done
     # Embedding rows are brought up to date as batches read them, and all of them at the end.
     with optimizer.track_rows(model) if isinstance(optimizer, LazyMomentumSGD) else nullcontext():
-        for step, batch in enumerate(tqdm(source.batches(epoch), total=source.batch_count, desc=f"epoch {epoch}", leave=False, disable=not show_progress, unit="batch")):
+        for step, batch in enumerate(
+            tqdm(batches, initial=progress.batches, total=source.batch_count, desc=f"epoch {epoch}", leave=False, disable=not show_progress, unit="batch"), start=progress.batches
+        ):
             if cores:
                 cores.tick()
+            if checkpoints and step > progress.batches and checkpoints.due():
+                seconds = progress.seconds + time.perf_counter() - started
+                checkpoints.save(EpochProgress(epoch, step, losses.read(), skipped, seconds, scaler.state_dict() if scaler else None))
             set_learning_rates(optimizer, schedule, Position(epoch, step, source.batch_count), config)
             optimizer.zero_grad(set_to_none=True)
             batch = batch.to(device)
@@ -213,8 +226,11 @@ def shown_score(score: float, describe_dev: Callable[[float], str] | None) -> st
 
 def resumption_line(state: checkpoint.TrainingState, describe_dev: Callable[[float], str] | None) -> str:
     """The log line of a resumed run: after which epoch, and the best dev score so far."""
+    where = f"in epoch {state.progress.epoch} after batch {state.progress.batches}" if state.progress else f"after epoch {state.epoch}"
+    if not state.epoch:
+        return f"resuming {where}"
     best = describe_dev(state.best_score).strip() if describe_dev else f"dev {state.best_score:.2f}"
-    return f"resuming after epoch {state.epoch} (best {best} at epoch {state.best_epoch})"
+    return f"resuming {where} (best {best} at epoch {state.best_epoch})"
 
 
 def keep_if_best(state: checkpoint.TrainingState, model: nn.Module, epoch: int, dev_score: float) -> bool:
@@ -245,15 +261,17 @@ def fit(
     ``describe_dev``: how the log shows a dev score (an LM's: its held-out perplexity; default ``dev 71.50``)."""
     optimizer, state = start_training(model, parameter_groups, config, checkpoint_dir)
     cores = CoreShare(config.threads, config.share_cores)
-    restored_seconds = sum(record.get("epoch_seconds", 0.0) for record in state.history)
-    if state.epoch:
+    restored_seconds = sum(record.get("epoch_seconds", 0.0) for record in state.history) + (state.progress.seconds if state.progress else 0.0)
+    if state.epoch or state.progress:
         log(resumption_line(state, describe_dev))
+    checkpoints = MidEpochCheckpoints(checkpoint_dir, model, optimizer, state, config.checkpoint_minutes, extra_losses)
     while state.epoch < config.max_epochs and (state.epoch < config.min_epochs or state.epoch - state.best_epoch < config.patience):
         epoch = state.epoch + 1
         for hook in epoch_hooks:
             hook(epoch, model, optimizer)
-        started = time.perf_counter()
-        loss = train_epoch(model, optimizer, train, config, epoch, show_progress, extra_losses, cores)
+        earlier = checkpoints.resumed.seconds if checkpoints.resumed and checkpoints.resumed.epoch == epoch else 0.0  # the epoch's part an earlier process trained
+        started = time.perf_counter() - earlier
+        loss = train_epoch(model, optimizer, train, config, epoch, show_progress, extra_losses, cores, checkpoints)
         train_seconds = time.perf_counter() - started
         summaries = {name: value for term in extra_losses if hasattr(term, "epoch_summary") for name, value in term.epoch_summary().items()}
         dev_score, task_scores = evaluate_dev(model)

@@ -106,7 +106,16 @@ class StreamPretraining(nn.Module):
     def __init__(self, language_model: AwdLstmLanguageModel) -> None:
         super().__init__()
         self.language_model = language_model
-        self.carried: list | None = None  # the last chunk's states: not a weight, never saved
+        self.carried: list | None = None  # the last chunk's states: not a weight; saved only in a checkpoint inside an epoch
+
+    def carried_state(self) -> dict[str, torch.Tensor]:
+        """The last chunk's states by name, ``LAYER.PART`` (a checkpoint inside an epoch keeps them: training/progress.py)."""
+        return {f"{layer}.{part}": tensor for layer, state in enumerate(self.carried or []) for part, tensor in enumerate(state)}
+
+    def restore_carried(self, tensors: dict[str, torch.Tensor]) -> None:
+        device = next(self.parameters()).device
+        layers = sorted({int(name.split(".")[0]) for name in tensors})
+        self.carried = [tuple(tensors[f"{layer}.{part}"].to(device) for part in range(sum(name.startswith(f"{layer}.") for name in tensors))) for layer in layers]
 
     def read(self, chunk: StreamChunk) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """-> (B, T, E) last-layer outputs, (B, T, E) the same after the output dropout, summed -log p of the targets."""

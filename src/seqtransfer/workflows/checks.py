@@ -113,14 +113,14 @@ RESOLVED_AT_RUN_TIME = frozenset({"train.optimizer", "train.learning_rate", "tra
 def config_differences(first: RunConfig, second: RunConfig) -> list[str]:
     """Dotted keys whose values differ between a saved (``first``) and a new config.
 
-    Ignored: where data lives, threads, device and the evaluation batch size (none changes the
-    trained weights), and ``data.scheme`` of a registered dataset (its registry entry decides).
+    Ignored: where data lives, threads, device, the evaluation batch size and how often a long epoch is
+    checkpointed (none changes the trained weights), and ``data.scheme`` of a registered dataset (its registry entry decides).
     A saved null counts like any value (an interrupted run without ``data.max_train_sentences``,
     or without GloVe, and a new command with it are other runs, whose weights do not fit each
     other), except for the settings a run resolves itself (``RESOLVED_AT_RUN_TIME``), which
     earlier versions saved unresolved.
     """
-    ignored = {"data.data_dir", "train.threads", "train.share_cores", "train.device", "train.evaluation_batch_size", "train.log_to"}
+    ignored = {"data.data_dir", "train.threads", "train.share_cores", "train.device", "train.evaluation_batch_size", "train.log_to", "train.checkpoint_minutes"}
     if second.data.dataset:
         ignored.add("data.scheme")
     first_values, second_values = config_to_dict(first), config_to_dict(second)

@@ -1,0 +1,115 @@
+"""Checkpoints inside an epoch (``train.checkpoint_minutes``, ``pretrain-lm --checkpoint-minutes``):
+a run killed in the middle of an epoch resumes at the batch it reached and trains the same weights,
+to the bit, as a run never stopped."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import test_awd_lstm
+import test_recurrent_lm
+import torch
+from conftest import tiny_train_arguments
+
+from seqtransfer.cli import main, run
+from seqtransfer.training import checkpoint
+
+text = test_recurrent_lm.text  # the text fixture of the LM tests
+ALWAYS = "1e-9"  # minutes between checkpoints: one before every batch but an epoch's first
+
+
+class Crash(Exception):
+    pass
+
+
+def crash_inside(monkeypatch, epoch: int, batches: int) -> list:
+    """Make checkpoint.save raise Crash right after writing the checkpoint of ``batches`` batches
+    into ``epoch``; -> the progress of every save (None: an epoch's end), the real save restored by the caller."""
+    real_save, saved = checkpoint.save, []
+
+    def save_then_crash(directory, model, optimizer, state):
+        real_save(directory, model, optimizer, state)
+        saved.append(None if state.progress is None else (state.progress.epoch, state.progress.batches))
+        if saved[-1] == (epoch, batches):
+            raise Crash(f"killed after batch {batches} of epoch {epoch}")
+
+    monkeypatch.setattr(checkpoint, "save", save_then_crash)
+    return saved
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "adamw"])
+def test_a_run_killed_inside_an_epoch_resumes_there_to_identical_weights(tmp_path, monkeypatch, capsys, optimizer):
+    settings = ["train.patience=100", f"train.optimizer={optimizer}", "train.batch_size=1"]  # 5 sentences: 5 batches an epoch
+    straight = run(tiny_train_arguments(tmp_path / "straight", epochs=3, seed=2) + settings + ["train.checkpoint_minutes=0"])
+    arguments = tiny_train_arguments(tmp_path / "resumed", epochs=3, seed=2) + settings + [f"train.checkpoint_minutes={ALWAYS}"]
+    saved = crash_inside(monkeypatch, 2, 3)
+    with pytest.raises(Crash):
+        run(arguments)
+    assert saved == [(1, 1), (1, 2), (1, 3), (1, 4), None, (2, 1), (2, 2), (2, 3)]
+    monkeypatch.undo()
+    capsys.readouterr()
+    resumed = run(arguments)
+    assert "resuming in epoch 2 after batch 3" in capsys.readouterr().out
+    assert [record["loss"] for record in resumed["history"]] == [record["loss"] for record in straight["history"]]
+    assert (tmp_path / "resumed" / "model.safetensors").read_bytes() == (tmp_path / "straight" / "model.safetensors").read_bytes()
+    assert resumed["seconds"] >= sum(record["epoch_seconds"] for record in resumed["history"][:1])
+
+
+@pytest.mark.parametrize("module", [test_recurrent_lm, test_awd_lstm], ids=["bilstm", "awd-lstm"])
+def test_a_language_model_killed_inside_an_epoch_resumes_there_to_identical_weights(text, tmp_path, monkeypatch, capsys, module):
+    """The AWD-LSTM carries its LSTM states from one chunk of the stream to the next: the checkpoint keeps them."""
+    from safetensors.torch import load_file
+
+    options = [*module.TINY_LM]
+    run(["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "straight"), *options, "--checkpoint-minutes", "0"])
+    arguments = ["pretrain-lm", "--text", str(text), "--output", str(tmp_path / "lm"), *options, "--checkpoint-minutes", ALWAYS]
+    saved = crash_inside(monkeypatch, 2, 4)
+    with pytest.raises(Crash):
+        run(arguments)
+    monkeypatch.undo()
+    if module is test_awd_lstm:
+        held = load_file(str(next((tmp_path / "lm.partial").rglob("tensors.safetensors"))))
+        assert any(name.startswith("carried.") for name in held)
+    capsys.readouterr()
+    summary = run(arguments)
+    assert saved[-1] == (2, 4) and "resuming in epoch 2 after batch 4" in capsys.readouterr().out
+    first, second = load_file(str(tmp_path / "straight" / "model.safetensors")), load_file(str(tmp_path / "lm" / "model.safetensors"))
+    assert first.keys() == second.keys() and all(torch.equal(first[name], second[name]) for name in first)
+    straight = json.loads((tmp_path / "straight" / "pretraining.json").read_text())
+    assert [record["held_out_perplexity"] for record in summary["history"]] == [record["held_out_perplexity"] for record in straight["history"]]
+
+
+def test_lazy_momentum_sgd_checkpoints_at_epoch_ends_only(tmp_path, monkeypatch):
+    saved = crash_inside(monkeypatch, 0, 0)  # never crashes: counts the saves
+    run(tiny_train_arguments(tmp_path / "run", epochs=2) + ["train.optimizer=sgd", "train.batch_size=1", f"train.checkpoint_minutes={ALWAYS}"])
+    assert saved == [None, None]
+
+
+def test_a_forged_progress_is_one_line_naming_restart(tmp_path, monkeypatch, capsys):
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    arguments = tiny_train_arguments(tmp_path / "run", epochs=3) + ["train.optimizer=adam", "train.batch_size=1", f"train.checkpoint_minutes={ALWAYS}"]
+    crash_inside(monkeypatch, 2, 2)
+    with pytest.raises(Crash):
+        run(arguments)
+    monkeypatch.undo()
+    (path,) = (tmp_path / "run" / "checkpoint").glob("*/tensors.safetensors")
+    with safe_open(str(path), "pt") as handle:
+        metadata = handle.metadata()
+    state = json.loads(metadata["state"])
+    assert state["progress"]["epoch"] == 2 and state["progress"]["batches"] == 2
+    metadata["state"] = json.dumps({**state, "progress": {**state["progress"], "epoch": 5}})
+    save_file(load_file(str(path)), str(path), metadata=metadata)
+    assert main(arguments) != 0
+    error = capsys.readouterr().err
+    assert "its progress is in epoch 5, after epoch 1" in error and "--restart" in error and "Traceback" not in error
+
+
+def test_checkpoint_minutes_is_not_part_of_a_runs_identity():
+    from seqtransfer.config import RunConfig, result_settings
+
+    config = RunConfig()
+    config.train.checkpoint_minutes = 3
+    assert result_settings(config) == result_settings(RunConfig())
