@@ -107,6 +107,9 @@ def test_list_shows_every_cell_of_the_grid_and_where_it_stands(tmp_path, capsys)
         (tmp_path / "run" / folder).mkdir(parents=True)
         checkpoint.save(tmp_path / "run" / folder, model, torch.optim.SGD(model.parameters(), lr=0.1), checkpoint.TrainingState({}, epoch=epoch, best_epoch=2, best_score=71.5))
     assert describe_checkpoint(tmp_path / "run") == "phase 'train' after epoch 3 (best dev 71.50 at epoch 2)"
+    inside = checkpoint.TrainingState({}, epoch=3, best_epoch=2, best_score=71.5, progress=checkpoint.EpochProgress(4, batches=120))
+    checkpoint.save(tmp_path / "run" / "checkpoint/train", model, torch.optim.SGD(model.parameters(), lr=0.1), inside)  # saved inside epoch 4
+    assert describe_checkpoint(tmp_path / "run") == "phase 'train' after epoch 3 (best dev 71.50 at epoch 2), 120 batches into epoch 4"
     assert describe_checkpoint(tmp_path / "nothing") is None
     with pytest.raises(SeqTransferError, match="--seeds must be at least 1"):
         run(["experiment", "list", str(experiment), "--seeds", "0"])

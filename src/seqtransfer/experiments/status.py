@@ -29,12 +29,17 @@ STATES = ("done", "kept", "under way", "to train")
 
 
 def read_checkpoint_epoch(path: Path) -> str | None:
-    """ "after epoch E (best dev S at epoch B)" from a checkpoint's metadata, or None."""
+    """ "after epoch E (best dev S at epoch B)" from a checkpoint's metadata, with ", N batches into epoch E + 1"
+    when it was saved inside an epoch; or None."""
     with safe_open(str(path), framework="numpy") as handle:
         state = json.loads((handle.metadata() or {}).get("state", "{}"))
     if "epoch" not in state:
         return None
-    return f"after epoch {state['epoch']} (best dev {state['best_score']:.2f} at epoch {state['best_epoch']})"
+    progress = state.get("progress") if isinstance(state.get("progress"), dict) else None
+    inside = f", {progress['batches']} batches into epoch {progress['epoch']}" if progress else ""
+    if not state["epoch"]:
+        return f"{progress['batches']} batches into epoch 1" if progress else None
+    return f"after epoch {state['epoch']} (best dev {state['best_score']:.2f} at epoch {state['best_epoch']}){inside}"
 
 
 def describe_checkpoint(directory: Path) -> str | None:
