@@ -171,7 +171,7 @@ def test_adaptations_that_cannot_apply_are_one_line(source, tmp_path, capsys):
     from seqtransfer.config import TransferConfig
     from seqtransfer.transfer.adaptations import check_adaptations
 
-    for name in ("chain_thaw", "discriminative", "gradual_unfreezing"):  # a model of one layer group (the head): nothing to stage
+    for name in ("chain_thaw", "discriminative", "gradual_unfreezing", "last_layer"):  # a model of one layer group (the head): nothing to stage
         with pytest.raises(SeqTransferError, match=f"adaptation '{name}' needs at least 2 layer groups that train; this model and scheme train 1"):
             check_adaptations(TransferConfig(adaptations=[name]), torch.nn.Linear(2, 2), has_source=True)
     # settings that would do nothing, or fail after training began, are refused before it starts

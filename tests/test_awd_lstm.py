@@ -200,6 +200,24 @@ def test_the_lm_fine_tuned_as_an_encoder_trains_saves_loads_and_predicts(languag
     assert 0 <= tagger["dev"]["f1"] <= 100
 
 
+def test_last_layer_trains_the_classifier_alone_and_keeps_the_lm_as_pretrained(language_model, tmp_path, monkeypatch):
+    """ULMFiT's "Last" (transfer.adaptations=[last_layer]): the AWD-LSTM is read fine-tuned only, so its
+    frozen reading is a fine-tuned encoder whose groups below the head never train."""
+    from safetensors.torch import load_file
+
+    monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))
+    folder, _ = language_model
+    data = ["--train", str(FIXTURES / "tiny_sentiment_train.tsv"), "--dev", str(FIXTURES / "tiny_sentiment_dev.tsv")]
+    encoder = [f"model.encoder={folder}", "model.encoder_mode=finetune", "model.embeddings=null", "train.threads=1", "model.sentence_reader=ulmfit"]
+    metrics = run(["train", *data, "--epochs", "2", "--output", str(tmp_path / "last"), "--quiet", "--device", "cpu", *encoder, "transfer.adaptations=[last_layer]"])
+    assert [record["phase"] for record in metrics["history"]] == ["head", "head"]
+    saved, pretrained = load_file(str(tmp_path / "last" / "model.safetensors")), load_file(str(folder / "model.safetensors"))
+    lm = {name.removeprefix("encoder."): tensor for name, tensor in saved.items() if name.startswith("encoder.")}
+    assert "embedding.weight" in lm and all(torch.equal(tensor, pretrained[name]) for name, tensor in lm.items())
+    head = [name for name in saved if not name.startswith("encoder.") and not name.endswith(("running_mean", "running_var", "num_batches_tracked"))]
+    assert head and metrics["trainable_parameters"] == sum(saved[name].numel() for name in head)
+
+
 def test_finetune_lm_continues_the_awd_lstm_on_target_text(language_model, text, tmp_path):
     """ULMFiT's second stage on our AWD-LSTM: the stream of the target text, discriminative rates
     (embedding, LSTM 1, LSTM 2, LSTM 3 with the decoder's bias), perplexity before and after; the

@@ -13,6 +13,9 @@
 - ``chain_thaw`` (Felbo et al. 2017; ULMFiT): phases instead of one: the head alone, then each
   layer group alone from the bottom up, then everything; each phase trains to early stopping
   from the previous phase's best weights.
+- ``last_layer`` (ULMFiT's "Last"): the head (the top layer group) alone trains; the groups below
+  keep their pretrained weights. For an encoder read fine-tuned only (the AWD-LSTM), this is its
+  frozen reading: the forward pass still runs it, in training mode (its dropouts on).
 - ``ewc`` (Kirkpatrick et al. 2017): lambda/2 * sum_i F_i (w_i - w_source,i)^2, F the diagonal
   empirical Fisher information of the source model on its own training data (mean squared
   gradient over ``transfer.ewc_batches`` batches), computed once and stored in the source run
@@ -181,6 +184,14 @@ def with_own_rate(model: nn.Module, groups: list[dict] | None, learning_rate: fl
     return split
 
 
+def last_layer_phases(model: nn.Module, phases: list) -> list:
+    """The head alone (ULMFiT's "Last"): every layer group below it keeps its pretrained weights (a one-phase scheme only)."""
+    if len(phases) != 1:
+        raise SeqTransferError("last_layer replaces a one-phase scheme's phase; this scheme has several", hint="use it with --method finetune or scratch")
+    groups = trainable_groups(model, trainable_names(model, phases[0].trainable))
+    return [Phase("head", tuple(groups[-1][1]))]
+
+
 def chain_thaw_phases(model: nn.Module, phases: list) -> list:
     """The head, each lower layer group bottom-up, then everything (a one-phase scheme only)."""
     if len(phases) != 1:
@@ -216,6 +227,7 @@ ADAPTATIONS: dict[str, Adaptation] = {
     ),
     "l2sp": Adaptation("l2sp", "L2-SP: a pull towards the source run's weights", pulls_towards_source=True, pretrained_reference=True),
     "chain_thaw": Adaptation("chain_thaw", "chain-thaw: the head, then each layer group alone bottom-up, then all", 2, stages_groups=True, phases=chain_thaw_phases),
+    "last_layer": Adaptation("last_layer", "ULMFiT's Last: the head alone trains, every layer group below it stays as pretrained", 2, stages_groups=True, phases=last_layer_phases),
     "ewc": Adaptation("ewc", "EWC: a pull towards the source weights, weighted by their Fisher information on the source data", pulls_towards_source=True),
 }
 SOURCE_PENALTIES = tuple(name for name, adaptation in ADAPTATIONS.items() if adaptation.pulls_towards_source)
