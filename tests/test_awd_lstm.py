@@ -218,6 +218,33 @@ def test_last_layer_trains_the_classifier_alone_and_keeps_the_lm_as_pretrained(l
     assert head and metrics["trainable_parameters"] == sum(saved[name].numel() for name in head)
 
 
+@pytest.mark.parametrize("given", ["word vectors", "a run directory", "an unfinished LM"])
+def test_a_classifier_asked_of_something_without_states_is_one_line(tmp_path, capsys, given):
+    """ULMFiT's classifier pools an LM's states: word vectors, a trained tagger's run and an unfinished
+    pretrain-lm folder have none. One line naming what was given and what to pass; nothing written."""
+    from seqtransfer.cli import main
+
+    if given == "word vectors":
+        encoder = tmp_path / "vectors.txt"
+        encoder.write_text("movie 0.1 0.2\ngreat 0.3 0.4\n", encoding="utf-8")
+        expected = "model.encoder is a file, not an LM folder"
+    elif given == "a run directory":
+        encoder = tmp_path / "tagger"
+        run(tiny_train_arguments(encoder, epochs=1))
+        expected = "model.encoder is a seqtransfer run directory (a trained tagger or classifier), not a language model"
+    else:
+        encoder = tmp_path / "lm.partial"
+        encoder.mkdir()
+        (encoder / "settings.json").write_text("{}", encoding="utf-8")
+        expected = "model.encoder is an unfinished pretrain-lm folder"
+    data = ["--train", str(FIXTURES / "tiny_sentiment_train.tsv"), "--dev", str(FIXTURES / "tiny_sentiment_dev.tsv")]
+    arguments = ["train", *data, "--output", str(tmp_path / "classifier"), "--quiet", f"model.encoder={encoder}", "model.encoder_mode=finetune", "model.sentence_reader=ulmfit"]
+    capsys.readouterr()
+    assert main(arguments) != 0
+    error = capsys.readouterr().err
+    assert expected in error and len(error.strip().splitlines()) == 1 and "Traceback" not in error and not (tmp_path / "classifier").exists()
+
+
 def test_finetune_lm_continues_the_awd_lstm_on_target_text(language_model, text, tmp_path):
     """ULMFiT's second stage on our AWD-LSTM: the stream of the target text, discriminative rates
     (embedding, LSTM 1, LSTM 2, LSTM 3 with the decoder's bias), perplexity before and after; the

@@ -89,3 +89,13 @@ def test_a_folder_that_is_no_lm_is_one_line(text, tmp_path, capsys):
     assert main(["finetune-lm", str(FIXTURES / "runs" / "v1_tagger_softmax"), "--text", str(text), "--output", str(tmp_path / "out")]) != 0
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) <= 2 and "holds neither" in error[0]
+
+
+@pytest.mark.parametrize("content", ["", "\n \n\n"], ids=["empty", "blank lines"])
+def test_empty_target_text_is_one_line_and_writes_nothing(tmp_path, capsys, content):
+    empty = tmp_path / "empty.txt"
+    empty.write_text(content, encoding="utf-8")
+    assert main(["finetune-lm", str(TINY_BERT), "--text", str(empty), "--output", str(tmp_path / "out"), *CONTINUE]) != 0
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "holds no sentences" in error[0] and "empty.txt" in error[0]
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out.partial").exists()

@@ -44,6 +44,34 @@ TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", 
 TRAINING_REPORT = "pretraining.json"  # what `pretrain-lm` says of its training, in the folder it writes
 
 
+def not_a_folder(path: Path) -> SeqTransferError:
+    """The error of a ``model.encoder`` that is no folder: missing, or a file (word vectors have no states to read)."""
+    if path.is_file():
+        return SeqTransferError(
+            "model.encoder is a file, not an LM folder: an encoder gives every token a state (word vectors give a word one vector, whatever its context)",
+            path=path,
+            hint="pass word vectors as model.embeddings=FILE, and as model.encoder an LM folder (pretrain-lm's), a Hugging Face folder or one of " + ", ".join(PACKAGED),
+        )
+    return SeqTransferError("encoder folder not found", path=path, hint=f"pass a Hugging Face model folder (config.json, weights, tokenizer files) or one of {', '.join(PACKAGED)}")
+
+
+def not_an_lm(path: Path) -> SeqTransferError | None:
+    """The error of a folder seqtransfer wrote that is not an LM (a run directory; an unfinished
+    pretrain-lm's OUTPUT.partial), or None."""
+    if (path / "config.yaml").is_file():
+        return SeqTransferError(
+            "model.encoder is a seqtransfer run directory (a trained tagger or classifier), not a language model",
+            path=path,
+            hint=f"transfer from a run with `seqtransfer transfer --source {path}`; model.encoder takes an LM folder (pretrain-lm's) or one of {', '.join(PACKAGED)}",
+        )
+    if path.name.endswith(".partial") and (path / "settings.json").is_file():
+        final = path.with_name(path.name.removesuffix(".partial"))
+        return SeqTransferError(
+            "model.encoder is an unfinished pretrain-lm folder: it holds a checkpoint, not an LM", path=path, hint=f"run the same pretrain-lm command again to finish it, then pass {final}"
+        )
+    return None
+
+
 def encoder_path(name: str) -> Path:
     """The folder of an encoder: a path, or a packaged encoder's name (``minilm``, ``mpnet``: see
     :mod:`seqtransfer.embeddings.packaged`)."""
@@ -51,10 +79,10 @@ def encoder_path(name: str) -> Path:
         return PACKAGED[name]()
     path = Path(name)
     if not path.is_dir():
-        raise SeqTransferError("encoder folder not found", path=path, hint=f"pass a Hugging Face model folder (config.json, weights, tokenizer files) or one of {', '.join(PACKAGED)}")
+        raise not_a_folder(path)
     missing = [file for file in ENCODER_FILES if not (path / file).is_file()]
     if missing:
-        raise SeqTransferError(f"encoder folder is incomplete (no {', '.join(missing)})", path=path, hint="save it with save_pretrained (model and tokenizer)")
+        raise not_an_lm(path) or SeqTransferError(f"encoder folder is incomplete (no {', '.join(missing)})", path=path, hint="save it with save_pretrained (model and tokenizer)")
     if is_recurrent_lm(path) or is_awd_lstm(path):  # our own LMs: characters or whole words in, no tokenizer (embeddings/recurrent_lm.py, awd_lstm.py)
         return path
     if not any((path / file).is_file() for file in TOKENIZER_FILES):

@@ -31,6 +31,7 @@ from seqtransfer.device import prepare_device, resolve_device
 from seqtransfer.embeddings.transformer import TRAINING_REPORT
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json, write_json
+from seqtransfer.resources import peak_rss_megabytes
 from seqtransfer.training.loop import FitResult, fit
 from seqtransfer.training.seeding import seed_everything
 
@@ -289,7 +290,7 @@ def fit_language_model(model: Pretraining, source: LanguageModelBatches, held_ou
 
 
 def training_summary(settings: LanguageModelSettings, parameters: int, final: float, result: FitResult, training_lines: int, held_out_lines: int) -> dict:
-    """What ``pretraining.json`` says of the training: sizes, the final perplexity, the epochs' history."""
+    """What ``pretraining.json`` says of the training: sizes, the final perplexity, its seconds and peak memory, the epochs' history."""
     return {
         "objective": settings.objective,
         "parameters": parameters,
@@ -298,6 +299,8 @@ def training_summary(settings: LanguageModelSettings, parameters: int, final: fl
         "training_lines": training_lines,
         "held_out_lines": held_out_lines,
         "settings": settings.__dict__,
+        "seconds": round(sum(record.get("epoch_seconds", 0.0) for record in result.history), 1),
+        "peak_rss_megabytes": peak_rss_megabytes(),  # this process's (a resumed run: since it resumed)
         "history": [{key: value for key, value in record.items() if key != "dev"} | {"held_out_perplexity": -record["dev"]} for record in result.history],
     }
 

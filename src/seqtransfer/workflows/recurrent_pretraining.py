@@ -29,6 +29,7 @@ from seqtransfer.device import prepare_device, resolve_device
 from seqtransfer.embeddings.recurrent_lm import DEFAULTS, FIRST_CHARACTER, SIZES, SPECIAL_WORDS, RecurrentLanguageModel, encode_batch, save_recurrent_lm
 from seqtransfer.embeddings.transformer import TRAINING_REPORT
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.resources import peak_rss_megabytes
 from seqtransfer.training.loop import fit
 from seqtransfer.training.seeding import seed_everything
 from seqtransfer.workflows.pretraining import check_work_folder, perplexity, split_held_out, start_work_folder
@@ -179,7 +180,7 @@ def publish(work: Path, output: Path, summary: dict) -> None:
 
 
 def training_cost(result, final: float, training_tokens: int, amp: str = "off") -> dict:
-    """The perplexity per epoch and what the training cost (seconds, training tokens per second, the precision ``amp``), for ``pretraining.json``."""
+    """The perplexity per epoch and what the training cost (seconds, training tokens per second, the precision ``amp``, peak memory), for ``pretraining.json``."""
     history = [{key: value for key, value in record.items() if key != "dev"} | {"held_out_perplexity": round(-record["dev"], 3)} for record in result.history]
     train_seconds = sum(record.get("train_seconds", record.get("epoch_seconds", 0.0)) for record in result.history)
     return {
@@ -189,6 +190,7 @@ def training_cost(result, final: float, training_tokens: int, amp: str = "off") 
         "seconds": round(sum(record.get("epoch_seconds", 0.0) for record in result.history), 1),
         "training_tokens_per_second": round(training_tokens * len(result.history) / train_seconds, 1) if train_seconds else None,
         "amp": amp,
+        "peak_rss_megabytes": peak_rss_megabytes(),  # this process's (a resumed run: since it resumed)
         "history": history,
     }
 
