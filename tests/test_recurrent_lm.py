@@ -187,6 +187,8 @@ def test_analyze_layers_reads_each_runs_scalar_mix_and_the_report_shows_it(langu
     saved = load_file(str(features / "model.safetensors"))["word_representation.encoder_mix.weights"]
     assert result["weights"] == [round(value, 4) for value in torch.softmax(saved, 0).tolist()] and len(result["weights"]) == 3
     assert "| frozen LM |" in capsys.readouterr().out and {path.name for path in (tmp_path / "layers").iterdir()} >= {"layers.json", "layers.md", "layers.png"}
+    (unnamed,) = run(["analyze", "layers", str(features), "--output", str(tmp_path / "unnamed")])
+    assert unnamed["label"] == "tiny_ner_train"  # without --label: what the run trained on (a file: its name)
     run(["analyze", "report", "--layers", str(features), "--output", str(tmp_path / "report.html")])
     assert 'id="layers"' in (tmp_path / "report.html").read_text()
     assert "this run mixes no encoder layers" in one_line_error(capsys, ["analyze", "layers", str(plain)])

@@ -21,6 +21,13 @@ from seqtransfer.rundir import WEIGHTS, check_run_directory, read_saved_config
 MIX_SUFFIX = "encoder_mix.weights"
 
 
+def task_label(config) -> str | None:
+    """What a run was trained on, for a row of the table and figure: ``dataset:task`` (or the training file's name)."""
+    data = config.data
+    name = data.dataset or (Path(data.train).stem if data.train else None)
+    return f"{name}:{data.task}" if name and data.task else name
+
+
 def mix_weights(directory: str | Path, label: str | None = None) -> dict:
     """{run, label, encoder, mode, weights (softmax, per layer), gamma} of one run."""
     directory = Path(directory)
@@ -38,7 +45,7 @@ def mix_weights(directory: str | Path, label: str | None = None) -> dict:
     model = config.model
     return {
         "run": str(directory),
-        "label": label or directory.resolve().name,
+        "label": label or task_label(config) or directory.resolve().name,
         "encoder": model.encoder,
         "mode": model.encoder_mode,
         "weights": [round(weight, 4) for weight in weights],
@@ -58,16 +65,26 @@ def markdown(results: list[dict]) -> str:
 
 
 def mix_figure(results: list[dict]) -> Figure:
-    """Grouped bars: each run's weight per layer (0 = embeddings / character CNN)."""
-    figure = Figure(figsize=(max(5.0, 1.2 * max(len(result["weights"]) for result in results) + 2), 3.6))
-    axes = figure.add_subplot()
-    width = 0.8 / len(results)
-    for number, result in enumerate(results):
-        positions = [layer + (number - (len(results) - 1) / 2) * width for layer in range(len(result["weights"]))]
-        axes.bar(positions, result["weights"], width, label=result["label"])
+    """A panel per encoder, a row per run, a column per layer (0 = embeddings / character CNN): each
+    cell the layer's softmax weight, shaded and written. Grouped bars stop being readable beyond a
+    few runs; a task's row beside another's shows at a glance which layers each one leans on."""
+    encoders = list(dict.fromkeys(str(result["encoder"]) for result in results))
+    panels = [[result for result in results if str(result["encoder"]) == encoder] for encoder in encoders]
+    widest = max(len(result["weights"]) for result in results)
+    heights = [len(panel) for panel in panels]
+    figure = Figure(figsize=(max(4.5, 0.75 * widest + 3.0), 0.9 + 0.32 * sum(heights) + 0.6 * len(panels)))
+    grid = figure.add_gridspec(len(panels), 1, height_ratios=heights)
+    for number, (encoder, panel) in enumerate(zip(encoders, panels)):
+        axes = figure.add_subplot(grid[number])
+        layers = max(len(result["weights"]) for result in panel)
+        values = [[*result["weights"], *([float("nan")] * (layers - len(result["weights"])))] for result in panel]
+        axes.imshow(values, cmap="Blues", vmin=0.0, vmax=1.0, aspect="auto")
+        for row, result in enumerate(panel):
+            for layer, weight in enumerate(result["weights"]):
+                axes.text(layer, row, f"{weight:.2f}", ha="center", va="center", fontsize="small", color="white" if weight > 0.6 else "black")
+        axes.set_yticks(range(len(panel)), [result["label"] for result in panel], fontsize="small")
+        axes.set_xticks(range(layers))
+        axes.set_title(f"encoder {Path(encoder).name}", fontsize="medium")
     axes.set_xlabel("layer (0 = embeddings / character CNN)")
-    axes.set_ylabel("softmax weight")
-    axes.set_xticks(range(max(len(result["weights"]) for result in results)))
-    axes.legend(fontsize="small")
     figure.tight_layout()
     return figure
