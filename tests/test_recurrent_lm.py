@@ -97,6 +97,30 @@ def test_a_tagger_reads_the_lm_frozen_or_fine_tuned(language_model, tmp_path, mo
     assert [len(labels) for labels in predicted] == [5, 2] and predictor.predict(sentences) == predicted
 
 
+def test_the_fine_tuned_lm_takes_every_adaptation_of_a_fine_tuned_encoder(language_model, tmp_path, monkeypatch):
+    """Discriminative rates over its groups (character CNN, LSTM 1, LSTM 2, head), gradual unfreezing
+    (epoch 1 trains the head alone: the LM stays as pretrained) and L2-SP towards the pretrained LM."""
+    from safetensors.torch import load_file
+
+    monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))
+    folder, _ = language_model
+    pretrained = load_file(str(folder / "model.safetensors"))
+    tagger = ["train", *NER, *TAGGER, f"model.encoder={folder}", "model.encoder_mode=finetune"]
+
+    def distance(output) -> float:
+        saved = load_file(str(output / "model.safetensors"))
+        return sum(float((tensor - pretrained[name.removeprefix("encoder.")]).pow(2).sum()) for name, tensor in saved.items() if name.startswith("encoder."))
+
+    unfrozen = run([*tagger, "--output", str(tmp_path / "gradual"), "--epochs", "1", "transfer.adaptations=[discriminative, gradual_unfreezing]"])
+    rates = unfrozen["history"][0]["learning_rates"]
+    assert len(rates) == 4 and all(upper / lower == pytest.approx(2.6, rel=1e-3) for lower, upper in zip(rates, rates[1:]))
+    assert distance(tmp_path / "gradual") == 0.0  # epoch 1: the head alone
+    options = ["--epochs", "1", "train.learning_rate=0.05", "train.batch_size=1"]  # 5 steps: the pull acts from the second
+    run([*tagger, "--output", str(tmp_path / "free"), *options])
+    run([*tagger, "--output", str(tmp_path / "pulled"), *options, "transfer.adaptations=[l2sp]", "transfer.l2sp_weight=100"])
+    assert 0.0 < distance(tmp_path / "pulled") < distance(tmp_path / "free")
+
+
 def test_fine_tuning_starts_from_the_pretrained_weights(language_model, tmp_path):
     from safetensors.torch import load_file
 
