@@ -430,3 +430,10 @@ def test_a_loss_term_registered_by_name_is_added_to_every_batchs_loss(tmp_path, 
     assert built == ["scratch"] and len(calls) >= 1
     pulled, plain = (load_file(str(tmp_path / name / "model.safetensors")) for name in ("pulled", "plain"))
     assert pulled["classifier.weight"].norm() < plain["classifier.weight"].norm()
+
+
+def test_last_layer_over_layers_nothing_pretrained_warns(tmp_path, capsys):
+    """ULMFiT's "Last" on a model with no source run and no pretrained encoder: the layers below the head stay random."""
+    run(["train", *POS, "--epochs", "1", "--output", str(tmp_path / "last"), "transfer.adaptations=[last_layer]"])
+    expected = "warning: adaptation 'last_layer' trains the head alone, and nothing below it was pretrained"
+    assert expected in capsys.readouterr().out + (tmp_path / "last" / "log.txt").read_text()

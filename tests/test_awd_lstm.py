@@ -236,7 +236,7 @@ def test_a_classifier_asked_of_something_without_states_is_one_line(tmp_path, ca
         encoder = tmp_path / "lm.partial"
         encoder.mkdir()
         (encoder / "settings.json").write_text("{}", encoding="utf-8")
-        expected = "model.encoder is an unfinished pretrain-lm folder"
+        expected = "model.encoder is an unfinished LM folder"
     data = ["--train", str(FIXTURES / "tiny_sentiment_train.tsv"), "--dev", str(FIXTURES / "tiny_sentiment_dev.tsv")]
     arguments = ["train", *data, "--output", str(tmp_path / "classifier"), "--quiet", f"model.encoder={encoder}", "model.encoder_mode=finetune", "model.sentence_reader=ulmfit"]
     capsys.readouterr()

@@ -86,7 +86,37 @@ def test_lazy_momentum_sgd_checkpoints_at_epoch_ends_only(tmp_path, monkeypatch)
     assert saved == [None, None]
 
 
-def test_a_forged_progress_is_one_line_naming_restart(tmp_path, monkeypatch, capsys):
+def test_recorded_activations_survive_a_resume_inside_an_epoch(tmp_path, monkeypatch):
+    """A resumed epoch runs its epoch hooks again, on weights part-way through it: the activations
+    recorded before its first batch stay as an uninterrupted run wrote them."""
+    from safetensors.torch import load_file
+
+    settings = ["train.patience=100", "train.optimizer=adam", "train.batch_size=1", "train.record_activations=[0,1,2]", f"train.checkpoint_minutes={ALWAYS}"]
+    run(tiny_train_arguments(tmp_path / "straight", epochs=3, seed=2) + settings)
+    arguments = tiny_train_arguments(tmp_path / "resumed", epochs=3, seed=2) + settings
+    crash_inside(monkeypatch, 2, 3)
+    with pytest.raises(Crash):
+        run(arguments)
+    monkeypatch.undo()
+    run(arguments)
+    straight = sorted((tmp_path / "straight").rglob("*.safetensors"))
+    assert {path.name for path in straight} >= {"epoch-000.safetensors", "epoch-001.safetensors", "epoch-002.safetensors", "final.safetensors"}
+    for path in straight:  # the values (safetensors may order a header's metadata differently from one process to the next)
+        first, second = load_file(str(path)), load_file(str(tmp_path / "resumed" / path.relative_to(tmp_path / "straight")))
+        assert first.keys() == second.keys() and all(torch.equal(first[name], second[name]) for name in first), path.name
+
+
+FORGED = {
+    "another epoch": ({"epoch": 5}, "its progress is in epoch 5, after epoch 1"),
+    "a fractional batch": ({"batches": 2.5}, "its progress inside an epoch is malformed"),
+    "a batch count as text": ({"batches": "2"}, "its progress inside an epoch is malformed"),
+    "a loss that is not a number": ({"loss": float("nan")}, "loss nan"),
+    "a scaler that is not one": ({"scaler": [1, 2]}, "its progress inside an epoch is malformed"),
+}
+
+
+@pytest.mark.parametrize("forged", list(FORGED))
+def test_a_forged_progress_is_one_line_naming_restart(tmp_path, monkeypatch, capsys, forged):
     from safetensors import safe_open
     from safetensors.torch import load_file, save_file
 
@@ -100,11 +130,28 @@ def test_a_forged_progress_is_one_line_naming_restart(tmp_path, monkeypatch, cap
         metadata = handle.metadata()
     state = json.loads(metadata["state"])
     assert state["progress"]["epoch"] == 2 and state["progress"]["batches"] == 2
-    metadata["state"] = json.dumps({**state, "progress": {**state["progress"], "epoch": 5}})
+    change, expected = FORGED[forged]
+    metadata["state"] = json.dumps({**state, "progress": {**state["progress"], **change}})
     save_file(load_file(str(path)), str(path), metadata=metadata)
     assert main(arguments) != 0
     error = capsys.readouterr().err
-    assert "its progress is in epoch 5, after epoch 1" in error and "--restart" in error and "Traceback" not in error
+    assert expected in error and "--restart" in error and "Traceback" not in error and len(error.strip().splitlines()) == 1
+
+
+def test_a_checkpoint_inside_the_first_epoch_is_strict_json(tmp_path, monkeypatch):
+    """Before epoch 1 ends there is no best score: the metadata says null, not -Infinity (which JSON lacks)."""
+    from safetensors import safe_open
+
+    crash_inside(monkeypatch, 1, 2)
+    with pytest.raises(Crash):
+        run(tiny_train_arguments(tmp_path / "run", epochs=2) + ["train.optimizer=adam", "train.batch_size=1", f"train.checkpoint_minutes={ALWAYS}"])
+    monkeypatch.undo()
+    (path,) = (tmp_path / "run" / "checkpoint").glob("*/tensors.safetensors")
+    with safe_open(str(path), "pt") as handle:
+        text = handle.metadata()["state"]
+    state = json.loads(text, parse_constant=lambda name: pytest.fail(f"not JSON: {name}"))
+    assert state["best_score"] is None and state["epoch"] == 0 and state["progress"]["batches"] == 2
+    run(tiny_train_arguments(tmp_path / "run", epochs=2) + ["train.optimizer=adam", "train.batch_size=1", f"train.checkpoint_minutes={ALWAYS}"])
 
 
 def test_checkpoint_minutes_is_not_part_of_a_runs_identity():

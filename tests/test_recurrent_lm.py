@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 
 import pytest
 import torch
@@ -213,6 +214,9 @@ def test_analyze_layers_reads_each_runs_scalar_mix_and_the_report_shows_it(langu
     assert "| frozen LM |" in capsys.readouterr().out and {path.name for path in (tmp_path / "layers").iterdir()} >= {"layers.json", "layers.md", "layers.png"}
     (unnamed,) = run(["analyze", "layers", str(features), "--output", str(tmp_path / "unnamed")])
     assert unnamed["label"] == "tiny_ner_train"  # without --label: what the run trained on (a file: its name)
+    shutil.copytree(features, tmp_path / "copy")
+    labels = [result["label"] for result in run(["analyze", "layers", str(features), str(tmp_path / "copy")])]
+    assert labels == ["features", "copy"]  # two runs of one task: their folders tell them apart
     run(["analyze", "report", "--layers", str(features), "--output", str(tmp_path / "report.html")])
     assert 'id="layers"' in (tmp_path / "report.html").read_text()
     assert "this run mixes no encoder layers" in one_line_error(capsys, ["analyze", "layers", str(plain)])

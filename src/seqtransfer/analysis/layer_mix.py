@@ -15,13 +15,14 @@ import torch
 from matplotlib.figure import Figure
 from safetensors.torch import load_file
 
+from seqtransfer.config import RunConfig
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.rundir import WEIGHTS, check_run_directory, read_saved_config
 
 MIX_SUFFIX = "encoder_mix.weights"
 
 
-def task_label(config) -> str | None:
+def task_label(config: RunConfig) -> str | None:
     """What a run was trained on, for a row of the table and figure: ``dataset:task`` (or the training file's name)."""
     data = config.data
     name = data.dataset or (Path(data.train).stem if data.train else None)

@@ -95,9 +95,10 @@ def run_drift(arguments: argparse.Namespace) -> list[dict]:
 
 
 def run_layers(arguments: argparse.Namespace) -> list[dict]:
+    from seqtransfer.analysis.drift import distinct_labels
     from seqtransfer.analysis.layer_mix import markdown, mix_figure, mix_weights
 
-    return per_run_analysis(arguments, "layers", lambda pairs: [mix_weights(run, label) for run, label in pairs], markdown, mix_figure)
+    return per_run_analysis(arguments, "layers", lambda pairs: distinct_labels([mix_weights(run, label) for run, label in pairs]), markdown, mix_figure)
 
 
 def run_tokens(arguments: argparse.Namespace) -> dict:
@@ -277,10 +278,11 @@ def run_report(arguments: argparse.Namespace):
 
         content.drift = distinct_labels([measure_drift(run) for run in arguments.drift])
     if arguments.layers:
+        from seqtransfer.analysis.drift import distinct_labels
         from seqtransfer.analysis.layer_mix import mix_weights
 
         check_distinct_runs(arguments.layers, [])
-        content.layer_mix = [mix_weights(run) for run in arguments.layers]
+        content.layer_mix = distinct_labels([mix_weights(run) for run in arguments.layers])
     if arguments.similarity:
         content.similarity = similarity_analysis(arguments, arguments.similarity)
     write_text(arguments.output, render_report(content))

@@ -43,7 +43,7 @@ def positive(text: str) -> float:
 
 
 def not_negative(text: str) -> float:
-    """A number of 0 or more (GPUs per run)."""
+    """A number of 0 or more (GPUs per run, minutes between checkpoints)."""
     value = number(text)
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")

@@ -56,9 +56,9 @@ def not_a_folder(path: Path) -> SeqTransferError:
 
 
 def not_an_lm(path: Path) -> SeqTransferError | None:
-    """The error of a folder seqtransfer wrote that is not an LM (a run directory; an unfinished
-    pretrain-lm's OUTPUT.partial), or None."""
-    if (path / "config.yaml").is_file():
+    """The error of a folder seqtransfer wrote that is not an LM (a run directory; the OUTPUT.partial
+    of an unfinished pretrain-lm or finetune-lm), or None."""
+    if (path / "config.yaml").is_file() and (path / "vocabulary.json").is_file():
         return SeqTransferError(
             "model.encoder is a seqtransfer run directory (a trained tagger or classifier), not a language model",
             path=path,
@@ -66,9 +66,8 @@ def not_an_lm(path: Path) -> SeqTransferError | None:
         )
     if path.name.endswith(".partial") and (path / "settings.json").is_file():
         final = path.with_name(path.name.removesuffix(".partial"))
-        return SeqTransferError(
-            "model.encoder is an unfinished pretrain-lm folder: it holds a checkpoint, not an LM", path=path, hint=f"run the same pretrain-lm command again to finish it, then pass {final}"
-        )
+        hint = f"run the same pretrain-lm (or finetune-lm) command again to finish it, then pass {final}"
+        return SeqTransferError("model.encoder is an unfinished LM folder (pretrain-lm's or finetune-lm's): it holds a checkpoint, not an LM", path=path, hint=hint)
     return None
 
 

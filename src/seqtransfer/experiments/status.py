@@ -22,7 +22,7 @@ from seqtransfer.experiments.run_records import finish_records
 from seqtransfer.experiments.runner import describe, is_finished, kept_records_of
 from seqtransfer.experiments.spec import ExperimentSpec
 from seqtransfer.experiments.store import ResultsStore
-from seqtransfer.training.checkpoint import TENSORS_FILE
+from seqtransfer.training.checkpoint import TENSORS_FILE, read_progress
 from seqtransfer.workflows.selflabel import METHODS, SelfLabelSettings
 
 STATES = ("done", "kept", "under way", "to train")
@@ -35,10 +35,13 @@ def read_checkpoint_epoch(path: Path) -> str | None:
         state = json.loads((handle.metadata() or {}).get("state", "{}"))
     if "epoch" not in state:
         return None
-    progress = state.get("progress") if isinstance(state.get("progress"), dict) else None
-    inside = f", {progress['batches']} batches into epoch {progress['epoch']}" if progress else ""
+    try:
+        progress = read_progress(state.get("progress"))
+    except ValueError:  # a damaged checkpoint: training it again says so in one line
+        progress = None
+    inside = f", {progress.batches} batches into epoch {progress.epoch}" if progress else ""
     if not state["epoch"]:
-        return f"{progress['batches']} batches into epoch 1" if progress else None
+        return f"{progress.batches} batches into epoch 1" if progress else None
     return f"after epoch {state['epoch']} (best dev {state['best_score']:.2f} at epoch {state['best_epoch']}){inside}"
 
 

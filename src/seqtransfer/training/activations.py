@@ -83,8 +83,10 @@ class ActivationRecorder:
     def epoch_hook(self, epoch: int, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
         finished = self.phase_start + epoch - 1
         later_phase_start = epoch == 1 and self.phase_start > 0  # the previous phase's best weights, not a new epoch
-        if finished in self.epochs and not later_phase_start:
-            self.record(model, epoch_file(self.folder, finished), finished)
+        path = epoch_file(self.folder, finished)
+        # a run resumed inside epoch e runs e's hooks again, on weights part-way through e: the file written before e's first batch stays
+        if finished in self.epochs and not later_phase_start and not path.is_file():
+            self.record(model, path, finished)
 
     def finish_phase(self, model: nn.Module, epochs_run: int) -> None:
         """Save the phase's last epoch when requested (no later hook will), then move the epoch count on."""

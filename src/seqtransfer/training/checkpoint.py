@@ -10,6 +10,7 @@ never the weights of one epoch with the state of another.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -47,28 +48,41 @@ class EpochProgress:
         return asdict(self)
 
 
-def checks_progress(values) -> EpochProgress | None:
-    """The progress a checkpoint's metadata holds (None where it holds none); ValueError when it is malformed."""
+def whole_number(value) -> int:
+    """``value`` as an int when it is one (not a bool, not 2.5 nor "3"); ValueError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(value)
+    return value
+
+
+def read_progress(values) -> EpochProgress | None:
+    """The progress inside an epoch that a checkpoint's metadata holds (None where it holds none),
+    every value checked; ValueError naming what is wrong when it is malformed."""
     if values is None:
         return None
     try:
-        progress = EpochProgress(**values)
-        whole = [int(progress.epoch), int(progress.batches), int(progress.skipped)]
-        float(progress.loss), float(progress.seconds)
+        if not isinstance(values, dict) or set(values) - set(EpochProgress.__dataclass_fields__):
+            raise ValueError(values)
+        epoch, batches, skipped = (whole_number(values.get(key, 0)) for key in ("epoch", "batches", "skipped"))
+        loss, seconds = (float(values.get(key, 0.0)) for key in ("loss", "seconds"))
+        scaler = values.get("scaler")
+        if isinstance(values.get("loss"), (bool, str)) or isinstance(values.get("seconds"), (bool, str)) or not (scaler is None or isinstance(scaler, dict) and "scale" in scaler):
+            raise ValueError(values)
     except (TypeError, ValueError):
         raise ValueError("its progress inside an epoch is malformed") from None
-    if whole[0] < 1 or whole[1] < 1 or not 0 <= whole[2] <= whole[1]:
-        raise ValueError(f"its progress says batch {whole[1]} of epoch {whole[0]}, {whole[2]} skipped")
-    return progress
+    if epoch < 1 or batches < 1 or not 0 <= skipped <= batches or not math.isfinite(loss) or not (math.isfinite(seconds) and seconds >= 0):
+        raise ValueError(f"its progress says batch {batches} of epoch {epoch}, {skipped} skipped, loss {loss}, {seconds} s")
+    return EpochProgress(epoch, batches, loss, skipped, seconds, scaler)
 
 
-def carried_states(model: nn.Module) -> dict[str, torch.Tensor]:
-    """What the model carries from one batch to the next that is not a weight (the AWD-LSTM's last
-    LSTM states, where the stream's next chunk starts), by name; {} for most models."""
+def carried_state(model: nn.Module) -> dict[str, torch.Tensor]:
+    """What the model carries from one batch to the next that is not a weight, by name (the AWD-LSTM's
+    last LSTM states, where the stream's next chunk starts: ``LAYER.PART`` -> (1, B, H)); {} for most models."""
     return model.carried_state() if hasattr(model, "carried_state") else {}
 
 
 def restore_carried(model: nn.Module, tensors: dict[str, torch.Tensor]) -> None:
+    """Give the model back what ``carried_state`` saved (nothing for a model that carries nothing)."""
     if tensors and hasattr(model, "restore_carried"):
         model.restore_carried(tensors)
 
@@ -117,10 +131,11 @@ def save(directory: Path, model: nn.Module, optimizer: torch.optim.Optimizer, st
     device = next(model.parameters()).device
     if device.type == "cuda":
         tensors["random.cuda"] = torch.cuda.get_rng_state(device)
-    summary = {"epoch": state.epoch, "best_epoch": state.best_epoch, "best_score": state.best_score, "history": state.history}
+    best_score = state.best_score if state.best_epoch else None  # no best before epoch 1 ends (JSON has no -Infinity)
+    summary = {"epoch": state.epoch, "best_epoch": state.best_epoch, "best_score": best_score, "history": state.history}
     if state.progress is not None:
         summary["progress"] = state.progress.to_json()
-        tensors.update({f"carried.{name}": tensor for name, tensor in carried_states(model).items()})
+        tensors.update({f"carried.{name}": tensor for name, tensor in carried_state(model).items()})
     save_tensors(directory / TENSORS_FILE, tensors, metadata={"state": json.dumps(summary)})
 
 
@@ -150,14 +165,15 @@ def check_summary(directory: Path, summary) -> None:
     """The metadata describes the epochs it says: whole numbers in order, one history record per epoch."""
     try:
         epoch, best_epoch, history = int(summary["epoch"]), int(summary["best_epoch"]), list(summary["history"])
-        float(summary["best_score"])
+        if summary["best_score"] is not None or best_epoch:  # none only before the first epoch ends
+            float(summary["best_score"])
         numbered = [int(record["epoch"]) for record in history]
     except (KeyError, TypeError, ValueError):
         raise damaged(directory, "its metadata lacks the epoch, best epoch, best score or history") from None
     if not 0 <= best_epoch <= epoch or numbered != list(range(epoch - len(history) + 1, epoch + 1)) or (epoch and not history):
         raise damaged(directory, f"its metadata says epoch {epoch}, best epoch {best_epoch} and {len(history)} history records")
     try:
-        progress = checks_progress(summary.get("progress"))
+        progress = read_progress(summary.get("progress"))
     except ValueError as error:
         raise damaged(directory, str(error)) from None
     if progress is not None and progress.epoch != epoch + 1:
@@ -199,5 +215,6 @@ def resume(directory: Path, model: nn.Module, optimizer: torch.optim.Optimizer) 
         torch.cuda.set_rng_state(tensors["random.cuda"], next(model.parameters()).device)
     best_state = {name[5:]: tensor for name, tensor in tensors.items() if name.startswith("best.")}
     restore_carried(model, {name[8:]: tensor for name, tensor in tensors.items() if name.startswith("carried.")})
-    progress = checks_progress(summary.get("progress"))
-    return TrainingState(best_state, summary["epoch"], summary["best_epoch"], summary["best_score"], summary["history"], progress)
+    progress = read_progress(summary.get("progress"))
+    best_score = float("-inf") if summary["best_score"] is None else summary["best_score"]
+    return TrainingState(best_state, summary["epoch"], summary["best_epoch"], best_score, summary["history"], progress)

@@ -264,7 +264,7 @@ def fit(
     restored_seconds = sum(record.get("epoch_seconds", 0.0) for record in state.history) + (state.progress.seconds if state.progress else 0.0)
     if state.epoch or state.progress:
         log(resumption_line(state, describe_dev))
-    checkpoints = MidEpochCheckpoints(checkpoint_dir, model, optimizer, state, config.checkpoint_minutes, extra_losses)
+    checkpoints = MidEpochCheckpoints(checkpoint_dir, model, optimizer, state, config.checkpoint_minutes, extra_losses, log)
     while state.epoch < config.max_epochs and (state.epoch < config.min_epochs or state.epoch - state.best_epoch < config.patience):
         epoch = state.epoch + 1
         for hook in epoch_hooks:

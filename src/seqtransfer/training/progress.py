@@ -38,12 +38,14 @@ def why_only_at_epoch_ends(optimizer: torch.optim.Optimizer, extra_losses: Seque
 
 class MidEpochCheckpoints:
     """Saves the run's checkpoint, with the epoch's progress, every ``minutes`` of an epoch; and hands
-    a resumed run the progress it restored, once."""
+    a resumed run the progress it restored, once. A run that cannot checkpoint inside an epoch says
+    why in ``log``, once, when an epoch of it outlasts ``minutes``."""
 
-    def __init__(self, directory: Path | None, model: nn.Module, optimizer: torch.optim.Optimizer, state: checkpoint.TrainingState, minutes: float, extra_losses: Sequence = ()) -> None:
-        self.directory, self.model, self.optimizer, self.state = directory, model, optimizer, state
+    def __init__(self, directory: Path | None, model: nn.Module, optimizer: torch.optim.Optimizer, state: checkpoint.TrainingState, minutes: float, extra_losses: Sequence = (), log=print) -> None:
+        self.directory, self.model, self.optimizer, self.state, self.log = directory, model, optimizer, state, log
         self.interval = minutes * 60.0
-        self.enabled = directory is not None and minutes > 0 and why_only_at_epoch_ends(optimizer, extra_losses) is None
+        self.reason = why_only_at_epoch_ends(optimizer, extra_losses) if directory is not None and minutes > 0 else None
+        self.enabled = directory is not None and minutes > 0 and self.reason is None
         self.resumed, state.progress = state.progress, None
         self.last_saved = time.perf_counter()
 
@@ -54,7 +56,13 @@ class MidEpochCheckpoints:
         return resumed if resumed is not None and resumed.epoch == epoch else EpochProgress(epoch)
 
     def due(self) -> bool:
-        return self.enabled and time.perf_counter() - self.last_saved >= self.interval
+        """Whether a checkpoint is due before the next batch."""
+        if time.perf_counter() - self.last_saved < self.interval:
+            return False
+        if self.reason:
+            self.log(f"note: this epoch outlasts train.checkpoint_minutes, and the run checkpoints at epoch ends only: {self.reason}")
+            self.reason = None
+        return self.enabled
 
     def save(self, progress: EpochProgress) -> None:
         """The checkpoint of this moment: the weights, optimizer and random state with ``progress``."""

@@ -101,6 +101,15 @@ class Adaptation:
     epoch_hook: Callable[[nn.Module, set[str]], Callable] | None = None  # (model, trainable names) -> hook(epoch, model, optimizer)
     minimum_epochs: Callable[[nn.Module, set[str]], int] | None = None  # epochs before early stopping may end a phase
     rate_factor: Callable[[TransferConfig], float] | None = None  # each layer group below the top: the rate above divided by it
+    keeps_lower_layers: bool = False  # the layer groups below the head never train: only pretrained ones make sense
+
+
+def warning(message: str, log: Callable[[str], None] | None) -> None:
+    """A warning to the run's ``log`` (as a ``warning:`` line), else to Python's warnings."""
+    if log:
+        log(f"warning: {message}")
+    else:
+        warn(message)
 
 
 def check_adaptations(
@@ -141,17 +150,16 @@ def check_adaptations(
             and not any(parameter.startswith(transferred) and parameter.startswith(trainable) for parameter, _ in model.named_parameters())
         ):
             raise SeqTransferError(f"adaptation '{name}' pulls the transferred weights towards the source's, and this scheme keeps them frozen", hint="drop it, or use --method finetune")
+        if adaptation.keeps_lower_layers and not has_source and not pretrained_encoder(model):
+            warning(f"adaptation '{name}' trains the head alone, and nothing below it was pretrained (no source run, no model.encoder): those layers stay random", log)
         chosen.append(adaptation)
         needed = adaptation.minimum_epochs(model, trainable_names(model, trainable)) if adaptation.minimum_epochs else 0
         if max_epochs is not None and max_epochs < needed:
-            message = (
+            warning(
                 f"adaptation '{name}' needs {needed} epochs to open every layer group, the top first: train.max_epochs={max_epochs} "
-                f"leaves the lowest {needed - max_epochs} frozen (raise it to {needed} to train them all)"
+                f"leaves the lowest {needed - max_epochs} frozen (raise it to {needed} to train them all)",
+                log,
             )
-            if log:
-                log(f"warning: {message}")
-            else:
-                warn(message)
     return chosen
 
 
@@ -227,7 +235,9 @@ ADAPTATIONS: dict[str, Adaptation] = {
     ),
     "l2sp": Adaptation("l2sp", "L2-SP: a pull towards the source run's weights", pulls_towards_source=True, pretrained_reference=True),
     "chain_thaw": Adaptation("chain_thaw", "chain-thaw: the head, then each layer group alone bottom-up, then all", 2, stages_groups=True, phases=chain_thaw_phases),
-    "last_layer": Adaptation("last_layer", "ULMFiT's Last: the head alone trains, every layer group below it stays as pretrained", 2, stages_groups=True, phases=last_layer_phases),
+    "last_layer": Adaptation(
+        "last_layer", "ULMFiT's Last: the head alone trains, every layer group below it stays as pretrained", 2, stages_groups=True, phases=last_layer_phases, keeps_lower_layers=True
+    ),
     "ewc": Adaptation("ewc", "EWC: a pull towards the source weights, weighted by their Fisher information on the source data", pulls_towards_source=True),
 }
 SOURCE_PENALTIES = tuple(name for name, adaptation in ADAPTATIONS.items() if adaptation.pulls_towards_source)

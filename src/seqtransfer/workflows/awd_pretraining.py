@@ -109,13 +109,18 @@ class StreamPretraining(nn.Module):
         self.carried: list | None = None  # the last chunk's states: not a weight; saved only in a checkpoint inside an epoch
 
     def carried_state(self) -> dict[str, torch.Tensor]:
-        """The last chunk's states by name, ``LAYER.PART`` (a checkpoint inside an epoch keeps them: training/progress.py)."""
+        """The last chunk's states by name, ``LAYER.PART`` -> (1, B, H) (PART 0: h, 1: c); a checkpoint
+        inside an epoch keeps them (training/progress.py)."""
         return {f"{layer}.{part}": tensor for layer, state in enumerate(self.carried or []) for part, tensor in enumerate(state)}
 
     def restore_carried(self, tensors: dict[str, torch.Tensor]) -> None:
+        """The states ``carried_state`` saved, back on the model's device: where the stream's next chunk starts."""
         device = next(self.parameters()).device
-        layers = sorted({int(name.split(".")[0]) for name in tensors})
-        self.carried = [tuple(tensors[f"{layer}.{part}"].to(device) for part in range(sum(name.startswith(f"{layer}.") for name in tensors))) for layer in layers]
+        layers: dict[int, list[tuple[int, torch.Tensor]]] = {}
+        for name, tensor in tensors.items():
+            layer, part = map(int, name.split("."))
+            layers.setdefault(layer, []).append((part, tensor.to(device)))
+        self.carried = [tuple(tensor for _, tensor in sorted(layers[layer])) for layer in sorted(layers)]
 
     def read(self, chunk: StreamChunk) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """-> (B, T, E) last-layer outputs, (B, T, E) the same after the output dropout, summed -log p of the targets."""

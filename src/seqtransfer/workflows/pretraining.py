@@ -32,6 +32,7 @@ from seqtransfer.embeddings.transformer import TRAINING_REPORT
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json, write_json
 from seqtransfer.resources import peak_rss_megabytes
+from seqtransfer.rundir import remove_partial_files
 from seqtransfer.training.loop import FitResult, fit
 from seqtransfer.training.seeding import seed_everything
 
@@ -263,7 +264,10 @@ def check_work_folder(work: Path, identity: dict) -> None:
 
 
 def start_work_folder(work: Path, identity: dict) -> None:
-    """Create ``OUTPUT.partial`` with the run's identity (checked by ``check_work_folder``), unless it holds it already."""
+    """Create ``OUTPUT.partial`` with the run's identity (checked by ``check_work_folder``), unless it
+    holds it already; a resumed one loses what a save cut short by a kill left (``.NAME.XXXX.tmp``)."""
+    if work.is_dir():
+        remove_partial_files(work)
     if not (work / IDENTITY_FILE).is_file():
         work.mkdir(parents=True, exist_ok=True)
         write_json(work / IDENTITY_FILE, identity)
