@@ -55,3 +55,10 @@ def test_site_builds_without_warnings(tmp_path):
 
     absent = [name for name in COMMANDS if f'id="seqtransfer-{name}"' not in cli]
     assert not absent, f"the CLI reference has no section for {absent}"
+
+
+def test_every_results_page_has_a_row_in_the_results_index():
+    """docs/results/README.md's table names each page beside it (what it holds and the command that makes it)."""
+    index = (ROOT / "docs" / "results" / "README.md").read_text(encoding="utf-8")
+    pages = [path.name for path in (ROOT / "docs" / "results").glob("*.md") if path.name != "README.md"]
+    assert pages and [name for name in pages if f"| `{name}`" not in index] == []
