@@ -53,7 +53,7 @@ def test_a_run_killed_inside_an_epoch_resumes_there_to_identical_weights(tmp_pat
     assert "resuming in epoch 2 after batch 3" in capsys.readouterr().out
     assert [record["loss"] for record in resumed["history"]] == [record["loss"] for record in straight["history"]]
     assert (tmp_path / "resumed" / "model.safetensors").read_bytes() == (tmp_path / "straight" / "model.safetensors").read_bytes()
-    assert resumed["seconds"] >= sum(record["epoch_seconds"] for record in resumed["history"][:1])
+    assert resumed["seconds"] >= sum(record["epoch_seconds"] for record in resumed["history"])  # the epochs of both processes count
 
 
 @pytest.mark.parametrize("module", [test_recurrent_lm, test_awd_lstm], ids=["bilstm", "awd-lstm"])

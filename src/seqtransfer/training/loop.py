@@ -269,8 +269,8 @@ def fit(
         epoch = state.epoch + 1
         for hook in epoch_hooks:
             hook(epoch, model, optimizer)
-        earlier = checkpoints.resumed.seconds if checkpoints.resumed and checkpoints.resumed.epoch == epoch else 0.0  # the epoch's part an earlier process trained
-        started = time.perf_counter() - earlier
+        resumed = checkpoints.resumed_in(epoch)  # the epoch's part an earlier process trained counts in its seconds
+        started = time.perf_counter() - (resumed.seconds if resumed else 0.0)
         loss = train_epoch(model, optimizer, train, config, epoch, show_progress, extra_losses, cores, checkpoints)
         train_seconds = time.perf_counter() - started
         summaries = {name: value for term in extra_losses if hasattr(term, "epoch_summary") for name, value in term.epoch_summary().items()}

@@ -49,11 +49,15 @@ class MidEpochCheckpoints:
         self.resumed, state.progress = state.progress, None
         self.last_saved = time.perf_counter()
 
+    def resumed_in(self, epoch: int) -> EpochProgress | None:
+        """The progress restored for epoch ``epoch``, if the run resumed inside it."""
+        return self.resumed if self.resumed is not None and self.resumed.epoch == epoch else None
+
     def start(self, epoch: int) -> EpochProgress:
         """Where epoch ``epoch`` starts: the progress restored for it, else its first batch."""
-        resumed, self.resumed = self.resumed, None
+        resumed, self.resumed = self.resumed_in(epoch), None
         self.last_saved = time.perf_counter()
-        return resumed if resumed is not None and resumed.epoch == epoch else EpochProgress(epoch)
+        return resumed or EpochProgress(epoch)
 
     def due(self) -> bool:
         """Whether a checkpoint is due before the next batch."""

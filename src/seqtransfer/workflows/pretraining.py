@@ -293,6 +293,11 @@ def fit_language_model(model: Pretraining, source: LanguageModelBatches, held_ou
     )
 
 
+def training_seconds(result: FitResult) -> float:
+    """The seconds of every epoch of an LM's training (those an earlier, interrupted process ran included)."""
+    return round(sum(record.get("epoch_seconds", 0.0) for record in result.history), 1)
+
+
 def training_summary(settings: LanguageModelSettings, parameters: int, final: float, result: FitResult, training_lines: int, held_out_lines: int) -> dict:
     """What ``pretraining.json`` says of the training: sizes, the final perplexity, its seconds and peak memory, the epochs' history."""
     return {
@@ -303,7 +308,7 @@ def training_summary(settings: LanguageModelSettings, parameters: int, final: fl
         "training_lines": training_lines,
         "held_out_lines": held_out_lines,
         "settings": settings.__dict__,
-        "seconds": round(sum(record.get("epoch_seconds", 0.0) for record in result.history), 1),
+        "seconds": training_seconds(result),
         "peak_rss_megabytes": peak_rss_megabytes(),  # this process's (a resumed run: since it resumed)
         "history": [{key: value for key, value in record.items() if key != "dev"} | {"held_out_perplexity": -record["dev"]} for record in result.history],
     }

@@ -32,7 +32,7 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.resources import peak_rss_megabytes
 from seqtransfer.training.loop import fit
 from seqtransfer.training.seeding import seed_everything
-from seqtransfer.workflows.pretraining import check_work_folder, perplexity, split_held_out, start_work_folder
+from seqtransfer.workflows.pretraining import check_work_folder, perplexity, split_held_out, start_work_folder, training_seconds
 
 MINIMUM_CHARACTER_COUNT = 2  # rarer characters (one-off emoji) read as the unknown character
 
@@ -187,7 +187,7 @@ def training_cost(result, final: float, training_tokens: int, amp: str = "off") 
         "held_out_perplexity": round(final, 3),
         "best_epoch": result.best_epoch,
         "training_tokens": training_tokens,
-        "seconds": round(sum(record.get("epoch_seconds", 0.0) for record in result.history), 1),
+        "seconds": training_seconds(result),
         "training_tokens_per_second": round(training_tokens * len(result.history) / train_seconds, 1) if train_seconds else None,
         "amp": amp,
         "peak_rss_megabytes": peak_rss_megabytes(),  # this process's (a resumed run: since it resumed)
