@@ -77,7 +77,11 @@ def test_a_search_runs_on_ray_tune_resumes_and_writes_the_selected_config(tmp_pa
 
     experiment = tiny_experiment(tmp_path)
     search = "search:\n  finetune:\n    pos: {algorithm: asha, trials: 3, grace_epochs: 1, space: {train.learning_rate: {loguniform: [0.005, 0.05]}, model.dropout: [0.1, 0.3]}}\n"
-    experiment.write_text(experiment.read_text(encoding="utf-8") + search, encoding="utf-8")
+    # a word-vector file named relative to the working folder, as `model.encoder=results/lms/...` or a relative
+    # $SEQTRANSFER_DATA are: Tune starts each trial in a folder of its own, and the trial must still find it
+    (tmp_path / "vectors.txt").write_text("".join(f"{word} {' '.join(['0.1'] * 8)}\n" for word in ("loves", "nyc", "the")), encoding="utf-8")
+    text = experiment.read_text(encoding="utf-8").replace("model.embeddings=null", "model.embeddings=vectors.txt")
+    experiment.write_text(text + search, encoding="utf-8")
     results = tmp_path / "results"
     monkeypatch.chdir(tmp_path)  # a relative results folder: every trial (Tune runs it elsewhere) must still find the source run
     try:

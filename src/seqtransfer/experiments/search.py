@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -76,11 +77,20 @@ def trial_config(base: dict, values: dict[str, Any]):
 
 
 def make_trainable(base: dict, store_root: str, prefix: str, source_id: str | None, max_epochs: int | None):
-    """The Tune function trainable: train (or read back) the run of a trial's settings, reporting each epoch's dev score."""
+    """The Tune function trainable: train (or read back) the run of a trial's settings, reporting each epoch's dev score.
+
+    Tune starts each trial in a folder of its own; the trial goes back to the folder the search was
+    started from (where it exists on the trial's machine), so that every setting naming a file or
+    folder relative to it (``model.encoder=results/lms/...``, a relative ``$SEQTRANSFER_DATA``,
+    a vector file) reads as it does in ``experiment run``.
+    """
+    working_folder = str(Path.cwd().resolve())
 
     def trainable(values: dict) -> None:
         from ray import tune
 
+        if Path(working_folder).is_dir():
+            os.chdir(working_folder)
         config = trial_config(base, values)
         if max_epochs is not None:
             config.train.max_epochs = min(config.train.max_epochs, max_epochs)
@@ -182,11 +192,18 @@ def trial_row(result, search: SearchSpec, store) -> dict:
     return {
         "setting": {key: result.config[key] for key in search.space},
         "run_id": run_id,
-        "status": "finished" if finished else "stopped",
+        "status": "finished" if finished else "failed" if result.error else "stopped",
+        **({"error": last_line(result.error)} if result.error and not finished else {}),
         "dev": best_dev,
         "epochs": int(history["epoch"].max()) if history is not None and "epoch" in history else 0,
         "test": metrics.get("test", {}).get(main_score(metrics)) if finished else None,
     }
+
+
+def last_line(error: BaseException) -> str:
+    """The last non-empty line of a trial's error (Ray wraps the trial's own exception in its traceback)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[-1] if lines else type(error).__name__
 
 
 def search_summary(task, search: SearchSpec, trials: list[dict], folder: Path) -> dict:
@@ -194,6 +211,11 @@ def search_summary(task, search: SearchSpec, trials: list[dict], folder: Path) -
     method, target = task.record["method"], task.record["target"]
     chosen = max((trial for trial in trials if trial["status"] == "finished" and trial["dev"] is not None), key=lambda trial: trial["dev"], default=None)
     if chosen is None:
+        failed = [trial for trial in trials if trial["status"] == "failed"]
+        if failed:
+            raise SeqTransferError(
+                f"search {method} / {target}: {len(failed)} of {len(trials)} trials failed, the first with: {failed[0]['error']}", hint=f"the trials' error files are under {folder / 'tune'}"
+            )
         raise SeqTransferError(f"search {method} / {target}: no trial finished", hint="raise the budget or max_epochs")
     return {
         "experiment": task.record["experiment"],
