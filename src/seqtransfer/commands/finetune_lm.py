@@ -8,7 +8,7 @@ from pathlib import Path
 
 from seqtransfer.commands.base import Command
 from seqtransfer.commands.numbers import positive, share, whole
-from seqtransfer.commands.pretrain_lm import add_run_options, check_output, read_sentences
+from seqtransfer.commands.pretrain_lm import add_run_options, check_output, lm_training, read_sentences, training_precision
 from seqtransfer.errors import SeqTransferError
 
 
@@ -51,9 +51,6 @@ def check(arguments: argparse.Namespace) -> None:
 
 
 def run(arguments: argparse.Namespace) -> dict:
-    from seqtransfer.config import TrainConfig
-    from seqtransfer.device import resolve_device
-    from seqtransfer.training.precision import concrete_mode
     from seqtransfer.workflows.lm_finetuning import continue_language_model, source_settings
     from seqtransfer.workflows.transformer_continuation import is_transformer_folder
 
@@ -63,22 +60,7 @@ def run(arguments: argparse.Namespace) -> dict:
     settings = source_settings(arguments.language_model, arguments.held_out, arguments.discriminative_factor)
     learning_rate = arguments.learning_rate or (1e-4 if is_transformer_folder(arguments.language_model) else 1e-3)  # DAPT's rate for a Transformer; ULMFiT's for an LSTM
     sentences, _, _ = read_sentences(arguments)
-    train_config = TrainConfig(
-        optimizer="adam",
-        learning_rate=learning_rate,
-        schedule="slanted_triangular",
-        betas=[0.9, 0.99],
-        gradient_clip=5.0,
-        batch_size=arguments.batch_size,
-        max_epochs=arguments.epochs,
-        patience=arguments.patience,
-        seed=arguments.seed,
-        threads=arguments.threads,
-        device=arguments.device,
-        checkpoint_minutes=arguments.checkpoint_minutes,
-        evaluation_batch_size=max(arguments.batch_size, 64),
-        amp=concrete_mode(arguments.amp, resolve_device(arguments.device)),
-    )
+    train_config = lm_training(arguments, optimizer="adam", learning_rate=learning_rate, schedule="slanted_triangular", betas=[0.9, 0.99], gradient_clip=5.0, amp=training_precision(arguments))
     summary = continue_language_model(arguments.language_model, sentences, settings, train_config, Path(arguments.output), print, show_progress=not arguments.quiet, device=arguments.device)
     print(f"wrote {arguments.output}: use it with model.encoder={arguments.output}")
     return summary

@@ -178,18 +178,12 @@ def read_sentences(arguments: argparse.Namespace) -> tuple[list[list[str]], list
     return [line.split(" ") for line in lines], left_out, repeats  # a dataset's sentences, joined by read_lines
 
 
-def adam_training(arguments: argparse.Namespace, betas: list[float], gradient_clip: float):
-    """The recurrent LMs' training: Adam at a constant rate, early stopping on the held-out perplexity."""
+def lm_training(arguments: argparse.Namespace, **recipe):
+    """The training settings every LM command takes from its options (batch, epochs, patience, seed,
+    threads, device, checkpoints), with the ``recipe`` of its LM family: optimizer, rate, schedule, clip."""
     from seqtransfer.config import TrainConfig
-    from seqtransfer.device import resolve_device
-    from seqtransfer.training.precision import concrete_mode
 
     return TrainConfig(
-        optimizer="adam",
-        learning_rate=arguments.learning_rate,
-        schedule="inverse_time",
-        betas=betas,
-        gradient_clip=gradient_clip,
         batch_size=arguments.batch_size,
         max_epochs=arguments.epochs,
         patience=arguments.patience,
@@ -198,8 +192,21 @@ def adam_training(arguments: argparse.Namespace, betas: list[float], gradient_cl
         device=arguments.device,
         checkpoint_minutes=arguments.checkpoint_minutes,
         evaluation_batch_size=max(arguments.batch_size, 64),
-        amp=concrete_mode(arguments.amp, resolve_device(arguments.device)),  # what the run trains in: its identity and pretraining.json say so
+        **recipe,
     )
+
+
+def training_precision(arguments: argparse.Namespace) -> str:
+    """What a recurrent LM trains in (``--amp`` made concrete for the device): its identity and pretraining.json say so."""
+    from seqtransfer.device import resolve_device
+    from seqtransfer.training.precision import concrete_mode
+
+    return concrete_mode(arguments.amp, resolve_device(arguments.device))
+
+
+def adam_training(arguments: argparse.Namespace, betas: list[float], gradient_clip: float):
+    """The recurrent LMs' training: Adam at a constant rate (inverse-time decay 0), early stopping on the held-out perplexity."""
+    return lm_training(arguments, optimizer="adam", learning_rate=arguments.learning_rate, schedule="inverse_time", betas=betas, gradient_clip=gradient_clip, amp=training_precision(arguments))
 
 
 def run_recurrent(arguments: argparse.Namespace) -> dict:
@@ -233,7 +240,6 @@ def pretrain_on_words(arguments: argparse.Namespace, pretrain, settings, train_c
 
 
 def run(arguments: argparse.Namespace) -> dict:
-    from seqtransfer.config import TrainConfig
     from seqtransfer.workflows.pretraining import LanguageModelSettings, pretrain
 
     check(arguments)
@@ -250,21 +256,7 @@ def run(arguments: argparse.Namespace) -> dict:
     settings = LanguageModelSettings(
         arguments.objective, arguments.vocabulary_size, arguments.hidden, arguments.layers, arguments.heads, arguments.intermediate, arguments.max_length, arguments.held_out
     )
-    train_config = TrainConfig(
-        optimizer="adamw",
-        learning_rate=arguments.learning_rate,
-        schedule="linear_warmup",
-        weight_decay=0.01,
-        gradient_clip=1.0,
-        batch_size=arguments.batch_size,
-        max_epochs=arguments.epochs,
-        patience=arguments.patience,
-        seed=arguments.seed,
-        threads=arguments.threads,
-        device=arguments.device,
-        checkpoint_minutes=arguments.checkpoint_minutes,
-        evaluation_batch_size=max(arguments.batch_size, 64),
-    )
+    train_config = lm_training(arguments, optimizer="adamw", learning_rate=arguments.learning_rate, schedule="linear_warmup", weight_decay=0.01, gradient_clip=1.0)
     summary = pretrain(lines, settings, train_config, Path(arguments.output), print, show_progress=not arguments.quiet, device=arguments.device)
     summary["left_out"] = left_out
     summary["left_out_repeats"] = repeats
