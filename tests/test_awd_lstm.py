@@ -5,6 +5,7 @@ folder fine-tuned as an encoder under ULMFiT's classifier and a tagger."""
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -45,6 +46,7 @@ def test_pretraining_writes_a_folder_with_its_perplexity_and_cost(language_model
     report = json.loads((folder / "pretraining.json").read_text())
     assert [record["epoch"] for record in report["history"]] == [1, 2] and all(record["held_out_perplexity"] > 1 for record in report["history"])
     assert 1 < report["held_out_perplexity"] < 2 * config["words"] and report["bptt"] == 10
+    assert all(abs(record["loss"] - math.log(record["held_out_perplexity"])) < 1.0 for record in report["history"])  # a mean -log p per word
     assert report["training_tokens_per_second"] > 0 and report["seconds"] >= 0 and summary["best_epoch"] in (1, 2)
     model, words = load_awd_lstm(folder)
     saved = load_file(str(folder / "model.safetensors"))

@@ -40,6 +40,8 @@ def test_pretraining_writes_an_encoder_folder_with_its_perplexity_and_cost(langu
     assert [record["epoch"] for record in report["history"]] == [1, 2]
     words = config["words"]
     assert 1 < report["held_out_perplexity"] < 2 * words  # a softmax over `words` words: near uniform at worst after 2 epochs
+    # the epoch's training loss is a mean -log p per word, on the held-out perplexity's scale (random text: near uniform both)
+    assert all(abs(record["loss"] - math.log(record["held_out_perplexity"])) < 1.0 for record in report["history"])
     assert report["training_tokens_per_second"] > 0 and report["encoder_parameters"] > 0 and summary["best_epoch"] in (1, 2)
 
 

@@ -59,7 +59,7 @@ def set_learning_rates(optimizer: torch.optim.Optimizer, schedule, position: Pos
 class BatchSource(Protocol):
     """What one training epoch reads: ``batches(epoch)`` in a seeded order."""
 
-    sentence_count: int
+    sentence_count: int  # what the epoch's summed loss is divided by (see ``train_epoch``)
     batch_count: int
 
     def batches(self, epoch: int) -> Iterator[Batch]: ...
@@ -163,8 +163,10 @@ def train_epoch(
     cores: CoreShare | None = None,
     checkpoints: MidEpochCheckpoints | None = None,
 ) -> float:
-    """One pass over the training batches; returns the mean loss per sentence (the model's loss,
-    without extra terms). ``cores``: the run's threads, adjusted between batches to the free cores.
+    """One pass over the training batches; returns the model's loss (without extra terms) summed over
+    the batches and divided by ``source.sentence_count``: the mean per sentence of a loss summed over a
+    batch's sentences (the taggers'), or the mean of the batches' losses where each is already a mean
+    (the language models' sources set ``sentence_count`` to their batch count). ``cores``: the run's threads, adjusted between batches to the free cores.
     ``checkpoints``: where a resumed epoch starts, and checkpoints inside the epoch (progress.py)."""
     model.train()
     parameters, device, precision, scaler, schedule = epoch_settings(model, optimizer, config)
