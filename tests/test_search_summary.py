@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.experiments.search import search_summary, trial_row
+from seqtransfer.experiments.search import render_searches, search_summary, trial_row
 
 
 def failed_result(message: str) -> SimpleNamespace:
@@ -36,3 +36,18 @@ def test_a_search_whose_trials_were_all_stopped_early_asks_for_a_larger_budget(t
     task = SimpleNamespace(record={"experiment": "tiny", "method": "FT", "target": "WNUT"})
     with pytest.raises(SeqTransferError, match="no trial finished"):
         search_summary(task, search, rows, tmp_path)
+
+
+def test_the_report_counts_the_failed_trials_beside_the_finished_ones():
+    trial = {"setting": {"train.learning_rate": 0.01}, "run_id": "r", "dev": 40.0, "epochs": 2, "test": 30.0}
+    summary = {
+        "method": "FT",
+        "target": "WNUT",
+        "algorithm": "asha",
+        "trials": [{**trial, "status": "finished"}, {**trial, "status": "failed", "dev": None, "error": "boom"}, {**trial, "status": "stopped"}],
+        "selected": {**trial, "status": "finished"},
+        "config": "FT--WNUT.yaml",
+    }
+    assert "| FT | WNUT | asha | 3 (1 finished, 1 failed) | train.learning_rate=0.01 | 40.00 | 30.00 |" in render_searches([summary])
+    summary["trials"] = summary["trials"][:1]
+    assert "| 1 (1 finished) |" in render_searches([summary])

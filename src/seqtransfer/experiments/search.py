@@ -280,9 +280,11 @@ def render_searches(summaries: list[dict]) -> str:
     for summary in summaries:
         chosen = summary["selected"]
         finished = sum(trial["status"] == "finished" for trial in summary["trials"])
+        failed = sum(trial["status"] == "failed" for trial in summary["trials"])
+        counts = f"{finished} finished" + (f", {failed} failed" if failed else "")
         setting = ", ".join(f"{key}={value:.4g}" if isinstance(value, float) else f"{key}={value}" for key, value in chosen["setting"].items())
         rows.append(
-            f"| {summary['method']} | {summary['target']} | {summary['algorithm']} | {len(summary['trials'])} ({finished} finished) | {setting} | "
+            f"| {summary['method']} | {summary['target']} | {summary['algorithm']} | {len(summary['trials'])} ({counts}) | {setting} | "
             f"{chosen['dev']:.2f} | {chosen['test']:.2f} | `{Path(summary['config']).name}` |"
         )
     intro = (
