@@ -161,6 +161,22 @@ def test_curve_reads_an_experiment_records_folder(tmp_path):
     assert curve_point(run_directory).method == "pretrand"
 
 
+def test_curve_keeps_only_the_methods_asked_for_across_records_folders(tmp_path):
+    folders = []
+    for experiment, methods in (("curve", ["Full", "Full + target LM"]), ("full_data", ["Full", "Freez"])):
+        folder = tmp_path / "records" / experiment
+        folder.mkdir(parents=True)
+        for number, method in enumerate(methods):
+            run_directory = fake_run(tmp_path / f"{experiment}-{number}", FIXTURES / "analysis_reference.conll", "scratch")
+            (folder / f"{number}.json").write_text(json.dumps({"method": method, "run_directory": str(run_directory)}))
+        folders.append(str(folder))
+    points = run(["analyze", "curve", *folders, "--method", "Full", "--method", "Full + target LM", "--output", str(tmp_path / "out")])
+    assert sorted(point.method for point in points) == ["Full", "Full", "Full + target LM"]  # Freez left out
+    assert (tmp_path / "out" / "curve.png").is_file()
+    with pytest.raises(SeqTransferError, match="no runs of method 'Last'.*methods: Freez, Full, Full \\+ target LM"):
+        run(["analyze", "curve", *folders, "--method", "Last", "--output", str(tmp_path / "none")])
+
+
 def sample_points() -> list[CurvePoint]:
     return [CurvePoint(method, size, score + bonus, "x") for method, bonus in (("finetune", 0.0), ("pretrand", 1.0)) for size, score in ((100, 80.0), (200, 85.0), (400, 88.0))]
 

@@ -225,6 +225,11 @@ def run_curve(arguments: argparse.Namespace):
     from seqtransfer.files import write_json
 
     points = curve_points(arguments.runs, arguments.split)
+    if arguments.methods:
+        found = sorted({point.method for point in points})
+        points = [point for point in points if point.method in arguments.methods]
+        if missing := [method for method in arguments.methods if method not in found]:
+            raise SeqTransferError(f"no runs of method {', '.join(repr(method) for method in missing)} among the runs given", hint=f"methods: {', '.join(found)}")
     output = Path(arguments.output)
     write_json(output / "curve.json", [asdict(point) for point in points])
     figures.save_figure(figures.learning_curves(points), output / "curve")

@@ -60,6 +60,9 @@ def curve_arguments(analyses) -> None:
         help="a method (a records folder's grid method, e.g. From-scratch200; a run given directly is named by its scheme, e.g. scratch): "
         "PT / NT / gain of the others against it at each size, pairing runs of one seed",
     )
+    curve.add_argument(
+        "--method", action="append", dest="methods", metavar="NAME", help="keep only this method's runs (repeat it for several; e.g. two records folders whose other methods would crowd the figure)"
+    )
     curve.add_argument("--output", required=True, help="folder for curve.json and curve.png/svg (and transfer_by_size.*)")
 
 
