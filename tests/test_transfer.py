@@ -336,3 +336,13 @@ def test_an_epoch_in_which_nothing_trains_is_one_error_not_a_silent_pass(tiny_ru
     groups = [{"params": list(model.parameters())}]
     with pytest.raises(SeqTransferError, match="nothing trains in epoch 1"):
         train_epoch(model, make_optimizer(groups, config.train), ShuffledBatches(train, config.train.batch_size, config.train.seed), config.train, epoch=1, show_progress=False)
+
+
+def test_the_absorption_setting_names_what_random_plus_plus_trains_and_the_random_branchs_rate():
+    from seqtransfer.analysis.absorption import describe_setting
+    from seqtransfer.config import RunConfig
+
+    config = RunConfig()
+    assert describe_setting(config) == "normalise on, learnable u/v on, random++ on"
+    config.transfer.random_plus_plus_trains, config.transfer.random_branch_learning_rate, config.model.normalized_scale = "random_branch", 0.15, 10.0
+    assert describe_setting(config) == "normalise on x10, learnable u/v on, random++ on (random branch alone), random branch at rate 0.15"

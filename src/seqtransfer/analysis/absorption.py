@@ -48,6 +48,18 @@ def branch_outputs(run, split: str, data_dir: str | None) -> dict[str, np.ndarra
     return {name: np.concatenate(values) for name, values in parts.items()}
 
 
+def describe_setting(config) -> str:
+    """A PretRand run's choices in a few words: normalisation (and its scale), u/v, random++ (and what
+    its first phase trains), the random branch's own rate."""
+    model, transfer = config.model, config.transfer
+    scale = f" x{model.normalized_scale:g}" if model.normalized_scale != 1.0 else ""
+    random_plus_plus = "on" if transfer.random_plus_plus else "off"
+    if transfer.random_plus_plus and transfer.random_plus_plus_trains == "random_branch":
+        random_plus_plus += " (random branch alone)"
+    rate = f", random branch at rate {transfer.random_branch_learning_rate:g}" if transfer.random_branch_learning_rate is not None else ""
+    return f"normalise {'on' if model.normalize_branches else 'off'}{scale}, learnable u/v {'on' if model.branch_weighting else 'off'}, random++ {random_plus_plus}{rate}"
+
+
 def describe_run(directory: str | Path, split: str = "dev", data_dir: str | None = None) -> dict:
     """The measurements of the module docstring for one PretRand run."""
     run = load_run(directory)
@@ -60,12 +72,9 @@ def describe_run(directory: str | Path, split: str = "dev", data_dir: str | None
     probabilities = torch.from_numpy(combined).softmax(-1).numpy()
     prediction = combined.argmax(1)
     known = gold >= 0
-    config = run.config.model
     return {
         "run": str(directory),
-        "setting": f"normalise {'on' if config.normalize_branches else 'off'}{f' x{config.normalized_scale:g}' if config.normalized_scale != 1.0 else ''}, "
-        f"learnable u/v {'on' if config.branch_weighting else 'off'}, "
-        f"random++ {'on' if run.config.transfer.random_plus_plus else 'off'}",
+        "setting": describe_setting(run.config),
         "tokens": int(len(gold)),
         "weights": {name: {"mean_absolute": float(np.abs(values).mean()), "std": float(values.std())} for name, values in weights.items()},
         "outputs": {name: {"mean_norm": float(norms[name].mean()), "std": float(values.std())} for name, values in (("pretrained", pretrained), ("random", random))},
