@@ -1,12 +1,15 @@
-"""A search's summary when its trials fail: the failure itself is named, not a budget too small (no Ray needed)."""
+"""A search's summaries when its trials fail (the failure itself is named, not a budget too small), and what a local Ray cluster is started with; no Ray needed."""
 
 from __future__ import annotations
 
+import os
+import sys
 from types import SimpleNamespace
 
 import pytest
 
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.experiments.backends import RayBackend
 from seqtransfer.experiments.search import render_searches, search_summary, trial_row
 
 
@@ -51,3 +54,16 @@ def test_the_report_counts_the_failed_trials_beside_the_finished_ones():
     assert "| FT | WNUT | asha | 3 (1 finished, 1 failed) | train.learning_rate=0.01 | 40.00 | 30.00 |" in render_searches([summary])
     summary["trials"] = summary["trials"][:1]
     assert "| 1 (1 finished) |" in render_searches([summary])
+
+
+def test_a_local_ray_cluster_keeps_the_commands_priority_for_its_runs(monkeypatch):
+    """Ray would start its workers 15 steps nicer than the command; a local cluster's runs keep the command's."""
+    fake_ray = SimpleNamespace(is_initialized=lambda: True, remote=lambda **resources: lambda function: function)
+    monkeypatch.setitem(sys.modules, "ray", fake_ray)
+    monkeypatch.delenv("RAY_worker_niceness", raising=False)
+    monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # restored after the test, as the variable below
+    RayBackend("local")
+    assert os.environ["RAY_worker_niceness"] == "0"
+    monkeypatch.setenv("RAY_worker_niceness", "5")  # a user's own choice stays
+    RayBackend("local")
+    assert os.environ["RAY_worker_niceness"] == "5"
