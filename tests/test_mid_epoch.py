@@ -5,6 +5,7 @@ to the bit, as a run never stopped."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 import test_awd_lstm
@@ -23,14 +24,17 @@ class Crash(Exception):
     pass
 
 
-def crash_inside(monkeypatch, epoch: int, batches: int) -> list:
+def crash_inside(monkeypatch, epoch: int, batches: int, pause_after: tuple[int, int] | None = None) -> list:
     """Make checkpoint.save raise Crash right after writing the checkpoint of ``batches`` batches
-    into ``epoch``; -> the progress of every save (None: an epoch's end), the real save restored by the caller."""
+    into ``epoch``; -> the progress of every save (None: an epoch's end), the real save restored by the caller.
+    ``pause_after`` (epoch, batches): sleep 0.3 s after that checkpoint, inside that epoch's time."""
     real_save, saved = checkpoint.save, []
 
     def save_then_crash(directory, model, optimizer, state):
         real_save(directory, model, optimizer, state)
         saved.append(None if state.progress is None else (state.progress.epoch, state.progress.batches))
+        if saved[-1] == pause_after:
+            time.sleep(0.3)
         if saved[-1] == (epoch, batches):
             raise Crash(f"killed after batch {batches} of epoch {epoch}")
 
@@ -43,7 +47,7 @@ def test_a_run_killed_inside_an_epoch_resumes_there_to_identical_weights(tmp_pat
     settings = ["train.patience=100", f"train.optimizer={optimizer}", "train.batch_size=1"]  # 5 sentences: 5 batches an epoch
     straight = run(tiny_train_arguments(tmp_path / "straight", epochs=3, seed=2) + settings + ["train.checkpoint_minutes=0"])
     arguments = tiny_train_arguments(tmp_path / "resumed", epochs=3, seed=2) + settings + [f"train.checkpoint_minutes={ALWAYS}"]
-    saved = crash_inside(monkeypatch, 2, 3)
+    saved = crash_inside(monkeypatch, 2, 3, pause_after=(1, 2))  # the killed process's epoch 1 lasts 0.3 s at least
     with pytest.raises(Crash):
         run(arguments)
     assert saved == [(1, 1), (1, 2), (1, 3), (1, 4), None, (2, 1), (2, 2), (2, 3)]
@@ -53,7 +57,9 @@ def test_a_run_killed_inside_an_epoch_resumes_there_to_identical_weights(tmp_pat
     assert "resuming in epoch 2 after batch 3" in capsys.readouterr().out
     assert [record["loss"] for record in resumed["history"]] == [record["loss"] for record in straight["history"]]
     assert (tmp_path / "resumed" / "model.safetensors").read_bytes() == (tmp_path / "straight" / "model.safetensors").read_bytes()
-    assert resumed["seconds"] >= sum(record["epoch_seconds"] for record in resumed["history"])  # the epochs of both processes count
+    # the epochs of both processes count: the killed one's 0.3 s and more are in the run's seconds (rounded to 0.1)
+    assert resumed["history"][0]["epoch_seconds"] >= 0.3
+    assert resumed["seconds"] >= sum(record["epoch_seconds"] for record in resumed["history"]) - 0.05
 
 
 @pytest.mark.parametrize("module", [test_recurrent_lm, test_awd_lstm], ids=["bilstm", "awd-lstm"])
