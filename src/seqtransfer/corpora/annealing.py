@@ -93,6 +93,8 @@ class AnnealedBatches:
     ``sentence_count`` and ``batch_count`` are those of the last epoch ``batches`` was asked for
     (the loop reads them after asking)."""
 
+    mean_batch_loss = False
+
     def __init__(self, data: EncodedSentences, target_count: int, batch_size: int, seed: int, start: float, decay: float) -> None:
         self.data, self.target_count, self.batch_size, self.seed, self.start, self.decay = data, target_count, batch_size, seed, start, decay
         self.source_count = len(data.lengths) - target_count

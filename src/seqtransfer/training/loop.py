@@ -59,14 +59,17 @@ def set_learning_rates(optimizer: torch.optim.Optimizer, schedule, position: Pos
 class BatchSource(Protocol):
     """What one training epoch reads: ``batches(epoch)`` in a seeded order."""
 
-    sentence_count: int  # what the epoch's summed loss is divided by (see ``train_epoch``)
+    sentence_count: int
     batch_count: int
+    mean_batch_loss: bool  # the model's loss of a batch is already a mean (the LMs': per word), not a sum over its sentences
 
     def batches(self, epoch: int) -> Iterator[Batch]: ...
 
 
 class ShuffledBatches:
     """One training set's batches (``batching``: see ``training_batches``), shuffled per epoch by (seed, epoch)."""
+
+    mean_batch_loss = False
 
     def __init__(self, data: EncodedSentences, batch_size: int, seed: int, batching: str = "tokens") -> None:
         self.data, self.batch_size, self.seed, self.batching = data, batch_size, seed, batching
@@ -163,10 +166,9 @@ def train_epoch(
     cores: CoreShare | None = None,
     checkpoints: MidEpochCheckpoints | None = None,
 ) -> float:
-    """One pass over the training batches; returns the model's loss (without extra terms) summed over
-    the batches and divided by ``source.sentence_count``: the mean per sentence of a loss summed over a
-    batch's sentences (the taggers'), or the mean of the batches' losses where each is already a mean
-    (the language models' sources set ``sentence_count`` to their batch count). ``cores``: the run's threads, adjusted between batches to the free cores.
+    """One pass over the training batches; returns the model's loss without extra terms: the mean per
+    sentence, or the mean per batch where a batch's loss is already a mean (``source.mean_batch_loss``).
+    ``cores``: the run's threads, adjusted between batches to the free cores.
     ``checkpoints``: where a resumed epoch starts, and checkpoints inside the epoch (progress.py)."""
     model.train()
     parameters, device, precision, scaler, schedule = epoch_settings(model, optimizer, config)
@@ -201,7 +203,7 @@ def train_epoch(
             backward_and_step(total, optimizer, scaler, parameters, config.gradient_clip)
             losses.add(loss, step)
     check_something_trained(skipped, source.batch_count, epoch)
-    return losses.read() / max(source.sentence_count, 1)
+    return losses.read() / max(source.batch_count if source.mean_batch_loss else source.sentence_count, 1)
 
 
 # Scores a model on dev: (the score early stopping watches, per-task scores of a multi-task model or {}).

@@ -82,7 +82,8 @@ class StreamBatches:
         self.tokens = sum(map(len, encoded))
         length = (self.tokens - 1) // max(1, min(rows, self.tokens - 1))
         self.batch_count = -(-length // bptt)
-        self.sentence_count = self.batch_count  # the loop's epoch loss: the mean of the chunks' losses
+        self.sentence_count = len(encoded)
+        self.mean_batch_loss = True  # a chunk's loss is a mean per word: the epoch's is the mean of the chunks'
 
     def batches(self, epoch: int) -> Iterator[StreamChunk]:
         order = np.random.default_rng([self.seed, epoch]).permutation(len(self.encoded))

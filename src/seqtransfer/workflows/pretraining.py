@@ -139,6 +139,7 @@ class LanguageModelBatches:
         self.special_ids = np.array(tokenizer.all_special_ids)
         self.sentence_count = len(sequences)
         self.batch_count = -(-len(sequences) // batch_size)
+        self.mean_batch_loss = False  # a batch's loss sums its predicted sub-words: the epoch's is a mean per sequence
 
     def make(self, rows: Sequence[int], generator: np.random.Generator) -> LanguageModelBatch:
         chosen = [self.sequences[row] for row in rows]

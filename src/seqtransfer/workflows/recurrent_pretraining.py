@@ -72,8 +72,9 @@ class RecurrentBatches:
 
     def __init__(self, sentences: list[list[str]], words: dict[str, int], characters: dict[str, int], limit: int, batch_size: int, seed: int) -> None:
         self.sentences, self.words, self.characters, self.limit, self.batch_size, self.seed = sentences, words, characters, limit, batch_size, seed
+        self.sentence_count = len(sentences)
         self.batch_count = -(-len(sentences) // batch_size)
-        self.sentence_count = self.batch_count  # the loop's epoch loss: the mean of the batches' losses, each a mean per word
+        self.mean_batch_loss = True  # a batch's loss is a mean per word
 
     def make(self, rows: Sequence[int]) -> RecurrentBatch:
         return RecurrentBatch(encode_batch([self.sentences[row] for row in rows], self.characters, self.limit, self.words))

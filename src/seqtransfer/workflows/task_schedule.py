@@ -18,6 +18,8 @@ from seqtransfer.models.multitask import task_levels
 class TaskSchedule:
     """Batches of several training sets, one set per batch (a ``BatchSource`` of the training loop)."""
 
+    mean_batch_loss = False
+
     def __init__(self, streams: list[EncodedSentences], batch_size: int, seed: int, sampling: str) -> None:
         self.streams, self.batch_size, self.seed, self.sampling = streams, batch_size, seed, sampling
         self.counts = [-(-len(stream.lengths) // batch_size) for stream in streams]
