@@ -3,6 +3,7 @@ run, a run that waits for it, and two independent runs)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -106,4 +107,31 @@ def test_a_search_runs_on_ray_tune_resumes_and_writes_the_selected_config(tmp_pa
     metrics = run(["train", "--config", str(selected), "--output", str(tmp_path / "again"), "--quiet"])
     assert metrics["dev"] is not None
     report = run(["report", str(experiment), "--results", "results", "--trials", "10"])
+    assert "## Hyper-parameter search" in report and "finetune | pos | asha | 3" in report
+
+
+def test_a_search_with_kept_trials_goes_on_from_the_file_on_a_machine_without_its_runs(tmp_path, ray_head, monkeypatch):
+    import ray
+
+    experiment = tiny_experiment(tmp_path)
+    search = "search:\n  finetune:\n    pos: {algorithm: asha, trials: 3, grace_epochs: 1, space: {train.learning_rate: {loguniform: [0.005, 0.05]}}}\n"
+    experiment.write_text(experiment.read_text(encoding="utf-8") + search, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    records = tmp_path / "tiny.search.jsonl"
+    command = ["experiment", "search", str(experiment), "--results", "results", "--ray", ray_head, "--records", str(records)]
+    try:
+        first = run(command)
+        kept = [json.loads(line) for line in records.read_text(encoding="utf-8").splitlines()]
+        # a fresh machine: the trials' runs and the search folder are gone, the kept file (committed) is not
+        shutil.rmtree(tmp_path / "results" / "runs")
+        shutil.rmtree(tmp_path / "results" / "search")
+        again = run(command)
+    finally:
+        ray.shutdown()
+    assert sum(record["kind"] == "trial" for record in kept) == 3 and sum(record["kind"] == "summary" for record in kept) == 1
+    assert not (tmp_path / "results" / "runs").exists()  # every trial read back from the file: none trained
+    assert again[0]["selected"] == first[0]["selected"] and Path(again[0]["config"]).is_file()
+    assert [trial["status"] for trial in again[0]["trials"]] == [trial["status"] for trial in first[0]["trials"]]
+    shutil.rmtree(tmp_path / "results" / "search")
+    report = run(["report", str(experiment), "--results", "results", "--search-records", str(records), "--trials", "10"])
     assert "## Hyper-parameter search" in report and "finetune | pos | asha | 3" in report

@@ -24,7 +24,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--records",
         metavar="FILE",
-        help="kept records (JSON lines, small: commit it): cells it holds from runs of the same settings are not trained again; every record of the experiment is written back to it",
+        help="kept records (JSON lines, small: commit it): cells it holds from runs of the same settings are not trained again; every record of the experiment is written back to it. "
+        "For search: the kept trials (each kept as it ends; one of the same settings is read back, not trained) and each search's summary (e.g. FILE.search.jsonl, not the grid's file)",
     )
     parser.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
     parser.add_argument("--ray", metavar="ADDRESS", help="run on Ray: auto, local, or HOST:PORT of a cluster head")
@@ -87,6 +88,8 @@ def run(arguments: argparse.Namespace) -> list[dict]:
             raise SeqTransferError(f"unknown target(s) {', '.join(missing)}", path=arguments.file, hint=f"targets: {', '.join(spec.targets)}")
         spec.targets = {name: spec.targets[name] for name in wanted}
     store = ResultsStore(arguments.results)
+    if arguments.action == "search":
+        return search(arguments, spec, store, only)
     kept = read_kept(arguments.records, spec.name) if arguments.records else []
     if arguments.action == "list":
         from seqtransfer.experiments.status import grid_status
@@ -94,12 +97,6 @@ def run(arguments: argparse.Namespace) -> list[dict]:
         lines = grid_status(spec, store, seeds, arguments.data_dir, only, kept)
         print("\n".join(lines))
         return merge(kept, store.records(spec.name))
-    if arguments.action == "search":
-        from seqtransfer.experiments.search import run_searches
-
-        return run_searches(
-            spec, store, arguments.data_dir, only, arguments.ray or "local", arguments.cpus_per_run, log=lambda line: print(line, flush=True), gpus_per_trial=arguments.gpus_per_run or 0.0
-        )
     if arguments.gpus_per_run and not arguments.ray:
         raise SeqTransferError("--gpus-per-run asks Ray for GPUs: it needs --ray", hint="add --ray local (or --ray HOST:PORT), or use --device for an in-process grid")
     backend = RayBackend(arguments.ray, cpus_per_run=arguments.cpus_per_run, gpus_per_run=arguments.gpus_per_run) if arguments.ray else LocalBackend()
@@ -109,6 +106,15 @@ def run(arguments: argparse.Namespace) -> list[dict]:
         write_kept(arguments.records, records)
         print(f"{len(records)} records kept in {arguments.records}")
     return records
+
+
+def search(arguments: argparse.Namespace, spec, store, only: set[str]) -> list[dict]:
+    """``experiment search``: the file's searches on Ray Tune; its ``--records`` file is its own (kept trials, ``search_records.py``)."""
+    from seqtransfer.experiments.search import run_searches
+
+    log = lambda line: print(line, flush=True)  # noqa: E731
+    address = arguments.ray or "local"
+    return run_searches(spec, store, arguments.data_dir, only, address, arguments.cpus_per_run, log=log, gpus_per_trial=arguments.gpus_per_run or 0.0, records=arguments.records)
 
 
 def list_shipped() -> list[dict]:

@@ -19,6 +19,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="experiment YAML file")
     parser.add_argument("--results", default="results", help="results store folder (default ./results)")
     parser.add_argument("--records", metavar="FILE", help="also the records kept in FILE (by `experiment run --records`) for cells the store does not hold")
+    parser.add_argument("--search-records", metavar="FILE", help="also the search summaries kept in FILE (by `experiment search --records`)")
     parser.add_argument("--output", help="write the Markdown here (and a .csv beside it) instead of printing it")
     parser.add_argument("--dev", action="store_true", help="also add the tables of the dev split")
     parser.add_argument(
@@ -70,11 +71,7 @@ def run(arguments: argparse.Namespace) -> str:
     sources = [record for record in stored if record.get("source")]
     if sources:
         text += "\n" + render_sources(sources)
-    from seqtransfer.experiments.search import render_searches, stored_summaries
-
-    searches = stored_summaries(arguments.results, experiment.name)
-    if searches:
-        text += "\n" + render_searches(searches)
+    text += searches_section(arguments, experiment.name)
     if spec.split == "dev":  # the paper's numbers are dev scores: the main tables are dev, the test tables follow
         text += "\n" + split_section(spec, records, "test")
     elif arguments.dev:
@@ -85,6 +82,18 @@ def run(arguments: argparse.Namespace) -> str:
     else:
         print(text)
     return text
+
+
+def searches_section(arguments: argparse.Namespace, experiment: str) -> str:
+    """The hyper-parameter searches of the store, and those kept in ``--search-records`` the store does not hold ("" if none)."""
+    from seqtransfer.experiments.search import render_searches, stored_summaries
+    from seqtransfer.experiments.search_records import kept_summaries
+
+    searches = stored_summaries(arguments.results, experiment)
+    stored = {(summary["method"], summary["target"]) for summary in searches}
+    kept = kept_summaries(arguments.search_records, experiment) if arguments.search_records else []
+    searches += [summary for summary in kept if (summary["method"], summary["target"]) not in stored]
+    return "\n" + render_searches(searches) if searches else ""
 
 
 def refresh_notes(arguments: argparse.Namespace, spec: ReportSpec) -> str:

@@ -23,7 +23,8 @@ transfer method's source run is trained once, before the trials, and shared by a
 Selection reads the dev score only (the best epoch of each trial); the selected trial's
 ``config.yaml`` is written as ``RESULTS/search/EXPERIMENT/METHOD--TARGET.yaml`` (pass it to
 ``seqtransfer train --config``), and the summary (every trial's setting, dev score and status)
-beside it as ``.json``; ``seqtransfer report`` shows it. The search as the file states it, and
+beside it as ``.json``; ``seqtransfer report`` shows it. With ``--records FILE`` each trial is also kept in a file to
+commit as it ends, and read back from it on another machine (``search_records.py``). The search as the file states it, and
 its checks, are ``search_spec.py``'s (read when the experiment file is loaded).
 """
 
@@ -38,14 +39,16 @@ from pathlib import Path
 from typing import Any
 
 from seqtransfer import rundir
-from seqtransfer.config import check_values, config_from_dict, dump_config, load_config
+from seqtransfer.config import check_values, config_from_dict, dump_config
 from seqtransfer.data.metrics import get_metric
+from seqtransfer.embeddings.transformer import encoder_fingerprint
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.backends import RayBackend
 from seqtransfer.experiments.grid import identity_of, method_task, source_tasks
 from seqtransfer.experiments.runner import execute_task, is_finished
+from seqtransfer.experiments.search_records import keep_lines, kept_trials, read_search_records, summary_record, trial_keeper
 from seqtransfer.experiments.search_spec import SearchSpec, extremes
-from seqtransfer.experiments.store import ResultsStore, content_id
+from seqtransfer.experiments.store import ResultsStore, content_id, digest_of
 from seqtransfer.files import read_json, shipped_or_given, write_json, write_text
 from seqtransfer.workflows.train import train_tagger
 
@@ -67,22 +70,27 @@ def tune_space(search: SearchSpec) -> dict:
     return space
 
 
-def trial_config(base: dict, values: dict[str, Any]):
-    """The run config of one trial: the base config with the trial's values."""
+def trial_config(base: dict, values: dict[str, Any], max_epochs: int | None = None):
+    """The run config of one trial: the base config with the trial's values (its epochs capped at the search's ``max_epochs``)."""
     merged = copy.deepcopy(base)
     for key, value in values.items():
         section, name = key.split(".")
         merged[section][name] = value.item() if hasattr(value, "item") else value  # numpy scalars from Tune
-    return check_values(config_from_dict(merged))
+    config = check_values(config_from_dict(merged))
+    if max_epochs is not None:
+        config.train.max_epochs = min(config.train.max_epochs, max_epochs)
+    return config
 
 
-def make_trainable(base: dict, store_root: str, prefix: str, source_id: str | None, max_epochs: int | None):
+def make_trainable(base: dict, store_root: str, prefix: str, source_id: str | None, max_epochs: int | None, kept: dict[str, dict] | None = None):
     """The Tune function trainable: train (or read back) the run of a trial's settings, reporting each epoch's dev score.
 
     Tune starts each trial in a folder of its own; the trial goes back to the folder the search was
     started from (where it exists on the trial's machine), so that every setting naming a file or
     folder relative to it (``model.encoder=results/lms/...``, a relative ``$SEQTRANSFER_DATA``,
-    a vector file) reads as it does in ``experiment run``.
+    a vector file) reads as it does in ``experiment run``. A trial of the settings of a kept trial
+    (``kept``, by run digest: see :mod:`~seqtransfer.experiments.search_records`) reports the kept
+    dev scores and trains nothing.
     """
     working_folder = str(Path.cwd().resolve())
 
@@ -91,14 +99,14 @@ def make_trainable(base: dict, store_root: str, prefix: str, source_id: str | No
 
         if Path(working_folder).is_dir():
             os.chdir(working_folder)
-        config = trial_config(base, values)
-        if max_epochs is not None:
-            config.train.max_epochs = min(config.train.max_epochs, max_epochs)
+        config = trial_config(base, values, max_epochs)
         store = ResultsStore(store_root)
-        run_id = store.run_id(prefix, content_id(identity_of(config, source_id)))
+        digest = content_id(identity_of(config, source_id))
+        run_id = store.run_id(prefix, digest)
         directory = store.run_directory(run_id)
-        if (directory / rundir.METRICS).is_file():
-            for record in read_json(directory / rundir.METRICS)["history"]:
+        history = read_json(directory / rundir.METRICS)["history"] if (directory / rundir.METRICS).is_file() else (kept or {}).get(digest, {}).get("history")
+        if history is not None:
+            for record in history:
                 tune.report({"dev": record["dev"], "epoch": record["epoch"], "run_id": run_id})
             return
         directory.mkdir(parents=True, exist_ok=True)
@@ -126,11 +134,10 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")
 
 
-def portable_config(path: Path) -> str:
+def portable_config(config) -> str:
     """A trial's config as the selected config file: its source run and data files named relative
     to the working folder where they lie below it (``results/sources/...``), so that the file
     serves in another checkout of the same project, not only on the machine that ran the search."""
-    config = load_config(path)
     here = Path.cwd().resolve()
     for section, key in PATH_SETTINGS:
         value = getattr(getattr(config, section), key)
@@ -139,27 +146,43 @@ def portable_config(path: Path) -> str:
     return dump_config(config)
 
 
-def run_search(task, search: SearchSpec, store, source_id: str | None, cpus_per_trial: float, log: Log, gpus_per_trial: float = 0.0) -> dict:
-    """Run one search (a RunTask of the grid as its base) on Ray Tune; returns and writes its summary."""
+def run_search(task, search: SearchSpec, store, source_id: str | None, cpus_per_trial: float, log: Log, gpus_per_trial: float = 0.0, records: str | None = None) -> dict:
+    """Run one search (a RunTask of the grid as its base) on Ray Tune; returns and writes its summary
+    (and, with ``records``, keeps each trial there as it ends, and reads back the trials kept)."""
     from ray import tune
 
-    method, target = task.record["method"], task.record["target"]
+    method, target, experiment = task.record["method"], task.record["target"], task.record["experiment"]
     prefix = re.sub(r"[0-9a-f]{12}$", "", Path(task.directory).name)
     base = absolute_paths(task.config)  # Tune runs each trial in its own working folder
+    kept = kept_trials(read_search_records(records, experiment), method, target, weights_read(task)) if records else {}
     trainable = tune.with_resources(
-        make_trainable(base, str(Path(store.root).resolve()), prefix, source_id, search.max_epochs), {"cpu": cpus_per_trial, **({"gpu": gpus_per_trial} if gpus_per_trial else {})}
+        make_trainable(base, str(Path(store.root).resolve()), prefix, source_id, search.max_epochs, kept), {"cpu": cpus_per_trial, **({"gpu": gpus_per_trial} if gpus_per_trial else {})}
     )
     tune_config = tune_settings(task, search)
-    folder = Path(store.root).resolve() / "search" / task.record["experiment"]
-    run_config = tune.RunConfig(name=f"{slug(method)}--{slug(target)}", storage_path=str(folder / "tune"), verbose=0)
-    log(f"search {method} / {target}: {search.algorithm}, {search.trials} trials, keys {', '.join(search.space)}")
+    folder = Path(store.root).resolve() / "search" / experiment
+    callbacks = [trial_keeper(records, experiment, method, target, store)] if records else []
+    run_config = tune.RunConfig(name=f"{slug(method)}--{slug(target)}", storage_path=str(folder / "tune"), verbose=0, callbacks=callbacks)
+    log(f"search {method} / {target}: {search.algorithm}, {search.trials} trials, keys {', '.join(search.space)}" + (f"; {len(kept)} kept trials in {records}" if records else ""))
     results = tune.Tuner(trainable, param_space=tune_space(search), tune_config=tune_config, run_config=run_config).fit()
-    trials = [trial_row(result, search, store) for result in results]
+    trials = [trial_row(result, search, store, kept) for result in results]
     summary = search_summary(task, search, trials, folder)
-    write_selection(summary, store, folder)
+    write_selection(summary, base, search, folder)
+    if records:
+        keep_lines(records, [summary_record(summary)])
     chosen = summary["selected"]
     log(f"search {method} / {target}: selected {chosen['setting']} (dev {chosen['dev']:.2f}, test {chosen['test']:.2f}) of {len(trials)} trials; config {summary['config']}")
     return summary
+
+
+def weights_read(task) -> dict:
+    """The fingerprints of the source run and pretrained encoder a search's trials read, where they are here."""
+    source, encoder = task.source_directory, task.config["model"].get("encoder")
+    weights = {"source_weights": rundir.weights_fingerprint(source) if source and (Path(source) / rundir.METRICS).is_file() else None}
+    try:
+        weights["encoder_weights"] = encoder_fingerprint(encoder) if encoder else None
+    except (SeqTransferError, OSError):  # not found here: the trials will say so
+        weights["encoder_weights"] = None
+    return weights
 
 
 def tune_settings(task, search: SearchSpec):
@@ -180,14 +203,19 @@ def tune_settings(task, search: SearchSpec):
     return tune.TuneConfig(metric="dev", mode="max", num_samples=1 if search.algorithm == "grid" else search.trials, scheduler=scheduler, search_alg=BasicVariantGenerator(random_state=search.seed))
 
 
-def trial_row(result, search: SearchSpec, store) -> dict:
+def trial_row(result, search: SearchSpec, store, kept: dict[str, dict] | None = None) -> dict:
     """One trial of a search's summary (a Tune result): its setting, run, status, best dev score,
-    epochs trained and, if its run finished, test score."""
+    epochs trained and, if its run finished (here, or as a kept trial), test score."""
     history = result.metrics_dataframe
     run_id = result.metrics.get("run_id") if result.metrics else None
     directory = store.run_directory(run_id) if run_id else None
-    finished = bool(directory and (directory / rundir.METRICS).is_file())
-    metrics = read_json(directory / rundir.METRICS) if finished else {}
+    kept_trial = (kept or {}).get(digest_of(run_id)) if run_id else None
+    if directory and (directory / rundir.METRICS).is_file():
+        metrics = read_json(directory / rundir.METRICS)
+        finished, test = True, metrics.get("test", {}).get(main_score(metrics))
+    else:
+        finished = bool(kept_trial and kept_trial["status"] == "finished")
+        test = kept_trial.get("test") if finished else None
     best_dev = float(history["dev"].max()) if history is not None and "dev" in history else None
     return {
         "setting": {key: result.config[key] for key in search.space},
@@ -196,7 +224,7 @@ def trial_row(result, search: SearchSpec, store) -> dict:
         **({"error": last_line(result.error)} if result.error and not finished else {}),
         "dev": best_dev,
         "epochs": int(history["epoch"].max()) if history is not None and "epoch" in history else 0,
-        "test": metrics.get("test", {}).get(main_score(metrics)) if finished else None,
+        "test": test,
     }
 
 
@@ -230,15 +258,16 @@ def search_summary(task, search: SearchSpec, trials: list[dict], folder: Path) -
     }
 
 
-def write_selection(summary: dict, store, folder: Path) -> None:
-    """Write the selected trial's config file (see :func:`portable_config`) and the summary beside it."""
+def write_selection(summary: dict, base: dict, search: SearchSpec, folder: Path) -> None:
+    """Write the selected trial's config file (see :func:`portable_config`: built from the search's base
+    and the trial's setting, so a kept trial whose run is not here has one too) and the summary beside it."""
     method, target, chosen = summary["method"], summary["target"], summary["selected"]
-    config_text = portable_config(store.run_directory(chosen["run_id"]) / rundir.CONFIG)
+    config_text = portable_config(trial_config(base, chosen["setting"], search.max_epochs))
     write_text(summary["config"], f"# selected by `seqtransfer experiment search` on dev: {method} / {target}, trial {chosen['run_id']}\n{config_text}")
     write_json(folder / f"{slug(method)}--{slug(target)}.json", json.loads(json.dumps(summary, default=float)))
 
 
-def run_searches(spec, store, data_dir: str | None, only: set[str], address: str, cpus_per_trial: float, log: Log, gpus_per_trial: float = 0.0) -> list[dict]:
+def run_searches(spec, store, data_dir: str | None, only: set[str], address: str, cpus_per_trial: float, log: Log, gpus_per_trial: float = 0.0, records: str | None = None) -> list[dict]:
     """Every search of an experiment file (of the ``only`` methods), seed 1 of the grid as the base;
     each transfer method's source is trained first (in this process) and fixed for every trial."""
     RayBackend(address)  # starts or joins the Ray cluster
@@ -258,7 +287,7 @@ def run_searches(spec, store, data_dir: str | None, only: set[str], address: str
             if source is not None and not is_finished(source):
                 log(f"training source {source.record['source']} for the search of {method} / {target}")
                 execute_task(source, echo=log)
-            summaries.append(run_search(task, search, store, source.run_id if source else None, cpus_per_trial, log, gpus_per_trial))
+            summaries.append(run_search(task, search, store, source.run_id if source else None, cpus_per_trial, log, gpus_per_trial, records))
     if not summaries:
         raise SeqTransferError(f"{spec.path}: no search to run", hint="add a search: block (method -> target -> space), or check --only / --targets")
     return summaries

@@ -1,0 +1,130 @@
+"""Kept search trials: a search's finished and early-stopped trials in one small JSON-lines file to commit.
+
+A search's trials are runs of the results store, which is never committed: a search of 8
+trials x 1-3 h, cut by the end of a session on a fresh machine, would start again every time.
+With ``experiment search FILE --records FILE.search.jsonl`` each trial is kept the moment it
+ends (a Tune callback in the driver, the file's only writer): its setting, its dev score per
+epoch, its test score if it finished, its cost, and the weights of the source run and pretrained
+encoder it read. Run again, a trial whose settings a kept trial had (the digest of its run id
+matches) is read back from the file instead of trained, unless it read another source or
+encoder than the ones here now (trained again to other weights); a kept early-stopped trial stays
+stopped. One line per search holds its summary (``"kind": "summary"``), which ``seqtransfer report
+FILE --search-records FILE.search.jsonl`` shows beside the store's.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from seqtransfer import rundir
+from seqtransfer.data.metrics import get_metric
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.experiments.store import digest_of
+from seqtransfer.files import atomic_write, read_json
+
+WEIGHT_KEYS = ("source_weights", "encoder_weights")
+HINT = "each line is a trial or a summary written by `experiment search --records`"
+
+
+def read_search_records(path: str | Path, experiment: str | None = None) -> list[dict]:
+    """The lines of a kept search file (of one experiment); a missing file holds none."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    lines = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise SeqTransferError(f"not a JSON record ({error.msg})", path=path, line=number, hint=HINT) from None
+        if not isinstance(record, dict) or record.get("kind") not in ("trial", "summary") or "experiment" not in record:
+            raise SeqTransferError(
+                "a line needs 'kind' (trial or summary) and 'experiment' (is this a grid's records file? a search keeps its trials in a file of its own)", path=path, line=number, hint=HINT
+            )
+        if experiment is None or record["experiment"] == experiment:
+            lines.append(record)
+    return lines
+
+
+def line_key(record: dict) -> tuple:
+    """What makes a line one entry: a trial is its search's run digest, a summary its search."""
+    return (record["kind"], record["experiment"], str(record.get("method")), str(record.get("target")), record.get("digest", ""))
+
+
+def keep_lines(path: str | Path, new: list[dict]) -> None:
+    """Add or replace lines of a kept search file (atomically, sorted): the others stay."""
+    entries = {line_key(record): record for record in read_search_records(path)}
+    entries.update({line_key(record): record for record in new})
+    with atomic_write(path) as handle:
+        for key in sorted(entries):
+            handle.write(json.dumps(entries[key], sort_keys=True, ensure_ascii=False, default=float) + "\n")
+
+
+def kept_trials(records: list[dict], method: str, target: str, weights: dict) -> dict[str, dict]:
+    """The kept trials of one search that may stand for a trial now, by run digest: those that read
+    the source and encoder weights there are now (or that name none)."""
+    usable = {}
+    for record in records:
+        if record["kind"] != "trial" or record.get("method") != method or record.get("target") != target:
+            continue
+        if any(record.get(key) and weights.get(key) and record[key] != weights[key] for key in WEIGHT_KEYS):
+            continue
+        usable[record["digest"]] = record
+    return usable
+
+
+def trial_record(experiment: str, method: str, target: str, run_id: str, setting: dict, history: list[dict], directory: Path) -> dict:
+    """The kept line of one trial that ended: its run's test score and cost where it finished."""
+    metrics = read_json(directory / rundir.METRICS) if (directory / rundir.METRICS).is_file() else None
+    record = {
+        "kind": "trial",
+        "experiment": experiment,
+        "method": method,
+        "target": target,
+        "digest": digest_of(run_id),
+        "run_id": run_id,
+        "setting": setting,
+        "history": [{"epoch": int(entry["epoch"]), "dev": float(entry["dev"])} for entry in history],
+        "status": "finished" if metrics else "stopped",
+    }
+    if metrics:
+        record["test"] = metrics.get("test", {}).get(get_metric(metrics["metric"]).main)
+        record["seconds"] = metrics.get("seconds")
+        record.update({key: metrics[key] for key in WEIGHT_KEYS if metrics.get(key)})
+    return record
+
+
+def summary_record(summary: dict) -> dict:
+    """The kept line of a search's summary."""
+    return {"kind": "summary", **json.loads(json.dumps(summary, default=float))}
+
+
+def kept_summaries(path: str | Path, experiment: str) -> list[dict]:
+    """The search summaries a kept file holds for an experiment (for its report)."""
+    return [{key: value for key, value in record.items() if key != "kind"} for record in read_search_records(path, experiment) if record["kind"] == "summary"]
+
+
+def trial_keeper(path: str | Path, experiment: str, method: str, target: str, store):
+    """A Ray Tune callback that keeps each trial of one search in ``path`` as it ends (finished,
+    or stopped by the scheduler; a failed trial is not kept: it runs again)."""
+    from ray.tune import Callback
+
+    class TrialKeeper(Callback):
+        def __init__(self) -> None:
+            self.histories: dict[str, list[dict]] = {}
+
+        def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
+            self.histories.setdefault(trial.trial_id, []).append({"epoch": result["epoch"], "dev": result["dev"], "run_id": result["run_id"]})
+
+        def on_trial_complete(self, iteration, trials, trial, **info) -> None:
+            history = self.histories.get(trial.trial_id)
+            if not history:
+                return
+            run_id = history[-1]["run_id"]
+            setting = {key: value.item() if hasattr(value, "item") else value for key, value in trial.config.items()}
+            keep_lines(path, [trial_record(experiment, method, target, run_id, setting, history, store.run_directory(run_id))])
+
+    return TrialKeeper()

@@ -1,0 +1,69 @@
+"""Kept search trials: each trial is kept as it ends, read back by its run digest, and set aside
+when it read a source or encoder other than the one here now; no Ray cluster needed."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.experiments.search_records import keep_lines, kept_summaries, kept_trials, read_search_records, summary_record, trial_keeper
+from seqtransfer.experiments.store import ResultsStore
+
+
+def finished_run(store: ResultsStore, run_id: str, test: float) -> None:
+    directory = store.run_directory(run_id)
+    directory.mkdir(parents=True)
+    metrics = {"metric": "span_f1", "test": {"f1": test}, "seconds": 12.5, "history": [], "source_weights": "s1"}
+    (directory / "metrics.json").write_text(json.dumps(metrics), encoding="utf-8")
+
+
+def test_a_trial_is_kept_as_it_ends_finished_or_stopped_and_a_failed_one_is_not(tmp_path):
+    pytest.importorskip("ray")
+    store, path = ResultsStore(tmp_path / "results"), tmp_path / "tiny.search.jsonl"
+    finished_run(store, "WNUT-FT-0123456789ab", 41.5)
+    keeper = trial_keeper(path, "tiny", "FT", "WNUT", store)
+    for trial_id, run_id, devs in (("a", "WNUT-FT-0123456789ab", [30.0, 40.0]), ("b", "WNUT-FT-ba9876543210", [10.0])):
+        trial = SimpleNamespace(trial_id=trial_id, config={"train.learning_rate": 0.001 if trial_id == "a" else 0.01})
+        for epoch, dev in enumerate(devs, start=1):
+            keeper.on_trial_result(0, [], trial, {"epoch": epoch, "dev": dev, "run_id": run_id})
+        keeper.on_trial_complete(0, [], trial)
+    keeper.on_trial_complete(0, [], SimpleNamespace(trial_id="c", config={}))  # failed before its first epoch: nothing to keep
+    trials = {record["digest"]: record for record in read_search_records(path, "tiny")}
+    assert set(trials) == {"0123456789ab", "ba9876543210"}
+    finished, stopped = trials["0123456789ab"], trials["ba9876543210"]
+    assert finished["status"] == "finished" and finished["test"] == 41.5 and finished["seconds"] == 12.5 and finished["source_weights"] == "s1"
+    assert finished["history"] == [{"epoch": 1, "dev": 30.0}, {"epoch": 2, "dev": 40.0}] and finished["setting"] == {"train.learning_rate": 0.001}
+    assert stopped["status"] == "stopped" and "test" not in stopped
+
+
+def test_kept_trials_stand_for_a_trial_only_where_they_read_the_weights_here_now(tmp_path):
+    path = tmp_path / "tiny.search.jsonl"
+    base = {"kind": "trial", "experiment": "tiny", "method": "FT", "target": "WNUT", "history": [], "status": "finished"}
+    keep_lines(path, [{**base, "digest": "a", "source_weights": "s1"}, {**base, "digest": "b", "source_weights": "s2"}, {**base, "digest": "c"}, {**base, "digest": "d", "target": "TweeBank"}])
+    keep_lines(path, [{**base, "digest": "a", "source_weights": "s1", "status": "stopped"}])  # the same trial again: replaced, not doubled
+    records = read_search_records(path, "tiny")
+    assert len(records) == 4
+    assert sorted(kept_trials(records, "FT", "WNUT", {"source_weights": "s1"})) == ["a", "c"]
+    assert sorted(kept_trials(records, "FT", "WNUT", {"source_weights": None})) == ["a", "b", "c"]  # the source is not here: the trials decide
+    assert kept_trials(records, "FT", "WNUT", {})["a"]["status"] == "stopped"
+
+
+def test_a_summary_is_kept_beside_the_trials_and_read_for_the_report(tmp_path):
+    path = tmp_path / "tiny.search.jsonl"
+    summary = {"experiment": "tiny", "method": "FT", "target": "WNUT", "trials": [], "selected": {"dev": 1.0}, "config": "FT--WNUT.yaml"}
+    keep_lines(path, [summary_record(summary), summary_record({**summary, "experiment": "other"})])
+    assert kept_summaries(path, "tiny") == [summary]
+
+
+def test_a_line_that_is_not_a_kept_trial_gives_one_clear_error_naming_the_line(tmp_path):
+    path = tmp_path / "tiny.search.jsonl"
+    path.write_text('{"kind": "trial", "experiment": "tiny"}\n{"experiment": "tiny"}\n', encoding="utf-8")
+    with pytest.raises(SeqTransferError) as raised:
+        read_search_records(path)
+    assert raised.value.line == 2 and "'kind'" in str(raised.value)
+    path.write_text("{not json\n", encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="not a JSON record"):
+        read_search_records(path)
