@@ -63,6 +63,23 @@ def read_json(path: str | Path) -> Any:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
+def read_json_lines(path: str | Path, hint: str) -> list[tuple[int, Any]]:
+    """The (line number, value) of each non-empty line of a JSON-lines file; a line that is not JSON
+    is one clear error naming it (``hint``: what the file's lines are); a missing file has none."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    values = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            values.append((number, json.loads(line)))
+        except json.JSONDecodeError as error:
+            raise SeqTransferError(f"not a JSON record ({error.msg})", path=path, line=number, hint=hint) from None
+    return values
+
+
 def load_yaml(text: str) -> Any:
     """YAML text as values, with the safe loader (nothing in it is executed) and YAML 1.2's booleans:
     only true and false. YAML 1.1 also reads yes, no, on and off as booleans, so ``train.amp=off``

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.files import atomic_write
+from seqtransfer.files import atomic_write, read_json_lines
 
 CELL_KEYS = ("method", "target", "seed", "source")
 
@@ -46,19 +46,11 @@ def run_id_of(record: dict) -> str:
 
 def read_kept(path: str | Path, experiment: str | None = None) -> list[dict]:
     """The records of a kept file (of one experiment); a missing file holds none."""
-    path = Path(path)
-    if not path.is_file():
-        return []
+    hint = "each line is one record written by `experiment run --records`"
     records = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise SeqTransferError(f"not a JSON record ({error.msg})", path=path, line=number, hint="each line is one record written by `experiment run --records`") from None
+    for number, record in read_json_lines(path, hint):
         if not isinstance(record, dict) or "experiment" not in record or "run_directory" not in record:
-            raise SeqTransferError("a record needs 'experiment' and 'run_directory'", path=path, line=number, hint="each line is one record written by `experiment run --records`")
+            raise SeqTransferError("a record needs 'experiment' and 'run_directory'", path=path, line=number, hint=hint)
         if experiment is None or record["experiment"] == experiment:
             records.append(record)
     return records

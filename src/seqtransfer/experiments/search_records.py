@@ -21,7 +21,7 @@ from seqtransfer import rundir
 from seqtransfer.data.metrics import get_metric
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.store import digest_of
-from seqtransfer.files import atomic_write, read_json
+from seqtransfer.files import atomic_write, read_json, read_json_lines
 
 WEIGHT_KEYS = ("source_weights", "encoder_weights")
 HINT = "each line is a trial or a summary written by `experiment search --records`"
@@ -29,21 +29,11 @@ HINT = "each line is a trial or a summary written by `experiment search --record
 
 def read_search_records(path: str | Path, experiment: str | None = None) -> list[dict]:
     """The lines of a kept search file (of one experiment); a missing file holds none."""
-    path = Path(path)
-    if not path.is_file():
-        return []
     lines = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise SeqTransferError(f"not a JSON record ({error.msg})", path=path, line=number, hint=HINT) from None
+    for number, record in read_json_lines(path, HINT):
         if not isinstance(record, dict) or record.get("kind") not in ("trial", "summary") or "experiment" not in record:
-            raise SeqTransferError(
-                "a line needs 'kind' (trial or summary) and 'experiment' (is this a grid's records file? a search keeps its trials in a file of its own)", path=path, line=number, hint=HINT
-            )
+            message = "a line needs 'kind' (trial or summary) and 'experiment' (a grid's records file? a search keeps its trials in a file of its own)"
+            raise SeqTransferError(message, path=path, line=number, hint=HINT)
         if experiment is None or record["experiment"] == experiment:
             lines.append(record)
     return lines
