@@ -3,7 +3,9 @@ when it read a source or encoder other than the one here now; no Ray cluster nee
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -67,3 +69,59 @@ def test_a_line_that_is_not_a_kept_trial_gives_one_clear_error_naming_the_line(t
     path.write_text("{not json\n", encoding="utf-8")
     with pytest.raises(SeqTransferError, match="not a JSON record"):
         read_search_records(path)
+
+
+class FakeTune:
+    """``ray.tune``'s report as a trial sees it: each report returns only if the scheduler asks for
+    more (``stop_after``: the epoch whose report Tune answers by stopping the trial)."""
+
+    class Stopped(Exception):
+        pass
+
+    def __init__(self, stop_after: int | None) -> None:
+        self.reports, self.stop_after = [], stop_after
+
+    def report(self, metrics: dict) -> None:
+        self.reports.append((metrics["epoch"], metrics["dev"]))
+        if metrics["epoch"] == self.stop_after:
+            raise FakeTune.Stopped
+
+
+def run_trial(tmp_path, monkeypatch, kept_trial: dict | None, stop_after: int | None) -> tuple[FakeTune, list[str]]:
+    """One trial of a search over train.learning_rate, its training a stand-in of three epochs of dev 10, 20, 30."""
+    from seqtransfer.config import RunConfig, config_to_dict
+    from seqtransfer.experiments import search
+    from seqtransfer.experiments.grid import identity_of
+    from seqtransfer.experiments.store import content_id
+
+    tune, trained = FakeTune(stop_after), []
+    monkeypatch.setitem(sys.modules, "ray", SimpleNamespace(tune=tune))
+
+    def train_tagger(config, directory, log, show_progress, epoch_reports):
+        trained.append(str(directory))
+        for epoch in (1, 2, 3):
+            for report in epoch_reports:
+                report({"epoch": epoch, "dev": 10.0 * epoch})
+
+    monkeypatch.setattr(search, "train_tagger", train_tagger)
+    base, values = config_to_dict(RunConfig()), {"train.learning_rate": 0.01}
+    digest = content_id(identity_of(search.trial_config(base, values), None))
+    kept = {digest: {**kept_trial, "digest": digest}} if kept_trial else {}
+    trainable = search.make_trainable(base, str(tmp_path / "results"), "WNUT-", None, None, kept)
+    with contextlib.suppress(FakeTune.Stopped):
+        trainable(values)
+    return tune, trained
+
+
+def test_a_kept_finished_trial_is_read_back_and_trains_nothing(tmp_path, monkeypatch):
+    kept = {"status": "finished", "history": [{"epoch": 1, "dev": 10.0}, {"epoch": 2, "dev": 20.0}, {"epoch": 3, "dev": 30.0}]}
+    tune, trained = run_trial(tmp_path, monkeypatch, kept, stop_after=None)
+    assert tune.reports == [(1, 10.0), (2, 20.0), (3, 30.0)] and trained == []
+
+
+def test_a_kept_stopped_trial_trains_again_only_where_the_scheduler_lets_it_go_on(tmp_path, monkeypatch):
+    kept = {"status": "stopped", "history": [{"epoch": 1, "dev": 10.0}]}
+    tune, trained = run_trial(tmp_path, monkeypatch, kept, stop_after=1)  # stopped at the same rung again: no training
+    assert tune.reports == [(1, 10.0)] and trained == []
+    tune, trained = run_trial(tmp_path, monkeypatch, kept, stop_after=None)  # let go on: trained from its start, epoch 1 not reported twice
+    assert tune.reports == [(1, 10.0), (2, 20.0), (3, 30.0)] and len(trained) == 1

@@ -90,7 +90,7 @@ def make_trainable(base: dict, store_root: str, prefix: str, source_id: str | No
     folder relative to it (``model.encoder=results/lms/...``, a relative ``$SEQTRANSFER_DATA``,
     a vector file) reads as it does in ``experiment run``. A trial of the settings of a kept trial
     (``kept``, by run digest: see :mod:`~seqtransfer.experiments.search_records`) reports the kept
-    dev scores and trains nothing.
+    dev scores, and trains only if it was stopped early and the scheduler now lets it go on.
     """
     working_folder = str(Path.cwd().resolve())
 
@@ -104,14 +104,19 @@ def make_trainable(base: dict, store_root: str, prefix: str, source_id: str | No
         digest = content_id(identity_of(config, source_id))
         run_id = store.run_id(prefix, digest)
         directory = store.run_directory(run_id)
-        history = read_json(directory / rundir.METRICS)["history"] if (directory / rundir.METRICS).is_file() else (kept or {}).get(digest, {}).get("history")
-        if history is not None:
-            for record in history:
-                tune.report({"dev": record["dev"], "epoch": record["epoch"], "run_id": run_id})
+        finished = (directory / rundir.METRICS).is_file()
+        kept_trial = None if finished else (kept or {}).get(digest)
+        history = read_json(directory / rundir.METRICS)["history"] if finished else kept_trial["history"] if kept_trial else []
+        for record in history:
+            tune.report({"dev": record["dev"], "epoch": record["epoch"], "run_id": run_id})
+        if finished or (kept_trial and kept_trial["status"] == "finished"):
             return
+        # Here only if Tune asks for more (a report blocks until it does): a kept trial stopped early goes on where the
+        # scheduler now lets it, trained again from its start (the same seed: the same epochs), its kept epochs not reported twice.
+        reported = history[-1]["epoch"] if history else 0
         directory.mkdir(parents=True, exist_ok=True)
         with open(directory / "log.txt", "a", encoding="utf-8") as handle:
-            report = lambda record: tune.report({"dev": record["dev"], "epoch": record["epoch"], "run_id": run_id})  # noqa: E731
+            report = lambda record: record["epoch"] > reported and tune.report({"dev": record["dev"], "epoch": record["epoch"], "run_id": run_id})  # noqa: E731
             train_tagger(config, directory, log=lambda line: print(line, file=handle, flush=True), show_progress=False, epoch_reports=(report,))
 
     return trainable

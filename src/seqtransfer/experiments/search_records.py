@@ -7,8 +7,9 @@ ends (a Tune callback in the driver, the file's only writer): its setting, its d
 epoch, its test score if it finished, its cost, and the weights of the source run and pretrained
 encoder it read. Run again, a trial whose settings a kept trial had (the digest of its run id
 matches) is read back from the file instead of trained, unless it read another source or
-encoder than the ones here now (trained again to other weights); a kept early-stopped trial stays
-stopped. One line per search holds its summary (``"kind": "summary"``), which ``seqtransfer report
+encoder than the ones here now (trained again to other weights); a kept early-stopped trial reports
+its kept epochs and, where the scheduler now lets it go on (another order of arrival at a rung, a
+larger budget), trains again from its start. One line per search holds its summary (``"kind": "summary"``), which ``seqtransfer report
 FILE --search-records FILE.search.jsonl`` shows beside the store's.
 """
 
