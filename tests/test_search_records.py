@@ -41,6 +41,26 @@ def test_a_trial_is_kept_as_it_ends_finished_or_stopped_and_a_failed_one_is_not(
     assert stopped["status"] == "stopped" and "test" not in stopped
 
 
+def test_a_kept_trial_read_back_and_stopped_at_an_earlier_rung_keeps_its_line(tmp_path):
+    """A finished trial read back on a fresh machine (its run not in the store) and stopped by the
+    scheduler at rung 2 keeps its 3 epochs, test score and status; one that trained on is written."""
+    pytest.importorskip("ray")
+    store, path = ResultsStore(tmp_path / "results"), tmp_path / "tiny.search.jsonl"
+    history = [{"epoch": 1, "dev": 30.0}, {"epoch": 2, "dev": 40.0}, {"epoch": 3, "dev": 45.0}]
+    finished = {"kind": "trial", "experiment": "tiny", "method": "FT", "target": "WNUT", "digest": "0123456789ab", "history": history, "status": "finished", "test": 41.5}
+    stopped = {**finished, "digest": "ba9876543210", "history": history[:1], "status": "stopped", "test": None}
+    keep_lines(path, [finished, stopped])
+    keeper = trial_keeper(path, "tiny", "FT", "WNUT", store, {"0123456789ab": finished, "ba9876543210": stopped})
+    for trial_id, run_id, epochs in (("a", "WNUT-FT-0123456789ab", 2), ("b", "WNUT-FT-ba9876543210", 2)):
+        trial = SimpleNamespace(trial_id=trial_id, config={"train.learning_rate": 0.001})
+        for entry in history[:epochs]:
+            keeper.on_trial_result(0, [], trial, {**entry, "run_id": run_id})
+        keeper.on_trial_complete(0, [], trial)
+    trials = {record["digest"]: record for record in read_search_records(path, "tiny")}
+    assert trials["0123456789ab"] == finished
+    assert trials["ba9876543210"]["history"] == history[:2] and trials["ba9876543210"]["status"] == "stopped"
+
+
 def test_kept_trials_stand_for_a_trial_only_where_they_read_the_weights_here_now(tmp_path):
     path = tmp_path / "tiny.search.jsonl"
     base = {"kind": "trial", "experiment": "tiny", "method": "FT", "target": "WNUT", "history": [], "status": "finished"}

@@ -30,6 +30,14 @@ from seqtransfer.files import atomic_write, read_json_lines
 CELL_KEYS = ("method", "target", "seed", "source")
 
 
+def made_with_other_weights(recorded: str | None, current: str | None) -> bool:
+    """Whether a record that names the weights it read (a source run's, a pretrained encoder's
+    fingerprint) was made with other weights than those here now: trained again, in another
+    session, to other weights. A record naming none (kept before records named their weights),
+    and weights not found here, are taken as they are: the run that needs them will say so."""
+    return bool(recorded) and bool(current) and recorded != current
+
+
 def cell_key(record: dict) -> tuple:
     """What makes a record one grid cell: method, target, seed (and the source name of a source run)."""
     return tuple(str(record.get(key)) for key in CELL_KEYS)

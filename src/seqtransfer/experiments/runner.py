@@ -21,7 +21,7 @@ from seqtransfer.corpora.unlabeled import read_unlabeled
 from seqtransfer.embeddings.transformer import encoder_fingerprint
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.grid import PSEUDO_FILE, RunTask, ensemble_tasks, method_tasks, source_tasks
-from seqtransfer.experiments.kept import cell_key, merge, run_id_of
+from seqtransfer.experiments.kept import cell_key, made_with_other_weights, merge, run_id_of
 from seqtransfer.experiments.run_records import finish_record, finish_records
 from seqtransfer.experiments.spec import ExperimentSpec
 from seqtransfer.experiments.stale_runs import set_stale_run_aside, stale_encoder
@@ -162,7 +162,7 @@ def from_another_source(record: dict, task: RunTask) -> bool:
     source = task.source_directory
     if not recorded or not source or not (Path(source) / rundir.METRICS).is_file():
         return False
-    return rundir.weights_fingerprint(source) not in (None, recorded)
+    return made_with_other_weights(recorded, rundir.weights_fingerprint(source))
 
 
 def from_another_encoder(record: dict, task: RunTask) -> bool:
@@ -175,7 +175,7 @@ def from_another_encoder(record: dict, task: RunTask) -> bool:
     if not recorded or not encoder:
         return False
     try:
-        return encoder_fingerprint(encoder) != recorded
+        return made_with_other_weights(recorded, encoder_fingerprint(encoder))
     except (SeqTransferError, OSError):  # not found or unreadable here: the run that needs it will say so
         return False
 

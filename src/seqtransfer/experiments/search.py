@@ -165,7 +165,7 @@ def run_search(task, search: SearchSpec, store, source_id: str | None, cpus_per_
     )
     tune_config = tune_settings(task, search)
     folder = Path(store.root).resolve() / "search" / experiment
-    callbacks = [trial_keeper(records, experiment, method, target, store)] if records else []
+    callbacks = [trial_keeper(records, experiment, method, target, store, kept)] if records else []
     run_config = tune.RunConfig(name=f"{slug(method)}--{slug(target)}", storage_path=str(folder / "tune"), verbose=0, callbacks=callbacks)
     log(f"search {method} / {target}: {search.algorithm}, {search.trials} trials, keys {', '.join(search.space)}" + (f"; {len(kept)} kept trials in {records}" if records else ""))
     results = tune.Tuner(trainable, param_space=tune_space(search), tune_config=tune_config, run_config=run_config).fit()

@@ -21,6 +21,7 @@ from pathlib import Path
 from seqtransfer import rundir
 from seqtransfer.data.metrics import get_metric
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.experiments.kept import made_with_other_weights
 from seqtransfer.experiments.store import digest_of
 from seqtransfer.files import atomic_write, read_json, read_json_lines
 
@@ -61,15 +62,18 @@ def kept_trials(records: list[dict], method: str, target: str, weights: dict) ->
     for record in records:
         if record["kind"] != "trial" or record.get("method") != method or record.get("target") != target:
             continue
-        if any(record.get(key) and weights.get(key) and record[key] != weights[key] for key in WEIGHT_KEYS):
+        if any(made_with_other_weights(record.get(key), weights.get(key)) for key in WEIGHT_KEYS):
             continue
         usable[record["digest"]] = record
     return usable
 
 
 def trial_record(experiment: str, method: str, target: str, run_id: str, setting: dict, history: list[dict], directory: Path) -> dict:
-    """The kept line of one trial that ended: its run's test score and cost where it finished."""
+    """The kept line of one trial that ended: its run's test score and cost where it finished, and
+    then the run's own dev history (a finished run read back and stopped by the scheduler at a rung
+    reported only its first epochs)."""
     metrics = read_json(directory / rundir.METRICS) if (directory / rundir.METRICS).is_file() else None
+    history = (metrics or {}).get("history") or history
     record = {
         "kind": "trial",
         "experiment": experiment,
@@ -98,9 +102,18 @@ def kept_summaries(path: str | Path, experiment: str) -> list[dict]:
     return [{key: value for key, value in record.items() if key != "kind"} for record in read_search_records(path, experiment) if record["kind"] == "summary"]
 
 
-def trial_keeper(path: str | Path, experiment: str, method: str, target: str, store):
+def trained_here(history: list[dict], kept_trial: dict | None) -> bool:
+    """Whether a trial that ended trained in this search: it was not kept, or it reported epochs
+    beyond its kept ones. A kept trial only read back is not written again: stopped by the
+    scheduler at an earlier rung than before, it would lose its later epochs, its test score and
+    its finished status (its run is not in this machine's store)."""
+    return kept_trial is None or history[-1]["epoch"] > max((entry["epoch"] for entry in kept_trial["history"]), default=0)
+
+
+def trial_keeper(path: str | Path, experiment: str, method: str, target: str, store, kept: dict[str, dict] | None = None):
     """A Ray Tune callback that keeps each trial of one search in ``path`` as it ends (finished,
-    or stopped by the scheduler; a failed trial is not kept: it runs again)."""
+    or stopped by the scheduler; a failed trial is not kept: it runs again). ``kept``: the kept
+    trials read back in this search, by run digest; they are written again only if they trained."""
     from ray.tune import Callback
 
     class TrialKeeper(Callback):
@@ -115,6 +128,8 @@ def trial_keeper(path: str | Path, experiment: str, method: str, target: str, st
             if not history:
                 return
             run_id = history[-1]["run_id"]
+            if not trained_here(history, (kept or {}).get(digest_of(run_id))):
+                return
             setting = {key: value.item() if hasattr(value, "item") else value for key, value in trial.config.items()}
             keep_lines(path, [trial_record(experiment, method, target, run_id, setting, history, store.run_directory(run_id))])
 
