@@ -27,6 +27,12 @@ def arguments(parser: argparse.ArgumentParser) -> None:
         help="kept records (JSON lines, small: commit it): cells it holds from runs of the same settings are not trained again; every record of the experiment is written back to it. "
         "For search: the kept trials (each kept as it ends; one of the same settings is read back, not trained) and each search's summary (e.g. FILE.search.jsonl, not the grid's file)",
     )
+    parser.add_argument(
+        "--selected",
+        metavar="FILE",
+        help="run and list: each method on each target at the setting its search selected on dev, as kept in FILE (by `experiment search --records FILE`); "
+        "the others at the file's own settings. Keep these cells in a --records file of their own",
+    )
     parser.add_argument("--data-dir", help="folder holding the dataset folders (default: $SEQTRANSFER_DATA)")
     parser.add_argument("--ray", metavar="ADDRESS", help="run on Ray: auto, local, or HOST:PORT of a cluster head")
     parser.add_argument("--gpus-per-run", type=not_negative, default=0.0, help="with --ray, and for search: GPUs each run or trial asks Ray for (e.g. 0.25: four BiLSTM runs share a GPU; default 0)")
@@ -89,8 +95,11 @@ def run(arguments: argparse.Namespace) -> list[dict]:
         spec.targets = {name: spec.targets[name] for name in wanted}
     store = ResultsStore(arguments.results)
     if arguments.action == "search":
+        if arguments.selected:
+            raise SeqTransferError("--selected is for experiment run and list: a search selects its own setting", hint="drop --selected")
         return search(arguments, spec, store, only)
     kept = read_kept(arguments.records, spec.name) if arguments.records else []
+    use_selected_settings(spec, arguments.selected, kept, arguments.records)
     if arguments.action == "list":
         from seqtransfer.experiments.status import grid_status
 
@@ -106,6 +115,18 @@ def run(arguments: argparse.Namespace) -> list[dict]:
         write_kept(arguments.records, records)
         print(f"{len(records)} records kept in {arguments.records}")
     return records
+
+
+def use_selected_settings(spec, path: str | None, kept: list[dict], records: str | None) -> None:
+    """``--selected FILE``: the settings the file's kept searches selected go into the grid's cells;
+    with or without it, the ``--records`` file must hold cells of the settings this command runs."""
+    from seqtransfer.experiments.search_records import check_records_match_selection, selected_settings
+
+    spec.selected = selected_settings(path, spec.name) if path else {}
+    if records:
+        check_records_match_selection(kept, spec.selected, records)
+    for (method, target), setting in sorted(spec.selected.items()):
+        print(f"{method} / {target}: the searched setting {', '.join(f'{key}={value:.3g}' if isinstance(value, float) else f'{key}={value}' for key, value in setting.items())}", flush=True)
 
 
 def search(arguments: argparse.Namespace, spec, store, only: set[str]) -> list[dict]:

@@ -100,6 +100,7 @@ class ExperimentSpec:
     paper_dev: dict[str, dict[str, float]] = field(default_factory=dict)  # the paper's dev numbers beside its test ones (PretRand Table 2): `report --dev` compares them
     published: list[PublishedSpec] = field(default_factory=list)
     search: dict = field(default_factory=dict)  # method -> target (or "*") -> SearchSpec (experiments/search_spec.py)
+    selected: dict = field(default_factory=dict)  # (method, target) -> setting a kept search selected on dev (`experiment run --selected`)
     notes: str = ""
     cost: str = ""  # what running it took here (measured), shown by `seqtransfer experiment list`
     hierarchy: dict[str, list[str]] = field(default_factory=dict)  # target -> targets it reads (multi-task methods)

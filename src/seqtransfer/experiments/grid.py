@@ -8,6 +8,7 @@ so the same settings reached from two files are one run. Nothing here trains: se
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -212,7 +213,7 @@ def method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None,
     """One run of a mono-task method on a target with a seed, and what it reads (source, tagger,
     teachers, labellers), each named in its identity by id or digest, never by folder."""
     method = spec.methods[method_name]
-    config = method_config(spec, data_dir, method, target_name, seed)
+    config = method_config(spec, data_dir, method_name, target_name, seed)
     selflabel = dict(method.selflabel) if method.selflabel else None
     if selflabel and selflabel.get("unlabeled") == TARGET_TEXT:
         selflabel["unlabeled"] = target_text(spec, target_name)
@@ -239,16 +240,35 @@ def method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None,
     return RunTask(run_id, str(store.run_directory(run_id)), config_to_dict(config), cell_record(spec, method_name, target_name, seed), selflabel=selflabel, pseudo=pseudo)
 
 
-def method_config(spec: ExperimentSpec, data_dir: str | None, method, target_name: str, seed: int) -> RunConfig:
-    """The config of a method's run on a target: the file's, the target's and the method's overrides;
-    ``target`` text resolved; data annealing's source data."""
-    target = target_spec(spec, target_name)
-    config = base_config(spec, data_dir, target.dataset, target.task, [*target.overrides, f"transfer.scheme={method.scheme}", f"train.seed={seed}", *method.overrides])
+def method_config(spec: ExperimentSpec, data_dir: str | None, method_name: str, target_name: str, seed: int) -> RunConfig:
+    """The config of a method's run on a target: the file's, the target's and the method's overrides,
+    then the setting a search selected for them (``spec.selected``); ``target`` text resolved; data annealing's source data."""
+    method, target = spec.methods[method_name], target_spec(spec, target_name)
+    overrides = [*target.overrides, f"transfer.scheme={method.scheme}", f"train.seed={seed}", *method.overrides, *selected_overrides(spec, method_name, target_name)]
+    config = base_config(spec, data_dir, target.dataset, target.task, overrides)
+    cap = searched_epochs(spec, method_name, target_name)
+    if cap is not None:  # as in the search's trials
+        config.train.max_epochs = min(config.train.max_epochs, cap)
     if config.data.select_like == TARGET_TEXT:
         config.data.select_like = target_text(spec, target_name)
     if method.anneal:  # data annealing from the target's source data (its training split)
         config.data.anneal_source = spec.sources[target.source].training_data
     return config
+
+
+def selected_overrides(spec: ExperimentSpec, method_name: str, target_name: str) -> list[str]:
+    """The overrides of the setting a search selected for a method and target (none where it has none)."""
+    setting = spec.selected.get((method_name, target_name))
+    if setting is None:
+        return []
+    return [f"{key}={json.dumps(value)}" for key, value in setting.items()]
+
+
+def searched_epochs(spec: ExperimentSpec, method_name: str, target_name: str) -> int | None:
+    """The epoch cap of the search that selected a method's setting on a target (its trials' cap), or None."""
+    searches = spec.search.get(method_name, {}) if (method_name, target_name) in spec.selected else {}
+    search = searches.get(target_name) or searches.get("*")
+    return search.max_epochs if search is not None else None
 
 
 def method_source(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, method, target_name: str, seed: int, sources: dict[str, RunTask]) -> RunTask | None:
@@ -265,6 +285,8 @@ def cell_record(spec: ExperimentSpec, method_name: str, target_name: str, seed: 
     """The record of a grid cell, before its run's scores: what it is, where its test is, what else to score."""
     target = target_spec(spec, target_name)
     record = {"experiment": spec.name, "method": method_name, "target": target_name, "seed": seed}
+    if (method_name, target_name) in spec.selected:
+        record["selected_setting"] = spec.selected[(method_name, target_name)]
     if target.test_on:
         record["test_on"] = target.test_on
     if target.also:

@@ -102,6 +102,27 @@ def kept_summaries(path: str | Path, experiment: str) -> list[dict]:
     return [{key: value for key, value in record.items() if key != "kind"} for record in read_search_records(path, experiment) if record["kind"] == "summary"]
 
 
+def selected_settings(path: str | Path, experiment: str) -> dict[tuple[str, str], dict]:
+    """(method, target) -> the setting each kept search of an experiment selected on dev, for
+    ``experiment run --selected``: the grid's cells at each method's own searched setting."""
+    settings = {(summary["method"], summary["target"]): summary["selected"]["setting"] for summary in kept_summaries(path, experiment) if summary.get("selected")}
+    if not settings:
+        raise SeqTransferError(f"no search of '{experiment}' has a selected setting kept here", path=path, hint=f"run `seqtransfer experiment search FILE --records {path}` until a search ends")
+    return settings
+
+
+def check_records_match_selection(kept: list[dict], selected: dict[tuple[str, str], dict], path: str | Path) -> None:
+    """Refuse a records file whose cells were run at other settings than this command runs them:
+    cells at the file's own settings under ``--selected``, or searched cells without it (the
+    grid would train them again and replace their records)."""
+    for record in kept:
+        searched, wanted = record.get("selected_setting") is not None, (record["method"], record["target"]) in selected
+        if searched != wanted:
+            held = "at a searched setting" if searched else "at the experiment file's own settings"
+            hint = "run it with the same --selected FILE" if searched else "keep the cells at searched settings in a records file of their own (e.g. NAME.selected.records.jsonl)"
+            raise SeqTransferError(f"the records hold {record['method']} / {record['target']} {held}, which this command would train again and replace", path=path, hint=hint)
+
+
 def trained_here(history: list[dict], kept_trial: dict | None) -> bool:
     """Whether a trial that ended trained in this search: it was not kept, or it reported epochs
     beyond its kept ones. A kept trial only read back is not written again: stopped by the

@@ -1,0 +1,81 @@
+"""`experiment run --selected FILE`: each method on each target at the setting its kept search
+selected on dev, the other cells at the file's own settings, kept in a records file of their own."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from test_experiments import tiny_experiment
+
+from seqtransfer.errors import SeqTransferError
+from seqtransfer.experiments.grid import method_tasks, source_tasks
+from seqtransfer.experiments.search_records import check_records_match_selection, keep_lines, selected_settings, summary_record
+from seqtransfer.experiments.spec import load_experiment
+from seqtransfer.experiments.store import ResultsStore
+
+SETTING = {"train.learning_rate": 0.0123, "model.dropout": 0.25}
+
+
+def searched_experiment(tmp_path):
+    """The tiny grid with a search for scratch on pos (cap 1 epoch), and its kept summary."""
+    experiment = tiny_experiment(tmp_path)
+    search = "search:\n  scratch:\n    pos: {algorithm: random, trials: 2, max_epochs: 1, space: {train.learning_rate: [0.01, 0.0123], model.dropout: [0.25]}}\n"
+    experiment.write_text(experiment.read_text(encoding="utf-8") + search, encoding="utf-8")
+    path = tmp_path / "tiny.search.jsonl"
+    keep_lines(path, [summary_record({"experiment": "tiny", "method": "scratch", "target": "pos", "selected": {"setting": SETTING, "dev": 50.0}})])
+    return experiment, path
+
+
+def cells(spec, store):
+    tasks = method_tasks(spec, store, None, [1], source_tasks(spec, store, None), {"scratch", "finetune"})
+    return {task.record["method"]: task for task in tasks if task.record["target"] == "pos"}
+
+
+def test_a_selected_cell_runs_at_its_searched_setting_and_epochs_and_the_others_as_the_file_says(tmp_path):
+    experiment, path = searched_experiment(tmp_path)
+    store = ResultsStore(tmp_path / "results")
+    spec = load_experiment(experiment)
+    own = cells(spec, store)
+    spec.selected = selected_settings(path, "tiny")
+    searched = cells(spec, store)
+    config = searched["scratch"].config
+    assert config["train"]["learning_rate"] == 0.0123 and config["model"]["dropout"] == 0.25 and config["train"]["max_epochs"] == 1
+    assert searched["scratch"].record["selected_setting"] == SETTING and searched["scratch"].run_id != own["scratch"].run_id
+    assert own["scratch"].config["train"]["max_epochs"] == 2 and "selected_setting" not in own["scratch"].record
+    assert searched["finetune"].run_id == own["finetune"].run_id and "selected_setting" not in searched["finetune"].record
+
+
+def test_records_of_other_settings_than_the_command_runs_are_refused_in_one_line(tmp_path):
+    own = {"experiment": "tiny", "method": "scratch", "target": "pos", "seed": 1}
+    searched = {**own, "selected_setting": SETTING}
+    selection = {("scratch", "pos"): SETTING}
+    check_records_match_selection([searched], selection, "kept.jsonl")
+    check_records_match_selection([own], {}, "kept.jsonl")
+    with pytest.raises(SeqTransferError, match="scratch / pos at the experiment file's own settings") as error:
+        check_records_match_selection([own], selection, "kept.jsonl")
+    assert "records file of their own" in str(error.value)
+    with pytest.raises(SeqTransferError, match="scratch / pos at a searched setting") as error:
+        check_records_match_selection([searched], {}, "kept.jsonl")
+    assert "--selected" in str(error.value)
+
+
+def test_a_search_file_without_a_selection_is_one_line(tmp_path):
+    path = tmp_path / "tiny.search.jsonl"
+    keep_lines(path, [{"kind": "trial", "experiment": "tiny", "method": "scratch", "target": "pos", "digest": "0123456789ab", "history": [], "status": "stopped"}])
+    with pytest.raises(SeqTransferError, match="no search of 'tiny' has a selected setting"):
+        selected_settings(path, "tiny")
+
+
+def test_the_command_refuses_a_records_file_of_the_file_s_own_settings_in_one_line(tmp_path):
+    experiment, path = searched_experiment(tmp_path)
+    records = tmp_path / "tiny.records.jsonl"
+    run_id = "pos-scratch-0123456789ab"
+    record = {"experiment": "tiny", "method": "scratch", "target": "pos", "seed": 1, "run_id": run_id, "run_directory": f"results/runs/{run_id}", "test": 50.0}
+    records.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    command = [sys.executable, "-m", "seqtransfer.cli", "experiment", "list", str(experiment), "--selected", str(path), "--records", str(records), "--results", str(tmp_path / "results")]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "scratch / pos at the experiment file's own settings" in result.stderr and len(result.stderr.strip().splitlines()) == 1
