@@ -49,7 +49,8 @@ def test_interrupted_run_resumes_to_identical_weights(tmp_path, monkeypatch, opt
 
 
 def test_resumed_fit_reports_the_time_of_restored_epochs(tmp_path):
-    """The epochs run before a crash count in the run's total time (metrics.json 'seconds')."""
+    """The epochs run before a crash count in the run's total time (metrics.json 'seconds'), and
+    a tuning service is told every epoch: the restored ones first, marked, then the new one."""
     from seqtransfer.config import RunConfig, apply_overrides
     from seqtransfer.corpora.task_data import load_task_data
     from seqtransfer.data.batching import encode_sentences
@@ -77,6 +78,7 @@ def test_resumed_fit_reports_the_time_of_restored_epochs(tmp_path):
         show_progress=False,
     )
     config.train.max_epochs = 3
+    reports = []
     second = fit(
         model,
         ShuffledBatches(train, config.train.batch_size, config.train.seed),
@@ -85,8 +87,14 @@ def test_resumed_fit_reports_the_time_of_restored_epochs(tmp_path):
         checkpoint_dir=tmp_path,
         log=lambda message: None,
         show_progress=False,
+        epoch_reports=(reports.append,),
     )
     assert first.restored_seconds == 0.0 and len(second.history) == 3
+    assert [(record["epoch"], record["dev"], record.get("restored", False)) for record in reports] == [
+        (1, first.history[0]["dev"], True),
+        (2, first.history[1]["dev"], True),
+        (3, second.history[2]["dev"], False),
+    ]
     assert second.restored_seconds == sum(record["epoch_seconds"] for record in first.history) > 0
 
 

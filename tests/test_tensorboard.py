@@ -66,3 +66,15 @@ def test_logging_is_not_part_of_a_run_identity():
 def test_an_unknown_destination_is_one_line(tmp_path, capsys):
     assert main(["train", "--train", f"{FIXTURES}/tiny_ner_train.conll", "--columns", "word,ner", "--output", str(tmp_path / "run"), "train.log_to=wandb"]) == 2
     assert "tensorboard" in capsys.readouterr().err
+
+
+def test_a_resumed_runs_restored_epochs_are_not_written_twice(tmp_path):
+    from seqtransfer.training.tensorboard import TensorBoardLog
+
+    log = TensorBoardLog(tmp_path)
+    log.start_phase("train", 0)
+    record = {"epoch": 1, "loss": 2.0, "dev": 50.0, "epoch_seconds": 1.0}
+    log({**record, "restored": True})  # the process that trained epoch 1 wrote it
+    log({**record, "epoch": 2, "dev": 60.0})
+    log.writer.close()
+    assert scalars(tmp_path / "tensorboard")["dev/score"] == [(2, 60.0)]

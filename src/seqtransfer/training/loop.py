@@ -261,13 +261,17 @@ def fit(
 ) -> FitResult:
     """Train until the dev score has not improved for ``config.patience`` epochs (and at least
     ``config.min_epochs`` epochs); each epoch's
-    record (epoch, loss, dev, seconds) goes to every ``epoch_reports`` callable (a tuning service).
+    record (epoch, loss, dev, seconds) goes to every ``epoch_reports`` callable (a tuning service);
+    a resumed run first gives them its earlier epochs' records, marked ``"restored": True``.
     ``describe_dev``: how the log shows a dev score (an LM's: its held-out perplexity; default ``dev 71.50``)."""
     optimizer, state = start_training(model, parameter_groups, config, checkpoint_dir)
     cores = CoreShare(config.threads, config.share_cores)
     restored_seconds = sum(record.get("epoch_seconds", 0.0) for record in state.history) + (state.progress.seconds if state.progress else 0.0)
     if state.epoch or state.progress:
         log(resumption_line(state, describe_dev))
+    for record in state.history:  # a resumed run's earlier epochs, marked: a tuning service needs every epoch, a log only the new ones
+        for report in epoch_reports:
+            report({**record, "restored": True})
     checkpoints = MidEpochCheckpoints(checkpoint_dir, model, optimizer, state, config.checkpoint_minutes, extra_losses, log)
     while state.epoch < config.max_epochs and (state.epoch < config.min_epochs or state.epoch - state.best_epoch < config.patience):
         epoch = state.epoch + 1

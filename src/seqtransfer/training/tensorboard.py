@@ -34,6 +34,8 @@ class TensorBoardLog:
         self.phase, self.offset = name, epochs_before
 
     def __call__(self, record: dict) -> None:
+        if record.get("restored"):  # written by the process that trained it
+            return
         self.step = self.offset + record["epoch"]
         scalars = {"loss/train": record["loss"], "dev/score": record["dev"], "seconds/epoch": record["epoch_seconds"]}
         scalars |= {f"dev/{task}": score for task, score in record.get("dev_tasks", {}).items()}
