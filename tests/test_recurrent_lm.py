@@ -318,3 +318,23 @@ def test_a_fine_tuned_lm_spells_test_words_with_every_character_it_knows(languag
     assert set(lm_characters) <= set(loaded.vocabularies.characters.items)
     mapped = loaded.model.character_map[[loaded.vocabularies.characters.index[character] for character in lm_characters]]
     assert mapped.tolist() == [index + FIRST_CHARACTER for index in range(len(lm_characters))]
+
+
+def test_a_forms_gradient_sums_in_one_order_whatever_the_threads():
+    """The gradient of a form read at many positions is the same sum at 1 and 2 threads (with
+    tokens[index] it was not: a 2-thread run that drops to 1 thread trained other weights)."""
+    from seqtransfer.embeddings.recurrent_lm import at_positions
+
+    generator = torch.Generator().manual_seed(0)
+    vectors, index = torch.randn(768, 128, generator=generator), torch.randint(0, 768, (64, 33), generator=generator)
+    upstream = torch.randn(64, 33, 128, generator=generator)
+    threads, gradients = torch.get_num_threads(), []
+    try:
+        for count in (1, 2):
+            torch.set_num_threads(count)
+            leaf = vectors.clone().requires_grad_()
+            at_positions(leaf, index).backward(upstream)
+            gradients.append(leaf.grad)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(at_positions(vectors, index), vectors[index]) and torch.equal(gradients[0], gradients[1])

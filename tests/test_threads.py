@@ -116,3 +116,22 @@ def test_sharing_cores_is_not_part_of_a_runs_identity():
     config = RunConfig()
     config.train.share_cores = False
     assert result_settings(config) == result_settings(RunConfig())
+
+
+def test_a_model_whose_gradients_hang_on_the_thread_count_keeps_its_threads(monkeypatch):
+    """LayerNorm's and Conv1d's weight gradients are sums split across threads: a model that trains
+    one keeps its threads (the same command gives the same numbers on a busy machine), and says so."""
+    from seqtransfer.training.loop import shared_cores
+
+    monkeypatch.setattr(threads, "machine_cores", lambda: 2)
+    monkeypatch.setattr(threads, "affinity", lambda: {0, 1})
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    config = RunConfig().train
+    tagger = torch.nn.Sequential(torch.nn.Embedding(10, 4), torch.nn.LSTM(4, 4), torch.nn.Linear(4, 3))
+    normed = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4))
+    lines = []
+    assert threads.thread_dependent_module(tagger) is None and shared_cores(tagger, config, lines.append).adapt and lines == []
+    assert threads.thread_dependent_module(normed) == "LayerNorm" and not shared_cores(normed, config, lines.append).adapt
+    assert len(lines) == 1 and "threads stay at 2" in lines[0] and "LayerNorm" in lines[0]
+    normed[1].requires_grad_(False)  # frozen: its sums train nothing
+    assert threads.thread_dependent_module(normed) is None

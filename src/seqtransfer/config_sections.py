@@ -172,7 +172,7 @@ class TrainConfig(Section):
     checkpoint_minutes: float = 10.0
     seed: int = 1
     threads: int = 2  # at most; fewer when the machine has fewer cores or OMP_NUM_THREADS (Ray) grants fewer
-    share_cores: bool = True  # drop to the cores other programs leave free while they run (threads.py); like threads, not part of a run's identity
+    share_cores: bool = True  # drop to the cores other programs leave free while they run, where that cannot change the numbers (threads.py); like threads, not part of a run's identity
     device: str = "auto"  # auto (first GPU, else CPU) | cpu | cuda | cuda:N | mps; like threads, not part of a run's identity
     amp: str = "off"  # mixed precision for fine-tuned encoders: off | auto (bf16 or fp16 on a CUDA GPU, else off) | bf16 | fp16 (training/precision.py)
     evaluation_batch_size: int = 512

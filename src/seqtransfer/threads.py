@@ -6,10 +6,18 @@ each than one alone, because libgomp's threads spin at every small parallel regi
 other process holds the core they wait for. Spinning less (``OMP_WAIT_POLICY=PASSIVE``) fixes the
 pair but makes a run alone 3x slower (a thread woken at every region); smaller ``GOMP_SPINCOUNT``
 values were no better than the default under contention. One thread each gave the fair share
-exactly (and threads do not change a run's numbers: the weights are byte-identical). So a run
-keeps the threads it asked for while the cores are free, and drops to the cores that other
-programs leave it, measured from the kernel's CPU counters twice a second; it goes back up when
-they are free again. Within a run the count changes only between batches.
+exactly (and for the BiLSTM(-CRF) taggers and the parser, threads do not change a run's numbers: the
+weights are byte-identical). So a run keeps the threads it asked for while the cores are free, and
+drops to the cores that other programs leave it, measured from the kernel's CPU counters twice a
+second; it goes back up when they are free again. Within a run the count changes only between batches.
+
+Not every model's numbers are free of the thread count: the weight gradients of ``LayerNorm`` and
+``Conv1d`` are sums that torch splits across threads (measured: they differ in the last bits
+between 1 and 2 threads, where those of ``Linear``, ``LSTM`` and ``Embedding`` do not), so a
+fine-tuned Transformer or our ELMo-style LM trained on 2 threads that dropped to 1 while other
+programs ran ends with other weights than the same command on an idle machine. A model with such a
+trainable module keeps its threads fixed (:func:`thread_dependent_module`): the same command gives
+the same numbers; on a busy machine give it ``train.threads=1`` instead.
 """
 
 from __future__ import annotations
@@ -90,6 +98,18 @@ def other_cores(before: tuple[float, float], after: tuple[float, float], seconds
     """The cores kept busy by other programs between two ``cpu_counters`` readings ``seconds`` apart."""
     ticks = os.sysconf("SC_CLK_TCK") * seconds
     return max(0.0, (after[0] - before[0]) - (after[1] - before[1])) / max(ticks, 1e-9)
+
+
+# Modules whose parameters' gradients are sums torch splits across threads (see the module docstring).
+THREAD_DEPENDENT_MODULES = (torch.nn.LayerNorm, torch.nn.Conv1d)
+
+
+def thread_dependent_module(model: torch.nn.Module) -> str | None:
+    """The class name of a module of ``model`` that trains and whose gradients depend on the thread count, or None."""
+    for module in model.modules():
+        if isinstance(module, THREAD_DEPENDENT_MODULES) and any(parameter.requires_grad for parameter in module.parameters()):
+            return type(module).__name__
+    return None
 
 
 class CoreShare:

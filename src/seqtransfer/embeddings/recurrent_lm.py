@@ -119,6 +119,16 @@ class LSTMLayer(nn.Module):
         self.backward_lstm = nn.LSTM(projection, cell, proj_size=projection, batch_first=True)
 
 
+def at_positions(vectors: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """(U, P) vectors of the batch's distinct forms, (B, T) each position's form -> (B, T, P).
+
+    index_select, not vectors[index]: the advanced index's backward (index_put_ with accumulate)
+    sums a form's gradients in an order that depends on the thread count; index_select's sums in
+    index order whatever the threads (the same sums as the advanced index's at 1 thread), and its
+    backward measured 10x faster here (0.44 against 4.35 ms for 768 forms x 2,112 positions)."""
+    return vectors.index_select(0, index.reshape(-1)).view(*index.shape, vectors.size(-1))
+
+
 class RecurrentLanguageModel(nn.Module):
     """The character CNN token encoder, a forward and a backward two-layer LSTM, one softmax."""
 
@@ -141,7 +151,7 @@ class RecurrentLanguageModel(nn.Module):
     def layers(self, forms: torch.Tensor, form_index: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """(U, C) characters of the batch's distinct tokens, (B, T) each position's token, (B,) lengths
         -> x, f1, f2, b1, b2, each (B, T, P) (padded positions hold junk)."""
-        inputs = self.tokens(forms)[form_index]  # (B, T, P)
+        inputs = at_positions(self.tokens(forms), form_index)  # (B, T, P)
         index = reversal_index(lengths.to(inputs.device), inputs.size(1))
         forward_first, forward_second = self.direction(inputs, "forward_lstm")
         backward_first, backward_second = self.direction(reverse_padded(inputs, index), "backward_lstm")

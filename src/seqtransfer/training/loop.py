@@ -26,7 +26,7 @@ from seqtransfer.data.batching import Batch, EncodedSentences, training_batches
 from seqtransfer.data.vocabulary import Vocabulary
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.learning_rate_schedules import Position, get_schedule
-from seqtransfer.threads import CoreShare
+from seqtransfer.threads import CoreShare, thread_dependent_module
 from seqtransfer.training import checkpoint
 from seqtransfer.training.inference import EvaluationSet, model_device, score
 from seqtransfer.training.optimizer import LazyMomentumSGD, clip_gradient_norm
@@ -265,7 +265,7 @@ def fit(
     a resumed run first gives them its earlier epochs' records, marked ``"restored": True``.
     ``describe_dev``: how the log shows a dev score (an LM's: its held-out perplexity; default ``dev 71.50``)."""
     optimizer, state = start_training(model, parameter_groups, config, checkpoint_dir)
-    cores = CoreShare(config.threads, config.share_cores)
+    cores = shared_cores(model, config, log)
     restored_seconds = sum(record.get("epoch_seconds", 0.0) for record in state.history) + (state.progress.seconds if state.progress else 0.0)
     if state.epoch or state.progress:
         log(resumption_line(state, describe_dev))
@@ -295,6 +295,17 @@ def fit(
         for report in epoch_reports:
             report(record)
     return FitResult(state.best_state, state.best_epoch, state.best_score, state.history, restored_seconds, updated=updated_names(model, optimizer))
+
+
+def shared_cores(model: nn.Module, config: TrainConfig, log: Callable[[str], None]) -> CoreShare:
+    """The run's threads: shared with other programs (``train.share_cores``) only where the thread
+    count cannot change its numbers (:func:`~seqtransfer.threads.thread_dependent_module`)."""
+    dependent = thread_dependent_module(model) if config.share_cores else None
+    cores = CoreShare(config.threads, config.share_cores and dependent is None)
+    if dependent and cores.granted > 1:
+        reason = f"this model's {dependent} sums its gradients in an order that depends on the thread count"
+        log(f"threads stay at {cores.granted} while other programs run: {reason} (on a busy machine use train.threads=1)")
+    return cores
 
 
 def epoch_record(epoch: int, loss: float, dev_score: float, task_scores: dict, summaries: dict, train_seconds: float, epoch_seconds: float) -> dict:
