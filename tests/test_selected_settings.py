@@ -79,3 +79,12 @@ def test_the_command_refuses_a_records_file_of_the_file_s_own_settings_in_one_li
     result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "scratch / pos at the experiment file's own settings" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_the_report_names_the_cells_at_a_searched_setting():
+    from seqtransfer.experiments.report import selected_settings_note
+
+    records = [{"method": "scratch", "target": "pos", "selected_setting": SETTING}, {"method": "finetune", "target": "pos"}]
+    lines = selected_settings_note(records)
+    assert lines[-1] == "- scratch / pos: `train.learning_rate=0.0123`, `model.dropout=0.25`" and len(lines) == 4
+    assert selected_settings_note(records[1:]) == []

@@ -182,6 +182,7 @@ def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
     if mixed_labels(summaries):
         lines += ["", "° early stopping read the labels of the test data's dev split; unmarked cells used none of the test data's labels (a source model as it is, or a dev set of other data)."]
     lines += source_instances_note(spec, records)
+    lines += selected_settings_note(records)
     other = _other_metrics_section(spec, records)
     if other:
         lines += ["", *other]
@@ -268,6 +269,16 @@ def source_instances_note(spec: ReportSpec, records: Sequence[dict]) -> list[str
         f"Runs of these targets read more than one instance of their source (the source was trained again, to other weights): {', '.join(mixed)}. "
         'Their means mix the instances; a significance test between runs of two instances is marked "two sources".',
     ]
+
+
+def selected_settings_note(records: Sequence[dict]) -> list[str]:
+    """The cells run at the setting a search selected on dev (``experiment run --selected``), one line per method and target."""
+    settings = {(record["method"], record["target"]): record["selected_setting"] for record in records if record.get("selected_setting")}
+    if not settings:
+        return []
+    shown = lambda value: f"{value:.3g}" if isinstance(value, float) else str(value)  # noqa: E731
+    lines = ["", "Cells at the setting their search selected on dev (`experiment run --selected`; the others at the experiment file's own):", ""]
+    return lines + [f"- {method} / {target}: " + ", ".join(f"`{key}={shown(value)}`" for key, value in setting.items()) for (method, target), setting in sorted(settings.items())]
 
 
 def cost_points(spec: ReportSpec, records: Sequence[dict]) -> list[dict]:
