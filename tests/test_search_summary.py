@@ -51,7 +51,14 @@ def test_the_report_counts_the_failed_trials_beside_the_finished_ones():
         "selected": {**trial, "status": "finished"},
         "config": "FT--WNUT.yaml",
     }
-    assert "| FT | WNUT | asha | 3 (1 finished, 1 failed) | train.learning_rate=0.01 | 40.00 | 30.00 |" in render_searches([summary])
+    page = render_searches([summary])
+    assert "| FT | WNUT | asha | 3 (1 finished, 1 failed) | train.learning_rate=0.01 | 40.00 | 30.00 |" in page
+    every = page[page.index("### FT / WNUT: every trial") :].splitlines()[4:]
+    assert every == [
+        "| train.learning_rate=0.01 | finished | 2 | 40.00 | 30.00 |",
+        "| train.learning_rate=0.01 | failed | 2 |  | 30.00 |",
+        "| train.learning_rate=0.01 | stopped | 2 | 40.00 | 30.00 |",
+    ]
     summary["trials"] = summary["trials"][:1]
     assert "| 1 (1 finished) |" in render_searches([summary])
 
@@ -67,3 +74,23 @@ def test_a_local_ray_cluster_keeps_the_commands_priority_for_its_runs(monkeypatc
     monkeypatch.setenv("RAY_worker_niceness", "5")  # a user's own choice stays
     RayBackend("local")
     assert os.environ["RAY_worker_niceness"] == "5"
+
+
+def test_a_finished_trial_read_back_and_stopped_at_a_rung_is_described_by_its_own_epochs(tmp_path):
+    """Its run (here, or as a kept trial) trained 6 epochs and peaked at 3; Tune saw only its first 2."""
+    import json
+
+    import pandas
+
+    from seqtransfer.experiments.store import ResultsStore
+
+    store, run_id = ResultsStore(tmp_path / "results"), "WNUT-scratch-0123456789ab"
+    history = [{"epoch": epoch, "dev": dev} for epoch, dev in enumerate([50.0, 52.0, 55.0, 53.0, 54.0, 53.5], start=1)]
+    result = SimpleNamespace(metrics_dataframe=pandas.DataFrame(history[:2]), metrics={"run_id": run_id}, config={"train.learning_rate": 0.01}, error=None)
+    search = SimpleNamespace(space={"train.learning_rate": [0.01]})
+    kept = {"0123456789ab": {"status": "finished", "history": history, "test": 41.0}}
+    assert {key: trial_row(result, search, store, kept)[key] for key in ("status", "epochs", "dev", "test")} == {"status": "finished", "epochs": 6, "dev": 55.0, "test": 41.0}
+    store.run_directory(run_id).mkdir(parents=True)
+    (store.run_directory(run_id) / "metrics.json").write_text(json.dumps({"metric": "span_f1", "test": {"f1": 42.0}, "history": history}), encoding="utf-8")
+    assert {key: trial_row(result, search, store)[key] for key in ("status", "epochs", "dev", "test")} == {"status": "finished", "epochs": 6, "dev": 55.0, "test": 42.0}
+    assert trial_row(result, search, ResultsStore(tmp_path / "elsewhere"))["epochs"] == 2  # stopped, as Tune saw it

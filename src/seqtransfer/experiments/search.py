@@ -215,20 +215,23 @@ def trial_row(result, search: SearchSpec, store, kept: dict[str, dict] | None = 
     run_id = result.metrics.get("run_id") if result.metrics else None
     directory = store.run_directory(run_id) if run_id else None
     kept_trial = (kept or {}).get(digest_of(run_id)) if run_id else None
+    epochs = [(int(epoch), float(dev)) for epoch, dev in zip(history["epoch"], history["dev"])] if history is not None and "dev" in history else []
     if directory and (directory / rundir.METRICS).is_file():
         metrics = read_json(directory / rundir.METRICS)
         finished, test = True, metrics.get("test", {}).get(main_score(metrics))
+        epochs = [(int(entry["epoch"]), float(entry["dev"])) for entry in metrics.get("history", [])] or epochs
     else:
         finished = bool(kept_trial and kept_trial["status"] == "finished")
         test = kept_trial.get("test") if finished else None
-    best_dev = float(history["dev"].max()) if history is not None and "dev" in history else None
+        epochs = [(entry["epoch"], entry["dev"]) for entry in kept_trial["history"]] if finished else epochs
+    # a finished run is described by its own epochs (read back here and stopped at a rung, it reported only its first ones)
     return {
         "setting": {key: result.config[key] for key in search.space},
         "run_id": run_id,
         "status": "finished" if finished else "failed" if result.error else "stopped",
         **({"error": last_line(result.error)} if result.error and not finished else {}),
-        "dev": best_dev,
-        "epochs": int(history["epoch"].max()) if history is not None and "epoch" in history else 0,
+        "dev": max(dev for _, dev in epochs) if epochs else None,
+        "epochs": max(epoch for epoch, _ in epochs) if epochs else 0,
         "test": test,
     }
 
@@ -316,7 +319,7 @@ def render_searches(summaries: list[dict]) -> str:
         finished = sum(trial["status"] == "finished" for trial in summary["trials"])
         failed = sum(trial["status"] == "failed" for trial in summary["trials"])
         counts = f"{finished} finished" + (f", {failed} failed" if failed else "")
-        setting = ", ".join(f"{key}={value:.4g}" if isinstance(value, float) else f"{key}={value}" for key, value in chosen["setting"].items())
+        setting = shown_setting(chosen["setting"])
         rows.append(
             f"| {summary['method']} | {summary['target']} | {summary['algorithm']} | {len(summary['trials'])} ({counts}) | {setting} | "
             f"{chosen['dev']:.2f} | {chosen['test']:.2f} | `{Path(summary['config']).name}` |"
@@ -326,4 +329,20 @@ def render_searches(summaries: list[dict]) -> str:
         "the selected trial only. The selected config files lie in the results store's `search/` folder."
     )
     header = "| Method | Target | algorithm | trials | selected setting | dev | test | config |\n|:---|:---|:---|---:|:---|---:|---:|:---|"
-    return "\n".join(["## Hyper-parameter search", "", intro, "", header, *rows]) + "\n"
+    trials = [line for summary in summaries for line in trials_table(summary)]
+    return "\n".join(["## Hyper-parameter search", "", intro, "", header, *rows, *trials]) + "\n"
+
+
+def shown_setting(setting: dict) -> str:
+    """A trial's setting on one line, floats to 4 significant digits."""
+    return ", ".join(f"{key}={value:.4g}" if isinstance(value, float) else f"{key}={value}" for key, value in setting.items())
+
+
+def trials_table(summary: dict) -> list[str]:
+    """Every trial of one search, best dev first: setting, how it ended, epochs trained, best dev, test where it finished."""
+    lines = ["", f"### {summary['method']} / {summary['target']}: every trial", "", "| setting | ended | epochs | best dev | test |", "|:---|:---|---:|---:|---:|"]
+    for trial in summary["trials"]:
+        dev = f"{trial['dev']:.2f}" if trial["dev"] is not None else ""
+        test = f"{trial['test']:.2f}" if trial.get("test") is not None else ""
+        lines.append(f"| {shown_setting(trial['setting'])} | {trial['status']} | {trial['epochs']} | {dev} | {test} |")
+    return lines
