@@ -86,5 +86,5 @@ def test_the_report_names_the_cells_at_a_searched_setting():
 
     records = [{"method": "scratch", "target": "pos", "selected_setting": SETTING}, {"method": "finetune", "target": "pos"}]
     lines = selected_settings_note(records)
-    assert lines[-1] == "- scratch / pos: `train.learning_rate=0.0123`, `model.dropout=0.25`" and len(lines) == 4
+    assert lines[-1] == "- scratch / pos: `train.learning_rate=0.0123, model.dropout=0.25`" and len(lines) == 4
     assert selected_settings_note(records[1:]) == []

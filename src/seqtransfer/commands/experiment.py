@@ -120,13 +120,13 @@ def run(arguments: argparse.Namespace) -> list[dict]:
 def use_selected_settings(spec, path: str | None, kept: list[dict], records: str | None) -> None:
     """``--selected FILE``: the settings the file's kept searches selected go into the grid's cells;
     with or without it, the ``--records`` file must hold cells of the settings this command runs."""
-    from seqtransfer.experiments.search_records import check_records_match_selection, selected_settings
+    from seqtransfer.experiments.search_records import check_records_match_selection, selected_settings, shown_setting
 
     spec.selected = selected_settings(path, spec.name) if path else {}
     if records:
         check_records_match_selection(kept, spec.selected, records)
     for (method, target), setting in sorted(spec.selected.items()):
-        print(f"{method} / {target}: the searched setting {', '.join(f'{key}={value:.3g}' if isinstance(value, float) else f'{key}={value}' for key, value in setting.items())}", flush=True)
+        print(f"{method} / {target}: the searched setting {shown_setting(setting)}", flush=True)
 
 
 def search(arguments: argparse.Namespace, spec, store, only: set[str]) -> list[dict]:

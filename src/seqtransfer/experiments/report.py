@@ -23,6 +23,7 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.report_base import MISSING, ReportSpec, Summary, _duration, _ratio, _signed, _spec_means, _table, aggregate, anrg, means_by_method, mnrg
 from seqtransfer.experiments.report_paper import _paper_table, _published_section
 from seqtransfer.experiments.report_significance import PairTests, _significance_section, significance_tests
+from seqtransfer.experiments.search_records import shown_setting
 
 
 def _target_metrics(records: Sequence[dict]) -> dict[str, str]:
@@ -276,9 +277,8 @@ def selected_settings_note(records: Sequence[dict]) -> list[str]:
     settings = {(record["method"], record["target"]): record["selected_setting"] for record in records if record.get("selected_setting")}
     if not settings:
         return []
-    shown = lambda value: f"{value:.3g}" if isinstance(value, float) else str(value)  # noqa: E731
     lines = ["", "Cells at the setting their search selected on dev (`experiment run --selected`; the others at the experiment file's own):", ""]
-    return lines + [f"- {method} / {target}: " + ", ".join(f"`{key}={shown(value)}`" for key, value in setting.items()) for (method, target), setting in sorted(settings.items())]
+    return lines + [f"- {method} / {target}: `{shown_setting(setting)}`" for (method, target), setting in sorted(settings.items())]
 
 
 def cost_points(spec: ReportSpec, records: Sequence[dict]) -> list[dict]:

@@ -46,7 +46,7 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.backends import RayBackend
 from seqtransfer.experiments.grid import identity_of, method_task, source_tasks
 from seqtransfer.experiments.runner import execute_task, is_finished
-from seqtransfer.experiments.search_records import keep_lines, kept_trials, read_search_records, summary_record, trial_keeper
+from seqtransfer.experiments.search_records import keep_lines, kept_trials, read_search_records, shown_setting, summary_record, trial_keeper
 from seqtransfer.experiments.search_spec import SearchSpec, extremes
 from seqtransfer.experiments.store import ResultsStore, content_id, digest_of
 from seqtransfer.files import read_json, shipped_or_given, write_json, write_text
@@ -331,11 +331,6 @@ def render_searches(summaries: list[dict]) -> str:
     header = "| Method | Target | algorithm | trials | selected setting | dev | test | config |\n|:---|:---|:---|---:|:---|---:|---:|:---|"
     trials = [line for summary in summaries for line in trials_table(summary)]
     return "\n".join(["## Hyper-parameter search", "", intro, "", header, *rows, *trials]) + "\n"
-
-
-def shown_setting(setting: dict) -> str:
-    """A trial's setting on one line, floats to 4 significant digits."""
-    return ", ".join(f"{key}={value:.4g}" if isinstance(value, float) else f"{key}={value}" for key, value in setting.items())
 
 
 def trials_table(summary: dict) -> list[str]:

@@ -102,6 +102,11 @@ def kept_summaries(path: str | Path, experiment: str) -> list[dict]:
     return [{key: value for key, value in record.items() if key != "kind"} for record in read_search_records(path, experiment) if record["kind"] == "summary"]
 
 
+def shown_setting(setting: dict) -> str:
+    """A trial's setting on one line (``key=value, ...``), floats to 4 significant digits."""
+    return ", ".join(f"{key}={value:.4g}" if isinstance(value, float) else f"{key}={value}" for key, value in setting.items())
+
+
 def selected_settings(path: str | Path, experiment: str) -> dict[tuple[str, str], dict]:
     """(method, target) -> the setting each kept search of an experiment selected on dev, for
     ``experiment run --selected``: the grid's cells at each method's own searched setting."""
