@@ -879,7 +879,7 @@ RECORDED = sorted(path.name.removesuffix(".records.jsonl") for path in (Path(__f
 
 
 @pytest.mark.parametrize("name", RECORDED)
-def test_committed_records_still_name_their_grid_cells_runs(name, tmp_path):
+def test_committed_records_still_name_their_grid_cells_runs(name, tmp_path, monkeypatch):
     """Every committed record is the record of its cell's run on a fresh store: run ids depend only on
     the settings that decide results, so a refactor or a new config field that changed them would
     make kept cells train again. A run first trained under another target's name keeps that folder
@@ -891,6 +891,7 @@ def test_committed_records_still_name_their_grid_cells_runs(name, tmp_path):
     from seqtransfer.experiments.store import ResultsStore, digest_of
 
     repository = Path(__file__).resolve().parent.parent
+    monkeypatch.chdir(tmp_path)  # an LM of this checkout's results/ trained again to other weights would set its cells aside
     spec = load_experiment(repository / "experiments" / f"{name}.yaml")
     kept = read_kept(repository / "docs" / "results" / f"{name}.records.jsonl", spec.name)
     cells = {cell_key(record): record for record in kept}
