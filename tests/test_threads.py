@@ -126,6 +126,7 @@ def test_a_model_whose_gradients_hang_on_the_thread_count_keeps_its_threads(monk
     monkeypatch.setattr(threads, "machine_cores", lambda: 2)
     monkeypatch.setattr(threads, "affinity", lambda: {0, 1})
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    before = torch.get_num_threads()
     config = RunConfig().train
     tagger = torch.nn.Sequential(torch.nn.Embedding(10, 4), torch.nn.LSTM(4, 4), torch.nn.Linear(4, 3))
     normed = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4))
@@ -135,3 +136,27 @@ def test_a_model_whose_gradients_hang_on_the_thread_count_keeps_its_threads(monk
     assert len(lines) == 1 and "threads stay at 2" in lines[0] and "LayerNorm" in lines[0]
     normed[1].requires_grad_(False)  # frozen: its sums train nothing
     assert threads.thread_dependent_module(normed) is None
+    torch.set_num_threads(before)
+
+
+def test_a_scalar_mix_keeps_its_threads():
+    """A feature-extraction model trains a scalar mix over frozen layers: its gamma's gradient sums a
+    whole tensor, in an order that depends on the thread count (the same sum at 1 and 2 threads
+    differs, shown here), so the model keeps its threads."""
+    from seqtransfer.embeddings.transformer import ScalarMix
+
+    before = torch.get_num_threads()
+    generator = torch.Generator().manual_seed(0)
+    layers, upstream = torch.randn(32, 60, 7, 256, generator=generator), torch.randn(32, 60, 256, generator=generator)
+    gradients = []
+    for count in (1, 2):
+        torch.set_num_threads(count)
+        mix = ScalarMix(7)
+        (mix(layers) * upstream).sum().backward()
+        gradients.append(mix.gamma.grad)
+    torch.set_num_threads(before)
+    assert not torch.equal(*gradients)
+    features = torch.nn.Sequential(ScalarMix(7), torch.nn.LSTM(256, 8))
+    assert threads.thread_dependent_module(features) == "ScalarMix"
+    features[0].requires_grad_(False)
+    assert threads.thread_dependent_module(features) is None

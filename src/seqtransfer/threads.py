@@ -13,8 +13,10 @@ second; it goes back up when they are free again. Within a run the count changes
 
 Not every model's numbers are free of the thread count: the weight gradients of ``LayerNorm`` and
 ``Conv1d`` are sums that torch splits across threads (measured: they differ in the last bits
-between 1 and 2 threads, where those of ``Linear``, ``LSTM`` and ``Embedding`` do not), so a
-fine-tuned Transformer or our ELMo-style LM trained on 2 threads that dropped to 1 while other
+between 1 and 2 threads, where those of ``Linear``, ``LSTM`` and ``Embedding`` do not), and so is
+the gradient of a parameter broadcast over a whole tensor (a scalar mix's ``gamma``: a sum of every
+element; per-feature sums, as of a bias or PretRand's weighting vectors, measured the same at 1 and
+2 threads), so a fine-tuned Transformer or our ELMo-style LM trained on 2 threads that dropped to 1 while other
 programs ran ends with other weights than the same command on an idle machine. A model with such a
 trainable module keeps its threads fixed (:func:`thread_dependent_module`): the same command gives
 the same numbers; on a busy machine give it ``train.threads=1`` instead.
@@ -100,14 +102,16 @@ def other_cores(before: tuple[float, float], after: tuple[float, float], seconds
     return max(0.0, (after[0] - before[0]) - (after[1] - before[1])) / max(ticks, 1e-9)
 
 
-# Modules whose parameters' gradients are sums torch splits across threads (see the module docstring).
+# Modules whose parameters' gradients are sums torch splits across threads (see the module docstring);
+# a module of this package says so of itself with a true ``gradients_hang_on_threads`` class attribute.
 THREAD_DEPENDENT_MODULES = (torch.nn.LayerNorm, torch.nn.Conv1d)
 
 
 def thread_dependent_module(model: torch.nn.Module) -> str | None:
     """The class name of a module of ``model`` that trains and whose gradients depend on the thread count, or None."""
     for module in model.modules():
-        if isinstance(module, THREAD_DEPENDENT_MODULES) and any(parameter.requires_grad for parameter in module.parameters()):
+        dependent = isinstance(module, THREAD_DEPENDENT_MODULES) or getattr(module, "gradients_hang_on_threads", False)
+        if dependent and any(parameter.requires_grad for parameter in module.parameters(recurse=False)):
             return type(module).__name__
     return None
 

@@ -351,7 +351,13 @@ def subword_windows(name: str, sentences: Sequence[Sequence[str]], separate: boo
 
 
 class ScalarMix(nn.Module):
-    """gamma * sum_l softmax(s)_l * h_l over the L + 1 layers: (..., L + 1, H) -> (..., H)."""
+    """gamma * sum_l softmax(s)_l * h_l over the L + 1 layers: (..., L + 1, H) -> (..., H).
+
+    ``gamma``'s gradient sums every element of the output, a sum torch splits across threads
+    (measured: other last bits at 1 and 2 threads, 32 x 60 tokens x 256), so a run that trains a
+    scalar mix keeps its threads fixed (``threads.thread_dependent_module``)."""
+
+    gradients_hang_on_threads = True
 
     def __init__(self, layers: int) -> None:
         super().__init__()
