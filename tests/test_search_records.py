@@ -61,6 +61,24 @@ def test_a_kept_trial_read_back_and_stopped_at_an_earlier_rung_keeps_its_line(tm
     assert trials["ba9876543210"]["history"] == history[:2] and trials["ba9876543210"]["status"] == "stopped"
 
 
+def test_a_kept_stopped_trial_whose_run_finished_here_since_is_written_finished(tmp_path):
+    """The grid's cell at the selected setting is the trial's own run: trained to its end here, the
+    trial read back and stopped again at the same rung is kept as finished, with its test score."""
+    pytest.importorskip("ray")
+    store, path = ResultsStore(tmp_path / "results"), tmp_path / "tiny.search.jsonl"
+    history = [{"epoch": 1, "dev": 30.0}, {"epoch": 2, "dev": 40.0}]
+    stopped = {"kind": "trial", "experiment": "tiny", "method": "FT", "target": "WNUT", "digest": "0123456789ab", "history": history, "status": "stopped", "test": None}
+    keep_lines(path, [stopped])
+    finished_run(store, "WNUT-FT-0123456789ab", 41.5)
+    keeper = trial_keeper(path, "tiny", "FT", "WNUT", store, {"0123456789ab": stopped})
+    trial = SimpleNamespace(trial_id="a", config={"train.learning_rate": 0.001})
+    for entry in history:
+        keeper.on_trial_result(0, [], trial, {**entry, "run_id": "WNUT-FT-0123456789ab"})
+    keeper.on_trial_complete(0, [], trial)
+    (kept,) = read_search_records(path, "tiny")
+    assert kept["status"] == "finished" and kept["test"] == 41.5
+
+
 def test_kept_trials_stand_for_a_trial_only_where_they_read_the_weights_here_now(tmp_path):
     path = tmp_path / "tiny.search.jsonl"
     base = {"kind": "trial", "experiment": "tiny", "method": "FT", "target": "WNUT", "history": [], "status": "finished"}

@@ -12,7 +12,7 @@ from test_experiments import tiny_experiment
 
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.grid import method_tasks, source_tasks
-from seqtransfer.experiments.search_records import check_records_match_selection, keep_lines, selected_settings, summary_record
+from seqtransfer.experiments.search_records import keep_lines, kept_at_selection, selected_settings, summary_record
 from seqtransfer.experiments.spec import load_experiment
 from seqtransfer.experiments.store import ResultsStore
 
@@ -48,18 +48,59 @@ def test_a_selected_cell_runs_at_its_searched_setting_and_epochs_and_the_others_
     assert searched["finetune"].run_id == own["finetune"].run_id and "selected_setting" not in searched["finetune"].record
 
 
+def test_a_selected_cell_keeps_its_search_s_epoch_cap_when_the_file_s_search_block_changed(tmp_path):
+    from seqtransfer.experiments.search_records import selected_epoch_caps
+
+    experiment, path = searched_experiment(tmp_path)
+    keep_lines(path, [summary_record({"experiment": "tiny", "method": "scratch", "target": "pos", "max_epochs": 1, "selected": {"setting": SETTING, "dev": 50.0}})])
+    experiment.write_text(experiment.read_text(encoding="utf-8").split("search:")[0], encoding="utf-8")  # the search block removed since
+    spec = load_experiment(experiment)
+    spec.selected, spec.selected_epochs = selected_settings(path, "tiny"), selected_epoch_caps(path, "tiny")
+    assert spec.selected_epochs == {("scratch", "pos"): 1}
+    assert cells(spec, ResultsStore(tmp_path / "results"))["scratch"].config["train"]["max_epochs"] == 1
+
+
 def test_records_of_other_settings_than_the_command_runs_are_refused_in_one_line(tmp_path):
     own = {"experiment": "tiny", "method": "scratch", "target": "pos", "seed": 1}
     searched = {**own, "selected_setting": SETTING}
+    other_method = {**own, "method": "finetune"}
     selection = {("scratch", "pos"): SETTING}
-    check_records_match_selection([searched], selection, "kept.jsonl")
-    check_records_match_selection([own], {}, "kept.jsonl")
+    assert kept_at_selection([searched, other_method], selection, "kept.jsonl") == [searched, other_method]
+    assert kept_at_selection([own], {}, "kept.jsonl") == [own]
+    assert kept_at_selection([other_method], selection, "kept.jsonl") == [other_method]  # a selected file's first cells: no search of theirs
     with pytest.raises(SeqTransferError, match="scratch / pos at the experiment file's own settings") as error:
-        check_records_match_selection([own], selection, "kept.jsonl")
+        kept_at_selection([own, other_method], selection, "kept.jsonl")
     assert "records file of their own" in str(error.value)
     with pytest.raises(SeqTransferError, match="scratch / pos at a searched setting") as error:
-        check_records_match_selection([searched], {}, "kept.jsonl")
+        kept_at_selection([searched], {}, "kept.jsonl")
     assert "--selected" in str(error.value)
+
+
+def test_a_selected_file_drops_cells_kept_at_another_setting_than_the_one_selected_now():
+    """Its search went on and selected another setting, or the cell ran at the file's own setting
+    before its search ended: the record is dropped (the grid runs the cell again), and it is said."""
+    searched = {"experiment": "tiny", "method": "scratch", "target": "pos", "seed": 1, "selected_setting": SETTING}
+    before_the_search = {**searched, "method": "finetune", "selected_setting": None}
+    lines = []
+    now = {("scratch", "pos"): {**SETTING, "train.learning_rate": 0.01}, ("finetune", "pos"): SETTING}
+    assert kept_at_selection([searched, before_the_search], now, "kept.jsonl", log=lines.append) == []
+    assert len(lines) == 2 and lines[0].startswith("scratch / pos / seed 1: kept at another setting") and lines[1].startswith("finetune / pos")
+
+
+def test_a_cell_at_a_searched_setting_and_at_the_file_s_own_are_two_records_and_each_command_reads_its_own(tmp_path):
+    """The store keeps both (one would replace the other, and the next --records file would get the
+    wrong one); `experiment run` and `report` each take the one at the settings they run or show."""
+    from seqtransfer.experiments.kept import at_selection, merge, selection_of
+
+    store = ResultsStore(tmp_path / "results")
+    own = {"experiment": "tiny", "method": "scratch", "target": "pos", "seed": 1, "run_directory": "results/runs/pos-scratch-0123456789ab", "test": 50.0}
+    searched = {**own, "run_directory": "results/runs/pos-scratch-ba9876543210", "test": 60.0, "selected_setting": SETTING}
+    store.save_record(own)
+    store.save_record(searched)
+    assert [record["test"] for record in store.records("tiny")] == [50.0, 60.0]
+    assert merge([own], at_selection(store.records("tiny"), selection_of([own]))) == [own]
+    assert merge([searched], at_selection(store.records("tiny"), selection_of([searched]))) == [searched]
+    assert at_selection(store.records("tiny"), {}) == [own]
 
 
 def test_a_search_file_without_a_selection_is_one_line(tmp_path):
@@ -67,6 +108,8 @@ def test_a_search_file_without_a_selection_is_one_line(tmp_path):
     keep_lines(path, [{"kind": "trial", "experiment": "tiny", "method": "scratch", "target": "pos", "digest": "0123456789ab", "history": [], "status": "stopped"}])
     with pytest.raises(SeqTransferError, match="no search of 'tiny' has a selected setting"):
         selected_settings(path, "tiny")
+    with pytest.raises(SeqTransferError, match="no such search records file"):
+        selected_settings(tmp_path / "tiny.serach.jsonl", "tiny")
 
 
 def test_the_command_refuses_a_records_file_of_the_file_s_own_settings_in_one_line(tmp_path):

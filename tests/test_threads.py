@@ -160,3 +160,14 @@ def test_a_scalar_mix_keeps_its_threads():
     assert threads.thread_dependent_module(features) == "ScalarMix"
     features[0].requires_grad_(False)
     assert threads.thread_dependent_module(features) is None
+
+
+def test_a_run_at_fixed_threads_says_in_its_history_how_many_it_trained_with(tmp_path):
+    from conftest import tiny_train_arguments
+
+    from seqtransfer.cli import run
+
+    before = torch.get_num_threads()
+    metrics = run([*tiny_train_arguments(tmp_path / "run", epochs=2), "train.share_cores=false", "train.threads=1"])
+    torch.set_num_threads(before)
+    assert [record["threads"] for record in metrics["history"]] == [1, 1]

@@ -68,7 +68,7 @@ def seed_list(text: str) -> list[int]:
 
 def run(arguments: argparse.Namespace) -> list[dict]:
     from seqtransfer.experiments.backends import LocalBackend, RayBackend
-    from seqtransfer.experiments.kept import merge, read_kept, write_kept
+    from seqtransfer.experiments.kept import at_selection, merge, read_kept, write_kept
     from seqtransfer.experiments.runner import run_experiment
     from seqtransfer.experiments.spec import load_experiment
     from seqtransfer.experiments.store import ResultsStore
@@ -99,13 +99,13 @@ def run(arguments: argparse.Namespace) -> list[dict]:
             raise SeqTransferError("--selected is for experiment run and list: a search selects its own setting", hint="drop --selected")
         return search(arguments, spec, store, only)
     kept = read_kept(arguments.records, spec.name) if arguments.records else []
-    use_selected_settings(spec, arguments.selected, kept, arguments.records)
+    kept = use_selected_settings(spec, arguments.selected, kept, arguments.records)
     if arguments.action == "list":
         from seqtransfer.experiments.status import grid_status
 
         lines = grid_status(spec, store, seeds, arguments.data_dir, only, kept)
         print("\n".join(lines))
-        return merge(kept, store.records(spec.name))
+        return merge(kept, at_selection(store.records(spec.name), spec.selected))
     if arguments.gpus_per_run and not arguments.ray:
         raise SeqTransferError("--gpus-per-run asks Ray for GPUs: it needs --ray", hint="add --ray local (or --ray HOST:PORT), or use --device for an in-process grid")
     backend = RayBackend(arguments.ray, cpus_per_run=arguments.cpus_per_run, gpus_per_run=arguments.gpus_per_run) if arguments.ray else LocalBackend()
@@ -117,16 +117,20 @@ def run(arguments: argparse.Namespace) -> list[dict]:
     return records
 
 
-def use_selected_settings(spec, path: str | None, kept: list[dict], records: str | None) -> None:
+def use_selected_settings(spec, path: str | None, kept: list[dict], records: str | None) -> list[dict]:
     """``--selected FILE``: the settings the file's kept searches selected go into the grid's cells;
-    with or without it, the ``--records`` file must hold cells of the settings this command runs."""
-    from seqtransfer.experiments.search_records import check_records_match_selection, selected_settings, shown_setting
+    with or without it, the ``--records`` file must hold cells of the settings this command runs
+    (returns its records at those settings, see ``search_records.kept_at_selection``)."""
+    from seqtransfer.experiments.search_records import kept_at_selection, selected_epoch_caps, selected_settings, shown_setting
 
     spec.selected = selected_settings(path, spec.name) if path else {}
-    if records:
-        check_records_match_selection(kept, spec.selected, records)
+    spec.selected_epochs = selected_epoch_caps(path, spec.name) if path else {}
     for (method, target), setting in sorted(spec.selected.items()):
-        print(f"{method} / {target}: the searched setting {shown_setting(setting)}", flush=True)
+        if method not in spec.methods:
+            print(f"{method} / {target}: a search selected {shown_setting(setting)}, but the experiment file has no such method: left aside", flush=True)
+        elif target in spec.targets:
+            print(f"{method} / {target}: the searched setting {shown_setting(setting)}", flush=True)
+    return kept_at_selection(kept, spec.selected, records, log=lambda line: print(line, flush=True)) if records else kept
 
 
 def search(arguments: argparse.Namespace, spec, store, only: set[str]) -> list[dict]:

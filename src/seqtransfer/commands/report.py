@@ -41,7 +41,7 @@ def split_section(spec, records, split: str) -> str:
 
 
 def run(arguments: argparse.Namespace) -> str:
-    from seqtransfer.experiments.kept import merge, read_kept
+    from seqtransfer.experiments.kept import at_selection, merge, read_kept, selection_of
     from seqtransfer.experiments.report import render_csv, render_markdown, render_sources
     from seqtransfer.experiments.report_base import report_spec
     from seqtransfer.experiments.spec import load_experiment
@@ -52,9 +52,9 @@ def run(arguments: argparse.Namespace) -> str:
     spec = report_spec(experiment, trials=arguments.trials)
     if arguments.notes_only:
         return refresh_notes(arguments, spec)
-    stored = ResultsStore(arguments.results).records(experiment.name)
-    if arguments.records:
-        stored = merge(read_kept(arguments.records, experiment.name), stored)
+    kept = read_kept(arguments.records, experiment.name) if arguments.records else []
+    # the store's cells at the settings of the records file: searched ones for a file of `experiment run --selected`
+    stored = merge(kept, at_selection(ResultsStore(arguments.results).records(experiment.name), selection_of(kept)))
     records = [record for record in stored if not record.get("source")]
     text = render_markdown(spec, records)
     from seqtransfer.experiments.report import cost_points, render_cost

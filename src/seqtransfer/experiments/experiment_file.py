@@ -101,6 +101,7 @@ class ExperimentSpec:
     published: list[PublishedSpec] = field(default_factory=list)
     search: dict = field(default_factory=dict)  # method -> target (or "*") -> SearchSpec (experiments/search_spec.py)
     selected: dict = field(default_factory=dict)  # (method, target) -> setting a kept search selected on dev (`experiment run --selected`)
+    selected_epochs: dict = field(default_factory=dict)  # (method, target) -> that search's epoch cap, as its summary kept it
     notes: str = ""
     cost: str = ""  # what running it took here (measured), shown by `seqtransfer experiment list`
     hierarchy: dict[str, list[str]] = field(default_factory=dict)  # target -> targets it reads (multi-task methods)

@@ -265,7 +265,10 @@ def selected_overrides(spec: ExperimentSpec, method_name: str, target_name: str)
 
 
 def searched_epochs(spec: ExperimentSpec, method_name: str, target_name: str) -> int | None:
-    """The epoch cap of the search that selected a method's setting on a target (its trials' cap), or None."""
+    """The epoch cap of the search that selected a method's setting on a target (its trials' cap, as
+    its summary kept it; the experiment file's for a summary kept before summaries held it), or None."""
+    if spec.selected_epochs.get((method_name, target_name)) is not None:
+        return spec.selected_epochs[(method_name, target_name)]
     searches = spec.search.get(method_name, {}) if (method_name, target_name) in spec.selected else {}
     search = searches.get(target_name) or searches.get("*")
     return search.max_epochs if search is not None else None

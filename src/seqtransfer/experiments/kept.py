@@ -71,6 +71,17 @@ def merge(kept: Iterable[dict], stored: Iterable[dict]) -> list[dict]:
     return sorted(cells.values(), key=record_order)
 
 
+def at_selection(records: Iterable[dict], selected: dict[tuple[str, str], dict]) -> list[dict]:
+    """The records of cells run at the settings a command runs them: at the setting ``selected``
+    holds for their method and target (``experiment run --selected``), else at the file's own."""
+    return [record for record in records if record.get("selected_setting") == selected.get((record.get("method"), record.get("target")))]
+
+
+def selection_of(records: Iterable[dict]) -> dict[tuple[str, str], dict]:
+    """(method, target) -> the searched setting the records' cells ran at (none for a file of the experiment file's own settings)."""
+    return {(record["method"], record["target"]): record["selected_setting"] for record in records if record.get("selected_setting") is not None}
+
+
 def write_kept(path: str | Path, records: Sequence[dict]) -> None:
     """Write records as sorted JSON lines (atomically): the kept records of other experiments stay."""
     path = Path(path)

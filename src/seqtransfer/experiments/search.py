@@ -175,7 +175,7 @@ def run_search(task, search: SearchSpec, store, source_id: str | None, cpus_per_
     if records:
         keep_lines(records, [summary_record(summary)])
     chosen = summary["selected"]
-    log(f"search {method} / {target}: selected {chosen['setting']} (dev {chosen['dev']:.2f}, test {chosen['test']:.2f}) of {len(trials)} trials; config {summary['config']}")
+    log(f"search {method} / {target}: selected {chosen['setting']} (dev {score(chosen['dev'])}, test {score(chosen.get('test'))}) of {len(trials)} trials; config {summary['config']}")
     return summary
 
 
@@ -223,8 +223,9 @@ def trial_row(result, search: SearchSpec, store, kept: dict[str, dict] | None = 
     else:
         finished = bool(kept_trial and kept_trial["status"] == "finished")
         test = kept_trial.get("test") if finished else None
-        epochs = [(entry["epoch"], entry["dev"]) for entry in kept_trial["history"]] if finished else epochs
-    # a finished run is described by its own epochs (read back here and stopped at a rung, it reported only its first ones)
+        kept_epochs = [(entry["epoch"], entry["dev"]) for entry in kept_trial["history"]] if kept_trial else []
+        epochs = kept_epochs if finished or len(kept_epochs) > len(epochs) else epochs
+    # a run is described by the most epochs known of it (read back here and stopped at a rung, it reported only its first ones)
     return {
         "setting": {key: result.config[key] for key in search.space},
         "run_id": run_id,
@@ -259,6 +260,7 @@ def search_summary(task, search: SearchSpec, trials: list[dict], folder: Path) -
         "target": target,
         "algorithm": search.algorithm,
         "budget": search.trials,
+        "max_epochs": search.max_epochs,
         "space": search.space,
         "trials": sorted(trials, key=lambda trial: -(trial["dev"] or 0.0)),
         "selected": chosen,
@@ -322,7 +324,7 @@ def render_searches(summaries: list[dict]) -> str:
         setting = shown_setting(chosen["setting"])
         rows.append(
             f"| {summary['method']} | {summary['target']} | {summary['algorithm']} | {len(summary['trials'])} ({counts}) | {setting} | "
-            f"{chosen['dev']:.2f} | {chosen['test']:.2f} | `{Path(summary['config']).name}` |"
+            f"{score(chosen['dev'])} | {score(chosen.get('test'))} | `{Path(summary['config']).name}` |"
         )
     intro = (
         "Settings chosen on the dev set by `seqtransfer experiment search` (Ray Tune; seed 1 of the grid as the base); test scores are of "
@@ -337,7 +339,10 @@ def trials_table(summary: dict) -> list[str]:
     """Every trial of one search, best dev first: setting, how it ended, epochs trained, best dev, test where it finished."""
     lines = ["", f"### {summary['method']} / {summary['target']}: every trial", "", "| setting | ended | epochs | best dev | test |", "|:---|:---|---:|---:|---:|"]
     for trial in summary["trials"]:
-        dev = f"{trial['dev']:.2f}" if trial["dev"] is not None else ""
-        test = f"{trial['test']:.2f}" if trial.get("test") is not None else ""
-        lines.append(f"| {shown_setting(trial['setting'])} | {trial['status']} | {trial['epochs']} | {dev} | {test} |")
+        lines.append(f"| {shown_setting(trial['setting'])} | {trial['status']} | {trial['epochs']} | {score(trial['dev'], '')} | {score(trial.get('test'), '')} |")
     return lines
+
+
+def score(value: float | None, missing: str = "–") -> str:
+    """A dev or test score to two decimals (a run without a test set has none)."""
+    return f"{value:.2f}" if value is not None else missing

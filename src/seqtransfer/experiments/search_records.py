@@ -21,7 +21,7 @@ from pathlib import Path
 from seqtransfer import rundir
 from seqtransfer.data.metrics import get_metric
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.experiments.kept import made_with_other_weights
+from seqtransfer.experiments.kept import at_selection, made_with_other_weights
 from seqtransfer.experiments.store import digest_of
 from seqtransfer.files import atomic_write, read_json, read_json_lines
 
@@ -110,30 +110,60 @@ def shown_setting(setting: dict) -> str:
 def selected_settings(path: str | Path, experiment: str) -> dict[tuple[str, str], dict]:
     """(method, target) -> the setting each kept search of an experiment selected on dev, for
     ``experiment run --selected``: the grid's cells at each method's own searched setting."""
+    if not Path(path).is_file():
+        raise SeqTransferError("no such search records file", path=path, hint="give --selected the --records file of `seqtransfer experiment search` (e.g. NAME.search.jsonl)")
     settings = {(summary["method"], summary["target"]): summary["selected"]["setting"] for summary in kept_summaries(path, experiment) if summary.get("selected")}
     if not settings:
         raise SeqTransferError(f"no search of '{experiment}' has a selected setting kept here", path=path, hint=f"run `seqtransfer experiment search FILE --records {path}` until a search ends")
     return settings
 
 
-def check_records_match_selection(kept: list[dict], selected: dict[tuple[str, str], dict], path: str | Path) -> None:
-    """Refuse a records file whose cells were run at other settings than this command runs them:
-    cells at the file's own settings under ``--selected``, or searched cells without it (the
-    grid would train them again and replace their records)."""
+def selected_epoch_caps(path: str | Path, experiment: str) -> dict[tuple[str, str], int]:
+    """(method, target) -> the epoch cap of the search that selected its setting (its trials' cap), where its summary kept it."""
+    return {(summary["method"], summary["target"]): summary["max_epochs"] for summary in kept_summaries(path, experiment) if summary.get("selected") and summary.get("max_epochs") is not None}
+
+
+def kept_at_selection(kept: list[dict], selected: dict[tuple[str, str], dict], path: str | Path, log=print) -> list[dict]:
+    """A ``--records`` file's records at the settings this command runs its cells (``kept.at_selection``).
+
+    A file holding a selected cell at the experiment file's own settings (and none at a searched
+    one) is refused under ``--selected``, and a file of searched cells without it, in one line: the
+    grid would train their cells again and replace them. In a file of searched cells, a cell kept
+    at another setting than the one selected now (its search went on since, or it ran at the file's
+    own setting before its search ended) is dropped, to run again, and the command says which."""
+    searched = [record for record in kept if record.get("selected_setting") is not None]
+    if searched and not selected:
+        record = searched[0]
+        raise SeqTransferError(
+            f"the records hold {record.get('method')} / {record.get('target')} at a searched setting, which this command would train again and replace",
+            path=path,
+            hint="run it with the same --selected FILE",
+        )
+    clash = next((record for record in kept if (record.get("method"), record.get("target")) in selected), None) if not searched else None
+    if clash:
+        raise SeqTransferError(
+            f"the records hold {clash['method']} / {clash['target']} at the experiment file's own settings, which this command would train again and replace",
+            path=path,
+            hint="keep the cells at searched settings in a records file of their own (e.g. NAME.selected.records.jsonl)",
+        )
+    current = at_selection(kept, selected)
     for record in kept:
-        searched, wanted = record.get("selected_setting") is not None, (record["method"], record["target"]) in selected
-        if searched != wanted:
-            held = "at a searched setting" if searched else "at the experiment file's own settings"
-            hint = "run it with the same --selected FILE" if searched else "keep the cells at searched settings in a records file of their own (e.g. NAME.selected.records.jsonl)"
-            raise SeqTransferError(f"the records hold {record['method']} / {record['target']} {held}, which this command would train again and replace", path=path, hint=hint)
+        if record not in current:
+            log(
+                f"{record.get('method')} / {record.get('target')} / seed {record.get('seed')}: kept at another setting than the one selected now: its record is dropped, to run at the selected setting"
+            )
+    return current
 
 
-def trained_here(history: list[dict], kept_trial: dict | None) -> bool:
+def trained_here(history: list[dict], kept_trial: dict | None, run_directory: Path | None = None) -> bool:
     """Whether a trial that ended trained in this search: it was not kept, or it reported epochs
-    beyond its kept ones. A kept trial only read back is not written again: stopped by the
-    scheduler at an earlier rung than before, it would lose its later epochs, its test score and
-    its finished status (its run is not in this machine's store)."""
-    return kept_trial is None or history[-1]["epoch"] > max((entry["epoch"] for entry in kept_trial["history"]), default=0)
+    beyond its kept ones, or it was kept unfinished and its run has finished here since (the grid's
+    cell at the selected setting is the same run). A kept trial only read back is not written again:
+    stopped by the scheduler at an earlier rung than before, it would lose its later epochs, its test
+    score and its finished status (its run is not in this machine's store)."""
+    if kept_trial is None or history[-1]["epoch"] > max((entry["epoch"] for entry in kept_trial["history"]), default=0):
+        return True
+    return kept_trial.get("status") != "finished" and run_directory is not None and (run_directory / rundir.METRICS).is_file()
 
 
 def trial_keeper(path: str | Path, experiment: str, method: str, target: str, store, kept: dict[str, dict] | None = None):
@@ -154,7 +184,7 @@ def trial_keeper(path: str | Path, experiment: str, method: str, target: str, st
             if not history:
                 return
             run_id = history[-1]["run_id"]
-            if not trained_here(history, (kept or {}).get(digest_of(run_id))):
+            if not trained_here(history, (kept or {}).get(digest_of(run_id)), store.run_directory(run_id)):
                 return
             setting = {key: value.item() if hasattr(value, "item") else value for key, value in trial.config.items()}
             keep_lines(path, [trial_record(experiment, method, target, run_id, setting, history, store.run_directory(run_id))])

@@ -2,7 +2,7 @@
 
     ROOT/runs/<run id>/                      a run directory (config.yaml, model.safetensors, ...)
     ROOT/sources/<source id>/                source runs, shared by every experiment that needs them
-    ROOT/records/<experiment>/<cell id>.json what the reports read: one record per grid cell
+    ROOT/records/<experiment>/<cell id>.json what the reports read: one record per grid cell (and searched setting)
 
 A run id is a readable prefix (target, scheme) plus a hash of the run's settings; a run is found by
 its hash whatever the prefix, so the same run is never trained
@@ -58,7 +58,12 @@ class ResultsStore:
         return self.root / "sources" / source_id
 
     def record_path(self, record: dict) -> Path:
-        cell = content_id({key: record.get(key) for key in ("method", "target", "seed", "source")})
+        """One record per grid cell and setting: a cell run at a searched setting (``experiment run
+        --selected``) is kept beside the same cell at the experiment file's own settings, not over it."""
+        cell = {key: record.get(key) for key in ("method", "target", "seed", "source")}
+        if record.get("selected_setting") is not None:
+            cell["selected_setting"] = record["selected_setting"]
+        cell = content_id(cell)
         return self.root / "records" / record["experiment"] / f"{cell}.json"
 
     def has_record(self, record: dict) -> bool:

@@ -287,7 +287,7 @@ def fit(
         state.epoch = epoch
         epoch_seconds = time.perf_counter() - started  # training + dev scoring
         record = epoch_record(epoch, loss, dev_score, task_scores, summaries, train_seconds, epoch_seconds)
-        record["learning_rates"] = [float(f"{group['lr']:.6g}") for group in optimizer.param_groups]  # at the epoch's end, per parameter group
+        record.update(epoch_end_settings(optimizer, cores))
         state.history.append(record)
         log(epoch_line(epoch, loss, shown_score(dev_score, describe_dev), improved, train_seconds, task_scores, summaries))
         if checkpoint_dir:
@@ -315,6 +315,15 @@ def epoch_record(epoch: int, loss: float, dev_score: float, task_scores: dict, s
         record["dev_tasks"] = {task: round(value, 2) for task, value in task_scores.items()}
     record.update(summaries)
     return record
+
+
+def epoch_end_settings(optimizer: torch.optim.Optimizer, cores: CoreShare) -> dict:
+    """The learning rates at an epoch's end, per parameter group, and the threads where they stay
+    fixed (for a model whose numbers hang on them, the run's numbers are those of this count)."""
+    settings = {"learning_rates": [float(f"{group['lr']:.6g}") for group in optimizer.param_groups]}
+    if not cores.adapt:
+        settings["threads"] = cores.threads
+    return settings
 
 
 def epoch_line(epoch: int, loss: float, shown_dev: str, improved: bool, train_seconds: float, task_scores: dict, summaries: dict) -> str:
