@@ -126,7 +126,7 @@ class FakeTune:
 
 
 def run_trial(tmp_path, monkeypatch, kept_trial: dict | None, stop_after: int | None) -> tuple[FakeTune, list[str]]:
-    """One trial of a search over train.learning_rate, its training a stand-in of three epochs of dev 10, 20, 30."""
+    """One trial of a search over train.learning_rate, its training a stand-in of three epochs of dev 10, 20, 30 in two phases."""
     from seqtransfer.config import RunConfig, config_to_dict
     from seqtransfer.experiments import search
     from seqtransfer.experiments.grid import identity_of
@@ -135,11 +135,11 @@ def run_trial(tmp_path, monkeypatch, kept_trial: dict | None, stop_after: int | 
     tune, trained = FakeTune(stop_after), []
     monkeypatch.setitem(sys.modules, "ray", SimpleNamespace(tune=tune))
 
-    def train_tagger(config, directory, log, show_progress, epoch_reports):
+    def train_tagger(config, directory, log, show_progress, epoch_reports):  # two phases (chain-thaw's are several): epochs 1, 2, then 1
         trained.append(str(directory))
-        for epoch in (1, 2, 3):
+        for step, epoch in ((1, 1), (2, 2), (3, 1)):
             for report in epoch_reports:
-                report({"epoch": epoch, "dev": 10.0 * epoch})
+                report({"epoch": epoch, "step": step, "dev": 10.0 * step})
 
     monkeypatch.setattr(search, "train_tagger", train_tagger)
     base, values = config_to_dict(RunConfig()), {"train.learning_rate": 0.01}
@@ -163,3 +163,17 @@ def test_a_kept_stopped_trial_trains_again_only_where_the_scheduler_lets_it_go_o
     assert tune.reports == [(1, 10.0)] and trained == []
     tune, trained = run_trial(tmp_path, monkeypatch, kept, stop_after=None)  # let go on: trained from its start, epoch 1 not reported twice
     assert tune.reports == [(1, 10.0), (2, 20.0), (3, 30.0)] and len(trained) == 1
+
+
+def test_a_run_of_several_phases_reports_one_growing_epoch_count_and_keeps_it():
+    """Chain-thaw numbers each phase's epochs from 1; a search (ASHA's rungs, a resumed trial's
+    reported epochs) needs one count that only grows, read back the same from the run's history."""
+    from seqtransfer.experiments.search_records import run_epochs
+    from seqtransfer.workflows.run_path import numbered_across_phases
+
+    reports = []
+    second_phase = numbered_across_phases(reports.append, epochs_before=2)
+    second_phase({"epoch": 1, "dev": 30.0})
+    assert reports == [{"epoch": 1, "dev": 30.0, "step": 3}]
+    history = [{"phase": "head", "epoch": 1, "dev": 10.0}, {"phase": "head", "epoch": 2, "dev": 20.0}, {"phase": "all", "epoch": 1, "dev": 30.0}]
+    assert run_epochs(history) == [{"epoch": 1, "dev": 10.0}, {"epoch": 2, "dev": 20.0}, {"epoch": 3, "dev": 30.0}]

@@ -46,7 +46,7 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.backends import RayBackend
 from seqtransfer.experiments.grid import identity_of, method_task, source_tasks
 from seqtransfer.experiments.runner import execute_task, is_finished
-from seqtransfer.experiments.search_records import keep_lines, kept_trials, read_search_records, shown_setting, summary_record, trial_keeper
+from seqtransfer.experiments.search_records import keep_lines, kept_trials, read_search_records, run_epochs, shown_setting, summary_record, trial_keeper
 from seqtransfer.experiments.search_spec import SearchSpec, extremes
 from seqtransfer.experiments.store import ResultsStore, content_id, digest_of
 from seqtransfer.files import read_json, shipped_or_given, write_json, write_text
@@ -106,7 +106,7 @@ def make_trainable(base: dict, store_root: str, prefix: str, source_id: str | No
         directory = store.run_directory(run_id)
         finished = (directory / rundir.METRICS).is_file()
         kept_trial = None if finished else (kept or {}).get(digest)
-        history = read_json(directory / rundir.METRICS)["history"] if finished else kept_trial["history"] if kept_trial else []
+        history = run_epochs(read_json(directory / rundir.METRICS)["history"] if finished else kept_trial["history"] if kept_trial else [])
         for record in history:
             tune.report({"dev": record["dev"], "epoch": record["epoch"], "run_id": run_id})
         if finished or (kept_trial and kept_trial["status"] == "finished"):
@@ -116,7 +116,7 @@ def make_trainable(base: dict, store_root: str, prefix: str, source_id: str | No
         reported = history[-1]["epoch"] if history else 0
         directory.mkdir(parents=True, exist_ok=True)
         with open(directory / "log.txt", "a", encoding="utf-8") as handle:
-            report = lambda record: record["epoch"] > reported and tune.report({"dev": record["dev"], "epoch": record["epoch"], "run_id": run_id})  # noqa: E731
+            report = lambda record: record["step"] > reported and tune.report({"dev": record["dev"], "epoch": record["step"], "run_id": run_id})  # noqa: E731
             train_tagger(config, directory, log=lambda line: print(line, file=handle, flush=True), show_progress=False, epoch_reports=(report,))
 
     return trainable
@@ -190,13 +190,16 @@ def weights_read(task) -> dict:
     return weights
 
 
+MOST_PHASES = 64  # more than any scheme trains: chain-thaw's head, layer groups and all
+
+
 def tune_settings(task, search: SearchSpec):
     """Ray Tune's settings of one search: the best dev score wins; ASHA stops trials at its rungs."""
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler
     from ray.tune.search import BasicVariantGenerator
 
-    # max_t one past the last epoch: ASHA stops trials at its rungs only, never at the last epoch (the run must finish: score and save)
+    # max_t past the last epoch: ASHA stops trials at its rungs only, never at the last epoch (the run must finish: score and save)
     searched_epochs = max(extremes(search.space["train.max_epochs"])) if "train.max_epochs" in search.space else task.config["train"]["max_epochs"]
     last_epoch = min(search.max_epochs or searched_epochs, searched_epochs)
     if search.algorithm == "asha" and search.grace_epochs > last_epoch:
@@ -204,7 +207,9 @@ def tune_settings(task, search: SearchSpec):
             f"search {task.record['method']} / {task.record['target']}: grace_epochs {search.grace_epochs} is more than the {last_epoch} epochs a trial trains: no trial could be stopped early",
             hint=f"set grace_epochs below {last_epoch}, or algorithm: random",
         )
-    scheduler = ASHAScheduler(time_attr="epoch", grace_period=search.grace_epochs, max_t=last_epoch + 1) if search.algorithm == "asha" else None
+    # a trial counts its epochs across its phases (chain-thaw trains up to last_epoch in each of its phases, one per layer
+    # group): max_t is past any count it can reach. Below last_epoch the rungs are those of max_t = last_epoch + 1.
+    scheduler = ASHAScheduler(time_attr="epoch", grace_period=search.grace_epochs, max_t=last_epoch * MOST_PHASES + 1) if search.algorithm == "asha" else None
     return tune.TuneConfig(metric="dev", mode="max", num_samples=1 if search.algorithm == "grid" else search.trials, scheduler=scheduler, search_alg=BasicVariantGenerator(random_state=search.seed))
 
 
@@ -219,7 +224,7 @@ def trial_row(result, search: SearchSpec, store, kept: dict[str, dict] | None = 
     if directory and (directory / rundir.METRICS).is_file():
         metrics = read_json(directory / rundir.METRICS)
         finished, test = True, metrics.get("test", {}).get(main_score(metrics))
-        epochs = [(int(entry["epoch"]), float(entry["dev"])) for entry in metrics.get("history", [])] or epochs
+        epochs = [(entry["epoch"], entry["dev"]) for entry in run_epochs(metrics.get("history", []))] or epochs
     else:
         finished = bool(kept_trial and kept_trial["status"] == "finished")
         test = kept_trial.get("test") if finished else None

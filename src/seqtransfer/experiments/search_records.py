@@ -68,6 +68,12 @@ def kept_trials(records: list[dict], method: str, target: str, weights: dict) ->
     return usable
 
 
+def run_epochs(history: list[dict]) -> list[dict]:
+    """A run's dev history as a search counts it, ``{"epoch": n, "dev": score}``, n the run's epochs
+    so far across its phases (a scheme of several phases, chain-thaw's, numbers each phase's from 1)."""
+    return [{"epoch": step, "dev": float(entry["dev"])} for step, entry in enumerate(history, start=1)]
+
+
 def trial_record(experiment: str, method: str, target: str, run_id: str, setting: dict, history: list[dict], directory: Path) -> dict:
     """The kept line of one trial that ended: its run's test score and cost where it finished, and
     then the run's own dev history (a finished run read back and stopped by the scheduler at a rung
@@ -82,7 +88,7 @@ def trial_record(experiment: str, method: str, target: str, run_id: str, setting
         "digest": digest_of(run_id),
         "run_id": run_id,
         "setting": setting,
-        "history": [{"epoch": int(entry["epoch"]), "dev": float(entry["dev"])} for entry in history],
+        "history": run_epochs(history),
         "status": "finished" if metrics else "stopped",
     }
     if metrics:

@@ -165,7 +165,7 @@ def train_phases(
         log(f"phase '{phase.name}': {sum(p.numel() for p in model.parameters() if p.requires_grad)} trainable parameters ({len(trainable)} tensors)")
         hooks, train_config = adapted_phase(model, adaptations, set(trainable), config, (*epoch_hooks, *(recorder.start_phase(phase.name) if recorder else ())))
         groups = optimizer_groups(model, config, adaptations)
-        reports = (*epoch_reports, board) if board else epoch_reports
+        reports = (*(numbered_across_phases(report, len(history)) for report in epoch_reports), *((board,) if board else ()))
         result = fit(model, train, evaluate_dev, train_config, groups, hooks, extra_losses, directory / "checkpoint" / phase.name, log, show_progress, reports)
         if recorder:
             recorder.finish_phase(model, len(result.history))
@@ -191,6 +191,13 @@ def optimizer_groups(model: nn.Module, config: RunConfig, adaptations: list) -> 
         random_branch = {name for name, _ in model.named_parameters() if name.startswith(RANDOM_BRANCH)}
         groups = with_own_rate(model, groups, rate, random_branch, config.transfer.random_branch_learning_rate, "random branch")
     return groups
+
+
+def numbered_across_phases(report, epochs_before: int):
+    """An epoch report that also gets the run's epoch count across its phases (``"step"``): a
+    scheme of several phases (chain-thaw's) numbers each phase's epochs from 1, a tuning service
+    needs one count that only grows."""
+    return lambda record: report({**record, "step": epochs_before + record["epoch"]})
 
 
 def adapted_phase(model: nn.Module, adaptations: list, trainable: set[str], config: RunConfig, hooks: tuple) -> tuple[tuple, object]:
