@@ -137,3 +137,29 @@ def test_a_search_with_kept_trials_goes_on_from_the_file_on_a_machine_without_it
     shutil.rmtree(tmp_path / "results" / "search")
     report = run(["report", str(experiment), "--results", "results", "--search-records", str(records), "--trials", "10"])
     assert "## Hyper-parameter search" in report and "finetune | pos | random | 3 (3 finished) |" in report
+
+
+def test_a_search_of_a_scheme_of_two_phases_counts_its_epochs_across_them(tmp_path, ray_head, monkeypatch):
+    """PretRand trains two phases, random then joint (chain-thaw one per layer group), each numbering its epochs from 1:
+    ASHA sees one growing count, so a trial is not stopped as if past its last epoch, and its kept
+    history holds every epoch once."""
+    import ray
+
+    from seqtransfer.experiments.search_records import read_search_records
+
+    experiment = tiny_experiment(tmp_path)
+    search = "search:\n  pretrand:\n    pos: {algorithm: asha, trials: 2, grace_epochs: 1, space: {train.learning_rate: [0.01, 0.02]}}\n"
+    experiment.write_text(experiment.read_text(encoding="utf-8") + search, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    try:
+        (summary,) = run(["experiment", "search", str(experiment), "--results", "results", "--ray", ray_head, "--only", "pretrand", "--records", "tiny.search.jsonl"])
+    finally:
+        ray.shutdown()
+    finished = [trial for trial in summary["trials"] if trial["status"] == "finished"]
+    assert finished and summary["selected"]["test"] is not None
+    for trial in finished:
+        history = json.loads((tmp_path / "results" / "runs" / trial["run_id"] / "metrics.json").read_text(encoding="utf-8"))["history"]
+        assert {record["phase"] for record in history} == {"random", "joint"}
+        assert trial["epochs"] == len(history) > 2
+    kept = [record for record in read_search_records(tmp_path / "tiny.search.jsonl", "tiny") if record["kind"] == "trial" and record["status"] == "finished"]
+    assert kept and all([entry["epoch"] for entry in record["history"]] == list(range(1, len(record["history"]) + 1)) for record in kept)
