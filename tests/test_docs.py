@@ -62,3 +62,10 @@ def test_every_results_page_has_a_row_in_the_results_index():
     index = (ROOT / "docs" / "results" / "README.md").read_text(encoding="utf-8")
     pages = [path.name for path in (ROOT / "docs" / "results").glob("*.md") if path.name != "README.md"]
     assert pages and [name for name in pages if f"| `{name}`" not in index] == []
+
+
+def test_every_results_page_opens_with_what_reproduces_and_what_does_not():
+    """A reader checks our numbers against the papers first: each page says near its top what reproduces and what does not."""
+    pages = [path for path in (ROOT / "docs" / "results").glob("*.md") if path.name != "README.md"]
+    opening = {path.name: "\n".join(path.read_text(encoding="utf-8").splitlines()[:30]) for path in pages}
+    assert pages and [name for name, text in opening.items() if "reproduces and what does not" not in text] == []
