@@ -131,3 +131,21 @@ def test_the_report_names_the_cells_at_a_searched_setting():
     lines = selected_settings_note(records)
     assert lines[-1] == "- scratch / pos: `train.learning_rate=0.0123, model.dropout=0.25`" and len(lines) == 4
     assert selected_settings_note(records[1:]) == []
+
+
+def test_the_page_of_cells_at_searched_settings_has_its_own_title_and_notes(tmp_path):
+    from seqtransfer.cli import run
+
+    experiment, _ = searched_experiment(tmp_path)
+    text = experiment.read_text(encoding="utf-8").replace("reference: scratch", "reference: scratch\nnotes: [At the file's settings.]\nselected_notes: [At searched settings.]")
+    experiment.write_text(text, encoding="utf-8")
+    own = {"experiment": "tiny", "method": "scratch", "target": "pos", "seed": 1, "run_directory": "results/runs/pos-scratch-0123456789ab", "metric": "accuracy"}
+    own.update(dev=40.0, test=50.0, seconds=1.0, parameters=100)
+    pages = {}
+    for name, record in (("own", own), ("searched", {**own, "run_directory": "results/runs/pos-scratch-ba9876543210", "selected_setting": SETTING})):
+        records = tmp_path / f"{name}.records.jsonl"
+        records.write_text(json.dumps(record) + "\n", encoding="utf-8")
+        pages[name] = run(["report", str(experiment), "--records", str(records), "--results", str(tmp_path / "results"), "--trials", "10"])
+    assert "- At the file's settings." in pages["own"] and "At searched settings" not in pages["own"] and "each searched method" not in pages["own"]
+    assert pages["searched"].startswith("# tiny grid: each searched method at the setting its search selected") and "- At searched settings." in pages["searched"]
+    assert "- scratch / pos: `train.learning_rate=0.0123, model.dropout=0.25`" in pages["searched"]

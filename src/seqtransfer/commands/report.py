@@ -49,10 +49,12 @@ def run(arguments: argparse.Namespace) -> str:
     from seqtransfer.files import write_text
 
     experiment = load_experiment(arguments.file)
+    kept = read_kept(arguments.records, experiment.name) if arguments.records else []
     spec = report_spec(experiment, trials=arguments.trials)
+    if selection_of(kept):  # a records file of `experiment run --selected`: its own title and notes
+        spec = dataclasses.replace(spec, title=f"{spec.title}: each searched method at the setting its search selected", notes=experiment.selected_notes)
     if arguments.notes_only:
         return refresh_notes(arguments, spec)
-    kept = read_kept(arguments.records, experiment.name) if arguments.records else []
     # the store's cells at the settings of the records file: searched ones for a file of `experiment run --selected`
     stored = merge(kept, at_selection(ResultsStore(arguments.results).records(experiment.name), selection_of(kept)))
     records = [record for record in stored if not record.get("source")]

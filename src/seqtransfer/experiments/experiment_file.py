@@ -103,6 +103,7 @@ class ExperimentSpec:
     selected: dict = field(default_factory=dict)  # (method, target) -> setting a kept search selected on dev (`experiment run --selected`)
     selected_epochs: dict = field(default_factory=dict)  # (method, target) -> that search's epoch cap, as its summary kept it
     notes: str = ""
+    selected_notes: str = ""  # the same for the page of its cells at searched settings (a records file of `experiment run --selected`)
     cost: str = ""  # what running it took here (measured), shown by `seqtransfer experiment list`
     hierarchy: dict[str, list[str]] = field(default_factory=dict)  # target -> targets it reads (multi-task methods)
     path: str = ""

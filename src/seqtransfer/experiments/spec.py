@@ -178,6 +178,14 @@ def check_not_fixed_by_source(method: MethodSpec, search, where: str, path: Path
         )
 
 
+def checked_notes(notes, key: str, path: Path) -> str | list[str]:
+    """A notes block: a string or a list of strings (one claim each)."""
+    notes = notes or ""
+    if not (isinstance(notes, str) or (isinstance(notes, list) and all(isinstance(item, str) for item in notes))):
+        raise SeqTransferError(f"'{key}' must be a string or a list of strings", path=path, hint=f"{key}:\n  - One claim of the paper, ours vs the paper's.")
+    return notes
+
+
 def load_experiment(path: str | Path) -> ExperimentSpec:
     """Read and check an experiment file: a path, or the name of a shipped one (``pretrand-table4``)."""
     path = experiment_file(path)
@@ -201,10 +209,7 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
                 hint="search a method that reads only a source; these methods take the settings found",
             )
     spec.path, spec.all_targets = str(path), dict(spec.targets)
-    notes = spec.notes or ""
-    if not (isinstance(notes, str) or (isinstance(notes, list) and all(isinstance(item, str) for item in notes))):
-        raise SeqTransferError("'notes' must be a string or a list of strings", path=path, hint="notes:\n  - One claim of the paper, ours vs the paper's.")
-    spec.notes = notes
+    spec.notes, spec.selected_notes = checked_notes(spec.notes, "notes", path), checked_notes(spec.selected_notes, "selected_notes", path)
     if spec.paper_split not in ("dev", "test"):
         raise SeqTransferError(f"paper_split must be dev or test, got {spec.paper_split!r}", path=path, hint="paper_split: dev (the paper's numbers are dev scores) or test")
     if spec.paper_dev and spec.paper_split == "dev":
