@@ -84,7 +84,7 @@ def test_a_selected_file_drops_cells_kept_at_another_setting_than_the_one_select
     lines = []
     now = {("scratch", "pos"): {**SETTING, "train.learning_rate": 0.01}, ("finetune", "pos"): SETTING}
     assert kept_at_selection([searched, before_the_search], now, "kept.jsonl", log=lines.append) == []
-    assert len(lines) == 2 and lines[0].startswith("scratch / pos / seed 1: kept at another setting") and lines[1].startswith("finetune / pos")
+    assert len(lines) == 2 and lines[0].startswith("scratch / pos / seed 1: kept at other settings") and lines[1].startswith("finetune / pos")
 
 
 def test_a_cell_at_a_searched_setting_and_at_the_file_s_own_are_two_records_and_each_command_reads_its_own(tmp_path):
@@ -149,3 +149,44 @@ def test_the_page_of_cells_at_searched_settings_has_its_own_title_and_notes(tmp_
     assert "- At the file's settings." in pages["own"] and "At searched settings" not in pages["own"] and "each searched method" not in pages["own"]
     assert pages["searched"].startswith("# tiny grid: each searched method at the setting its search selected") and "- At searched settings." in pages["searched"]
     assert "- scratch / pos: `train.learning_rate=0.0123, model.dropout=0.25`" in pages["searched"]
+
+
+def test_an_ensemble_of_a_searched_method_is_a_cell_at_searched_settings_too(tmp_path):
+    """Its members run at the searched setting, so its runs differ from the file's own: the store keeps
+    the two apart, and each command reads the one of its settings."""
+    from seqtransfer.experiments.grid import cell_record, spec_selection
+    from seqtransfer.experiments.kept import at_selection
+
+    experiment, path = searched_experiment(tmp_path)
+    spec = load_experiment(experiment)
+    own = {**cell_record(spec, "ensemble", "pos", 1), "run_directory": "results/runs/a"}
+    spec.selected = selected_settings(path, "tiny")
+    searched = {**cell_record(spec, "ensemble", "pos", 1), "run_directory": "results/runs/b"}
+    assert searched["selected_setting"] == {"read": {"scratch / pos": SETTING}} and "selected_setting" not in own
+    assert spec_selection(spec) == {("scratch", "pos"): SETTING, ("ensemble", "pos"): {"read": {"scratch / pos": SETTING}}}
+    store = ResultsStore(tmp_path / "results")
+    assert store.record_path(own) != store.record_path(searched)
+    assert at_selection([own, searched], spec_selection(spec)) == [searched] and at_selection([own, searched], {}) == [own]
+
+
+def test_a_search_without_an_epoch_cap_keeps_none_and_the_file_s_later_cap_does_not_apply(tmp_path):
+    from seqtransfer.experiments.search_records import selected_epoch_caps
+
+    experiment, path = searched_experiment(tmp_path)
+    keep_lines(path, [summary_record({"experiment": "tiny", "method": "scratch", "target": "pos", "max_epochs": None, "selected": {"setting": SETTING, "dev": 50.0}})])
+    spec = load_experiment(experiment)  # its search block caps at 1 epoch
+    spec.selected, spec.selected_epochs = selected_settings(path, "tiny"), selected_epoch_caps(path, "tiny")
+    assert spec.selected_epochs == {("scratch", "pos"): None}
+    assert cells(spec, ResultsStore(tmp_path / "results"))["scratch"].config["train"]["max_epochs"] == 2
+
+
+def test_notes_only_on_the_page_of_searched_cells_needs_its_records_file(tmp_path):
+
+    experiment, _ = searched_experiment(tmp_path)
+    page = tmp_path / "page.md"
+    page.write_text("# tiny grid: each searched method at the setting its search selected\n\nExperiment `tiny`, 1 finished runs.\n\n## Our results (test)\n", encoding="utf-8")
+    before = page.read_text(encoding="utf-8")
+    command = [sys.executable, "-m", "seqtransfer.cli", "report", str(experiment), "--output", str(page), "--notes-only", "--results", str(tmp_path / "results")]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 2 and "selected_notes" in result.stderr and "--records" in result.stderr and "Traceback" not in result.stderr
+    assert page.read_text(encoding="utf-8") == before

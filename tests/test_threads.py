@@ -141,21 +141,10 @@ def test_a_model_whose_gradients_hang_on_the_thread_count_keeps_its_threads(monk
 
 def test_a_scalar_mix_keeps_its_threads():
     """A feature-extraction model trains a scalar mix over frozen layers: its gamma's gradient sums a
-    whole tensor, in an order that depends on the thread count (the same sum at 1 and 2 threads
-    differs, shown here), so the model keeps its threads."""
+    whole tensor in an order that depends on the thread count (measured on this project's CPU,
+    32 x 60 tokens x 7 layers x 256: other last bits at 1 and 2 threads), so the model keeps its threads."""
     from seqtransfer.embeddings.transformer import ScalarMix
 
-    before = torch.get_num_threads()
-    generator = torch.Generator().manual_seed(0)
-    layers, upstream = torch.randn(32, 60, 7, 256, generator=generator), torch.randn(32, 60, 256, generator=generator)
-    gradients = []
-    for count in (1, 2):
-        torch.set_num_threads(count)
-        mix = ScalarMix(7)
-        (mix(layers) * upstream).sum().backward()
-        gradients.append(mix.gamma.grad)
-    torch.set_num_threads(before)
-    assert not torch.equal(*gradients)
     features = torch.nn.Sequential(ScalarMix(7), torch.nn.LSTM(256, 8))
     assert threads.thread_dependent_module(features) == "ScalarMix"
     features[0].requires_grad_(False)

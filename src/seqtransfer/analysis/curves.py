@@ -77,7 +77,7 @@ def expand_runs(paths: list[str | Path]) -> list[tuple[Path, str | None]]:
             continue
         for record_path in records:
             record = read_json(record_path)
-            if record.get("method") and "run_directory" in record:
+            if record.get("method") and "run_directory" in record and record.get("selected_setting") is None:  # the file's own settings (a cell at a searched one sits beside it)
                 runs.append((Path(record["run_directory"]), str(record["method"])))
     return runs
 

@@ -68,6 +68,7 @@ def seed_list(text: str) -> list[int]:
 
 def run(arguments: argparse.Namespace) -> list[dict]:
     from seqtransfer.experiments.backends import LocalBackend, RayBackend
+    from seqtransfer.experiments.grid import spec_selection
     from seqtransfer.experiments.kept import at_selection, merge, read_kept, write_kept
     from seqtransfer.experiments.runner import run_experiment
     from seqtransfer.experiments.spec import load_experiment
@@ -105,7 +106,7 @@ def run(arguments: argparse.Namespace) -> list[dict]:
 
         lines = grid_status(spec, store, seeds, arguments.data_dir, only, kept)
         print("\n".join(lines))
-        return merge(kept, at_selection(store.records(spec.name), spec.selected))
+        return merge(kept, at_selection(store.records(spec.name), spec_selection(spec)))
     if arguments.gpus_per_run and not arguments.ray:
         raise SeqTransferError("--gpus-per-run asks Ray for GPUs: it needs --ray", hint="add --ray local (or --ray HOST:PORT), or use --device for an in-process grid")
     backend = RayBackend(arguments.ray, cpus_per_run=arguments.cpus_per_run, gpus_per_run=arguments.gpus_per_run) if arguments.ray else LocalBackend()
@@ -121,6 +122,7 @@ def use_selected_settings(spec, path: str | None, kept: list[dict], records: str
     """``--selected FILE``: the settings the file's kept searches selected go into the grid's cells;
     with or without it, the ``--records`` file must hold cells of the settings this command runs
     (returns its records at those settings, see ``search_records.kept_at_selection``)."""
+    from seqtransfer.experiments.grid import spec_selection
     from seqtransfer.experiments.search_records import kept_at_selection, selected_epoch_caps, selected_settings, shown_setting
 
     spec.selected = selected_settings(path, spec.name) if path else {}
@@ -130,7 +132,7 @@ def use_selected_settings(spec, path: str | None, kept: list[dict], records: str
             print(f"{method} / {target}: a search selected {shown_setting(setting)}, but the experiment file has no such method: left aside", flush=True)
         elif target in spec.targets:
             print(f"{method} / {target}: the searched setting {shown_setting(setting)}", flush=True)
-    return kept_at_selection(kept, spec.selected, records, log=lambda line: print(line, flush=True)) if records else kept
+    return kept_at_selection(kept, spec_selection(spec), records, log=lambda line: print(line, flush=True)) if records else kept
 
 
 def search(arguments: argparse.Namespace, spec, store, only: set[str]) -> list[dict]:

@@ -15,6 +15,9 @@ if TYPE_CHECKING:
     from seqtransfer.experiments.report_base import ReportSpec
 
 
+SEARCHED_TITLE = ": each searched method at the setting its search selected"  # ends the title of a page of searched cells
+
+
 def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="experiment YAML file")
     parser.add_argument("--results", default="results", help="results store folder (default ./results)")
@@ -52,7 +55,7 @@ def run(arguments: argparse.Namespace) -> str:
     kept = read_kept(arguments.records, experiment.name) if arguments.records else []
     spec = report_spec(experiment, trials=arguments.trials)
     if selection_of(kept):  # a records file of `experiment run --selected`: its own title and notes
-        spec = dataclasses.replace(spec, title=f"{spec.title}: each searched method at the setting its search selected", notes=experiment.selected_notes)
+        spec = dataclasses.replace(spec, title=spec.title + SEARCHED_TITLE, notes=experiment.selected_notes)
     if arguments.notes_only:
         return refresh_notes(arguments, spec)
     # the store's cells at the settings of the records file: searched ones for a file of `experiment run --selected`
@@ -108,7 +111,10 @@ def refresh_notes(arguments: argparse.Namespace, spec: ReportSpec) -> str:
     page = Path(arguments.output)
     if not page.is_file():
         raise SeqTransferError("--notes-only rewrites the notes of an existing page, and there is none here", path=page, hint="render the page in full first (drop --notes-only)")
-    text = replace_notes(page.read_text(encoding="utf-8"), spec)
+    old = page.read_text(encoding="utf-8")
+    if old.startswith(f"# {spec.title}{SEARCHED_TITLE}"):  # the page of searched cells, asked for the file's own notes
+        raise SeqTransferError("the page is of cells at searched settings: its notes are the file's selected_notes", path=page, hint="pass the page's records file as --records")
+    text = replace_notes(old, spec)
     write_text(page, text)
     return text
 

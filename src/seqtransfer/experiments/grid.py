@@ -14,7 +14,7 @@ from pathlib import Path
 
 from seqtransfer.config import RunConfig, apply_overrides, check_values, config_to_dict, result_settings
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.experiments.spec import ExperimentSpec, split_member
+from seqtransfer.experiments.spec import ExperimentSpec, MethodSpec, split_member
 from seqtransfer.experiments.store import ResultsStore, content_id, digest_of, slug
 from seqtransfer.files import load_yaml
 from seqtransfer.transfer.schemes import get_scheme
@@ -266,8 +266,8 @@ def selected_overrides(spec: ExperimentSpec, method_name: str, target_name: str)
 
 def searched_epochs(spec: ExperimentSpec, method_name: str, target_name: str) -> int | None:
     """The epoch cap of the search that selected a method's setting on a target (its trials' cap, as
-    its summary kept it; the experiment file's for a summary kept before summaries held it), or None."""
-    if spec.selected_epochs.get((method_name, target_name)) is not None:
+    its summary kept it, None for none; the experiment file's for a summary kept before summaries held it), or None."""
+    if (method_name, target_name) in spec.selected_epochs:
         return spec.selected_epochs[(method_name, target_name)]
     searches = spec.search.get(method_name, {}) if (method_name, target_name) in spec.selected else {}
     search = searches.get(target_name) or searches.get("*")
@@ -284,12 +284,37 @@ def method_source(spec: ExperimentSpec, store: ResultsStore, data_dir: str | Non
     return sources.get(name) if name and get_scheme(method.scheme).uses_source else None
 
 
+def cell_selection(spec: ExperimentSpec, method_name: str, target_name: str) -> dict | None:
+    """The searched settings a cell runs at (``experiment run --selected``): its own selected setting;
+    for a cell that reads other cells' runs at searched settings (an ensemble's members, a distilled
+    model's teachers, a run it starts from), ``{"read": {"METHOD / TARGET": setting}}``; else None."""
+    own = spec.selected.get((method_name, target_name))
+    if own is not None or method_name not in spec.methods:
+        return own
+    read = {f"{method} / {target}": setting for method, target in read_cells(spec.methods[method_name], target_name) if (setting := cell_selection(spec, method, target)) is not None}
+    return {"read": read} if read else None
+
+
+def spec_selection(spec: ExperimentSpec) -> dict[tuple[str, str], dict]:
+    """(method, target) -> :func:`cell_selection` of every cell of the file that runs at searched settings."""
+    cells = {(method, target): cell_selection(spec, method, target) for method in spec.methods for target in spec.all_targets or spec.targets}
+    return {cell: setting for cell, setting in cells.items() if setting is not None}
+
+
+def read_cells(method: MethodSpec, target_name: str) -> list[tuple[str, str]]:
+    """The (method, target) cells whose runs a method's run on a target reads."""
+    names = [*method.ensemble, *(method.distill_from or []), *((method.pseudo_labels or {}).get("from") or [])]
+    cells = [(split_member(name)[0], target_name) for name in names]
+    return cells + ([(method.start_from["method"], method.start_from["target"])] if method.start_from else [])
+
+
 def cell_record(spec: ExperimentSpec, method_name: str, target_name: str, seed: int) -> dict:
     """The record of a grid cell, before its run's scores: what it is, where its test is, what else to score."""
     target = target_spec(spec, target_name)
     record = {"experiment": spec.name, "method": method_name, "target": target_name, "seed": seed}
-    if (method_name, target_name) in spec.selected:
-        record["selected_setting"] = spec.selected[(method_name, target_name)]
+    setting = cell_selection(spec, method_name, target_name)
+    if setting is not None:
+        record["selected_setting"] = setting
     if target.test_on:
         record["test_on"] = target.test_on
     if target.also:

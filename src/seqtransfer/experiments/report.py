@@ -278,7 +278,14 @@ def selected_settings_note(records: Sequence[dict]) -> list[str]:
     if not settings:
         return []
     lines = ["", "Cells at the setting their search selected on dev (`experiment run --selected`; the others at the experiment file's own):", ""]
-    return lines + [f"- {method} / {target}: `{shown_setting(setting)}`" for (method, target), setting in sorted(settings.items())]
+    return lines + [selected_line(method, target, setting) for (method, target), setting in sorted(settings.items())]
+
+
+def selected_line(method: str, target: str, setting: dict) -> str:
+    """A cell's searched setting, or the cells at searched settings that it reads (an ensemble's members)."""
+    if set(setting) == {"read"}:
+        return f"- {method} / {target}: reads {', '.join(setting['read'])} at their searched settings"
+    return f"- {method} / {target}: `{shown_setting(setting)}`"
 
 
 def cost_points(spec: ReportSpec, records: Sequence[dict]) -> list[dict]:

@@ -20,7 +20,7 @@ from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.corpora.unlabeled import read_unlabeled
 from seqtransfer.embeddings.transformer import encoder_fingerprint
 from seqtransfer.errors import SeqTransferError
-from seqtransfer.experiments.grid import PSEUDO_FILE, RunTask, ensemble_tasks, method_tasks, source_tasks
+from seqtransfer.experiments.grid import PSEUDO_FILE, RunTask, ensemble_tasks, method_tasks, source_tasks, spec_selection
 from seqtransfer.experiments.kept import at_selection, cell_key, made_with_other_weights, merge, run_id_of
 from seqtransfer.experiments.run_records import finish_record, finish_records
 from seqtransfer.experiments.spec import ExperimentSpec
@@ -289,7 +289,7 @@ def run_experiment(
         if task in plan.todo[2]:
             log(describe(record))
     log(f"{spec.name}: done in {time.perf_counter() - started:.0f} s")
-    return merge(kept_cells.values(), at_selection(store.records(spec.name), spec.selected))
+    return merge(kept_cells.values(), at_selection(store.records(spec.name), spec_selection(spec)))
 
 
 def warn_of_other_sources(tasks: list[RunTask], skipped: dict[str, list[dict]], log: Log) -> None:

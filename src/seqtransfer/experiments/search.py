@@ -228,7 +228,7 @@ def trial_row(result, search: SearchSpec, store, kept: dict[str, dict] | None = 
     else:
         finished = bool(kept_trial and kept_trial["status"] == "finished")
         test = kept_trial.get("test") if finished else None
-        kept_epochs = [(entry["epoch"], entry["dev"]) for entry in kept_trial["history"]] if kept_trial else []
+        kept_epochs = [(entry["epoch"], entry["dev"]) for entry in run_epochs(kept_trial["history"])] if kept_trial else []
         epochs = kept_epochs if finished or len(kept_epochs) > len(epochs) else epochs
     # a run is described by the most epochs known of it (read back here and stopped at a rung, it reported only its first ones)
     return {

@@ -125,8 +125,8 @@ def selected_settings(path: str | Path, experiment: str) -> dict[tuple[str, str]
 
 
 def selected_epoch_caps(path: str | Path, experiment: str) -> dict[tuple[str, str], int]:
-    """(method, target) -> the epoch cap of the search that selected its setting (its trials' cap), where its summary kept it."""
-    return {(summary["method"], summary["target"]): summary["max_epochs"] for summary in kept_summaries(path, experiment) if summary.get("selected") and summary.get("max_epochs") is not None}
+    """(method, target) -> the epoch cap of the search that selected its setting (its trials' cap; None: none), where its summary kept it."""
+    return {(summary["method"], summary["target"]): summary["max_epochs"] for summary in kept_summaries(path, experiment) if summary.get("selected") and "max_epochs" in summary}
 
 
 def kept_at_selection(kept: list[dict], selected: dict[tuple[str, str], dict], path: str | Path, log=print) -> list[dict]:
@@ -155,9 +155,7 @@ def kept_at_selection(kept: list[dict], selected: dict[tuple[str, str], dict], p
     current = at_selection(kept, selected)
     for record in kept:
         if record not in current:
-            log(
-                f"{record.get('method')} / {record.get('target')} / seed {record.get('seed')}: kept at another setting than the one selected now: its record is dropped, to run at the selected setting"
-            )
+            log(f"{record.get('method')} / {record.get('target')} / seed {record.get('seed')}: kept at other settings than this command runs it at: its record is dropped, to run again")
     return current
 
 
@@ -167,7 +165,7 @@ def trained_here(history: list[dict], kept_trial: dict | None, run_directory: Pa
     cell at the selected setting is the same run). A kept trial only read back is not written again:
     stopped by the scheduler at an earlier rung than before, it would lose its later epochs, its test
     score and its finished status (its run is not in this machine's store)."""
-    if kept_trial is None or history[-1]["epoch"] > max((entry["epoch"] for entry in kept_trial["history"]), default=0):
+    if kept_trial is None or history[-1]["epoch"] > len(run_epochs(kept_trial["history"])):
         return True
     return kept_trial.get("status") != "finished" and run_directory is not None and (run_directory / rundir.METRICS).is_file()
 
