@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 
 from seqtransfer.data.metrics import METRICS
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.experiments.kept import selection_of
 from seqtransfer.experiments.report_base import MISSING, ReportSpec, Summary, _duration, _ratio, _signed, _spec_means, _table, aggregate, anrg, means_by_method, mnrg
 from seqtransfer.experiments.report_paper import _paper_table, _published_section
 from seqtransfer.experiments.report_significance import PairTests, _significance_section, significance_tests
@@ -274,7 +275,7 @@ def source_instances_note(spec: ReportSpec, records: Sequence[dict]) -> list[str
 
 def selected_settings_note(records: Sequence[dict]) -> list[str]:
     """The cells run at the setting a search selected on dev (``experiment run --selected``), one line per method and target."""
-    settings = {(record["method"], record["target"]): record["selected_setting"] for record in records if record.get("selected_setting")}
+    settings = selection_of(records)
     if not settings:
         return []
     lines = ["", "Cells at the setting their search selected on dev (`experiment run --selected`; the others at the experiment file's own):", ""]
