@@ -118,6 +118,24 @@ def test_read_predictions(tmp_path):
     assert (predictions.gold, predictions.predicted) == ([["B-PER", "O"], ["O"]], [["B-PER", "B-LOC"], ["O"]])
 
 
+def test_a_run_directory_holding_another_run_than_the_record_gives_way_to_the_records_evidence(tmp_path):
+    """Another experiment's cell of the same settings can train again in the same run directory (an LM
+    rebuilt since): its predictions score otherwise than the record, whose own evidence is then
+    the one tested; predictions that score as recorded are read as before."""
+    from seqtransfer.experiments.evidence import evidence_of
+    from seqtransfer.experiments.report_significance import test_evidence
+
+    gold = [["B-PER", "O"], ["B-LOC"], ["O", "B-ORG"]]
+    recorded, retrained = [["B-PER", "O"], ["B-LOC"], ["O", "O"]], [["O", "O"], ["B-LOC"], ["O", "O"]]
+    kept = evidence_of(_write_run(tmp_path / "recorded", gold, recorded) / "predictions", "span_f1")
+    directory = _write_run(tmp_path / "store", gold, retrained)
+    record = {"metric": "span_f1", "test": evaluate(gold, recorded, "span_f1")["f1"], "run_directory": str(directory), "evidence": kept}
+    assert test_evidence(record) == kept != evidence_of(directory / "predictions", "span_f1")
+    assert test_evidence({**record, "evidence": None}) is None  # predictions of another run are not this record's
+    matching = {**record, "test": evaluate(gold, retrained, "span_f1")["f1"], "evidence": None}
+    assert test_evidence(matching) == evidence_of(directory / "predictions", "span_f1")
+
+
 def test_evidence_gives_the_p_values_of_the_predictions_it_was_made_from(tmp_path):
     """Span F1 counts and correlation scores survive encoding exactly: the test on the evidence is
     the test on the predictions files."""
@@ -152,7 +170,7 @@ def test_render_markdown_and_csv_with_a_missing_cell(tmp_path):
     gold = [["NN", "VB", "DT"]] * 40
     wrong = [["NN", "NN", "NN"]] * 40
     records = [
-        _record("Scratch", "TPoS", 1, 33.33, _write_run(tmp_path / "a", gold, wrong)),
+        _record("Scratch", "TPoS", 1, 100 / 3, _write_run(tmp_path / "a", gold, wrong)),
         _record("Tuned", "TPoS", 1, 100.0, _write_run(tmp_path / "b", gold, gold)),
         _record("Tuned", "TPoS", 2, 98.0, tmp_path / "c"),
         _record("Scratch", "ArK", 1, 90.0, tmp_path / "d"),
@@ -256,9 +274,9 @@ def test_runs_of_two_instances_of_a_source_are_noted_and_their_test_marked(tmp_p
     gold = [["NN", "VB", "DT"]] * 40
     wrong = [["NN", "NN", "NN"]] * 40
     records = [
-        {**_record("Scratch", "TPoS", 1, 33.33, _write_run(tmp_path / "a", gold, wrong)), "source_weights": "aaaa"},
+        {**_record("Scratch", "TPoS", 1, 100 / 3, _write_run(tmp_path / "a", gold, wrong)), "source_weights": "aaaa"},
         {**_record("Tuned", "TPoS", 1, 100.0, _write_run(tmp_path / "b", gold, gold)), "source_weights": "bbbb"},
-        {**_record("Scratch", "ArK", 1, 33.33, _write_run(tmp_path / "c", gold, wrong)), "source_weights": "cccc"},
+        {**_record("Scratch", "ArK", 1, 100 / 3, _write_run(tmp_path / "c", gold, wrong)), "source_weights": "cccc"},
         {**_record("Tuned", "ArK", 1, 100.0, _write_run(tmp_path / "d", gold, gold)), "source_weights": "cccc"},
     ]
     markdown = render_markdown(_spec(["Scratch", "Tuned"], ["TPoS", "ArK"], [("Tuned", "Scratch")]), records)
@@ -277,9 +295,12 @@ def test_a_pair_tested_over_every_seed_it_shares_and_over_the_seeds_together(tmp
     worse = [["NN", "VB", "DT"]] * 57 + [["NN", "NN", "DT"]] * 3
     records = []
     for seed in (1, 2, 3):
-        records += [_record("Scratch", "TPoS", seed, 98.33, _write_run(tmp_path / f"a{seed}", gold, worse)), _record("Tuned", "TPoS", seed, 100.0, _write_run(tmp_path / f"b{seed}", gold, gold))]
+        records += [
+            _record("Scratch", "TPoS", seed, 100 * 177 / 180, _write_run(tmp_path / f"a{seed}", gold, worse)),
+            _record("Tuned", "TPoS", seed, 100.0, _write_run(tmp_path / f"b{seed}", gold, gold)),
+        ]
     records.append(_record("Tuned", "ArK", 1, 100.0, _write_run(tmp_path / "c", gold, gold)))  # one seed only: no row
-    records.append(_record("Scratch", "ArK", 1, 98.33, _write_run(tmp_path / "d", gold, worse)))
+    records.append(_record("Scratch", "ArK", 1, 100 * 177 / 180, _write_run(tmp_path / "d", gold, worse)))
     markdown = render_markdown(_spec(["Scratch", "Tuned"], ["TPoS", "ArK"], [("Tuned", "Scratch")]), records)
     assert "### Over the seeds" in markdown
     row = next(line for line in markdown.splitlines() if line.startswith("| TPoS | Tuned | Scratch | 1, 2, 3 |"))
@@ -297,10 +318,10 @@ def test_each_target_lists_its_methods_best_first_with_their_test_and_cost(tmp_p
     records = []
     for seed in (1, 2, 3):  # Tuned beats Scratch at three seeds; Adapted is tested against Tuned alone, at one seed
         records += [
-            _record("Scratch", "TPoS", seed, 98.33, _write_run(tmp_path / f"a{seed}", gold, worse)),
+            _record("Scratch", "TPoS", seed, 100 * 177 / 180, _write_run(tmp_path / f"a{seed}", gold, worse)),
             {**_record("Tuned", "TPoS", seed, 100.0, _write_run(tmp_path / f"b{seed}", gold, gold)), "trainable_parameters": 500, "peak_rss_megabytes": 1200.0},
         ]
-    records.append(_record("Adapted", "TPoS", 1, 98.33, _write_run(tmp_path / "c", gold, worse)))
+    records.append(_record("Adapted", "TPoS", 1, 100 * 177 / 180, _write_run(tmp_path / "c", gold, worse)))
     spec = _spec(["Scratch", "Tuned", "Adapted"], ["TPoS", "ArK"], [("Tuned", "Scratch"), ("Adapted", "Tuned")])
     section = render_markdown(spec, records).split("## By target", 1)[1]
     assert "### ArK" not in section  # no finished run

@@ -11,18 +11,37 @@ from pathlib import Path
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.evidence import decode_array, evidence_of
 from seqtransfer.experiments.report_base import MISSING, SIGNIFICANCE_LEVEL, ReportSpec, _table
-from seqtransfer.experiments.significance import paired_randomization_correlation_seeds, paired_randomization_seeds
+from seqtransfer.experiments.significance import paired_randomization_correlation_seeds, paired_randomization_seeds, score_from_counts
+
+# Metrics whose test score follows from the per-sentence counts of their evidence.
+COUNTED_METRICS = ("accuracy", "attachment", "span_f1")
 
 
 def test_evidence(record: dict) -> dict | None:
     """What the significance test reads of a cell's test predictions: from its run's predictions
-    folder where the store has it, else the kept record's ``evidence`` (experiments/evidence.py)."""
+    folder where the store has it and they score what the record says, else the kept record's
+    ``evidence`` (experiments/evidence.py). A run directory can hold another run than the record's:
+    another experiment's cell of the same settings trained again there, with an LM rebuilt since."""
     folder = Path(record.get("predictions") or Path(record["run_directory"]) / "predictions")  # a multi-task run: predictions/TASK
     try:
-        evidence = evidence_of(folder, record["metric"])
+        found = evidence_of(folder, record["metric"])
     except SeqTransferError:  # unreadable predictions: as if there were none
-        evidence = None
-    return evidence or record.get("evidence")
+        found = None
+    kept = record.get("evidence")
+    verified = scores_as_recorded(found, record) if found is not None else False
+    if verified or (verified is None and kept is None):
+        return found
+    return kept
+
+
+def scores_as_recorded(evidence: dict, record: dict) -> bool | None:
+    """Whether counts ``evidence`` give the record's test score (to 1e-6 of a point); None where
+    the evidence is not counts the score follows from (a correlation's columns)."""
+    metric = record["metric"]
+    if metric not in COUNTED_METRICS or record.get("test") is None:
+        return None
+    score = float(score_from_counts(decode_array(evidence).sum(axis=0), metric))
+    return abs(score - float(record["test"])) < 1e-6
 
 
 def _significance_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str]) -> list[str]:
