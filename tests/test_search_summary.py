@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from types import SimpleNamespace
@@ -94,3 +95,13 @@ def test_a_finished_trial_read_back_and_stopped_at_a_rung_is_described_by_its_ow
     (store.run_directory(run_id) / "metrics.json").write_text(json.dumps({"metric": "span_f1", "test": {"f1": 42.0}, "history": history}), encoding="utf-8")
     assert {key: trial_row(result, search, store)[key] for key in ("status", "epochs", "dev", "test")} == {"status": "finished", "epochs": 6, "dev": 55.0, "test": 42.0}
     assert trial_row(result, search, ResultsStore(tmp_path / "elsewhere"))["epochs"] == 2  # stopped, as Tune saw it
+
+
+def test_a_setting_reads_the_same_whatever_order_its_keys_came_in():
+    """A search's live summary holds its space's order, its kept line sorted keys: a page rendered
+    beside the search's folder and one from the kept file alone show the same line."""
+    from seqtransfer.experiments.search_records import shown_setting
+
+    live = {"train.learning_rate": 0.000740575922012801, "model.lora_rank": 16, "model.lora_alpha": 32}
+    kept = json.loads(json.dumps(live, sort_keys=True))
+    assert shown_setting(live) == shown_setting(kept) == "model.lora_alpha=32, model.lora_rank=16, train.learning_rate=0.0007406"

@@ -129,7 +129,7 @@ def test_the_report_names_the_cells_at_a_searched_setting():
 
     records = [{"method": "scratch", "target": "pos", "selected_setting": SETTING}, {"method": "finetune", "target": "pos"}]
     lines = selected_settings_note(records)
-    assert lines[-1] == "- scratch / pos: `train.learning_rate=0.0123, model.dropout=0.25`" and len(lines) == 4
+    assert lines[-1] == "- scratch / pos: `model.dropout=0.25, train.learning_rate=0.0123`" and len(lines) == 4
     assert selected_settings_note(records[1:]) == []
 
 
@@ -148,7 +148,7 @@ def test_the_page_of_cells_at_searched_settings_has_its_own_title_and_notes(tmp_
         pages[name] = run(["report", str(experiment), "--records", str(records), "--results", str(tmp_path / "results"), "--trials", "10"])
     assert "- At the file's settings." in pages["own"] and "At searched settings" not in pages["own"] and "each searched method" not in pages["own"]
     assert pages["searched"].startswith("# tiny grid: each searched method at the setting its search selected") and "- At searched settings." in pages["searched"]
-    assert "- scratch / pos: `train.learning_rate=0.0123, model.dropout=0.25`" in pages["searched"]
+    assert "- scratch / pos: `model.dropout=0.25, train.learning_rate=0.0123`" in pages["searched"]
 
 
 def test_an_ensemble_of_a_searched_method_is_a_cell_at_searched_settings_too(tmp_path):

@@ -109,8 +109,10 @@ def kept_summaries(path: str | Path, experiment: str) -> list[dict]:
 
 
 def shown_setting(setting: dict) -> str:
-    """A trial's setting on one line (``key=value, ...``), floats to 4 significant digits."""
-    return ", ".join(f"{key}={value:.4g}" if isinstance(value, float) else f"{key}={value}" for key, value in setting.items())
+    """A trial's setting on one line (``key=value, ...``, keys sorted as the kept lines hold them, so
+    that a page reads the same from a search's own folder or from its kept file alone), floats to
+    4 significant digits."""
+    return ", ".join(f"{key}={value:.4g}" if isinstance(value, float) else f"{key}={value}" for key, value in sorted(setting.items()))
 
 
 def selected_settings(path: str | Path, experiment: str) -> dict[tuple[str, str], dict]:
