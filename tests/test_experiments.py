@@ -886,14 +886,19 @@ def test_committed_records_still_name_their_grid_cells_runs(name, tmp_path, monk
     name in its record (same digest); an ensemble recorded before ensembles were named by their
     members' digests matches through its members' records."""
     from seqtransfer.experiments.grid import ensemble_tasks, method_tasks, source_tasks
-    from seqtransfer.experiments.kept import cell_key, read_kept
+    from seqtransfer.experiments.kept import cell_key, read_kept, selection_of
     from seqtransfer.experiments.runner import kept_records_of
+    from seqtransfer.experiments.search_records import selected_epoch_caps
     from seqtransfer.experiments.store import ResultsStore, digest_of
 
     repository = Path(__file__).resolve().parent.parent
     monkeypatch.chdir(tmp_path)  # an LM of this checkout's results/ trained again to other weights would set its cells aside
-    spec = load_experiment(repository / "experiments" / f"{name}.yaml")
+    experiment = name.removesuffix(".selected")  # NAME.selected: the cells `experiment run --selected` ran at searched settings
+    spec = load_experiment(repository / "experiments" / f"{experiment}.yaml")
     kept = read_kept(repository / "docs" / "results" / f"{name}.records.jsonl", spec.name)
+    if experiment != name:  # at the settings the records ran at, capped as their searches were
+        spec.selected = selection_of(kept)
+        spec.selected_epochs = selected_epoch_caps(repository / "docs" / "results" / f"{experiment}.search.jsonl", spec.name)
     cells = {cell_key(record): record for record in kept}
     seeds = sorted({record["seed"] for record in kept if record.get("method") and record["seed"] < 1000})
     store = ResultsStore(tmp_path / "results")

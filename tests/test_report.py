@@ -120,8 +120,8 @@ def test_read_predictions(tmp_path):
 
 def test_a_run_directory_holding_another_run_than_the_record_gives_way_to_the_records_evidence(tmp_path):
     """Another experiment's cell of the same settings can train again in the same run directory (an LM
-    rebuilt since): its predictions score otherwise than the record, whose own evidence is then
-    the one tested; predictions that score as recorded are read as before."""
+    rebuilt since): a record's own evidence is tested, and a record without any is tested on its
+    folder's predictions only where they give its score."""
     from seqtransfer.experiments.evidence import evidence_of
     from seqtransfer.experiments.report_significance import test_evidence
 
@@ -133,7 +133,8 @@ def test_a_run_directory_holding_another_run_than_the_record_gives_way_to_the_re
     assert test_evidence(record) == kept != evidence_of(directory / "predictions", "span_f1")
     assert test_evidence({**record, "evidence": None}) is None  # predictions of another run are not this record's
     matching = {**record, "test": evaluate(gold, retrained, "span_f1")["f1"], "evidence": None}
-    assert test_evidence(matching) == evidence_of(directory / "predictions", "span_f1")
+    assert test_evidence(matching) == evidence_of(directory / "predictions", "span_f1")  # a record from before evidence
+    assert test_evidence({**matching, "evidence": kept}) == kept  # its own evidence first, whatever the folder holds
 
 
 def test_evidence_gives_the_p_values_of_the_predictions_it_was_made_from(tmp_path):

@@ -18,25 +18,24 @@ COUNTED_METRICS = ("accuracy", "attachment", "span_f1")
 
 
 def test_evidence(record: dict) -> dict | None:
-    """What the significance test reads of a cell's test predictions: from its run's predictions
-    folder where the store has it and they score what the record says, else the kept record's
-    ``evidence`` (experiments/evidence.py). A run directory can hold another run than the record's:
-    another experiment's cell of the same settings trained again there, with an LM rebuilt since."""
+    """What the significance test reads of a cell's test predictions: the record's own ``evidence``
+    (experiments/evidence.py), made from its run's predictions when it was recorded; for a record
+    kept before records carried it, its run's predictions folder where the store has it and they
+    score what the record says. A run directory can hold another run than the record's: another
+    experiment's cell of the same settings trained again there, with an LM rebuilt since."""
+    if record.get("evidence"):
+        return record["evidence"]
     folder = Path(record.get("predictions") or Path(record["run_directory"]) / "predictions")  # a multi-task run: predictions/TASK
     try:
         found = evidence_of(folder, record["metric"])
     except SeqTransferError:  # unreadable predictions: as if there were none
-        found = None
-    kept = record.get("evidence")
-    verified = scores_as_recorded(found, record) if found is not None else False
-    if verified or (verified is None and kept is None):
-        return found
-    return kept
+        return None
+    return found if found is not None and scores_as_recorded(found, record) else None
 
 
 def scores_as_recorded(evidence: dict, record: dict) -> bool | None:
     """Whether counts ``evidence`` give the record's test score (to 1e-6 of a point); None where
-    the evidence is not counts the score follows from (a correlation's columns)."""
+    the evidence is not counts the score follows from (a correlation's columns): unchecked."""
     metric = record["metric"]
     if metric not in COUNTED_METRICS or record.get("test") is None:
         return None
