@@ -105,3 +105,29 @@ def test_a_setting_reads_the_same_whatever_order_its_keys_came_in():
     live = {"train.learning_rate": 0.000740575922012801, "model.lora_rank": 16, "model.lora_alpha": 32}
     kept = json.loads(json.dumps(live, sort_keys=True))
     assert shown_setting(live) == shown_setting(kept) == "model.lora_alpha=32, model.lora_rank=16, train.learning_rate=0.0007406"
+
+
+def test_a_page_of_kept_records_shows_the_kept_searches_alone_in_the_files_order(tmp_path, capsys):
+    """Given --search-records, the searches come from it alone: a store's older summary of the same
+    search (or a machine without the store) does not change the page; a page of the store alone
+    shows the store's. Either way in the experiment file's order of methods, then targets."""
+    from seqtransfer.commands.report import searches_section
+
+    def summary(method: str, dev: float) -> dict:
+        trial = {"setting": {"train.learning_rate": 0.01}, "run_id": "r", "dev": dev, "epochs": 2, "test": 30.0, "status": "finished"}
+        return {"experiment": "tiny", "method": method, "target": "WNUT", "algorithm": "asha", "trials": [trial], "selected": trial, "config": f"{method}--WNUT.yaml"}
+
+    kept = tmp_path / "tiny.search.jsonl"
+    kept.write_text("".join(json.dumps({"kind": "summary", **summary(method, 50.0)}) + "\n" for method in ("LoRA", "FT")), encoding="utf-8")
+    (tmp_path / "results" / "search" / "tiny").mkdir(parents=True)
+    (tmp_path / "results" / "search" / "tiny" / "FT--WNUT.json").write_text(json.dumps(summary("FT", 44.0)), encoding="utf-8")
+    experiment = SimpleNamespace(name="tiny", methods={"FT": None, "LoRA": None}, targets={"WNUT": None})
+    arguments = SimpleNamespace(results=str(tmp_path / "results"), records="tiny.records.jsonl", search_records=str(kept))
+    page = searches_section(arguments, experiment)
+    assert "44.00" not in page and page.index("| FT | WNUT |") < page.index("| LoRA | WNUT |")
+    assert page == searches_section(SimpleNamespace(**{**vars(arguments), "results": str(tmp_path / "elsewhere")}), experiment)
+    assert searches_section(SimpleNamespace(**{**vars(arguments), "search_records": None}), experiment) == ""
+    assert "the store holds 1 search of tiny, left out: pass their kept file as --search-records" in capsys.readouterr().err
+    assert page == searches_section(SimpleNamespace(**{**vars(arguments), "records": None}), experiment)  # the kept file named: it alone
+    store_alone = SimpleNamespace(**{**vars(arguments), "records": None, "search_records": None})
+    assert "| FT | WNUT | asha | 1 (1 finished) | train.learning_rate=0.01 | 44.00 |" in searches_section(store_alone, experiment)

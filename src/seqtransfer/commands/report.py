@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -76,7 +77,7 @@ def run(arguments: argparse.Namespace) -> str:
     sources = [record for record in stored if record.get("source")]
     if sources:
         text += "\n" + render_sources(sources)
-    text += searches_section(arguments, experiment.name)
+    text += searches_section(arguments, experiment)
     if spec.split == "dev":  # the paper's numbers are dev scores: the main tables are dev, the test tables follow
         text += "\n" + split_section(spec, records, "test")
     elif arguments.dev:
@@ -89,15 +90,27 @@ def run(arguments: argparse.Namespace) -> str:
     return text
 
 
-def searches_section(arguments: argparse.Namespace, experiment: str) -> str:
-    """The hyper-parameter searches of the store, and those kept in ``--search-records`` the store does not hold ("" if none)."""
+def searches_section(arguments: argparse.Namespace, experiment) -> str:
+    """The hyper-parameter searches of the experiment ("" if none), in the file's order of methods and
+    targets: those kept in ``--search-records`` alone where it is given, so that the page reads the
+    same on a machine without the store's search folders; the store's for a page of the store alone
+    (no ``--records``); none for a page of kept records without their searches' file."""
     from seqtransfer.experiments.search import render_searches, stored_summaries
     from seqtransfer.experiments.search_records import kept_summaries
 
-    searches = stored_summaries(arguments.results, experiment)
-    stored = {(summary["method"], summary["target"]) for summary in searches}
-    kept = kept_summaries(arguments.search_records, experiment) if arguments.search_records else []
-    searches += [summary for summary in kept if (summary["method"], summary["target"]) not in stored]
+    stored = stored_summaries(arguments.results, experiment.name)
+    if arguments.search_records:
+        searches = kept_summaries(arguments.search_records, experiment.name)
+    elif not arguments.records:
+        searches = stored
+    else:
+        searches = []
+        if stored:
+            count = f"{len(stored)} search{'es' if len(stored) != 1 else ''}"
+            print(f"seqtransfer: the store holds {count} of {experiment.name}, left out: pass their kept file as --search-records", file=sys.stderr)
+    methods, targets = list(experiment.methods), list(experiment.targets)
+    place = lambda name, names: names.index(name) if name in names else len(names)  # noqa: E731
+    searches = sorted(searches, key=lambda summary: (place(summary["method"], methods), place(summary["target"], targets), summary["method"], summary["target"]))
     return "\n" + render_searches(searches) if searches else ""
 
 
