@@ -318,6 +318,27 @@ def test_kept_records_let_a_fresh_store_go_on_with_the_next_seed(tmp_path, capsy
     assert "(2) |" in report and "\n| ner | " in report
 
 
+def test_a_page_of_a_records_file_shows_its_cells_whatever_other_runs_the_store_holds(tmp_path, capsys):
+    """The store can hold another run of a cell the records file has (the cell trained again without
+    --records, or a machine's older run): the page shows the file's cell and says so in one line;
+    cells only the store has are added as before."""
+    experiment = tiny_experiment(tmp_path)
+    kept = tmp_path / "kept.jsonl"
+    run(["experiment", "run", str(experiment), "--only", "scratch", "--results", str(tmp_path / "store"), "--records", str(kept)])
+    records = [json.loads(line) for line in kept.read_text(encoding="utf-8").splitlines()]
+    target = next(record["target"] for record in records if record["method"] == "scratch")
+    for record in records:
+        if record["method"] == "scratch":
+            record["test"] = 12.345  # the file's run of the cell, another than the store's
+    kept.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    capsys.readouterr()
+    report = run(["report", str(experiment), "--results", str(tmp_path / "store"), "--records", str(kept), "--trials", "10"])
+    assert "12.35" in report
+    assert f"the store holds other runs of 1 cell of {kept} (first: scratch / {target} / seed 1): the page shows the file's" in capsys.readouterr().err
+    run(["experiment", "run", str(experiment), "--only", "finetune", "--results", str(tmp_path / "store")])  # a cell the file lacks
+    assert "| finetune |" in run(["report", str(experiment), "--results", str(tmp_path / "store"), "--records", str(kept), "--trials", "10"])
+
+
 def test_a_report_from_kept_records_alone_tests_significance_as_the_store_does(tmp_path):
     """Kept records carry their test predictions' per-sentence counts and a digest of the gold labels,
     so a fresh machine's report gives the p-values the store's runs give."""

@@ -59,8 +59,11 @@ def run(arguments: argparse.Namespace) -> str:
         spec = dataclasses.replace(spec, title=spec.title + SEARCHED_TITLE, notes=experiment.selected_notes)
     if arguments.notes_only:
         return refresh_notes(arguments, spec)
-    # the store's cells at the settings of the records file: searched ones for a file of `experiment run --selected`
-    stored = merge(kept, at_selection(ResultsStore(arguments.results).records(experiment.name), selection_of(kept)))
+    # the store's cells at the settings of the records file (searched ones for a file of `experiment run --selected`)
+    # where the file has none: the page of a records file reads the same on any machine
+    in_store = at_selection(ResultsStore(arguments.results).records(experiment.name), selection_of(kept))
+    note_store_differences(in_store, kept, arguments.records)
+    stored = merge(in_store, kept)
     records = [record for record in stored if not record.get("source")]
     text = render_markdown(spec, records)
     from seqtransfer.experiments.report import cost_points, render_cost
@@ -88,6 +91,25 @@ def run(arguments: argparse.Namespace) -> str:
     else:
         print(text)
     return text
+
+
+def note_store_differences(in_store: list[dict], kept: list[dict], path: str | None) -> None:
+    """One line where the store holds other runs of cells the records file has (its settings
+    changed and cells ran again without ``--records``, or another machine's runs): the page shows the file's."""
+    from seqtransfer.experiments.kept import cell_key
+
+    by_cell = {cell_key(record): record for record in kept}
+    differing = [record for record in in_store if cell_key(record) in by_cell and score_pair(record) != score_pair(by_cell[cell_key(record)])]
+    if differing:
+        first = differing[0]
+        cell = f"{first.get('method') or first.get('source')} / {first.get('target')} / seed {first.get('seed')}"
+        count = f"{len(differing)} cell{'s' if len(differing) != 1 else ''}"
+        fix = f"`experiment run ... --records {path}` keeps the store's"
+        print(f"seqtransfer: the store holds other runs of {count} of {path} (first: {cell}): the page shows the file's; {fix}", file=sys.stderr)
+
+
+def score_pair(record: dict) -> tuple:
+    return record.get("test"), record.get("dev")
 
 
 def searches_section(arguments: argparse.Namespace, experiment) -> str:
