@@ -999,3 +999,20 @@ def test_a_finished_run_on_an_encoder_since_replaced_trains_again(tmp_path, monk
     lines = []
     set_stale_run_aside(task, lines.append)
     assert not run.exists() and len(list(run.parent.glob("cell.encoder-*"))) == 1 and "training again" in lines[0]
+
+
+def test_a_search_trial_on_an_encoder_since_replaced_trains_again(tmp_path, monkeypatch):
+    """A search trial's run is named by its settings as a grid cell's is: a finished run trained on the
+    LM its encoder folder held before is not read back as the trial's, it is moved aside."""
+    import shutil
+
+    from seqtransfer.experiments.search import finished_trial
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(FIXTURES / "runs" / "tiny_bert", tmp_path / "encoder")
+    run = tmp_path / "results" / "runs" / "trial"
+    shutil.copytree(FIXTURES / "runs" / "v1_encoder_features", run)
+    (run / "config.yaml").write_text((run / "config.yaml").read_text().replace("encoder: runs/tiny_bert", "encoder: encoder"))
+    assert finished_trial(run, "encoder") and run.exists()  # the same encoder: read back
+    (tmp_path / "encoder" / "config.json").write_text((tmp_path / "encoder" / "config.json").read_text().replace("}", ', "retrained": true}', 1))
+    assert not finished_trial(run, "encoder") and not run.exists() and len(list(run.parent.glob("trial.encoder-*"))) == 1

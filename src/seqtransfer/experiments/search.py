@@ -36,6 +36,7 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from seqtransfer import rundir
@@ -48,6 +49,7 @@ from seqtransfer.experiments.grid import identity_of, method_task, source_tasks
 from seqtransfer.experiments.runner import execute_task, is_finished
 from seqtransfer.experiments.search_records import keep_lines, kept_trials, read_search_records, run_epochs, shown_setting, summary_record, trial_keeper
 from seqtransfer.experiments.search_spec import SearchSpec, extremes
+from seqtransfer.experiments.stale_runs import set_stale_run_aside
 from seqtransfer.experiments.store import ResultsStore, content_id, digest_of
 from seqtransfer.files import read_json, shipped_or_given, write_json, write_text
 from seqtransfer.workflows.train import train_tagger
@@ -104,7 +106,7 @@ def make_trainable(base: dict, store_root: str, prefix: str, source_id: str | No
         digest = content_id(identity_of(config, source_id))
         run_id = store.run_id(prefix, digest)
         directory = store.run_directory(run_id)
-        finished = (directory / rundir.METRICS).is_file()
+        finished = finished_trial(directory, config.model.encoder)
         kept_trial = None if finished else (kept or {}).get(digest)
         history = run_epochs(read_json(directory / rundir.METRICS)["history"] if finished else kept_trial["history"] if kept_trial else [])
         for record in history:
@@ -120,6 +122,14 @@ def make_trainable(base: dict, store_root: str, prefix: str, source_id: str | No
             train_tagger(config, directory, log=lambda line: print(line, file=handle, flush=True), show_progress=False, epoch_reports=(report,))
 
     return trainable
+
+
+def finished_trial(directory: Path, encoder: str | None) -> bool:
+    """Whether a trial's run directory holds a finished run to read back: not one trained on the
+    encoder its settings name as that folder was before (our own LM pretrained again at the same
+    path), which is moved aside so that the trial trains again, as a grid's cell does."""
+    set_stale_run_aside(SimpleNamespace(config={"model": {"encoder": encoder}}, directory=str(directory)), echo=print)
+    return (directory / rundir.METRICS).is_file()
 
 
 PATH_SETTINGS = (("transfer", "source"), ("data", "train"), ("data", "dev"), ("data", "test"), ("data", "data_dir"), ("data", "label_map"), ("data", "pseudo_train"))
