@@ -123,11 +123,15 @@ def test_a_page_of_kept_records_shows_the_kept_searches_alone_in_the_files_order
     (tmp_path / "results" / "search" / "tiny" / "FT--WNUT.json").write_text(json.dumps(summary("FT", 44.0)), encoding="utf-8")
     experiment = SimpleNamespace(name="tiny", methods={"FT": None, "LoRA": None}, targets={"WNUT": None})
     arguments = SimpleNamespace(results=str(tmp_path / "results"), records="tiny.records.jsonl", search_records=str(kept))
+    (tmp_path / "results" / "search" / "tiny" / "Adapters--WNUT.json").write_text(json.dumps(summary("Adapters", 40.0)), encoding="utf-8")
     page = searches_section(arguments, experiment)
-    assert "44.00" not in page and page.index("| FT | WNUT |") < page.index("| LoRA | WNUT |")
+    assert "44.00" not in page and page.index("| FT | WNUT |") < page.index("| LoRA | WNUT |") and "Adapters" not in page
+    assert f"the store holds 1 search(es) {kept} lacks, left out (first: Adapters / WNUT)" in capsys.readouterr().err
+    with pytest.raises(SeqTransferError, match="no such search records file"):
+        searches_section(SimpleNamespace(**{**vars(arguments), "search_records": str(tmp_path / "typo.jsonl")}), experiment)
     assert page == searches_section(SimpleNamespace(**{**vars(arguments), "results": str(tmp_path / "elsewhere")}), experiment)
     assert searches_section(SimpleNamespace(**{**vars(arguments), "search_records": None}), experiment) == ""
-    assert "the store holds 1 search of tiny, left out: pass their kept file as --search-records" in capsys.readouterr().err
+    assert "the store holds 2 searches of tiny, left out: pass their kept file as --search-records" in capsys.readouterr().err
     assert page == searches_section(SimpleNamespace(**{**vars(arguments), "records": None}), experiment)  # the kept file named: it alone
     store_alone = SimpleNamespace(**{**vars(arguments), "records": None, "search_records": None})
     assert "| FT | WNUT | asha | 1 (1 finished) | train.learning_rate=0.01 | 44.00 |" in searches_section(store_alone, experiment)

@@ -22,8 +22,8 @@ SEARCHED_TITLE = ": each searched method at the setting its search selected"  # 
 def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="experiment YAML file")
     parser.add_argument("--results", default="results", help="results store folder (default ./results)")
-    parser.add_argument("--records", metavar="FILE", help="also the records kept in FILE (by `experiment run --records`) for cells the store does not hold")
-    parser.add_argument("--search-records", metavar="FILE", help="also the search summaries kept in FILE (by `experiment search --records`)")
+    parser.add_argument("--records", metavar="FILE", help="the records kept in FILE (by `experiment run --records`), with the store's cells FILE lacks or holds as it does (same scores)")
+    parser.add_argument("--search-records", metavar="FILE", help="the search summaries kept in FILE (by `experiment search --records`), in place of the store's")
     parser.add_argument("--output", help="write the Markdown here (and a .csv beside it) instead of printing it")
     parser.add_argument("--dev", action="store_true", help="also add the tables of the dev split")
     parser.add_argument(
@@ -45,7 +45,7 @@ def split_section(spec, records, split: str) -> str:
 
 
 def run(arguments: argparse.Namespace) -> str:
-    from seqtransfer.experiments.kept import at_selection, merge, read_kept, selection_of
+    from seqtransfer.experiments.kept import at_selection, cell_key, merge, read_kept, selection_of
     from seqtransfer.experiments.report import render_csv, render_markdown, render_sources
     from seqtransfer.experiments.report_base import report_spec
     from seqtransfer.experiments.spec import load_experiment
@@ -59,11 +59,11 @@ def run(arguments: argparse.Namespace) -> str:
         spec = dataclasses.replace(spec, title=spec.title + SEARCHED_TITLE, notes=experiment.selected_notes)
     if arguments.notes_only:
         return refresh_notes(arguments, spec)
-    # the store's cells at the settings of the records file (searched ones for a file of `experiment run --selected`)
-    # where the file has none: the page of a records file reads the same on any machine
+    # the store's cells at the settings of the records file (searched ones for a file of `experiment run --selected`):
+    # those the file lacks, and the file's own runs (their paths, any evidence added since); not other runs of its cells
     in_store = at_selection(ResultsStore(arguments.results).records(experiment.name), selection_of(kept))
-    note_store_differences(in_store, kept, arguments.records)
-    stored = merge(in_store, kept)
+    other_runs = store_differences(in_store, kept, arguments.records)
+    stored = merge(kept, [record for record in in_store if cell_key(record) not in other_runs])
     records = [record for record in stored if not record.get("source")]
     text = render_markdown(spec, records)
     from seqtransfer.experiments.report import cost_points, render_cost
@@ -93,9 +93,10 @@ def run(arguments: argparse.Namespace) -> str:
     return text
 
 
-def note_store_differences(in_store: list[dict], kept: list[dict], path: str | None) -> None:
-    """One line where the store holds other runs of cells the records file has (its settings
-    changed and cells ran again without ``--records``, or another machine's runs): the page shows the file's."""
+def store_differences(in_store: list[dict], kept: list[dict], path: str | None) -> set[tuple]:
+    """The cells of which the store holds another run than the records file (other scores: its
+    settings changed and cells ran again without ``--records``, or another machine's runs), with one
+    line if there are any: the page shows the file's."""
     from seqtransfer.experiments.kept import cell_key
 
     by_cell = {cell_key(record): record for record in kept}
@@ -106,6 +107,7 @@ def note_store_differences(in_store: list[dict], kept: list[dict], path: str | N
         count = f"{len(differing)} cell{'s' if len(differing) != 1 else ''}"
         fix = f"`experiment run ... --records {path}` keeps the store's"
         print(f"seqtransfer: the store holds other runs of {count} of {path} (first: {cell}): the page shows the file's; {fix}", file=sys.stderr)
+    return {cell_key(record) for record in differing}
 
 
 def score_pair(record: dict) -> tuple:
@@ -122,7 +124,14 @@ def searches_section(arguments: argparse.Namespace, experiment) -> str:
 
     stored = stored_summaries(arguments.results, experiment.name)
     if arguments.search_records:
+        if not Path(arguments.search_records).is_file():
+            hint = "give --search-records the --records file of `seqtransfer experiment search` (e.g. NAME.search.jsonl)"
+            raise SeqTransferError("no such search records file", path=arguments.search_records, hint=hint)
         searches = kept_summaries(arguments.search_records, experiment.name)
+        missing = {(summary["method"], summary["target"]) for summary in stored} - {(summary["method"], summary["target"]) for summary in searches}
+        if missing:
+            first = " / ".join(sorted(missing)[0])
+            print(f"seqtransfer: the store holds {len(missing)} search(es) {arguments.search_records} lacks, left out (first: {first})", file=sys.stderr)
     elif not arguments.records:
         searches = stored
     else:

@@ -65,7 +65,8 @@ def read_kept(path: str | Path, experiment: str | None = None) -> list[dict]:
 
 
 def merge(kept: Iterable[dict], stored: Iterable[dict]) -> list[dict]:
-    """One record per cell: the store's where it has one (it is the newer), else the kept one."""
+    """One record per cell: ``stored``'s where it has one, else the kept one (``experiment run``: the
+    store's runs are the newer; ``report`` passes only the store's records of the file's own runs)."""
     cells = {cell_key(record): record for record in kept}
     cells.update({cell_key(record): record for record in stored})
     return sorted(cells.values(), key=record_order)

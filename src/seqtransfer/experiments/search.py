@@ -128,7 +128,10 @@ def finished_trial(directory: Path, encoder: str | None) -> bool:
     """Whether a trial's run directory holds a finished run to read back: not one trained on the
     encoder its settings name as that folder was before (our own LM pretrained again at the same
     path), which is moved aside so that the trial trains again, as a grid's cell does."""
-    set_stale_run_aside(SimpleNamespace(config={"model": {"encoder": encoder}}, directory=str(directory)), echo=print)
+    try:
+        set_stale_run_aside(SimpleNamespace(config={"model": {"encoder": encoder}}, directory=str(directory)), echo=print)
+    except FileNotFoundError:  # a trial of the same settings moved it aside first
+        pass
     return (directory / rundir.METRICS).is_file()
 
 

@@ -10,7 +10,7 @@ matches) is read back from the file instead of trained, unless it read another s
 encoder than the ones here now (trained again to other weights); a kept early-stopped trial reports
 its kept epochs and, where the scheduler now lets it go on (another order of arrival at a rung, a
 larger budget), trains again from its start. One line per search holds its summary (``"kind": "summary"``), which ``seqtransfer report
-FILE --search-records FILE.search.jsonl`` shows beside the store's.
+FILE --search-records FILE.search.jsonl`` shows in place of the store's.
 """
 
 from __future__ import annotations
