@@ -354,3 +354,14 @@ def test_the_pooled_test_of_several_seeds():
     good, noisy = gold + 0.3 * generator.normal(size=200), gold + 1.5 * generator.normal(size=200)
     assert paired_randomization_correlation_seeds([(gold, good, good)] * 2, trials=200) == 1.0
     assert paired_randomization_correlation_seeds([(gold, good, noisy)] * 2, trials=200) < 0.01
+
+
+def test_positive_class_f1_counts_give_the_metrics_score():
+    """MRPC's F1 of class "1" from per-sentence counts (its evidence) is the metric's own score, so its
+    paired test compares the score the table shows (chunk counts found no chunks in "0"/"1" labels)."""
+    generator = random.Random(3)
+    gold = [[generator.choice("01")] for _ in range(80)]
+    predicted = [[label if generator.random() < 0.7 else generator.choice("01")] for (label,) in gold]
+    expected = evaluate(gold, predicted, "positive_f1")["f1"]
+    assert 0 < expected < 100
+    assert abs(float(score_from_counts(sentence_counts(gold, predicted, "positive_f1").sum(axis=0), "positive_f1")) - expected) < 1e-9

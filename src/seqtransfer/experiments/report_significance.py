@@ -14,7 +14,7 @@ from seqtransfer.experiments.report_base import MISSING, SIGNIFICANCE_LEVEL, Rep
 from seqtransfer.experiments.significance import paired_randomization_correlation_seeds, paired_randomization_seeds, score_from_counts
 
 # Metrics whose test score follows from the per-sentence counts of their evidence.
-COUNTED_METRICS = ("accuracy", "attachment", "span_f1")
+COUNTED_METRICS = ("accuracy", "attachment", "span_f1", "positive_f1")
 
 
 def test_evidence(record: dict) -> dict | None:

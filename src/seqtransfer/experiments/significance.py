@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from seqtransfer.data.metrics import METRICS
+from seqtransfer.data.metrics import METRICS, POSITIVE_LABEL
 from seqtransfer.data.schemes import chunks
 
 Sentences = Sequence[Sequence[str]]
@@ -34,10 +34,16 @@ def _sentence_chunk_counts(gold_tags: Sequence[str], predicted_tags: Sequence[st
     return [len(gold_chunks), len(predicted_chunks), len(gold_chunks & predicted_chunks)]
 
 
+def _positive_counts(gold_tags: Sequence[str], predicted_tags: Sequence[str]) -> list[int]:
+    """[gold, predicted, correct] labels of the positive class in one sentence (one label for a sentence task)."""
+    return [sum(g == POSITIVE_LABEL for g in gold_tags), sum(p == POSITIVE_LABEL for p in predicted_tags), sum(g == p == POSITIVE_LABEL for g, p in zip(gold_tags, predicted_tags))]
+
+
 def sentence_counts(gold: Sentences, predicted: Sentences, metric: str) -> np.ndarray:
     """Per-sentence counts, shape (sentences, 2) for accuracy, (sentences, 3) for span F1.
 
-    Accuracy columns: correct tokens, tokens. Span F1 columns: gold, predicted, correct chunks.
+    Accuracy columns: correct tokens, tokens. Span F1 columns: gold, predicted, correct chunks
+    (positive-class F1: gold, predicted, correct labels "1").
     """
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}")
@@ -45,6 +51,8 @@ def sentence_counts(gold: Sentences, predicted: Sentences, metric: str) -> np.nd
         raise ValueError(f"{len(gold)} gold sentences but {len(predicted)} predicted")
     if metric in TOKEN_METRICS:
         rows = [[sum(g == p for g, p in zip(gold_tags, predicted_tags)), len(gold_tags)] for gold_tags, predicted_tags in zip(gold, predicted)]
+    elif metric == "positive_f1":  # the positive class's labels play the chunks: F1 = 2 correct / (gold + predicted) again
+        rows = [_positive_counts(gold_tags, predicted_tags) for gold_tags, predicted_tags in zip(gold, predicted)]
     else:
         rows = [_sentence_chunk_counts(gold_tags, predicted_tags) for gold_tags, predicted_tags in zip(gold, predicted)]
     return np.asarray(rows, dtype=np.float64).reshape(len(gold), 2 if metric in TOKEN_METRICS else 3)
