@@ -114,6 +114,11 @@ def score_pair(record: dict) -> tuple:
     return record.get("test"), record.get("dev")
 
 
+def search_of(summary: dict) -> tuple[str, str]:
+    """The method and target a search summary is of."""
+    return summary["method"], summary["target"]
+
+
 def searches_section(arguments: argparse.Namespace, experiment) -> str:
     """The hyper-parameter searches of the experiment ("" if none), in the file's order of methods and
     targets: those kept in ``--search-records`` alone where it is given, so that the page reads the
@@ -128,7 +133,7 @@ def searches_section(arguments: argparse.Namespace, experiment) -> str:
             hint = "give --search-records the --records file of `seqtransfer experiment search` (e.g. NAME.search.jsonl)"
             raise SeqTransferError("no such search records file", path=arguments.search_records, hint=hint)
         searches = kept_summaries(arguments.search_records, experiment.name)
-        missing = {(summary["method"], summary["target"]) for summary in stored} - {(summary["method"], summary["target"]) for summary in searches}
+        missing = set(map(search_of, stored)) - set(map(search_of, searches))
         if missing:
             first = " / ".join(sorted(missing)[0])
             print(f"seqtransfer: the store holds {len(missing)} search(es) {arguments.search_records} lacks, left out (first: {first})", file=sys.stderr)
@@ -141,7 +146,7 @@ def searches_section(arguments: argparse.Namespace, experiment) -> str:
             print(f"seqtransfer: the store holds {count} of {experiment.name}, left out: pass their kept file as --search-records", file=sys.stderr)
     methods, targets = list(experiment.methods), list(experiment.targets)
     place = lambda name, names: names.index(name) if name in names else len(names)  # noqa: E731
-    searches = sorted(searches, key=lambda summary: (place(summary["method"], methods), place(summary["target"], targets), summary["method"], summary["target"]))
+    searches = sorted(searches, key=lambda summary: (place(summary["method"], methods), place(summary["target"], targets), *search_of(summary)))
     return "\n" + render_searches(searches) if searches else ""
 
 
