@@ -365,3 +365,31 @@ def test_positive_class_f1_counts_give_the_metrics_score():
     expected = evaluate(gold, predicted, "positive_f1")["f1"]
     assert 0 < expected < 100
     assert abs(float(score_from_counts(sentence_counts(gold, predicted, "positive_f1").sum(axis=0), "positive_f1")) - expected) < 1e-9
+
+
+def test_spearman_runs_are_tested_on_their_scores_by_ranks(tmp_path):
+    """A run scored by Spearman's rho (``data.metric=spearman``) keeps the evidence of its scores
+    (``test.tsv``), and its test compares ranks: a monotone transform of a regressor's scores is the
+    same regressor to rho (every shuffle ties), not to Pearson's r."""
+    import numpy as np
+
+    from seqtransfer.experiments.evidence import decode_array, evidence_of
+    from seqtransfer.experiments.report_significance import pair_p_value, scores_as_recorded
+
+    generator = np.random.default_rng(1)
+    gold = np.round(generator.uniform(0, 5, 80), 2)
+    predicted = np.round(gold + generator.normal(size=80), 4)
+    stretched = np.round(np.exp(predicted), 4)
+    evidence = []
+    for name, scores in (("plain", predicted), ("stretched", stretched)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "test.tsv").write_text("".join(f"{g:g}\t{p:.4f}\ttext\n" for g, p in zip(gold, scores)), encoding="utf-8")
+        evidence.append(evidence_of(tmp_path / name, "spearman"))
+    assert evidence[0] is not None and evidence[0]["gold"] == evidence[1]["gold"]
+    pair = [(decode_array(evidence[0]), decode_array(evidence[1]))]
+    assert pair_p_value("spearman", pair, trials=200) == 1.0
+    assert pair_p_value("correlation", pair, trials=200) < 1.0
+    rho = evaluate([[value] for value in gold], [[value] for value in predicted], "spearman")["spearman"]
+    assert scores_as_recorded(evidence[0], {"metric": "spearman", "test": rho})
+    assert not scores_as_recorded(evidence[0], {"metric": "spearman", "test": rho - 0.5})  # another run's score
+    assert not scores_as_recorded(evidence[0], {"metric": "correlation", "test": rho})  # Pearson's r differs

@@ -189,6 +189,12 @@ METRICS: dict[str, Metric] = {
 }
 
 
+def is_correlation(name: str) -> bool:
+    """Whether ``name`` scores one number per sentence by a correlation (Pearson's or Spearman's):
+    its predictions are a regression's ``gold TAB predicted TAB text`` lines, not labels."""
+    return name in METRICS and METRICS[name].score is correlation_scores
+
+
 def get_metric(name: str) -> Metric:
     if name not in METRICS:
         raise SeqTransferError(f"unknown metric {name!r}", hint=f"use one of: {', '.join(METRICS)}")

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from seqtransfer.analysis.predictions import read_predictions, read_scores
+from seqtransfer.data.metrics import is_correlation
 from seqtransfer.data.schemes import convert
 from seqtransfer.experiments.significance import sentence_counts
 
@@ -48,8 +49,8 @@ def gold_digest(gold) -> str:
 
 def evidence_of(folder: Path, metric: str) -> dict | None:
     """The evidence of the test predictions in ``folder`` (``test.conll``, or ``test.tsv`` for a
-    correlation), None where the run has none."""
-    if metric == "correlation":
+    correlation, Pearson's or Spearman's), None where the run has none."""
+    if is_correlation(metric):
         path = folder / "test.tsv"
         if not path.is_file():
             return None

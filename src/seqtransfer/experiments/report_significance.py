@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from seqtransfer.data.metrics import evaluate, is_correlation, main_score
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.evidence import decode_array, evidence_of
 from seqtransfer.experiments.report_base import MISSING, SIGNIFICANCE_LEVEL, ReportSpec, _table
@@ -15,6 +16,7 @@ from seqtransfer.experiments.significance import paired_randomization_correlatio
 
 # Metrics whose test score follows from the per-sentence counts of their evidence.
 COUNTED_METRICS = ("accuracy", "attachment", "span_f1", "positive_f1")
+CORRELATION_TOLERANCE = 0.01  # points: a correlation of predictions rounded to 4 decimals moves by about 1e-3
 
 
 def test_evidence(record: dict) -> dict | None:
@@ -34,10 +36,17 @@ def test_evidence(record: dict) -> dict | None:
 
 
 def scores_as_recorded(evidence: dict, record: dict) -> bool | None:
-    """Whether counts ``evidence`` give the record's test score (to 1e-6 of a point); None where
-    the evidence is not counts the score follows from (a correlation's columns): unchecked."""
+    """Whether ``evidence`` gives the record's test score: counts to 1e-6 of a point, a
+    correlation's [gold, predicted] columns to :data:`CORRELATION_TOLERANCE` (their predictions are
+    written to 4 decimals); None where the record has no test score or its metric is not one of these."""
     metric = record["metric"]
-    if metric not in COUNTED_METRICS or record.get("test") is None:
+    if record.get("test") is None:
+        return None
+    if is_correlation(metric):
+        columns = decode_array(evidence)
+        score = main_score(metric, evaluate([[gold] for gold in columns[:, 0]], [[predicted] for predicted in columns[:, 1]], metric))
+        return abs(score - float(record["test"])) < CORRELATION_TOLERANCE
+    if metric not in COUNTED_METRICS:
         return None
     score = float(score_from_counts(decode_array(evidence).sum(axis=0), metric))
     return abs(score - float(record["test"])) < 1e-6
@@ -70,8 +79,8 @@ def _significance_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], d
 def pair_p_value(metric: str, pairs: Sequence[tuple], trials: int) -> float:
     """p of the paired randomisation test of A against B over one or more seeds: per seed, the two
     runs' decoded evidence (per-sentence counts, or a correlation's [gold, predicted] columns)."""
-    if metric == "correlation":
-        return paired_randomization_correlation_seeds([(a[:, 0], a[:, 1], b[:, 1]) for a, b in pairs], trials=trials)
+    if is_correlation(metric):
+        return paired_randomization_correlation_seeds([(a[:, 0], a[:, 1], b[:, 1]) for a, b in pairs], trials=trials, spearman=metric == "spearman")
     return paired_randomization_seeds(pairs, metric, trials=trials)
 
 

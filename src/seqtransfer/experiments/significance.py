@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from seqtransfer.data.metrics import METRICS, POSITIVE_LABEL
+from seqtransfer.data.metrics import METRICS, POSITIVE_LABEL, average_ranks
 from seqtransfer.data.schemes import chunks
 
 Sentences = Sequence[Sequence[str]]
@@ -113,17 +113,19 @@ def paired_randomization_seeds(pairs: Sequence[tuple[np.ndarray, np.ndarray]], m
     return (at_least_as_large + 1) / (trials + 1)
 
 
-def paired_randomization_correlation_seeds(pairs: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], trials: int = 10000, seed: int = 0, chunk: int = 500) -> float:
-    """:func:`paired_randomization_seeds` for one score per sentence scored by Pearson's r: ``pairs``
-    holds, per seed, (gold, A's scores, B's scores), each (N,); trials in chunks of ``chunk``."""
+def paired_randomization_correlation_seeds(pairs: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], trials: int = 10000, seed: int = 0, chunk: int = 500, spearman: bool = False) -> float:
+    """:func:`paired_randomization_seeds` for one score per sentence scored by a correlation:
+    ``pairs`` holds, per seed, (gold, A's scores, B's scores), each (N,); trials in chunks of
+    ``chunk``. Pearson's r, or with ``spearman`` Spearman's rho (each trial's swapped scores ranked again)."""
     generator = np.random.default_rng(seed)
+    correlate = _spearman if spearman else _pearson
     pairs = [tuple(np.asarray(values, dtype=np.float64) for values in pair) for pair in pairs]
-    observed = abs(np.mean([_pearson(gold, a[None])[0] - _pearson(gold, b[None])[0] for gold, a, b in pairs]))
+    observed = abs(np.mean([correlate(gold, a[None])[0] - correlate(gold, b[None])[0] for gold, a, b in pairs]))
     differences = np.zeros(trials)
     for gold, a, b in pairs:
         for start in range(0, trials, chunk):
             swap = generator.random((min(chunk, trials - start), len(gold))) < 0.5
-            differences[start : start + len(swap)] += (_pearson(gold, np.where(swap, b, a)) - _pearson(gold, np.where(swap, a, b))) / len(pairs)
+            differences[start : start + len(swap)] += (correlate(gold, np.where(swap, b, a)) - correlate(gold, np.where(swap, a, b))) / len(pairs)
     at_least_as_large = int(np.count_nonzero(np.abs(differences) >= observed - _TOLERANCE))
     return (at_least_as_large + 1) / (trials + 1)
 
@@ -140,6 +142,12 @@ def _pearson(gold: np.ndarray, predicted: np.ndarray) -> np.ndarray:
     gold_centred = gold - gold.mean()
     centred = predicted - predicted.mean(axis=1, keepdims=True)
     return (centred @ gold_centred) / (np.sqrt((centred**2).sum(axis=1)) * np.sqrt((gold_centred**2).sum()) + 1e-12)
+
+
+def _spearman(gold: np.ndarray, predicted: np.ndarray) -> np.ndarray:
+    """Spearman's rho of ``gold`` (N,) with each row of ``predicted`` (R, N): (R,), Pearson's r of
+    their average ranks (ties share theirs, as the score's own :func:`average_ranks` does)."""
+    return _pearson(average_ranks(gold), np.stack([average_ranks(row) for row in predicted]))
 
 
 def bootstrap_confidence_interval(gold: Sentences, predicted: Sentences, metric: str, samples: int = 1000, confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
