@@ -854,6 +854,10 @@ def test_an_ensemble_scores_a_targets_test_on_data_and_only_where_all_its_member
     ensemble = next(record for record in records if record["method"] == "ensemble")
     folder = Path(ensemble["predictions"])
     assert folder.name == "test-on-tweebank-upos" and json.loads((folder / "score.json").read_text())["score"] == ensemble["test"]
+    built = json.loads((Path(ensemble["run_directory"]) / "metrics.json").read_text())
+    from seqtransfer import rundir
+
+    assert ensemble["network_parameters"] == built["network_parameters"] == sum(rundir.parameters_without_embeddings(Path(member)) for member in built["members"])
     assert len((folder / "test.conll").read_text(encoding="utf-8").split("\n\n")) > 1000  # TweeBank's test tweets, labelled by the members averaged
     narrowed = text.replace("  ensemble: {ensemble: [finetune, scratch+1000]}", "  narrow: {scheme: scratch, targets: [other]}\n  ensemble: {ensemble: [narrow, scratch]}")
     narrowed = narrowed.replace(
@@ -1016,3 +1020,25 @@ def test_a_search_trial_on_an_encoder_since_replaced_trains_again(tmp_path, monk
     assert finished_trial(run, "encoder") and run.exists()  # the same encoder: read back
     (tmp_path / "encoder" / "config.json").write_text((tmp_path / "encoder" / "config.json").read_text().replace("}", ', "retrained": true}', 1))
     assert not finished_trial(run, "encoder") and not run.exists() and len(list(run.parent.glob("trial.encoder-*"))) == 1
+
+
+def test_a_cached_score_elsewhere_is_read_only_for_the_run_that_made_it(tmp_path):
+    """A run folder trained again (another experiment's cell of the same settings) holds another
+    run: the score.json of a test on other data made from the earlier one is not read again."""
+    import os
+
+    from seqtransfer.experiments.run_records import run_digest, score_elsewhere
+
+    directory = tmp_path / "run"
+    (directory / "test-on-tweebank-upos").mkdir(parents=True)
+    (directory / "metrics.json").write_text('{"seconds": 10.0}', encoding="utf-8")
+    cached = directory / "test-on-tweebank-upos" / "score.json"
+    cached.write_text(json.dumps({"test_on": "tweebank:upos", "score": 80.0, "run": run_digest(directory)}), encoding="utf-8")
+    assert score_elsewhere(directory, "tweebank:upos", None, score=False) == (80.0, str(cached.parent))
+    (directory / "metrics.json").write_text('{"seconds": 12.5}', encoding="utf-8")  # trained again
+    assert score_elsewhere(directory, "tweebank:upos", None, score=False) == (None, str(cached.parent))
+    cached.write_text('{"test_on": "tweebank:upos", "score": 80.0}', encoding="utf-8")  # a cache from before caches named their run
+    os.utime(directory / "metrics.json", (cached.stat().st_mtime + 5,) * 2)
+    assert score_elsewhere(directory, "tweebank:upos", None, score=False)[0] is None  # older than the run
+    os.utime(cached, (cached.stat().st_mtime + 10,) * 2)
+    assert score_elsewhere(directory, "tweebank:upos", None, score=False)[0] == 80.0

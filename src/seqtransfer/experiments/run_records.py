@@ -6,6 +6,7 @@ with the scores by a target's other metrics and on another dataset's test split 
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -75,6 +76,11 @@ def network_parameters(directory: Path, metrics: dict | None = None) -> int:
     (``metrics``: the run's, when already read)."""
     if metrics is None:
         metrics = read_json(directory / rundir.METRICS) if (directory / rundir.METRICS).is_file() else {}
+    if "network_parameters" in metrics:  # an ensemble's, counted from its members when it was built
+        return metrics["network_parameters"]
+    members = [Path(member) for member in metrics.get("members", [])]
+    if members:  # an ensemble built before it counted them: its members' folders as they are now
+        return sum(network_parameters(member) for member in members)
     return rundir.parameters_without_embeddings(directory) + metrics.get("frozen_encoder_parameters", 0)
 
 
@@ -104,11 +110,9 @@ def finish_record(task: RunTask, directory: Path, score: bool = True) -> dict:
             "device": metrics.get("device", "cpu"),
         }
     main = get_metric(metrics["metric"]).main
-    members = [Path(member) for member in metrics.get("members", [])] or [directory]
-    network = sum(network_parameters(member, metrics if member == directory else None) for member in members)
     record = {
         **task.record,
-        "network_parameters": network,
+        "network_parameters": network_parameters(directory, metrics),
         "dataset": metrics["dataset"],
         "task": metrics["task"],
         "metric": metrics["metric"],
@@ -162,10 +166,11 @@ def predict_elsewhere(directory: Path, tokens: list[list[str]]) -> list[list[str
 def score_elsewhere(directory: Path, entry: str, data_dir: str | None, score: bool = True) -> tuple[float | None, str]:
     """The run's main score on the test split of ``DATASET[:TASK]`` (cached in the run directory,
     predictions in ``test-on-DATASET/test.conll``): a model trained on one dataset, tested on another
-    (not cached and not ``score``: None)."""
+    (not cached and not ``score``: None). A cache of the run the folder held before (trained again
+    since) is not read: its score is made again."""
     folder = directory / f"test-on-{slug(entry)}"
     cached = folder / "score.json"
-    if cached.is_file():
+    if cached.is_file() and cache_is_of_this_run(cached, directory):
         return read_json(cached)["score"], str(folder)
     if not score:
         return None, str(folder)
@@ -175,5 +180,19 @@ def score_elsewhere(directory: Path, entry: str, data_dir: str | None, score: bo
             warn_of_leaks(rundir.read_run_config(configured), name, "test")
     data = load_task_data(DataConfig(dataset=name, task=task or None, data_dir=data_dir), ("test",))
     score = score_predictions(data, "test", predict_elsewhere(directory, data.tokens("test")), folder)[get_metric(data.metric).main]
-    write_json(cached, {"test_on": entry, "score": score})
+    write_json(cached, {"test_on": entry, "score": score, "run": run_digest(directory)})
     return score, str(folder)
+
+
+def run_digest(directory: Path) -> str:
+    """A digest of the run's metrics file: another training in the same folder writes another one (its seconds, its history)."""
+    return hashlib.sha256((directory / rundir.METRICS).read_bytes()).hexdigest()[:16]
+
+
+def cache_is_of_this_run(cached: Path, directory: Path) -> bool:
+    """Whether a ``score.json`` was made from the run ``directory`` holds now: by the digest it names,
+    or, for a cache written before caches named one, by being newer than the run's metrics."""
+    recorded = read_json(cached).get("run")
+    if recorded is not None:
+        return recorded == run_digest(directory)
+    return cached.stat().st_mtime >= (directory / rundir.METRICS).stat().st_mtime

@@ -102,6 +102,8 @@ def build_ensemble(member_directories: list[Path], data: TaskData, directory: Pa
     metrics["parameters"] = sum(count_parameters(run.model) for run in runs) + frozen
     if frozen:
         metrics["frozen_encoder_parameters"] = frozen
+    # the reports' size (rundir.parameters_without_embeddings), counted now: a member's folder can be trained again later
+    metrics["network_parameters"] = sum(rundir.parameters_without_embeddings(path) for path in member_directories) + frozen
     metrics["seconds"] = round(time.perf_counter() - started, 1) + sum(run.metrics.get("seconds", 0) for run in runs)
     rundir.save_metrics(directory, metrics)
     return metrics
