@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -73,7 +74,7 @@ def test_two_run_grid_through_a_local_ray_head(tmp_path, ray_head):
     assert all((Path(record["run_directory"]) / "model.safetensors").is_file() for record in records)
 
 
-def test_a_search_runs_on_ray_tune_resumes_and_writes_the_selected_config(tmp_path, ray_head, monkeypatch):
+def test_a_search_runs_on_ray_tune_resumes_and_writes_the_selected_config(tmp_path, ray_head, monkeypatch, capsys):
     import ray
 
     experiment = tiny_experiment(tmp_path)
@@ -87,7 +88,11 @@ def test_a_search_runs_on_ray_tune_resumes_and_writes_the_selected_config(tmp_pa
     monkeypatch.chdir(tmp_path)  # a relative results folder: every trial (Tune runs it elsewhere) must still find the source run
     try:
         summaries = run(["experiment", "search", str(experiment), "--results", "results", "--ray", ray_head])
+        progress = capsys.readouterr().out  # a line per trial epoch and one as each trial ends
+        assert re.search(r"search finetune / pos: trial model\.dropout=0\.[13], train\.learning_rate=[0-9.e-]+: epoch 1 dev \d+\.\d\d \(best", progress)
+        assert "3 of 3 trials ended" in progress and "read back" not in progress
         again = run(["experiment", "search", str(experiment), "--results", "results", "--ray", ray_head])  # every trial read back from the store
+        assert "epoch 1 dev" in (replayed := capsys.readouterr().out) and all("read back" in line for line in replayed.splitlines() if ": epoch " in line)
         # a crash that left one trial unfinished: the search run again trains that trial only
         finished = {trial["run_id"]: results / "runs" / trial["run_id"] / "metrics.json" for trial in summaries[0]["trials"] if trial["status"] == "finished"}
         lost = summaries[0]["selected"]["run_id"]

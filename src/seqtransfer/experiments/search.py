@@ -47,8 +47,9 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.backends import RayBackend
 from seqtransfer.experiments.grid import identity_of, method_task, source_tasks
 from seqtransfer.experiments.runner import execute_task, is_finished
+from seqtransfer.experiments.search_progress import trial_progress
 from seqtransfer.experiments.search_records import keep_lines, kept_trials, read_search_records, run_epochs, shown_setting, summary_record, trial_keeper
-from seqtransfer.experiments.search_spec import SearchSpec, extremes
+from seqtransfer.experiments.search_spec import SearchSpec, extremes, trial_count
 from seqtransfer.experiments.stale_runs import set_stale_run_aside
 from seqtransfer.experiments.store import ResultsStore, content_id, digest_of
 from seqtransfer.files import read_json, shipped_or_given, write_json, write_text
@@ -110,7 +111,7 @@ def make_trainable(base: dict, store_root: str, prefix: str, source_id: str | No
         kept_trial = None if finished else (kept or {}).get(digest)
         history = run_epochs(read_json(directory / rundir.METRICS)["history"] if finished else kept_trial["history"] if kept_trial else [])
         for record in history:
-            tune.report({"dev": record["dev"], "epoch": record["epoch"], "run_id": run_id})
+            tune.report({"dev": record["dev"], "epoch": record["epoch"], "run_id": run_id, "read_back": True})
         if finished or (kept_trial and kept_trial["status"] == "finished"):
             return
         # Here only if Tune asks for more (a report blocks until it does): a kept trial stopped early goes on where the
@@ -178,7 +179,8 @@ def run_search(task, search: SearchSpec, store, source_id: str | None, cpus_per_
     )
     tune_config = tune_settings(task, search)
     folder = Path(store.root).resolve() / "search" / experiment
-    callbacks = [trial_keeper(records, experiment, method, target, store, kept)] if records else []
+    callbacks = [trial_progress(f"search {method} / {target}", trial_count(search), log)]
+    callbacks += [trial_keeper(records, experiment, method, target, store, kept)] if records else []
     run_config = tune.RunConfig(name=f"{slug(method)}--{slug(target)}", storage_path=str(folder / "tune"), verbose=0, callbacks=callbacks)
     log(f"search {method} / {target}: {search.algorithm}, {search.trials} trials, keys {', '.join(search.space)}" + (f"; {len(kept)} kept trials in {records}" if records else ""))
     results = tune.Tuner(trainable, param_space=tune_space(search), tune_config=tune_config, run_config=run_config).fit()

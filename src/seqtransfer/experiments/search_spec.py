@@ -103,7 +103,14 @@ def check_search(search: SearchSpec, where: str, path: Path) -> SearchSpec:
                 raise SeqTransferError(f"{where}: search key {error.message}", path=path, hint=error.hint) from None
     check_epochs(search, where, path)
     if search.algorithm == "grid":
-        size = math.prod(len(extremes(values)) for values in search.space.values())  # a grid holds choices only
+        size = trial_count(search)
         if size > search.trials:
             raise SeqTransferError(f"{where}: the grid has {size} points, more than the budget of {search.trials} trials", path=path, hint=f"set trials: {size} or shrink the grid")
     return search
+
+
+def trial_count(search: SearchSpec) -> int:
+    """The trials a search runs: its budget, or a grid's points (a grid holds choices only)."""
+    if search.algorithm == "grid":
+        return math.prod(len(extremes(values)) for values in search.space.values())
+    return search.trials
