@@ -31,34 +31,24 @@ def finish_records(task: RunTask, directory: Path, score: bool = True) -> list[d
     if "targets" not in task.record:
         return [finish_record(task, directory, score)]
     metrics = read_json(directory / rundir.METRICS)
-    network = network_parameters(directory, metrics)
     records = []
     for target in task.record["targets"]:
         scores = metrics["tasks"][target]
-        main = get_metric(scores["metric"]).main
+        predictions = directory / "predictions" / target
         record = {key: value for key, value in task.record.items() if key not in ("targets", "also")}
         if target in task.record.get("also", {}):
             record["also"] = task.record["also"][target]
-            record["other_scores"] = other_scores(directory / "predictions" / target, directory / "predictions" / target, record["also"])
+            record["other_scores"] = other_scores(predictions, predictions, record["also"])
         records.append(
             {
                 **record,
                 "target": target,
-                "network_parameters": network,
-                "dataset": scores["dataset"],
-                "task": scores["task"],
-                "metric": scores["metric"],
-                "run_directory": str(directory),
-                "dev": scores["dev"][main],
-                "test": scores.get("test", {}).get(main),
-                "parameters": metrics["parameters"],
-                "seconds": metrics["seconds"],
-                "device": metrics.get("device", "cpu"),
+                **run_fields(directory, metrics),
+                **scored_fields(scores),
                 "best_epoch": scores.get("best_epoch"),
                 "multitask": True,
-                **cost_of(metrics),
-                "predictions": str(directory / "predictions" / target),
-                **with_evidence(directory / "predictions" / target, scores["metric"]),
+                "predictions": str(predictions),
+                **with_evidence(predictions, scores["metric"]),
             }
         )
     return records
@@ -91,39 +81,32 @@ def cost_of(metrics: dict) -> dict:
     return {key: metrics[key] for key in keys if metrics.get(key) is not None}
 
 
-def finish_record(task: RunTask, directory: Path, score: bool = True) -> dict:
-    """The grid cell's record, from the finished run's metrics (without ``score``, a test on another
-    dataset not cached yet is left None: nothing is loaded or predicted)."""
-    metrics = read_json(directory / rundir.METRICS)
-    if "tasks" in metrics:  # a multi-task source run: its record holds the mean dev score
-        return {
-            **task.record,
-            "network_parameters": network_parameters(directory, metrics),
-            "dataset": metrics["dataset"],
-            "task": metrics["task"],
-            "metric": metrics["metric"],
-            "run_directory": str(directory),
-            "dev": max(record["dev"] for record in metrics["history"]),
-            "test": None,
-            "parameters": metrics["parameters"],
-            "seconds": metrics["seconds"],
-            "device": metrics.get("device", "cpu"),
-        }
-    main = get_metric(metrics["metric"]).main
-    record = {
-        **task.record,
+def run_fields(directory: Path, metrics: dict) -> dict:
+    """What every record of a finished run holds of the run itself: where it is, its size and its cost."""
+    return {
         "network_parameters": network_parameters(directory, metrics),
-        "dataset": metrics["dataset"],
-        "task": metrics["task"],
-        "metric": metrics["metric"],
         "run_directory": str(directory),
-        "dev": metrics["dev"][main],
-        "test": metrics.get("test", {}).get(main),
         "parameters": metrics["parameters"],
         "seconds": metrics["seconds"],
         "device": metrics.get("device", "cpu"),
         **cost_of(metrics),
     }
+
+
+def scored_fields(scores: dict) -> dict:
+    """A record's data, metric and main dev and test scores, from ``scores``: a run's metrics, or one task's of a multi-task run."""
+    main = get_metric(scores["metric"]).main
+    return {"dataset": scores["dataset"], "task": scores["task"], "metric": scores["metric"], "dev": scores["dev"][main], "test": scores.get("test", {}).get(main)}
+
+
+def finish_record(task: RunTask, directory: Path, score: bool = True) -> dict:
+    """The grid cell's record, from the finished run's metrics (without ``score``, a test on another
+    dataset not cached yet is left None: nothing is loaded or predicted)."""
+    metrics = read_json(directory / rundir.METRICS)
+    if "tasks" in metrics:  # a multi-task source run: its record holds the mean dev score
+        best_dev = max(record["dev"] for record in metrics["history"])
+        return {**task.record, **run_fields(directory, metrics), "dataset": metrics["dataset"], "task": metrics["task"], "metric": metrics["metric"], "dev": best_dev, "test": None}
+    record = {**task.record, **run_fields(directory, metrics), **scored_fields(metrics)}
     # did early stopping read labels of the data the test score is on? (not for a source model as it is, nor for a test set elsewhere)
     record["target_dev_labels"] = metrics.get("scheme") != "source_only" and not task.record.get("test_on")
     if task.record.get("test_on"):
