@@ -332,3 +332,18 @@ def test_losses_read_in_groups_sum_the_same_and_name_the_diverging_batch():
         diverging.add(torch.tensor(float("nan") if step == 7 else 1.0), step)
     with pytest.raises(SeqTransferError, match="became nan at batch 8 of epoch 3"):
         diverging.read()
+
+
+def test_lower_case_span_labels_are_scored_as_spans_and_types_of_two_cases_are_warned_about(tmp_path, capsys):
+    """A file that writes its prefixes in lower case (the Twitter chunking data's b-np, o) has a
+    scheme as much as B-NP does; an entity type spelt in two cases (PER, per) is named."""
+    from seqtransfer.cli import main
+    from seqtransfer.data.schemes import infer_scheme
+
+    assert infer_scheme([["b-np", "i-np", "o", "b-vp"]]) == "iob2"
+    assert infer_scheme([["s-np", "o", "b-vp", "e-vp"]]) == "bioes"
+    assert infer_scheme([["o", "O"]]) == "none" and infer_scheme([["NN", "b-np"]]) == "none"
+    rows = [[("John", "B-PER"), ("runs", "O")], [("mary", "b-per"), ("sings", "O")], [("Ann", "B-PER"), ("in", "O"), ("Rome", "B-LOC")]] * 3
+    train = label_file(tmp_path / "train.conll", rows)
+    assert main(train_on(train, tmp_path / "run")) == 0
+    assert "1 entity type differs only in case: PER (6 labels) and per (3 labels)" in capsys.readouterr().out

@@ -10,7 +10,7 @@ from seqtransfer.data.batching import EncodedSentences, encode_sentences
 from seqtransfer.data.corpus import Sentence
 from seqtransfer.data.metrics import METRICS
 from seqtransfer.data.registry import custom_dataset, get_dataset, load_split
-from seqtransfer.data.schemes import CHUNK_SCHEMES, convert
+from seqtransfer.data.schemes import CHUNK_SCHEMES, convert, split_tag
 from seqtransfer.data.tag_feature import feature_tags
 from seqtransfer.data.vocabulary import Vocabularies
 from seqtransfer.errors import SeqTransferError
@@ -261,6 +261,7 @@ def label_notes(data: TaskData) -> list[str]:
     if len(training) > WORD_LIKE_LABELS and len(training) >= len(words) / 2:
         examples = ", ".join(repr(label) for label, _ in training.most_common(3))
         notes.append(f"the labels look like words ({len(training)} distinct labels for {len(words)} distinct tokens, e.g. {examples}): are --columns swapped?")
+    notes += case_variant_notes(data)
     for split in data.splits:
         if split == "train":
             continue
@@ -273,3 +274,24 @@ def label_notes(data: TaskData) -> list[str]:
                 f"{shown}): they are scored but can never be predicted"
             )
     return notes
+
+
+def case_variant_notes(data: TaskData) -> list[str]:
+    """A note where chunk types of a span scheme differ only in case (``I-PER`` and ``i-per``): two
+    entity types to the model and to conlleval, most likely one meant (a prefix's case is free)."""
+    if data.scheme not in CHUNK_SCHEMES:
+        return []
+    spellings: dict[str, Counter] = {}
+    for split in data.splits:
+        for label, count in label_counts(data, split).items():
+            chunk_type = split_tag(label)[1]
+            if chunk_type:
+                spellings.setdefault(chunk_type.casefold(), Counter())[chunk_type] += count
+    variants = [counts for counts in spellings.values() if len(counts) > 1]
+    if not variants:
+        return []
+    shown = "; ".join(" and ".join(f"{chunk_type} ({count} labels)" for chunk_type, count in counts.most_common()) for counts in variants[:3])
+    return [
+        f"{len(variants)} entity type{'s differ' if len(variants) > 1 else ' differs'} only in case: {shown}; they are scored as different types, "
+        "as conlleval does: if they are one, write them alike in the files"
+    ]

@@ -204,12 +204,12 @@ def tag_problem(tag: str, scheme: str) -> str | None:
     return _tag_problem(tag, prefix, chunk_type, scheme)
 
 
-SPAN_TAG = re.compile(r"^(O|[BIES]-.+)$")
+SPAN_TAG = re.compile(r"^(O|[BIES]-.+)$", re.IGNORECASE)  # prefixes in either case, as chunks() reads them (TChunk's b-np, o)
 
 
 def infer_scheme(sentences_tags: Iterable[Sequence[str]]) -> str:
-    """The scheme labels look like: ``none`` unless every label is O or B-/I-/E-/S-TYPE (and one
-    is not O); then ``bioes`` if E- or S- occurs, ``iob1`` if more chunks open with I- than with
+    """The scheme labels look like: ``none`` unless every label is O or B-/I-/E-/S-TYPE (prefixes
+    in either case, and one label is not O); then ``bioes`` if E- or S- occurs, ``iob1`` if more chunks open with I- than with
     B- (IOB1 uses B- only between adjacent chunks of one type), else ``iob2``."""
     opened = {"B": 0, "I": 0}
     labels: set[str] = set()
@@ -219,8 +219,8 @@ def infer_scheme(sentences_tags: Iterable[Sequence[str]]) -> str:
             prefix = split_tag(tags[start])[0]
             if prefix in opened:
                 opened[prefix] += 1
-    if not labels or labels == {"O"} or not all(SPAN_TAG.match(label) for label in labels):
+    if not labels or {label.upper() for label in labels} == {"O"} or not all(SPAN_TAG.match(label) for label in labels):
         return "none"
-    if any(label[0] in "ES" for label in labels if label != "O"):
+    if any(split_tag(label)[0] in "ES" for label in labels):
         return "bioes"
     return "iob1" if opened["I"] > opened["B"] else "iob2"
