@@ -132,13 +132,18 @@ def test_two_thousand_token_sentence_trains_and_predicts(tmp_path):
     assert len(tags[0]) == 2000
 
 
-def test_empty_sentence_line_in_prediction_input(tiny_run, tmp_path, capsys):
+def test_blank_lines_in_prediction_input_are_left_out_with_a_warning(tiny_run, tmp_path, capsys):
+    """Paragraph breaks in raw text are common: they are left out, and the warning names them; a
+    file of blank lines alone is one error line, and nothing is written."""
     text = tmp_path / "input.txt"
-    text.write_text("John lives in Berlin\n\nMary loves Paris\n", encoding="utf-8")
+    text.write_text("John lives in Berlin\n\n  \nMary loves Paris\n", encoding="utf-8")
     output = tmp_path / "tagged.conll"
-    message = run_cli(["predict", str(tiny_run), str(text), "--output", str(output)], capsys)
-    assert f"{text}:2" in message and "empty" in message
-    assert not output.exists()
+    assert main(["predict", str(tiny_run), str(text), "--output", str(output)]) == 0
+    assert f"{text}: 2 blank lines left out (lines 2, 3)" in capsys.readouterr().err
+    assert [block.split("\n")[0].split("\t")[0] for block in output.read_text(encoding="utf-8").strip().split("\n\n")] == ["John", "Mary"]
+    text.write_text("\n \n", encoding="utf-8")
+    message = run_cli(["predict", str(tiny_run), str(text), "--output", str(tmp_path / "none.conll")], capsys)
+    assert str(text) in message and "no sentences" in message and not (tmp_path / "none.conll").exists()
 
 
 @pytest.mark.parametrize("make", [lambda root: root / "missing", lambda root: root])

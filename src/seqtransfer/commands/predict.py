@@ -9,7 +9,7 @@ from pathlib import Path
 from seqtransfer.commands.base import Command
 from seqtransfer.commands.numbers import whole
 from seqtransfer.data.tokenize import TOKENIZERS
-from seqtransfer.errors import SeqTransferError
+from seqtransfer.errors import SeqTransferError, warn
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,19 +40,23 @@ def add_amp_option(parser: argparse.ArgumentParser) -> None:
 
 
 def read_text(path: str, tokenize) -> list[list[str]]:
-    """One sentence per non-final line; an empty line is an error naming its line."""
+    """One sentence per line; blank lines (paragraph breaks) are left out with a warning naming them."""
     from seqtransfer.data.corpus import decode_lines
 
     name = "<stdin>" if path == "-" else path
     data = sys.stdin.buffer.read() if path == "-" else _read_bytes(path)
-    sentences = []
+    sentences, blank = [], []
     for number, line in enumerate(decode_lines(data, Path(name), "utf-8"), start=1):
         tokens = tokenize(line)
-        if not tokens:
-            raise SeqTransferError("empty sentence line", path=name, line=number, hint="remove blank lines: the text format takes one sentence per line")
-        sentences.append(tokens)
+        if tokens:
+            sentences.append(tokens)
+        else:
+            blank.append(number)
     if not sentences:
         raise SeqTransferError("no sentences in the input", path=name, hint="give one sentence per line")
+    if blank:
+        shown = ", ".join(map(str, blank[:5])) + (", ..." if len(blank) > 5 else "")
+        warn(f"{name}: {len(blank)} blank line{'s' if len(blank) > 1 else ''} left out (line{'s' if len(blank) > 1 else ''} {shown}): the output has one sentence per line that holds words")
     return sentences
 
 
