@@ -57,6 +57,26 @@ def test_tsv_files_with_a_wrong_field_count_or_no_text_field_are_one_line(tmp_pa
         assert message in str(caught.value)
 
 
+def test_a_users_files_are_read_by_their_headers_and_a_bad_score_among_scores_is_named(tmp_path, capsys):
+    """Each of a user's TSV files is read by the field names of its own header (a dev file that
+    writes label before text reads right); other names are one error line; a score column with
+    one "n/a" is a regression whose bad line is named, not a classification of 40 classes."""
+    dev = tmp_path / "dev.tsv"
+    dev.write_text("label\ttext\n" + "".join(f"{label}\t{text}\n" for text, label in (line.split("\t") for line in (FIXTURES / "tiny_sentiment_dev.tsv").read_text().splitlines()[1:])))
+    metrics = run(["train", "--train", TRAIN, "--dev", str(dev), "--test", DEV, "--epochs", "1", "--output", str(tmp_path / "run"), "--quiet", *TINY_MODEL])
+    assert metrics["dev"]["accuracy"] == metrics["test"]["accuracy"]  # the same sentences and labels, fields in another order
+    dev.write_text("text\tscore\ngreat acting\t4.5\n")
+    assert main(["train", "--train", TRAIN, "--dev", str(dev), "--output", str(tmp_path / "run2"), "--quiet", *TINY_MODEL]) == 2
+    assert "dev.tsv:1: the header names the fields text, score, the training file's are text, label" in capsys.readouterr().err
+    scores = tmp_path / "scores.tsv"
+    scores.write_text("text\tscore\n" + "".join(f"sentence {index}\t{'n/a' if index == 7 else index / 10 + 0.05}\n" for index in range(20)))
+    assert main(["train", "--train", str(scores), "--output", str(tmp_path / "run3"), "--quiet", *TINY_MODEL]) == 2
+    assert "scores.tsv:9: score 'n/a' is not a number" in capsys.readouterr().err
+    from seqtransfer.data.user_files import are_scores
+
+    assert are_scores(["0.5", "1.5"] * 10 + ["nan"]) and not are_scores(["0", "1", "1"]) and not are_scores(["pos", "neg", "0.5"])
+
+
 def test_a_users_pair_file_with_a_header_is_a_pair_task_and_scores_are_a_regression(tmp_path):
     """text_b is a pair's second text and _id is ignored, not taken for the label; real-valued labels are scores."""
     from seqtransfer.data.registry import custom_dataset

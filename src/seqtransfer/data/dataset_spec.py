@@ -32,6 +32,7 @@ class DatasetSpec:
     separator: str = "auto"  # column files: auto | tab | space (see conll.py)
     header: bool = False  # tsv: the first line names the fields
     extra_fields: bool = False  # tsv: lines may carry more fields than ``columns`` (ignored)
+    named_fields: bool = False  # tsv: each file's header names its fields, read by name (a user's files, whose order may differ)
     relabel_train: str | None = None  # a mapping of data/mtt_mapping.RELABELLINGS applied to the training split's tags
     shares_sentences_with: tuple[str, ...] = ()  # datasets whose dev/test splits hold sentences of this training split (scoring there leaks)
 

@@ -108,7 +108,7 @@ def read_split(spec: DatasetSpec, split: str, data_dir: str | Path | None = None
     if spec.format == "conllu":
         sentences = read_conllu(path)
     elif spec.format == "tsv":
-        sentences = read_tsv_sentences(path, spec.columns, header=spec.header, extra_fields=spec.extra_fields)
+        sentences = read_tsv_sentences(path, spec.columns, header=spec.header, extra_fields=spec.extra_fields, named_fields=spec.named_fields)
     else:
         sentences = read_conll(path, spec.columns, separator=getattr(spec, "separator", "auto"))
     if spec.dev_from_train and "dev" not in spec.splits and split in ("train", "dev"):

@@ -18,14 +18,18 @@ from seqtransfer.errors import SeqTransferError
 TEXT, TEXT_B = "text", "text_b"
 
 
-def read_tsv_sentences(path: str | Path, fields: tuple[str, ...], header: bool = False, encoding: str = "utf-8", extra_fields: bool = False) -> list[Sentence]:
+def read_tsv_sentences(path: str | Path, fields: tuple[str, ...], header: bool = False, encoding: str = "utf-8", extra_fields: bool = False, named_fields: bool = False) -> list[Sentence]:
     """One sentence (or pair) per line of ``fields`` (one of them ``text``); a line with another
-    field count is a one-line error (more fields are ignored with ``extra_fields``: STS-B)."""
+    field count is a one-line error (more fields are ignored with ``extra_fields``: STS-B). With
+    ``named_fields`` the file's header names the same fields, in any order."""
     path = Path(path)
     if not path.is_file():
         raise SeqTransferError("file not found", path=path, hint="check the path")
+    lines = decode_lines(path.read_bytes(), path, encoding)
+    if named_fields and lines:
+        fields = fields_of_header(lines[0], fields, path)
     sentences = []
-    for number, line in enumerate(decode_lines(path.read_bytes(), path, encoding), start=1):
+    for number, line in enumerate(lines, start=1):
         if (header and number == 1) or not line.strip():
             continue
         values = line.split("\t")
@@ -46,3 +50,17 @@ def read_tsv_sentences(path: str | Path, fields: tuple[str, ...], header: bool =
             raise SeqTransferError("empty text", path=path, line=number, hint="remove the line or give it a sentence")
         sentences.append(Sentence(tokens, columns={name: [value] for name, value in row.items()}, source=str(path), line=number))
     return sentences
+
+
+def fields_of_header(line: str, fields: tuple[str, ...], path: Path) -> tuple[str, ...]:
+    """The fields a file's header ``line`` names, in its order: the same names as ``fields`` (the
+    training file's), else a one-line error."""
+    own = tuple(name.strip() for name in line.split("\t"))
+    if sorted(own) != sorted(fields):
+        raise SeqTransferError(
+            f"the header names the fields {', '.join(own)}, the training file's are {', '.join(fields)}",
+            path=path,
+            line=1,
+            hint="give every file the same field names in its header line (in any order)",
+        )
+    return own

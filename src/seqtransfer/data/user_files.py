@@ -6,6 +6,7 @@ builds their :class:`~seqtransfer.data.dataset_spec.DatasetSpec`, for column, Co
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -107,6 +108,7 @@ def custom_tsv_dataset(paths: dict[str, Path], columns: Sequence[str] | str | No
         description="user files: " + ", ".join(f"{split}={path}" for split, path in paths.items()),
         dev_from_train=carve_dev,
         kinds={column: "regression" if regression else "sentence"},
+        named_fields=header,
     )
 
 
@@ -117,13 +119,24 @@ def tsv_field_values(path: Path, names: tuple[str, ...], field: str, header: boo
     return [values[index].strip() for values in (line.split("\t") for line in lines if line.strip()) if len(values) == len(names)]
 
 
+SCORE_SHARE = 0.9  # labels this share of which are numbers (some not whole) are scores: the others are errors to name, not classes
+
+
 def are_scores(values: list[str]) -> bool:
-    """Whether labels are real-valued scores (all numbers, some not whole: "3.8"), not classes ("0", "1")."""
+    """Whether labels are real-valued scores (numbers, some not whole: "3.8"), not classes ("0",
+    "1"): all of them numbers, or all but a few (an "n/a" among 3.8s is a bad score, which the
+    reader names with its line, not a class)."""
+    numbers = [number for number in map(as_number, values) if number is not None]
+    return bool(numbers) and len(numbers) >= SCORE_SHARE * len(values) and any(not number.is_integer() for number in numbers)
+
+
+def as_number(value: str) -> float | None:
+    """``value`` as a finite number, or None."""
     try:
-        numbers = [float(value) for value in values]
+        number = float(value)
     except ValueError:
-        return False
-    return bool(numbers) and any(not number.is_integer() for number in numbers)
+        return None
+    return number if math.isfinite(number) else None
 
 
 def custom_columns(columns: Sequence[str] | str | None, file_format: str) -> tuple[str, ...] | None:
