@@ -495,7 +495,7 @@ def test_published_rows_render_above_ours_with_our_best_per_column(tmp_path):
         ("{name: A, source: S, scores: {POS: 1.0}}", "published row 'A' names column 'POS', which the table does not have"),
         ("{name: A, source: S, flags: [elmo], scores: {pos: 1.0}}", "unknown flag"),
         ("{name: A, source: S, scores: {pos: high}}", "must be a number or n/a"),
-        ("{name: A, scores: {pos: 1.0}}", "'published\\[0\\]' is incomplete"),
+        ("{name: A, scores: {pos: 1.0}}", "'published\\[0\\]' lacks 'source'"),
     ],
 )
 def test_a_bad_published_row_is_one_line(tmp_path, row, message):
@@ -1042,3 +1042,31 @@ def test_a_cached_score_elsewhere_is_read_only_for_the_run_that_made_it(tmp_path
     assert score_elsewhere(directory, "tweebank:upos", None, score=False)[0] is None  # older than the run
     os.utime(cached, (cached.stat().st_mtime + 10,) * 2)
     assert score_elsewhere(directory, "tweebank:upos", None, score=False)[0] == 80.0
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("targets: {a: {dataset: nosuch}}\nmethods: {m: {scheme: scratch}}", "x.yaml: target 'a': unknown dataset 'nosuch'"),
+        ("targets: {a: {dataset: wnut17+nosuch}}\nmethods: {m: {scheme: scratch}}", "x.yaml: target 'a': unknown dataset 'nosuch'"),
+        ("targets: {a: {dataset: wnut17}}\nmethods: {m: {scheme: scratch, overrides: [model.nonexistent=3]}}", "x.yaml: method 'm': unknown config key 'model.nonexistent'"),
+        ("targets: {a: {dataset: wnut17}}\nmethods: {m: {scheme: scratch, overrides: [train.learning_rate=abc]}}", "x.yaml: method 'm': config key 'train.learning_rate' must be float"),
+        ("targets: {a: {dataset: wnut17, overrides: [model.hidden]}}\nmethods: {m: {scheme: scratch}}", "x.yaml: target 'a': override 'model.hidden' is not of the form"),
+        ("targets: {a: {dataset: wnut17}}", "x.yaml: 'experiment' lacks 'methods' (fix: add it: methods: ...)"),
+    ],
+)
+def test_an_experiment_files_datasets_and_overrides_are_checked_when_it_is_read_naming_the_entry(tmp_path, body, message):
+    """Before any cell trains (not when a cell reaches its training, after hours of others), and
+    naming the file and the target or method the bad setting is in."""
+    experiment = tmp_path / "x.yaml"
+    experiment.write_text(f"name: x\n{body}\n", encoding="utf-8")
+    with pytest.raises(SeqTransferError) as caught:
+        load_experiment(experiment)
+    assert message in str(caught.value)
+
+
+def test_an_experiment_without_title_or_command_is_titled_by_its_name(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text("name: mine\ntargets: {a: {dataset: wnut17}}\nmethods: {m: {scheme: scratch}}\n", encoding="utf-8")
+    spec = load_experiment(path)
+    assert spec.title == "mine" and spec.command == f"seqtransfer experiment run {path}"

@@ -64,7 +64,7 @@ Nothing in the file is executed: it is read with YAML's safe loader and checked 
 from __future__ import annotations
 
 import difflib
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from pathlib import Path
 
 from seqtransfer.errors import SeqTransferError
@@ -81,6 +81,7 @@ from seqtransfer.experiments.reference_checks import (
     check_teachers,
 )
 from seqtransfer.experiments.search_spec import SearchSpec, check_search
+from seqtransfer.experiments.setting_checks import check_settings
 from seqtransfer.experiments.shipped import experiment_file
 from seqtransfer.files import read_yaml_mapping
 from seqtransfer.transfer.schemes import get_scheme
@@ -122,10 +123,11 @@ def _build(kind: type, values: object, where: str, path: Path):
             close = difflib.get_close_matches(str(key), names, n=1)
             suggestion = f"did you mean '{close[0]}'? " if close else ""
             raise SeqTransferError(f"unknown key '{key}' in '{where}'", path=path, hint=f"{suggestion}valid keys: {', '.join(names)}")
-    try:
-        return kind(**booleans_read(kind, values, where, path))
-    except TypeError as error:
-        raise SeqTransferError(f"'{where}' is incomplete ({error})", path=path) from None
+    missing = [item.name for item in fields(kind) if item.name not in values and item.default is MISSING and item.default_factory is MISSING]
+    if missing:
+        example = "\n".join(f"{name}: ..." for name in missing)
+        raise SeqTransferError(f"'{where}' lacks {', '.join(repr(name) for name in missing)}", path=path, hint=f"add {'them' if len(missing) > 1 else 'it'}:\n{example}")
+    return kind(**booleans_read(kind, values, where, path))
 
 
 def _published(values: object, index: int, targets: dict, path: Path) -> PublishedSpec:
@@ -190,6 +192,8 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
     """Read and check an experiment file: a path, or the name of a shipped one (``pretrand-table4``)."""
     path = experiment_file(path)
     spec = _build(ExperimentSpec, read_yaml_mapping(path, "experiment file"), "experiment", path)
+    spec.title = spec.title or spec.name
+    spec.command = spec.command or f"seqtransfer experiment run {path}"
     for section in ("sources", "targets", "methods"):
         if not isinstance(getattr(spec, section) or {}, dict):
             raise SeqTransferError(f"'{section}' must be a mapping of names to entries", path=path, hint=f"{section}:\n  NAME: {{...}}")
@@ -215,4 +219,5 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
     if spec.paper_dev and spec.paper_split == "dev":
         raise SeqTransferError("paper_dev gives dev numbers beside test ones, and paper_split says 'paper' is dev already", path=path, hint="leave paper_dev out, or paper_split out")
     check_references(spec, path)
+    check_settings(spec, path)
     return spec
