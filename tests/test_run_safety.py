@@ -221,3 +221,12 @@ def test_restart_is_refused_while_another_process_trains(tmp_path, capsys):
 def test_evaluate_batch_size_zero_is_one_line(tiny_run, capsys):
     message = one_error_line(["evaluate", str(tiny_run), "--file", str(FIXTURES / "tiny_ner_test.conll"), "--columns", "word,ner", "--batch-size", "0"], capsys)
     assert "--batch-size: must be at least 1" in message
+
+
+def test_evaluating_a_file_of_the_other_kind_says_which_is_which(tiny_run, tmp_path, capsys):
+    """A tagger scored on a sentence TSV file (or a sentence model on a CoNLL file): one line naming
+    the model's kind and what the file holds, not a metric that does not fit."""
+    sentences = tmp_path / "reviews.tsv"
+    sentences.write_text("text\tlabel\ngreat acting\tpos\n", encoding="utf-8")
+    message = one_error_line(["evaluate", str(tiny_run), "--file", str(sentences)], capsys)
+    assert "reviews.tsv: this run is a tagging model and the file holds sentences (a TSV file)" in message

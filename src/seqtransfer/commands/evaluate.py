@@ -57,6 +57,7 @@ def data_config_of(run, arguments: argparse.Namespace):
     if arguments.file:
         from seqtransfer.data.registry import CONLLU_EXTENSIONS
 
+        check_file_kind(run, arguments.file)
         conllu = Path(arguments.file).suffix.lower() in CONLLU_EXTENSIONS  # fixed columns: the run's column names do not apply
         columns = arguments.columns.split(",") if arguments.columns else None if conllu else run.config.data.columns
         data_config = dataclasses.replace(data_config, dataset=None, train=arguments.file, dev=None, test=None, columns=columns)
@@ -71,6 +72,21 @@ def data_config_of(run, arguments: argparse.Namespace):
         data_config.task, data_config.metric = arguments.task, None  # the new task's own metric
     data_config.strict = arguments.strict or data_config.strict
     return data_config, split
+
+
+SENTENCE_KINDS = ("sentence", "regression")  # the kinds a TSV file holds (one text, or a pair, per line)
+
+
+def check_file_kind(run, path: str) -> None:
+    """A ``--file`` of the run's kind: a TSV file (sentences) for a sentence or regression model, a
+    CoNLL or CoNLL-U file (tokens) for the others; else one line saying which is which."""
+    from seqtransfer.errors import SeqTransferError
+
+    sentences = Path(path).suffix.lower() == ".tsv"
+    if sentences != (run.model.task_kind in SENTENCE_KINDS):
+        held = "sentences (a TSV file)" if sentences else "tokens (a CoNLL or CoNLL-U file)"
+        needed = "a TSV file of text and label fields" if run.model.task_kind in SENTENCE_KINDS else "a CoNLL or CoNLL-U file of the model's task"
+        raise SeqTransferError(f"this run is a {run.model.task_kind} model and the file holds {held}", path=path, hint=f"score {needed}, or a run trained on such files")
 
 
 def check_split_read(data, split: str, data_config) -> None:
