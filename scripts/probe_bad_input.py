@@ -64,7 +64,7 @@ TINY = [
 
 
 def damaged_files(folder: Path) -> dict[str, Path]:
-    """Name -> a damaged training file (tagging CoNLL or CoNLL-U)."""
+    """Name -> a damaged training file (tagging CoNLL, CoNLL-U, or a sentence TSV)."""
     ner = (FIXTURES / "tiny_ner_train.conll").read_text(encoding="utf-8")
     dep = (FIXTURES / "tiny_dep_train.conllu").read_text(encoding="utf-8")
     first_token = dep.split("\n")[2]
@@ -99,6 +99,13 @@ def damaged_files(folder: Path) -> dict[str, Path]:
         "gap_id.conllu": dep.replace("3\tcoffee", "5\tcoffee", 1).encode(),
         "no_deprel.conllu": dep.replace("\tnsubj\t", "\t_\t", 1).encode(),
         "utf16.conllu": dep.encode("utf-16"),
+        "lowercase_prefixes.conll": ner.replace("B-", "b-").replace("I-", "i-").encode(),
+        "types_in_two_cases.conll": ner.replace("B-person", "b-PERSON", 2).encode(),
+        "swapped_header.tsv": b"label\ttext\npos\tgreat acting\nneg\tboring movie\n",
+        "empty_text.tsv": b"text\tlabel\ngreat acting\tpos\n\tneg\n",
+        "extra_field.tsv": b"text\tlabel\ngreat acting\tpos\tx\n",
+        "one_bad_score.tsv": ("text\tscore\n" + "".join(f"sentence {i}\t{'n/a' if i == 3 else i + 0.5}\n" for i in range(12))).encode(),
+        "no_header.tsv": b"great acting\tpos\nboring movie\tneg\n",
     }
     paths = {}
     for name, data in contents.items():
@@ -112,7 +119,10 @@ def file_cases(folder: Path, files: dict[str, Path], run: Path, parser_run: Path
     cases = []
     for name, path in files.items():
         output = str(folder / "out" / name)
-        if name.endswith(".conll"):
+        if name.endswith(".tsv"):
+            cases.append(["train", "--train", str(path), "--dev", str(FIXTURES / "tiny_sentiment_dev.tsv"), "--epochs", "1", "--quiet", "--output", output + "-sentence", *TINY])
+            cases.append(["evaluate", str(run), "--file", str(path)])
+        elif name.endswith(".conll"):
             cases.append(["train", "--train", str(path), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--columns", "word,ner", "--epochs", "1", "--quiet", "--output", output + "-ner", *TINY])
             cases.append(["train", "--train", str(path), "--dev", str(FIXTURES / "tiny_ner_dev.conll"), "--epochs", "1", "--quiet", "--output", output + "-auto", *TINY])
             cases.append(["evaluate", str(run), "--file", str(path), "--columns", "word,ner"])
@@ -211,6 +221,8 @@ EXPERIMENTS = {
     "wrong_type.yaml": "name: a\ntitle: t\ncommand: x\ntargets: [1, 2]\nmethods:\n  M: {scheme: scratch}\nreference: M\n",
     "ensemble_cycle.yaml": "name: a\ntitle: t\ncommand: x\ntargets:\n  T: {dataset: wnut17}\nmethods:\n  A: {scheme: scratch}\n  E1: {ensemble: [A, E2]}\n  E2: {ensemble: [A, E1]}\nreference: A\n",
     "bad_override.yaml": "name: a\ntitle: t\ncommand: x\noverrides: [model.nosuch=1]\ntargets:\n  T: {dataset: wnut17}\nmethods:\n  M: {scheme: scratch}\nreference: M\n",
+    "method_bad_value.yaml": "name: a\ntargets:\n  T: {dataset: wnut17}\nmethods:\n  M: {scheme: scratch, overrides: [train.learning_rate=abc]}\n",
+    "no_methods.yaml": "name: a\ntargets:\n  T: {dataset: wnut17}\n",
     "python_tag.yaml": "name: !!python/object/apply:os.system ['echo hacked']\ntitle: t\ncommand: x\ntargets: {}\nmethods: {}\nreference: M\n",
 }
 

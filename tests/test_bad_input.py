@@ -176,3 +176,15 @@ def test_the_value_rules_of_registry_settings_name_every_registry_entry():
         check_values(apply_overrides(RunConfig(), [f"data.select_tokenizer={name}", f"train.adversarial_tokenizer={name}"]))
     with pytest.raises(SeqTransferError, match="one of whitespace, tweet, slavic, got 'nltk'"):
         check_values(apply_overrides(RunConfig(), ["data.select_tokenizer=nltk"]))
+
+
+def test_predict_reads_a_conll_or_conllu_file_by_its_extension(tiny_run, tmp_path, capsys):
+    """Without --format, a .conll file is read as columns (not each token line as a sentence of
+    its own); --format text still reads it as raw text."""
+    path = tmp_path / "input.conll"
+    path.write_text("John\tB-person\nlives\tO\n\nMary\tB-person\n", encoding="utf-8")
+    assert main(["predict", str(tiny_run), str(path), "--columns", "word,ner"]) == 0
+    blocks = capsys.readouterr().out.strip().split("\n\n")
+    assert [[line.split("\t")[0] for line in block.splitlines()] for block in blocks] == [["John", "lives"], ["Mary"]]
+    assert main(["predict", str(tiny_run), str(path), "--format", "text"]) == 0
+    assert [line.split("\t")[0] for line in capsys.readouterr().out.split("\n\n")[0].splitlines()] == ["John", "B-person"]

@@ -17,7 +17,9 @@ def arguments(parser: argparse.ArgumentParser) -> None:
         "run_directory", metavar="RUN_DIR", help="a run directory written by `seqtransfer train` (or a folder of models that predict together: `seqtransfer ensemble`'s, a self-labelling run's)"
     )
     parser.add_argument("input", nargs="?", default="-", help="input file (default: standard input)")
-    parser.add_argument("--format", choices=["text", "conll", "conllu"], default="text", help="text: one sentence per line")
+    parser.add_argument(
+        "--format", choices=["auto", "text", "conll", "conllu"], default="auto", help="text: one sentence per line; auto (default): conllu for a .conllu file, conll for a .conll file, else text"
+    )
     parser.add_argument("--tokenizer", choices=list(TOKENIZERS), default="whitespace", help="how to split text lines")
     parser.add_argument("--columns", help="column names of a CoNLL input, e.g. word or word,pos")
     parser.add_argument("--separator", choices=["auto", "tab", "space"], default="auto", help="field separator of a CoNLL input (default auto: TAB if token lines hold TABs)")
@@ -73,11 +75,12 @@ def read_sentences(arguments: argparse.Namespace, tokenize) -> list:
     """The input as :class:`Sentence` objects (CoNLL-U sentences keep every column and comment)."""
     from seqtransfer.data.corpus import Sentence
 
-    if arguments.format == "text":
+    file_format = input_format(arguments.format, arguments.input)
+    if file_format == "text":
         return [Sentence(tokens) for tokens in read_text(arguments.input, tokenize)]
     if arguments.input == "-":
         raise SeqTransferError("CoNLL input must be a file", hint="pass the file path instead of piping it")
-    if arguments.format == "conllu":
+    if file_format == "conllu":
         from seqtransfer.data.conllu import read_conllu
 
         return read_conllu(arguments.input)
@@ -87,6 +90,17 @@ def read_sentences(arguments: argparse.Namespace, tokenize) -> list:
     return read_conll(arguments.input, columns, separator=arguments.separator)
 
 
+def input_format(declared: str, path: str) -> str:
+    """The input's format: the declared one, or for ``auto`` the file's extension's (a CoNLL file
+    read as raw text would make every token line a sentence)."""
+    if declared != "auto":
+        return declared
+    from seqtransfer.data.registry import CONLLU_EXTENSIONS
+
+    suffix = Path(path).suffix.lower()
+    return "conllu" if suffix in CONLLU_EXTENSIONS else "conll" if suffix == ".conll" else "text"
+
+
 def input_tags(predictor, arguments: argparse.Namespace, sentences: list) -> list | None:
     """The input's own tags, for a model that reads a tag column and has no tagger (None otherwise)."""
     vocabularies = predictor.run.vocabularies
@@ -94,7 +108,7 @@ def input_tags(predictor, arguments: argparse.Namespace, sentences: list) -> lis
         return None
     from seqtransfer.data.tag_feature import feature_tags
 
-    return feature_tags(vocabularies, [sentence.tokens for sentence in sentences], None if arguments.format == "text" else sentences)
+    return feature_tags(vocabularies, [sentence.tokens for sentence in sentences], None if input_format(arguments.format, arguments.input) == "text" else sentences)
 
 
 def run(arguments: argparse.Namespace) -> list:
