@@ -613,11 +613,11 @@ def test_a_target_may_be_tested_on_another_dataset(tmp_path):
     original = run_records.score_elsewhere
     run_records.score_elsewhere = lambda directory, entry, data_dir, score=True: calls.append(entry) or (12.5, str(directory))
     try:
-        experiment.write_text(experiment.read_text(encoding="utf-8").replace("  pos: {dataset: null, source: ner,", "  pos: {dataset: null, source: ner, test_on: 'elsewhere:pos',"), encoding="utf-8")
+        experiment.write_text(experiment.read_text(encoding="utf-8").replace("  pos: {dataset: null, source: ner,", "  pos: {dataset: null, source: ner, test_on: 'tweebank:upos',"), encoding="utf-8")
         records = run(["experiment", "run", str(experiment), "--only", "scratch", "--results", str(tmp_path / "results")])
     finally:
         run_records.score_elsewhere = original
-    assert calls == ["elsewhere:pos"] and records[0]["test"] == 12.5 and records[0]["test_on"] == "elsewhere:pos"
+    assert calls == ["tweebank:upos"] and records[0]["test"] == 12.5 and records[0]["test_on"] == "tweebank:upos"
 
 
 def test_report_marks_cells_that_read_the_test_datas_dev_labels(tmp_path):
@@ -1049,6 +1049,8 @@ def test_a_cached_score_elsewhere_is_read_only_for_the_run_that_made_it(tmp_path
     [
         ("targets: {a: {dataset: nosuch}}\nmethods: {m: {scheme: scratch}}", "x.yaml: target 'a': unknown dataset 'nosuch'"),
         ("targets: {a: {dataset: wnut17+nosuch}}\nmethods: {m: {scheme: scratch}}", "x.yaml: target 'a': unknown dataset 'nosuch'"),
+        ("targets: {a: {dataset: 'ud_ewt:upos+nosuch:pos'}}\nmethods: {m: {scheme: scratch}}", "x.yaml: target 'a': unknown dataset 'nosuch'"),
+        ("targets: {a: {dataset: wnut17, test_on: 'nosuch:ner'}}\nmethods: {m: {scheme: scratch}}", "x.yaml: target 'a', test_on: unknown dataset 'nosuch'"),
         ("targets: {a: {dataset: wnut17}}\nmethods: {m: {scheme: scratch, overrides: [model.nonexistent=3]}}", "x.yaml: method 'm': unknown config key 'model.nonexistent'"),
         ("targets: {a: {dataset: wnut17}}\nmethods: {m: {scheme: scratch, overrides: [train.learning_rate=abc]}}", "x.yaml: method 'm': config key 'train.learning_rate' must be float"),
         ("targets: {a: {dataset: wnut17, overrides: [model.hidden]}}\nmethods: {m: {scheme: scratch}}", "x.yaml: target 'a': override 'model.hidden' is not of the form"),

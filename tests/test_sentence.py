@@ -72,6 +72,9 @@ def test_a_users_files_are_read_by_their_headers_and_a_bad_score_among_scores_is
     scores.write_text("text\tscore\n" + "".join(f"sentence {index}\t{'n/a' if index == 7 else index / 10 + 0.05}\n" for index in range(20)))
     assert main(["train", "--train", str(scores), "--output", str(tmp_path / "run3"), "--quiet", *TINY_MODEL]) == 2
     assert "scores.tsv:9: score 'n/a' is not a number" in capsys.readouterr().err
+    scores.write_text(scores.read_text().replace("n/a", "nan"))  # a score float() reads but no loss can train on
+    assert main(["train", "--train", str(scores), "--output", str(tmp_path / "run4"), "--quiet", *TINY_MODEL]) == 2
+    assert "scores.tsv:9: score 'nan' is not a number" in capsys.readouterr().err
     from seqtransfer.data.user_files import are_scores
 
     assert are_scores(["0.5", "1.5"] * 10 + ["nan"]) and not are_scores(["0", "1", "1"]) and not are_scores(["pos", "neg", "0.5"])

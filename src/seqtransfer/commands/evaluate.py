@@ -17,7 +17,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--dataset", help="registered dataset (default: the one the model was trained on)")
     parser.add_argument("--split", default="test", help="split to score (default test)")
-    parser.add_argument("--file", help="score your own labelled CoNLL/CoNLL-U file instead")
+    parser.add_argument("--file", help="score your own labelled file instead: CoNLL/CoNLL-U for a tagger or parser, .tsv (text and label fields) for a sentence model")
     parser.add_argument("--columns", help="column names of --file, e.g. word,pos")
     parser.add_argument("--scheme", help="tag scheme of --file labels: none, iob1, iob2, bioes")
     parser.add_argument("--task", help="task of the dataset or file to score (default: the run's task)")
@@ -85,7 +85,7 @@ def check_file_kind(run, path: str) -> None:
     sentences = Path(path).suffix.lower() == ".tsv"
     if sentences != (run.model.task_kind in SENTENCE_KINDS):
         held = "sentences (a TSV file)" if sentences else "tokens (a CoNLL or CoNLL-U file)"
-        needed = "a TSV file of text and label fields" if run.model.task_kind in SENTENCE_KINDS else "a CoNLL or CoNLL-U file of the model's task"
+        needed = "a .tsv file of text and label fields" if run.model.task_kind in SENTENCE_KINDS else "a CoNLL or CoNLL-U file of the model's task"
         raise SeqTransferError(f"this run is a {run.model.task_kind} model and the file holds {held}", path=path, hint=f"score {needed}, or a run trained on such files")
 
 

@@ -58,7 +58,7 @@ def read_text(path: str, tokenize) -> list[list[str]]:
         raise SeqTransferError("no sentences in the input", path=name, hint="give one sentence per line")
     if blank:
         shown = ", ".join(map(str, blank[:5])) + (", ..." if len(blank) > 5 else "")
-        warn(f"{name}: {len(blank)} blank line{'s' if len(blank) > 1 else ''} left out (line{'s' if len(blank) > 1 else ''} {shown}): the output has one sentence per line that holds words")
+        warn(f"{name}: {len(blank)} blank line{'s' if len(blank) > 1 else ''} left out (line{'s' if len(blank) > 1 else ''} {shown}): the output has one sentence per non-blank input line")
     return sentences
 
 

@@ -9,6 +9,7 @@ encoded jointly, as BERT does), a BiLSTM as a word. Fields named ``_...`` are ig
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from seqtransfer.data.corpus import Sentence, decode_lines
@@ -30,7 +31,7 @@ def read_tsv_sentences(path: str | Path, fields: tuple[str, ...], header: bool =
         fields = fields_of_header(lines[0], fields, path)
     sentences = []
     for number, line in enumerate(lines, start=1):
-        if (header and number == 1) or not line.strip():
+        if ((header or named_fields) and number == 1) or not line.strip():
             continue
         values = line.split("\t")
         if extra_fields and len(values) > len(fields):
@@ -64,3 +65,12 @@ def fields_of_header(line: str, fields: tuple[str, ...], path: Path) -> tuple[st
             hint="give every file the same field names in its header line (in any order)",
         )
     return own
+
+
+def as_number(value: str) -> float | None:
+    """A score field's ``value`` as a finite number, or None (not a number, nan, inf)."""
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None

@@ -6,14 +6,13 @@ builds their :class:`~seqtransfer.data.dataset_spec.DatasetSpec`, for column, Co
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 
 from seqtransfer.data.conll import check_columns
 from seqtransfer.data.corpus import read_lines
 from seqtransfer.data.dataset_spec import CONLLU_EXTENSIONS, DEPENDENCY, SCHEMES, DatasetSpec
-from seqtransfer.data.tsv import TEXT, TEXT_B
+from seqtransfer.data.tsv import TEXT, TEXT_B, as_number
 from seqtransfer.errors import SeqTransferError
 
 
@@ -128,15 +127,6 @@ def are_scores(values: list[str]) -> bool:
     reader names with its line, not a class)."""
     numbers = [number for number in map(as_number, values) if number is not None]
     return bool(numbers) and len(numbers) >= SCORE_SHARE * len(values) and any(not number.is_integer() for number in numbers)
-
-
-def as_number(value: str) -> float | None:
-    """``value`` as a finite number, or None."""
-    try:
-        number = float(value)
-    except ValueError:
-        return None
-    return number if math.isfinite(number) else None
 
 
 def custom_columns(columns: Sequence[str] | str | None, file_format: str) -> tuple[str, ...] | None:

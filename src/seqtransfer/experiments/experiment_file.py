@@ -90,7 +90,7 @@ class ExperimentSpec:
     targets: dict[str, TargetSpec]
     methods: dict[str, MethodSpec]
     title: str = ""  # the report's heading (none given: the name)
-    command: str = ""  # how to run it, shown by `experiment list` (none given: `seqtransfer experiment run FILE`)
+    command: str = ""  # how to run it, for the reader of the file (none given: `seqtransfer experiment run FILE`)
     sources: dict[str, SourceSpec] = field(default_factory=dict)
     reference: str | None = None
     overrides: list[str] = field(default_factory=list)

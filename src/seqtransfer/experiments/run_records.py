@@ -69,8 +69,8 @@ def network_parameters(directory: Path, metrics: dict | None = None) -> int:
     if "network_parameters" in metrics:  # an ensemble's, counted from its members when it was built
         return metrics["network_parameters"]
     members = [Path(member) for member in metrics.get("members", [])]
-    if members:  # an ensemble built before it counted them: its members' folders as they are now
-        return sum(network_parameters(member) for member in members)
+    if members:  # an ensemble built before it counted them: its members' folders as they are now, and the frozen encoder they share once
+        return sum(rundir.parameters_without_embeddings(member) for member in members) + metrics.get("frozen_encoder_parameters", 0)
     return rundir.parameters_without_embeddings(directory) + metrics.get("frozen_encoder_parameters", 0)
 
 

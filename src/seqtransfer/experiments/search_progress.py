@@ -39,6 +39,7 @@ def trial_progress(prefix: str, count: int, log: Log):
             log(f"{prefix}: trial {shown_setting(trial.config)} ended {reached}; {self.ended} of {count} trials ended")
 
         def on_trial_error(self, iteration, trials, trial, **info) -> None:
-            log(f"{prefix}: trial {shown_setting(trial.config)} failed (it runs again when the search is run again); its error is in {trial.local_path}")
+            self.ended += 1
+            log(f"{prefix}: trial {shown_setting(trial.config)} failed (it runs again when the search is run again; its error is in {trial.local_path}); {self.ended} of {count} trials ended")
 
     return TrialProgress()

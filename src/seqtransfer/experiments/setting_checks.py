@@ -17,9 +17,9 @@ def check_settings(spec: ExperimentSpec, path: Path) -> None:
     """Every dataset a target or source names is registered, and every override list parses
     (known keys, values of their type); the combinations are checked per cell when it is planned."""
     for where, dataset in named_datasets(spec):
-        for part in dataset.partition(":")[0].split("+"):
+        for part in dataset.split("+"):  # ud_ewt:upos+conll2000:pos: each part may name its own task
             try:
-                get_dataset(part)
+                get_dataset(part.partition(":")[0])
             except SeqTransferError as error:
                 raise SeqTransferError(f"{where}: {error.message}", path=path, hint=error.hint) from None
     for where, overrides in override_lists(spec):
@@ -30,10 +30,13 @@ def check_settings(spec: ExperimentSpec, path: Path) -> None:
 
 
 def named_datasets(spec: ExperimentSpec) -> Iterator[tuple[str, str]]:
-    """(entry, ``dataset[+dataset][:task]``) of every target and source that names one."""
+    """(entry, ``dataset[:task][+dataset[:task]]``) of every target and source that names one, and
+    of every target's ``test_on``."""
     for name, target in spec.targets.items():
         if target.dataset:
             yield f"target '{name}'", str(target.dataset)
+        if target.test_on:
+            yield f"target '{name}', test_on", str(target.test_on)
     for name, source in spec.sources.items():
         if source.dataset:
             yield f"source '{name}'", str(source.dataset)

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from seqtransfer.data.corpus import Sentence
+from seqtransfer.data.tsv import as_number
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import atomic_write
 from seqtransfer.tasks.sentence import fill_pairs
@@ -30,10 +31,10 @@ class SentenceRegression:
         scores = []
         for sentence in sentences:
             value = sentence.labels(column)[0]
-            try:
-                scores.append([float(value)])
-            except ValueError:
-                raise SeqTransferError(f"score {value!r} is not a number", path=sentence.source, line=sentence.line, hint="give a number in the score field") from None
+            score = as_number(value)
+            if score is None:  # nan and inf too: a target no loss can train on
+                raise SeqTransferError(f"score {value!r} is not a number", path=sentence.source, line=sentence.line, hint="give a finite number in the score field")
+            scores.append([score])
         return scores
 
     def check(self, sentences: Sequence[Sentence], column: str, scheme: str, strict: bool = False) -> list[str]:
