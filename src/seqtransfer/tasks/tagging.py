@@ -68,6 +68,9 @@ class Tagging:
             return declared, None
         scheme = infer_scheme(sentence.labels(column) for sentence in sentences)
         scored = "entity F1 (conlleval)" if scheme != "none" else "token accuracy"
+        if scheme != "none" and any(label[:1].islower() for sentence in sentences for label in sentence.labels(column)):
+            # conlleval.pl compares prefixes with "B", "I", "O"... as written: on b-np it would count other chunks
+            scored = "entity F1 (conlleval's on the labels in upper case: prefixes in lower case are read as upper case)"
         return scheme, f"no tag scheme declared: the labels look like {scheme}, scored with {scored} (declare it with --scheme / data.scheme)"
 
     def label_strings(self, gold: Sequence[Labels]) -> Sequence[Labels]:
