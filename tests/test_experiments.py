@@ -1072,3 +1072,14 @@ def test_an_experiment_without_title_or_command_is_titled_by_its_name(tmp_path):
     path.write_text("name: mine\ntargets: {a: {dataset: wnut17}}\nmethods: {m: {scheme: scratch}}\n", encoding="utf-8")
     spec = load_experiment(path)
     assert spec.title == "mine" and spec.command == f"seqtransfer experiment run {path}"
+
+
+def test_an_ensembles_size_is_the_one_counted_when_it_was_built(tiny_run, tmp_path):
+    """Recorded at build time, its members' folders may be trained again later; an ensemble built
+    before sizes were recorded sums its members' weights and counts a shared frozen encoder once."""
+    from seqtransfer import rundir
+    from seqtransfer.experiments.run_records import network_parameters
+
+    assert network_parameters(tmp_path, {"members": [str(tiny_run)], "network_parameters": 1234}) == 1234
+    members = {"members": [str(tiny_run), str(tiny_run)], "frozen_encoder_parameters": 5}
+    assert network_parameters(tmp_path, members) == 2 * rundir.parameters_without_embeddings(tiny_run) + 5
