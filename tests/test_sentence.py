@@ -364,3 +364,19 @@ def test_an_ensemble_of_sentence_classifiers_averages_their_sentence_distributio
     assert load(tmp_path / "ensemble").predict(data.tokens("dev")[:3]) == [labels[0] for labels in expected[:3]]
     assert main(["evaluate", str(tmp_path / "ensemble"), "--file", DEV]) == 0
     assert f"accuracy {metrics['dev']['accuracy']:.2f}" in capsys.readouterr().out
+
+
+def test_predict_reads_a_tsv_file_by_its_text_field(tmp_path, capsys):
+    """A sentence model given a .tsv file labels its text field (the label field, if any, is not read);
+    a header without a text field is one error line."""
+    output = tmp_path / "run"
+    run(["train", "--train", TRAIN, "--dev", DEV, "--epochs", "1", "--output", str(output), "--quiet", *TINY_MODEL])
+    capsys.readouterr()
+    assert main(["predict", str(output), DEV]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    texts = [line.split("\t")[0] for line in (FIXTURES / "tiny_sentiment_dev.tsv").read_text().splitlines()[1:]]
+    assert [line.split("\t")[1] for line in lines] == texts and {line.split("\t")[0] for line in lines} <= {"pos", "neg"}
+    unnamed = tmp_path / "unnamed.tsv"
+    unnamed.write_text("sentence\tlabel\nfine\tpos\n", encoding="utf-8")
+    assert main(["predict", str(output), str(unnamed)]) == 2
+    assert "unnamed.tsv:1: the header names the fields sentence, label, none of them 'text'" in capsys.readouterr().err

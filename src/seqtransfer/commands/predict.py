@@ -18,7 +18,10 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("input", nargs="?", default="-", help="input file (default: standard input)")
     parser.add_argument(
-        "--format", choices=["auto", "text", "conll", "conllu"], default="auto", help="text: one sentence per line; auto (default): conllu for a .conllu file, conll for a .conll file, else text"
+        "--format",
+        choices=["auto", "text", "conll", "conllu", "tsv"],
+        default="auto",
+        help="text: one sentence per line; tsv: a header naming a text field (and text_b for pairs), other fields ignored; auto (default): by the file's extension (.conllu, .conll, .tsv), else text",
     )
     parser.add_argument("--tokenizer", choices=list(TOKENIZERS), default="whitespace", help="how to split text lines")
     parser.add_argument("--columns", help="column names of a CoNLL input, e.g. word or word,pos")
@@ -80,6 +83,8 @@ def read_sentences(arguments: argparse.Namespace, tokenize) -> list:
         return [Sentence(tokens) for tokens in read_text(arguments.input, tokenize)]
     if arguments.input == "-":
         raise SeqTransferError("CoNLL input must be a file", hint="pass the file path instead of piping it")
+    if file_format == "tsv":
+        return read_tsv_texts(arguments.input)
     if file_format == "conllu":
         from seqtransfer.data.conllu import read_conllu
 
@@ -98,7 +103,21 @@ def input_format(declared: str, path: str) -> str:
     from seqtransfer.data.registry import CONLLU_EXTENSIONS
 
     suffix = Path(path).suffix.lower()
-    return "conllu" if suffix in CONLLU_EXTENSIONS else "conll" if suffix == ".conll" else "text"
+    return "conllu" if suffix in CONLLU_EXTENSIONS else {".conll": "conll", ".tsv": "tsv"}.get(suffix, "text")
+
+
+def read_tsv_texts(path: str) -> list:
+    """The sentences (or pairs) of a TSV file whose header names a ``text`` field (and ``text_b``);
+    its other fields (a label, an id) are read and not used."""
+    from seqtransfer.data.corpus import read_lines
+    from seqtransfer.data.tsv import TEXT, read_tsv_sentences
+
+    names = tuple(name.strip() for name in (read_lines(path) or [""])[0].split("\t"))
+    if TEXT not in names:
+        raise SeqTransferError(
+            f"the header names the fields {', '.join(names)}, none of them 'text'", path=path, line=1, hint="name the sentence field text (and a pair's second text_b) in a header line"
+        )
+    return read_tsv_sentences(path, names, header=True)
 
 
 def input_tags(predictor, arguments: argparse.Namespace, sentences: list) -> list | None:
