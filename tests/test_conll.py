@@ -9,7 +9,7 @@ import pytest
 
 from seqtransfer.data.conll import infer_columns, read_conll, write_conll
 from seqtransfer.data.corpus import Sentence
-from seqtransfer.errors import SeqTransferError
+from seqtransfer.errors import SeqTransferError, SeqTransferWarning
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -135,3 +135,15 @@ def test_reads_conll2003_train():
         pytest.skip("SEQTRANSFER_DATA with conll2003_en not available")
     sentences = read_conll(path, ["word", "pos", "chunk", "ner"])
     assert len(sentences) == 14041
+
+
+def test_comment_lines_before_sentences_are_left_out_and_a_hash_token_stays(tmp_path):
+    """Tools that write column files often add CoNLL-U style comments; a tweet's '#' stays a token."""
+    path = tmp_path / "commented.conll"
+    path.write_text("# sent_id = 1\n# text = John loves #\nJohn\tB-PER\nloves\tO\n#\tO\n\n# a note\n#\tO\nMary\tB-PER\n", encoding="utf-8")
+    with pytest.warns(SeqTransferWarning, match=r"3 comment lines before sentences \(lines 1, 2, 7"):
+        sentences = read_conll(path)
+    assert [sentence.tokens for sentence in sentences] == [["John", "loves", "#"], ["#", "Mary"]]
+    spaced = tmp_path / "spaced.conll"
+    spaced.write_text("# O\nlove O\n", encoding="utf-8")  # space-separated: '# O' is a token line
+    assert [sentence.tokens for sentence in read_conll(spaced)] == [["#", "love"]]

@@ -13,6 +13,9 @@ Reading rules:
   sentences with a single TAB);
 - ``-DOCSTART-`` document lines are skipped and also end a sentence; empty sentences are never
   produced;
+- comment lines before a sentence (``# sent_id = 1``: a ``#`` and ``key =``; in a TAB file any
+  ``#`` line without a TAB) are left out with one warning naming them; a token ``#`` inside a
+  sentence, or ``#`` TAB label, is a token;
 - ``columns`` names the columns in order; exactly one must be ``"word"`` (the token) and ``"_"``
   drops a column. Without ``columns`` the names are inferred from the first token line:
   ``word label`` for 2 columns, ``word col1 ... colN label`` for more (the last column is the
@@ -37,6 +40,9 @@ IGNORED = "_"
 DOCUMENT_START = "-DOCSTART-"
 EMPTY_TOKEN = "<empty>"
 SEPARATORS = ("auto", "tab", "space")
+# A CoNLL-U style comment before a sentence (``# sent_id = 1``, ``# text = ...``), as tools that
+# write column files often add; a token "#" is never followed by "key =" (nor, in a TAB file, lacks a TAB).
+COMMENT = re.compile(r"^#\s+[\w.-]+\s*=")
 
 
 def infer_columns(count: int) -> list[str]:
@@ -70,7 +76,11 @@ def read_conll(path: str | Path, columns: Sequence[str] | None = None, encoding:
     rows: list[list[str]] = []
     empty_tokens: list[int] = []
     first_line = 0
+    comments: list[int] = []
     for number, line in enumerate(lines, start=1):
+        if not rows and is_comment(line, tabbed):
+            comments.append(number)
+            continue
         fields = line_fields(line, separator if tabbed else "space", names)
         if not fields or fields[0] == DOCUMENT_START:
             if rows:
@@ -92,9 +102,23 @@ def read_conll(path: str | Path, columns: Sequence[str] | None = None, encoding:
     if not sentences:
         raise SeqTransferError("no sentences found (the file is empty or holds only blank and -DOCSTART- lines)", path=path, hint="point to a non-empty CoNLL column file")
     if empty_tokens:
-        shown = ", ".join(map(str, empty_tokens[:5])) + (", ..." if len(empty_tokens) > 5 else "")
-        warn(f"{path}: {len(empty_tokens)} empty tokens (lines {shown}) read as '{EMPTY_TOKEN}'")
+        warn(f"{path}: {len(empty_tokens)} empty tokens (lines {shown_lines(empty_tokens)}) read as '{EMPTY_TOKEN}'")
+    if comments:
+        warn(f"{path}: {len(comments)} comment lines before sentences (lines {shown_lines(comments)}, e.g. '{lines[comments[0] - 1][:40]}') left out")
     return sentences
+
+
+def shown_lines(numbers: Sequence[int]) -> str:
+    """The first five line numbers, and "..." where there are more."""
+    return ", ".join(map(str, numbers[:5])) + (", ..." if len(numbers) > 5 else "")
+
+
+def is_comment(line: str, tabbed: bool) -> bool:
+    """Whether ``line``, before a sentence's first token, is a comment: ``# key = value`` (CoNLL-U's
+    ``# sent_id = 1``), or in a TAB-separated file a ``#`` line without a TAB."""
+    if not line.startswith("#"):
+        return False
+    return bool(COMMENT.match(line)) or (tabbed and "\t" not in line)
 
 
 def uses_tabs(lines: Sequence[str], separator: str, path: str | Path) -> bool:
