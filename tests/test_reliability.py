@@ -11,7 +11,7 @@ import warnings
 
 import pytest
 import torch
-from conftest import FIXTURES, tiny_train_arguments
+from conftest import FIXTURES, TINY_MODEL, tiny_train_arguments
 from safetensors.torch import load_file, save_file
 from test_bad_input import run_cli, train_on
 
@@ -347,3 +347,15 @@ def test_lower_case_span_labels_are_scored_as_spans_and_types_of_two_cases_are_w
     train = label_file(tmp_path / "train.conll", rows)
     assert main(train_on(train, tmp_path / "run")) == 0
     assert "1 entity type differs only in case: PER (6 labels) and per (3 labels)" in capsys.readouterr().out
+
+
+def test_a_repair_of_a_file_read_twice_is_said_once(tmp_path, capsys):
+    """Without --dev the training file is read for its training and its carved dev split: what was
+    repaired in it (here, comment lines left out) is one warning, not two."""
+    from seqtransfer.cli import main
+
+    rows = "".join(f"# sent_id = {index}\nJohn\tB-person\nruns\tO\n\n" for index in range(12))
+    train = tmp_path / "commented.conll"
+    train.write_text(rows, encoding="utf-8")
+    assert main(["train", "--train", str(train), "--epochs", "1", "--quiet", "--output", str(tmp_path / "run"), *TINY_MODEL]) == 0
+    assert capsys.readouterr().out.count("comment lines before sentences") == 1

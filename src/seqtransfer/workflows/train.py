@@ -89,9 +89,12 @@ def load_logged_task_data(config: RunConfig, splits: tuple[str, ...], log: Log) 
     with warnings.catch_warnings(record=True) as repairs:
         warnings.simplefilter("always", SeqTransferWarning)
         data = load_task_data(config.data, splits)
+    logged = set()
     for repair in repairs:
         if issubclass(repair.category, SeqTransferWarning):
-            log(f"warning: {repair.message}")
+            if str(repair.message) not in logged:  # a file read twice (its dev carved from its training split) says it once
+                logged.add(str(repair.message))
+                log(f"warning: {repair.message}")
         else:
             warnings.warn_explicit(repair.message, repair.category, repair.filename, repair.lineno)
     if "dev" not in data.splits:
