@@ -1,5 +1,6 @@
 """Experiment reports: NRG against the paper's numbers, aggregation, significance, Markdown/CSV."""
 
+import json
 import random
 
 import pytest
@@ -393,3 +394,25 @@ def test_spearman_runs_are_tested_on_their_scores_by_ranks(tmp_path):
     assert scores_as_recorded(evidence[0], {"metric": "spearman", "test": rho})
     assert not scores_as_recorded(evidence[0], {"metric": "spearman", "test": rho - 0.5})  # another run's score
     assert not scores_as_recorded(evidence[0], {"metric": "correlation", "test": rho})  # Pearson's r differs
+
+
+def test_sections_replaces_only_the_named_sections_of_a_page(tmp_path, capsys):
+    """The paper's table re-rendered from the records (it needs no predictions) while the page's other
+    sections, significance tests and all, stay as they were."""
+    from seqtransfer.cli import main
+
+    head = "name: table4\ntitle: T\ntargets: {TPoS: {dataset: tpos}}\nmethods: {Scratch: {scheme: scratch}}\nreference: Scratch\n"
+    experiment = tmp_path / "table4.yaml"
+    experiment.write_text(head + "paper: {Scratch: {TPoS: 86.00}}\n", encoding="utf-8")
+    records = tmp_path / "table4.records.jsonl"
+    records.write_text(json.dumps(_record("Scratch", "TPoS", 1, 87.50, tmp_path / "gone")) + "\n", encoding="utf-8")
+    kept = "## Significance\n\n| a p-value only the runs could give | 0.0012 |\n"
+    page = tmp_path / "table4.md"
+    page.write_text(f"# T\n\nExperiment `table4`, 1 finished runs.\n\n## Paper (Δ = ours − paper)\n\n| old | 99.99 |\n\n{kept}", encoding="utf-8")
+    arguments = ["report", str(experiment), "--records", str(records), "--sections", "Paper", "--output", str(page), "--results", str(tmp_path / "none")]
+    assert main(arguments) == 0
+    text = page.read_text(encoding="utf-8")
+    assert "| Scratch | 86.00 (+1.50) |" in text and "99.99" not in text and text.endswith(kept) and text.count("## Paper") == 1
+    capsys.readouterr()
+    assert main([*arguments[:-4], "--sections", "Nothing", "--output", str(page)]) == 2
+    assert "no matching '## Nothing' sections (0 on the page, 0 in the render)" in capsys.readouterr().err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,6 +32,13 @@ def arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="replace only the opening notes of the page at --output (what reproduces and what does not), keeping its tables: "
         "for a page whose runs' predictions are not on this machine, which a full render would lose the significance tests of",
+    )
+    parser.add_argument(
+        "--sections",
+        metavar="HEADINGS",
+        help="replace only the page's sections whose heading starts with one of these (comma-separated, e.g. Paper), "
+        "rendered afresh from the records, keeping the rest of the page at --output: a section that needs no predictions "
+        "(the paper's table) on a page a full render would lose the significance tests of",
     )
     parser.add_argument("--trials", type=whole(1), default=10000, help="randomisation-test trials (default 10000)")
 
@@ -69,7 +77,7 @@ def run(arguments: argparse.Namespace) -> str:
     from seqtransfer.experiments.report import cost_points, render_cost
 
     points = cost_points(spec, records)
-    figure = Path(arguments.output).with_suffix("").name + ".cost.svg" if arguments.output and points else None
+    figure = Path(arguments.output).with_suffix("").name + ".cost.svg" if arguments.output and points and not arguments.sections else None
     cost = render_cost(spec, records, figure)
     if cost:
         text += "\n" + cost
@@ -85,6 +93,8 @@ def run(arguments: argparse.Namespace) -> str:
         text += "\n" + split_section(spec, records, "test")
     elif arguments.dev:
         text += "\n" + split_section(spec, records, "dev")
+    if arguments.sections:
+        return refresh_sections(arguments, text)
     if arguments.output:
         write_text(arguments.output, text)
         write_text(Path(arguments.output).with_suffix(".csv"), render_csv(spec, records))
@@ -166,6 +176,38 @@ def refresh_notes(arguments: argparse.Namespace, spec: ReportSpec) -> str:
     text = replace_notes(old, spec)
     write_text(page, text)
     return text
+
+
+def refresh_sections(arguments: argparse.Namespace, rendered: str) -> str:
+    """``--sections``: the page at ``--output`` with the named sections replaced by those of
+    ``rendered`` (the same render, flags and all), in order of appearance (a page's dev split has its
+    own "Paper" section); every other line kept."""
+    from seqtransfer.files import write_text
+
+    page = Path(arguments.output) if arguments.output else None
+    if page is None or not page.is_file():
+        raise SeqTransferError("--sections rewrites sections of an existing page: pass it as --output", path=page, hint="render the page in full first (drop --sections)")
+    old = page.read_text(encoding="utf-8")
+    headings = [heading.strip() for heading in arguments.sections.split(",") if heading.strip()]
+    text = old
+    for heading in headings:
+        fresh, stale = page_sections(rendered, heading), page_sections(text, heading)
+        if not stale or len(fresh) != len(stale):
+            found = f"{len(stale)} on the page, {len(fresh)} in the render"
+            raise SeqTransferError(f"no matching '## {heading}' sections ({found})", path=page, hint="name a section heading of the page, and render with the flags it was rendered with (--dev)")
+        for (start, end), (new_start, new_end) in reversed(list(zip(stale, fresh))):  # from the end: earlier offsets stay valid
+            text = text[:start] + rendered[new_start:new_end] + text[end:]
+    write_text(page, text)
+    return text
+
+
+def page_sections(text: str, heading: str) -> list[tuple[int, int]]:
+    """(start, end) character offsets of each "## HEADING..." section of a page: up to the next "## " or "# " heading."""
+    sections = []
+    for match in re.finditer(rf"^## {re.escape(heading)}.*$", text, flags=re.MULTILINE):
+        after = re.search(r"^#{1,2} ", text[match.end() :], flags=re.MULTILINE)  # the next heading of this level or above
+        sections.append((match.start(), match.end() + after.start() if after else len(text)))
+    return sections
 
 
 COMMAND = Command("render an experiment's results (mean ± std, aNRG, significance) next to the paper's", arguments, run)
