@@ -188,3 +188,7 @@ def test_predict_reads_a_conll_or_conllu_file_by_its_extension(tiny_run, tmp_pat
     assert [[line.split("\t")[0] for line in block.splitlines()] for block in blocks] == [["John", "lives"], ["Mary"]]
     assert main(["predict", str(tiny_run), str(path), "--format", "text"]) == 0
     assert [line.split("\t")[0] for line in capsys.readouterr().out.split("\n\n")[0].splitlines()] == ["John", "B-person"]
+    other = tmp_path / "input.txt"  # another extension: columns when --columns names them
+    other.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    assert main(["predict", str(tiny_run), str(other), "--columns", "word,ner"]) == 0
+    assert [line.split("\t")[0] for line in capsys.readouterr().out.split("\n\n")[0].splitlines()] == ["John", "lives"]

@@ -78,7 +78,7 @@ def read_sentences(arguments: argparse.Namespace, tokenize) -> list:
     """The input as :class:`Sentence` objects (CoNLL-U sentences keep every column and comment)."""
     from seqtransfer.data.corpus import Sentence
 
-    file_format = input_format(arguments.format, arguments.input)
+    file_format = input_format(arguments.format, arguments.input, arguments.columns)
     if file_format == "text":
         return [Sentence(tokens) for tokens in read_text(arguments.input, tokenize)]
     if arguments.input == "-":
@@ -95,15 +95,16 @@ def read_sentences(arguments: argparse.Namespace, tokenize) -> list:
     return read_conll(arguments.input, columns, separator=arguments.separator)
 
 
-def input_format(declared: str, path: str) -> str:
+def input_format(declared: str, path: str, columns: str | None = None) -> str:
     """The input's format: the declared one, or for ``auto`` the file's extension's (a CoNLL file
-    read as raw text would make every token line a sentence)."""
+    read as raw text would make every token line a sentence); a file (not standard input) of
+    another extension with ``--columns`` is a column file."""
     if declared != "auto":
         return declared
     from seqtransfer.data.registry import CONLLU_EXTENSIONS
 
     suffix = Path(path).suffix.lower()
-    return "conllu" if suffix in CONLLU_EXTENSIONS else {".conll": "conll", ".tsv": "tsv"}.get(suffix, "text")
+    return "conllu" if suffix in CONLLU_EXTENSIONS else {".conll": "conll", ".tsv": "tsv"}.get(suffix, "conll" if columns and path != "-" else "text")
 
 
 def read_tsv_texts(path: str) -> list:
@@ -127,7 +128,7 @@ def input_tags(predictor, arguments: argparse.Namespace, sentences: list) -> lis
         return None
     from seqtransfer.data.tag_feature import feature_tags
 
-    return feature_tags(vocabularies, [sentence.tokens for sentence in sentences], None if input_format(arguments.format, arguments.input) == "text" else sentences)
+    return feature_tags(vocabularies, [sentence.tokens for sentence in sentences], None if input_format(arguments.format, arguments.input, arguments.columns) == "text" else sentences)
 
 
 def run(arguments: argparse.Namespace) -> list:
