@@ -192,3 +192,7 @@ def test_predict_reads_a_conll_or_conllu_file_by_its_extension(tiny_run, tmp_pat
     other.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
     assert main(["predict", str(tiny_run), str(other), "--columns", "word,ner"]) == 0
     assert [line.split("\t")[0] for line in capsys.readouterr().out.split("\n\n")[0].splitlines()] == ["John", "lives"]
+    tabbed = tmp_path / "input.tsv"  # NER corpora ship as .tsv column files too: --columns says which
+    tabbed.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    assert main(["predict", str(tiny_run), str(tabbed), "--columns", "word,ner"]) == 0
+    assert [line.split("\t")[0] for line in capsys.readouterr().out.split("\n\n")[0].splitlines()] == ["John", "lives"]

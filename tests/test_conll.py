@@ -147,3 +147,12 @@ def test_comment_lines_before_sentences_are_left_out_and_a_hash_token_stays(tmp_
     spaced = tmp_path / "spaced.conll"
     spaced.write_text("# O\nlove O\n", encoding="utf-8")  # space-separated: '# O' is a token line
     assert [sentence.tokens for sentence in read_conll(spaced)] == [["#", "love"]]
+    mixed = tmp_path / "mixed.conll"  # TABs on some lines: a line without one splits on spaces, '#love O' too
+    mixed.write_text("#love O\nit\tO\n\n# O\nyes\tO\n", encoding="utf-8")
+    assert [sentence.tokens for sentence in read_conll(mixed)] == [["#love", "it"], ["#", "yes"]]
+    one_column = tmp_path / "words.conll"  # forced TABs, one column: every line is one token
+    one_column.write_text("#hashtag\nwow\n\n# a note\nyes\n", encoding="utf-8")
+    assert [sentence.tokens for sentence in read_conll(one_column, ["word"], separator="tab")] == [["#hashtag", "wow"], ["# a note", "yes"]]
+    features = tmp_path / "features.conll"  # '#' TAB feature TAB label: a token whose feature holds '='
+    features.write_text("#\tNumber=Sing\tO\nit\t_\tO\n", encoding="utf-8")
+    assert [sentence.tokens for sentence in read_conll(features)] == [["#", "it"]]

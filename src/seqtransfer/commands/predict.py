@@ -82,7 +82,8 @@ def read_sentences(arguments: argparse.Namespace, tokenize) -> list:
     if file_format == "text":
         return [Sentence(tokens) for tokens in read_text(arguments.input, tokenize)]
     if arguments.input == "-":
-        raise SeqTransferError("CoNLL input must be a file", hint="pass the file path instead of piping it")
+        shown = {"conll": "CoNLL", "conllu": "CoNLL-U", "tsv": "TSV"}[file_format]
+        raise SeqTransferError(f"{shown} input must be a file", hint="pass the file path instead of piping it (or --format text for raw text)")
     if file_format == "tsv":
         return read_tsv_texts(arguments.input)
     if file_format == "conllu":
@@ -97,14 +98,18 @@ def read_sentences(arguments: argparse.Namespace, tokenize) -> list:
 
 def input_format(declared: str, path: str, columns: str | None = None) -> str:
     """The input's format: the declared one, or for ``auto`` the file's extension's (a CoNLL file
-    read as raw text would make every token line a sentence); a file (not standard input) of
-    another extension with ``--columns`` is a column file."""
+    read as raw text would make every token line a sentence); with ``--columns``, a column file
+    of any other extension (standard input then gets the "must be a file" error)."""
     if declared != "auto":
         return declared
     from seqtransfer.data.registry import CONLLU_EXTENSIONS
 
     suffix = Path(path).suffix.lower()
-    return "conllu" if suffix in CONLLU_EXTENSIONS else {".conll": "conll", ".tsv": "tsv"}.get(suffix, "conll" if columns and path != "-" else "text")
+    if suffix in CONLLU_EXTENSIONS:
+        return "conllu"
+    if columns or suffix == ".conll":  # --columns names a column file's columns, whatever its extension (.tsv NER files too)
+        return "conll"
+    return "tsv" if suffix == ".tsv" else "text"
 
 
 def read_tsv_texts(path: str) -> list:

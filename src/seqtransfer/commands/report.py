@@ -73,18 +73,7 @@ def run(arguments: argparse.Namespace) -> str:
     other_runs = store_differences(in_store, kept, arguments.records)
     stored = merge(kept, [record for record in in_store if cell_key(record) not in other_runs])
     records = [record for record in stored if not record.get("source")]
-    text = render_markdown(spec, records)
-    from seqtransfer.experiments.report import cost_points, render_cost
-
-    points = cost_points(spec, records)
-    figure = Path(arguments.output).with_suffix("").name + ".cost.svg" if arguments.output and points and not arguments.sections else None
-    cost = render_cost(spec, records, figure)
-    if cost:
-        text += "\n" + cost
-    if figure:
-        from seqtransfer.analysis.figures import cost_tradeoff, save_figure
-
-        save_figure(cost_tradeoff(points), Path(arguments.output).with_suffix("").with_name(Path(arguments.output).with_suffix("").name + ".cost"))
+    text = render_markdown(spec, records) + cost_section(arguments, spec, records)
     sources = [record for record in stored if record.get("source")]
     if sources:
         text += "\n" + render_sources(sources)
@@ -93,14 +82,31 @@ def run(arguments: argparse.Namespace) -> str:
         text += "\n" + split_section(spec, records, "test")
     elif arguments.dev:
         text += "\n" + split_section(spec, records, "dev")
-    if arguments.sections:
-        return refresh_sections(arguments, text)
+    if arguments.sections:  # the page's named sections, and its CSV (means and the paper's numbers: no predictions)
+        refreshed = refresh_sections(arguments, text)
+        write_text(Path(arguments.output).with_suffix(".csv"), render_csv(spec, records))
+        return refreshed
     if arguments.output:
         write_text(arguments.output, text)
         write_text(Path(arguments.output).with_suffix(".csv"), render_csv(spec, records))
     else:
         print(text)
     return text
+
+
+def cost_section(arguments: argparse.Namespace, spec, records: list[dict]) -> str:
+    """The cost section (empty where no run recorded its cost), and its figure beside ``--output``
+    (not for ``--sections``, which rewrites the page's text alone)."""
+    from seqtransfer.experiments.report import cost_points, render_cost
+
+    points = cost_points(spec, records)
+    figure = Path(arguments.output).with_suffix("").name + ".cost.svg" if arguments.output and points and not arguments.sections else None
+    cost = render_cost(spec, records, figure)
+    if figure:
+        from seqtransfer.analysis.figures import cost_tradeoff, save_figure
+
+        save_figure(cost_tradeoff(points), Path(arguments.output).with_suffix("").with_name(Path(arguments.output).with_suffix("").name + ".cost"))
+    return "\n" + cost if cost else ""
 
 
 def store_differences(in_store: list[dict], kept: list[dict], path: str | None) -> set[tuple]:
@@ -188,6 +194,8 @@ def refresh_sections(arguments: argparse.Namespace, rendered: str) -> str:
     if page is None or not page.is_file():
         raise SeqTransferError("--sections rewrites sections of an existing page: pass it as --output", path=page, hint="render the page in full first (drop --sections)")
     old = page.read_text(encoding="utf-8")
+    if old.split("\n", 1)[0] != rendered.split("\n", 1)[0]:  # another experiment's page, or the searched cells' page and the file's records
+        raise SeqTransferError(f"the page is titled {old.split(chr(10), 1)[0]!r}, the render {rendered.split(chr(10), 1)[0]!r}", path=page, hint="pass the page's own experiment file and --records")
     headings = [heading.strip() for heading in arguments.sections.split(",") if heading.strip()]
     text = old
     for heading in headings:

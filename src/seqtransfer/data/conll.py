@@ -13,9 +13,9 @@ Reading rules:
   sentences with a single TAB);
 - ``-DOCSTART-`` document lines are skipped and also end a sentence; empty sentences are never
   produced;
-- comment lines before a sentence (``# sent_id = 1``: a ``#`` and ``key =``; in a TAB file any
-  ``#`` line without a TAB) are left out with one warning naming them; a token ``#`` inside a
-  sentence, or ``#`` TAB label, is a token;
+- comment lines before a sentence (``# sent_id = 1``; or a ``#`` line whose fields, split as the
+  file's are, are not as many as a token line's) are left out with one warning naming them; a
+  ``#`` or ``#hashtag`` token line with its label (``#love O``, ``#`` TAB ``O``) stays a token;
 - ``columns`` names the columns in order; exactly one must be ``"word"`` (the token) and ``"_"``
   drops a column. Without ``columns`` the names are inferred from the first token line:
   ``word label`` for 2 columns, ``word col1 ... colN label`` for more (the last column is the
@@ -41,8 +41,8 @@ DOCUMENT_START = "-DOCSTART-"
 EMPTY_TOKEN = "<empty>"
 SEPARATORS = ("auto", "tab", "space")
 # A CoNLL-U style comment before a sentence (``# sent_id = 1``, ``# text = ...``), as tools that
-# write column files often add; a token "#" is never followed by "key =" (nor, in a TAB file, lacks a TAB).
-COMMENT = re.compile(r"^#\s+[\w.-]+\s*=")
+# write column files often add: "#", a space, a key, a space, "=". Spaces only: "#<TAB>Number=Sing<TAB>O" is a token line.
+COMMENT = re.compile(r"^# +[\w.-]+ +=( |$)")
 
 
 def infer_columns(count: int) -> list[str]:
@@ -77,11 +77,13 @@ def read_conll(path: str | Path, columns: Sequence[str] | None = None, encoding:
     empty_tokens: list[int] = []
     first_line = 0
     comments: list[int] = []
+    mode = separator if tabbed else "space"
+    width = len(names) if names else token_width(lines, mode)
     for number, line in enumerate(lines, start=1):
-        if not rows and is_comment(line, tabbed):
+        if not rows and is_comment(line, mode, width):
             comments.append(number)
             continue
-        fields = line_fields(line, separator if tabbed else "space", names)
+        fields = line_fields(line, mode, names)
         if not fields or fields[0] == DOCUMENT_START:
             if rows:
                 sentences.append(build_sentence(rows, names, source, first_line))
@@ -113,12 +115,26 @@ def shown_lines(numbers: Sequence[int]) -> str:
     return ", ".join(map(str, numbers[:5])) + (", ..." if len(numbers) > 5 else "")
 
 
-def is_comment(line: str, tabbed: bool) -> bool:
+def is_comment(line: str, mode: str, width: int | None) -> bool:
     """Whether ``line``, before a sentence's first token, is a comment: ``# key = value`` (CoNLL-U's
-    ``# sent_id = 1``), or in a TAB-separated file a ``#`` line without a TAB."""
+    ``# sent_id = 1``) without a TAB, or a ``#`` line that read as a token line (``mode``: how the
+    file's fields split) would not have the file's ``width`` fields. A ``#`` or ``#hashtag`` token
+    line with its label (``#love O``, ``#<TAB>O``) stays a token line."""
     if not line.startswith("#"):
         return False
-    return bool(COMMENT.match(line)) or (tabbed and "\t" not in line)
+    if COMMENT.match(line) and "\t" not in line:
+        return True
+    return width is not None and len(line_fields(line, mode, None)) != width
+
+
+def token_width(lines: Sequence[str], mode: str) -> int | None:
+    """The field count of the file's first token line (not blank, not a ``#`` line, not ``-DOCSTART-``)."""
+    for line in lines:
+        if line.strip() and not line.startswith("#"):
+            fields = line_fields(line, mode, None)
+            if fields and fields[0] != DOCUMENT_START:
+                return len(fields)
+    return None
 
 
 def uses_tabs(lines: Sequence[str], separator: str, path: str | Path) -> bool:
