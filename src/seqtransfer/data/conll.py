@@ -106,7 +106,8 @@ def read_conll(path: str | Path, columns: Sequence[str] | None = None, encoding:
     if empty_tokens:
         warn(f"{path}: {len(empty_tokens)} empty tokens (lines {shown_lines(empty_tokens)}) read as '{EMPTY_TOKEN}'")
     if comments:
-        warn(f"{path}: {len(comments)} comment lines before sentences (lines {shown_lines(comments)}, e.g. '{lines[comments[0] - 1][:40]}') left out")
+        plural = "s" if len(comments) > 1 else ""
+        warn(f"{path}: {len(comments)} comment line{plural} before sentences (line{plural} {shown_lines(comments)}, e.g. '{lines[comments[0] - 1][:40]}') left out")
     return sentences
 
 
