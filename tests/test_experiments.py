@@ -996,12 +996,12 @@ def test_a_finished_run_on_an_encoder_since_replaced_trains_again(tmp_path, monk
     from seqtransfer.embeddings.transformer import encoder_fingerprint
 
     (run / "config.yaml").write_text(saved.replace("encoder: runs/tiny_bert", "encoder: encoder"))
-    assert stale_encoder(task) is None and is_finished(task)  # the fixture's hash is the tiny encoder's: the same folder content
+    assert stale_encoder(task.directory, task.config["model"]["encoder"]) is None and is_finished(task)  # the fixture's hash is the tiny encoder's: the same folder content
     assert encoder_fingerprint("encoder") in saved
     (tmp_path / "encoder" / "config.json").write_text((tmp_path / "encoder" / "config.json").read_text().replace("}", ', "retrained": true}', 1))
-    assert stale_encoder(task) is not None and not is_finished(task)
+    assert stale_encoder(task.directory, task.config["model"]["encoder"]) is not None and not is_finished(task)
     lines = []
-    set_stale_run_aside(task, lines.append)
+    set_stale_run_aside(task.directory, task.config["model"]["encoder"], lines.append)
     assert not run.exists() and len(list(run.parent.glob("cell.encoder-*"))) == 1 and "training again" in lines[0]
 
 

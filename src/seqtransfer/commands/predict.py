@@ -115,15 +115,9 @@ def input_format(declared: str, path: str, columns: str | None = None) -> str:
 def read_tsv_texts(path: str) -> list:
     """The sentences (or pairs) of a TSV file whose header names a ``text`` field (and ``text_b``);
     its other fields (a label, an id) are read and not used."""
-    from seqtransfer.data.corpus import read_lines
-    from seqtransfer.data.tsv import TEXT, read_tsv_sentences
+    from seqtransfer.data.tsv import read_tsv_sentences
 
-    names = tuple(name.strip() for name in (read_lines(path) or [""])[0].split("\t"))
-    if TEXT not in names:
-        raise SeqTransferError(
-            f"the header names the fields {', '.join(names)}, none of them 'text'", path=path, line=1, hint="name the sentence field text (and a pair's second text_b) in a header line"
-        )
-    return read_tsv_sentences(path, names, header=True)
+    return read_tsv_sentences(path, None, named_fields=True)
 
 
 def input_tags(predictor, arguments: argparse.Namespace, sentences: list) -> list | None:

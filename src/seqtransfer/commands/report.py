@@ -82,15 +82,14 @@ def run(arguments: argparse.Namespace) -> str:
         text += "\n" + split_section(spec, records, "test")
     elif arguments.dev:
         text += "\n" + split_section(spec, records, "dev")
-    if arguments.sections:  # the page's named sections, and its CSV (means and the paper's numbers: no predictions)
-        refreshed = refresh_sections(arguments, text)
-        write_text(Path(arguments.output).with_suffix(".csv"), render_csv(spec, records))
-        return refreshed
-    if arguments.output:
+    if arguments.sections:  # the page's named sections only; its CSV in full (means and the paper's numbers: no predictions)
+        text = refresh_sections(arguments, text)
+    elif arguments.output:
         write_text(arguments.output, text)
-        write_text(Path(arguments.output).with_suffix(".csv"), render_csv(spec, records))
     else:
         print(text)
+    if arguments.output:
+        write_text(Path(arguments.output).with_suffix(".csv"), render_csv(spec, records))
     return text
 
 
@@ -194,8 +193,9 @@ def refresh_sections(arguments: argparse.Namespace, rendered: str) -> str:
     if page is None or not page.is_file():
         raise SeqTransferError("--sections rewrites sections of an existing page: pass it as --output", path=page, hint="render the page in full first (drop --sections)")
     old = page.read_text(encoding="utf-8")
-    if old.split("\n", 1)[0] != rendered.split("\n", 1)[0]:  # another experiment's page, or the searched cells' page and the file's records
-        raise SeqTransferError(f"the page is titled {old.split(chr(10), 1)[0]!r}, the render {rendered.split(chr(10), 1)[0]!r}", path=page, hint="pass the page's own experiment file and --records")
+    title, rendered_title = old.partition("\n")[0], rendered.partition("\n")[0]
+    if title != rendered_title:  # another experiment's page, or the searched cells' page and the file's records
+        raise SeqTransferError(f"the page is titled {title!r}, the render {rendered_title!r}", path=page, hint="pass the page's own experiment file and --records")
     headings = [heading.strip() for heading in arguments.sections.split(",") if heading.strip()]
     text = old
     for heading in headings:

@@ -19,16 +19,17 @@ from seqtransfer.errors import SeqTransferError
 TEXT, TEXT_B = "text", "text_b"
 
 
-def read_tsv_sentences(path: str | Path, fields: tuple[str, ...], header: bool = False, encoding: str = "utf-8", extra_fields: bool = False, named_fields: bool = False) -> list[Sentence]:
+def read_tsv_sentences(path: str | Path, fields: tuple[str, ...] | None, header: bool = False, encoding: str = "utf-8", extra_fields: bool = False, named_fields: bool = False) -> list[Sentence]:
     """One sentence (or pair) per line of ``fields`` (one of them ``text``); a line with another
     field count is a one-line error (more fields are ignored with ``extra_fields``: STS-B). With
-    ``named_fields`` the file's header names the same fields, in any order."""
+    ``named_fields`` the file's header names the same fields, in any order (``fields`` None: whichever
+    it names, one of them ``text``)."""
     path = Path(path)
     if not path.is_file():
         raise SeqTransferError("file not found", path=path, hint="check the path")
     lines = decode_lines(path.read_bytes(), path, encoding)
-    if named_fields and lines:
-        fields = fields_of_header(lines[0], fields, path)
+    if named_fields and (lines or fields is None):  # an empty file names no fields: no text field either
+        fields = fields_of_header(lines[0] if lines else "", fields, path)
     sentences = []
     for number, line in enumerate(lines, start=1):
         if ((header or named_fields) and number == 1) or not line.strip():
@@ -53,11 +54,14 @@ def read_tsv_sentences(path: str | Path, fields: tuple[str, ...], header: bool =
     return sentences
 
 
-def fields_of_header(line: str, fields: tuple[str, ...], path: Path) -> tuple[str, ...]:
+def fields_of_header(line: str, fields: tuple[str, ...] | None, path: Path) -> tuple[str, ...]:
     """The fields a file's header ``line`` names, in its order: the same names as ``fields`` (the
-    training file's), else a one-line error."""
+    training file's), or any holding ``text`` where ``fields`` is None; else a one-line error."""
     own = tuple(name.strip() for name in line.split("\t"))
-    if sorted(own) != sorted(fields):
+    if fields is None and TEXT not in own:
+        hint = "name the sentence field text (and a pair's second text_b) in a header line"
+        raise SeqTransferError(f"the header names the fields {', '.join(own)}, none of them 'text'", path=path, line=1, hint=hint)
+    if fields is not None and sorted(own) != sorted(fields):
         raise SeqTransferError(
             f"the header names the fields {', '.join(own)}, the training file's are {', '.join(fields)}",
             path=path,

@@ -43,7 +43,7 @@ def execute_task(task: RunTask, echo: Log | None = None) -> list[dict]:
     """
     directory = Path(task.directory)
     config = config_from_dict(copy.deepcopy(task.config))
-    set_stale_run_aside(task, echo)
+    set_stale_run_aside(task.directory, encoder_of(task), echo)
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / ".lock", "w") as lock:  # two grids sharing this run: the second waits, then reuses it
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -118,9 +118,14 @@ def execute_ensemble(task: RunTask, members: list[RunTask]) -> dict:
     return finish_record(task, directory)
 
 
+def encoder_of(task: RunTask) -> str | None:
+    """The encoder folder a task's settings name (None: it reads none)."""
+    return task.config.get("model", {}).get("encoder")
+
+
 def is_finished(task: RunTask) -> bool:
     """The task's run finished, on the encoder folder its settings name as that folder is now."""
-    return (Path(task.directory) / rundir.METRICS).is_file() and stale_encoder(task) is None
+    return (Path(task.directory) / rundir.METRICS).is_file() and stale_encoder(task.directory, encoder_of(task)) is None
 
 
 def kept_records_of(task: RunTask, kept: dict[tuple, dict]) -> list[dict] | None:

@@ -36,7 +36,6 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from seqtransfer import rundir
@@ -130,7 +129,7 @@ def finished_trial(directory: Path, encoder: str | None) -> bool:
     encoder its settings name as that folder was before (our own LM pretrained again at the same
     path), which is moved aside so that the trial trains again, as a grid's cell does."""
     try:
-        set_stale_run_aside(SimpleNamespace(config={"model": {"encoder": encoder}}, directory=str(directory)), echo=print)
+        set_stale_run_aside(directory, encoder, echo=print)
     except FileNotFoundError:  # a trial of the same settings moved it aside first
         pass
     return (directory / rundir.METRICS).is_file()

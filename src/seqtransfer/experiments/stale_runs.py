@@ -7,20 +7,17 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from seqtransfer import rundir
 from seqtransfer.embeddings.transformer import encoder_fingerprint
 from seqtransfer.errors import SeqTransferError
 
-if TYPE_CHECKING:  # the type only: grid is in the experiments' import circle, which this module stays out of
-    from seqtransfer.experiments.grid import RunTask
 
-
-def stale_encoder(task: RunTask) -> str | None:
-    """The encoder hash a finished run recorded, where the folder its settings name holds another
-    encoder now. None where the run reads no encoder, recorded no hash, or its encoder is not found here."""
-    encoder, directory = task.config.get("model", {}).get("encoder"), Path(task.directory)
+def stale_encoder(directory: str | Path, encoder: str | None) -> str | None:
+    """The encoder hash the run in ``directory`` recorded, where the folder its settings name
+    (``encoder``) holds another encoder now. None where the run reads no encoder, recorded no hash,
+    or its encoder is not found here."""
+    directory = Path(directory)
     if not encoder or not (directory / rundir.CONFIG).is_file():
         return None
     try:
@@ -37,13 +34,13 @@ def recorded_hash(directory: str, config_time: int) -> str | None:
     return rundir.read_saved_config(Path(directory)).model.encoder_hash
 
 
-def set_stale_run_aside(task: RunTask, echo: Callable[[str], None] | None) -> None:
+def set_stale_run_aside(directory: str | Path, encoder: str | None, echo: Callable[[str], None] | None) -> None:
     """Move a finished run trained on another encoder (``stale_encoder``) beside its folder, so that
-    the cell trains again in its place; the old run stays readable there."""
-    recorded = stale_encoder(task) if (Path(task.directory) / rundir.METRICS).is_file() else None
+    the cell (or search trial) trains again in its place; the old run stays readable there."""
+    directory = Path(directory)
+    recorded = stale_encoder(directory, encoder) if (directory / rundir.METRICS).is_file() else None
     if recorded:
-        directory = Path(task.directory)
         aside = directory.with_name(f"{directory.name}.encoder-{recorded[:12]}")
         directory.rename(aside)
         if echo:
-            echo(f"{directory} was trained on another encoder at {task.config['model']['encoder']} (hash {recorded[:12]}): moved to {aside}, training again")
+            echo(f"{directory} was trained on another encoder at {encoder} (hash {recorded[:12]}): moved to {aside}, training again")
