@@ -203,6 +203,8 @@ def test_bad_lm_input_is_one_line(language_model, text, tmp_path, capsys, monkey
 def test_analyze_layers_reads_each_runs_scalar_mix_and_the_report_shows_it(language_model, tmp_path, monkeypatch, capsys):
     from safetensors.torch import load_file
 
+    from seqtransfer.rundir import read_saved_config
+
     monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))
     folder, _ = language_model
     features = tmp_path / "features"
@@ -213,7 +215,12 @@ def test_analyze_layers_reads_each_runs_scalar_mix_and_the_report_shows_it(langu
     (result,) = run(["analyze", "layers", str(features), "--label", "frozen LM", "--output", str(tmp_path / "layers")])
     saved = load_file(str(features / "model.safetensors"))["word_representation.encoder_mix.weights"]
     assert result["weights"] == [round(value, 4) for value in torch.softmax(saved, 0).tolist()] and len(result["weights"]) == 3
-    assert "| frozen LM |" in capsys.readouterr().out and {path.name for path in (tmp_path / "layers").iterdir()} >= {"layers.json", "layers.md", "layers.png"}
+    assert result["encoder_weights"] == read_saved_config(features).model.encoder_hash and len(result["encoder_weights"]) == 16  # which pretraining of the folder it read
+    assert (
+        "| frozen LM |" in (shown := capsys.readouterr().out)
+        and f"`{result['encoder_weights']}` |" in shown
+        and {path.name for path in (tmp_path / "layers").iterdir()} >= {"layers.json", "layers.md", "layers.png"}
+    )
     (unnamed,) = run(["analyze", "layers", str(features), "--output", str(tmp_path / "unnamed")])
     assert unnamed["label"] == "tiny_ner_train"  # without --label: what the run trained on (a file: its name)
     shutil.copytree(features, tmp_path / "copy")
@@ -338,3 +345,16 @@ def test_a_forms_gradient_sums_in_one_order_whatever_the_threads():
     finally:
         torch.set_num_threads(threads)
     assert torch.equal(at_positions(vectors, index), vectors[index]) and torch.equal(gradients[0], gradients[1])
+
+
+def test_the_layer_figure_puts_runs_of_one_lm_folder_pretrained_twice_in_two_panels():
+    from seqtransfer.analysis.layer_mix import markdown, mix_figure
+
+    def row(label, fingerprint):
+        return {"label": label, "encoder": "lms/tweet", "encoder_weights": fingerprint, "mode": "features", "weights": [0.2, 0.3, 0.5], "gamma": 1.0}
+
+    results = [row("old", "1fbc97c24263b133"), row("new", "ee52314b76cfadc3"), row("newer", "ee52314b76cfadc3")]
+    titles = [axes.get_title() for axes in mix_figure(results).axes]
+    assert titles == ["encoder tweet (1fbc97c2)", "encoder tweet (ee52314b)"]
+    assert [axes.get_title() for axes in mix_figure(results[1:]).axes] == ["encoder tweet"]  # one pretraining: no fingerprint needed
+    assert "| old | 0.200 | 0.300 | 0.500 | 1.000 | `1fbc97c24263b133` |" in markdown(results)

@@ -258,14 +258,17 @@ def drift_section(results: list[dict]) -> str:
 def layer_mix_section(results: list[dict]) -> str:
     """Which encoder layers each run uses: the softmax weights of its scalar mix, a column per layer."""
     layers = max(len(result["weights"]) for result in results)
-    rows = [[escape(result["label"]), *result["weights"], *([""] * (layers - len(result["weights"]))), result["gamma"], escape(result["mode"])] for result in results]
+    rows = [
+        [escape(result["label"]), *result["weights"], *([""] * (layers - len(result["weights"]))), result["gamma"], escape(result["mode"]), escape(result.get("encoder_weights") or "")]
+        for result in results
+    ]
     return "\n".join(
         [
             '<h2 id="layers">Which encoder layers each task uses</h2>',
             '<p class="note">The learned scalar mix gamma * sum_l softmax(s)_l h_l of each run (Peters et al. 2018): softmax(s) per layer, '
             "layer 0 being the embeddings (a Transformer) or the character CNN (our recurrent LM).</p>",
             embedded_figure(mix_figure(results), "Softmax weight of each encoder layer, per run."),
-            table(["run", *(f"layer {layer}" for layer in range(layers)), "gamma", "encoder mode"], rows, digits=3),
+            table(["run", *(f"layer {layer}" for layer in range(layers)), "gamma", "encoder mode", "encoder weights"], rows, digits=3),
         ]
     )
 

@@ -30,7 +30,8 @@ def task_label(config: RunConfig) -> str | None:
 
 
 def mix_weights(directory: str | Path, label: str | None = None) -> dict:
-    """{run, label, encoder, mode, weights (softmax, per layer), gamma} of one run."""
+    """{run, label, encoder, encoder_weights (the fingerprint of the encoder folder the run read, so a
+    row of an LM since pretrained again is told apart), mode, weights (softmax, per layer), gamma} of one run."""
     directory = Path(directory)
     check_run_directory(directory)
     config = read_saved_config(directory)
@@ -48,6 +49,7 @@ def mix_weights(directory: str | Path, label: str | None = None) -> dict:
         "run": str(directory),
         "label": label or task_label(config) or directory.resolve().name,
         "encoder": model.encoder,
+        "encoder_weights": model.encoder_hash,
         "mode": model.encoder_mode,
         "weights": [round(weight, 4) for weight in weights],
         "gamma": round(gamma, 4),
@@ -55,22 +57,43 @@ def mix_weights(directory: str | Path, label: str | None = None) -> dict:
 
 
 def markdown(results: list[dict]) -> str:
-    """A table: a row per run, a column per layer (softmax weight), and gamma."""
+    """A table: a row per run, a column per layer (softmax weight), gamma, and the encoder's fingerprint."""
     layers = max(len(result["weights"]) for result in results)
-    header = "| run | " + " | ".join(f"layer {layer}" for layer in range(layers)) + " | gamma |"
-    rule = "| --- |" + " ---: |" * (layers + 1)
+    header = "| run | " + " | ".join(f"layer {layer}" for layer in range(layers)) + " | gamma | encoder weights |"
+    rule = "| --- |" + " ---: |" * (layers + 1) + " --- |"
     rows = [
-        "| " + " | ".join([result["label"], *(f"{weight:.3f}" for weight in result["weights"]), *([""] * (layers - len(result["weights"]))), f"{result['gamma']:.3f}"]) + " |" for result in results
+        "| "
+        + " | ".join(
+            [
+                result["label"],
+                *(f"{weight:.3f}" for weight in result["weights"]),
+                *([""] * (layers - len(result["weights"]))),
+                f"{result['gamma']:.3f}",
+                f"`{result['encoder_weights']}`" if result.get("encoder_weights") else "",
+            ]
+        )
+        + " |"
+        for result in results
     ]
     return "\n".join([header, rule, *rows]) + "\n"
+
+
+def encoder_key(result: dict) -> tuple[str, str | None]:
+    """(encoder path, fingerprint): runs of one folder pretrained twice go to two panels."""
+    return str(result["encoder"]), result.get("encoder_weights")
+
+
+def fingerprints_of(results: list[dict], path: str) -> set:
+    """The fingerprints the runs of one encoder folder read."""
+    return {result.get("encoder_weights") for result in results if str(result["encoder"]) == path}
 
 
 def mix_figure(results: list[dict]) -> Figure:
     """A panel per encoder, a row per run, a column per layer (0 = embeddings / character CNN): each
     cell the layer's softmax weight, shaded and written. Grouped bars stop being readable beyond a
     few runs; a task's row beside another's shows at a glance which layers each one leans on."""
-    encoders = list(dict.fromkeys(str(result["encoder"]) for result in results))
-    panels = [[result for result in results if str(result["encoder"]) == encoder] for encoder in encoders]
+    encoders = list(dict.fromkeys(encoder_key(result) for result in results))
+    panels = [[result for result in results if encoder_key(result) == encoder] for encoder in encoders]
     widest = max(len(result["weights"]) for result in results)
     heights = [len(panel) for panel in panels]
     figure = Figure(figsize=(max(4.5, 0.75 * widest + 3.0), 0.9 + 0.32 * sum(heights) + 0.6 * len(panels)))
@@ -85,7 +108,8 @@ def mix_figure(results: list[dict]) -> Figure:
                 axes.text(layer, row, f"{weight:.2f}", ha="center", va="center", fontsize="small", color="white" if weight > 0.6 else "black")
         axes.set_yticks(range(len(panel)), [result["label"] for result in panel], fontsize="small")
         axes.set_xticks(range(layers))
-        axes.set_title(f"encoder {Path(encoder).name}", fontsize="medium")
+        path, fingerprint = encoder
+        axes.set_title(f"encoder {Path(path).name}" + (f" ({fingerprint[:8]})" if fingerprint and len(fingerprints_of(results, path)) > 1 else ""), fontsize="medium")
     axes.set_xlabel("layer (0 = embeddings / character CNN)")
     figure.tight_layout()
     return figure
