@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 from pathlib import Path
 
 import pytest
 
 from seqtransfer.cli import run
 from seqtransfer.commands.report import page_sections
+from seqtransfer.files import load_yaml
 
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
@@ -60,3 +62,27 @@ def test_a_committed_pages_csv_is_what_its_records_and_file_give(name):
 
 def test_the_pages_are_found():
     assert {"pretrand_table4", "mutspad_table2", "totune_table2", "encoder_adaptations_selected"} <= set(PAGES) and len(PAGES) >= 25
+
+
+STATED_COST = re.compile(r"^(\d+) cells recorded \(.*?\) trained in ([\d.]+) h.*\((docs/results/\S+\.records\.jsonl)\)$")
+COSTED = sorted(path.stem for path in EXPERIMENTS.glob("*.yaml") if STATED_COST.match(str((load_yaml(path.read_text(encoding="utf-8")) or {}).get("cost", ""))))
+
+
+@pytest.mark.parametrize("name", COSTED)
+def test_an_experiments_stated_cost_is_what_its_records_give(name):
+    """`experiment list` shows each experiment's cost as its file states it; where that names a records file, its
+    cells and hours are that file's (a multi-task run's time once, however many tasks it records)."""
+    from seqtransfer.experiments.kept import read_kept
+    from seqtransfer.experiments.shipped import recorded_cost
+
+    cells, hours, records = STATED_COST.match(str(load_yaml((EXPERIMENTS / f"{name}.yaml").read_text(encoding="utf-8"))["cost"])).groups()
+    counted, summed = recorded_cost(read_kept(RESULTS.parent.parent / records))
+    assert (int(cells), float(hours)) == (counted, round(summed, 1)), f"{name}.yaml's cost: write {counted} cells and {summed:.1f} h"
+
+
+def test_recorded_cost_counts_a_multitask_runs_time_once():
+    from seqtransfer.experiments.shipped import recorded_cost
+
+    records = [{"method": "MT", "target": task, "seed": 1, "run_directory": "runs/mt", "seconds": 3600.0} for task in ("POS", "NER")]
+    records += [{"method": None, "source": "news", "run_directory": "sources/news", "seconds": 7200.0}, {"method": "FT", "target": "POS", "seed": 1, "seconds": 1800.0}]
+    assert recorded_cost(records) == (3, 1.5)

@@ -37,3 +37,12 @@ def shipped_table() -> list[dict[str, str]]:
         values = load_yaml((SHIPPED_EXPERIMENTS / (name.replace("-", "_") + ".yaml")).read_text(encoding="utf-8")) or {}
         rows.append({"name": name, "title": str(values.get("title", "")), "cost": str(values.get("cost", ""))})
     return rows
+
+
+def recorded_cost(records: list[dict]) -> tuple[int, float]:
+    """(cells, hours) of a records file, as an experiment's ``cost`` states them: a cell is one
+    method's record on one target at one seed; the hours sum each run's training once (the
+    four records of one multi-task run share its time), source runs not counted."""
+    cells = [record for record in records if record.get("method")]
+    seconds = {record.get("run_directory") or str(index): float(record.get("seconds") or 0.0) for index, record in enumerate(cells)}
+    return len(cells), sum(seconds.values()) / 3600
