@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import io
-import re
 from pathlib import Path
 
 import pytest
 
 from seqtransfer.cli import run
 from seqtransfer.commands.report import page_sections
-from seqtransfer.files import load_yaml
+from seqtransfer.experiments.shipped import stated_and_recorded_cost
 
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
@@ -64,20 +63,15 @@ def test_the_pages_are_found():
     assert {"pretrand_table4", "mutspad_table2", "totune_table2", "encoder_adaptations_selected"} <= set(PAGES) and len(PAGES) >= 25
 
 
-STATED_COST = re.compile(r"^(\d+) cells recorded \(.*?\) trained in ([\d.]+) h.*\((docs/results/\S+\.records\.jsonl)\)$")
-COSTED = sorted(path.stem for path in EXPERIMENTS.glob("*.yaml") if STATED_COST.match(str((load_yaml(path.read_text(encoding="utf-8")) or {}).get("cost", ""))))
+COSTED = sorted(path.stem for path in EXPERIMENTS.glob("*.yaml") if stated_and_recorded_cost(path, RESULTS.parent.parent))
 
 
 @pytest.mark.parametrize("name", COSTED)
 def test_an_experiments_stated_cost_is_what_its_records_give(name):
     """`experiment list` shows each experiment's cost as its file states it; where that names a records file, its
     cells and hours are that file's (a multi-task run's time once, however many tasks it records)."""
-    from seqtransfer.experiments.kept import read_kept
-    from seqtransfer.experiments.shipped import recorded_cost
-
-    cells, hours, records = STATED_COST.match(str(load_yaml((EXPERIMENTS / f"{name}.yaml").read_text(encoding="utf-8"))["cost"])).groups()
-    counted, summed = recorded_cost(read_kept(RESULTS.parent.parent / records))
-    assert (int(cells), float(hours)) == (counted, round(summed, 1)), f"{name}.yaml's cost: write {counted} cells and {summed:.1f} h"
+    stated, recorded, _ = stated_and_recorded_cost(EXPERIMENTS / f"{name}.yaml", RESULTS.parent.parent)
+    assert stated == recorded, f"{name}.yaml's cost is stale: python scripts/stated_costs.py --write"
 
 
 def test_recorded_cost_counts_a_multitask_runs_time_once():

@@ -7,6 +7,7 @@ still works, and a file in the working folder wins over a shipped one of the sam
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from seqtransfer.errors import SeqTransferError
@@ -46,3 +47,19 @@ def recorded_cost(records: list[dict]) -> tuple[int, float]:
     cells = [record for record in records if record.get("method")]
     seconds = {record.get("run_directory") or str(index): float(record.get("seconds") or 0.0) for index, record in enumerate(cells)}
     return len(cells), sum(seconds.values()) / 3600
+
+
+STATED_COST = re.compile(r'^cost: "(\d+) cells recorded (\(.*?\)) trained in ([\d.]+) h(.*)\((docs/results/\S+\.records\.jsonl)\)"$', re.MULTILINE)
+
+
+def stated_and_recorded_cost(experiment: Path, root: Path) -> tuple[tuple[int, float], tuple[int, float], str] | None:
+    """((cells, hours) the experiment file states, (cells, hours) its records give, the cost line as the
+    records give it), where its ``cost`` names a records file under ``root`` in the stated format; else None."""
+    from seqtransfer.experiments.kept import read_kept
+
+    match = STATED_COST.search(experiment.read_text(encoding="utf-8"))
+    if not match:
+        return None
+    cells, hours = recorded_cost(read_kept(root / match.group(5)))
+    line = f'cost: "{cells} cells recorded {match.group(2)} trained in {hours:.1f} h{match.group(4)}({match.group(5)})"'
+    return (int(match.group(1)), float(match.group(3))), (cells, round(hours, 1)), line
