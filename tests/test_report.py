@@ -1,7 +1,9 @@
 """Experiment reports: NRG against the paper's numbers, aggregation, significance, Markdown/CSV."""
 
+import dataclasses
 import json
 import random
+import statistics
 
 import pytest
 
@@ -189,8 +191,11 @@ def test_render_markdown_and_csv_with_a_missing_cell(tmp_path):
     assert "| ArK | Tuned | Scratch | – |" in markdown
     assert "| Tuned − Scratch | +65.67* | – |" in markdown  # 99.00 − 33.33 on TPoS (p = 0.005 at seed 1); ArK has no Tuned run
     rows = render_csv(spec, records).splitlines()
-    assert rows[0] == "method,target,metric,mean,std,n,paper,delta" and len(rows) == 5
-    assert rows[4] == "Tuned,ArK,accuracy,,,0,92.09,"
+    assert rows[0] == "method,target,metric,split,mean,std,n,paper,delta" and len(rows) == 5
+    assert rows[4] == "Tuned,ArK,accuracy,test,,,0,92.09,"
+    dev_rows = render_csv(dataclasses.replace(spec, split="dev"), records).splitlines()  # a paper that reports dev: our dev means beside it
+    tuned_tpos = next(row for row in dev_rows if row.startswith("Tuned,TPoS,"))
+    assert tuned_tpos.split(",")[3:5] == ["dev", f"{statistics.fmean(float(record['dev']) for record in records if record['method'] == 'Tuned' and record['target'] == 'TPoS'):.4f}"]
 
 
 def test_report_spec_from_an_experiment_file_spec():

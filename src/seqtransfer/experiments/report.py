@@ -364,17 +364,18 @@ def render_sources(records: Sequence[dict]) -> str:
 
 
 def render_csv(spec: ReportSpec, records: Sequence[dict]) -> str:
-    """One row per (method, target) of the spec: mean, std, n, paper, delta (empty when missing)."""
-    summaries = aggregate(record for record in records if record["experiment"] == spec.experiment)
+    """One row per (method, target) of the spec: the split the paper's numbers are of (test unless the file's
+    ``paper_split`` says dev), our mean, std and n on it, the paper's number and delta (empty when missing)."""
+    summaries = aggregate((record for record in records if record["experiment"] == spec.experiment), spec.split)
     metrics = _target_metrics(records)
     output = io.StringIO()
     writer = csv.writer(output, lineterminator="\n")
-    writer.writerow(["method", "target", "metric", "mean", "std", "n", "paper", "delta"])
+    writer.writerow(["method", "target", "metric", "split", "mean", "std", "n", "paper", "delta"])
     for method in spec.methods:
         for target in spec.targets:
             summary = summaries.get((method, target))
             paper = spec.paper_results.get(method, {}).get(target)
             ours = [f"{summary.mean:.4f}", f"{summary.std:.4f}", len(summary.seeds)] if summary else ["", "", 0]
             delta = f"{summary.mean - paper:.4f}" if summary and paper is not None else ""
-            writer.writerow([method, target, metrics.get(target, ""), *ours, "" if paper is None else paper, delta])
+            writer.writerow([method, target, metrics.get(target, ""), spec.split, *ours, "" if paper is None else paper, delta])
     return output.getvalue()

@@ -86,10 +86,12 @@ def report_spec(experiment, trials: int = 10000) -> ReportSpec:
 
 
 def aggregate(records: Iterable[dict], split: str = "test") -> dict[tuple[str, str], Summary]:
-    """One :class:`Summary` of the ``split`` score per (method, target), seeds in ascending order."""
+    """One :class:`Summary` of the ``split`` score per (method, target), seeds in ascending order; a record
+    without that score (a dataset with no test split) is left out."""
     cells: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for record in records:
-        cells[record["method"], record["target"]].append(record)
+        if record.get(split) is not None:
+            cells[record["method"], record["target"]].append(record)
     summaries = {}
     for key, cell in cells.items():
         cell.sort(key=lambda record: record["seed"])
