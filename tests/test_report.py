@@ -418,7 +418,7 @@ def test_sections_replaces_only_the_named_sections_of_a_page(tmp_path, capsys):
     assert main(arguments) == 0
     text = page.read_text(encoding="utf-8")
     assert "| Scratch | 86.00 (+1.50) |" in text and "99.99" not in text and text.endswith(kept) and text.count("## Paper") == 1
-    assert "Scratch,TPoS,accuracy,87.5" in page.with_suffix(".csv").read_text(encoding="utf-8")  # the CSV needs no predictions either
+    assert "Scratch,TPoS,accuracy,test,87.5" in page.with_suffix(".csv").read_text(encoding="utf-8")  # the CSV needs no predictions either
     other = tmp_path / "other.md"
     other.write_text("# Another experiment\n\n## Paper (Δ = ours − paper)\n\n| old |\n", encoding="utf-8")
     assert main([*arguments[:-4], "--sections", "Paper", "--output", str(other)]) == 2

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.experiments.kept import read_kept
 from seqtransfer.files import SHIPPED_EXPERIMENTS, load_yaml
 
 
@@ -55,8 +56,6 @@ STATED_COST = re.compile(r'^cost: "(\d+) cells recorded (\(.*?\)) trained in ([\
 def stated_and_recorded_cost(experiment: Path, root: Path) -> tuple[tuple[int, float], tuple[int, float], str] | None:
     """((cells, hours) the experiment file states, (cells, hours) its records give, the cost line as the
     records give it), where its ``cost`` names a records file under ``root`` in the stated format; else None."""
-    from seqtransfer.experiments.kept import read_kept
-
     match = STATED_COST.search(experiment.read_text(encoding="utf-8"))
     if not match:
         return None
