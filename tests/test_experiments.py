@@ -79,6 +79,15 @@ def test_tiny_grid_runs_resumes_and_ensembles(tmp_path, capsys):
     assert finetune["parameters"] > scratch["parameters"]
     assert finetune["network_parameters"] == scratch["network_parameters"]
     assert ensemble["network_parameters"] == finetune["network_parameters"] + scratch["network_parameters"]
+    folder = Path(ensemble["run_directory"])
+    built = json.loads((folder / "metrics.json").read_text())
+    assert len(built["member_runs"]) == 2 and all(built["member_runs"])
+    member = Path(built["members"][0]) / "metrics.json"  # a member trained again in its folder (its LM pretrained again, say)
+    member.write_text(member.read_text().replace('"seconds": ', '"seconds": 1', 1))
+    capsys.readouterr()
+    run(["experiment", "run", str(experiment), "--seeds", "2", "--results", str(results)])
+    rebuilt = json.loads((folder / "metrics.json").read_text())
+    assert rebuilt["member_runs"][0] != built["member_runs"][0] and rebuilt["member_runs"][1] == built["member_runs"][1]  # built again from it
 
 
 def test_list_shows_every_cell_of_the_grid_and_where_it_stands(tmp_path, capsys):
@@ -383,6 +392,21 @@ def test_a_kept_record_of_other_settings_is_trained_again(tmp_path, capsys):
     capsys.readouterr()
     run(["experiment", "run", str(experiment), "--only", "scratch", "--results", str(tmp_path / "second"), "--records", str(kept)])
     assert "(0, 1, 0 to train)" in capsys.readouterr().out
+
+
+def test_kept_cells_of_settings_since_changed_are_named_when_a_run_leaves_them_out(tmp_path, capsys):
+    """Seeds 1-2 kept; the file's settings change; --seeds 1 trains seed 1 again, and seed 2, left out of this
+    run, is of the old settings: a report would average the two, so the run says which cells and how to mend it."""
+    experiment = tiny_experiment(tmp_path)
+    kept = tmp_path / "kept.jsonl"
+    run(["experiment", "run", str(experiment), "--only", "scratch", "--seeds", "2", "--results", str(tmp_path / "store"), "--records", str(kept)])
+    capsys.readouterr()
+    run(["experiment", "run", str(experiment), "--only", "scratch", "--seeds", "1", "--results", str(tmp_path / "store"), "--records", str(kept)])
+    assert "other settings" not in capsys.readouterr().out  # unchanged: nothing to say
+    experiment.write_text(experiment.read_text(encoding="utf-8").replace("train.max_epochs=2", "train.max_epochs=1"), encoding="utf-8")
+    run(["experiment", "run", str(experiment), "--only", "scratch", "--seeds", "1", "--results", str(tmp_path / "store"), "--records", str(kept)])
+    out = capsys.readouterr().out
+    assert "warning: 1 kept cells outside this run are of other settings" in out and "seed 2" in out and "--seeds 2" in out
 
 
 def test_a_kept_cell_trained_from_another_instance_of_its_source_trains_again(tmp_path, capsys):
@@ -704,6 +728,9 @@ def test_a_method_starts_from_another_methods_run_even_when_the_command_leaves_i
     experiment.write_text(text + "search: {after: {few: {space: {train.learning_rate: [0.01, 0.1]}}}}\n", encoding="utf-8")
     with pytest.raises(SeqTransferError, match="reads other methods' runs"):
         load_experiment(experiment)
+    experiment.write_text(text + "search: {selftrained: {pos: {space: {train.learning_rate: [0.01, 0.1]}}}}\n", encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="rounds of self-labelling"):  # a trial would train its scheme alone
+        load_experiment(experiment)
     from seqtransfer.experiments import grid
     from seqtransfer.experiments.store import ResultsStore
 
@@ -1003,6 +1030,29 @@ def test_a_finished_run_on_an_encoder_since_replaced_trains_again(tmp_path, monk
     lines = []
     set_stale_run_aside(task.directory, task.config["model"]["encoder"], lines.append)
     assert not run.exists() and len(list(run.parent.glob("cell.encoder-*"))) == 1 and "training again" in lines[0]
+    set_stale_run_aside(task.directory, task.config["model"]["encoder"], lines.append)  # another grid moved it first: nothing to do
+    assert len(lines) == 1
+
+
+def test_an_unfinished_run_on_an_encoder_since_replaced_is_moved_aside_too(tmp_path, monkeypatch):
+    """Resumed, a run started on the LM its folder held before would refuse its settings' other encoder
+    hash at every run of the grid: it is moved aside like a finished one, and the cell starts afresh."""
+    import shutil
+
+    from seqtransfer.experiments.stale_runs import set_stale_run_aside
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(FIXTURES / "runs" / "tiny_bert", tmp_path / "encoder")
+    run = tmp_path / "results" / "runs" / "cell"
+    shutil.copytree(FIXTURES / "runs" / "v1_encoder_features", run)
+    (run / "config.yaml").write_text((run / "config.yaml").read_text().replace("encoder: runs/tiny_bert", "encoder: encoder"))
+    (run / "metrics.json").unlink()  # stopped before its end
+    lines = []
+    set_stale_run_aside(run, "encoder", lines.append)
+    assert run.exists() and not lines  # the same encoder: it resumes where it stopped
+    (tmp_path / "encoder" / "config.json").write_text((tmp_path / "encoder" / "config.json").read_text().replace("}", ', "retrained": true}', 1))
+    set_stale_run_aside(run, "encoder", lines.append)
+    assert not run.exists() and len(list(run.parent.glob("cell.encoder-*"))) == 1 and "started (unfinished)" in lines[0]
 
 
 def test_a_search_trial_on_an_encoder_since_replaced_trains_again(tmp_path, monkeypatch):
@@ -1083,3 +1133,22 @@ def test_an_ensembles_size_is_the_one_counted_when_it_was_built(tiny_run, tmp_pa
     assert network_parameters(tmp_path, {"members": [str(tiny_run)], "network_parameters": 1234}) == 1234
     members = {"members": [str(tiny_run), str(tiny_run)], "frozen_encoder_parameters": 5}
     assert network_parameters(tmp_path, members) == 2 * rundir.parameters_without_embeddings(tiny_run) + 5
+
+
+def test_a_grid_writing_a_records_file_keeps_the_cells_another_grid_wrote_meanwhile(tmp_path):
+    """Two grids on one records file (other seeds, another --only): the second's closing write keeps the first's
+    cells written since it started; a cell it dropped at the start stays dropped; another grid's newer run of a
+    cell it only read wins; the experiment file's other experiments are untouched."""
+    from seqtransfer.experiments.kept import add_kept, read_kept
+
+    def cell(method, seed, test, experiment="tiny"):
+        return {"experiment": experiment, "method": method, "target": "pos", "seed": seed, "run_directory": f"runs/{method}-{seed}-{test}", "test": test}
+
+    path = tmp_path / "kept.jsonl"
+    add_kept(path, "other", [cell("scratch", 1, 1.0, experiment="other")])
+    add_kept(path, "tiny", [cell("scratch", 1, 50.0), cell("old", 1, 10.0)])
+    read_at_start = read_kept(path, "tiny")
+    add_kept(path, "tiny", [cell("scratch", 2, 60.0), cell("scratch", 1, 55.0)])  # another grid, meanwhile: a new seed, and the cell trained again
+    add_kept(path, "tiny", [cell("scratch", 1, 50.0), cell("finetune", 1, 70.0)], read_at_start)  # this grid: "old" dropped, scratch 1 only read
+    cells = {(record["experiment"], record["method"], record["seed"]): record["test"] for record in read_kept(path)}
+    assert cells == {("tiny", "scratch", 1): 55.0, ("tiny", "scratch", 2): 60.0, ("tiny", "finetune", 1): 70.0, ("other", "scratch", 1): 1.0}

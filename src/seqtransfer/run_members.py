@@ -4,6 +4,7 @@ named in the folder's ``members.json`` (by their paths relative to it) with how 
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -70,3 +71,32 @@ def first_member(directory: str | Path) -> Path:
     self-training's only one)."""
     members = read_members(directory)
     return members[0][0] if members else Path(directory)
+
+
+def run_fingerprint(directory: str | Path) -> str | None:
+    """A hash of a finished run's metrics.json (None: not finished): a run trained again in the same folder,
+    even with the same settings, writes another (its scores and time), so a folder built from it can tell."""
+    try:
+        return hashlib.sha256((Path(directory) / "metrics.json").read_bytes()).hexdigest()[:16]
+    except FileNotFoundError:
+        return None
+
+
+def members_changed(directory: str | Path) -> bool:
+    """Whether an ensemble folder's members were trained again (or lost) since it was built: the members'
+    fingerprints it recorded (``member_runs`` in its metrics) differ from theirs now; a folder built before
+    it recorded them, whether a member's metrics are newer than its own."""
+    directory = Path(directory)
+    metrics_path = directory / "metrics.json"
+    metrics = read_json(metrics_path)
+    members = [sibling_or_path(directory, Path(path)) for path in metrics.get("members", [])]
+    if "member_runs" in metrics:
+        return [run_fingerprint(path) for path in members] != metrics["member_runs"]
+    built = metrics_path.stat().st_mtime
+    return any(not (path / "metrics.json").is_file() or (path / "metrics.json").stat().st_mtime > built for path in members)
+
+
+def sibling_or_path(directory: Path, member: Path) -> Path:
+    """A member's folder as recorded, or its namesake beside ``directory`` (a grid's runs are siblings)
+    where the recorded path does not reach it from here (recorded relative to another working folder)."""
+    return directory.parent / member.name if not member.exists() and (directory.parent / member.name).exists() else member

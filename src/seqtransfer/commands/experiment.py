@@ -69,7 +69,7 @@ def seed_list(text: str) -> list[int]:
 def run(arguments: argparse.Namespace) -> list[dict]:
     from seqtransfer.experiments.backends import LocalBackend, RayBackend
     from seqtransfer.experiments.grid import spec_selection
-    from seqtransfer.experiments.kept import at_selection, merge, read_kept, write_kept
+    from seqtransfer.experiments.kept import add_kept, at_selection, merge, read_kept
     from seqtransfer.experiments.runner import run_experiment
     from seqtransfer.experiments.spec import load_experiment
     from seqtransfer.experiments.store import ResultsStore
@@ -99,8 +99,8 @@ def run(arguments: argparse.Namespace) -> list[dict]:
         if arguments.selected:
             raise SeqTransferError("--selected is for experiment run and list: a search selects its own setting", hint="drop --selected")
         return search(arguments, spec, store, only)
-    kept = read_kept(arguments.records, spec.name) if arguments.records else []
-    kept = use_selected_settings(spec, arguments.selected, kept, arguments.records)
+    read_at_start = read_kept(arguments.records, spec.name) if arguments.records else []
+    kept = use_selected_settings(spec, arguments.selected, read_at_start, arguments.records)
     if arguments.action == "list":
         from seqtransfer.experiments.status import grid_status
 
@@ -110,10 +110,10 @@ def run(arguments: argparse.Namespace) -> list[dict]:
     if arguments.gpus_per_run and not arguments.ray:
         raise SeqTransferError("--gpus-per-run asks Ray for GPUs: it needs --ray", hint="add --ray local (or --ray HOST:PORT), or use --device for an in-process grid")
     backend = RayBackend(arguments.ray, cpus_per_run=arguments.cpus_per_run, gpus_per_run=arguments.gpus_per_run) if arguments.ray else LocalBackend()
-    keep = (lambda record: write_kept(arguments.records, merge(read_kept(arguments.records, spec.name), [record]))) if arguments.records else None  # each finished cell at once
+    keep = (lambda record: add_kept(arguments.records, spec.name, [record])) if arguments.records else None  # each finished cell at once
     records = run_experiment(spec, store, seeds, backend, arguments.data_dir, only, log=lambda line: print(line, flush=True), kept=kept, on_record=keep)
-    if arguments.records:
-        write_kept(arguments.records, records)
+    if arguments.records:  # cells dropped at the start stay dropped; those other grids wrote meanwhile stay
+        add_kept(arguments.records, spec.name, records, read_at_start)
         print(f"{len(records)} records kept in {arguments.records}")
     return records
 

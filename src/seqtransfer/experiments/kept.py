@@ -20,8 +20,11 @@ predictions, which stay with the run directory ("no predictions" where they are 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
-from collections.abc import Iterable, Sequence
+import os
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from seqtransfer.errors import SeqTransferError
@@ -91,3 +94,41 @@ def write_kept(path: str | Path, records: Sequence[dict]) -> None:
     lines = [json.dumps(record, sort_keys=True, ensure_ascii=False) for record in sorted([*others, *records], key=lambda record: (record["experiment"], *record_order(record)))]
     with atomic_write(path) as handle:
         handle.write("".join(f"{line}\n" for line in lines))
+
+
+@contextlib.contextmanager
+def records_lock(path: str | Path) -> Iterator[None]:
+    """Hold the records file's folder locked while this process reads, changes and writes the file, so
+    that two grids writing one file (other seeds, another --only) keep each other's cells. The folder,
+    not the file: a write replaces the file (``atomic_write``), and no lock file is left beside it."""
+    folder = Path(path).resolve().parent
+    folder.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
+
+
+def add_kept(path: str | Path, experiment: str, records: Sequence[dict], read_at_start: Sequence[dict] | None = None) -> None:
+    """Write ``records`` into the file as it is now, under :func:`records_lock`: they replace their cells.
+    With ``read_at_start`` (the experiment's records this command read first), the experiment's lines
+    become ``records`` and what other processes wrote since: a line of theirs replaces one of ``records``
+    read at the start, and a line read at the start that ``records`` left out (dropped) is gone;
+    without it, every other line stays."""
+    with records_lock(path):
+        now = read_kept(path, experiment)
+        if read_at_start is None:
+            write_kept(path, merge(now, records))
+            return
+        seen = {line_of(record) for record in read_at_start}
+        others = [record for record in now if line_of(record) not in seen]
+        unchanged = [record for record in records if line_of(record) in seen]
+        made_here = [record for record in records if line_of(record) not in seen]
+        write_kept(path, merge(merge(unchanged, others), made_here))
+
+
+def line_of(record: dict) -> str:
+    """A record as its line in the file (to compare records read at two times)."""
+    return json.dumps(record, sort_keys=True, ensure_ascii=False)

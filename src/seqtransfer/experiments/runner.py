@@ -26,6 +26,7 @@ from seqtransfer.experiments.run_records import finish_record, finish_records
 from seqtransfer.experiments.spec import ExperimentSpec
 from seqtransfer.experiments.stale_runs import set_stale_run_aside, stale_encoder
 from seqtransfer.experiments.store import ResultsStore, content_id, digest_of
+from seqtransfer.run_members import members_changed
 from seqtransfer.workflows.ensemble import build_ensemble
 from seqtransfer.workflows.pseudolabels import write_pseudo_labels
 from seqtransfer.workflows.selflabel import SelfLabelling, SelfLabelSettings
@@ -112,7 +113,7 @@ def train_logged(config: RunConfig, directory: Path, echo: Log | None) -> None:
 
 def execute_ensemble(task: RunTask, members: list[RunTask]) -> dict:
     directory = Path(task.directory)
-    if not (directory / rundir.METRICS).is_file():
+    if not (directory / rundir.METRICS).is_file() or members_changed(directory):  # built again in place: it trains nothing
         data = load_task_data(config_from_dict(copy.deepcopy(task.config)).data)
         build_ensemble([Path(member.directory) for member in members], data, directory)
     return finish_record(task, directory)
@@ -124,19 +125,39 @@ def encoder_of(task: RunTask) -> str | None:
 
 
 def is_finished(task: RunTask) -> bool:
-    """The task's run finished, on the encoder folder its settings name as that folder is now."""
-    return (Path(task.directory) / rundir.METRICS).is_file() and stale_encoder(task.directory, encoder_of(task)) is None
+    """The task's run finished, on the encoder folder its settings name as that folder is now (an
+    ensemble: from its members as they are now)."""
+    directory = Path(task.directory)
+    if not (directory / rundir.METRICS).is_file():
+        return False
+    return not members_changed(directory) if task.ensemble_of else stale_encoder(directory, encoder_of(task)) is None
 
 
 def kept_records_of(task: RunTask, kept: dict[tuple, dict]) -> list[dict] | None:
     """The kept records of a task's cells (one per target of a multi-task run), if a run of the
     same settings made every one of them; else None."""
-    cells = [{**task.record, "target": target} for target in task.record["targets"]] if "targets" in task.record else [task.record]
-    cells = [{key: value for key, value in cell.items() if key != "targets"} for cell in cells]
-    records = [kept.get(cell_key(cell)) for cell in cells]
+    records = [kept.get(cell_key(cell)) for cell in cells_of(task)]
     if all(record is not None and made_by(record, task, kept) for record in records):
         return records
     return None
+
+
+def cells_of(task: RunTask) -> list[dict]:
+    """The grid cells one run makes: one per target of a multi-task run."""
+    cells = [{**task.record, "target": target} for target in task.record["targets"]] if "targets" in task.record else [task.record]
+    return [{key: value for key, value in cell.items() if key != "targets"} for cell in cells]
+
+
+def kept_of_other_settings(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, kept_cells: dict[tuple, dict], planned: list[RunTask]) -> list[dict]:
+    """The kept records this session did not plan (other seeds, methods left out by --only) that no run of
+    the file's settings made: a report would average them with the cells trained here under the new ones."""
+    planned_cells = {cell_key(cell) for task in planned for cell in cells_of(task)}
+    outside = [record for key, record in kept_cells.items() if key not in planned_cells and record.get("method")]
+    if not outside:
+        return []
+    tasks = method_tasks(spec, store, data_dir, sorted({int(record["seed"]) for record in outside}), source_tasks(spec, store, data_dir), frozenset())
+    by_cell = {cell_key(cell): task for task in tasks for cell in cells_of(task)}
+    return [record for record in outside if (task := by_cell.get(cell_key(record))) is not None and not made_by(record, task, kept_cells)]
 
 
 def made_by(record: dict, task: RunTask, kept: dict[tuple, dict]) -> bool:
@@ -286,6 +307,7 @@ def run_experiment(
     # One pool of work: a target run starts as soon as its own source is finished.
     backend.run(plan.todo[0] + plan.todo[1], log, on_record=save)
     warn_of_other_sources(plan.targets, plan.skipped, log)
+    warn_of_other_settings(kept_of_other_settings(spec, store, data_dir, kept_cells, plan.targets), log)
     for task in plan.source_stage:  # source records too, so that analyses can find the source runs
         store.save_record(finish_record(task, Path(task.directory)))
     for task, members in plan.ensembles:
@@ -305,6 +327,17 @@ def warn_of_other_sources(tasks: list[RunTask], skipped: dict[str, list[dict]], 
         log(
             f"warning: {len(stale)} kept cells were trained from another instance of their source or encoder, trained again here "
             f"({', '.join(stale[:4])}{', ...' if len(stale) > 4 else ''}): run the command again to train them from this one"
+        )
+
+
+def warn_of_other_settings(stale: list[dict], log: Log) -> None:
+    """Say which kept cells outside this session are of settings the file no longer gives."""
+    if stale:
+        seeds = max(int(record["seed"]) for record in stale)
+        cells = ", ".join(describe_cell(record) for record in stale[:4]) + (", ..." if len(stale) > 4 else "")
+        log(
+            f"warning: {len(stale)} kept cells outside this run are of other settings than the file gives now ({cells}); a report averages them "
+            f"with the cells trained here: run their methods again with --seeds {seeds} to train them on the file's settings"
         )
 
 

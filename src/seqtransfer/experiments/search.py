@@ -128,10 +128,7 @@ def finished_trial(directory: Path, encoder: str | None) -> bool:
     """Whether a trial's run directory holds a finished run to read back: not one trained on the
     encoder its settings name as that folder was before (our own LM pretrained again at the same
     path), which is moved aside so that the trial trains again, as a grid's cell does."""
-    try:
-        set_stale_run_aside(directory, encoder, echo=print)
-    except FileNotFoundError:  # a trial of the same settings moved it aside first
-        pass
+    set_stale_run_aside(directory, encoder, echo=print)
     return (directory / rundir.METRICS).is_file()
 
 

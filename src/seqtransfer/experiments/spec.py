@@ -212,6 +212,12 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
                 path=path,
                 hint="search a method that reads only a source; these methods take the settings found",
             )
+        if spec.methods[method].selflabel or spec.methods[method].unify_with:
+            raise SeqTransferError(
+                f"search names method '{method}', whose runs are rounds of self-labelling or unified data, which a search trial does not train",
+                path=path,
+                hint="search the method it labels with (its scheme alone) and give this method the settings found",
+            )
     spec.path, spec.all_targets = str(path), dict(spec.targets)
     spec.notes, spec.selected_notes = checked_notes(spec.notes, "notes", path), checked_notes(spec.selected_notes, "selected_notes", path)
     if spec.paper_split not in ("dev", "test"):

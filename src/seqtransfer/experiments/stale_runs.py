@@ -35,12 +35,18 @@ def recorded_hash(directory: str, config_time: int) -> str | None:
 
 
 def set_stale_run_aside(directory: str | Path, encoder: str | None, echo: Callable[[str], None] | None) -> None:
-    """Move a finished run trained on another encoder (``stale_encoder``) beside its folder, so that
-    the cell (or search trial) trains again in its place; the old run stays readable there."""
+    """Move a run trained on another encoder (``stale_encoder``) beside its folder, so that the cell
+    (or search trial) trains again in its place; the old run stays readable there. An unfinished one
+    too: resumed, it would stop on its settings' other encoder hash, on every run of the grid.
+    Another grid may move it first: then there is nothing left to move."""
     directory = Path(directory)
-    recorded = stale_encoder(directory, encoder) if (directory / rundir.METRICS).is_file() else None
+    recorded = stale_encoder(directory, encoder)
     if recorded:
+        state = "trained" if (directory / rundir.METRICS).is_file() else "started (unfinished)"
         aside = directory.with_name(f"{directory.name}.encoder-{recorded[:12]}")
-        directory.rename(aside)
+        try:
+            directory.rename(aside)
+        except FileNotFoundError:
+            return
         if echo:
-            echo(f"{directory} was trained on another encoder at {encoder} (hash {recorded[:12]}): moved to {aside}, training again")
+            echo(f"{directory} was {state} on another encoder at {encoder} (hash {recorded[:12]}): moved to {aside}, training again")

@@ -27,6 +27,7 @@ from seqtransfer.corpora.task_data import TaskData
 from seqtransfer.data.vocabulary import one_tag_set
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.tagger import count_parameters, shared_frozen_encoder_parameters
+from seqtransfer.run_members import run_fingerprint
 from seqtransfer.rundir import LoadedRun
 from seqtransfer.training.inference import label_distributions, score_predictions
 from seqtransfer.transfer.distillation import gives_label_distributions
@@ -95,6 +96,7 @@ def build_ensemble(member_directories: list[Path], data: TaskData, directory: Pa
     check_members(runs, data.kind.name)
     rundir.write_members(directory, member_directories, "average", method="ensemble")  # the folder is then one model to evaluate, predict with or distil
     metrics = {"dataset": data.dataset, "task": data.task, "metric": data.metric, "scheme": "ensemble", "members": [str(path) for path in member_directories]}
+    metrics["member_runs"] = [run_fingerprint(path) for path in member_directories]  # which training of each member (a grid rebuilds when one differs)
     for split in data.splits:
         if split != "train":  # a tagger's predictions: predictions/SPLIT.conll
             metrics[split] = score_predictions(data, split, ensemble_predict(runs, data.tokens(split)), directory / "predictions")
