@@ -1152,3 +1152,21 @@ def test_a_grid_writing_a_records_file_keeps_the_cells_another_grid_wrote_meanwh
     add_kept(path, "tiny", [cell("scratch", 1, 50.0), cell("finetune", 1, 70.0)], read_at_start)  # this grid: "old" dropped, scratch 1 only read
     cells = {(record["experiment"], record["method"], record["seed"]): record["test"] for record in read_kept(path)}
     assert cells == {("tiny", "scratch", 1): 55.0, ("tiny", "scratch", 2): 60.0, ("tiny", "finetune", 1): 70.0, ("other", "scratch", 1): 1.0}
+
+
+def test_a_self_labelling_run_on_an_encoder_since_replaced_is_stale(tmp_path, monkeypatch):
+    """A self-labelling run's top folder holds its rounds, not a config: its first model says which encoder it read."""
+    import shutil
+
+    from seqtransfer.experiments.stale_runs import stale_encoder
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(FIXTURES / "runs" / "tiny_bert", tmp_path / "encoder")
+    run = tmp_path / "results" / "runs" / "selflabel"
+    shutil.copytree(FIXTURES / "runs" / "v1_encoder_features", run / "round-0" / "model-1")
+    config = run / "round-0" / "model-1" / "config.yaml"
+    config.write_text(config.read_text().replace("encoder: runs/tiny_bert", "encoder: encoder"))
+    (run / "metrics.json").write_text("{}")
+    assert stale_encoder(run, "encoder") is None
+    (tmp_path / "encoder" / "config.json").write_text((tmp_path / "encoder" / "config.json").read_text().replace("}", ', "retrained": true}', 1))
+    assert stale_encoder(run, "encoder") is not None

@@ -17,7 +17,7 @@ def stale_encoder(directory: str | Path, encoder: str | None) -> str | None:
     """The encoder hash the run in ``directory`` recorded, where the folder its settings name
     (``encoder``) holds another encoder now. None where the run reads no encoder, recorded no hash,
     or its encoder is not found here."""
-    directory = Path(directory)
+    directory = first_model(Path(directory))
     if not encoder or not (directory / rundir.CONFIG).is_file():
         return None
     try:
@@ -26,6 +26,13 @@ def stale_encoder(directory: str | Path, encoder: str | None) -> str | None:
     except (SeqTransferError, OSError):  # not found or unreadable here: the run that needs it will say so
         return None
     return recorded if recorded and recorded not in now else None
+
+
+def first_model(directory: Path) -> Path:
+    """The folder whose settings say which encoder a run read: the run's own, or a self-labelling run's
+    first model (its top folder holds the rounds, not a config)."""
+    first = directory / "round-0" / "model-1"
+    return first if not (directory / rundir.CONFIG).is_file() and (first / rundir.CONFIG).is_file() else directory
 
 
 @functools.lru_cache(maxsize=4096)
