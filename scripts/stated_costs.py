@@ -18,18 +18,19 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def main(write: bool) -> int:
+    """List each experiment file whose stated cost its records no longer give (with --write, write it
+    again); exit status 1 where one is stale and not written."""
     stale = 0
     for path in sorted((ROOT / "src" / "seqtransfer" / "paper_experiments").glob("*.yaml")):
-        costs = stated_and_recorded_cost(path, ROOT)
-        if costs is None or costs[0] == costs[1]:
+        cost = stated_and_recorded_cost(path, ROOT)
+        if cost is None or cost.stated == cost.recorded:
             continue
-        (cells, hours), (counted, summed), line = costs
         stale += 1
-        print(f"{path.name}: {cells} cells, {hours} h -> {counted} cells, {summed} h")
+        print(f"{path.name}: {cost.stated[0]} cells, {cost.stated[1]} h -> {cost.recorded[0]} cells, {cost.recorded[1]} h")
         if write:
             text = path.read_text(encoding="utf-8")
             match = STATED_COST.search(text)
-            path.write_text(text[: match.start()] + line + text[match.end() :], encoding="utf-8")
+            path.write_text(text[: match.start()] + cost.line + text[match.end() :], encoding="utf-8")
     return 1 if stale and not write else 0
 
 

@@ -70,8 +70,16 @@ COSTED = sorted(path.stem for path in EXPERIMENTS.glob("*.yaml") if stated_and_r
 def test_an_experiments_stated_cost_is_what_its_records_give(name):
     """`experiment list` shows each experiment's cost as its file states it; where that names a records file, its
     cells and hours are that file's (a multi-task run's time once, however many tasks it records)."""
-    stated, recorded, _ = stated_and_recorded_cost(EXPERIMENTS / f"{name}.yaml", RESULTS.parent.parent)
-    assert stated == recorded, f"{name}.yaml's cost is stale: python scripts/stated_costs.py --write"
+    cost = stated_and_recorded_cost(EXPERIMENTS / f"{name}.yaml", RESULTS.parent.parent)
+    assert cost.stated == cost.recorded, f"{name}.yaml's cost is stale: python scripts/stated_costs.py --write"
+
+
+def test_every_cost_that_names_a_records_file_states_cells_and_hours_as_the_check_reads_them():
+    """A cost line naming its records file in another wording would escape the check above."""
+    from seqtransfer.experiments.shipped import NAMES_RECORDS
+
+    naming = sorted(path.stem for path in EXPERIMENTS.glob("*.yaml") if NAMES_RECORDS.search(path.read_text(encoding="utf-8")))
+    assert naming == COSTED, "write these costs as 'N cells recorded (seeds ...) trained in H h ... (docs/results/NAME.records.jsonl)'"
 
 
 def test_recorded_cost_counts_a_multitask_runs_time_once():
@@ -80,3 +88,5 @@ def test_recorded_cost_counts_a_multitask_runs_time_once():
     records = [{"method": "MT", "target": task, "seed": 1, "run_directory": "runs/mt", "seconds": 3600.0} for task in ("POS", "NER")]
     records += [{"method": None, "source": "news", "run_directory": "sources/news", "seconds": 7200.0}, {"method": "FT", "target": "POS", "seed": 1, "seconds": 1800.0}]
     assert recorded_cost(records) == (3, 1.5)
+    records.append({"method": "Ensemble", "target": "POS", "seed": 1, "run_directory": "runs/ensemble", "seconds": 5400.0})  # its members' time and the scoring
+    assert recorded_cost(records, ensembles={"Ensemble"}) == (4, 1.5)

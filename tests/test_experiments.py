@@ -1037,6 +1037,7 @@ def test_a_finished_run_on_an_encoder_since_replaced_trains_again(tmp_path, monk
 def test_an_unfinished_run_on_an_encoder_since_replaced_is_moved_aside_too(tmp_path, monkeypatch):
     """Resumed, a run started on the LM its folder held before would refuse its settings' other encoder
     hash at every run of the grid: it is moved aside like a finished one, and the cell starts afresh."""
+    import fcntl
     import shutil
 
     from seqtransfer.experiments.stale_runs import set_stale_run_aside
@@ -1051,8 +1052,15 @@ def test_an_unfinished_run_on_an_encoder_since_replaced_is_moved_aside_too(tmp_p
     set_stale_run_aside(run, "encoder", lines.append)
     assert run.exists() and not lines  # the same encoder: it resumes where it stopped
     (tmp_path / "encoder" / "config.json").write_text((tmp_path / "encoder" / "config.json").read_text().replace("}", ', "retrained": true}', 1))
+    with open(run / ".lock", "w") as lock:  # another grid is training it: left where it is
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        set_stale_run_aside(run, "encoder", lines.append)
+        assert run.exists() and not lines
     set_stale_run_aside(run, "encoder", lines.append)
     assert not run.exists() and len(list(run.parent.glob("cell.encoder-*"))) == 1 and "started (unfinished)" in lines[0]
+    shutil.copytree(run.parent / next(run.parent.glob("cell.encoder-*")).name, run)  # the same old run again: set aside beside the first
+    set_stale_run_aside(run, "encoder", lines.append)
+    assert len(list(run.parent.glob("cell.encoder-*"))) == 2 and not run.exists()
 
 
 def test_a_search_trial_on_an_encoder_since_replaced_trains_again(tmp_path, monkeypatch):
@@ -1170,3 +1178,42 @@ def test_a_self_labelling_run_on_an_encoder_since_replaced_is_stale(tmp_path, mo
     assert stale_encoder(run, "encoder") is None
     (tmp_path / "encoder" / "config.json").write_text((tmp_path / "encoder" / "config.json").read_text().replace("}", ', "retrained": true}', 1))
     assert stale_encoder(run, "encoder") is not None
+
+
+def test_the_records_lock_keeps_out_another_writer_while_held(tmp_path):
+    import fcntl
+    import os
+
+    from seqtransfer.experiments.kept import records_lock
+
+    path = tmp_path / "kept.jsonl"
+    with records_lock(path):
+        descriptor = os.open(tmp_path, os.O_RDONLY)  # what another grid's records_lock opens
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.close(descriptor)
+    descriptor = os.open(tmp_path, os.O_RDONLY)
+    fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released at the end of the block
+    os.close(descriptor)
+
+
+def test_an_ensemble_folder_that_cannot_tell_which_member_runs_it_read_is_left_as_built(tmp_path):
+    """Built before it recorded its members' fingerprints, or with a member not on this machine: no grid
+    trains members again for an ensemble it cannot check; a member it recorded and finds changed: built again."""
+    from seqtransfer.run_members import members_changed, run_fingerprint
+
+    runs = tmp_path / "store" / "runs"
+    for name in ("a", "b"):
+        (runs / name).mkdir(parents=True)
+        (runs / name / "metrics.json").write_text(json.dumps({"seconds": 1.0, "name": name}))
+    ensemble = runs / "ensemble"
+    ensemble.mkdir()
+    (ensemble / "metrics.json").write_text(json.dumps({"members": ["elsewhere/runs/a", "elsewhere/runs/b"]}))  # recorded from another working folder
+    assert not members_changed(ensemble)
+    fingerprints = [run_fingerprint(runs / "a"), run_fingerprint(runs / "b")]
+    (ensemble / "metrics.json").write_text(json.dumps({"members": ["elsewhere/runs/a", "elsewhere/runs/b"], "member_runs": fingerprints}))
+    assert not members_changed(ensemble)
+    (runs / "b" / "metrics.json").write_text(json.dumps({"seconds": 2.0, "name": "b"}))  # b trained again: found beside the ensemble
+    assert members_changed(ensemble)
+    (runs / "b" / "metrics.json").unlink()  # b set aside to train again: cannot tell yet
+    assert not members_changed(ensemble)

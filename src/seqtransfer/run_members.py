@@ -83,17 +83,15 @@ def run_fingerprint(directory: str | Path) -> str | None:
 
 
 def members_changed(directory: str | Path) -> bool:
-    """Whether an ensemble folder's members were trained again (or lost) since it was built: the members'
-    fingerprints it recorded (``member_runs`` in its metrics) differ from theirs now; a folder built before
-    it recorded them, whether a member's metrics are newer than its own."""
+    """Whether a member of an ensemble folder was trained again since the folder was built: its fingerprint
+    differs from the one the folder recorded (``member_runs`` in its metrics). A member not here (a store
+    pruned, or a member set aside to train again) and a folder built before it recorded them cannot
+    tell: unchanged, so that no grid trains members again for an ensemble it cannot check."""
     directory = Path(directory)
-    metrics_path = directory / "metrics.json"
-    metrics = read_json(metrics_path)
+    metrics = read_json(directory / "metrics.json")
     members = [sibling_or_path(directory, Path(path)) for path in metrics.get("members", [])]
-    if "member_runs" in metrics:
-        return [run_fingerprint(path) for path in members] != metrics["member_runs"]
-    built = metrics_path.stat().st_mtime
-    return any(not (path / "metrics.json").is_file() or (path / "metrics.json").stat().st_mtime > built for path in members)
+    recorded = metrics.get("member_runs") or [None] * len(members)
+    return any(before is not None and (now := run_fingerprint(path)) is not None and now != before for path, before in zip(members, recorded))
 
 
 def sibling_or_path(directory: Path, member: Path) -> Path:

@@ -83,9 +83,12 @@ def encoder_key(result: dict) -> tuple[str, str | None]:
     return str(result["encoder"]), result.get("encoder_weights")
 
 
-def fingerprints_of(results: list[dict], path: str) -> set:
-    """The fingerprints the runs of one encoder folder read."""
-    return {result.get("encoder_weights") for result in results if str(result["encoder"]) == path}
+def panel_title(encoder: tuple[str, str | None], results: list[dict]) -> str:
+    """ "encoder NAME", and which pretraining of it where the runs read more than one of the folder."""
+    path, fingerprint = encoder
+    if len({result.get("encoder_weights") for result in results if str(result["encoder"]) == path}) == 1:
+        return f"encoder {Path(path).name}"
+    return f"encoder {Path(path).name} ({fingerprint[:8] if fingerprint else 'not recorded'})"
 
 
 def mix_figure(results: list[dict]) -> Figure:
@@ -108,8 +111,7 @@ def mix_figure(results: list[dict]) -> Figure:
                 axes.text(layer, row, f"{weight:.2f}", ha="center", va="center", fontsize="small", color="white" if weight > 0.6 else "black")
         axes.set_yticks(range(len(panel)), [result["label"] for result in panel], fontsize="small")
         axes.set_xticks(range(layers))
-        path, fingerprint = encoder
-        axes.set_title(f"encoder {Path(path).name}" + (f" ({fingerprint[:8]})" if fingerprint and len(fingerprints_of(results, path)) > 1 else ""), fontsize="medium")
+        axes.set_title(panel_title(encoder, results), fontsize="medium")
     axes.set_xlabel("layer (0 = embeddings / character CNN)")
     figure.tight_layout()
     return figure

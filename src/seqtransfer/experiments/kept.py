@@ -91,7 +91,7 @@ def write_kept(path: str | Path, records: Sequence[dict]) -> None:
     path = Path(path)
     experiments = {record["experiment"] for record in records}
     others = [record for record in read_kept(path) if record["experiment"] not in experiments]
-    lines = [json.dumps(record, sort_keys=True, ensure_ascii=False) for record in sorted([*others, *records], key=lambda record: (record["experiment"], *record_order(record)))]
+    lines = [line_of(record) for record in sorted([*others, *records], key=lambda record: (record["experiment"], *record_order(record)))]
     with atomic_write(path) as handle:
         handle.write("".join(f"{line}\n" for line in lines))
 
@@ -100,7 +100,8 @@ def write_kept(path: str | Path, records: Sequence[dict]) -> None:
 def records_lock(path: str | Path) -> Iterator[None]:
     """Hold the records file's folder locked while this process reads, changes and writes the file, so
     that two grids writing one file (other seeds, another --only) keep each other's cells. The folder,
-    not the file: a write replaces the file (``atomic_write``), and no lock file is left beside it."""
+    not the file: a write replaces the file (``atomic_write``), and no lock file is left beside it.
+    A local file system's lock: on NFS, flock on a folder may not be supported."""
     folder = Path(path).resolve().parent
     folder.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(folder, os.O_RDONLY)

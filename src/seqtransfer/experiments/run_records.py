@@ -6,7 +6,6 @@ with the scores by a target's other metrics and on another dataset's test split 
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +17,7 @@ from seqtransfer.data.metrics import evaluate, get_metric
 from seqtransfer.experiments.evidence import evidence_of
 from seqtransfer.experiments.store import slug
 from seqtransfer.files import read_json, write_json
+from seqtransfer.run_members import run_fingerprint
 from seqtransfer.training.inference import score_predictions
 from seqtransfer.training.overlap import warn_of_leaks
 from seqtransfer.workflows.ensemble import ensemble_predict
@@ -169,7 +169,7 @@ def score_elsewhere(directory: Path, entry: str, data_dir: str | None, score: bo
 
 def run_digest(directory: Path) -> str:
     """A digest of the run's metrics file: another training in the same folder writes another one (its seconds, its history)."""
-    return hashlib.sha256((directory / rundir.METRICS).read_bytes()).hexdigest()[:16]
+    return run_fingerprint(directory)
 
 
 def cache_is_of_this_run(cached: Path, directory: Path) -> bool:

@@ -124,6 +124,11 @@ def encoder_of(task: RunTask) -> str | None:
     return task.config.get("model", {}).get("encoder")
 
 
+def is_built(task: RunTask) -> bool:
+    """The task's folder holds a finished run (of whatever encoder or members)."""
+    return (Path(task.directory) / rundir.METRICS).is_file()
+
+
 def is_finished(task: RunTask) -> bool:
     """The task's run finished, on the encoder folder its settings name as that folder is now (an
     ensemble: from its members as they are now)."""
@@ -155,7 +160,10 @@ def kept_of_other_settings(spec: ExperimentSpec, store: ResultsStore, data_dir: 
     outside = [record for key, record in kept_cells.items() if key not in planned_cells and record.get("method")]
     if not outside:
         return []
-    tasks = method_tasks(spec, store, data_dir, sorted({int(record["seed"]) for record in outside}), source_tasks(spec, store, data_dir), frozenset())
+    methods = {record["method"] for record in outside if record["method"] in spec.methods}  # an extra member ("Name+1000") is its ensemble's
+    if not methods:
+        return []
+    tasks = method_tasks(spec, store, data_dir, sorted({int(record["seed"]) for record in outside}), source_tasks(spec, store, data_dir), methods)
     by_cell = {cell_key(cell): task for task in tasks for cell in cells_of(task)}
     return [record for record in outside if (task := by_cell.get(cell_key(record))) is not None and not made_by(record, task, kept_cells)]
 
@@ -244,8 +252,9 @@ def plan_experiment(spec: ExperimentSpec, store: ResultsStore, seeds: list[int],
     sources = source_tasks(spec, store, data_dir)
     targets = method_tasks(spec, store, data_dir, seeds, sources, only)
     ensembles = ensemble_tasks(spec, store, data_dir, seeds, sources, only)
-    kept_ensembles = [records for task, _ in ensembles if not is_finished(task) and (records := kept_records_of(task, kept_cells)) is not None]
-    ensembles = [(task, members) for task, members in ensembles if is_finished(task) or kept_records_of(task, kept_cells) is None]
+    # a kept record stands in for an ensemble not built here; one built here is built again if a member was trained again
+    kept_ensembles = [records for task, _ in ensembles if not is_built(task) and (records := kept_records_of(task, kept_cells)) is not None]
+    ensembles = [(task, members) for task, members in ensembles if is_built(task) or kept_records_of(task, kept_cells) is None]
     members_needed = {member.directory for task, members in ensembles if not is_finished(task) for member in members}
     skipped = skippable(targets, kept_cells, members_needed)
     to_train = runs_to_train(targets, skipped)
@@ -296,6 +305,7 @@ def run_experiment(
     kept_cells = {cell_key(record): record for record in kept if record["experiment"] == spec.name}
     plan = plan_experiment(spec, store, seeds, data_dir, only, kept_cells)
     log(plan.describe(spec.name))
+    warn_of_other_settings(kept_of_other_settings(spec, store, data_dir, kept_cells, plan.targets), log)
     started = time.perf_counter()
     save_kept_and_finished(plan, store)
 
@@ -307,7 +317,6 @@ def run_experiment(
     # One pool of work: a target run starts as soon as its own source is finished.
     backend.run(plan.todo[0] + plan.todo[1], log, on_record=save)
     warn_of_other_sources(plan.targets, plan.skipped, log)
-    warn_of_other_settings(kept_of_other_settings(spec, store, data_dir, kept_cells, plan.targets), log)
     for task in plan.source_stage:  # source records too, so that analyses can find the source runs
         store.save_record(finish_record(task, Path(task.directory)))
     for task, members in plan.ensembles:

@@ -4,8 +4,10 @@ the folder, not its content; the hash the run recorded tells the two apart."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from seqtransfer import rundir
@@ -44,16 +46,46 @@ def recorded_hash(directory: str, config_time: int) -> str | None:
 def set_stale_run_aside(directory: str | Path, encoder: str | None, echo: Callable[[str], None] | None) -> None:
     """Move a run trained on another encoder (``stale_encoder``) beside its folder, so that the cell
     (or search trial) trains again in its place; the old run stays readable there. An unfinished one
-    too: resumed, it would stop on its settings' other encoder hash, on every run of the grid.
-    Another grid may move it first: then there is nothing left to move."""
+    too: resumed, it would stop on its settings' other encoder hash, on every run of the grid; but not
+    one another grid is training now (it holds the run's lock). Another grid may move it first: then
+    there is nothing left to move."""
     directory = Path(directory)
     recorded = stale_encoder(directory, encoder)
-    if recorded:
-        state = "trained" if (directory / rundir.METRICS).is_file() else "started (unfinished)"
-        aside = directory.with_name(f"{directory.name}.encoder-{recorded[:12]}")
+    if not recorded:
+        return
+    finished = (directory / rundir.METRICS).is_file()
+    with contextlib.ExitStack() as held:
+        if not finished and not held.enter_context(run_not_in_use(directory)):
+            return
+        aside = free_name(directory.with_name(f"{directory.name}.encoder-{recorded[:12]}"))
         try:
             directory.rename(aside)
         except FileNotFoundError:
             return
-        if echo:
-            echo(f"{directory} was {state} on another encoder at {encoder} (hash {recorded[:12]}): moved to {aside}, training again")
+    if echo:
+        echo(f"{directory} was {'trained' if finished else 'started (unfinished)'} on another encoder at {encoder} (hash {recorded[:12]}): moved to {aside}, training again")
+
+
+@contextlib.contextmanager
+def run_not_in_use(directory: Path) -> Iterator[bool]:
+    """Whether no other process holds the run's lock (``runner.execute_task`` trains under it); held while in the block."""
+    lock_path = directory / ".lock"
+    if not lock_path.is_file():
+        yield True
+        return
+    with open(lock_path) as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+
+
+def free_name(path: Path) -> Path:
+    """``path``, or ``path.2``, ``path.3``, ... where it is taken (the same old encoder set aside twice)."""
+    candidate, number = path, 1
+    while candidate.exists():
+        number += 1
+        candidate = path.with_name(f"{path.name}.{number}")
+    return candidate
