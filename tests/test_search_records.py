@@ -177,3 +177,27 @@ def test_a_run_of_several_phases_reports_one_growing_epoch_count_and_keeps_it():
     assert reports == [{"epoch": 1, "dev": 30.0, "step": 3}]
     history = [{"phase": "head", "epoch": 1, "dev": 10.0}, {"phase": "head", "epoch": 2, "dev": 20.0}, {"phase": "all", "epoch": 1, "dev": 30.0}]
     assert run_epochs(history) == [{"epoch": 1, "dev": 10.0}, {"epoch": 2, "dev": 20.0}, {"epoch": 3, "dev": 30.0}]
+
+
+def test_a_trials_run_is_named_by_its_settings_as_given_not_by_where_the_checkout_lies(tmp_path, monkeypatch):
+    """Tune trials read absolute paths (each trial starts in a folder of its own), but the trial's run is named
+    by the settings as the experiment file gives them: another checkout, or the grid's cell, gives the same name."""
+    from seqtransfer.config import RunConfig, config_to_dict
+    from seqtransfer.experiments import search
+    from seqtransfer.experiments.grid import identity_of
+    from seqtransfer.experiments.store import content_id
+
+    tune = FakeTune(None)
+    monkeypatch.setitem(sys.modules, "ray", SimpleNamespace(tune=tune))
+    monkeypatch.setattr(search, "train_tagger", lambda config, directory, log, show_progress, epoch_reports: None)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "labels.yaml").write_text("NN: NOUN\n")
+    given = config_to_dict(RunConfig())
+    given["data"]["label_map"] = "labels.yaml"
+    values = {"train.learning_rate": 0.01}
+    trainable = search.make_trainable(search.absolute_paths(given), str(tmp_path / "results"), "WNUT-", None, None, {}, given)
+    with contextlib.suppress(FakeTune.Stopped):
+        trainable(values)
+    (trial_run,) = (tmp_path / "results" / "runs").iterdir()
+    assert trial_run.name == "WNUT-" + content_id(identity_of(search.trial_config(given, values), None))
+    assert trial_run.name != "WNUT-" + content_id(identity_of(search.trial_config(search.absolute_paths(given), values), None))

@@ -84,7 +84,7 @@ def trial_config(base: dict, values: dict[str, Any], max_epochs: int | None = No
     return config
 
 
-def make_trainable(base: dict, store_root: str, prefix: str, source_id: str | None, max_epochs: int | None, kept: dict[str, dict] | None = None):
+def make_trainable(base: dict, store_root: str, prefix: str, source_id: str | None, max_epochs: int | None, kept: dict[str, dict] | None = None, as_given: dict | None = None):
     """The Tune function trainable: train (or read back) the run of a trial's settings, reporting each epoch's dev score.
 
     Tune starts each trial in a folder of its own; the trial goes back to the folder the search was
@@ -93,6 +93,9 @@ def make_trainable(base: dict, store_root: str, prefix: str, source_id: str | No
     a vector file) reads as it does in ``experiment run``. A trial of the settings of a kept trial
     (``kept``, by run digest: see :mod:`~seqtransfer.experiments.search_records`) reports the kept
     dev scores, and trains only if it was stopped early and the scheduler now lets it go on.
+    A trial's run is named by its settings as the grid's cells are (``as_given``: the base config with
+    its paths as the experiment file gives them), so that the name does not depend on where the
+    checkout lies and a trial's run is the grid's run of the same settings.
     """
     working_folder = str(Path.cwd().resolve())
 
@@ -103,7 +106,7 @@ def make_trainable(base: dict, store_root: str, prefix: str, source_id: str | No
             os.chdir(working_folder)
         config = trial_config(base, values, max_epochs)
         store = ResultsStore(store_root)
-        digest = content_id(identity_of(config, source_id))
+        digest = content_id(identity_of(trial_config(as_given or base, values, max_epochs), source_id))
         run_id = store.run_id(prefix, digest)
         directory = store.run_directory(run_id)
         finished = finished_trial(directory, config.model.encoder)
@@ -171,7 +174,7 @@ def run_search(task, search: SearchSpec, store, source_id: str | None, cpus_per_
     base = absolute_paths(task.config)  # Tune runs each trial in its own working folder
     kept = kept_trials(read_search_records(records, experiment), method, target, weights_read(task)) if records else {}
     trainable = tune.with_resources(
-        make_trainable(base, str(Path(store.root).resolve()), prefix, source_id, search.max_epochs, kept), {"cpu": cpus_per_trial, **({"gpu": gpus_per_trial} if gpus_per_trial else {})}
+        make_trainable(base, str(Path(store.root).resolve()), prefix, source_id, search.max_epochs, kept, task.config), {"cpu": cpus_per_trial, **({"gpu": gpus_per_trial} if gpus_per_trial else {})}
     )
     tune_config = tune_settings(task, search)
     folder = Path(store.root).resolve() / "search" / experiment
