@@ -406,7 +406,7 @@ def test_kept_cells_of_settings_since_changed_are_named_when_a_run_leaves_them_o
     experiment.write_text(experiment.read_text(encoding="utf-8").replace("train.max_epochs=2", "train.max_epochs=1"), encoding="utf-8")
     run(["experiment", "run", str(experiment), "--only", "scratch", "--seeds", "1", "--results", str(tmp_path / "store"), "--records", str(kept)])
     out = capsys.readouterr().out
-    assert "warning: 1 kept cells outside this run are of other settings" in out and "seed 2" in out and "--seeds 2" in out
+    assert "warning: 1 kept cells outside this run of other settings than the file gives now" in out and "seed 2" in out and "--seeds 2" in out
 
 
 def test_a_kept_cell_trained_from_another_instance_of_its_source_trains_again(tmp_path, capsys):
@@ -481,10 +481,12 @@ reference: features
     assert "(0, 0, 0 to train, 1 kept)" in capsys.readouterr().out
     weights = load_file(str(encoder / "model.safetensors"))
     save_file({name: tensor + 0.01 for name, tensor in weights.items()}, str(encoder / "model.safetensors"), metadata={"format": "pt"})
+    run(["experiment", "run", str(experiment), "--seeds", "2-2", "--results", str(tmp_path / "other-seed"), "--records", str(kept)])
+    assert "warning: 1 kept cells outside this run read another encoder than the one its folder holds now (features / pos / seed 1)" in capsys.readouterr().out
     run(["experiment", "run", str(experiment), "--results", str(tmp_path / "third"), "--records", str(kept)])
     assert "(0, 1, 0 to train)" in capsys.readouterr().out
-    (renewed,) = [json.loads(line) for line in kept.read_text(encoding="utf-8").splitlines()]
-    assert renewed["encoder_weights"] == encoder_fingerprint(str(encoder)) != first["encoder_weights"]
+    (renewed, _) = [json.loads(line) for line in kept.read_text(encoding="utf-8").splitlines()]
+    assert renewed["seed"] == 1 and renewed["encoder_weights"] == encoder_fingerprint(str(encoder)) != first["encoder_weights"]
 
 
 def test_a_broken_kept_file_is_one_line(tmp_path):

@@ -153,19 +153,25 @@ def cells_of(task: RunTask) -> list[dict]:
     return [{key: value for key, value in cell.items() if key != "targets"} for cell in cells]
 
 
-def kept_of_other_settings(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, kept_cells: dict[tuple, dict], planned: list[RunTask]) -> list[dict]:
+def kept_of_other_settings(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, kept_cells: dict[tuple, dict], planned: list[RunTask]) -> dict[str, list[dict]]:
     """The kept records this session did not plan (other seeds, methods left out by --only) that no run of
-    the file's settings made: a report would average them with the cells trained here under the new ones."""
+    the file's settings, source and encoder as they are here made, by why: a report would average them
+    with the cells trained here. "settings": the file's settings for the cell changed; "encoder" and
+    "source": the cell read weights that its encoder folder or source run no longer holds."""
     planned_cells = {cell_key(cell) for task in planned for cell in cells_of(task)}
     outside = [record for key, record in kept_cells.items() if key not in planned_cells and record.get("method")]
-    if not outside:
-        return []
     methods = {record["method"] for record in outside if record["method"] in spec.methods}  # an extra member ("Name+1000") is its ensemble's
     if not methods:
-        return []
+        return {}
     tasks = method_tasks(spec, store, data_dir, sorted({int(record["seed"]) for record in outside}), source_tasks(spec, store, data_dir), methods)
     by_cell = {cell_key(cell): task for task in tasks for cell in cells_of(task)}
-    return [record for record in outside if (task := by_cell.get(cell_key(record))) is not None and not made_by(record, task, kept_cells)]
+    stale: dict[str, list[dict]] = {}
+    for record in outside:
+        task = by_cell.get(cell_key(record))
+        if task is not None and not made_by(record, task, kept_cells):
+            why = "encoder" if from_another_encoder(record, task) else "source" if from_another_source(record, task) else "settings"
+            stale.setdefault(why, []).append(record)
+    return stale
 
 
 def made_by(record: dict, task: RunTask, kept: dict[tuple, dict]) -> bool:
@@ -339,14 +345,21 @@ def warn_of_other_sources(tasks: list[RunTask], skipped: dict[str, list[dict]], 
         )
 
 
-def warn_of_other_settings(stale: list[dict], log: Log) -> None:
-    """Say which kept cells outside this session are of settings the file no longer gives."""
-    if stale:
-        seeds = max(int(record["seed"]) for record in stale)
-        cells = ", ".join(describe_cell(record) for record in stale[:4]) + (", ..." if len(stale) > 4 else "")
+STALE_REASONS = {
+    "settings": "of other settings than the file gives now",
+    "encoder": "read another encoder than the one its folder holds now",
+    "source": "read another instance of its source than the one in the store now",
+}
+
+
+def warn_of_other_settings(stale: dict[str, list[dict]], log: Log) -> None:
+    """Say which kept cells outside this session no run of the file's settings, encoder and source made."""
+    for why, records in stale.items():
+        seeds = max(int(record["seed"]) for record in records)
+        cells = ", ".join(describe_cell(record) for record in records[:4]) + (", ..." if len(records) > 4 else "")
         log(
-            f"warning: {len(stale)} kept cells outside this run are of other settings than the file gives now ({cells}); a report averages them "
-            f"with the cells trained here: run their methods again with --seeds {seeds} to train them on the file's settings"
+            f"warning: {len(records)} kept cells outside this run {STALE_REASONS[why]} ({cells}); a report averages them "
+            f"with the cells trained here: run their methods again with --seeds {seeds} to train them anew"
         )
 
 
