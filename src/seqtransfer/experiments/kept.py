@@ -125,8 +125,9 @@ def add_kept(path: str | Path, experiment: str, records: Sequence[dict], read_at
             return
         seen = {line_of(record) for record in read_at_start}
         others = [record for record in now if line_of(record) not in seen]
-        unchanged = [record for record in records if line_of(record) in seen]
-        made_here = [record for record in records if line_of(record) not in seen]
+        unchanged, made_here = [], []
+        for record in records:
+            (unchanged if line_of(record) in seen else made_here).append(record)
         write_kept(path, merge(merge(unchanged, others), made_here))
 
 

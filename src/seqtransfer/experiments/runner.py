@@ -24,7 +24,7 @@ from seqtransfer.experiments.grid import PSEUDO_FILE, RunTask, ensemble_tasks, m
 from seqtransfer.experiments.kept import at_selection, cell_key, made_with_other_weights, merge, run_id_of
 from seqtransfer.experiments.run_records import finish_record, finish_records
 from seqtransfer.experiments.spec import ExperimentSpec
-from seqtransfer.experiments.stale_runs import set_stale_run_aside, stale_encoder
+from seqtransfer.experiments.stale_runs import RUN_LOCK, set_stale_run_aside, stale_encoder
 from seqtransfer.experiments.store import ResultsStore, content_id, digest_of
 from seqtransfer.run_members import members_changed
 from seqtransfer.workflows.ensemble import build_ensemble
@@ -46,7 +46,7 @@ def execute_task(task: RunTask, echo: Log | None = None) -> list[dict]:
     config = config_from_dict(copy.deepcopy(task.config))
     set_stale_run_aside(task.directory, encoder_of(task), echo)
     directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / ".lock", "w") as lock:  # two grids sharing this run: the second waits, then reuses it
+    with open(directory / RUN_LOCK, "w") as lock:  # two grids sharing this run: the second waits, then reuses it
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (directory / rundir.METRICS).is_file():
             if task.unify and not (directory / "unified" / "summary.json").is_file():  # summary.json is written last
@@ -168,8 +168,12 @@ def kept_of_other_settings(spec: ExperimentSpec, store: ResultsStore, data_dir: 
     stale: dict[str, list[dict]] = {}
     for record in outside:
         task = by_cell.get(cell_key(record))
-        if task is not None and not made_by(record, task, kept_cells):
-            why = "encoder" if from_another_encoder(record, task) else "source" if from_another_source(record, task) else "settings"
+        if task is None:
+            continue
+        why = "encoder" if from_another_encoder(record, task) else "source" if from_another_source(record, task) else None
+        if why is None and not made_by(record, task, kept_cells):  # made_by checks the two weights first: here they agree
+            why = "settings"
+        if why:
             stale.setdefault(why, []).append(record)
     return stale
 

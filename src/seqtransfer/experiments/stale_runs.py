@@ -30,9 +30,13 @@ def stale_encoder(directory: str | Path, encoder: str | None) -> str | None:
     return recorded if recorded and recorded not in now else None
 
 
+RUN_LOCK = ".lock"  # a run directory's lock: the grid trains the run holding it (runner.execute_task)
+
+
 def first_model(directory: Path) -> Path:
     """The folder whose settings say which encoder a run read: the run's own, or a self-labelling run's
-    first model (its top folder holds the rounds, not a config)."""
+    first model (its top folder holds the rounds, not a config). Not ``run_members.first_member``: a
+    self-labelling run names its members only once its rounds are done, and an unfinished one counts too."""
     first = directory / "round-0" / "model-1"
     return first if not (directory / rundir.CONFIG).is_file() and (first / rundir.CONFIG).is_file() else directory
 
@@ -69,7 +73,7 @@ def set_stale_run_aside(directory: str | Path, encoder: str | None, echo: Callab
 @contextlib.contextmanager
 def run_not_in_use(directory: Path) -> Iterator[bool]:
     """Whether no other process holds the run's lock (``runner.execute_task`` trains under it); held while in the block."""
-    lock_path = directory / ".lock"
+    lock_path = directory / RUN_LOCK
     if not lock_path.is_file():
         yield True
         return
