@@ -1025,6 +1025,11 @@ def test_table5_heads_features_with_a_crf_alone_and_a_fine_tuned_encoder_with_a_
     assert any(name.startswith("feature_extractor.") for name in head)  # the BiLSTM thaws first, with the classifier
     assert len(seqtransfer.load(tmp_path / "ft-bilstm").predict([["john", "lives", "in", "new", "york"]])[0]) == 5
     assert "model.feature_extractor" in error_line(parser_arguments(tmp_path / "parser", 1, 1, "model.feature_extractor=none"), capsys)
+    # the paper's two-layer BiLSTM-CRF over frozen features (model.feature_layers=2): two layers, discriminative groups of their own
+    assert main([*common, "--output", str(tmp_path / "fe-two"), "model.encoder_join=false", "model.feature_layers=2"]) == 0
+    stacked = seqtransfer.load(tmp_path / "fe-two").run.model
+    assert len(stacked.feature_extractor.layers) == 2 and stacked.classifier.in_features == 16
+    assert [group for group, _ in layer_groups(stacked)][-3:-1] == ["feature_extractor.layers.0", "feature_extractor.layers.1"]
 
 
 def test_input_tags_with_a_fine_tuned_encoder_are_one_line(encoder, tmp_path, capsys):

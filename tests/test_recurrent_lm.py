@@ -7,6 +7,7 @@ import json
 import math
 import shutil
 
+import numpy as np
 import pytest
 import torch
 from conftest import FIXTURES, write_random_text
@@ -231,8 +232,10 @@ def test_analyze_layers_reads_each_runs_scalar_mix_and_the_report_shows_it(langu
     assert "this run mixes no encoder layers" in one_line_error(capsys, ["analyze", "layers", str(plain)])
 
 
-def test_a_run_on_frozen_lm_features_refuses_another_lm_in_its_place(language_model, tmp_path, monkeypatch, capsys):
-    """The run records the LM folder's hash: a changed LM is one line, as a missing one is."""
+@pytest.mark.parametrize("mode", ["features", "finetune"])
+def test_a_run_on_our_lm_refuses_another_lm_in_its_place(language_model, tmp_path, monkeypatch, capsys, mode):
+    """The run records the LM folder's hash: a changed LM is one line, as a missing one is; a fine-tuned
+    run too (it holds the LM's weights, but reads its character set from the folder)."""
     import shutil
 
     from safetensors.torch import load_file, save_file
@@ -241,7 +244,7 @@ def test_a_run_on_frozen_lm_features_refuses_another_lm_in_its_place(language_mo
     folder = tmp_path / "lm"
     shutil.copytree(language_model[0], folder)
     output = tmp_path / "run"
-    run(["train", *NER, "--output", str(output), *TAGGER, f"model.encoder={folder}"])
+    run(["train", *NER, "--output", str(output), *TAGGER, f"model.encoder={folder}", f"model.encoder_mode={mode}"])
     weights = load_file(str(folder / "model.safetensors"))
     weights["tokens.projection.bias"] += 1.0
     save_file(weights, str(folder / "model.safetensors"))
@@ -302,13 +305,64 @@ def test_a_tokens_vector_does_not_depend_on_the_other_tokens_of_its_batch():
     assert torch.allclose(alone, beside, atol=1e-6)
 
 
-def test_separate_pair_encoding_is_refused_for_our_recurrent_lm(language_model, tmp_path, capsys, monkeypatch):
+def test_literal_sentence_marks_in_the_text_are_words_not_marks():
+    """A "<S>" in the text is spelled out, as fine-tuning spells it; a literal "<unk>" is no second class."""
+    from seqtransfer.embeddings.recurrent_lm import BEGIN_SENTENCE, BEGIN_WORD, END_WORD, FIRST_CHARACTER, SPECIAL_WORDS, encode_batch
+    from seqtransfer.workflows.recurrent_pretraining import vocabularies
+
+    characters = {character: index + FIRST_CHARACTER for index, character in enumerate("<S>a")}
+    batch = encode_batch([["<S>", "a"]], characters, 10)
+    forms = batch["forms"][batch["form_index"][0]]  # (T + 2, C): <S> mark, "<S>", "a", </S> mark
+    assert forms[0, :3].tolist() == [BEGIN_WORD, BEGIN_SENTENCE, END_WORD]
+    assert forms[1, :5].tolist() == [BEGIN_WORD, *(characters[character] for character in "<S>"), END_WORD]
+    words, _ = vocabularies([["<unk>", "a", "<S>"], ["<unk>", "a", "<S>"]], 10)
+    assert words == [*SPECIAL_WORDS, "a"]
+
+
+def test_a_pair_read_apart_gives_each_text_the_vectors_it_has_alone(language_model):
+    """Frozen features with model.pair_encoding=separate (the To-tune paper's ELMo features, A.1):
+    each text of "A [SEP] B" reads as the sentence it is alone; the [SEP] reads zeros."""
+    from seqtransfer.embeddings.recurrent_lm import load_recurrent_lm, texts_apart_arrays, token_layer_arrays
+
+    folder, _ = language_model
+    model, _, characters = load_recurrent_lm(folder)
+    first, second = ["the", "cat", "sat"], ["a", "dog", "ran", "to", "house"]
+    apart = texts_apart_arrays(model, characters, [[*first, "[SEP]", *second], first, [*first, "[SEP]"]])
+    alone = token_layer_arrays(model, characters, [first, second])
+    joint = token_layer_arrays(model, characters, [[*first, "[SEP]", *second]])[0]
+    assert apart[0].shape == joint.shape and not apart[0][3].any()
+    assert np.allclose(apart[0][:3], alone[0], atol=2e-3) and np.allclose(apart[0][4:], alone[1], atol=2e-3)
+    assert not np.allclose(apart[0][:3, 1:], joint[:3, 1:], atol=2e-3)  # read jointly, the backward LSTM reads B into A's states
+    assert np.allclose(apart[1], alone[0], atol=2e-3) and apart[2].shape == (4, *alone[0].shape[1:]) and not apart[2][3].any()
+
+
+def test_a_fine_tuned_lm_reading_a_pair_apart_keeps_each_texts_states_to_itself(language_model, tmp_path, monkeypatch):
+    """Fine-tuned with model.pair_encoding=separate: changing text B leaves text A's states as they were
+    (read jointly, A's backward states read B); the [SEP]'s states are zeros; both modes train and predict."""
+    from seqtransfer.data.batching import encode_sentences, make_batch
+    from seqtransfer.rundir import load_run
+
     monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))
     folder, _ = language_model
     similarity = ["--train", str(FIXTURES / "tiny_similarity.tsv"), "--dev", str(FIXTURES / "tiny_similarity.tsv"), "--columns", "text,text_b,score"]
     for mode in ("features", "finetune"):
-        error = one_line_error(capsys, ["train", *similarity, "--output", str(tmp_path / mode), *TAGGER, f"model.encoder={folder}", f"model.encoder_mode={mode}", "model.pair_encoding=separate"])
-        assert "our recurrent LM reads a pair as one sequence" in error
+        run(["train", *similarity, "--output", str(tmp_path / mode), *TAGGER, f"model.encoder={folder}", f"model.encoder_mode={mode}", "model.pair_encoding=separate", "model.sentence_reader=esim"])
+    loaded = load_run(tmp_path / "finetune")
+    model = loaded.model.eval()
+    pairs = [["a", "man", "plays", "[SEP]", "a", "dog"], ["a", "man", "plays", "[SEP]", "two", "kids", "play"]]
+    with torch.inference_mode():
+        apart = model.token_states(make_batch(encode_sentences(pairs, loaded.vocabularies), np.arange(2)))
+        model.reads_texts_apart = False
+        joint = model.token_states(make_batch(encode_sentences(pairs, loaded.vocabularies), np.arange(2)))
+    assert torch.allclose(apart[0, :3], apart[1, :3], atol=1e-5) and not torch.allclose(joint[0, :3], joint[1, :3], atol=1e-5)
+    assert not apart[:, 3].any() and apart[0, 6:].abs().sum() == 0
+
+
+def test_an_auxiliary_lm_loss_on_our_fine_tuned_lm_is_one_line(language_model, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))
+    folder, _ = language_model
+    error = one_line_error(capsys, ["train", *NER, "--output", str(tmp_path / "run"), *TAGGER, f"model.encoder={folder}", "model.encoder_mode=finetune", "transfer.auxiliary_lm_weight=0.1"])
+    assert "our own recurrent LMs have no masked LM head" in error and not (tmp_path / "run").exists()
 
 
 def test_a_fine_tuned_lm_spells_test_words_with_every_character_it_knows(language_model, tmp_path, monkeypatch):

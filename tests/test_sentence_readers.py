@@ -51,12 +51,31 @@ def test_each_reader_trains_saves_loads_and_predicts(tmp_path, reader, data):
     assert type(loaded.model.reader).__name__.lower().startswith(reader[:3])
     has_weights = any(name.startswith("reader.") for name in loaded.model.state_dict())
     assert has_weights == (reader in ("esim", "bcn", "ulmfit"))
+    # ESIM and the BCN read the word representation themselves, as published: no BiLSTM before them
+    has_extractor = any(name.startswith("feature_extractor.") for name in loaded.model.state_dict())
+    assert has_extractor == (reader not in ("esim", "bcn")) and (loaded.config.model.feature_extractor == "none") == (reader in ("esim", "bcn"))
     sentences = [["fine", "[SEP]", "good"], ["bad", "day", "[SEP]", "bad"]] if data is SIMILARITY else [["fine", "film"], ["bad"]]
     predicted = seqtransfer.load(output).predict(sentences)
     assert len(predicted) == 2
 
 
-def test_the_bcn_may_stack_allennlps_three_maxout_layers(tmp_path):
+def test_a_bilstm_asked_for_before_esim_is_built(tmp_path):
+    from seqtransfer.cli import run
+    from seqtransfer.rundir import load_run
+
+    run(["train", *SIMILARITY, "--epochs", "1", "--output", str(tmp_path / "run"), "--quiet", "--device", "cpu", *TINY_MODEL, "model.sentence_reader=esim", "model.feature_extractor=bilstm"])
+    assert any(name.startswith("feature_extractor.") for name in load_run(tmp_path / "run").model.state_dict())
+
+
+def test_padding_never_wins_a_max_pool_whatever_the_values():
+    from seqtransfer.models.sentence_readers import max_over
+
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        states = torch.tensor([[[-3e4], [5e4]]]).clamp(min=torch.finfo(dtype).min, max=torch.finfo(dtype).max).to(dtype)
+        assert max_over(states, torch.tensor([[True, False]])).item() == states[0, 0, 0].item()
+
+
+def test_the_bcn_may_stack_more_maxout_layers(tmp_path):
     import seqtransfer
     from seqtransfer.cli import run
     from seqtransfer.rundir import load_run

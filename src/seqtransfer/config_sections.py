@@ -86,6 +86,7 @@ class ModelConfig(Section):
     # Between the representation and the classifier (To-tune paper, Table 5): None = the model's own
     # (the tagger: a BiLSTM of hidden units; a fine-tuned encoder: nothing) | bilstm | none
     feature_extractor: str | None = None
+    feature_layers: int = 1  # the words encoder's BiLSTM layers (To-tune's feature extraction for NER: 2, appendix A.1)
     dropout: float = 0.5
     classifier: str = "softmax"  # softmax | crf
     architecture: str = "tagger"  # tagger | pretrand (set by the transfer scheme)
@@ -123,8 +124,12 @@ class ModelConfig(Section):
     encoder_family: str | None = None
     encoder_pooling: str = "first"  # a token's vector (features and fine-tuning): its first sub-word | the mean of its sub-words
     sentence_reader: str | None = None  # sentence tasks: how token states become one vector (models/sentence_readers.py): None = pooled | pooler | max | biattention | esim | bcn | ulmfit | to_tune
-    pair_encoding: str = "joint"  # sentence pairs and a Transformer (model.encoder): one input A [SEP] B with token types (joint) | each text alone (separate; To-tune paper, Table 4)
-    bcn_maxout_layers: int = 1  # the BCN reader's maxout layers after its pooling (AllenNLP's BCN: 3)
+    # sentence pairs and an encoder (model.encoder): one input A [SEP] B, with token types where a Transformer has them
+    # (joint) | each text alone (separate; To-tune paper, Table 4; our recurrent LM: each text its own sentence, as ELMo's in A.1)
+    pair_encoding: str = "joint"
+    # the BCN reader's maxout layers of model.hidden units after its pooling, before the head's linear
+    # output layer (AllenNLP's BCN: two, of 1,200 and 600 units, then a maxout output layer)
+    bcn_maxout_layers: int = 1
     sentence_pooling: str = "cls"  # a fine-tuned encoder's sentence vector (classification, regression): its [CLS] | the mean of its token vectors
     encoder_join: bool = True  # features: join the word and character vectors (true) or replace them (false: the encoder's mix alone)
     encoder_mode: str = "features"  # features: frozen, cached, scalar mix joined to the word representation | finetune: the encoder trains, with a light head

@@ -54,6 +54,7 @@ _VALUE_RULES: list[tuple[str, Callable[[Any], bool], str | Callable[[], str]]] =
     ("model.sentence_pooling", lambda value: value in ("cls", "mean"), "cls or mean"),
     ("model.pair_encoding", lambda value: value in ("joint", "separate"), "joint or separate"),
     ("model.bcn_maxout_layers", lambda value: value >= 1, "at least 1"),
+    ("model.feature_layers", lambda value: value >= 1, "at least 1"),
     ("model.encoder_mode", lambda value: value in ("features", "finetune"), "features or finetune"),
     ("model.encoder_adapter", lambda value: value in (None, "lora", "houlsby"), "lora or houlsby (or null)"),
     ("model.adapter_size", lambda value: value >= 1, "at least 1"),
@@ -140,7 +141,12 @@ _IDLE_RULES: tuple[tuple[str, Callable[[RunConfig], bool], str], ...] = (
     ("model.lora_alpha", lambda config: config.model.encoder_adapter == "lora", "model.encoder_adapter=lora"),
     ("train.warmup", lambda config: config.train.schedule in ("linear_warmup", "slanted_triangular"), "train.schedule=linear_warmup or slanted_triangular"),
     ("train.learning_rate_decay", lambda config: config.train.schedule in (None, "inverse_time"), "train.schedule=inverse_time"),
-    ("model.pair_encoding", lambda config: bool(config.model.encoder), "model.encoder (a Transformer)"),
+    ("model.pair_encoding", lambda config: bool(config.model.encoder), "model.encoder"),
+    (
+        "model.feature_layers",
+        lambda config: config.model.feature_extractor != "none" and config.model.sentence_reader not in ("esim", "bcn") and not (config.model.encoder and config.model.encoder_mode == "finetune"),
+        "a BiLSTM feature extractor over word vectors or frozen features",
+    ),
     ("model.bcn_maxout_layers", lambda config: config.model.sentence_reader in ("bcn", "to_tune"), "model.sentence_reader=bcn (or to_tune, which reads single texts of frozen features with it)"),
     ("model.sentence_reader", lambda config: config.model.architecture.startswith(("sentence_", "encoder_classifier", "encoder_regressor")), "a sentence classification or regression task"),
 )

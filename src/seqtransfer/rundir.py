@@ -31,7 +31,8 @@ from seqtransfer.data.tag_feature import tag_predictor
 from seqtransfer.data.vocabulary import Vocabularies
 from seqtransfer.device import resolve_device
 from seqtransfer.embeddings.packaged import PACKAGED
-from seqtransfer.embeddings.transformer import encoder_fingerprint
+from seqtransfer.embeddings.recurrent_lm import folder_architecture
+from seqtransfer.embeddings.transformer import encoder_fingerprint, encoder_path
 from seqtransfer.errors import SeqTransferError, warn
 from seqtransfer.files import read_json, write_json, write_text
 from seqtransfer.models.registry import build_model
@@ -238,12 +239,15 @@ def check_encoder_hash(config: RunConfig, directory: Path) -> str | None:
     that saved only its adapter, reads the encoder's weights from it (they fit no other), so another
     encoder is refused; a fully fine-tuned run holds its own weights and reads only the tokenizer
     from the folder, so it is warned about (the warning returned). Runs trained before the hash was
-    recorded pass, and so do those that recorded it with our LM's training report (before 2026-11-26)."""
+    recorded pass, and so do those that recorded it with our LM's training report (before 2026-11-26).
+    Our own LMs (recurrent, AWD-LSTM) are refused even fully fine-tuned: the run reads their
+    character set or word vocabulary and sizes from the folder, which another LM's would misread."""
     if encoder_is_the_runs(config.model):
         return None
     found = encoder_fingerprint(config.model.encoder)
     message = f"the encoder at {config.model.encoder} differs from the one this run was trained on (hash {found}, expected {config.model.encoder_hash})"
-    if config.model.encoder_mode == "finetune" and config.model.encoder_adapter is None:
+    ours = folder_architecture(encoder_path(config.model.encoder)) is not None
+    if config.model.encoder_mode == "finetune" and config.model.encoder_adapter is None and not ours:
         warn(f"{directory}: {message}; the run holds its own encoder weights and reads only the tokenizer from that folder")
         return message
     raise SeqTransferError(message, path=directory, hint=ENCODER_HINT)

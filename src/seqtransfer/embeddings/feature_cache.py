@@ -22,7 +22,7 @@ from safetensors.numpy import load_file, save_file
 from seqtransfer.embeddings.recurrent_lm import is_recurrent_lm, recurrent_features
 from seqtransfer.embeddings.tokenization import PAIR_SEPARATOR, marks_spaces
 from seqtransfer.embeddings.transformer import encode_sentences_with, encoder_fingerprint, encoder_path, encoder_shape, has_token_types, load_encoder, tokenizer_of
-from seqtransfer.errors import SeqTransferError, warn
+from seqtransfer.errors import warn
 
 CACHE_VERSION = 1
 
@@ -40,11 +40,6 @@ def cached_features(name: str, sentences: Sequence[Sequence[str]], pooling: str,
     ``segments``: pairs read BERT token types (``encode_window``); ``separate``: each text of a pair
     encoded alone; ``store=False``: computed in memory, the cache neither read nor written (a user's
     sentences: one file per call would pile up)."""
-    if separate and is_recurrent_lm(encoder_path(name)):
-        raise SeqTransferError(
-            "model.pair_encoding=separate encodes a pair's texts in a Transformer's windows; our recurrent LM reads a pair as one sequence",
-            hint="drop model.pair_encoding, or use a Transformer encoder",
-        )
     if not store:
         return computed_features(name, sentences, pooling, segments, separate)
     path = cache_path(name, sentences, pooling, segments, separate)
@@ -57,7 +52,7 @@ def cached_features(name: str, sentences: Sequence[Sequence[str]], pooling: str,
 
 def computed_features(name: str, sentences: Sequence[Sequence[str]], pooling: str, segments: bool, separate: bool = False) -> list[np.ndarray]:
     if is_recurrent_lm(encoder_path(name)):  # characters in: no sub-words to pool, no token types
-        return recurrent_features(encoder_path(name), sentences)
+        return recurrent_features(encoder_path(name), sentences, separate=separate)
     tokenizer, model = load_encoder(name)
     return encode_sentences_with(tokenizer, model, sentences, pooling, segments, separate)
 
@@ -67,7 +62,7 @@ def cache_path(name: str, sentences: Sequence[Sequence[str]], pooling: str, segm
     pairs = any(PAIR_SEPARATOR in tokens for tokens in sentences)
     # token types change only pairs' vectors, and only for an encoder that has them: else the untyped entry serves
     typed = "-segments" if segments and not separate and has_token_types(name) and pairs else ""
-    alone = "-separate" if separate and pairs and not is_recurrent_lm(encoder_path(name)) else ""  # each text of a pair in its own windows
+    alone = "-separate" if separate and pairs else ""  # each text of a pair in its own windows (a recurrent LM: its own sentence)
     # byte-level BPE tokens read as words inside a sentence ("Ġword"): other pieces than before that convention, another entry
     recurrent = is_recurrent_lm(encoder_path(name))
     spaced = "-spaced" if not recurrent and marks_spaces(tokenizer_of(name)) else ""

@@ -32,6 +32,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from torch.nn import functional
 
+from seqtransfer.embeddings.tokenization import PAIR_SEPARATOR
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.padding import reversal_index, reverse_padded
 
@@ -206,15 +207,17 @@ def character_ids(token: str, characters: dict[str, int], limit: int) -> list[in
     return [BEGIN_WORD, *inner, END_WORD]
 
 
-SENTENCE_MARKS = {"<S>": [BEGIN_WORD, BEGIN_SENTENCE, END_WORD], "</S>": [BEGIN_WORD, END_SENTENCE, END_WORD]}
+# the sentence marks' forms, keyed apart from any token (a literal "<S>" in the text is spelled out, as fine-tuning spells it)
+SENTENCE_START_FORM, SENTENCE_END_FORM = ("<S>",), ("</S>",)
+SENTENCE_MARKS = {SENTENCE_START_FORM: [BEGIN_WORD, BEGIN_SENTENCE, END_WORD], SENTENCE_END_FORM: [BEGIN_WORD, END_SENTENCE, END_WORD]}
 
 
 def encode_batch(sentences: Sequence[Sequence[str]], characters: dict[str, int], limit: int, words: dict[str, int] | None = None) -> dict[str, torch.Tensor]:
     """Sentences (tokens, without the marks) -> tensors of <S> tokens </S>: ``forms`` (U, C) the
     distinct tokens' characters, ``form_index`` (B, T + 2), ``lengths`` (B,), and with ``words``
     the softmax's ``words`` (B, T + 2) (an unknown word: <unk>)."""
-    distinct: dict[str, int] = {"<S>": 0, "</S>": 1}
-    rows = [[distinct.setdefault(token, len(distinct)) for token in ("<S>", *sentence, "</S>")] for sentence in sentences]
+    distinct: dict[str | tuple, int] = {SENTENCE_START_FORM: 0, SENTENCE_END_FORM: 1}
+    rows = [[distinct.setdefault(token, len(distinct)) for token in (SENTENCE_START_FORM, *sentence, SENTENCE_END_FORM)] for sentence in sentences]
     width = max(len(row) for row in rows)
     form_index = np.zeros((len(rows), width), dtype=np.int64)
     for number, row in enumerate(rows):
@@ -315,10 +318,41 @@ def with_saved_weights(build: Callable[[dict], nn.Module], settings: dict, weigh
     return model.eval()
 
 
-def recurrent_features(folder: Path, sentences: Sequence[Sequence[str]], batch_size: int = 64) -> list[np.ndarray]:
-    """Per sentence, (T, 3, 2P) float16 vectors of its tokens in the LM's three layers."""
+def recurrent_features(folder: Path, sentences: Sequence[Sequence[str]], batch_size: int = 64, separate: bool = False) -> list[np.ndarray]:
+    """Per sentence, (T, 3, 2P) float16 vectors of its tokens in the LM's three layers; ``separate``:
+    each text of a pair read as a sentence of its own (``texts_apart_arrays``)."""
     model, _, characters = load_recurrent_lm(folder)
+    if separate:
+        return texts_apart_arrays(model, characters, sentences, batch_size)
     return token_layer_arrays(model, characters, sentences, batch_size)
+
+
+def split_at_separator(tokens: Sequence[str]) -> list[list[str]]:
+    """A pair's tokens "A [SEP] B" -> [A, B] (a sentence without [SEP]: [tokens]; a text may be empty)."""
+    texts: list[list[str]] = [[]]
+    for token in tokens:
+        if token == PAIR_SEPARATOR:
+            texts.append([])
+        else:
+            texts[-1].append(token)
+    return texts
+
+
+def texts_apart_arrays(model: RecurrentLanguageModel, characters: dict[str, int], sentences: Sequence[Sequence[str]], batch_size: int = 64) -> list[np.ndarray]:
+    """Per sentence, (T, 3, 2P) float16: each text of a pair read by the LM as a sentence of its own,
+    between its own <S> and </S> (the To-tune paper's ELMo features, appendix A.1: "each sentence was
+    handled separately"); the [SEP] between them reads zeros."""
+    split = [split_at_separator(tokens) for tokens in sentences]
+    arrays = iter(token_layer_arrays(model, characters, [text for texts in split for text in texts if text], batch_size))
+    empty = np.zeros((0, 3, 2 * int(model.settings["projection"])), dtype=np.float16)
+    separator = np.zeros((1, *empty.shape[1:]), dtype=np.float16)
+    result = []
+    for texts in split:
+        blocks = []
+        for number, text in enumerate(texts):
+            blocks += ([separator] if number else []) + ([next(arrays)] if text else [])
+        result.append(np.concatenate(blocks) if blocks else empty)
+    return result
 
 
 def token_layer_arrays(model: RecurrentLanguageModel, characters: dict[str, int], sentences: Sequence[Sequence[str]], batch_size: int = 64) -> list[np.ndarray]:

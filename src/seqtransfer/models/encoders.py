@@ -37,7 +37,8 @@ from seqtransfer.embeddings.transformer import encoder_path
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.awd_encoder import AwdLstmEncoder
 from seqtransfer.models.biaffine import RootedBiLSTM
-from seqtransfer.models.bilstm import BiLSTM, NoFeatureExtractor
+from seqtransfer.models.bilstm import BiLSTM, NoFeatureExtractor, StackedBiLSTM
+from seqtransfer.models.dropout import Dropout
 from seqtransfer.models.heads import HEADS
 from seqtransfer.models.recurrent_encoder import RecurrentEncoder
 from seqtransfer.models.representation import word_representation_of
@@ -57,7 +58,7 @@ def bilstm_layer_prefixes(names: list[str]) -> tuple[list[str], tuple[str, ...]]
 
 class WordEncoder:
     """x_t = [word vector; character BiLSTM (; frozen encoder mix; tag)] -> BiLSTM of ``model.hidden``
-    (``model.feature_extractor=none``: no BiLSTM); for a parser, a learned ROOT input, then
+    (``model.feature_layers`` of them stacked; ``model.feature_extractor=none``: no BiLSTM); for a parser, a learned ROOT input, then
     ``model.parser_layers`` stacked BiLSTMs of ``model.parser_hidden`` (Stanza's sizes)."""
 
     feature_extractors = ("bilstm", "none")
@@ -72,7 +73,10 @@ class WordEncoder:
         if config.feature_extractor == "none":  # the representation feeds the head (To-tune paper: FE + CRF)
             self.feature_extractor = NoFeatureExtractor()
             return size
-        self.feature_extractor = BiLSTM(size, config.hidden)
+        if config.feature_layers > 1:  # the To-tune paper's NER feature extraction: two BiLSTM layers (appendix A.1)
+            self.feature_extractor = StackedBiLSTM(size, config.hidden, config.feature_layers, Dropout(config.dropout))
+        else:
+            self.feature_extractor = BiLSTM(size, config.hidden)
         return config.hidden
 
     def features(self, batch: Batch) -> torch.Tensor:

@@ -113,7 +113,7 @@ class SentenceHead:
     """
 
     task_kind = "sentence"
-    chooses_feature_extractor = False
+    chooses_feature_extractor = True  # none before a reader with its own encoding (ESIM, the BCN: filled so, fill_reader_input)
 
     def check_head(self, config: ModelConfig) -> None:
         pass

@@ -33,7 +33,6 @@ from seqtransfer.embeddings.recurrent_lm import (
     read_vocabulary,
 )
 from seqtransfer.embeddings.transformer import ScalarMix, encoder_path
-from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.bilstm import BiLSTM
 
 SENTENCE_FORMS = ((BEGIN_WORD, BEGIN_SENTENCE, END_WORD), (BEGIN_WORD, END_SENTENCE, END_WORD))  # the forms of <S> and </S>
@@ -46,11 +45,7 @@ class RecurrentEncoder:
     feature_extractors = ("bilstm", "none")
 
     def build_encoder(self, config: ModelConfig, word_count: int, character_count: int, task_kind: str, vocabularies=None) -> int:
-        if config.pair_encoding == "separate":
-            raise SeqTransferError(
-                "model.pair_encoding=separate encodes a pair's texts in a Transformer's windows; our recurrent LM reads a pair as one sequence",
-                hint="drop model.pair_encoding, or use a Transformer encoder",
-            )
+        self.reads_texts_apart = config.pair_encoding == "separate"  # each text of a pair its own sentence (texts_apart_states)
         folder = encoder_path(config.encoder)
         settings = read_settings(folder)
         self.encoder_name = config.encoder
@@ -71,30 +66,54 @@ class RecurrentEncoder:
 
     def token_states(self, batch: Batch) -> torch.Tensor:
         """Batch -> (B, T, 2P) the scalar mix of the LM's three layers at each token."""
-        forms, index, lengths = self.sentence_inputs(batch)
+        if self.reads_texts_apart and batch.segments is not None:
+            return self.texts_apart_states(batch)
+        return self.mixed_layers(batch, batch.form_index, batch.lengths)
+
+    def mixed_layers(self, batch: Batch, form_index: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """The LM reading <S> the tokens ``form_index`` (B, T) names </S>, ``lengths`` (B,) of them
+        a row -> (B, T, 2P) the scalar mix of its three layers at each token."""
+        forms, index, lengths = self.sentence_inputs(batch, form_index, lengths)
         layers = self.encoder.token_layers(forms, index, lengths)  # (B, T + 2, 3, 2P)
         return self.encoder_mix(layers[:, 1:-1])
+
+    def texts_apart_states(self, batch: Batch) -> torch.Tensor:
+        """Batch of pairs "A [SEP] B" -> (B, T, 2P): each text read by the LM as a sentence of its own
+        (``model.pair_encoding=separate``, as the To-tune paper read ELMo), its states put back at its
+        positions; the [SEP]'s are zeros."""
+        states = None
+        for segment in (0, 1):
+            chosen = (batch.segments == segment) & batch.mask  # (B, T)
+            width = max(int(chosen.sum(1).max()), 1)
+            positions = torch.argsort((~chosen).to(torch.int8), dim=1, stable=True)[:, :width]  # the text's positions first, in order
+            kept = chosen.gather(1, positions)  # (B, W)
+            text_states = self.mixed_layers(batch, batch.form_index.gather(1, positions).masked_fill(~kept, 0), kept.sum(1))
+            text_states = text_states * kept.unsqueeze(-1).to(text_states.dtype)  # (B, W, 2P), zeros past the text
+            states = text_states.new_zeros(*chosen.shape, text_states.size(-1)) if states is None else states
+            states = states.scatter_add(1, positions.unsqueeze(-1).expand_as(text_states), text_states)
+        return states
 
     def features(self, batch: Batch) -> torch.Tensor:
         """Batch -> (B, T, H) token states, through the BiLSTM when there is one."""
         states = self.token_states(batch)
         return states if self.feature_extractor is None else self.feature_extractor(states, batch.lengths)
 
-    def sentence_inputs(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The LM's inputs for <S> tokens </S>: forms (U + 2, C') in its characters, the form of each
-        position (B, T + 2) and the lengths (B,) + 2."""
+    def sentence_inputs(self, batch: Batch, form_index: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The LM's inputs for <S> tokens </S> (the batch's forms, ``form_index`` (B, T) and ``lengths``
+        (B,) of its rows): forms (U + 2, C') in its characters, the form of each position (B, T + 2)
+        and the lengths (B,) + 2."""
         characters = self.character_map[batch.characters][:, : self.character_limit - 2]  # (U, C)
-        lengths = batch.character_lengths.to(characters.device).clamp(max=characters.size(1))
+        word_lengths = batch.character_lengths.to(characters.device).clamp(max=characters.size(1))
         count, width = characters.shape
         words = torch.zeros(count, width + 2, dtype=torch.long, device=characters.device)
         words[:, 0] = BEGIN_WORD
         words[:, 1 : width + 1] = characters
-        words[torch.arange(count, device=characters.device), lengths + 1] = END_WORD
+        words[torch.arange(count, device=characters.device), word_lengths + 1] = END_WORD
         marks = torch.zeros(2, width + 2, dtype=torch.long, device=characters.device)
         marks[:, :3] = torch.tensor(SENTENCE_FORMS, device=characters.device)
-        sentence_lengths = batch.lengths.to(characters.device)
-        index = torch.zeros(batch.form_index.size(0), batch.form_index.size(1) + 2, dtype=torch.long, device=characters.device)
-        index[:, 1:-1] = batch.form_index + 2
+        sentence_lengths = lengths.to(characters.device)
+        index = torch.zeros(form_index.size(0), form_index.size(1) + 2, dtype=torch.long, device=characters.device)
+        index[:, 1:-1] = form_index + 2
         index[torch.arange(index.size(0), device=characters.device), sentence_lengths + 1] = 1  # </S> after each sentence's last token
         return torch.cat([marks, words]), index, sentence_lengths + 2
 

@@ -13,8 +13,14 @@
                   enhancement, a projection, a composition BiLSTM, average and max pooling, a tanh layer
     bcn           a text: the bi-attentive classification network (McCann et al. 2017), simplified:
                   ReLU layer, BiLSTM, self bi-attention [X; X - C; X * C], integrating BiLSTM, max /
-                  min / mean / self-attentive pooling, then model.bcn_maxout_layers maxout layers (1;
-                  AllenNLP's BCN has 3)
+                  min / mean / self-attentive pooling, then model.bcn_maxout_layers maxout layers (1)
+                  before the head's linear output layer (AllenNLP's BCN, the paper's: two maxout
+                  layers of 1,200 and 600 units, then a maxout output layer)
+
+ESIM and the BCN read the word representation themselves, as published: over word vectors or frozen
+features no BiLSTM sits before them (``fill_reader_input`` fills ``model.feature_extractor=none``).
+Their layers are ``model.hidden`` wide, both directions of a BiLSTM together (100 units a direction by
+default; Chen et al.'s ESIM and AllenNLP's BCN: 300).
     ulmfit        ULMFiT's classifier (Howard & Ruder 2018): concat pooling [last state; max; mean]
                   -> batch norm, dropout, a ReLU layer of 50 units -> batch norm, dropout
 
@@ -37,7 +43,11 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.bilstm import BiLSTM
 from seqtransfer.models.dropout import Dropout
 
-NEGATIVE = -1e4  # a masked score: far below any real one, finite in half precision
+
+def lowest(values: torch.Tensor) -> float:
+    """The lowest finite value of ``values``' dtype: a masked score or state that no real one is
+    under, in any precision (a fixed -1e4 lost to a character CNN's unbounded layer)."""
+    return torch.finfo(values.dtype).min
 
 
 def mean_over(states: torch.Tensor, selected: torch.Tensor) -> torch.Tensor:
@@ -48,7 +58,7 @@ def mean_over(states: torch.Tensor, selected: torch.Tensor) -> torch.Tensor:
 
 def max_over(states: torch.Tensor, selected: torch.Tensor) -> torch.Tensor:
     """(B, T, H), (B, T) bool -> (B, H) maximum over the selected positions (0 where none is)."""
-    pooled = states.masked_fill(~selected.unsqueeze(-1), NEGATIVE).amax(1)
+    pooled = states.masked_fill(~selected.unsqueeze(-1), lowest(states)).amax(1)
     return torch.where(selected.any(1, keepdim=True), pooled, torch.zeros_like(pooled))
 
 
@@ -74,8 +84,8 @@ def bi_attention(first: torch.Tensor, first_mask: torch.Tensor, second: torch.Te
     (B, Ta, H), (B, Tb, H) -> (B, Ta, H) the second text aligned to each first token, (B, Tb, H) the reverse."""
     scores = first @ second.transpose(1, 2)  # (B, Ta, Tb)
     # a text with no token (B of "A [SEP]") aligns nothing: its weights are zero, not uniform over padding
-    to_second = scores.masked_fill(~second_mask.unsqueeze(1), NEGATIVE).softmax(-1) * second_mask.unsqueeze(1)
-    to_first = scores.transpose(1, 2).masked_fill(~first_mask.unsqueeze(1), NEGATIVE).softmax(-1) * first_mask.unsqueeze(1)
+    to_second = scores.masked_fill(~second_mask.unsqueeze(1), lowest(scores)).softmax(-1) * second_mask.unsqueeze(1)
+    to_first = scores.transpose(1, 2).masked_fill(~first_mask.unsqueeze(1), lowest(scores)).softmax(-1) * first_mask.unsqueeze(1)
     return to_second @ second, to_first @ first
 
 
@@ -157,8 +167,8 @@ class BiattentionReader(nn.Module):
 
 
 class ESIMReader(nn.Module):
-    """ESIM: BiLSTM encoding of each text (model.hidden), soft alignment, enhancement, a ReLU
-    projection to model.hidden, a composition BiLSTM, [mean; max] of each text, a tanh layer."""
+    """ESIM: BiLSTM encoding of each text (model.hidden, both directions), soft alignment, enhancement,
+    a ReLU projection to model.hidden, a composition BiLSTM, [mean; max] of each text, a tanh layer."""
 
     def __init__(self, config: ModelConfig, input_size: int, owner) -> None:
         super().__init__()
@@ -185,7 +195,9 @@ class ESIMReader(nn.Module):
 
 class BCNReader(nn.Module):
     """The bi-attentive classification network on one text (X = Y); ``model.bcn_maxout_layers`` maxout
-    layers after the pooling (1 by default, AllenNLP's 3), each of ``pieces`` pieces, dropout before each."""
+    layers of model.hidden units after the pooling (1 by default; AllenNLP's: two hidden ones of 1,200
+    and 600 and a maxout output layer where ours is the head's linear one), each of ``pieces``
+    pieces, dropout before each."""
 
     def __init__(self, config: ModelConfig, input_size: int, owner, pieces: int = 4) -> None:
         super().__init__()
@@ -205,7 +217,8 @@ class BCNReader(nn.Module):
         encoded = self.encoder(functional.relu(self.feedforward(self.dropout(owner.features(batch)))), lengths)  # (B, T, H)
         context, _ = bi_attention(encoded, mask, encoded, mask)
         integrated = self.integrator(self.dropout(torch.cat([encoded, encoded - context, encoded * context], dim=-1)), lengths)
-        weights = self.attention(integrated).squeeze(-1).masked_fill(~mask, NEGATIVE).softmax(-1) * mask  # (B, T); an empty sentence pools nothing
+        scores = self.attention(integrated).squeeze(-1)
+        weights = scores.masked_fill(~mask, lowest(scores)).softmax(-1) * mask  # (B, T); an empty sentence pools nothing
         minimum = -max_over(-integrated, mask)
         pooled = torch.cat([max_over(integrated, mask), minimum, mean_over(integrated, mask), (weights.unsqueeze(-1) * integrated).sum(1)], dim=-1)
         vector = self.maxout(self.dropout(pooled)).view(pooled.size(0), -1, self.pieces).amax(-1)
@@ -240,6 +253,21 @@ class ULMFiTReader(nn.Module):
         pooled = torch.cat([last, max_over(states, mask), mean_over(states, mask)], dim=-1)  # (B, 3H)
         hidden = functional.relu(self.hidden(self.dropout(self.normalized(self.first_norm, pooled))))
         return self.dropout(self.normalized(self.second_norm, hidden))
+
+
+OWN_ENCODING = ("esim", "bcn")  # readers whose published models encode the word representation with BiLSTMs of their own
+
+
+def fill_reader_input(config: ModelConfig) -> str | None:
+    """``model.feature_extractor=none`` for ESIM or the BCN over word vectors or frozen features
+    (the published models read the representation itself; the words encoder's default BiLSTM
+    would put a second one before theirs); None when nothing is filled. Needs ``sentence_pairs``."""
+    name = reader_name(config)
+    fine_tuned = bool(config.encoder) and config.encoder_mode == "finetune"  # a fine-tuned encoder puts nothing between by default
+    if config.feature_extractor is not None or name not in OWN_ENCODING or fine_tuned:
+        return None
+    config.feature_extractor = "none"
+    return f"model.feature_extractor=none: the {name} reader encodes the word representation with a BiLSTM of its own, as the published model does"
 
 
 READERS: dict[str, type[nn.Module]] = {"pooled": PooledReader, "pooler": PoolerReader, "max": MaxReader, "biattention": BiattentionReader, "esim": ESIMReader, "bcn": BCNReader, "ulmfit": ULMFiTReader}

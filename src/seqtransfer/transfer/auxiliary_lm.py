@@ -28,6 +28,7 @@ from torch import nn
 from torch.nn import functional
 
 from seqtransfer.data.batching import Batch
+from seqtransfer.embeddings.recurrent_lm import folder_architecture
 from seqtransfer.embeddings.transformer import encoder_config, encoder_path, is_causal_encoder, tokenizer_of
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.encoders import pretrained_encoder  # a fine-tuned encoder's model: its auxiliary LM is masked (masked_lm.py)
@@ -45,7 +46,14 @@ def language_model_heads(model: nn.Module) -> list[tuple[nn.Module, LanguageMode
 def language_model_words(config, vocabularies) -> int:
     """The LM's classes: the ``transfer.auxiliary_lm_words`` most frequent words (+ padding and
     unknown), or a fine-tuned encoder's whole sub-word vocabulary (a masked one's tokenizer must have
-    a mask token: else one line, before anything is written)."""
+    a mask token: else one line, before anything is written; so is one of our own recurrent LMs, which
+    has no masked LM head)."""
+    if config.model.encoder and config.model.encoder_mode == "finetune" and folder_architecture(encoder_path(config.model.encoder)):
+        raise SeqTransferError(
+            "an auxiliary LM loss on a fine-tuned encoder is a masked LM over its sub-words, and our own recurrent LMs have no masked LM head",
+            path=config.model.encoder,
+            hint="drop transfer.auxiliary_lm_weight, or continue the LM on the target's text first (seqtransfer finetune-lm)",
+        )
     if config.model.architecture.startswith("encoder_"):
         if not is_causal_encoder(config.model.encoder) and tokenizer_of(config.model.encoder).mask_token_id is None:
             raise SeqTransferError(

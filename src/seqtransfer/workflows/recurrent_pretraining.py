@@ -51,7 +51,7 @@ def vocabularies(sentences: Sequence[Sequence[str]], vocabulary_size: int) -> tu
     """(the softmax's words: <unk>, <S>, </S>, then the most frequent words seen twice or more, ties in
     first-seen order; the characters seen at least ``MINIMUM_CHARACTER_COUNT`` times, most frequent first)."""
     words = Counter(token for sentence in sentences for token in sentence)
-    frequent = [word for word, count in words.most_common() if count >= 2][:vocabulary_size]
+    frequent = [word for word, count in words.most_common() if count >= 2 and word not in SPECIAL_WORDS][:vocabulary_size]  # a literal "<unk>" is the unknown word, not a second class
     characters = Counter()
     for word, count in words.items():
         for character in word:

@@ -29,6 +29,7 @@ SOURCE_SIZES = (
     "tag_feature",
     "tag_dimension",
     "feature_extractor",
+    "feature_layers",
     "encoder_mode",
     "encoder_adapter",
     "lora_rank",
