@@ -334,6 +334,9 @@ def test_a_pair_read_apart_gives_each_text_the_vectors_it_has_alone(language_mod
     assert np.allclose(apart[0][:3], alone[0], atol=2e-3) and np.allclose(apart[0][4:], alone[1], atol=2e-3)
     assert not np.allclose(apart[0][:3, 1:], joint[:3, 1:], atol=2e-3)  # read jointly, the backward LSTM reads B into A's states
     assert np.allclose(apart[1], alone[0], atol=2e-3) and apart[2].shape == (4, *alone[0].shape[1:]) and not apart[2][3].any()
+    # a second [SEP]: B is every other token after the first, as a fine-tuned LM's batch segments read it
+    three = texts_apart_arrays(model, characters, [[*first, "[SEP]", "a", "dog", "[SEP]", "ran"]])[0]
+    assert np.allclose(three[[4, 5, 7]], token_layer_arrays(model, characters, [["a", "dog", "ran"]])[0], atol=2e-3) and not three[[3, 6]].any()
 
 
 def test_a_fine_tuned_lm_reading_a_pair_apart_keeps_each_texts_states_to_itself(language_model, tmp_path, monkeypatch):

@@ -195,3 +195,65 @@ def test_an_empty_text_aligns_nothing():
     second = torch.tensor([[[5.0, 5.0], [7.0, 7.0]]])  # padding only
     aligned_first, _ = bi_attention(first, torch.tensor([[True]]), second, torch.tensor([[False, False]]))
     assert torch.equal(aligned_first, torch.zeros(1, 1, 2))
+
+
+def test_esim_keeps_a_bilstm_where_a_source_an_auxiliary_lm_or_a_discriminator_reads_one(tmp_path):
+    """The BiLSTM-free reading of ESIM is filled only where nothing else reads the BiLSTM: an
+    auxiliary LM loss, and a transfer from a source whose BiLSTM it takes, keep it."""
+    from seqtransfer.cli import run
+    from seqtransfer.rundir import load_run
+
+    common = ["--epochs", "1", "--quiet", "--device", "cpu", *TINY_MODEL]
+    run(["train", *SIMILARITY, "--output", str(tmp_path / "lm"), *common, "model.sentence_reader=esim", "transfer.auxiliary_lm_weight=0.1"])
+    assert load_run(tmp_path / "lm").config.model.feature_extractor is None
+    run(["train", *SIMILARITY, "--output", str(tmp_path / "source"), *common])  # pooled: a BiLSTM
+    run(["transfer", *SIMILARITY, "--output", str(tmp_path / "target"), *common, "--method", "finetune", "--source", str(tmp_path / "source"), "model.sentence_reader=esim"])
+    target = load_run(tmp_path / "target")
+    assert target.config.model.feature_extractor is None and any(name.startswith("feature_extractor.") for name in target.model.state_dict())
+
+
+def test_a_fine_tuned_encoders_sentence_model_may_read_a_bilstm(tmp_path):
+    """model.feature_extractor=bilstm over a fine-tuned encoder: the sentence vector pools the BiLSTM's states."""
+    import seqtransfer
+    from seqtransfer.cli import run
+    from seqtransfer.rundir import load_run
+
+    output = tmp_path / "run"
+    run(
+        [
+            "train",
+            *SENTIMENT,
+            "--epochs",
+            "1",
+            "--output",
+            str(output),
+            "--quiet",
+            "--device",
+            "cpu",
+            *TINY_MODEL,
+            f"model.encoder={ENCODER}",
+            "model.encoder_mode=finetune",
+            "model.feature_extractor=bilstm",
+        ]
+    )
+    model = load_run(output).model
+    assert model.classifier.in_features == 16 and not model.reader.use_sentence_vector  # TINY_MODEL's hidden, not the encoder's 32
+    assert len(seqtransfer.load(output).predict([["fine", "film"]])) == 1
+
+
+def test_feature_layers_is_idle_where_no_words_bilstm_reads_it_and_pretrand_refuses_it(tmp_path, capsys):
+    from conftest import tiny_train_arguments
+
+    from seqtransfer.cli import main
+    from seqtransfer.config import RunConfig, apply_overrides, idle_settings
+
+    def idle(*overrides):
+        return [line for line in idle_settings(apply_overrides(RunConfig(), ["model.feature_layers=2", *overrides])) if "feature_layers" in line]
+
+    assert not idle("model.architecture=tagger") and not idle("model.architecture=sentence_classifier", "model.sentence_reader=esim", "model.feature_extractor=bilstm")
+    assert idle("model.architecture=parser") and idle("model.architecture=pretrand") and idle("model.architecture=tagger", "model.feature_extractor=none")
+    assert main([*tiny_train_arguments(tmp_path / "source", epochs=1), "model.feature_layers=2"]) == 0
+    capsys.readouterr()
+    assert main(["transfer", *tiny_train_arguments(tmp_path / "pretrand", epochs=1)[1:], "--source", str(tmp_path / "source"), "--method", "pretrand"]) != 0
+    error = capsys.readouterr().err.strip().splitlines()
+    assert "PretRand's branches are one BiLSTM layer each" in error[-1] and "Traceback" not in "\n".join(error)

@@ -144,8 +144,13 @@ _IDLE_RULES: tuple[tuple[str, Callable[[RunConfig], bool], str], ...] = (
     ("model.pair_encoding", lambda config: bool(config.model.encoder), "model.encoder"),
     (
         "model.feature_layers",
-        lambda config: config.model.feature_extractor != "none" and config.model.sentence_reader not in ("esim", "bcn") and not (config.model.encoder and config.model.encoder_mode == "finetune"),
-        "a BiLSTM feature extractor over word vectors or frozen features",
+        lambda config: (
+            config.model.architecture in ("tagger", "sentence_classifier", "sentence_regressor")
+            and not config.model.tasks
+            and config.model.feature_extractor != "none"
+            and not (config.model.encoder and config.model.encoder_mode == "finetune")
+        ),
+        "the BiLSTM of a tagger or sentence model over word vectors or frozen features (not a parser's, PretRand's or a multi-task branch's)",
     ),
     ("model.bcn_maxout_layers", lambda config: config.model.sentence_reader in ("bcn", "to_tune"), "model.sentence_reader=bcn (or to_tune, which reads single texts of frozen features with it)"),
     ("model.sentence_reader", lambda config: config.model.architecture.startswith(("sentence_", "encoder_classifier", "encoder_regressor")), "a sentence classification or regression task"),

@@ -68,7 +68,9 @@ def cache_path(name: str, sentences: Sequence[Sequence[str]], pooling: str, segm
     spaced = "-spaced" if not recurrent and marks_spaces(tokenizer_of(name)) else ""
     # our recurrent LM's token vectors read each token's own character windows since 2026-11-28 (before: the batch's widest): another entry
     own = "-own-windows" if recurrent else ""
-    key = f"v{CACHE_VERSION}-{encoder_fingerprint(name)}-{pooling}{typed}{alone}{spaced}{own}-{sentences_hash(sentences)}"
+    # a literal <S> or </S> token reads as a word since 2026-11-30 (before: as the sentence mark): another entry for such sentences
+    marks = "-marks-apart" if recurrent and any(token in ("<S>", "</S>") for tokens in sentences for token in tokens) else ""
+    key = f"v{CACHE_VERSION}-{encoder_fingerprint(name)}-{pooling}{typed}{alone}{spaced}{own}{marks}-{sentences_hash(sentences)}"
     return cache_root() / f"{key}.safetensors"
 
 

@@ -327,31 +327,31 @@ def recurrent_features(folder: Path, sentences: Sequence[Sequence[str]], batch_s
     return token_layer_arrays(model, characters, sentences, batch_size)
 
 
-def split_at_separator(tokens: Sequence[str]) -> list[list[str]]:
-    """A pair's tokens "A [SEP] B" -> [A, B] (a sentence without [SEP]: [tokens]; a text may be empty)."""
-    texts: list[list[str]] = [[]]
-    for token in tokens:
-        if token == PAIR_SEPARATOR:
-            texts.append([])
-        else:
-            texts[-1].append(token)
-    return texts
+def pair_segments_of(tokens: Sequence[str]) -> np.ndarray:
+    """(T,) each token's part of a pair "A [SEP] B": 0 before the first [SEP], 2 for a [SEP], 1 for any
+    other token after it (as the batches' ``segments`` mark them: data/batching.pair_segments)."""
+    separators = np.array([token == PAIR_SEPARATOR for token in tokens], dtype=bool)
+    segments = (np.cumsum(separators) > 0).astype(np.int64)
+    segments[separators] = 2
+    return segments
 
 
 def texts_apart_arrays(model: RecurrentLanguageModel, characters: dict[str, int], sentences: Sequence[Sequence[str]], batch_size: int = 64) -> list[np.ndarray]:
     """Per sentence, (T, 3, 2P) float16: each text of a pair read by the LM as a sentence of its own,
     between its own <S> and </S> (the To-tune paper's ELMo features, appendix A.1: "each sentence was
-    handled separately"); the [SEP] between them reads zeros."""
-    split = [split_at_separator(tokens) for tokens in sentences]
-    arrays = iter(token_layer_arrays(model, characters, [text for texts in split for text in texts if text], batch_size))
-    empty = np.zeros((0, 3, 2 * int(model.settings["projection"])), dtype=np.float16)
-    separator = np.zeros((1, *empty.shape[1:]), dtype=np.float16)
+    handled separately"); a [SEP] reads zeros. Text B is every token after the first [SEP] but the
+    [SEP]s (a fine-tuned LM reads it so: models/recurrent_encoder.texts_apart_states)."""
+    segments = [pair_segments_of(tokens) for tokens in sentences]
+    texts = [[token for token, part in zip(tokens, parts) if part == segment] for tokens, parts in zip(sentences, segments) for segment in (0, 1)]
+    arrays = iter(token_layer_arrays(model, characters, [text for text in texts if text], batch_size))
+    width = 2 * int(model.settings["projection"])
     result = []
-    for texts in split:
-        blocks = []
-        for number, text in enumerate(texts):
-            blocks += ([separator] if number else []) + ([next(arrays)] if text else [])
-        result.append(np.concatenate(blocks) if blocks else empty)
+    for tokens, parts in zip(sentences, segments):
+        vectors = np.zeros((len(tokens), 3, width), dtype=np.float16)
+        for segment in (0, 1):
+            if (parts == segment).any():
+                vectors[parts == segment] = next(arrays)
+        result.append(vectors)
     return result
 
 

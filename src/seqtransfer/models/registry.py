@@ -55,6 +55,11 @@ def build_model(config: ModelConfig, vocabularies: Vocabularies) -> nn.Module:
 def check_feature_extractor(config: ModelConfig, model_type: type[nn.Module]) -> None:
     """``model.feature_extractor`` serves the models that offer a choice, and ``none`` leaves no
     BiLSTM for a domain discriminator or an auxiliary LM to read: one line each."""
+    if config.feature_layers > 1 and config.architecture == "pretrand":  # a source's stack would find no layers to fill
+        raise SeqTransferError(
+            f"PretRand's branches are one BiLSTM layer each, and model.feature_layers is {config.feature_layers} (its source's, when it transfers from one)",
+            hint="train the source with model.feature_layers=1, or fine-tune it (--method finetune)",
+        )
     if config.feature_extractor is None:
         return
     if config.feature_extractor not in getattr(model_type, "feature_extractors", ()):

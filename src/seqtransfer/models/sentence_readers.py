@@ -16,13 +16,13 @@
                   min / mean / self-attentive pooling, then model.bcn_maxout_layers maxout layers (1)
                   before the head's linear output layer (AllenNLP's BCN, the paper's: two maxout
                   layers of 1,200 and 600 units, then a maxout output layer)
+    ulmfit        ULMFiT's classifier (Howard & Ruder 2018): concat pooling [last state; max; mean]
+                  -> batch norm, dropout, a ReLU layer of 50 units -> batch norm, dropout
 
 ESIM and the BCN read the word representation themselves, as published: over word vectors or frozen
 features no BiLSTM sits before them (``fill_reader_input`` fills ``model.feature_extractor=none``).
 Their layers are ``model.hidden`` wide, both directions of a BiLSTM together (100 units a direction by
 default; Chen et al.'s ESIM and AllenNLP's BCN: 300).
-    ulmfit        ULMFiT's classifier (Howard & Ruder 2018): concat pooling [last state; max; mean]
-                  -> batch norm, dropout, a ReLU layer of 50 units -> batch norm, dropout
 
 ``to_tune`` picks the paper's head for the run: frozen features read by ESIM (pairs) or the BCN
 (single texts), a fine-tuned encoder by bi-attention (pairs) or max pooling (single texts).
@@ -106,7 +106,8 @@ class PooledReader(nn.Module):
         super().__init__()
         self.pairs = bool(config.sentence_pairs) and not getattr(owner, "reads_pairs_jointly", False)
         # a [CLS] reads one text when the texts of a pair are encoded each alone: the pair is then pooled apart
-        self.use_sentence_vector = config.sentence_pooling == "cls" and hasattr(owner, "sentence_vector") and not self.pairs
+        # a BiLSTM between encoder and reader (model.feature_extractor=bilstm): its states are read, not the [CLS]
+        self.use_sentence_vector = config.sentence_pooling == "cls" and hasattr(owner, "sentence_vector") and not self.pairs and getattr(owner, "feature_extractor", None) is None
         self.output_size = input_size * (4 if self.pairs and not self.use_sentence_vector else 1)
 
     def forward(self, owner, batch: Batch) -> torch.Tensor:
@@ -261,10 +262,13 @@ OWN_ENCODING = ("esim", "bcn")  # readers whose published models encode the word
 def fill_reader_input(config: ModelConfig) -> str | None:
     """``model.feature_extractor=none`` for ESIM or the BCN over word vectors or frozen features
     (the published models read the representation itself; the words encoder's default BiLSTM
-    would put a second one before theirs); None when nothing is filled. Needs ``sentence_pairs``."""
+    would put a second one before theirs); None when nothing is filled: the setting is given, a
+    BiLSTM stack is asked for (``model.feature_layers``), or the encoder is fine-tuned (it puts
+    nothing between by default). Needs ``sentence_pairs``; the caller leaves out runs whose source,
+    discriminator or auxiliary LM reads a BiLSTM."""
     name = reader_name(config)
-    fine_tuned = bool(config.encoder) and config.encoder_mode == "finetune"  # a fine-tuned encoder puts nothing between by default
-    if config.feature_extractor is not None or name not in OWN_ENCODING or fine_tuned:
+    fine_tuned = bool(config.encoder) and config.encoder_mode == "finetune"
+    if config.feature_extractor is not None or config.feature_layers > 1 or name not in OWN_ENCODING or fine_tuned:
         return None
     config.feature_extractor = "none"
     return f"model.feature_extractor=none: the {name} reader encodes the word representation with a BiLSTM of its own, as the published model does"

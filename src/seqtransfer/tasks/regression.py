@@ -17,7 +17,6 @@ from seqtransfer.data.corpus import Sentence
 from seqtransfer.data.tsv import as_number
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import atomic_write
-from seqtransfer.models.sentence_readers import fill_reader_input
 from seqtransfer.tasks.sentence import fill_pairs
 
 
@@ -70,7 +69,7 @@ class SentenceRegression:
     def fill_config(self, model, gold, sentences: Sequence[Sentence] = ()) -> str | None:
         centred = fill_score_mean(model, gold)
         paired = fill_pairs(model, sentences)
-        return "; ".join(line for line in (paired, fill_reader_input(model), centred) if line) or None
+        return "; ".join(line for line in (paired, centred) if line) or None
 
 
 def fill_score_mean(model, gold: Sequence[list[float]]) -> str | None:

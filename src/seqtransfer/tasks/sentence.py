@@ -20,7 +20,6 @@ from seqtransfer.data.corpus import Sentence
 from seqtransfer.data.tsv import PAIR_SEPARATOR
 from seqtransfer.data.vocabulary import Vocabulary
 from seqtransfer.files import atomic_write
-from seqtransfer.models.sentence_readers import fill_reader_input
 
 
 class SentenceClassification:
@@ -67,8 +66,7 @@ class SentenceClassification:
         return prediction[0]
 
     def fill_config(self, model, gold, sentences: Sequence[Sentence] = ()) -> str | None:
-        paired = fill_pairs(model, sentences)
-        return "; ".join(line for line in (paired, fill_reader_input(model)) if line) or None
+        return fill_pairs(model, sentences)
 
 
 def fill_pairs(model, sentences: Sequence[Sentence]) -> str | None:

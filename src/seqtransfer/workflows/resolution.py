@@ -30,6 +30,7 @@ from seqtransfer.corpora.selection import training_sentences
 from seqtransfer.corpora.task_data import TaskData
 from seqtransfer.data.vocabulary import Vocabularies
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.models.sentence_readers import fill_reader_input
 from seqtransfer.tasks.regression import check_centred_scores
 from seqtransfer.training.optimizers import fill_optimizer
 from seqtransfer.training.seeding import seed_everything
@@ -57,6 +58,10 @@ def resolve_run(config: RunConfig, scheme: Scheme, data: TaskData, source: rundi
     config.data.scheme, config.data.metric = data.scheme, data.metric
     resolve_model_settings(config, scheme, data, log)
     earlier_seconds = prepare_training_split(config, data, directory, log, fold_tags)
+    if source is None and not config.model.discriminator_hidden and not config.transfer.auxiliary_lm_weight:  # each reads a BiLSTM
+        reads_itself = fill_reader_input(config.model)  # after the task filled model.sentence_pairs (to_tune's choice reads it)
+        if reads_itself:
+            log(reads_itself)
     vocabularies, matrix = prepare_vocabularies(config, data, log, base=source.vocabularies if source else None, extra_tokens=unlabelled_target(config))
     if config.transfer.auxiliary_lm_weight:  # saved with the run: the LM layers are part of the model
         config.model.language_model_words = language_model_words(config, vocabularies)
