@@ -319,6 +319,14 @@ def test_literal_sentence_marks_in_the_text_are_words_not_marks():
     assert words == [*SPECIAL_WORDS, "a"]
 
 
+def test_a_token_holding_a_space_stays_one_token_in_the_held_out_split():
+    from seqtransfer.workflows.recurrent_pretraining import split_sentences
+
+    sentences = [["it", "costs", "50 000", "kuna"], ["New York", "is", "big"], ["the", "cat"], ["the", "dog"]] * 5
+    training, held_out = split_sentences(sentences, 0.25, 1)
+    assert all(sentence in sentences for sentence in training + held_out) and {tuple(sentence) for sentence in training + held_out} == {tuple(sentence) for sentence in sentences}
+
+
 def test_a_pair_read_apart_gives_each_text_the_vectors_it_has_alone(language_model):
     """Frozen features with model.pair_encoding=separate (the To-tune paper's ELMo features, A.1):
     each text of "A [SEP] B" reads as the sentence it is alone; the [SEP] reads zeros."""

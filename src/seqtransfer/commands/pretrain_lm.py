@@ -139,12 +139,21 @@ def check_output(output: str) -> None:
 
 def read_lines(arguments: argparse.Namespace) -> tuple[list[str], list[str], int]:
     """(lines, test files left out, lines left out as repeats of theirs) of ``--text``."""
-    from seqtransfer.corpora.unlabeled import RAW_CORPORA, read_text_lines, read_unlabeled
-    from seqtransfer.data.registry import DATASETS
+    from seqtransfer.corpora.unlabeled import RAW_CORPORA, read_text_lines
 
     text = arguments.text
     if text in RAW_CORPORA:
         return read_text_lines(text, arguments.data_dir, arguments.keep_test)
+    return [" ".join(sentence) for sentence in dataset_sentences(arguments)], [], 0
+
+
+def dataset_sentences(arguments: argparse.Namespace) -> list[list[str]]:
+    """The token lists of ``--text`` when it names registered datasets or a file (not a raw corpus):
+    each token as the file has it (a token holding a space stays one token)."""
+    from seqtransfer.corpora.unlabeled import RAW_CORPORA, read_unlabeled
+    from seqtransfer.data.registry import DATASETS
+
+    text = arguments.text
     if arguments.keep_test:
         warn(f"--keep-test keeps a raw corpus's test files ({', '.join(RAW_CORPORA)}); --text {text} is not one, so it changes nothing")
     names = text.partition(":")[0].split("+")
@@ -153,15 +162,15 @@ def read_lines(arguments: argparse.Namespace) -> tuple[list[str], list[str], int
             f"--text {text!r} is neither a file, a raw corpus nor a registered dataset",
             hint=f"pass a text file (one sentence per line), a CoNLL file with --word-column, {', '.join(RAW_CORPORA)}, or DATASET[:SPLIT] (seqtransfer datasets list)",
         )
-    lines = [" ".join(sentence) for sentence in read_unlabeled(text, arguments.data_dir, word_column=arguments.word_column)]
-    if len(set(lines)) < 2:
+    sentences = [list(sentence) for sentence in read_unlabeled(text, arguments.data_dir, word_column=arguments.word_column)]
+    if len({tuple(sentence) for sentence in sentences}) < 2:
         read_as = f" (read as CoNLL columns, words from column {arguments.word_column})" if arguments.word_column else ""
         raise SeqTransferError(
             f"the text has fewer than two distinct lines{read_as}",
             path=text,
             hint="drop --word-column for a plain text file" if arguments.word_column else "give more text: one sentence or tweet per line",
         )
-    return lines, [], 0
+    return sentences
 
 
 def read_sentences(arguments: argparse.Namespace) -> tuple[list[list[str]], list[str], int]:
@@ -170,12 +179,12 @@ def read_sentences(arguments: argparse.Namespace) -> tuple[list[list[str]], list
     from seqtransfer.corpora.unlabeled import RAW_CORPORA
     from seqtransfer.data.tokenize import TOKENIZERS
 
-    lines, left_out, repeats = read_lines(arguments)
     if arguments.text in RAW_CORPORA or (Path(arguments.text).is_file() and arguments.word_column is None):
+        lines, left_out, repeats = read_lines(arguments)
         default = RAW_CORPORA[arguments.text].tokenizer if arguments.text in RAW_CORPORA else "whitespace"
         split = TOKENIZERS[arguments.tokenizer or default]
         return [tokens for line in lines if (tokens := split(line))], left_out, repeats
-    return [line.split(" ") for line in lines], left_out, repeats  # a dataset's sentences, joined by read_lines
+    return dataset_sentences(arguments), [], 0
 
 
 def lm_training(arguments: argparse.Namespace, **recipe):

@@ -117,10 +117,15 @@ def model_settings(settings: RecurrentSettings, words: int, characters: int) -> 
     return {**SIZES[settings.size], **DEFAULTS, **settings.sizes, "softmax": settings.softmax, "words": words, "characters": characters}
 
 
+TOKEN_JOIN = "\x1f"  # the unit separator: a control character no token of a text or dataset holds
+
+
 def split_sentences(sentences: Sequence[Sequence[str]], share: float, seed: int) -> tuple[list[list[str]], list[list[str]]]:
     """(training, held-out) token lists: the held-out split is one of distinct lines, as the Transformer LM's (``split_held_out``)."""
-    training_lines, held_out_lines = split_held_out([" ".join(sentence) for sentence in sentences], share, seed)
-    return [line.split(" ") for line in training_lines], [line.split(" ") for line in held_out_lines]
+    # each sentence keyed by its tokens joined with a character no token holds (a space may be inside a token);
+    # the distinct sentences, so the held-out choice, are those of the lines joined by spaces
+    training_lines, held_out_lines = split_held_out([TOKEN_JOIN.join(sentence) for sentence in sentences], share, seed)
+    return [line.split(TOKEN_JOIN) for line in training_lines], [line.split(TOKEN_JOIN) for line in held_out_lines]
 
 
 def run_identity(sentences: Sequence[Sequence[str]], settings, train_config, architecture: str = "bilstm") -> dict:
