@@ -426,3 +426,27 @@ def test_sections_replaces_only_the_named_sections_of_a_page(tmp_path, capsys):
     capsys.readouterr()
     assert main([*arguments[:-4], "--sections", "Nothing", "--output", str(page)]) == 2
     assert "no matching '## Nothing' sections (0 on the page, 0 in the render)" in capsys.readouterr().err
+
+
+def test_our_gains_mark_a_method_whose_reference_lacks_some_of_its_targets():
+    """Our aNRG/mNRG average over the targets the reference shares: fewer than the table's get a †."""
+    records = [_record("Scratch", "TPoS", 1, 80.0), _record("Tuned", "TPoS", 1, 90.0), _record("Tuned", "ArK", 1, 95.0)]
+    tuned_row = next(line for line in render_markdown(_spec(["Scratch", "Tuned"], ["TPoS", "ArK"]), records).splitlines() if line.startswith("| Tuned |"))
+    assert "| +50.0† | +50.0† |" in tuned_row  # (90 − 80) / (100 − 80) on TPoS alone: Scratch has no ArK
+
+
+def test_the_csv_compares_the_papers_numbers_by_their_metric():
+    """A target whose published numbers are of another metric (paper_metric): the CSV's mean, std and delta by it."""
+    records = [{**_record("Tuned", "TPoS", seed, 90.0 + seed), "other_scores": {"span_f1": {"test": 80.0 + seed}}} for seed in (1, 2)]
+    spec = dataclasses.replace(_spec(["Scratch", "Tuned"], ["TPoS"]), paper_metrics={"TPoS": "span_f1"})
+    rows = render_csv(spec, records).splitlines()
+    assert "Tuned,TPoS,span_f1,test,81.5000,0.7071,2,89.57,-8.0700" in rows and "Scratch,TPoS,span_f1,test,,,0,86.82," in rows
+
+
+def test_curves_and_transfer_by_size_show_the_sample_std_over_seeds():
+    from seqtransfer.analysis.curves import CurvePoint, mean_curves
+
+    points = [CurvePoint("SFT", 100, score, "", "tweebank", seed) for seed, score in ((1, 80.0), (2, 82.0), (3, 87.0))]
+    sizes, means, stds = mean_curves(points)["SFT"]
+    assert sizes.tolist() == [100] and means[0] == pytest.approx(83.0) and stds[0] == pytest.approx(statistics.stdev([80.0, 82.0, 87.0]))
+    assert mean_curves(points[:1])["SFT"][2][0] == 0.0

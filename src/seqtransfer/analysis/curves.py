@@ -87,6 +87,11 @@ def curve_points(paths: list[str | Path], split: str = "dev") -> list[CurvePoint
     return [curve_point(directory, split, method) for directory, method in expand_runs(paths)]
 
 
+def sample_std(values: np.ndarray) -> float:
+    """The sample standard deviation over seeds (ddof 1, as every other ± of the reports); 0 for one seed."""
+    return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+
+
 def mean_curves(points: list[CurvePoint]) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """method -> (sizes, mean scores, standard deviations), sizes increasing (seeds averaged)."""
     grouped: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -96,7 +101,7 @@ def mean_curves(points: list[CurvePoint]) -> dict[str, tuple[np.ndarray, np.ndar
     for method, by_size in grouped.items():
         sizes = np.array(sorted(by_size))
         scores = [np.asarray(by_size[size]) for size in sizes]
-        curves[method] = (sizes, np.array([values.mean() for values in scores]), np.array([values.std() for values in scores]))
+        curves[method] = (sizes, np.array([values.mean() for values in scores]), np.array([sample_std(values) for values in scores]))
     return curves
 
 
@@ -124,16 +129,16 @@ def transfer_by_size(points: list[CurvePoint], reference: str, split: str = "dev
                 "positive_transfer": float(array[:, 0].mean()),
                 "negative_transfer": float(array[:, 1].mean()),
                 "gain": float(array[:, 2].mean()),
-                "positive_transfer_std": float(array[:, 0].std()),
-                "negative_transfer_std": float(array[:, 1].std()),
-                "gain_std": float(array[:, 2].std()),
+                "positive_transfer_std": sample_std(array[:, 0]),
+                "negative_transfer_std": sample_std(array[:, 1]),
+                "gain_std": sample_std(array[:, 2]),
             }
         )
     return result
 
 
 def transfer_markdown(rows: list[dict]) -> str:
-    """One row per (dataset, size, method): PT, NT and gain, mean ± population std over the seeds."""
+    """One row per (dataset, size, method): PT, NT and gain, mean ± sample std over the seeds."""
     lines = ["| dataset | training sentences | method | vs | seeds | PT % | NT % | gain % |", "|:---|---:|:---|:---|---:|---:|---:|---:|"]
     lines += [
         f"| {row['dataset']} | {row['size']} | {row['method']} | {row['reference']} | {row['seeds']} | {row['positive_transfer']:.2f} ± {row['positive_transfer_std']:.2f} | "

@@ -96,7 +96,10 @@ def rank_sources(table: dict[str, dict[str, dict[str, float]]], target: str, mea
 
 
 def relative_gain(scratch: float, transferred: float) -> float:
-    """NRG (PretRand paper, eq. 12): the share (%) of From-scratch's errors that transfer removed."""
+    """NRG (PretRand paper, eq. 12): the share (%) of From-scratch's errors that transfer removed;
+    NaN where From-scratch scores 100 (no error to remove: the reports leave such a target out too)."""
+    if scratch >= 100.0:
+        return float("nan")
     return 100.0 * (transferred - scratch) / (100.0 - scratch)
 
 

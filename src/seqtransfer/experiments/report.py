@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from seqtransfer.data.metrics import METRICS
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.kept import selection_of
-from seqtransfer.experiments.report_base import MISSING, ReportSpec, Summary, _duration, _ratio, _signed, _spec_means, _table, aggregate, anrg, means_by_method, mnrg
-from seqtransfer.experiments.report_paper import _paper_table, _published_section
+from seqtransfer.experiments.report_base import MISSING, ReportSpec, Summary, _duration, _ratio, _signed, _spec_means, _table, aggregate, anrg, means_by_method, mnrg, normalised_relative_gains
+from seqtransfer.experiments.report_paper import _paper_table, _published_section, other_metric_scores
 from seqtransfer.experiments.report_significance import PairTests, _significance_section, significance_tests
 from seqtransfer.experiments.search_records import shown_setting
 
@@ -72,7 +72,7 @@ def _ours_table(spec: ReportSpec, records: Sequence[dict], summaries: Mapping[tu
             f"{cell.mean:.2f} ± {cell.std:.2f} ({len(cell.seeds)}){mark if cell.target_dev_labels else ''}" if cell else MISSING if spec.applies(method, target) else ""
             for cell, target in zip(cells, spec.targets)
         ]
-        covered = len(means.get(method, {}))
+        covered = len(normalised_relative_gains(means, spec.reference_method).get(method, ()))  # the targets its gains average over
         seconds = [cell.seconds_mean for cell in cells if cell]
         time = _duration(statistics.fmean(seconds)) if seconds else MISSING
         gains = [_gain_cell(average, method, covered, len(spec.targets)), _gain_cell(median, method, covered, len(spec.targets))]
@@ -363,6 +363,15 @@ def render_sources(records: Sequence[dict]) -> str:
     return "\n".join(["## Source runs", "", intro, "", *_table(["Source", "Data", "dev", "test", "time"], rows)]) + "\n"
 
 
+def _csv_scores(summary: Summary | None, paper_metric_scores: list[float] | None) -> tuple[float, float, int]:
+    """(mean, sample std, seeds) of a cell: by the paper's metric where its target names one (its
+    runs' scores by it), else its summary's; (0, 0, 0) where it has none."""
+    if paper_metric_scores is not None:
+        scores = paper_metric_scores
+        return (statistics.fmean(scores), statistics.stdev(scores) if len(scores) > 1 else 0.0, len(scores)) if scores else (0.0, 0.0, 0)
+    return (summary.mean, summary.std, len(summary.seeds)) if summary else (0.0, 0.0, 0)
+
+
 def render_csv(spec: ReportSpec, records: Sequence[dict]) -> str:
     """One row per (method, target) of the spec: the split the paper's numbers are of (test unless the file's
     ``paper_split`` says dev), our mean, std and n on it, the paper's number and delta (empty when missing)."""
@@ -373,9 +382,10 @@ def render_csv(spec: ReportSpec, records: Sequence[dict]) -> str:
     writer.writerow(["method", "target", "metric", "split", "mean", "std", "n", "paper", "delta"])
     for method in spec.methods:
         for target in spec.targets:
-            summary = summaries.get((method, target))
+            metric = spec.paper_metrics.get(target)  # the paper's numbers are of another metric than ours: ours by theirs
+            mean, std, count = _csv_scores(summaries.get((method, target)), other_metric_scores(spec, records, metric, target).get(method, []) if metric else None)
             paper = spec.paper_results.get(method, {}).get(target)
-            ours = [f"{summary.mean:.4f}", f"{summary.std:.4f}", len(summary.seeds)] if summary else ["", "", 0]
-            delta = f"{summary.mean - paper:.4f}" if summary and paper is not None else ""
-            writer.writerow([method, target, metrics.get(target, ""), spec.split, *ours, "" if paper is None else paper, delta])
+            ours = [f"{mean:.4f}", f"{std:.4f}", count] if count else ["", "", 0]
+            delta = f"{mean - paper:.4f}" if count and paper is not None else ""
+            writer.writerow([method, target, metric or metrics.get(target, ""), spec.split, *ours, "" if paper is None else paper, delta])
     return output.getvalue()

@@ -24,14 +24,19 @@ def _difference_cell(paper: float | None, ours: float | None, digits: int = 2, s
     return shown + (f" ({_signed(ours - paper, digits)})" if ours is not None else "")
 
 
-def other_metric_means(spec: ReportSpec, records: Sequence[dict], metric: str, target: str) -> dict[str, float]:
-    """method -> mean over its seeds of ``target``'s ``metric`` score (a target's ``also``)."""
+def other_metric_scores(spec: ReportSpec, records: Sequence[dict], metric: str, target: str) -> dict[str, list[float]]:
+    """method -> its seeds' ``target`` scores by ``metric`` (a target's ``also``), on the report's split."""
     scores: dict[str, list[float]] = defaultdict(list)
     for record in records:
         value = ((record.get("other_scores") or {}).get(metric) or {}).get(spec.split)
         if record.get("target") == target and value is not None:
             scores[record["method"]].append(value)
-    return {method: statistics.fmean(values) for method, values in scores.items()}
+    return scores
+
+
+def other_metric_means(spec: ReportSpec, records: Sequence[dict], metric: str, target: str) -> dict[str, float]:
+    """method -> mean over its seeds of ``target``'s ``metric`` score (a target's ``also``)."""
+    return {method: statistics.fmean(values) for method, values in other_metric_scores(spec, records, metric, target).items()}
 
 
 def paper_metric_means(spec: ReportSpec, summaries: Mapping[tuple[str, str], Summary], records: Sequence[dict]) -> Means:
