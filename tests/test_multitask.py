@@ -348,6 +348,8 @@ def test_unit_ablation_measures_each_tasks_max_class_drop(tmp_path, capsys):
     assert result["lower_task"] == "pos" and set(result["drops"]) == {"pos", "ner", "dp"}
     assert all(len(values) == 3 for values in result["drops"].values())
     assert all(item["unit"] in (0, 1, 2) and len(item["top_words"]) <= 3 for item in result["most_important"].values())
+    # Table 4's words firing the unit most negatively too, distinct from the positive ones where the split has enough words
+    assert all(len(item["negative_words"]) == len(item["top_words"]) and item["negative_words"] != item["top_words"] for item in result["most_important"].values())
     assert (tmp_path / "units" / "units.png").is_file() and "| pos |" in (tmp_path / "units" / "units.md").read_text()
     run_command(["analyze", "report", "--ablation", str(tmp_path / "run"), "--ablation-max-sentences", "2", "--output", str(tmp_path / "report.html")])
     page = (tmp_path / "report.html").read_text()

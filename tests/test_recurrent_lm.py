@@ -272,6 +272,22 @@ def test_probes_read_the_lms_layers_before_and_after_fine_tuning(language_model,
     assert all(0 <= score <= 100 for score in [*result["before"], *result["after"]])
 
 
+def test_probes_read_a_pair_as_the_run_read_it(language_model, tmp_path, monkeypatch):
+    """A run that read each text of a pair alone (model.pair_encoding=separate) is probed so, before and after fine-tuning."""
+    from seqtransfer.analysis.probes import layer_vectors
+    from seqtransfer.rundir import load_run
+
+    monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))
+    folder, _ = language_model
+    similarity = ["--train", str(FIXTURES / "tiny_similarity.tsv"), "--dev", str(FIXTURES / "tiny_similarity.tsv"), "--columns", "text,text_b,score"]
+    run(["train", *similarity, "--output", str(tmp_path / "run"), *TAGGER, f"model.encoder={folder}", "model.encoder_mode=finetune", "model.pair_encoding=separate"])
+    loaded = load_run(tmp_path / "run")
+    pairs = [["a", "man", "plays", "[SEP]", "a", "dog"], ["a", "man", "plays", "[SEP]", "two", "kids", "play"]]
+    for which in ("before", "after"):
+        first, second = layer_vectors(loaded, pairs, which)
+        assert np.allclose(first[:3], second[:3], atol=2e-3) and not first[3].any()  # text A reads the same whatever B is
+
+
 def test_finetune_lm_continues_the_lm_on_target_text_with_discriminative_rates(language_model, text, tmp_path, capsys):
     import json
 

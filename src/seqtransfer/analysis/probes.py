@@ -23,7 +23,7 @@ import torch
 from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.data.tsv import PAIR_SEPARATOR
 from seqtransfer.embeddings.feature_cache import cached_features
-from seqtransfer.embeddings.recurrent_lm import FIRST_CHARACTER, read_vocabulary, token_layer_arrays
+from seqtransfer.embeddings.recurrent_lm import FIRST_CHARACTER, read_vocabulary, texts_apart_arrays, token_layer_arrays
 from seqtransfer.embeddings.transformer import encode_sentences_with, encoder_path, tokenizer_of
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json
@@ -31,19 +31,21 @@ from seqtransfer.rundir import load_run
 
 
 def layer_vectors(run, tokens: list[list[str]], which: str) -> list[np.ndarray]:
-    """Per sentence (T, L + 1, H): the pretrained encoder's vectors, or the fine-tuned run's."""
+    """Per sentence (T, L + 1, H): the pretrained encoder's vectors, or the fine-tuned run's, a pair
+    read as the run read it (jointly, or each text alone: ``model.pair_encoding``)."""
     config = run.config.model
     # pairs read the token types the run read: fine-tuning always gave them; features since encoder_segments
     segments = config.encoder_mode == "finetune" or run.vocabularies.encoder_segments
+    separate = config.pair_encoding == "separate"  # each text of a pair read alone, as the run read it
     if which == "before":
-        return cached_features(config.encoder, tokens, config.encoder_pooling, segments)
+        return cached_features(config.encoder, tokens, config.encoder_pooling, segments, separate=separate)
     if getattr(type(run.model), "encoder_family", None) == "bilstm_lm":  # our recurrent LM, fine-tuned: its three layers
         characters = {character: index + FIRST_CHARACTER for index, character in enumerate(read_vocabulary(encoder_path(config.encoder))[1])}
-        return token_layer_arrays(run.model.encoder, characters, tokens)
+        return (texts_apart_arrays if separate else token_layer_arrays)(run.model.encoder, characters, tokens)
     encoder = run.model.encoder
     encoder.config.output_hidden_states = True
     encoder.eval()
-    return encode_sentences_with(tokenizer_of(config.encoder), encoder, tokens, config.encoder_pooling, segments)
+    return encode_sentences_with(tokenizer_of(config.encoder), encoder, tokens, config.encoder_pooling, segments, separate)
 
 
 def probe_accuracy(train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor, classes: int, steps: int = 100) -> float:

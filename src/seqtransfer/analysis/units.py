@@ -137,7 +137,7 @@ def ablate_units(
     units = checked_units(units, model.branches[lower].output_size)
     drops, classes = unit_drops(model, lower, units, baseline, scores, log)
     most = {task: units[int(np.argmax(values))] for task, values in drops.items()}
-    words = top_words(model, lower, tasks[lower], encoded[lower], sorted(set(most.values())), top_k, batch_size)
+    words, negative = top_words(model, lower, tasks[lower], encoded[lower], sorted(set(most.values())), top_k, batch_size)
     return {
         "run": str(run_directory),
         "lower_task": lower,
@@ -146,13 +146,18 @@ def ablate_units(
         "max_sentences": max_sentences,
         "drops": drops,
         "classes": classes,
-        "most_important": {task: {"unit": unit, "drop": drops[task][units.index(unit)], "class": classes[task][units.index(unit)], "top_words": words[unit]} for task, unit in most.items()},
+        "most_important": {
+            task: {"unit": unit, "drop": drops[task][units.index(unit)], "class": classes[task][units.index(unit)], "top_words": words[unit], "negative_words": negative[unit]}
+            for task, unit in most.items()
+        },
     }
 
 
-def top_words(model: HierarchicalMultiTask, lower: str, data: TaskData, encoded, units: list[int], top_k: int, batch_size: int) -> dict[int, list[str]]:
-    """The ``top_k`` distinct words of the split with the highest activation of each unit."""
-    best: dict[int, dict[str, float]] = {unit: {} for unit in units}
+def top_words(model: HierarchicalMultiTask, lower: str, data: TaskData, encoded, units: list[int], top_k: int, batch_size: int) -> tuple[dict[int, list[str]], dict[int, list[str]]]:
+    """The ``top_k`` distinct words of the split that fire each unit most positively (highest
+    activation) and most negatively (lowest): the paper's Table 4 lists both (red and blue)."""
+    highest: dict[int, dict[str, float]] = {unit: {} for unit in units}
+    lowest: dict[int, dict[str, float]] = {unit: {} for unit in units}
     tokens = data.tokens(next(iter(data.splits)))
     model.eval()
     with torch.inference_mode():
@@ -162,9 +167,11 @@ def top_words(model: HierarchicalMultiTask, lower: str, data: TaskData, encoded,
                 for position, word in enumerate(tokens[sentence_index]):
                     for column, unit in enumerate(units):
                         value = float(states[row, position, column])
-                        if value > best[unit].get(word, -np.inf):
-                            best[unit][word] = value
-    return {unit: [word for word, _ in sorted(values.items(), key=lambda item: -item[1])[:top_k]] for unit, values in best.items()}
+                        highest[unit][word] = max(value, highest[unit].get(word, -np.inf))
+                        lowest[unit][word] = min(value, lowest[unit].get(word, np.inf))
+    positive = {unit: [word for word, _ in sorted(values.items(), key=lambda item: -item[1])[:top_k]] for unit, values in highest.items()}
+    negative = {unit: [word for word, _ in sorted(values.items(), key=lambda item: item[1])[:top_k]] for unit, values in lowest.items()}
+    return positive, negative
 
 
 def draw_drops(result: dict, path: Path) -> None:
@@ -201,9 +208,10 @@ def markdown(result: dict) -> str:
     lines = [
         f"Most important units of h_{result['lower_task']} ({result['split']}, {len(result['units'])} units ablated one at a time)",
         "",
-        "| Task | unit | max class drop | class | top words |",
-        "|:---|---:|---:|:---|:---|",
+        "| Task | unit | max class drop | class | top words (positive) | top words (negative) |",
+        "|:---|---:|---:|:---|:---|:---|",
     ]
     for task, item in result["most_important"].items():
-        lines.append(f"| {task} | {item['unit']} | {item['drop']:.2f} | {item['class']} | {', '.join(item['top_words'])} |")
+        negative = ", ".join(item.get("negative_words", ["–"]))  # results written before 2026-11-30 hold the positive words alone
+        lines.append(f"| {task} | {item['unit']} | {item['drop']:.2f} | {item['class']} | {', '.join(item['top_words'])} | {negative} |")
     return "\n".join(lines) + "\n"
