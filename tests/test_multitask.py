@@ -350,6 +350,12 @@ def test_unit_ablation_measures_each_tasks_max_class_drop(tmp_path, capsys):
     assert all(item["unit"] in (0, 1, 2) and len(item["top_words"]) <= 3 for item in result["most_important"].values())
     # Table 4's words firing the unit most negatively too, distinct from the positive ones where the split has enough words
     assert all(len(item["negative_words"]) == len(item["top_words"]) and item["negative_words"] != item["top_words"] for item in result["most_important"].values())
+    assert all(item["support"] >= 1 for item in result["most_important"].values()) and result["min_support"] == 1
+    from seqtransfer.cli import main
+
+    capsys.readouterr()
+    assert main(["analyze", "units", str(tmp_path / "run"), "--units", "0", "--output", str(tmp_path / "frequent"), "--min-support", "1000"]) != 0
+    assert "has 1000 gold tokens in the dev split" in capsys.readouterr().err and not (tmp_path / "frequent").exists()
     assert (tmp_path / "units" / "units.png").is_file() and "| pos |" in (tmp_path / "units" / "units.md").read_text()
     run_command(["analyze", "report", "--ablation", str(tmp_path / "run"), "--ablation-max-sentences", "2", "--output", str(tmp_path / "report.html")])
     page = (tmp_path / "report.html").read_text()

@@ -202,7 +202,7 @@ def ablation_section(result: dict) -> str:
     """MuTSPad Figure 2 and Table 4: what each task loses when one unit of the lower task goes."""
     lower = result["lower_task"]
     rows = [
-        [escape(task), item["unit"], item["drop"], escape(item["class"]), escape(", ".join(item["top_words"])), escape(", ".join(item.get("negative_words", ["–"])))]
+        [escape(task), item["unit"], item["drop"], f"{escape(item['class'])} ({item.get('support', '–')})", escape(", ".join(item["top_words"])), escape(", ".join(item.get("negative_words", ["–"])))]
         for task, item in result["most_important"].items()
     ]
     return "\n".join(
@@ -211,7 +211,7 @@ def ablation_section(result: dict) -> str:
             f'<p class="note">Each unit of the {escape(lower)} branch states had its outgoing weights set to zero, one at a time; each task was scored on its '
             f"{escape(result['split'])} set. Colour: the largest drop of a class score (per-class F1) against the intact model.</p>",
             embedded_figure(drops_figure(result), f"Max class-score drop per task when ablating each unit of h_{lower} (MuTSPad Figure 2)."),
-            table(["task", "most important unit", "max class drop", "class", "words firing it most positively", "most negatively"], rows),
+            table(["task", "most important unit", "max class drop", "class (gold tokens)", "words firing it most positively", "most negatively"], rows),
         ]
     )
 

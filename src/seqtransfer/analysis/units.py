@@ -30,9 +30,10 @@ from seqtransfer.workflows.multitask import data_config_of
 Log = Callable[[str], None]
 
 
-def class_scores(scores: dict) -> dict[str, float]:
-    """Per-class F1 of classes present in the gold data."""
-    return {name: values["f1"] for name, values in scores["per_class"].items() if values["gold_count"]}
+def class_scores(scores: dict, min_support: int = 1) -> dict[str, float]:
+    """Per-class F1 of the classes with at least ``min_support`` gold tokens (1: every class present,
+    as the paper; more keeps a class of one or two tokens from deciding a unit's drop on a small split)."""
+    return {name: values["f1"] for name, values in scores["per_class"].items() if values["gold_count"] >= max(min_support, 1)}
 
 
 def max_drop(before: dict[str, float], after: dict[str, float]) -> tuple[float, str]:
@@ -74,9 +75,14 @@ def load_multitask_run(run_directory: str | Path, lower: str | None):
     return run, lower
 
 
-def task_class_scores(model: HierarchicalMultiTask, tasks: dict[str, TaskData], encoded: dict, gold: dict, task_labels: dict, batch_size: int) -> dict[str, dict[str, float]]:
-    """Per task, the per-class F1 of the model's predictions on its encoded split."""
-    return {task: class_scores(evaluate(gold[task], predict_labels(TaskView(model, task), encoded[task], task_labels[task], batch_size), data.metric)) for task, data in tasks.items()}
+def task_evaluations(model: HierarchicalMultiTask, tasks: dict[str, TaskData], encoded: dict, gold: dict, task_labels: dict, batch_size: int) -> dict[str, dict]:
+    """Per task, the scores (per class too) of the model's predictions on its encoded split."""
+    return {task: evaluate(gold[task], predict_labels(TaskView(model, task), encoded[task], task_labels[task], batch_size), data.metric) for task, data in tasks.items()}
+
+
+def task_class_scores(model: HierarchicalMultiTask, tasks: dict[str, TaskData], encoded: dict, gold: dict, task_labels: dict, batch_size: int, min_support: int = 1) -> dict[str, dict[str, float]]:
+    """Per task, the per-class F1 of the model's predictions on its encoded split (classes of ``min_support`` gold tokens or more)."""
+    return {task: class_scores(scores, min_support) for task, scores in task_evaluations(model, tasks, encoded, gold, task_labels, batch_size).items()}
 
 
 def checked_units(units: list[int] | None, size: int) -> list[int]:
@@ -125,6 +131,7 @@ def ablate_units(
     top_k: int = 10,
     data_dir: str | None = None,
     log: Log = print,
+    min_support: int = 1,
 ) -> dict:
     """Per task, the max class-score drop of ablating each unit of ``lower`` (default the lowest task)."""
     run, lower = load_multitask_run(run_directory, lower)
@@ -132,8 +139,12 @@ def ablate_units(
     tasks = load_evaluation(run, split, max_sentences, data_dir)
     encoded = {task: data.encode(split, run.vocabularies, with_targets=False) for task, data in tasks.items()}
     gold = {task: data.gold(split) for task, data in tasks.items()}
-    scores = functools.partial(task_class_scores, model, tasks, encoded, gold, run.vocabularies.task_labels, batch_size)
-    baseline = scores()
+    evaluations = task_evaluations(model, tasks, encoded, gold, run.vocabularies.task_labels, batch_size)
+    baseline = {task: class_scores(scores, min_support) for task, scores in evaluations.items()}
+    support = {task: {name: values["gold_count"] for name, values in scores["per_class"].items()} for task, scores in evaluations.items()}
+    if scarce := [task for task, classes in baseline.items() if not classes]:
+        raise SeqTransferError(f"no class of task {', '.join(scarce)} has {min_support} gold tokens in the {split} split", hint="lower --min-support (or score on more sentences)")
+    scores = functools.partial(task_class_scores, model, tasks, encoded, gold, run.vocabularies.task_labels, batch_size, min_support)
     units = checked_units(units, model.branches[lower].output_size)
     drops, classes = unit_drops(model, lower, units, baseline, scores, log)
     most = {task: units[int(np.argmax(values))] for task, values in drops.items()}
@@ -144,10 +155,18 @@ def ablate_units(
         "split": split,
         "units": units,
         "max_sentences": max_sentences,
+        "min_support": min_support,
         "drops": drops,
         "classes": classes,
         "most_important": {
-            task: {"unit": unit, "drop": drops[task][units.index(unit)], "class": classes[task][units.index(unit)], "top_words": words[unit], "negative_words": negative[unit]}
+            task: {
+                "unit": unit,
+                "drop": drops[task][units.index(unit)],
+                "class": classes[task][units.index(unit)],
+                "support": support[task].get(classes[task][units.index(unit)], 0),  # the class's gold tokens in the split
+                "top_words": words[unit],
+                "negative_words": negative[unit],
+            }
             for task, unit in most.items()
         },
     }
@@ -208,10 +227,10 @@ def markdown(result: dict) -> str:
     lines = [
         f"Most important units of h_{result['lower_task']} ({result['split']}, {len(result['units'])} units ablated one at a time)",
         "",
-        "| Task | unit | max class drop | class | top words (positive) | top words (negative) |",
+        "| Task | unit | max class drop | class (gold tokens) | top words (positive) | top words (negative) |",
         "|:---|---:|---:|:---|:---|:---|",
     ]
-    for task, item in result["most_important"].items():
-        negative = ", ".join(item.get("negative_words", ["–"]))  # results written before 2026-11-30 hold the positive words alone
-        lines.append(f"| {task} | {item['unit']} | {item['drop']:.2f} | {item['class']} | {', '.join(item['top_words'])} | {negative} |")
+    for task, item in result["most_important"].items():  # results written before 2026-11-30 hold no support nor negative words
+        negative, support = ", ".join(item.get("negative_words", ["–"])), item.get("support", "–")
+        lines.append(f"| {task} | {item['unit']} | {item['drop']:.2f} | {item['class']} ({support}) | {', '.join(item['top_words'])} | {negative} |")
     return "\n".join(lines) + "\n"

@@ -305,7 +305,7 @@ def run_units(arguments: argparse.Namespace) -> dict:
         raise SeqTransferError(f"--units {arguments.units!r} is not a list of unit numbers", hint="e.g. --units 0,5,17") from None
     if arguments.max_sentences is not None and arguments.max_sentences < 1:
         raise SeqTransferError("--max-sentences must be at least 1", hint="leave it out to score whole splits")
-    result = ablate_units(arguments.run, arguments.task, arguments.split, units, arguments.max_sentences, arguments.top_k, arguments.data_dir)
+    result = ablate_units(arguments.run, arguments.task, arguments.split, units, arguments.max_sentences, arguments.top_k, arguments.data_dir, min_support=arguments.min_support)
     print(markdown(result), end="")
     if arguments.output:
         output = Path(arguments.output)

@@ -73,6 +73,7 @@ def units_arguments(analyses) -> None:
     units.add_argument("--split", default="dev", help="split every task is scored on (default dev)")
     units.add_argument("--units", help="comma-separated units to ablate (default all)")
     units.add_argument("--max-sentences", type=whole(1), help="score on the first N sentences of each split (faster)")
+    units.add_argument("--min-support", type=whole(1), default=1, help="classes with at least N gold tokens decide a unit's drop (default 1: every class, as the paper)")
     units.add_argument("--top-k", type=whole(1), default=10, help="words listed for each task's most important unit (default 10)")
     units.add_argument("--data-dir", help=DATA_DIR_HELP)
     units.add_argument("--output", help="folder for units.json, units.md and units.png/svg")
