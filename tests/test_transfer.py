@@ -181,7 +181,7 @@ def test_absorption_of_pretrand_runs_is_measured(tiny_run, tmp_path):
     # unit vectors per branch, u and v near 1 after one tiny epoch: the normalised scores stay within about [-2, 2]
     assert -3.0 < normalised["combined"]["min"] and normalised["combined"]["max"] < 3.0
     assert normalised["u_v"]["u_mean"] > 0 and 0 <= normalised["random_share"] <= 1
-    assert plain["u_v"] == {"u_mean": 1.0, "v_mean": 1.0}
+    assert plain["u_v"] == {"u_mean": 1.0, "u_std": 0.0, "v_mean": 1.0, "v_std": 0.0}
     assert (tmp_path / "absorption" / "absorption.png").is_file() and "| normalised |" in (tmp_path / "absorption" / "absorption.md").read_text(encoding="utf-8")
     with pytest.raises(SeqTransferError, match="not a PretRand run"):
         run(["analyze", "absorption", str(tiny_run)])

@@ -29,13 +29,15 @@ from seqtransfer.models.pretrand import combine_branches
 from seqtransfer.rundir import load_run
 
 HISTOGRAM_BINS = 60
+BRANCH_LETTER = {"pretrained": "u", "random": "v"}  # the per-class weighting vectors of equation 11
 
 
 def branch_outputs(run, split: str, data_dir: str | None) -> dict[str, np.ndarray]:
-    """Per dev token: raw scores of both branches, the combined scores and the gold label index."""
+    """Per dev token: raw scores of both branches, the combined scores, the model's decision (its
+    output layer's: a CRF's Viterbi path, else the combined scores' argmax) and the gold label index."""
     data = load_task_data(replace(run.config.data, data_dir=data_dir or run.config.data.data_dir), (split,))
     encoded = data.encode(split, run.vocabularies)
-    parts = {"pretrained": [], "random": [], "combined": [], "gold": []}
+    parts = {"pretrained": [], "random": [], "combined": [], "predicted": [], "gold": []}
     run.model.eval()
     with torch.inference_mode():
         for batch in evaluation_batches(encoded, 256):
@@ -44,6 +46,7 @@ def branch_outputs(run, split: str, data_dir: str | None) -> dict[str, np.ndarra
             mask = batch.mask
             for name, values in (("pretrained", pretrained), ("random", random), ("combined", combined)):
                 parts[name].append(values[mask].numpy())
+            parts["predicted"].append(run.model.decode(batch)[mask].numpy())
             parts["gold"].append(batch.labels[mask].numpy())
     return {name: np.concatenate(values) for name, values in parts.items()}
 
@@ -70,7 +73,7 @@ def describe_run(directory: str | Path, split: str = "dev", data_dir: str | None
     weights = {"pretrained": run.model.classifier.weight.detach().numpy().ravel(), "random": run.model.random_classifier.weight.detach().numpy().ravel()}
     norms = {name: np.linalg.norm(values, axis=1) for name, values in (("pretrained", pretrained), ("random", random))}
     probabilities = torch.from_numpy(combined).softmax(-1).numpy()
-    prediction = combined.argmax(1)
+    prediction = outputs["predicted"]
     known = gold >= 0
     return {
         "run": str(directory),
@@ -83,9 +86,19 @@ def describe_run(directory: str | Path, split: str = "dev", data_dir: str | None
         "branch_accuracy": {name: float(100.0 * (values.argmax(1)[known] == gold[known]).mean()) for name, values in (("pretrained", pretrained), ("random", random))},
         "model_accuracy": float(100.0 * (prediction[known] == gold[known]).mean()),
         "decided_like": {name: float(100.0 * (values.argmax(1) == prediction).mean()) for name, values in (("pretrained", pretrained), ("random", random))},
-        "u_v": {"u_mean": float(run.model.weighting.pretrained.detach().mean()), "v_mean": float(run.model.weighting.random.detach().mean())},
+        "u_v": weighting_spread(run.model.weighting),
         "_values": {"weights": weights, "outputs": {"pretrained": pretrained.ravel(), "random": random.ravel()}},
     }
+
+
+def weighting_spread(weighting) -> dict[str, float]:
+    """The mean and sample std over classes of u (the pre-trained branch's weights) and v (the random one's)."""
+    spread = {}
+    for branch, letter in BRANCH_LETTER.items():
+        values = getattr(weighting, branch).detach().float()
+        spread[f"{letter}_mean"] = float(values.mean())
+        spread[f"{letter}_std"] = float(values.std()) if values.numel() > 1 else 0.0
+    return spread
 
 
 def absorption_figure(results: list[dict]):
@@ -119,7 +132,7 @@ def markdown(results: list[dict]) -> str:
         "mean top prob",
         "acc. pre / rand / model",
         "decided like pre / rand",
-        "u / v",
+        "u / v (mean ± std over classes)",
     ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in results:
@@ -135,7 +148,7 @@ def markdown(results: list[dict]) -> str:
                     f"{r['combined']['mean_top_probability']:.3f}",
                     f"{r['branch_accuracy']['pretrained']:.2f} / {r['branch_accuracy']['random']:.2f} / {r['model_accuracy']:.2f}",
                     f"{r['decided_like']['pretrained']:.1f} / {r['decided_like']['random']:.1f}",
-                    f"{r['u_v']['u_mean']:.2f} / {r['u_v']['v_mean']:.2f} |",
+                    f"{r['u_v']['u_mean']:.2f} ± {r['u_v'].get('u_std', 0.0):.2f} / {r['u_v']['v_mean']:.2f} ± {r['u_v'].get('v_std', 0.0):.2f} |",
                 ]
             )
         )
