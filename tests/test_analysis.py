@@ -130,7 +130,20 @@ def test_pearson_matrix_matches_numpy_and_charge_is_its_diagonal():
     np.testing.assert_allclose(charges(correlation), np.diag(expected), atol=1e-10)
     assert not np.allclose(correlation, correlation.T)  # asymmetric in general
     constant = correlation_matrix(np.ones((10, 2)), generator.standard_normal((10, 3)))
-    assert np.all(constant == 0)  # no NaN for a unit that never changes
+    assert np.all(constant == 0)  # no NaN in the matrix for a unit that never changes
+    # a unit constant after (or before) fine-tuning has no charge: NaN, left out of the summary and of the units drawn
+    after[:, 2] = 1.5
+    dead = charges(correlation_matrix(after, before))
+    assert np.isnan(dead[2]) and not np.isnan(dead[[0, 1, 3, 4, 5]]).any()
+    from types import SimpleNamespace
+
+    from seqtransfer.analysis.neurons import NeuronAnalysis
+
+    recording = SimpleNamespace(name="epoch 0")
+    analysis = NeuronAnalysis("run", recording, recording, correlation_matrix(after, before), 500)
+    summary = analysis.summary()
+    assert summary["constant_units"] == 1 and summary["mean_charge"] == pytest.approx(np.nanmean(dead)) and summary["min_charge"] == pytest.approx(np.nanmin(dead))
+    assert 2 not in analysis.selected_units(6) and len(analysis.selected_units(6)) == 5
 
 
 def test_top_k_words_per_unit_on_a_toy_matrix():

@@ -53,8 +53,12 @@ def correlation_matrix(after: np.ndarray, before: np.ndarray) -> np.ndarray:
 
 
 def charges(correlation: np.ndarray) -> np.ndarray:
-    """(H, H) -> (H,) the charge of each unit: its correlation with itself before fine-tuning."""
-    return np.diagonal(correlation).copy()
+    """(H, H) -> (H,) the charge of each unit: its correlation with itself before fine-tuning; NaN for
+    a unit constant before or after (its column or row of correlations is all 0: none is defined)."""
+    values = np.diagonal(correlation).astype(np.float64)
+    constant = ~np.any(correlation, axis=1) | ~np.any(correlation, axis=0)
+    values[constant] = np.nan
+    return values
 
 
 @dataclass
@@ -110,10 +114,14 @@ class NeuronAnalysis:
         return charges(self.correlation)
 
     def summary(self) -> dict:
-        values, hidden = self.charges, self.correlation.shape[0]
+        """Charge statistics over the units that vary before and after (``constant_units`` counts the others)."""
+        every, hidden = self.charges, self.correlation.shape[0]
+        values = every[~np.isnan(every)]
+        values = values if len(values) else np.full(1, np.nan)  # every unit constant: no charge to summarise
         off_diagonal = np.abs(self.correlation[~np.eye(hidden, dtype=bool)]) if hidden > 1 else np.zeros(1)
         return {
             "units": hidden,
+            "constant_units": int(np.isnan(every).sum()),
             "tokens": self.token_count,
             "before": self.before.name,
             "after": self.after.name,
@@ -126,8 +134,10 @@ class NeuronAnalysis:
         }
 
     def selected_units(self, count: int = 4) -> list[int]:
-        """Default units to show: the least charged half and the most charged half of ``count``."""
-        order = np.argsort(self.charges, kind="stable")
+        """Default units to show: the least charged half and the most charged half of ``count`` (units
+        constant before or after, with no charge, are not among them)."""
+        varying = np.flatnonzero(~np.isnan(self.charges))
+        order = varying[np.argsort(self.charges[varying], kind="stable")]
         lowest, highest = order[: count // 2], order[::-1][: count - count // 2]
         return sorted({int(unit) for unit in [*lowest, *highest]})
 

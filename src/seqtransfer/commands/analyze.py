@@ -16,6 +16,7 @@ analyze report --transfer A B [--transfer C D ...] [--neurons RUN] [--curve RUN 
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from seqtransfer.commands.analyze_arguments import arguments
@@ -187,7 +188,7 @@ def neurons_json(analysis) -> dict:
     columns = list(analysis.top_words)
     units = []
     for unit, charge in enumerate(analysis.charges):
-        entry = {"unit": unit, "charge": round(float(charge), 4)}
+        entry = {"unit": unit, "charge": None if math.isnan(charge) else round(float(charge), 4)}  # None: constant before or after
         for sign in ("positive", "negative"):
             entry[sign] = {name: getattr(analysis.top_words[name], sign)[unit] for name in columns}
         units.append(entry)
@@ -205,6 +206,7 @@ def run_neurons(arguments: argparse.Namespace):
     print(
         f"{summary['units']} units over {summary['tokens']} dev tokens ({summary['before']} -> {summary['after']}): "
         f"mean charge {summary['mean_charge']:.3f}, median {summary['median_charge']:.3f}, mean |off-diagonal| {summary['mean_abs_off_diagonal']:.3f}"
+        + (f"; {summary['constant_units']} units constant before or after (no charge)" if summary["constant_units"] else "")
     )
     if arguments.output:
         output = Path(arguments.output)
