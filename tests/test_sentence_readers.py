@@ -257,3 +257,14 @@ def test_feature_layers_is_idle_where_no_words_bilstm_reads_it_and_pretrand_refu
     assert main(["transfer", *tiny_train_arguments(tmp_path / "pretrand", epochs=1)[1:], "--source", str(tmp_path / "source"), "--method", "pretrand"]) != 0
     error = capsys.readouterr().err.strip().splitlines()
     assert "PretRand's branches are one BiLSTM layer each" in error[-1] and "Traceback" not in "\n".join(error)
+
+
+def test_a_pairs_probe_vector_compares_its_texts_or_means_both_as_the_paper():
+    import numpy as np
+
+    from seqtransfer.analysis.probes import sentence_vectors
+
+    vectors = [np.array([[[1.0]], [[3.0]], [[100.0]], [[5.0]]])]  # (T, L + 1, H): A = 1, 3; [SEP]; B = 5
+    tokens = [["a", "b", "[SEP]", "c"]]
+    assert sentence_vectors(vectors, tokens)[0, 0].tolist() == [2.0, 5.0, 3.0, 10.0]  # [u; v; |u - v|; u * v]
+    assert sentence_vectors(vectors, tokens, "mean")[0, 0].tolist() == [3.0]  # the mean over both texts' tokens, [SEP] left out

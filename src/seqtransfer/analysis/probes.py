@@ -8,13 +8,16 @@ probes the run's own encoder: how fine-tuning changed what each layer holds.
 - tagging runs: a logistic-regression probe (one linear layer, full-batch L-BFGS) on each token's
   vector, scored by token accuracy;
 - sentence classification: the same probe on each sentence's vector (the mean of its token
-  vectors; a pair A [SEP] B: [u; v; |u - v|; u * v] of the two texts' means), scored by accuracy;
+  vectors; a pair A [SEP] B: [u; v; |u - v|; u * v] of the two texts' means, or with
+  ``pair_vector="mean"`` the mean over both texts' tokens, the paper's "mean of the hidden
+  activations of each token of the sequence(s)"), scored by accuracy;
 - regression (STS-B, SICK-R): a linear probe (ridge regression, closed form) on the same sentence
   vectors, scored by Pearson's r (x 100).
 """
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -82,11 +85,17 @@ def mean_or_zeros(vectors: np.ndarray) -> np.ndarray:
     return vectors.mean(0) if len(vectors) else np.zeros(vectors.shape[1:], dtype=vectors.dtype)
 
 
-def sentence_vectors(vectors: list[np.ndarray], tokens: list[list[str]]) -> np.ndarray:
-    """Per sentence (L + 1, F): the mean of its token vectors; a pair's [u; v; |u - v|; u * v]."""
+PAIR_VECTORS = ("compared", "mean")  # a pair's probe vector: [u; v; |u - v|; u * v] of its texts' means | the mean over both (the paper's)
+
+
+def sentence_vectors(vectors: list[np.ndarray], tokens: list[list[str]], pair_vector: str = "compared") -> np.ndarray:
+    """Per sentence (L + 1, F): the mean of its token vectors; a pair's [u; v; |u - v|; u * v] of its
+    texts' means (``compared``), or the mean over both texts' tokens, the [SEP] left out (``mean``)."""
     rows = []
     for sentence, words in zip(vectors, tokens):
-        if PAIR_SEPARATOR in words:
+        if PAIR_SEPARATOR in words and pair_vector == "mean":
+            rows.append(mean_or_zeros(sentence[[word != PAIR_SEPARATOR for word in words]]))
+        elif PAIR_SEPARATOR in words:
             cut = words.index(PAIR_SEPARATOR)
             first, second = mean_or_zeros(sentence[:cut]), mean_or_zeros(sentence[cut + 1 :])
             rows.append(np.concatenate([first, second, np.abs(first - second), first * second], axis=-1))
@@ -98,20 +107,21 @@ def sentence_vectors(vectors: list[np.ndarray], tokens: list[list[str]]) -> np.n
 PROBED_KINDS = ("tagging", "sentence", "regression")
 
 
-def probe_data(run, data, split: str) -> tuple:
+def probe_data(run, data, split: str, pair_vector: str = "compared") -> tuple:
     """(the probe's training targets, its test targets, the number of classes or None, per-split vectors from layer vectors)."""
     kind = run.model.task_kind
+    sentence = functools.partial(sentence_vectors, pair_vector=pair_vector)
     if kind == "regression":
         targets = [torch.tensor([scores[0] for scores in data.gold(name)], dtype=torch.float32) for name in ("train", split)]
-        return (*targets, None, sentence_vectors)
+        return (*targets, None, sentence)
     flat = [[label for sentence in data.gold(name) for label in sentence] for name in ("train", split)]
     labels = {label: index for index, label in enumerate(sorted(set(flat[0])))}
     targets = [torch.tensor([labels.get(label, -1) for label in values]) for values in flat]
-    vectors = (lambda layers, tokens: np.concatenate(layers)) if kind == "tagging" else sentence_vectors
+    vectors = (lambda layers, tokens: np.concatenate(layers)) if kind == "tagging" else sentence
     return (*targets, len(labels), vectors)
 
 
-def probe_layers(run_directory: str | Path, split: str = "dev", max_train_sentences: int | None = None, data_dir: str | None = None) -> dict:
+def probe_layers(run_directory: str | Path, split: str = "dev", max_train_sentences: int | None = None, data_dir: str | None = None, pair_vector: str = "compared") -> dict:
     """{"layers": L + 1, "metric": ..., "before": [score per layer], "after": [...] for a fine-tuned run}."""
     from dataclasses import replace
 
@@ -125,7 +135,7 @@ def probe_layers(run_directory: str | Path, split: str = "dev", max_train_senten
     data = load_task_data(replace(run.config.data, data_dir=data_dir or run.config.data.data_dir, max_train_sentences=max_train_sentences), ("train", split))
     if split not in data.splits:
         raise SeqTransferError(f"the run's data has no {split} split", hint="pass --split dev or test")
-    train_y, test_y, classes, vectors_of = probe_data(run, data, split)
+    train_y, test_y, classes, vectors_of = probe_data(run, data, split, pair_vector)
     metric = "pearson" if classes is None else "accuracy"
     result = {
         "run": str(run_directory),
@@ -135,6 +145,7 @@ def probe_layers(run_directory: str | Path, split: str = "dev", max_train_senten
         "metric": metric,
         "labels": classes,
         "sentence": run.model.task_kind != "tagging",
+        "pair_vector": pair_vector,
     }
     for which in ("before", "after") if run.config.model.encoder_mode == "finetune" else ("before",):
         train_vectors = vectors_of(layer_vectors(run, data.tokens("train"), which), data.tokens("train")).astype(np.float32)  # (N, L + 1, F)

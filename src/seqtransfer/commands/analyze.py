@@ -322,7 +322,7 @@ def run_probes(arguments: argparse.Namespace) -> dict:
     from seqtransfer.analysis.probes import draw_probes, probe_layers
     from seqtransfer.files import write_json
 
-    result = probe_layers(arguments.run, arguments.split, arguments.max_train_sentences, arguments.data_dir)
+    result = probe_layers(arguments.run, arguments.split, arguments.max_train_sentences, arguments.data_dir, arguments.pair_vector)
     for which in ("before", "after"):
         if which in result:
             print(f"{which:6s} " + "  ".join(f"L{layer} {score:5.2f}" for layer, score in enumerate(result[which])))

@@ -87,6 +87,12 @@ def probes_arguments(analyses) -> None:
     probes.add_argument("--split", default="dev", help="split the probes are scored on (default dev)")
     probes.add_argument("--max-train-sentences", type=whole(1), help="train the probes on the first N training sentences (faster)")
     probes.add_argument("--data-dir", help=DATA_DIR_HELP)
+    probes.add_argument(
+        "--pair-vector",
+        choices=["compared", "mean"],
+        default="compared",
+        help="a pair's probe vector: [u; v; |u - v|; u * v] of its two texts' means (default), or the mean over both texts' tokens (the paper's Figure 1)",
+    )
     probes.add_argument("--output", help="folder for probes.json and probes.png/svg")
 
 
