@@ -127,31 +127,20 @@ def test_separately_encoded_features_of_a_text_are_those_of_the_text_alone(tmp_p
     assert len(list((tmp_path / "cache").glob("*.safetensors"))) == 3
 
 
+def train_fine_tuned(output, data: list[str], *overrides: str) -> None:
+    """One epoch of the tiny BERT fine-tuned on ``data`` (a fixture's arguments)."""
+    from seqtransfer.cli import run
+
+    run(["train", *data, "--epochs", "1", "--output", str(output), "--quiet", "--device", "cpu", *TINY_MODEL, f"model.encoder={ENCODER}", "model.encoder_mode=finetune", *overrides])
+
+
 @pytest.mark.parametrize("encoding", ["joint", "separate"])
 def test_a_fine_tuned_encoder_reads_a_pair_jointly_or_each_text_alone(tmp_path, encoding):
     import seqtransfer
-    from seqtransfer.cli import run
     from seqtransfer.rundir import load_run, read_vocabularies
 
     output = tmp_path / encoding
-    run(
-        [
-            "train",
-            *SIMILARITY,
-            "--epochs",
-            "1",
-            "--output",
-            str(output),
-            "--quiet",
-            "--device",
-            "cpu",
-            *TINY_MODEL,
-            f"model.encoder={ENCODER}",
-            "model.encoder_mode=finetune",
-            f"model.pair_encoding={encoding}",
-            "train.learning_rate=0.001",
-        ]
-    )
+    train_fine_tuned(output, SIMILARITY, f"model.pair_encoding={encoding}", "train.learning_rate=0.001")
     loaded = load_run(output)
     assert read_vocabularies(output).pair_encoding == encoding
     assert loaded.model.classifier.in_features == (32 if encoding == "joint" else 4 * 32)  # [CLS] of the pair, or [u; v; |u - v|; u * v]
@@ -215,27 +204,10 @@ def test_esim_keeps_a_bilstm_where_a_source_an_auxiliary_lm_or_a_discriminator_r
 def test_a_fine_tuned_encoders_sentence_model_may_read_a_bilstm(tmp_path):
     """model.feature_extractor=bilstm over a fine-tuned encoder: the sentence vector pools the BiLSTM's states."""
     import seqtransfer
-    from seqtransfer.cli import run
     from seqtransfer.rundir import load_run
 
     output = tmp_path / "run"
-    run(
-        [
-            "train",
-            *SENTIMENT,
-            "--epochs",
-            "1",
-            "--output",
-            str(output),
-            "--quiet",
-            "--device",
-            "cpu",
-            *TINY_MODEL,
-            f"model.encoder={ENCODER}",
-            "model.encoder_mode=finetune",
-            "model.feature_extractor=bilstm",
-        ]
-    )
+    train_fine_tuned(output, SENTIMENT, "model.feature_extractor=bilstm")
     model = load_run(output).model
     assert model.classifier.in_features == 16 and not model.reader.use_sentence_vector  # TINY_MODEL's hidden, not the encoder's 32
     assert len(seqtransfer.load(output).predict([["fine", "film"]])) == 1
