@@ -196,7 +196,12 @@ def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
             "",
             "Mean of the first method minus mean of the second (each over its own seeds); "
             "the significance tests below pair their runs' test predictions: * marks p < 0.05 (over the seeds both share where two or more have test "
-            "predictions, else at the first seed they share).",
+            "predictions, else at the first seed they share)."
+            + (
+                f" The differences here are of {spec.split} means and the marks of the test predictions' tests: a * says the test difference is significant, whatever its sign."
+                if spec.split != "test"
+                else ""
+            ),
             "",
             *_differences_table(spec, summaries, tests),
         ]
