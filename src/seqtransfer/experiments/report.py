@@ -64,6 +64,7 @@ def _ours_table(spec: ReportSpec, records: Sequence[dict], summaries: Mapping[tu
     """Our test scores: ``mean ± std (n)`` per target, #params, aNRG, mNRG, time per run."""
     means = _spec_means(spec, means_by_method(summaries))
     average, median = anrg(means, spec.reference_method), mnrg(means, spec.reference_method)
+    gains = normalised_relative_gains(means, spec.reference_method)  # once: each method's count of the targets they average over
     rows = []
     for method in spec.methods:
         cells = [summaries.get((method, target)) for target in spec.targets]
@@ -72,11 +73,11 @@ def _ours_table(spec: ReportSpec, records: Sequence[dict], summaries: Mapping[tu
             f"{cell.mean:.2f} ± {cell.std:.2f} ({len(cell.seeds)}){mark if cell.target_dev_labels else ''}" if cell else MISSING if spec.applies(method, target) else ""
             for cell, target in zip(cells, spec.targets)
         ]
-        covered = len(normalised_relative_gains(means, spec.reference_method).get(method, ()))  # the targets its gains average over
+        covered = len(gains.get(method, ()))
         seconds = [cell.seconds_mean for cell in cells if cell]
         time = _duration(statistics.fmean(seconds)) if seconds else MISSING
-        gains = [_gain_cell(average, method, covered, len(spec.targets)), _gain_cell(median, method, covered, len(spec.targets))]
-        rows.append([method, *scores, _parameter_ratio(spec, summaries, method), *gains, time])
+        gain_cells = [_gain_cell(average, method, covered, len(spec.targets)), _gain_cell(median, method, covered, len(spec.targets))]
+        rows.append([method, *scores, _parameter_ratio(spec, summaries, method), *gain_cells, time])
     header = ["Method", *_target_header(spec, records), "#params", "aNRG", "mNRG", "time / run"]
     return _table(header, rows)
 
