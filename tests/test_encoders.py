@@ -353,12 +353,16 @@ def test_fine_tuning_an_encoder_tagger_trains_the_encoder_and_saves_it_with_the_
     assert all(0 <= score <= 100 for score in probes["before"] + probes["after"])
     assert (tmp_path / "probes" / "probes.png").is_file()
     assert probes["encoder"] == Path(str(encoder)).name and probes["task"]
+    information = probes["mutual_information"]  # the paper's Figure 2 beside its Figure 1, with shuffled labels as its sanity check
+    assert [len(information[key]) for key in ("before", "before_random_labels", "after", "after_random_labels")] == [3] * 4
+    assert all(value >= 0 for key in ("before", "after") for value in information[key]) and information["neighbours"] == 3
     saved = tmp_path / "probes" / "probes.json"
     # a run and saved probes side by side in one report (MiniLM's beside our LSTM LM's, in the docs)
     report = run_command(["analyze", "report", "--probes", str(output), str(saved), "--output", str(tmp_path / "report.html")])
     assert report.probes[1] == json.loads(saved.read_text()) and report.probes[0]["before"] == probes["before"]
     page = (tmp_path / "report.html").read_text()
     assert '<h2 id="probes">' in page and page.count("<h3>") == 2 and page.count(f"({saved})") == 0 and page.count(f"({output})") == 2
+    assert page.count("I(H; Y) after, shuffled labels</th>") == 2 and "Ross 2014" in page
     (tmp_path / "other.json").write_text('{"layers": 3}')
     with pytest.raises(SeqTransferError, match="not a probes file: it lacks before, metric, split"):
         run_command(["analyze", "report", "--probes", str(tmp_path / "other.json"), "--output", str(tmp_path / "other.html")])
@@ -941,6 +945,7 @@ def test_sentence_and_pair_probes(encoder, tmp_path, monkeypatch):
     run_command(["train", "--dataset", "tiny_sts", "--epochs", "1", "--output", str(tmp_path / "sts"), "--quiet", *TINY_MODEL, f"model.encoder={encoder}"])
     probes = run_command(["analyze", "probes", str(tmp_path / "sts"), "--output", str(tmp_path / "probes")])
     assert probes["metric"] == "pearson" and probes["layers"] == 3 and all(-100 <= score <= 100 for score in probes["before"])
+    assert "mutual_information" not in probes  # scores are not labels: no I(H; Y)
     run_command(
         [
             "train",

@@ -222,12 +222,18 @@ def probes_section(results: list[dict]) -> str:
     parts = ['<h2 id="probes">Encoder layers: diagnostic probes</h2>']
     for result in results:
         columns = [which for which in ("before", "after") if which in result]
-        rows = [[layer, *(result[which][layer] for which in columns)] for layer in range(result["layers"])]
+        information = result.get("mutual_information") or {}
+        information_columns = [key for which in columns for key in (which, f"{which}_random_labels") if key in information]
+        rows = [[layer, *(result[which][layer] for which in columns), *(information[key][layer] for key in information_columns)] for layer in range(result["layers"])]
         parts += [
             f"<h3>{escape(probe_heading(result))}</h3>",
             f'<p class="note">{escape(probe_description(result))}</p>',
-            embedded_figure(probes_figure(result), "Probe score per encoder layer (0 = the embeddings, or the character CNN)."),
-            table(["layer", *(f"{which} fine-tuning" for which in columns)], rows),
+            embedded_figure(probes_figure(result), "Probe score (and, for labels, mutual information) per encoder layer (0 = the embeddings, or the character CNN)."),
+            table(
+                ["layer", *(f"{which} fine-tuning" for which in columns), *(f"I(H; Y) {key.replace('_random_labels', ', shuffled labels')}" for key in information_columns)],
+                rows,
+                digits=3 if information_columns else 2,
+            ),
         ]
     return "\n".join(parts)
 
@@ -284,8 +290,21 @@ def probe_description(result: dict) -> str:
             f"(the mean of its token vectors; a pair's [u; v; |u - v|; u * v]); Pearson's r x 100 on {result['split']}."
         )
     if result.get("labels") is not None and result.get("sentence"):
-        return f"A logistic regression per layer learns the run's sentence labels from that layer's sentence vectors; accuracy on {result['split']}."
-    return f"A logistic regression per layer learns the run's labels from that layer's token vectors; token accuracy on {result['split']}."
+        return f"A logistic regression per layer learns the run's sentence labels from that layer's sentence vectors; accuracy on {result['split']}." + information_description(result)
+    return f"A logistic regression per layer learns the run's labels from that layer's token vectors; token accuracy on {result['split']}." + information_description(result)
+
+
+def information_description(result: dict) -> str:
+    """How the mutual information was estimated, where it was."""
+    information = result.get("mutual_information")
+    if not information:
+        return ""
+    return (
+        f" I(H; Y): the mutual information (nats) between each layer's vectors and the labels on {result['split']} ({information['points']:,} points), "
+        f"by the {information['neighbours']}-nearest-neighbour estimator for a discrete variable (Ross 2014; the paper used EDGE), "
+        "beside the same labels shuffled (the paper's sanity check: near 0). Nearest-neighbour estimates shrink as the vectors' "
+        "dimension grows: compare layers and stages, not encoders of different widths."
+    )
 
 
 def similarity_section(result: dict) -> str:

@@ -13,6 +13,11 @@ probes the run's own encoder: how fine-tuning changed what each layer holds.
   activations of each token of the sequence(s)"), scored by accuracy;
 - regression (STS-B, SICK-R): a linear probe (ridge regression, closed form) on the same sentence
   vectors, scored by Pearson's r (x 100).
+
+For classification runs (tags or sentence labels) the mutual information between each layer's
+vectors and the labels on the split is estimated too (the paper's Figure 2;
+``analysis/mutual_information.py``), with the same labels shuffled beside it as the paper's sanity
+check.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from seqtransfer.analysis.mutual_information import MAX_POINTS, NEIGHBOURS, mutual_information, sampled, shuffled
 from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.data.tsv import PAIR_SEPARATOR
 from seqtransfer.embeddings.feature_cache import cached_features
@@ -122,7 +128,8 @@ def probe_data(run, data, split: str, pair_vector: str = "compared") -> tuple:
 
 
 def probe_layers(run_directory: str | Path, split: str = "dev", max_train_sentences: int | None = None, data_dir: str | None = None, pair_vector: str = "compared") -> dict:
-    """{"layers": L + 1, "metric": ..., "before": [score per layer], "after": [...] for a fine-tuned run}."""
+    """{"layers": L + 1, "metric": ..., "before": [score per layer], "after": [...] for a fine-tuned run;
+    for classification, "mutual_information": {"before": [nats per layer], "before_random_labels": [...], ...}}."""
     from dataclasses import replace
 
     run = load_run(run_directory)
@@ -147,6 +154,8 @@ def probe_layers(run_directory: str | Path, split: str = "dev", max_train_senten
         "sentence": run.model.task_kind != "tagging",
         "pair_vector": pair_vector,
     }
+    if classes is not None:
+        result["mutual_information"] = {"neighbours": NEIGHBOURS, "points": min(int((test_y >= 0).sum()), MAX_POINTS)}
     for which in ("before", "after") if run.config.model.encoder_mode == "finetune" else ("before",):
         train_vectors = vectors_of(layer_vectors(run, data.tokens("train"), which), data.tokens("train")).astype(np.float32)  # (N, L + 1, F)
         test_vectors = vectors_of(layer_vectors(run, data.tokens(split), which), data.tokens(split)).astype(np.float32)
@@ -157,7 +166,21 @@ def probe_layers(run_directory: str | Path, split: str = "dev", max_train_senten
             score = probe_correlation(train_x, train_y, test_x, test_y) if classes is None else probe_accuracy(train_x, train_y, test_x, test_y, classes)
             scores.append(round(score, 2))
         result[which] = scores
+        if classes is not None:
+            result["mutual_information"].update(layer_information(test_vectors, test_y, which))
     return result
+
+
+def layer_information(vectors: np.ndarray, labels: torch.Tensor, which: str) -> dict:
+    """{which: [I(H; Y) per layer], which_random_labels: [...]} in nats, on the split's vectors (N, L + 1, F);
+    labels the training set never had (-1) are left out, and a tagging split is sampled to MAX_POINTS."""
+    known = labels >= 0
+    vectors, labels = sampled(torch.from_numpy(vectors)[known], labels[known])
+    random_labels = shuffled(labels)
+    return {
+        which: [round(mutual_information(vectors[:, layer], labels), 4) for layer in range(vectors.size(1))],
+        f"{which}_random_labels": [round(mutual_information(vectors[:, layer], random_labels), 4) for layer in range(vectors.size(1))],
+    }
 
 
 PROBES_KEYS = ("layers", "before", "metric", "split")
@@ -190,20 +213,35 @@ def draw_probes(result: dict, path: Path) -> None:
 
 
 def probes_figure(result: dict):
-    """Probe accuracy per layer, before (and after) fine-tuning (the To-tune paper's Figure 1)."""
+    """Probe score per layer, before (and after) fine-tuning (the To-tune paper's Figure 1), and beside
+    it, for classification, the mutual information with the labels (its Figure 2)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axis = plt.subplots(figsize=(6, 3.5))
-    for which, style in (("before", "o-"), ("after", "s--")):
-        if which in result:
-            axis.plot(range(result["layers"]), result[which], style, label=f"{which} fine-tuning" if "after" in result else "pretrained encoder")
-    axis.set_xticks(range(result["layers"]))
-    axis.set_xlabel("layer (0 = the embeddings, or our LSTM LM's character CNN)")
+    information = result.get("mutual_information")
+    figure, axes = plt.subplots(1, 2 if information else 1, figsize=(11 if information else 6, 3.5), squeeze=False)
+    layers = range(result["layers"])
     measure = "Pearson's r x 100" if result.get("metric") == "pearson" else "accuracy (%)"
-    axis.set_ylabel(f"probe {measure} on {result['split']}")
-    axis.legend()
+    draw_per_layer(axes[0][0], result, layers, f"probe {measure} on {result['split']}")
+    if information:
+        draw_per_layer(axes[0][1], information, layers, f"I(H; Y) on {result['split']} (nats)", fine_tuned="after" in result)
+        for which in ("before", "after"):
+            if f"{which}_random_labels" in information:
+                axes[0][1].plot(layers, information[f"{which}_random_labels"], ":", color="grey", label=f"{which}, shuffled labels")
+        axes[0][1].legend(fontsize="small")
     figure.tight_layout()
     return figure
+
+
+def draw_per_layer(axis, values: dict, layers: range, label: str, fine_tuned: bool | None = None) -> None:
+    """One line per stage ("before", "after") of a per-layer measure."""
+    fine_tuned = "after" in values if fine_tuned is None else fine_tuned
+    for which, style in (("before", "o-"), ("after", "s--")):
+        if which in values:
+            axis.plot(layers, values[which], style, label=f"{which} fine-tuning" if fine_tuned else "pretrained encoder")
+    axis.set_xticks(list(layers))
+    axis.set_xlabel("layer (0 = the embeddings, or our LSTM LM's character CNN)")
+    axis.set_ylabel(label)
+    axis.legend(fontsize="small")

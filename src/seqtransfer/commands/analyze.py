@@ -326,6 +326,9 @@ def run_probes(arguments: argparse.Namespace) -> dict:
     for which in ("before", "after"):
         if which in result:
             print(f"{which:6s} " + "  ".join(f"L{layer} {score:5.2f}" for layer, score in enumerate(result[which])))
+    for key, values in (result.get("mutual_information") or {}).items():
+        if isinstance(values, list):
+            print(f"I(H; Y) {key.replace('_random_labels', ', shuffled labels')}: " + "  ".join(f"L{layer} {value:.3f}" for layer, value in enumerate(values)))
     if arguments.output:
         output = Path(arguments.output)
         output.mkdir(parents=True, exist_ok=True)
