@@ -197,7 +197,7 @@ def test_the_lm_fine_tuned_as_an_encoder_trains_saves_loads_and_predicts(languag
     assert torch.allclose(saved, pretrained.embedding.weight, atol=1e-2) and not torch.allclose(saved, fresh, atol=1e-2)  # it started from the LM (and its lowest group opens last)
     labels = predictor.predict(["what a great movie", "not good at all"])
     assert labels == seqtransfer.load(output, device="cpu").predict(["what a great movie", "not good at all"]) and set(labels) <= {"pos", "neg"}
-    assert word_map(["<pad>", "<unk>", words[5], words[5].upper(), "never-seen"], words).tolist() == [0, 0, 5, 5, 0]
+    assert word_map(["<pad>", "<unk>", words[5], words[5].upper(), "never-seen", "<S>", "</s>"], words).tolist() == [0, 0, 5, 5, 0, 0, 0]  # no text word reads as a sentence mark
     tagger = run([*tiny_train_arguments(tmp_path / "tagger", epochs=1, classifier="crf"), "--device", "cpu", *encoder])
     assert 0 <= tagger["dev"]["f1"] <= 100
 

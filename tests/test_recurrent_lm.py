@@ -323,7 +323,7 @@ def test_a_tokens_vector_does_not_depend_on_the_other_tokens_of_its_batch():
 
 def test_literal_sentence_marks_in_the_text_are_words_not_marks():
     """A "<S>" in the text is spelled out, as fine-tuning spells it; a literal "<unk>" is no second class."""
-    from seqtransfer.embeddings.recurrent_lm import BEGIN_SENTENCE, BEGIN_WORD, END_WORD, FIRST_CHARACTER, SPECIAL_WORDS, encode_batch
+    from seqtransfer.embeddings.recurrent_lm import BEGIN_SENTENCE, BEGIN_WORD, END_WORD, FIRST_CHARACTER, SENTENCE_END, SENTENCE_START, SPECIAL_WORDS, UNKNOWN_WORD, encode_batch, softmax_word_ids
     from seqtransfer.workflows.recurrent_pretraining import vocabularies
 
     characters = {character: index + FIRST_CHARACTER for index, character in enumerate("<S>a")}
@@ -333,6 +333,8 @@ def test_literal_sentence_marks_in_the_text_are_words_not_marks():
     assert forms[1, :5].tolist() == [BEGIN_WORD, *(characters[character] for character in "<S>"), END_WORD]
     words, _ = vocabularies([["<unk>", "a", "<S>"], ["<unk>", "a", "<S>"]], 10)
     assert words == [*SPECIAL_WORDS, "a"]
+    ids = encode_batch([["<S>", "a", "</S>"]], characters, 10, softmax_word_ids(words))["words"][0].tolist()
+    assert ids == [SENTENCE_START, UNKNOWN_WORD, 3, UNKNOWN_WORD, SENTENCE_END]  # the softmax predicts the literal marks as <unk>, not as the marks
 
 
 def test_a_token_holding_a_space_stays_one_token_in_the_held_out_split():

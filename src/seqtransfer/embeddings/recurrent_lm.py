@@ -52,6 +52,14 @@ FIRST_CHARACTER = 6
 UNKNOWN_WORD, SENTENCE_START, SENTENCE_END = 0, 1, 2
 SPECIAL_WORDS = ["<unk>", "<S>", "</S>"]
 
+
+def softmax_word_ids(words: Sequence[str]) -> dict[str, int]:
+    """The softmax's id of each of its words, the sentence marks left out: a literal "<S>" or "</S>"
+    token of a text is a word the softmax does not have (<unk>), not the mark (the marks' ids are
+    placed by position only)."""
+    return {word: index for index, word in enumerate(words) if word not in SPECIAL_WORDS[SENTENCE_START:]}
+
+
 # Two sizes that differ as ELMo-small and ELMo-large do (Peters et al.: 2048 filters, 1 or 2 highway
 # layers, cells of 1024 or 4096 projected to 128 or 512), scaled to pretrain on this CPU.
 SIZES: dict[str, dict] = {
@@ -304,7 +312,7 @@ def load_recurrent_lm(folder: Path) -> tuple[RecurrentLanguageModel, dict[str, i
         raise SeqTransferError(f"the recurrent LM folder has no {WEIGHTS}", path=folder, hint="use the whole folder seqtransfer pretrain-lm wrote")
     words, characters = read_vocabulary(folder)
     model = with_saved_weights(RecurrentLanguageModel, settings, folder / WEIGHTS, "the recurrent LM's weights")
-    return model, {word: index for index, word in enumerate(words)}, {character: index + FIRST_CHARACTER for index, character in enumerate(characters)}
+    return model, softmax_word_ids(words), {character: index + FIRST_CHARACTER for index, character in enumerate(characters)}
 
 
 def with_saved_weights(build: Callable[[dict], nn.Module], settings: dict, weights: Path, what: str) -> nn.Module:

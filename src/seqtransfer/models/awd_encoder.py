@@ -23,7 +23,7 @@ import torch
 from seqtransfer.config import ModelConfig
 from seqtransfer.data.vocabulary import UNKNOWN
 from seqtransfer.embeddings.awd_lstm import AwdLstmLanguageModel, load_awd_lstm, read_awd_settings, read_awd_words
-from seqtransfer.embeddings.recurrent_lm import UNKNOWN_WORD
+from seqtransfer.embeddings.recurrent_lm import UNKNOWN_WORD, softmax_word_ids
 from seqtransfer.embeddings.transformer import encoder_path
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.bilstm import BiLSTM
@@ -77,9 +77,9 @@ class AwdLstmEncoder:
 def word_map(run_words: list[str], lm_words: list[str]) -> torch.Tensor:
     """(run words,) the LM's id of each of the run's words: its own form, else the first LM word of
     the same lower-cased form, else the LM's <unk> (the run's padding and unknown word included)."""
-    exact = {word: index for index, word in enumerate(lm_words)}
+    exact = softmax_word_ids(lm_words)
     lowered: dict[str, int] = {}
-    for index, word in enumerate(lm_words):
+    for word, index in exact.items():  # the sentence marks left out: a run's "<s>" is not the LM's <S>
         lowered.setdefault(word.lower(), index)
     ids = [UNKNOWN_WORD if word == UNKNOWN else exact.get(word, lowered.get(word.lower(), UNKNOWN_WORD)) for word in run_words]
     return torch.tensor(ids, dtype=torch.long)

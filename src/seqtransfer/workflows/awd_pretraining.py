@@ -30,7 +30,7 @@ from torch import nn
 from torch.nn import functional
 
 from seqtransfer.embeddings.awd_lstm import DEFAULTS, SIZES, AwdLstmLanguageModel, save_awd_lstm
-from seqtransfer.embeddings.recurrent_lm import SENTENCE_END, UNKNOWN_WORD
+from seqtransfer.embeddings.recurrent_lm import SENTENCE_END, UNKNOWN_WORD, softmax_word_ids
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.workflows.pretraining import start_work_folder
 from seqtransfer.workflows.recurrent_pretraining import on_device, prepare_run, publish, train_language_model, training_cost, vocabularies
@@ -158,7 +158,7 @@ def pretrain_awd_lstm(sentences: list[list[str]], settings: AwdSettings, train_c
     words, _ = vocabularies(training, settings.vocabulary_size)
     language_model = AwdLstmLanguageModel(model_settings(settings, len(words)))
     model = on_device(StreamPretraining(language_model), device)
-    word_ids = {word: index for index, word in enumerate(words)}
+    word_ids = softmax_word_ids(words)
     source = StreamBatches(encode_sentences(training, word_ids), train_config.batch_size, settings.bptt, train_config.seed)
     scored = StreamBatches(encode_sentences(held_out, word_ids), train_config.batch_size, settings.bptt, train_config.seed).fixed()
     parameters = sum(parameter.numel() for parameter in language_model.parameters())

@@ -25,7 +25,7 @@ from torch import nn
 
 from seqtransfer.embeddings.awd_lstm import is_awd_lstm, load_awd_lstm, save_awd_lstm
 from seqtransfer.embeddings.packaged import PACKAGED
-from seqtransfer.embeddings.recurrent_lm import is_recurrent_lm, load_recurrent_lm, read_vocabulary, save_recurrent_lm
+from seqtransfer.embeddings.recurrent_lm import is_recurrent_lm, load_recurrent_lm, read_vocabulary, save_recurrent_lm, softmax_word_ids
 from seqtransfer.embeddings.tokenization import window_limit
 from seqtransfer.embeddings.transformer import encoder_config, encoder_fingerprint, encoder_path, is_causal_encoder
 from seqtransfer.errors import SeqTransferError
@@ -98,7 +98,7 @@ def continue_awd_lstm(folder: str, sentences: list[list[str]], settings: Continu
     over its embedding and each LSTM layer; its folder written as ``output``."""
     work, identity, training, held_out = prepare_run([sentence for sentence in sentences if sentence], settings, train_config, output, architecture="awd-lstm-continued")
     language_model, words = load_awd_lstm(Path(folder))
-    word_ids = {word: index for index, word in enumerate(words)}
+    word_ids = softmax_word_ids(words)
     model = on_device(StreamPretraining(language_model), device)
     source = StreamBatches(encode_stream(training, word_ids), train_config.batch_size, settings.bptt, train_config.seed)
     scored = StreamBatches(encode_stream(held_out, word_ids), train_config.batch_size, settings.bptt, train_config.seed).fixed()

@@ -26,7 +26,7 @@ from torch import nn
 
 from seqtransfer.data.batching import length_groups_of
 from seqtransfer.device import prepare_device, resolve_device
-from seqtransfer.embeddings.recurrent_lm import DEFAULTS, FIRST_CHARACTER, SIZES, SPECIAL_WORDS, RecurrentLanguageModel, encode_batch, save_recurrent_lm
+from seqtransfer.embeddings.recurrent_lm import DEFAULTS, FIRST_CHARACTER, SIZES, SPECIAL_WORDS, RecurrentLanguageModel, encode_batch, save_recurrent_lm, softmax_word_ids
 from seqtransfer.embeddings.transformer import TRAINING_REPORT
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.resources import peak_rss_megabytes
@@ -209,7 +209,7 @@ def pretrain_recurrent(sentences: list[list[str]], settings: RecurrentSettings, 
     words, characters = vocabularies(training, settings.vocabulary_size)
     language_model = RecurrentLanguageModel(model_settings(settings, len(words), len(characters) + FIRST_CHARACTER))
     model = on_device(RecurrentPretraining(language_model), device)
-    word_ids = {word: index for index, word in enumerate(words)}
+    word_ids = softmax_word_ids(words)
     character_ids = {character: index + FIRST_CHARACTER for index, character in enumerate(characters)}
     limit = language_model.settings["max_characters"]
     source = RecurrentBatches(training, word_ids, character_ids, limit, train_config.batch_size, train_config.seed)
