@@ -960,10 +960,12 @@ def test_sentence_and_pair_probes(encoder, tmp_path, monkeypatch):
             "--quiet",
             *TINY_MODEL,
             f"model.encoder={encoder}",
+            "data.max_train_sentences=5",
         ]
     )
     probes = run_command(["analyze", "probes", str(tmp_path / "sentiment")])
     assert probes["metric"] == "accuracy" and probes["sentence"] and all(0 <= score <= 100 for score in probes["before"])
+    assert probes["train_sentences"] == 5  # the probes learn from the sentences the run trained on, not the whole training file
 
 
 def test_frozen_features_of_a_pair_read_the_token_types_fine_tuning_reads(encoder):

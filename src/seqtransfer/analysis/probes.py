@@ -139,7 +139,7 @@ def probe_layers(run_directory: str | Path, split: str = "dev", max_train_senten
         raise SeqTransferError(
             f"probes learn tags, sentence labels or scores; this is a {run.model.task_kind} run", path=run_directory, hint="pass a tagging, sentence classification or regression run"
         )
-    data = load_task_data(replace(run.config.data, data_dir=data_dir or run.config.data.data_dir, max_train_sentences=max_train_sentences), ("train", split))
+    data = load_task_data(replace(run.config.data, data_dir=data_dir or run.config.data.data_dir, max_train_sentences=max_train_sentences or run.config.data.max_train_sentences), ("train", split))
     if split not in data.splits:
         raise SeqTransferError(f"the run's data has no {split} split", hint="pass --split dev or test")
     train_y, test_y, classes, vectors_of = probe_data(run, data, split, pair_vector)
@@ -153,6 +153,7 @@ def probe_layers(run_directory: str | Path, split: str = "dev", max_train_senten
         "labels": classes,
         "sentence": run.model.task_kind != "tagging",
         "pair_vector": pair_vector,
+        "train_sentences": len(data.tokens("train")),  # the run's own training sentences unless asked for fewer
     }
     if classes is not None:
         result["mutual_information"] = {"neighbours": NEIGHBOURS, "points": min(int((test_y >= 0).sum()), MAX_POINTS)}
