@@ -53,8 +53,39 @@ def test_it_matches_scikit_learns_estimator_on_one_feature():
     assert mutual_information(vectors, labels) == pytest.approx(expected, abs=1e-3)  # scikit-learn adds 1e-10 noise per value
 
 
+def test_older_probes_without_mutual_information_and_a_frozen_run_render():
+    from seqtransfer.analysis.html import probes_section
+
+    older = {"run": "runs/a", "layers": 2, "before": [60.0, 70.0], "metric": "accuracy", "split": "dev", "labels": 2, "sentence": True}
+    page = probes_section([older])
+    assert "I(H; Y)" not in page and "70.00" in page
+    frozen = {**older, "mutual_information": {"neighbours": 3, "points": 40, "before": [0.1, 0.2], "before_random_labels": [0.0, 0.01]}}
+    page = probes_section([frozen])
+    assert "I(H; Y) before, shuffled labels</th>" in page and "0.200" in page and "70.00<" in page and "after" not in page
+
+
 def test_sampling_keeps_small_sets_whole_and_draws_the_same_points_each_time():
     vectors, labels = torch.randn(50, 2), torch.arange(50)
     assert sampled(vectors, labels)[1] is labels
     first, second = sampled(vectors, labels, limit=10), sampled(vectors, labels, limit=10)
     assert torch.equal(first[1], second[1]) and len(first[1]) == 10
+
+
+def test_identical_vectors_of_one_label_each_read_as_that_labels_information():
+    """A frozen layer 0 gives each word type one vector: ties must not fill every radius with all labels."""
+    generator = torch.Generator().manual_seed(0)
+    types = torch.randint(0, 200, (3000,), generator=generator)  # tokens of 200 word types
+    type_vectors, type_labels = torch.randn(200, 8, generator=generator), torch.randint(0, 5, (200,), generator=generator)
+    labels = type_labels[types]
+    probabilities = torch.bincount(labels).double() / len(labels)
+    label_entropy = float(-(probabilities[probabilities > 0] * probabilities[probabilities > 0].log()).sum())
+    assert mutual_information(type_vectors[types], labels) == pytest.approx(label_entropy, abs=0.05)  # H determines Y: I = H(Y)
+
+
+def test_labels_with_fewer_points_than_neighbours_match_scikit_learn():
+    feature_selection = pytest.importorskip("sklearn.feature_selection")
+    vectors, labels = two_gaussians(300, 1.0)
+    labels[:6] = torch.tensor([2, 2, 3, 3, 4, 4])  # three labels of two points: one neighbour each
+    labels[6:9] = 5  # one of three: two neighbours
+    expected = feature_selection.mutual_info_classif(vectors.numpy().astype(np.float64), labels.numpy(), n_neighbors=3, random_state=0)[0]
+    assert mutual_information(vectors, labels) == pytest.approx(expected, abs=2e-3)

@@ -82,9 +82,11 @@ def cell(value, digits: int = 2) -> str:
     return f"<td>{value}</td>"  # already-escaped HTML
 
 
-def table(headers: list[str], rows: list[list], sortable: bool = True, digits: int = 2) -> str:
+def table(headers: list[str], rows: list[list], sortable: bool = True, digits: int | list[int] = 2) -> str:
+    """An HTML table; ``digits``: the decimals of every number, or of each column's."""
+    column_digits = digits if isinstance(digits, list) else [digits] * len(headers)
     head = "".join(f"<th>{escape(header)}</th>" for header in headers)
-    body = "\n".join("<tr>" + "".join(cell(value, digits) for value in row) + "</tr>" for row in rows)
+    body = "\n".join("<tr>" + "".join(cell(value, places) for value, places in zip(row, column_digits)) + "</tr>" for row in rows)
     return f'<table class="{"sortable" if sortable else "plain"}"><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>'
 
 
@@ -232,7 +234,7 @@ def probes_section(results: list[dict]) -> str:
             table(
                 ["layer", *(f"{which} fine-tuning" for which in columns), *(f"I(H; Y) {key.replace('_random_labels', ', shuffled labels')}" for key in information_columns)],
                 rows,
-                digits=3 if information_columns else 2,
+                digits=[2] * (1 + len(columns)) + [3] * len(information_columns),
             ),
         ]
     return "\n".join(parts)
@@ -288,19 +290,20 @@ def probe_description(result: dict) -> str:
         return (
             "A ridge regression per layer learns the run's scores from that layer's sentence vectors "
             f"(the mean of its token vectors; a pair's [u; v; |u - v|; u * v]); Pearson's r x 100 on {result['split']}."
-        )
+        ) + information_description(result)
     if result.get("labels") is not None and result.get("sentence"):
         return f"A logistic regression per layer learns the run's sentence labels from that layer's sentence vectors; accuracy on {result['split']}." + information_description(result)
     return f"A logistic regression per layer learns the run's labels from that layer's token vectors; token accuracy on {result['split']}." + information_description(result)
 
 
 def information_description(result: dict) -> str:
-    """How the mutual information was estimated, where it was."""
+    """How many sentences the probes learnt from, and how the mutual information was estimated, where it was."""
+    trained = f" The probes learnt from {result['train_sentences']:,} training sentences." if result.get("train_sentences") else ""
     information = result.get("mutual_information")
     if not information:
-        return ""
-    return (
-        f" I(H; Y): the mutual information (nats) between each layer's vectors and the labels on {result['split']} ({information['points']:,} points), "
+        return trained
+    return trained + (
+        f" I(H; Y): the mutual information (nats) between each layer's vectors and the labels on {result['split']} ({information['points']:,} points, labels seen once left out), "
         f"by the {information['neighbours']}-nearest-neighbour estimator for a discrete variable (Ross 2014; the paper used EDGE), "
         "beside the same labels shuffled (the paper's sanity check: near 0). Nearest-neighbour estimates shrink as the vectors' "
         "dimension grows: compare layers and stages, not encoders of different widths."

@@ -12,7 +12,10 @@ nearest neighbour among them fixes a radius, and m counts the points of any labe
 radius (the k-th neighbour included, the point itself not). Written here (a few lines of torch)
 because scikit-learn's version reads one feature at a time and is not a dependency; in nats,
 clipped at 0. Vectors are standardised per dimension first, so that no unit dominates the
-distances. With shuffled labels the estimate is near 0: the paper's sanity check, reported beside.
+distances, then moved by a tiny fixed jitter (as scikit-learn does): a frozen layer 0 gives every
+token of a word type the same vector, and without the jitter such ties would fill every radius with
+points of all labels and read as no information. With shuffled labels the estimate is near 0: the
+paper's sanity check, reported beside.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import torch
 
 NEIGHBOURS = 3  # k: scikit-learn's default for this estimator
 MAX_POINTS = 4000  # a tagging run's tokens are sampled down to this many (distances are N x N)
+JITTER = 1e-6  # standard deviations: breaks ties between identical vectors, moves nothing else
 
 
 def mutual_information(vectors: torch.Tensor, labels: torch.Tensor, neighbours: int = NEIGHBOURS) -> float:
@@ -31,12 +35,13 @@ def mutual_information(vectors: torch.Tensor, labels: torch.Tensor, neighbours: 
     if len(labels) < 2 or len(labels.unique()) < 2:
         return 0.0
     vectors = (vectors - vectors.mean(0)) / (vectors.std(0) + 1e-12)
-    distances = torch.cdist(vectors, vectors)  # (N, N)
+    vectors = vectors + JITTER * torch.randn(vectors.shape, generator=torch.Generator().manual_seed(0), dtype=vectors.dtype)
+    distances = torch.cdist(vectors, vectors, compute_mode="donot_use_mm_for_euclid_dist")  # (N, N), exact
     distances.fill_diagonal_(float("inf"))  # a point is not its own neighbour
     same_label = labels[:, None] == labels[None, :]
     k = (counts - 1).clamp(max=neighbours)  # a label with few points reads fewer neighbours
-    same_label_distances = distances.masked_fill(~same_label, float("inf")).sort(dim=1).values  # (N, N)
-    radius = same_label_distances.gather(1, (k - 1)[:, None])  # (N, 1): the k-th same-label neighbour
+    nearest = distances.masked_fill(~same_label, float("inf")).topk(min(neighbours, len(labels) - 1), dim=1, largest=False).values  # (N, k)
+    radius = nearest.gather(1, (k - 1)[:, None])  # (N, 1): the k-th same-label neighbour
     inside = (distances <= radius).sum(1)  # m: every label, the k-th neighbour included
     digamma = torch.special.digamma
     estimate = digamma(torch.tensor(float(len(labels)), dtype=torch.float64)) + digamma(k.double()).mean() - digamma(counts.double()).mean() - digamma(inside.double()).mean()
@@ -54,3 +59,8 @@ def sampled(vectors: torch.Tensor, labels: torch.Tensor, limit: int = MAX_POINTS
 def shuffled(labels: torch.Tensor) -> torch.Tensor:
     """The labels in a fixed random order: the sanity check's random labels."""
     return labels[torch.randperm(len(labels), generator=torch.Generator().manual_seed(1))]
+
+
+def estimated_points(labels: torch.Tensor) -> int:
+    """How many of the labels the estimate reads: those whose label is seen more than once."""
+    return int((torch.bincount(labels)[labels] > 1).sum())

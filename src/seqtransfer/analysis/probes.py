@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from seqtransfer.analysis.mutual_information import MAX_POINTS, NEIGHBOURS, mutual_information, sampled, shuffled
+from seqtransfer.analysis.mutual_information import NEIGHBOURS, estimated_points, mutual_information, sampled, shuffled
 from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.data.tsv import PAIR_SEPARATOR
 from seqtransfer.embeddings.feature_cache import cached_features
@@ -127,6 +127,12 @@ def probe_data(run, data, split: str, pair_vector: str = "compared") -> tuple:
     return (*targets, len(labels), vectors)
 
 
+def fewest(*limits: int | None) -> int | None:
+    """The smallest of the limits given (None: no limit)."""
+    given = [limit for limit in limits if limit]
+    return min(given) if given else None
+
+
 def probe_layers(run_directory: str | Path, split: str = "dev", max_train_sentences: int | None = None, data_dir: str | None = None, pair_vector: str = "compared") -> dict:
     """{"layers": L + 1, "metric": ..., "before": [score per layer], "after": [...] for a fine-tuned run;
     for classification, "mutual_information": {"before": [nats per layer], "before_random_labels": [...], ...}}."""
@@ -139,7 +145,8 @@ def probe_layers(run_directory: str | Path, split: str = "dev", max_train_senten
         raise SeqTransferError(
             f"probes learn tags, sentence labels or scores; this is a {run.model.task_kind} run", path=run_directory, hint="pass a tagging, sentence classification or regression run"
         )
-    data = load_task_data(replace(run.config.data, data_dir=data_dir or run.config.data.data_dir, max_train_sentences=max_train_sentences or run.config.data.max_train_sentences), ("train", split))
+    limit = fewest(max_train_sentences, run.config.data.max_train_sentences)  # never more than the run trained on
+    data = load_task_data(replace(run.config.data, data_dir=data_dir or run.config.data.data_dir, max_train_sentences=limit), ("train", split))
     if split not in data.splits:
         raise SeqTransferError(f"the run's data has no {split} split", hint="pass --split dev or test")
     train_y, test_y, classes, vectors_of = probe_data(run, data, split, pair_vector)
@@ -156,7 +163,7 @@ def probe_layers(run_directory: str | Path, split: str = "dev", max_train_senten
         "train_sentences": len(data.tokens("train")),  # the run's own training sentences unless asked for fewer
     }
     if classes is not None:
-        result["mutual_information"] = {"neighbours": NEIGHBOURS, "points": min(int((test_y >= 0).sum()), MAX_POINTS)}
+        result["mutual_information"] = {"neighbours": NEIGHBOURS}
     for which in ("before", "after") if run.config.model.encoder_mode == "finetune" else ("before",):
         train_vectors = vectors_of(layer_vectors(run, data.tokens("train"), which), data.tokens("train")).astype(np.float32)  # (N, L + 1, F)
         test_vectors = vectors_of(layer_vectors(run, data.tokens(split), which), data.tokens(split)).astype(np.float32)
@@ -179,6 +186,7 @@ def layer_information(vectors: np.ndarray, labels: torch.Tensor, which: str) -> 
     vectors, labels = sampled(torch.from_numpy(vectors)[known], labels[known])
     random_labels = shuffled(labels)
     return {
+        "points": estimated_points(labels),
         which: [round(mutual_information(vectors[:, layer], labels), 4) for layer in range(vectors.size(1))],
         f"{which}_random_labels": [round(mutual_information(vectors[:, layer], random_labels), 4) for layer in range(vectors.size(1))],
     }

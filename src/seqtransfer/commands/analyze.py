@@ -323,6 +323,7 @@ def run_probes(arguments: argparse.Namespace) -> dict:
     from seqtransfer.files import write_json
 
     result = probe_layers(arguments.run, arguments.split, arguments.max_train_sentences, arguments.data_dir, arguments.pair_vector)
+    print(f"probes trained on {result['train_sentences']:,} sentences, scored on {result['split']} by {result['metric']}")
     for which in ("before", "after"):
         if which in result:
             print(f"{which:6s} " + "  ".join(f"L{layer} {score:5.2f}" for layer, score in enumerate(result[which])))

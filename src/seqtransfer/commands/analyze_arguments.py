@@ -85,7 +85,7 @@ def probes_arguments(analyses) -> None:
     )
     probes.add_argument("run", metavar="RUN", help="a tagging, sentence classification or regression run trained with model.encoder")
     probes.add_argument("--split", default="dev", help="split the probes are scored on (default dev)")
-    probes.add_argument("--max-train-sentences", type=whole(1), help="train the probes on the first N training sentences (faster; default: the sentences the run trained on)")
+    probes.add_argument("--max-train-sentences", type=whole(1), help="train the probes on the first N training sentences (faster), at most those the run trained on (the default)")
     probes.add_argument("--data-dir", help=DATA_DIR_HELP)
     probes.add_argument(
         "--pair-vector",
