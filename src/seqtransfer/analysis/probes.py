@@ -236,9 +236,9 @@ def probes_figure(result: dict):
     draw_per_layer(axes[0][0], result, layers, f"probe {measure} on {result['split']}")
     if information:
         draw_per_layer(axes[0][1], information, layers, f"I(H; Y) on {result['split']} (nats)", fine_tuned="after" in result)
-        for which in ("before", "after"):
+        for which, colour in (("before", "C0"), ("after", "C1")):  # each stage's colour, dotted and faint
             if f"{which}_random_labels" in information:
-                axes[0][1].plot(layers, information[f"{which}_random_labels"], ":", color="grey", label=f"{which}, shuffled labels")
+                axes[0][1].plot(layers, information[f"{which}_random_labels"], ":", color=colour, alpha=0.6, label=f"{which}, shuffled labels")
         axes[0][1].legend(fontsize="small")
     figure.tight_layout()
     return figure
