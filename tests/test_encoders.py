@@ -362,7 +362,7 @@ def test_fine_tuning_an_encoder_tagger_trains_the_encoder_and_saves_it_with_the_
     assert report.probes[1] == json.loads(saved.read_text()) and report.probes[0]["before"] == probes["before"]
     page = (tmp_path / "report.html").read_text()
     assert '<h2 id="probes">' in page and page.count("<h3>") == 2 and page.count(f"({saved})") == 0 and page.count(f"({output})") == 2
-    assert page.count("I(H; Y) after, shuffled labels</th>") == 2 and "Ross 2014" in page
+    assert page.count("I(H; Y) after, shuffled labels</th>") == 2 and "Ross 2014" in page and page.count("The probes learnt from") == 2
     (tmp_path / "other.json").write_text('{"layers": 3}')
     with pytest.raises(SeqTransferError, match="not a probes file: it lacks before, metric, split"):
         run_command(["analyze", "report", "--probes", str(tmp_path / "other.json"), "--output", str(tmp_path / "other.html")])

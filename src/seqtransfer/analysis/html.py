@@ -229,7 +229,7 @@ def probes_section(results: list[dict]) -> str:
         rows = [[layer, *(result[which][layer] for which in columns), *(information[key][layer] for key in information_columns)] for layer in range(result["layers"])]
         parts += [
             f"<h3>{escape(probe_heading(result))}</h3>",
-            f'<p class="note">{escape(probe_description(result))}</p>',
+            f'<p class="note">{escape(probe_description(result) + information_description(result))}</p>',
             embedded_figure(probes_figure(result), "Probe score (and, for labels, mutual information) per encoder layer (0 = the embeddings, or the character CNN)."),
             table(
                 ["layer", *(f"{which} fine-tuning" for which in columns), *(f"I(H; Y) {key.replace('_random_labels', ', shuffled labels')}" for key in information_columns)],
@@ -290,10 +290,10 @@ def probe_description(result: dict) -> str:
         return (
             "A ridge regression per layer learns the run's scores from that layer's sentence vectors "
             f"(the mean of its token vectors; a pair's [u; v; |u - v|; u * v]); Pearson's r x 100 on {result['split']}."
-        ) + information_description(result)
+        )
     if result.get("labels") is not None and result.get("sentence"):
-        return f"A logistic regression per layer learns the run's sentence labels from that layer's sentence vectors; accuracy on {result['split']}." + information_description(result)
-    return f"A logistic regression per layer learns the run's labels from that layer's token vectors; token accuracy on {result['split']}." + information_description(result)
+        return f"A logistic regression per layer learns the run's sentence labels from that layer's sentence vectors; accuracy on {result['split']}."
+    return f"A logistic regression per layer learns the run's labels from that layer's token vectors; token accuracy on {result['split']}."
 
 
 def information_description(result: dict) -> str:

@@ -162,8 +162,6 @@ def probe_layers(run_directory: str | Path, split: str = "dev", max_train_senten
         "pair_vector": pair_vector,
         "train_sentences": len(data.tokens("train")),  # the run's own training sentences unless asked for fewer
     }
-    if classes is not None:
-        result["mutual_information"] = {"neighbours": NEIGHBOURS}
     for which in ("before", "after") if run.config.model.encoder_mode == "finetune" else ("before",):
         train_vectors = vectors_of(layer_vectors(run, data.tokens("train"), which), data.tokens("train")).astype(np.float32)  # (N, L + 1, F)
         test_vectors = vectors_of(layer_vectors(run, data.tokens(split), which), data.tokens(split)).astype(np.float32)
@@ -175,7 +173,7 @@ def probe_layers(run_directory: str | Path, split: str = "dev", max_train_senten
             scores.append(round(score, 2))
         result[which] = scores
         if classes is not None:
-            result["mutual_information"].update(layer_information(test_vectors, test_y, which))
+            result.setdefault("mutual_information", {"neighbours": NEIGHBOURS}).update(layer_information(test_vectors, test_y, which))
     return result
 
 
