@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from seqtransfer.analysis.mutual_information import mutual_information, sampled, shuffled
+from seqtransfer.analysis.mutual_information import mutual_information, random_vectors, sampled, shuffled
 
 
 def two_gaussians(points: int, shift: float, dimensions: int = 1, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -62,6 +62,15 @@ def test_older_probes_without_mutual_information_and_a_frozen_run_render():
     frozen = {**older, "mutual_information": {"neighbours": 3, "points": 40, "before": [0.1, 0.2], "before_random_labels": [0.0, 0.01]}}
     page = probes_section([frozen])
     assert "I(H; Y) before, shuffled labels</th>" in page and "0.200" in page and "70.00<" in page and "after" not in page
+    assert "random vectors" not in page  # probes saved before that check read as they were
+    checked = {**frozen, "mutual_information": {**frozen["mutual_information"], "random_vectors_random_labels": 0.004}}
+    assert "width against them: 0.004)" in probes_section([checked])
+
+
+def test_random_vectors_carry_no_information_about_shuffled_labels():
+    labels = torch.arange(600) % 3
+    assert mutual_information(random_vectors(torch.Size((600, 16))), shuffled(labels)) < 0.03
+    assert torch.equal(random_vectors(torch.Size((4, 2))), random_vectors(torch.Size((4, 2))))  # fixed: the same every call
 
 
 def test_sampling_keeps_small_sets_whole_and_draws_the_same_points_each_time():

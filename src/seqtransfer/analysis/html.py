@@ -302,10 +302,12 @@ def information_description(result: dict) -> str:
     information = result.get("mutual_information")
     if not information:
         return trained
+    random_vectors = information.get("random_vectors_random_labels")
+    random_check = "" if random_vectors is None else f"; random vectors of the layers' width against them: {random_vectors:.3f}"
     return trained + (
         f" I(H; Y): the mutual information (nats) between each layer's vectors and the labels on {result['split']} ({information['points']:,} points, labels seen once left out), "
         f"by the {information['neighbours']}-nearest-neighbour estimator for a discrete variable (Ross 2014; the paper used EDGE), "
-        "beside the same labels shuffled (the paper's sanity check: near 0). Nearest-neighbour estimates shrink as the vectors' "
+        f"beside the same labels shuffled (the paper's sanity checks, near 0{random_check}). Nearest-neighbour estimates shrink as the vectors' "
         "dimension grows: compare layers and stages, not encoders of different widths."
     )
 

@@ -14,8 +14,8 @@ because scikit-learn's version reads one feature at a time and is not a dependen
 clipped at 0. Vectors are standardised per dimension first, so that no unit dominates the
 distances, then moved by a tiny fixed jitter (as scikit-learn does): a frozen layer 0 gives every
 token of a word type the same vector, and without the jitter such ties would fill every radius with
-points of all labels and read as no information. With shuffled labels the estimate is near 0: the
-paper's sanity check, reported beside.
+points of all labels and read as no information. With shuffled labels, and for random vectors with
+shuffled labels, the estimate is near 0: the paper's two sanity checks, reported beside.
 """
 
 from __future__ import annotations
@@ -59,6 +59,11 @@ def sampled(vectors: torch.Tensor, labels: torch.Tensor, limit: int = MAX_POINTS
 def shuffled(labels: torch.Tensor) -> torch.Tensor:
     """The labels in a fixed random order: the sanity check's random labels."""
     return labels[torch.randperm(len(labels), generator=torch.Generator().manual_seed(1))]
+
+
+def random_vectors(shape: torch.Size) -> torch.Tensor:
+    """Standard normal vectors (N, F) from a fixed generator: the paper's random representations."""
+    return torch.randn(shape, generator=torch.Generator().manual_seed(2))
 
 
 def estimated_points(labels: torch.Tensor) -> int:

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from seqtransfer.analysis.mutual_information import NEIGHBOURS, estimated_points, mutual_information, sampled, shuffled
+from seqtransfer.analysis.mutual_information import NEIGHBOURS, estimated_points, mutual_information, random_vectors, sampled, shuffled
 from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.data.tsv import PAIR_SEPARATOR
 from seqtransfer.embeddings.feature_cache import cached_features
@@ -178,8 +178,10 @@ def probe_layers(run_directory: str | Path, split: str = "dev", max_train_senten
 
 
 def layer_information(vectors: np.ndarray, labels: torch.Tensor, which: str) -> dict:
-    """{which: [I(H; Y) per layer], which_random_labels: [...]} in nats, on the split's vectors (N, L + 1, F);
-    labels the training set never had (-1) are left out, and a tagging split is sampled to MAX_POINTS."""
+    """{which: [I(H; Y) per layer], which_random_labels: [...], random_vectors_random_labels: I} in nats, on the
+    split's vectors (N, L + 1, F); labels the training set never had (-1) are left out, and a tagging split is
+    sampled to MAX_POINTS. The paper's two sanity checks: each layer against shuffled labels, and standard normal
+    vectors of the layers' width against them (both near 0)."""
     known = labels >= 0
     vectors, labels = sampled(torch.from_numpy(vectors)[known], labels[known])
     random_labels = shuffled(labels)
@@ -187,6 +189,7 @@ def layer_information(vectors: np.ndarray, labels: torch.Tensor, which: str) -> 
         "points": estimated_points(labels),
         which: [round(mutual_information(vectors[:, layer], labels), 4) for layer in range(vectors.size(1))],
         f"{which}_random_labels": [round(mutual_information(vectors[:, layer], random_labels), 4) for layer in range(vectors.size(1))],
+        "random_vectors_random_labels": round(mutual_information(random_vectors(vectors[:, 0].shape), random_labels), 4),
     }
 
 

@@ -327,9 +327,12 @@ def run_probes(arguments: argparse.Namespace) -> dict:
     for which in ("before", "after"):
         if which in result:
             print(f"{which:6s} " + "  ".join(f"L{layer} {score:5.2f}" for layer, score in enumerate(result[which])))
-    for key, values in (result.get("mutual_information") or {}).items():
+    information = result.get("mutual_information") or {}
+    for key, values in information.items():
         if isinstance(values, list):
             print(f"I(H; Y) {key.replace('_random_labels', ', shuffled labels')}: " + "  ".join(f"L{layer} {value:.3f}" for layer, value in enumerate(values)))
+    if "random_vectors_random_labels" in information:
+        print(f"I(H; Y) random vectors, shuffled labels: {information['random_vectors_random_labels']:.3f}")
     if arguments.output:
         output = Path(arguments.output)
         output.mkdir(parents=True, exist_ok=True)
