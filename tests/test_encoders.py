@@ -1505,4 +1505,3 @@ def test_lora_on_a_model_type_peft_has_no_targets_for_is_one_line():
     encoder = ConvBertModel(ConvBertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32, embedding_size=16))
     with pytest.raises(SeqTransferError, match="LoRA: .*use model.encoder_adapter=houlsby"):
         add_lora(encoder, 4, 8)
-
