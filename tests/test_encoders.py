@@ -1505,3 +1505,24 @@ def test_lora_on_a_model_type_peft_has_no_targets_for_is_one_line():
     encoder = ConvBertModel(ConvBertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32, embedding_size=16))
     with pytest.raises(SeqTransferError, match="LoRA: .*use model.encoder_adapter=houlsby"):
         add_lora(encoder, 4, 8)
+
+
+def test_windows_encoded_in_padded_batches_equal_each_window_encoded_alone(encoder, monkeypatch):
+    from seqtransfer.embeddings import window_batches
+    from seqtransfer.embeddings.tokenization import PAIR_SEPARATOR, subword_pieces, token_segments
+    from seqtransfer.embeddings.transformer import encode_sentences_with, load_encoder
+
+    tokenizer, model = load_encoder(str(encoder))
+    sentences = [["john"], ["abc", "john", "\u200b"], ["abc"] * 9, ["john", PAIR_SEPARATOR, "abc", "abc"]]
+    monkeypatch.setattr(window_batches, "BATCH_SUBWORDS", 40)  # several batches of several windows, padded
+    assert window_batches.length_batches([window_batches.WindowInput([0] * size, None, [], 1) for size in (3, 5, 16, 16, 7, 7)]) == [[0, 1, 4, 5], [2, 3]]
+    for pooling, segments in (("first", True), ("mean", False)):
+        batched = encode_sentences_with(tokenizer, model, sentences, pooling, segments)
+        for tokens, vectors in zip(sentences, batched):
+            kinds = token_segments(tokens) if segments else None
+            if len(tokens) == 9:  # three windows: the first alone
+                kinds, tokens, vectors = None, tokens[:4], vectors[:4]
+            window = window_batches.window_input(tokenizer, model, subword_pieces(tokenizer, tokens), 14, kinds)
+            (alone,) = window_batches.encode_windows(tokenizer, model, [window], pooling)  # a batch of one: no padding
+            assert vectors.shape == alone.shape and vectors.dtype == np.float16
+            np.testing.assert_allclose(vectors.astype(np.float32), alone.astype(np.float32), atol=2e-3)

@@ -37,7 +37,7 @@ def sentences_hash(sentences: Sequence[Sequence[str]]) -> str:
 
 def cached_features(name: str, sentences: Sequence[Sequence[str]], pooling: str, segments: bool = False, store: bool = True, separate: bool = False) -> list[np.ndarray]:
     """Token vectors of every layer for ``sentences``, from the disk cache or computed (and cached);
-    ``segments``: pairs read BERT token types (``encode_window``); ``separate``: each text of a pair
+    ``segments``: pairs read BERT token types (``window_input``); ``separate``: each text of a pair
     encoded alone; ``store=False``: computed in memory, the cache neither read nor written (a user's
     sentences: one file per call would pile up)."""
     if not store:

@@ -35,6 +35,7 @@ from seqtransfer.embeddings.awd_lstm import awd_parameters, awd_shape, is_awd_ls
 from seqtransfer.embeddings.packaged import PACKAGED
 from seqtransfer.embeddings.recurrent_lm import is_recurrent_lm, load_recurrent_lm, recurrent_parameters, recurrent_shape
 from seqtransfer.embeddings.tokenization import check_tokenizer_fits, pair_breaks, subword_pieces, token_segments, window_limit, windows
+from seqtransfer.embeddings.window_batches import encode_windows, window_input
 from seqtransfer.errors import SeqTransferError
 
 ENCODER_FILES = ("config.json",)
@@ -254,45 +255,23 @@ def folder_hash(path: str, files: tuple) -> str:
     return digest.hexdigest()[:16]
 
 
-@torch.inference_mode()
-def encode_window(tokenizer, model, pieces: list[list[int]], pooling: str, limit: int, segments: list[int] | None = None) -> np.ndarray:
-    """Sub-words of one window -> (tokens, L + 1, H) float32 token vectors of every layer.
-
-    ``segments`` (one per token, then the segment after the window: ``token_segments``) become
-    BERT's token types when the encoder has them: a pair's second text reads type 1, [CLS] the
-    first token's segment and the closing [SEP] the one after the last, as in fine-tuning
-    (``subword_windows``)."""
-    pieces = [token_pieces[:limit] for token_pieces in pieces]
-    ids = [tokenizer.cls_token_id, *(piece for token_pieces in pieces for piece in token_pieces), tokenizer.sep_token_id]
-    keep = [piece is not None for piece in ids]
-    ids = [piece for piece in ids if piece is not None]
-    offset = 1 if tokenizer.cls_token_id is not None else 0
-    inputs = {"input_ids": torch.tensor([ids]), "attention_mask": torch.ones(1, len(ids), dtype=torch.long)}
-    if segments is not None and getattr(model.config, "type_vocab_size", 0) > 1:
-        types = [segments[0], *(segment for segment, token_pieces in zip(segments, pieces) for _ in token_pieces), segments[-1]]
-        inputs["token_type_ids"] = torch.tensor([[kind for kind, kept in zip(types, keep) if kept]])
-    outputs = model(**inputs)
-    layers = torch.stack(outputs.hidden_states, dim=2)[0]  # (S, L + 1, H)
-    vectors, position = [], offset
-    for token_pieces in pieces:
-        span = layers[position : position + len(token_pieces)]
-        vectors.append(span[0] if pooling == "first" else span.mean(0))
-        position += len(token_pieces)
-    return torch.stack(vectors).float().numpy()
-
-
 def encode_sentences_with(tokenizer, model, sentences: Sequence[Sequence[str]], pooling: str, segments: bool = False, separate: bool = False) -> list[np.ndarray]:
-    """Per sentence a (T, L + 1, H) float16 array of token vectors (long sentences in windows);
-    ``segments``: a pair's second text reads token type 1 (``encode_window``); ``separate``: each
-    text of a pair is encoded alone, in windows of its own, all of token type 0."""
+    """Per sentence a (T, L + 1, H) float16 array of token vectors (long sentences in windows, the
+    windows of all sentences encoded in padded batches: ``window_batches.py``); ``segments``: a
+    pair's second text reads token type 1 (``window_input``); ``separate``: each text of a pair is
+    encoded alone, in windows of its own, all of token type 0."""
     limit = window_limit(model.config.to_dict(), tokenizer)
-    result = []
-    for tokens in sentences:
+    inputs, owners = [], []
+    for number, tokens in enumerate(sentences):
         pieces = subword_pieces(tokenizer, tokens)
         kinds = token_segments(tokens) if segments and not separate else None
-        parts = [encode_window(tokenizer, model, pieces[start:end], pooling, limit, kinds[start : end + 1] if kinds else None) for start, end in windows(pieces, limit, pair_breaks(tokens, separate))]
-        result.append(np.concatenate(parts).astype(np.float16))
-    return result
+        for start, end in windows(pieces, limit, pair_breaks(tokens, separate)):
+            inputs.append(window_input(tokenizer, model, pieces[start:end], limit, kinds[start : end + 1] if kinds else None))
+            owners.append(number)
+    parts: list[list[np.ndarray]] = [[] for _ in sentences]
+    for owner, vectors in zip(owners, encode_windows(tokenizer, model, inputs, pooling)):
+        parts[owner].append(vectors)
+    return [np.concatenate(sentence_parts) for sentence_parts in parts]
 
 
 _TOKENIZERS: dict[str, object] = {}
