@@ -173,24 +173,27 @@ def probe_layers(run_directory: str | Path, split: str = "dev", max_train_senten
             scores.append(round(score, 2))
         result[which] = scores
         if classes is not None:
-            result.setdefault("mutual_information", {"neighbours": NEIGHBOURS}).update(layer_information(test_vectors, test_y, which))
+            result.setdefault("mutual_information", {"neighbours": NEIGHBOURS}).update(layer_information(test_vectors, test_y, which, random_vectors_too=which == "before"))
     return result
 
 
-def layer_information(vectors: np.ndarray, labels: torch.Tensor, which: str) -> dict:
-    """{which: [I(H; Y) per layer], which_random_labels: [...], random_vectors_random_labels: I} in nats, on the
-    split's vectors (N, L + 1, F); labels the training set never had (-1) are left out, and a tagging split is
-    sampled to MAX_POINTS. The paper's two sanity checks: each layer against shuffled labels, and standard normal
-    vectors of the layers' width against them (both near 0)."""
+def layer_information(vectors: np.ndarray, labels: torch.Tensor, which: str, random_vectors_too: bool = False) -> dict:
+    """{which: [I(H; Y) per layer], which_random_labels: [...]} in nats, on the split's vectors (N, L + 1, F), and
+    with ``random_vectors_too`` random_vectors_random_labels: I (the same for every stage: asked of one); labels the
+    training set never had (-1) are left out, and a tagging split is sampled to MAX_POINTS. The paper's two sanity
+    checks: each layer against shuffled labels, and standard normal vectors of the layers' width against them
+    (both near 0)."""
     known = labels >= 0
     vectors, labels = sampled(torch.from_numpy(vectors)[known], labels[known])
     random_labels = shuffled(labels)
-    return {
+    information = {
         "points": estimated_points(labels),
         which: [round(mutual_information(vectors[:, layer], labels), 4) for layer in range(vectors.size(1))],
         f"{which}_random_labels": [round(mutual_information(vectors[:, layer], random_labels), 4) for layer in range(vectors.size(1))],
-        "random_vectors_random_labels": round(mutual_information(random_vectors(vectors[:, 0].shape), random_labels), 4),
     }
+    if random_vectors_too:
+        information["random_vectors_random_labels"] = round(mutual_information(random_vectors(vectors[:, 0].shape), random_labels), 4)
+    return information
 
 
 PROBES_KEYS = ("layers", "before", "metric", "split")
