@@ -293,6 +293,14 @@ def test_runs_of_two_instances_of_a_source_are_noted_and_their_test_marked(tmp_p
     for record in records:
         record["source_weights"] = "cccc"
     assert "instance of their source" not in render_markdown(_spec(["Scratch", "Tuned"], ["TPoS", "ArK"], [("Tuned", "Scratch")]), records)
+    # two methods that read two named sources by design (experiments/two_sources.yaml) are not two instances of one
+    records[0]["source_weights"], records[1]["source_weights"] = "aaaa", "bbbb"
+    by_design = dataclasses.replace(_spec(["Scratch", "Tuned"], ["TPoS", "ArK"], [("Tuned", "Scratch")]), method_sources={("Scratch", "TPoS"): "ewt", ("Tuned", "TPoS"): "ptb"})
+    markdown = render_markdown(by_design, records)
+    assert "instance of their source" not in markdown
+    assert next(line for line in markdown.splitlines() if line.startswith("| TPoS | Tuned | Scratch |")).endswith("| 0.0050 | yes |")
+    records.append({**records[1], "seed": 2, "source_weights": "dddd"})  # the ptb source trained again: its two instances are noted
+    assert "to other weights): TPoS, source ptb (2)." in render_markdown(by_design, records)
 
 
 def test_a_pair_tested_over_every_seed_it_shares_and_over_the_seeds_together(tmp_path):
@@ -328,7 +336,8 @@ def test_each_target_lists_its_methods_best_first_with_their_test_and_cost(tmp_p
             _record("Scratch", "TPoS", seed, 100 * 177 / 180, _write_run(tmp_path / f"a{seed}", gold, worse)),
             {**_record("Tuned", "TPoS", seed, 100.0, _write_run(tmp_path / f"b{seed}", gold, gold)), "trainable_parameters": 500, "peak_rss_megabytes": 1200.0},
         ]
-    records.append(_record("Adapted", "TPoS", 1, 100 * 177 / 180, _write_run(tmp_path / "c", gold, worse)))
+    # a source model applied as it is trains nothing: 0 trainable parameters, shown as 0
+    records.append({**_record("Adapted", "TPoS", 1, 100 * 177 / 180, _write_run(tmp_path / "c", gold, worse)), "trainable_parameters": 0})
     spec = _spec(["Scratch", "Tuned", "Adapted"], ["TPoS", "ArK"], [("Tuned", "Scratch"), ("Adapted", "Tuned")])
     section = render_markdown(spec, records).split("## By target", 1)[1]
     assert "### ArK" not in section  # no finished run
@@ -337,7 +346,7 @@ def test_each_target_lists_its_methods_best_first_with_their_test_and_cost(tmp_p
     tuned, scratch, adapted = rows
     assert tuned[1:3] == ["100.00 ± 0.00 (3)", "+1.67"] and float(tuned[3]) < 0.01 and tuned[4:] == ["500", "2m 00s", "1,200"]  # p over the three seeds; its cost records' means
     assert scratch[2:4] == ["", ""] and scratch[4] == "–"  # the reference; runs without cost records
-    assert adapted[2] == "−1.67 vs Tuned" and adapted[3].endswith("(seed 1)") and 0.2 < float(adapted[3].split()[0]) < 0.3
+    assert adapted[2] == "−1.67 vs Tuned" and adapted[3].endswith("(seed 1)") and 0.2 < float(adapted[3].split()[0]) < 0.3 and adapted[4] == "0"
     differences = render_markdown(spec, records).split("## Differences between methods", 1)[1]
     assert "| Tuned − Scratch | +1.67* | – |" in differences  # p < 0.05 over the three seeds
     assert "| Adapted − Tuned | −1.67 | – |" in differences  # p > 0.2 at its one seed

@@ -207,9 +207,10 @@ def cost_tradeoff(points: list[dict]) -> Figure:
     axes = figure.subplots(1, 2, sharey=False)
     colours = {target: f"C{index % 10}" for index, target in enumerate(targets)}
     for axis, key, label in zip(axes, ("trainable", "seconds"), ("trainable parameters", "time per run, seconds")):
-        for point in points:
-            axis.scatter(point[key], point["score"], color=colours[point["target"]], marker=markers[methods.index(point["method"]) % len(markers)], s=40)
-        values = [point[key] for point in points]
+        # a log axis has no 0: a method that trains nothing (a source model applied as it is) sits at 1
+        values = [max(point[key], 1.0) if key == "trainable" else point[key] for point in points]
+        for point, value in zip(points, values):
+            axis.scatter(value, point["score"], color=colours[point["target"]], marker=markers[methods.index(point["method"]) % len(markers)], s=40)
         logarithmic = max(values) >= 10 * min(values)  # a log axis only where the costs span a decade or more
         if logarithmic:
             axis.set_xscale("log")

@@ -217,7 +217,7 @@ def method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None,
     selflabel = dict(method.selflabel) if method.selflabel else None
     if selflabel and selflabel.get("unlabeled") == TARGET_TEXT:
         selflabel["unlabeled"] = target_text(spec, target_name)
-    source = method_source(spec, store, data_dir, method, target_name, seed, sources)
+    source = method_source(spec, store, data_dir, method_name, target_name, seed, sources)
     config.transfer.source = source.directory if source else None
     # a method's run is named by its settings' digest alone: the folder's readable prefix depends on which file trained it first
     identity = identity_of(config, (digest_of(source.run_id) if method.start_from else source.run_id) if source else None)
@@ -274,13 +274,13 @@ def searched_epochs(spec: ExperimentSpec, method_name: str, target_name: str) ->
     return search.max_epochs if search is not None else None
 
 
-def method_source(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, method, target_name: str, seed: int, sources: dict[str, RunTask]) -> RunTask | None:
+def method_source(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, method_name: str, target_name: str, seed: int, sources: dict[str, RunTask]) -> RunTask | None:
     """The run a method's run transfers from: another method's run of this seed (``start_from``;
     workflows/train.py starts from a self-labelling run's first model), the method's or the target's source, or none."""
+    method = spec.methods[method_name]
     if method.start_from:
         return method_task(spec, store, data_dir, method.start_from["method"], method.start_from["target"], seed, sources)
-    target = target_spec(spec, target_name)
-    name = method.source.get(target_name, target.source) if isinstance(method.source, dict) else method.source or target.source
+    name = spec.source_of(method_name, target_name)
     return sources.get(name) if name and get_scheme(method.scheme).uses_source else None
 
 

@@ -265,11 +265,12 @@ def _cost_cells(point: dict | None, summary: Summary) -> list[str]:
 def source_instances_note(spec: ReportSpec, records: Sequence[dict]) -> list[str]:
     """A note on the targets whose transfer runs read more than one instance of a source (a source
     trained again, in another session, to other weights: ``source_weights`` of the records), or []."""
+    groups = spec.source_instances(records)
     mixed = []
     for target in spec.targets:
-        instances = {record["source_weights"] for record in records if record.get("target") == target and record.get("source_weights")}
-        if len(instances) > 1:
-            mixed.append(f"{target} ({len(instances)})")
+        for (name, source), instances in groups.items():
+            if name == target and len(instances) > 1:
+                mixed.append(f"{target} ({len(instances)})" if source is None else f"{target}, source {source} ({len(instances)})")
     if not mixed:
         return []
     return [
@@ -312,7 +313,7 @@ def cost_points(spec: ReportSpec, records: Sequence[dict]) -> list[dict]:
                         "method": method,
                         "target": target,
                         "score": statistics.fmean(float(record[spec.split]) for record in runs),
-                        "trainable": max(statistics.fmean(record["trainable_parameters"] for record in runs), 1.0),
+                        "trainable": statistics.fmean(record["trainable_parameters"] for record in runs),
                         "parameters": statistics.fmean(record["parameters"] for record in runs),
                         "seconds": max(statistics.fmean(float(record["seconds"]) for record in runs), 0.1),
                         "memory": statistics.fmean(memory) if memory else None,

@@ -54,6 +54,16 @@ class ReportSpec:
     paper_metrics: Mapping[str, str] = dataclasses.field(default_factory=dict)  # target -> the metric of the paper's numbers, where not the main one
     notes: str = ""  # the experiment file's notes: what reproduces and what does not, opening the report
     paper_dev_results: Means = dataclasses.field(default_factory=dict)  # the paper's dev numbers, for the dev tables (`paper_dev`)
+    method_sources: Mapping[tuple[str, str], str] = dataclasses.field(default_factory=dict)  # (method, target) -> the source it reads, by name
+
+    def source_instances(self, records: Iterable[dict]) -> dict[tuple[str, str | None], set[str]]:
+        """(target, source name) -> the instances (``source_weights``) of that source the records'
+        runs read. Methods that read different sources by design fall in different groups."""
+        instances: dict[tuple[str, str | None], set[str]] = defaultdict(set)
+        for record in records:
+            if record.get("source_weights"):
+                instances[record["target"], self.method_sources.get((record["method"], record["target"]))].add(record["source_weights"])
+        return instances
 
     def applies(self, method: str, target: str) -> bool:
         """Whether the grid has cells of ``method`` on ``target``."""
@@ -82,6 +92,7 @@ def report_spec(experiment, trials: int = 10000) -> ReportSpec:
         method_targets={name: experiment.targets_of(name) for name in experiment.methods},
         paper_metrics={name: target.paper_metric for name, target in experiment.targets.items() if target.paper_metric},
         notes=experiment.notes or "",
+        method_sources={(method, target): name for method in methods for target in experiment.targets if (name := experiment.source_of(method, target))},
     )
 
 

@@ -72,7 +72,7 @@ def _significance_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], d
     if evidence_a["gold"] != evidence_b["gold"]:
         return [target, first, second, str(tested), *scores, "gold differs", MISSING]
     p_value = pair_p_value(record_a["metric"], [(decode_array(evidence_a), decode_array(evidence_b))], spec.trials)
-    shown = f"{p_value:.4f}{two_sources_mark([record_a, record_b])}"
+    shown = f"{p_value:.4f}{two_sources_mark(spec, [record_a, record_b])}"
     return [target, first, second, str(tested), *scores, shown, "yes" if p_value < SIGNIFICANCE_LEVEL else "no"]
 
 
@@ -84,10 +84,10 @@ def pair_p_value(metric: str, pairs: Sequence[tuple], trials: int) -> float:
     return paired_randomization_seeds(pairs, metric, trials=trials)
 
 
-def two_sources_mark(records: Sequence[dict]) -> str:
-    """ " (two sources)" where the tested runs read more than one instance of their source (not the
-    methods' difference alone), else ""."""
-    return " (two sources)" if len({record.get("source_weights") for record in records} - {None}) > 1 else ""
+def two_sources_mark(spec: ReportSpec, records: Sequence[dict]) -> str:
+    """ " (two sources)" where the tested runs read more than one instance of one source (not the
+    methods' difference alone), else "". Two methods that read two named sources are what is tested."""
+    return " (two sources)" if any(len(instances) > 1 for instances in spec.source_instances(records).values()) else ""
 
 
 @dataclass(frozen=True)
@@ -163,5 +163,5 @@ def _seeds_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], dict], t
     pooled = pair_p_value(metric, [(a, b) for _, _, a, b in tested], spec.trials)
     difference = statistics.mean(float(by_seed[first, target, seed]["test"]) - float(by_seed[second, target, seed]["test"]) for seed, *_ in tested)
     seeds = ", ".join(str(seed) for seed, *_ in tested)
-    shown = f"{pooled:.4f}{two_sources_mark([by_seed[method, target, seed] for seed, *_ in tested for method in pair])}"
+    shown = f"{pooled:.4f}{two_sources_mark(spec, [by_seed[method, target, seed] for seed, *_ in tested for method in pair])}"
     return [target, first, second, seeds, f"{difference:+.2f}".replace("-", "−"), ", ".join(f"{p:.4f}" for p in each), shown, "yes" if pooled < SIGNIFICANCE_LEVEL else "no"]
