@@ -116,10 +116,14 @@ class ExperimentSpec:
         kinds = [method, *(self.methods[split_member(member)[0]] for member in method.ensemble or [])]
         return [target for target in self.targets if all(kind.targets is None or target in kind.targets for kind in kinds)]
 
+    def target(self, name: str) -> TargetSpec:
+        """A target of the file, also one the command left out (the run a method starts from may be on it)."""
+        return self.targets.get(name) or self.all_targets[name]
+
     def source_of(self, method_name: str, target_name: str) -> str | None:
         """The name of the source a method's runs on a target transfer from: the method's own
         ``source`` (or its entry for this target), else the target's; None where neither names one."""
-        method, target = self.methods[method_name], self.targets.get(target_name) or self.all_targets[target_name]
+        method, target = self.methods[method_name], self.target(target_name)
         return method.source.get(target_name, target.source) if isinstance(method.source, dict) else method.source or target.source
 
 

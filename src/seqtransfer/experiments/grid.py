@@ -192,14 +192,9 @@ def runs_read(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None, t
 TARGET_TEXT = "target"  # a method's data.select_like or selflabel unlabeled: the text of the target's test_on dataset
 
 
-def target_spec(spec: ExperimentSpec, target_name: str):
-    """A target of the file, also one the command left out (the run a method starts from may be on it)."""
-    return spec.targets.get(target_name) or spec.all_targets[target_name]
-
-
 def target_text(spec: ExperimentSpec, target_name: str) -> str:
     """The dataset whose (unlabelled) training text ``target`` stands for: the target's ``test_on``."""
-    test_on = target_spec(spec, target_name).test_on
+    test_on = spec.target(target_name).test_on
     if not test_on:
         raise SeqTransferError(
             f"target '{target_name}' has no test_on, so a method's '{TARGET_TEXT}' text names nothing",
@@ -243,7 +238,7 @@ def method_task(spec: ExperimentSpec, store: ResultsStore, data_dir: str | None,
 def method_config(spec: ExperimentSpec, data_dir: str | None, method_name: str, target_name: str, seed: int) -> RunConfig:
     """The config of a method's run on a target: the file's, the target's and the method's overrides,
     then the setting a search selected for them (``spec.selected``); ``target`` text resolved; data annealing's source data."""
-    method, target = spec.methods[method_name], target_spec(spec, target_name)
+    method, target = spec.methods[method_name], spec.target(target_name)
     overrides = [*target.overrides, f"transfer.scheme={method.scheme}", f"train.seed={seed}", *method.overrides, *selected_overrides(spec, method_name, target_name)]
     config = base_config(spec, data_dir, target.dataset, target.task, overrides)
     cap = searched_epochs(spec, method_name, target_name)
@@ -310,7 +305,7 @@ def read_cells(method: MethodSpec, target_name: str) -> list[tuple[str, str]]:
 
 def cell_record(spec: ExperimentSpec, method_name: str, target_name: str, seed: int) -> dict:
     """The record of a grid cell, before its run's scores: what it is, where its test is, what else to score."""
-    target = target_spec(spec, target_name)
+    target = spec.target(target_name)
     record = {"experiment": spec.name, "method": method_name, "target": target_name, "seed": seed}
     setting = cell_selection(spec, method_name, target_name)
     if setting is not None:
