@@ -1526,3 +1526,23 @@ def test_windows_encoded_in_padded_batches_equal_each_window_encoded_alone(encod
             (alone,) = window_batches.encode_windows(tokenizer, model, [window], pooling)  # a batch of one: no padding
             assert vectors.shape == alone.shape and vectors.dtype == np.float16
             np.testing.assert_allclose(vectors.astype(np.float32), alone.astype(np.float32), atol=2e-3)
+
+
+@pytest.mark.parametrize("pooling", ["first", "mean"])
+def test_token_vectors_are_each_tokens_own_slice_bit_for_bit(pooling):
+    import torch
+
+    from seqtransfer.embeddings.window_batches import WindowInput, token_vectors
+
+    generator = torch.Generator().manual_seed(3)
+    token_lengths = [1, 3, 1, 7, 2, 3, 1, 12, 1, 25, 2]  # 25: past a 16-row summation block
+    layers = torch.randn(2 + sum(token_lengths), 4, 16, generator=generator)  # [CLS] ... [SEP]
+    expected, position = [], 1
+    for length in token_lengths:
+        span = layers[position : position + length]
+        expected.append((span[0] if pooling == "first" else span.mean(0)).numpy().astype(np.float16))
+        position += length
+    vectors = token_vectors(layers, WindowInput([0] * len(layers), None, token_lengths, 1), pooling)
+    assert vectors.dtype == np.float16 and vectors.shape == (len(token_lengths), 4, 16)
+    assert np.array_equal(vectors, np.stack(expected))
+    assert token_vectors(layers, WindowInput([0, 0], None, [], 1), pooling).shape == (0, 4, 16)
