@@ -459,3 +459,19 @@ def test_curves_and_transfer_by_size_show_the_sample_std_over_seeds():
     sizes, means, stds = mean_curves(points)["SFT"]
     assert sizes.tolist() == [100] and means[0] == pytest.approx(83.0) and stds[0] == pytest.approx(statistics.stdev([80.0, 82.0, 87.0]))
     assert mean_curves(points[:1])["SFT"][2][0] == 0.0
+
+
+def test_a_targets_difference_is_the_mean_over_every_seed_both_have_though_one_seed_was_tested(tmp_path):
+    """Test predictions at seed 1 only (older records): the p is that seed's, the difference the
+    mean over the three seeds both methods ran, as the differences table has it."""
+    gold = [["NN", "VB", "DT"]] * 60
+    worse = [["NN", "VB", "DT"]] * 57 + [["NN", "NN", "DT"]] * 3
+    records = [_record("Scratch", "TPoS", 1, 100 * 177 / 180, _write_run(tmp_path / "a", gold, worse)), _record("Tuned", "TPoS", 1, 100.0, _write_run(tmp_path / "b", gold, gold))]
+    for seed, scratch in ((2, 94.0), (3, 97.0)):  # no test predictions kept
+        records += [_record("Scratch", "TPoS", seed, scratch), _record("Tuned", "TPoS", seed, 100.0)]
+    spec = _spec(["Scratch", "Tuned"], ["TPoS"], [("Tuned", "Scratch")])
+    markdown = render_markdown(spec, records)
+    tuned = next(line for line in markdown.split("## By target", 1)[1].splitlines() if line.startswith("| Tuned |"))
+    cells = [cell.strip() for cell in tuned.strip("|").split("|")]
+    assert cells[2] == "+3.56" and cells[3].endswith("(seed 1)")  # (1.67 + 6 + 3) / 3, not seed 1's +1.67
+    assert "| Tuned − Scratch | +3.56" in markdown.split("## Differences between methods", 1)[1]

@@ -219,8 +219,8 @@ def _by_target_section(spec: ReportSpec, records: Sequence[dict], summaries: Map
     costs = {(point["method"], point["target"]): point for point in cost_points(spec, records)}
     intro = (
         f"Each target's methods, best mean first: the {spec.split} score over the seeds; the difference from the method it is "
-        f"tested against ({spec.reference_method} unless named), a mean over the seeds both have, and that test's p, over those seeds together where two or more have "
-        'test predictions ("Over the seeds" above), else at the one seed named; trainable parameters, time and peak memory as in '
+        f"tested against ({spec.reference_method} unless named), a mean over every seed both have; that test's p, over the seeds with "
+        'test predictions together where two or more have them ("Over the seeds" above), else at the one seed named; trainable parameters, time and peak memory as in '
         "the cost section (– where its runs recorded none)."
     )
     lines = ["## By target", "", intro]
@@ -246,12 +246,12 @@ def _compared_cells(spec: ReportSpec, tests: Mapping[tuple[str, str, str], PairT
         return ["", ""]
     against = "" if key[2] == spec.reference_method else f" vs {key[2]}"
     test = tests[key]
-    if test.over_seeds:
-        return [test.over_seeds[4] + against, test.over_seeds[6]]
-    row = test.first_seed
-    if test.first_seed_difference is None:
+    if test.difference is None:
         return [MISSING, MISSING]
-    difference = _signed(test.first_seed_difference) + against
+    difference = _signed(test.difference) + against
+    if test.over_seeds:
+        return [difference, test.over_seeds[6]]
+    row = test.first_seed
     return [difference, row[6] if row[6] in ("no predictions", "gold differs") else f"{row[6]} (seed {row[3]})"]
 
 

@@ -97,7 +97,7 @@ class PairTests:
 
     first_seed: list[str]
     over_seeds: list[str] | None
-    first_seed_difference: float | None = None  # A − B at the first seed's row, from the records (its cells are rounded)
+    difference: float | None = None  # A − B, a mean over every seed both have, from the records' unrounded scores
 
 
 def significance_tests(spec: ReportSpec, records: Sequence[dict]) -> dict[tuple[str, str, str], PairTests]:
@@ -107,16 +107,17 @@ def significance_tests(spec: ReportSpec, records: Sequence[dict]) -> dict[tuple[
     tests = {}
     for target, pair in ((target, pair) for target in spec.targets for pair in spec.significance_pairs if target in spec.pair_targets(pair)):
         row = _significance_row(spec, by_seed, target, pair)
-        tests[target, *pair] = PairTests(row, _seeds_row(spec, by_seed, target, pair), _first_seed_difference(by_seed, target, pair, row))
+        tests[target, *pair] = PairTests(row, _seeds_row(spec, by_seed, target, pair), _shared_seeds_difference(by_seed, target, pair))
     return tests
 
 
-def _first_seed_difference(by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str], row: list[str]) -> float | None:
-    """A − B at the seed a significance row tested (its column 3), from the records' unrounded scores; None without one."""
-    if row[3] == MISSING:
+def _shared_seeds_difference(by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str]) -> float | None:
+    """A − B on ``target``, a mean over the seeds both methods have (unrounded scores); None without one."""
+    first, second = pair
+    seeds = [seed for method, name, seed in by_seed if (method, name) == (first, target) and (second, target, seed) in by_seed]
+    if not seeds:
         return None
-    first, second = (by_seed[method, target, int(row[3])] for method in pair)
-    return float(first["test"]) - float(second["test"])
+    return statistics.mean(float(by_seed[first, target, seed]["test"]) - float(by_seed[second, target, seed]["test"]) for seed in seeds)
 
 
 def _significance_section(spec: ReportSpec, tests: Mapping[tuple[str, str, str], PairTests]) -> list[str]:
