@@ -174,6 +174,9 @@ def test_report_command_renders_markdown_and_csv(tmp_path):
     trainable = {method: int(row.split(" | ")[3].replace(",", "")) for method, row in rows.items()}
     assert trainable["pretrand"] > trainable["finetune"] > 0  # PretRand adds a random branch
     assert (tmp_path / "report.cost.svg").is_file() and (tmp_path / "report.cost.png").is_file() and "report.cost.svg" in cost
+    experiment.write_text(experiment.read_text(encoding="utf-8") + "notes: [A finding on test.]\n", encoding="utf-8")
+    noted = run(["report", str(experiment), "--results", str(results), "--dev", "--trials", "200"])
+    assert noted.count("- A finding on test.") == 1 and "A finding" not in noted.split("dev split")[1]  # the notes read the main split
     experiment.write_text(experiment.read_text(encoding="utf-8").replace("paper: {", "paper_split: dev\npaper: {"), encoding="utf-8")
     records = {record["method"]: record for record in run(["experiment", "list", str(experiment), "--results", str(results)]) if record.get("target") == "pos"}
     dev_first = run(["report", str(experiment), "--results", str(results), "--trials", "200"])  # the paper's numbers are dev scores

@@ -44,11 +44,12 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def split_section(spec, records, split: str) -> str:
-    """The same tables on another split: the paper's dev numbers where the file gives them (``paper_dev``), no significance tests."""
+    """The same tables on another split: the paper's dev numbers where the file gives them (``paper_dev``), no significance
+    tests, and not the notes again (they read the page's main split)."""
     from seqtransfer.experiments.report import render_markdown
 
     paper = spec.paper_dev_results if split == "dev" else {}  # the paper's dev numbers where the file gives them
-    other = dataclasses.replace(spec, title=f"{spec.title} — {split} split", paper_results=paper, significance_pairs=[], split=split, published=[])
+    other = dataclasses.replace(spec, title=f"{spec.title} — {split} split", paper_results=paper, significance_pairs=[], split=split, published=[], notes="")
     return render_markdown(other, records)
 
 

@@ -146,17 +146,18 @@ def _notes_lines(notes: str | Sequence[str]) -> list[str]:
 def replace_notes(page: str, spec: ReportSpec) -> str:
     """``page`` (a report rendered before) with its opening notes replaced by ``spec``'s and the rest
     kept as it is: for a page whose runs' predictions are not on this machine, where a full render
-    would lose its significance tests. Notes sit between each "Experiment ..." line (the page's and
-    its other split's) and the next "## " heading; a page without them is one error line."""
+    would lose its significance tests. Notes sit between the first "Experiment ..." line and the next
+    "## " heading; the page's other split (a second "Experiment ..." line) has none; a page without
+    them is one error line."""
     lines, kept, index = page.split("\n"), [], 0
     starts = [number for number, line in enumerate(lines) if line.startswith(f"Experiment `{spec.experiment}`")]
     if not starts:
         raise SeqTransferError(f"the page is not experiment {spec.experiment}'s report (no line names it)", hint="give the page `seqtransfer report` wrote for this file, or drop --notes-only")
-    for start in starts:
+    for part, start in enumerate(starts):
         end = next((number for number in range(start + 1, len(lines)) if lines[number].startswith("## ")), None)
         if end is None:
             raise SeqTransferError(f"the page has no table heading after line {start + 1}: not a whole report", hint="render the page in full (seqtransfer report FILE --output PAGE)")
-        kept += [*lines[index : start + 1], *_notes_lines(spec.notes), ""]
+        kept += [*lines[index : start + 1], *(_notes_lines(spec.notes) if part == 0 else []), ""]
         index = end
     return "\n".join([*kept, *lines[index:]])
 
