@@ -476,3 +476,9 @@ def test_a_targets_difference_is_the_mean_over_every_seed_both_have_though_one_s
     cells = [cell.strip() for cell in tuned.strip("|").split("|")]
     assert cells[2] == "+3.56" and cells[3].endswith("(seed 1)")  # (1.67 + 6 + 3) / 3, not seed 1's +1.67
     assert "| Tuned − Scratch | +3.56" in markdown.split("## Differences between methods", 1)[1]
+
+
+def test_the_runs_count_says_how_many_are_an_ensembles_extra_members():
+    records = [_record("Scratch", "TPoS", 1, 90.0), _record("Scratch+1000", "TPoS", 1001, 91.0)]  # a member of "Ensemble (2 rand)"
+    assert "Experiment `table4`, 2 finished runs (1 of them an ensemble's extra members, in no table)." in render_markdown(_spec(["Scratch"], ["TPoS"]), records)
+    assert "Experiment `table4`, 1 finished runs.\n" in render_markdown(_spec(["Scratch"], ["TPoS"]), records[:1])

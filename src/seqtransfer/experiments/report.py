@@ -162,12 +162,18 @@ def replace_notes(page: str, spec: ReportSpec) -> str:
     return "\n".join([*kept, *lines[index:]])
 
 
+def _runs_count(spec: ReportSpec, records: Sequence[dict]) -> str:
+    """ "N finished runs", and how many of them are an ensemble's extra members ("Name+1000"), in no table."""
+    members = sum(record["method"] not in spec.methods for record in records)
+    return f"{len(records)} finished runs" + (f" ({members} of them an ensemble's extra members, in no table)" if members else "")
+
+
 def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
     """The experiment's report: our table, the paper's with Δ, and the significance tests."""
     records = [record for record in records if record["experiment"] == spec.experiment]
     summaries = aggregate(records, spec.split)
     source = f"Reproduces {spec.paper_table}. " if spec.paper_table else ""
-    lines = [f"# {spec.title}", "", f"{source}Experiment `{spec.experiment}`, {len(records)} finished runs."]
+    lines = [f"# {spec.title}", "", f"{source}Experiment `{spec.experiment}`, {_runs_count(spec, records)}."]
     lines += _notes_lines(spec.notes)
     if spec.published:
         lines += ["", *_published_section(spec, summaries, records)]
