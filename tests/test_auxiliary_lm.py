@@ -95,8 +95,12 @@ def test_a_parser_trains_with_an_auxiliary_lm_on_its_first_layer(tmp_path):
 def test_the_auxiliary_lm_reads_the_labelled_batch_beside_adversarial_training(tmp_path):
     text = tmp_path / "tweets.txt"
     text.write_text("a b c\nd e\nf g h i j k\n", encoding="utf-8")  # other lengths than the labelled batch
-    metrics = run(tagger_arguments(tmp_path / "both", "transfer.auxiliary_lm_weight=0.2", f"train.adversarial_data={text}"))
-    assert metrics["dev"] is not None
+    both = run(tagger_arguments(tmp_path / "both", "transfer.auxiliary_lm_weight=0.2", f"train.adversarial_data={text}"))
+    adversarial = run(tagger_arguments(tmp_path / "adversarial", f"train.adversarial_data={text}"))
+    log = (tmp_path / "both" / "log.txt").read_text(encoding="utf-8")
+    assert "adversarial training against" in log and "auxiliary LM loss: weight 0.2" in log
+    assert all("domain_accuracy" in epoch for epoch in both["history"])  # the domain classifier trained in every epoch
+    assert [epoch["loss"] for epoch in both["history"]] != [epoch["loss"] for epoch in adversarial["history"]]  # and the LM term with it
 
 
 def test_a_negative_weight_is_one_line(tmp_path, capsys):

@@ -132,13 +132,15 @@ def test_a_pair_file_missing_a_column_is_one_error_line_through_main(tmp_path, c
     assert f"{pairs}:3: 2 TAB-separated fields, expected 3 (text, text_b, label)" in line and not output.exists()
 
 
-def refuse_network(*arguments, **options):
-    raise AssertionError(f"network access attempted: {arguments}")
-
-
 @pytest.mark.parametrize("mode", ["features", "finetune"])
 def test_an_encoder_folder_trains_and_predicts_without_network(tmp_path, monkeypatch, mode):
     encoder = save_tiny_encoder(tmp_path / "encoder")  # saved before the network goes
+    attempts = []  # kept, not only raised: code that catches every exception and falls back would hide a raise
+
+    def refuse_network(*arguments, **options):
+        attempts.append(arguments)
+        raise OSError(f"network access attempted: {arguments}")
+
     monkeypatch.setattr(socket.socket, "connect", refuse_network)
     monkeypatch.setattr(socket.socket, "connect_ex", refuse_network)
     monkeypatch.setattr(socket, "create_connection", refuse_network)
@@ -146,6 +148,7 @@ def test_an_encoder_folder_trains_and_predicts_without_network(tmp_path, monkeyp
     import seqtransfer
 
     assert len(seqtransfer.load(tmp_path / "run", device="cpu").predict([["Mary", "visits", "Zürich"]])[0]) == 3
+    assert attempts == []
 
 
 @pytest.mark.parametrize("teacher_mode, student_mode", [("finetune", "finetune"), ("features", "finetune"), ("finetune", "features")])

@@ -29,9 +29,14 @@ def test_ablation_without_normalisation_or_weighting_is_a_plain_sum():
 
 
 def test_gradients_reach_u_and_v():
+    """d(sum of u * p/|p| + v * r/|r|)/du is the sum of the normalised pretrained scores over the
+    batch and time steps, per class (and the same for v with the random ones)."""
     weighting = BranchWeighting(3, learnable=True)
-    combine_branches(torch.randn(2, 4, 3), torch.randn(2, 4, 3), weighting, normalize=True).sum().backward()
-    assert weighting.pretrained.grad is not None and weighting.random.grad is not None
+    pretrained, random = torch.randn(2, 4, 3), torch.randn(2, 4, 3)
+    combine_branches(pretrained, random, weighting, normalize=True).sum().backward()
+    for weights, scores in ((weighting.pretrained, pretrained), (weighting.random, random)):
+        expected = (scores / scores.norm(dim=-1, keepdim=True)).sum(dim=(0, 1))
+        assert torch.allclose(weights.grad.reshape(-1), expected, atol=1e-6)
 
 
 def test_a_scale_multiplies_the_normalised_scores_only():

@@ -270,6 +270,12 @@ def test_probes_read_the_lms_layers_before_and_after_fine_tuning(language_model,
     result = probe_layers(str(output))
     assert result["layers"] == 3 and len(result["before"]) == 3 and len(result["after"]) == 3
     assert all(0 <= score <= 100 for score in [*result["before"], *result["after"]])
+    from seqtransfer.analysis.probes import layer_vectors
+    from seqtransfer.rundir import load_run
+
+    loaded, sentence = load_run(output), [["John", "lives", "in", "York"]]
+    (before,), (after,) = layer_vectors(loaded, sentence, "before"), layer_vectors(loaded, sentence, "after")
+    assert before.shape == after.shape == (4, 3, before.shape[2]) and not np.allclose(before, after)  # the LM's weights, then the run's
 
 
 def test_probes_read_a_pair_as_the_run_read_it(language_model, tmp_path, monkeypatch):
