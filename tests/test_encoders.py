@@ -1532,17 +1532,19 @@ def test_windows_encoded_in_padded_batches_equal_each_window_encoded_alone(encod
 def test_token_vectors_are_each_tokens_own_slice_bit_for_bit(pooling):
     import torch
 
-    from seqtransfer.embeddings.window_batches import WindowInput, token_vectors
+    from seqtransfer.embeddings.window_batches import PADDED_SUBWORDS, WindowInput, mean_vectors, token_vectors
 
     generator = torch.Generator().manual_seed(3)
-    token_lengths = [1, 3, 1, 7, 2, 3, 1, 12, 1, 25, 2]  # 25: past a 16-row summation block
+    token_lengths = [1, 3, 1, 7, 2, 3, 1, 12, 1, PADDED_SUBWORDS, 2, 25]  # 25: a long token takes its own slice
     layers = torch.randn(2 + sum(token_lengths), 4, 16, generator=generator)  # [CLS] ... [SEP]
-    expected, position = [], 1
+    starts, spans = [], []
     for length in token_lengths:
-        span = layers[position : position + length]
-        expected.append((span[0] if pooling == "first" else span.mean(0)).numpy().astype(np.float16))
-        position += length
+        starts.append(1 + sum(len(span) for span in spans))
+        spans.append(layers[starts[-1] : starts[-1] + length])
+    expected = torch.stack([span[0] if pooling == "first" else span.mean(0) for span in spans])  # (T, 4, 16) float32
+    if pooling == "mean":  # the float32 means themselves, before the cast to float16
+        assert torch.equal(mean_vectors(layers, torch.tensor(starts), torch.tensor(token_lengths)), expected)
     vectors = token_vectors(layers, WindowInput([0] * len(layers), None, token_lengths, 1), pooling)
     assert vectors.dtype == np.float16 and vectors.shape == (len(token_lengths), 4, 16)
-    assert np.array_equal(vectors, np.stack(expected))
+    assert np.array_equal(vectors, expected.numpy().astype(np.float16))
     assert token_vectors(layers, WindowInput([0, 0], None, [], 1), pooling).shape == (0, 4, 16)
