@@ -470,15 +470,19 @@ def test_a_targets_difference_is_the_mean_over_every_seed_both_have_though_one_s
     records = [_record("Scratch", "TPoS", 1, 100 * 177 / 180, _write_run(tmp_path / "a", gold, worse)), _record("Tuned", "TPoS", 1, 100.0, _write_run(tmp_path / "b", gold, gold))]
     for seed, scratch in ((2, 94.0), (3, 97.0)):  # no test predictions kept
         records += [_record("Scratch", "TPoS", seed, scratch), _record("Tuned", "TPoS", seed, 100.0)]
+    records.append(_record("Scratch", "TPoS", 4, 80.0))  # Scratch alone: in Scratch's mean, in no difference of a pair
     spec = _spec(["Scratch", "Tuned"], ["TPoS"], [("Tuned", "Scratch")])
     markdown = render_markdown(spec, records)
     tuned = next(line for line in markdown.split("## By target", 1)[1].splitlines() if line.startswith("| Tuned |"))
     cells = [cell.strip() for cell in tuned.strip("|").split("|")]
     assert cells[2] == "+3.56" and cells[3].endswith("(seed 1)")  # (1.67 + 6 + 3) / 3, not seed 1's +1.67
-    assert "| Tuned − Scratch | +3.56" in markdown.split("## Differences between methods", 1)[1]
+    assert "| Tuned − Scratch | +7.67" in markdown.split("## Differences between methods", 1)[1]  # means over each method's own seeds
 
 
 def test_the_runs_count_says_how_many_are_an_ensembles_extra_members():
     records = [_record("Scratch", "TPoS", 1, 90.0), _record("Scratch+1000", "TPoS", 1001, 91.0)]  # a member of "Ensemble (2 rand)"
-    assert "Experiment `table4`, 2 finished runs (1 of them an ensemble's extra members, in no table)." in render_markdown(_spec(["Scratch"], ["TPoS"]), records)
+    counted = "Experiment `table4`, 2 finished runs (1 of them a method's runs at other seeds that an ensemble or a student reads, in no table)."
+    assert counted in render_markdown(_spec(["Scratch"], ["TPoS"]), records)
     assert "Experiment `table4`, 1 finished runs.\n" in render_markdown(_spec(["Scratch"], ["TPoS"]), records[:1])
+    dropped = [*records[:1], _record("Removed", "TPoS", 1, 91.0)]  # a method the file no longer has is no other seeds' run
+    assert "Experiment `table4`, 2 finished runs.\n" in render_markdown(_spec(["Scratch"], ["TPoS"]), dropped)

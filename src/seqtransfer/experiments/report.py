@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 
 from seqtransfer.data.metrics import METRICS
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.experiments.experiment_file import split_member
 from seqtransfer.experiments.kept import selection_of
 from seqtransfer.experiments.report_base import MISSING, ReportSpec, Summary, _duration, _ratio, _signed, _spec_means, _table, aggregate, anrg, means_by_method, mnrg, normalised_relative_gains
 from seqtransfer.experiments.report_paper import _paper_table, _published_section, other_metric_scores
@@ -163,9 +164,10 @@ def replace_notes(page: str, spec: ReportSpec) -> str:
 
 
 def _runs_count(spec: ReportSpec, records: Sequence[dict]) -> str:
-    """ "N finished runs", and how many of them are an ensemble's extra members ("Name+1000"), in no table."""
-    members = sum(record["method"] not in spec.methods for record in records)
-    return f"{len(records)} finished runs" + (f" ({members} of them an ensemble's extra members, in no table)" if members else "")
+    """ "N finished runs", and how many of them are a method's runs at other seeds ("Name+1000": an
+    ensemble's members, a distilled student's teachers), which no table shows."""
+    offset = sum(split_member(record["method"])[1] > 0 and split_member(record["method"])[0] in spec.methods for record in records)
+    return f"{len(records)} finished runs" + (f" ({offset} of them a method's runs at other seeds that an ensemble or a student reads, in no table)" if offset else "")
 
 
 def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
@@ -227,8 +229,8 @@ def _by_target_section(spec: ReportSpec, records: Sequence[dict], summaries: Map
     intro = (
         f"Each target's methods, best mean first: the {spec.split} score over the seeds; the difference from the method it is "
         f"tested against ({spec.reference_method} unless named), a mean over every seed both have; that test's p, over the seeds with "
-        'test predictions together where two or more have them ("Over the seeds" above), else at the one seed named; trainable parameters, time and peak memory as in '
-        "the cost section (– where its runs recorded none)."
+        'test predictions together where two or more have them ("Over the seeds" above; the seeds named where they are fewer), '
+        "else at the one seed named; trainable parameters, time and peak memory as in the cost section (– where its runs recorded none)."
     )
     lines = ["## By target", "", intro]
     for target, header in zip(spec.targets, _target_header(spec, records)):
@@ -256,8 +258,9 @@ def _compared_cells(spec: ReportSpec, tests: Mapping[tuple[str, str, str], PairT
     if test.difference is None:
         return [MISSING, MISSING]
     difference = _signed(test.difference) + against
-    if test.over_seeds:
-        return [difference, test.over_seeds[6]]
+    if test.over_seeds:  # tested over the seeds that kept test predictions: named where the difference reads more
+        tested_seeds = test.over_seeds[3]
+        return [difference, test.over_seeds[6] + ("" if tested_seeds == ", ".join(map(str, test.shared_seeds)) else f" (seeds {tested_seeds})")]
     row = test.first_seed
     return [difference, row[6] if row[6] in ("no predictions", "gold differs") else f"{row[6]} (seed {row[3]})"]
 

@@ -98,6 +98,7 @@ class PairTests:
     first_seed: list[str]
     over_seeds: list[str] | None
     difference: float | None = None  # A − B, a mean over every seed both have, from the records' unrounded scores
+    shared_seeds: tuple[int, ...] = ()  # the seeds both methods have
 
 
 def significance_tests(spec: ReportSpec, records: Sequence[dict]) -> dict[tuple[str, str, str], PairTests]:
@@ -107,17 +108,17 @@ def significance_tests(spec: ReportSpec, records: Sequence[dict]) -> dict[tuple[
     tests = {}
     for target, pair in ((target, pair) for target in spec.targets for pair in spec.significance_pairs if target in spec.pair_targets(pair)):
         row = _significance_row(spec, by_seed, target, pair)
-        tests[target, *pair] = PairTests(row, _seeds_row(spec, by_seed, target, pair), _shared_seeds_difference(by_seed, target, pair))
+        tests[target, *pair] = PairTests(row, _seeds_row(spec, by_seed, target, pair), *_shared_seeds_difference(by_seed, target, pair))
     return tests
 
 
-def _shared_seeds_difference(by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str]) -> float | None:
-    """A − B on ``target``, a mean over the seeds both methods have (unrounded scores); None without one."""
+def _shared_seeds_difference(by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str]) -> tuple[float | None, tuple[int, ...]]:
+    """A − B on ``target``, a mean over the seeds both methods have (unrounded scores), and those seeds; (None, ()) without one."""
     first, second = pair
-    seeds = [seed for method, name, seed in by_seed if (method, name) == (first, target) and (second, target, seed) in by_seed]
+    seeds = tuple(sorted(seed for method, name, seed in by_seed if (method, name) == (first, target) and (second, target, seed) in by_seed))
     if not seeds:
-        return None
-    return statistics.mean(float(by_seed[first, target, seed]["test"]) - float(by_seed[second, target, seed]["test"]) for seed in seeds)
+        return None, ()
+    return statistics.mean(float(by_seed[first, target, seed]["test"]) - float(by_seed[second, target, seed]["test"]) for seed in seeds), seeds
 
 
 def _significance_section(spec: ReportSpec, tests: Mapping[tuple[str, str, str], PairTests]) -> list[str]:
