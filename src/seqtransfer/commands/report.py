@@ -168,7 +168,7 @@ def searches_section(arguments: argparse.Namespace, experiment) -> str:
 
 def refresh_notes(arguments: argparse.Namespace, spec: ReportSpec) -> str:
     """``--notes-only``: the page at ``--output`` with the file's notes in place of its old ones."""
-    from seqtransfer.experiments.report import replace_notes
+    from seqtransfer.experiments.report_notes import replace_notes
     from seqtransfer.files import write_text
 
     if not arguments.output:

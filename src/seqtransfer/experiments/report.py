@@ -7,7 +7,8 @@ says: methods, targets, reference method, paper numbers) into a document. A cell
 have not finished is shown as ``–`` (an empty field in CSV); nothing else depends on it.
 
 The settings, aggregation and gains are in ``report_base.py``; the comparisons with published
-numbers in ``report_paper.py``; the significance tests in ``report_significance.py``.
+numbers in ``report_paper.py``; the significance tests in ``report_significance.py``; the
+opening notes in ``report_notes.py``.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 from seqtransfer.data.metrics import METRICS
-from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.experiment_file import split_member
 from seqtransfer.experiments.kept import selection_of
 from seqtransfer.experiments.report_base import MISSING, ReportSpec, Summary, _duration, _ratio, _signed, _spec_means, _table, aggregate, anrg, means_by_method, mnrg, normalised_relative_gains
+from seqtransfer.experiments.report_notes import notes_lines
 from seqtransfer.experiments.report_paper import _paper_table, _published_section, other_metric_scores
 from seqtransfer.experiments.report_significance import PairTests, _significance_section, significance_tests
 from seqtransfer.experiments.search_records import shown_setting
@@ -135,34 +136,6 @@ def _significant_mark(tests: Mapping[tuple[str, str, str], PairTests], target: s
     return "*" if row[-1] == "yes" else ""
 
 
-def _notes_lines(notes: str | Sequence[str]) -> list[str]:
-    """The report's opening notes: a string as one paragraph after the heading, a list as one bullet a line."""
-    heading = "**What reproduces and what does not.**"
-    if isinstance(notes, str):
-        return ["", f"{heading} {notes.strip()}"] if notes.strip() else []
-    items = [str(item).strip() for item in notes if str(item).strip()]
-    return ["", heading, "", *(f"- {item}" for item in items)] if items else []
-
-
-def replace_notes(page: str, spec: ReportSpec) -> str:
-    """``page`` (a report rendered before) with its opening notes replaced by ``spec``'s and the rest
-    kept as it is: for a page whose runs' predictions are not on this machine, where a full render
-    would lose its significance tests. Notes sit between the first "Experiment ..." line and the next
-    "## " heading; the page's other split (a second "Experiment ..." line) has none; a page without
-    them is one error line."""
-    lines, kept, index = page.split("\n"), [], 0
-    starts = [number for number, line in enumerate(lines) if line.startswith(f"Experiment `{spec.experiment}`")]
-    if not starts:
-        raise SeqTransferError(f"the page is not experiment {spec.experiment}'s report (no line names it)", hint="give the page `seqtransfer report` wrote for this file, or drop --notes-only")
-    for part, start in enumerate(starts):
-        end = next((number for number in range(start + 1, len(lines)) if lines[number].startswith("## ")), None)
-        if end is None:
-            raise SeqTransferError(f"the page has no table heading after line {start + 1}: not a whole report", hint="render the page in full (seqtransfer report FILE --output PAGE)")
-        kept += [*lines[index : start + 1], *(_notes_lines(spec.notes) if part == 0 else []), ""]
-        index = end
-    return "\n".join([*kept, *lines[index:]])
-
-
 def _runs_count(spec: ReportSpec, records: Sequence[dict]) -> str:
     """ "N finished runs", and how many of them are a method's runs at other seeds ("Name+1000": an
     ensemble's members, a distilled student's teachers), which no table shows."""
@@ -176,7 +149,7 @@ def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
     summaries = aggregate(records, spec.split)
     source = f"Reproduces {spec.paper_table}. " if spec.paper_table else ""
     lines = [f"# {spec.title}", "", f"{source}Experiment `{spec.experiment}`, {_runs_count(spec, records)}."]
-    lines += _notes_lines(spec.notes)
+    lines += notes_lines(spec.notes)
     if spec.published:
         lines += ["", *_published_section(spec, summaries, records)]
     lines += ["", f"## Our results ({spec.split})", ""]
