@@ -139,7 +139,7 @@ def _significant_mark(tests: Mapping[tuple[str, str, str], PairTests], target: s
 def _runs_count(spec: ReportSpec, records: Sequence[dict]) -> str:
     """ "N finished runs", and how many of them are a method's runs at other seeds ("Name+1000": an
     ensemble's members, a distilled student's teachers), which no table shows."""
-    offset = sum(split_member(record["method"])[1] > 0 and split_member(record["method"])[0] in spec.methods for record in records)
+    offset = sum(seed_offset > 0 and name in spec.methods for name, seed_offset in (split_member(record["method"]) for record in records))
     return f"{len(records)} finished runs" + (f" ({offset} of them a method's runs at other seeds that an ensemble or a student reads, in no table)" if offset else "")
 
 

@@ -52,19 +52,15 @@ def scores_as_recorded(evidence: dict, record: dict) -> bool | None:
     return abs(score - float(record["test"])) < 1e-6
 
 
-def _significance_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str]) -> list[str]:
-    """One row: the paired test on the first seed both methods share, or ``–`` cells."""
+def _significance_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str], evidence: Mapping[int, tuple]) -> list[str]:
+    """One row: the paired test on the first seed both methods share, or ``–`` cells. ``evidence``:
+    per shared seed in order, the two runs' test evidence (None where a run kept none)."""
     first, second = pair
-    seeds = sorted({seed for method, name, seed in by_seed if (method, name) == (first, target)} & {seed for method, name, seed in by_seed if (method, name) == (second, target)})
-    if not seeds:
+    if not evidence:
         return [target, first, second, MISSING, MISSING, MISSING, MISSING, MISSING]
     # the first shared seed whose two runs both have their test predictions (or a kept record's evidence of them)
-    tested, evidence_a, evidence_b = seeds[0], None, None
-    for seed in seeds:
-        pair_evidence = test_evidence(by_seed[first, target, seed]), test_evidence(by_seed[second, target, seed])
-        if all(pair_evidence):
-            tested, (evidence_a, evidence_b) = seed, pair_evidence
-            break
+    tested = next((seed for seed, both in evidence.items() if all(both)), next(iter(evidence)))
+    evidence_a, evidence_b = evidence[tested]
     record_a, record_b = by_seed[first, target, tested], by_seed[second, target, tested]
     scores = [f"{float(record_a['test']):.2f}", f"{float(record_b['test']):.2f}"]
     if evidence_a is None or evidence_b is None:  # kept records from before records carried evidence, or runs without predictions
@@ -107,18 +103,18 @@ def significance_tests(spec: ReportSpec, records: Sequence[dict]) -> dict[tuple[
     by_seed = {(record["method"], record["target"], record["seed"]): record for record in records}
     tests = {}
     for target, pair in ((target, pair) for target in spec.targets for pair in spec.significance_pairs if target in spec.pair_targets(pair)):
-        row = _significance_row(spec, by_seed, target, pair)
-        tests[target, *pair] = PairTests(row, _seeds_row(spec, by_seed, target, pair), *_shared_seeds_difference(by_seed, target, pair))
+        first, second = pair
+        seeds = tuple(sorted(seed for method, name, seed in by_seed if (method, name) == (first, target) and (second, target, seed) in by_seed))
+        evidence = {seed: (test_evidence(by_seed[first, target, seed]), test_evidence(by_seed[second, target, seed])) for seed in seeds}  # read once a seed
+        difference = _mean_difference(by_seed, target, pair, seeds) if seeds else None
+        tests[target, *pair] = PairTests(_significance_row(spec, by_seed, target, pair, evidence), _seeds_row(spec, by_seed, target, pair, evidence), difference, seeds)
     return tests
 
 
-def _shared_seeds_difference(by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str]) -> tuple[float | None, tuple[int, ...]]:
-    """A − B on ``target``, a mean over the seeds both methods have (unrounded scores), and those seeds; (None, ()) without one."""
+def _mean_difference(by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str], seeds: Sequence[int]) -> float:
+    """A − B on ``target``, a mean over ``seeds`` of the records' unrounded test scores."""
     first, second = pair
-    seeds = tuple(sorted(seed for method, name, seed in by_seed if (method, name) == (first, target) and (second, target, seed) in by_seed))
-    if not seeds:
-        return None, ()
-    return statistics.mean(float(by_seed[first, target, seed]["test"]) - float(by_seed[second, target, seed]["test"]) for seed in seeds), seeds
+    return statistics.mean(float(by_seed[first, target, seed]["test"]) - float(by_seed[second, target, seed]["test"]) for seed in seeds)
 
 
 def _significance_section(spec: ReportSpec, tests: Mapping[tuple[str, str, str], PairTests]) -> list[str]:
@@ -146,24 +142,17 @@ def _significance_section(spec: ReportSpec, tests: Mapping[tuple[str, str, str],
     return lines
 
 
-def _seeds_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str]) -> list[str] | None:
+def _seeds_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str], evidence: Mapping[int, tuple]) -> list[str] | None:
     """The pair's tests over every shared seed whose runs have their test evidence (one gold), or
-    None where fewer than two seeds do."""
+    None where fewer than two seeds do (``evidence`` as for ``_significance_row``)."""
     first, second = pair
-    tested = []
-    for method, name, seed in sorted(by_seed, key=lambda key: key[2]):
-        if (method, name) != (first, target) or (second, target, seed) not in by_seed:
-            continue
-        record_a, record_b = by_seed[first, target, seed], by_seed[second, target, seed]
-        evidence_a, evidence_b = test_evidence(record_a), test_evidence(record_b)
-        if evidence_a and evidence_b and evidence_a["gold"] == evidence_b["gold"]:
-            tested.append((seed, record_a, decode_array(evidence_a), decode_array(evidence_b)))
+    tested = [(seed, decode_array(a), decode_array(b)) for seed, (a, b) in evidence.items() if a and b and a["gold"] == b["gold"]]
     if len(tested) < 2:
         return None
-    metric = tested[0][1]["metric"]
-    each = [pair_p_value(metric, [(a, b)], spec.trials) for _, _, a, b in tested]
-    pooled = pair_p_value(metric, [(a, b) for _, _, a, b in tested], spec.trials)
-    difference = statistics.mean(float(by_seed[first, target, seed]["test"]) - float(by_seed[second, target, seed]["test"]) for seed, *_ in tested)
+    metric = by_seed[first, target, tested[0][0]]["metric"]
+    each = [pair_p_value(metric, [(a, b)], spec.trials) for _, a, b in tested]
+    pooled = pair_p_value(metric, [(a, b) for _, a, b in tested], spec.trials)
+    difference = _mean_difference(by_seed, target, pair, [seed for seed, *_ in tested])
     seeds = ", ".join(str(seed) for seed, *_ in tested)
     shown = f"{pooled:.4f}{two_sources_mark(spec, [by_seed[method, target, seed] for seed, *_ in tested for method in pair])}"
     return [target, first, second, seeds, f"{difference:+.2f}".replace("-", "−"), ", ".join(f"{p:.4f}" for p in each), shown, "yes" if pooled < SIGNIFICANCE_LEVEL else "no"]
