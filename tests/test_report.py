@@ -423,7 +423,7 @@ def test_sections_replaces_only_the_named_sections_of_a_page(tmp_path, capsys):
     records.write_text(json.dumps(_record("Scratch", "TPoS", 1, 87.50, tmp_path / "gone")) + "\n", encoding="utf-8")
     kept = "## Significance\n\n| a p-value only the runs could give | 0.0012 |\n"
     page = tmp_path / "table4.md"
-    page.write_text(f"# T\n\nExperiment `table4`, 1 finished runs.\n\n## Paper (Δ = ours − paper)\n\n| old | 99.99 |\n\n{kept}", encoding="utf-8")
+    page.write_text(f"# T\n\nExperiment `table4`, 1 finished run.\n\n## Paper (Δ = ours − paper)\n\n| old | 99.99 |\n\n{kept}", encoding="utf-8")
     arguments = ["report", str(experiment), "--records", str(records), "--sections", "Paper", "--output", str(page), "--results", str(tmp_path / "none")]
     assert main(arguments) == 0
     text = page.read_text(encoding="utf-8")
@@ -483,6 +483,6 @@ def test_the_runs_count_says_how_many_are_an_ensembles_extra_members():
     records = [_record("Scratch", "TPoS", 1, 90.0), _record("Scratch+1000", "TPoS", 1001, 91.0)]  # a member of "Ensemble (2 rand)"
     counted = "Experiment `table4`, 2 finished runs (1 of them a method's runs at other seeds that an ensemble or a student reads, in no table)."
     assert counted in render_markdown(_spec(["Scratch"], ["TPoS"]), records)
-    assert "Experiment `table4`, 1 finished runs.\n" in render_markdown(_spec(["Scratch"], ["TPoS"]), records[:1])
+    assert "Experiment `table4`, 1 finished run.\n" in render_markdown(_spec(["Scratch"], ["TPoS"]), records[:1])
     dropped = [*records[:1], _record("Removed", "TPoS", 1, 91.0)]  # a method the file no longer has is no other seeds' run
     assert "Experiment `table4`, 2 finished runs.\n" in render_markdown(_spec(["Scratch"], ["TPoS"]), dropped)

@@ -184,7 +184,7 @@ def test_notes_only_on_the_page_of_searched_cells_needs_its_records_file(tmp_pat
 
     experiment, _ = searched_experiment(tmp_path)
     page = tmp_path / "page.md"
-    page.write_text("# tiny grid: each searched method at the setting its search selected\n\nExperiment `tiny`, 1 finished runs.\n\n## Our results (test)\n", encoding="utf-8")
+    page.write_text("# tiny grid: each searched method at the setting its search selected\n\nExperiment `tiny`, 1 finished run.\n\n## Our results (test)\n", encoding="utf-8")
     before = page.read_text(encoding="utf-8")
     command = [sys.executable, "-m", "seqtransfer.cli", "report", str(experiment), "--output", str(page), "--notes-only", "--results", str(tmp_path / "results")]
     result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)

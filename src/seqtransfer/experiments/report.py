@@ -140,7 +140,7 @@ def _runs_count(spec: ReportSpec, records: Sequence[dict]) -> str:
     """ "N finished runs", and how many of them are a method's runs at other seeds ("Name+1000": an
     ensemble's members, a distilled student's teachers), which no table shows."""
     offset = sum(seed_offset > 0 and name in spec.methods for name, seed_offset in (split_member(record["method"]) for record in records))
-    return f"{len(records)} finished runs" + (f" ({offset} of them a method's runs at other seeds that an ensemble or a student reads, in no table)" if offset else "")
+    return f"{len(records)} finished run{'' if len(records) == 1 else 's'}" + (f" ({offset} of them a method's runs at other seeds that an ensemble or a student reads, in no table)" if offset else "")
 
 
 def render_markdown(spec: ReportSpec, records: Sequence[dict]) -> str:
