@@ -230,6 +230,30 @@ def test_analyze_layers_reads_each_runs_scalar_mix_and_the_report_shows_it(langu
     run(["analyze", "report", "--layers", str(features), "--output", str(tmp_path / "report.html")])
     assert 'id="layers"' in (tmp_path / "report.html").read_text()
     assert "this run mixes no encoder layers" in one_line_error(capsys, ["analyze", "layers", str(plain)])
+    assert_records_keep_the_mix(features, plain, result, tmp_path, capsys)
+
+
+def assert_records_keep_the_mix(features, plain, result, tmp_path, capsys) -> None:
+    """A grid's record keeps the run's mix (experiment run's run_fields), and `analyze layers --records`
+    draws it after the run's folder is gone; a run without a mix records none."""
+    from seqtransfer.experiments.run_records import run_fields
+    from seqtransfer.files import read_json
+
+    fields = run_fields(features, read_json(features / "metrics.json"))
+    assert fields["layer_mix"] == {key: result[key] for key in ("encoder", "mode", "weights", "gamma")} and fields["layer_mix"]["mode"] == "features"
+    assert "layer_mix" not in run_fields(plain, read_json(plain / "metrics.json"))
+    records = tmp_path / "grid.records.jsonl"
+    rows = [{"method": method, "target": "NER", "seed": 1, "encoder_weights": result["encoder_weights"], **fields} for method in ("D, our LM", "G, our LM")]
+    records.write_text("".join(json.dumps(row) + "\n" for row in [*rows, {"method": "C", "target": "NER", "seed": 1, "run_directory": str(plain)}]))
+    shutil.rmtree(features)
+    capsys.readouterr()
+    (row,) = run(["analyze", "layers", "--records", str(records), "--only", "G, our LM", "--output", str(tmp_path / "recorded")])
+    assert row["label"] == "NER / G, our LM, seed 1" and row["weights"] == result["weights"] and row["encoder_weights"] == result["encoder_weights"]
+    assert "| NER / G, our LM, seed 1 |" in capsys.readouterr().out and (tmp_path / "recorded" / "layers.png").is_file()
+    assert len(run(["analyze", "layers", "--records", str(records)])) == 2  # every method with a mix; C kept none
+    assert "no run of 'C' kept a layer mix" in one_line_error(capsys, ["analyze", "layers", "--records", str(records), "--only", "C"])
+    assert "no such records file" in one_line_error(capsys, ["analyze", "layers", "--records", str(tmp_path / "none.jsonl")])
+    assert "no runs to read" in one_line_error(capsys, ["analyze", "layers"])
 
 
 @pytest.mark.parametrize("mode", ["features", "finetune"])

@@ -10,14 +10,18 @@ the weights come from the run's saved model, no data is read.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
-from matplotlib.figure import Figure
-from safetensors.torch import load_file
+from safetensors import safe_open
 
 from seqtransfer.config import RunConfig
 from seqtransfer.errors import SeqTransferError
+from seqtransfer.files import read_json_lines
 from seqtransfer.rundir import WEIGHTS, check_run_directory, read_saved_config
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 MIX_SUFFIX = "encoder_mix.weights"
 
@@ -29,31 +33,54 @@ def task_label(config: RunConfig) -> str | None:
     return f"{name}:{data.task}" if name and data.task else name
 
 
+def saved_mix(directory: Path) -> dict | None:
+    """{encoder, mode, weights (softmax, per layer), gamma} of the scalar mix in a run's saved weights,
+    or None where the run mixes no encoder layers. Reads the run's settings and only the mix's two
+    tensors (a fine-tuned Transformer's file is hundreds of MB)."""
+    try:
+        with safe_open(str(directory / WEIGHTS), framework="pt") as tensors:
+            names = set(tensors.keys())
+            mixes = sorted(name for name in names if name.endswith(MIX_SUFFIX) and name.removesuffix("weights") + "gamma" in names)
+            if not mixes:
+                return None
+            scores, gamma = tensors.get_tensor(mixes[0]), tensors.get_tensor(mixes[0].removesuffix("weights") + "gamma")
+    except Exception as error:  # noqa: BLE001 - safetensors raises its own errors for a truncated or garbled file
+        raise SeqTransferError(f"cannot read the run's weights ({str(error).splitlines()[0][:160]})", path=directory / WEIGHTS, hint="the run directory is damaged: train it again") from None
+    model = read_saved_config(directory).model
+    return {"encoder": model.encoder, "mode": model.encoder_mode, "weights": [round(weight, 4) for weight in torch.softmax(scores.float(), 0).tolist()], "gamma": round(float(gamma.float().item()), 4)}
+
+
 def mix_weights(directory: str | Path, label: str | None = None) -> dict:
     """{run, label, encoder, encoder_weights (the fingerprint of the encoder folder the run read, so a
     row of an LM since pretrained again is told apart), mode, weights (softmax, per layer), gamma} of one run."""
     directory = Path(directory)
     check_run_directory(directory)
-    config = read_saved_config(directory)
-    try:
-        state = load_file(str(directory / WEIGHTS))
-    except Exception as error:  # noqa: BLE001 - safetensors raises its own errors for a truncated or garbled file
-        raise SeqTransferError(f"cannot read the run's weights ({str(error).splitlines()[0][:160]})", path=directory / WEIGHTS, hint="the run directory is damaged: train it again") from None
-    names = sorted(name for name in state if name.endswith(MIX_SUFFIX) and name.removesuffix("weights") + "gamma" in state)
-    if not names:
+    mix = saved_mix(directory)
+    if mix is None:
         raise SeqTransferError("this run mixes no encoder layers", path=directory, hint="pass runs trained with model.encoder (frozen features, or our recurrent LM fine-tuned)")
-    weights = torch.softmax(state[names[0]].float(), 0).tolist()
-    gamma = float(state[names[0].removesuffix("weights") + "gamma"].float().item())
-    model = config.model
-    return {
-        "run": str(directory),
-        "label": label or task_label(config) or directory.resolve().name,
-        "encoder": model.encoder,
-        "encoder_weights": model.encoder_hash,
-        "mode": model.encoder_mode,
-        "weights": [round(weight, 4) for weight in weights],
-        "gamma": round(gamma, 4),
-    }
+    config = read_saved_config(directory)
+    return {"run": str(directory), "label": label or task_label(config) or directory.resolve().name, "encoder_weights": config.model.encoder_hash, **mix}
+
+
+def recorded_mixes(path: Path, methods: set[str] | None = None) -> list[dict]:
+    """The mix of every run of an experiment's records file (``RESULTS/records/NAME.jsonl`` or a
+    committed ``docs/results/NAME.records.jsonl``) that kept one, of ``methods`` only where given,
+    labelled ``TARGET / METHOD, seed N``: read from the records, so a run whose folder is gone still
+    has its row."""
+    if not Path(path).is_file():
+        raise SeqTransferError("no such records file", path=path, hint="give an experiment's records (RESULTS/records/NAME.jsonl, or the --records file its runs kept)")
+    lines = read_json_lines(path, hint="each line is one run's record, as `seqtransfer experiment run` writes it")
+    records = [record for _, record in lines if isinstance(record, dict) and record.get("layer_mix") and (methods is None or record.get("method") in methods)]
+    return [
+        {
+            "run": record["run_directory"],
+            "label": f"{record['target']} / {record['method']}, seed {record['seed']}",
+            "method": record["method"],
+            "encoder_weights": record.get("encoder_weights"),
+            **record["layer_mix"],
+        }
+        for record in records
+    ]
 
 
 def markdown(results: list[dict]) -> str:
@@ -95,6 +122,8 @@ def mix_figure(results: list[dict]) -> Figure:
     """A panel per encoder, a row per run, a column per layer (0 = embeddings / character CNN): each
     cell the layer's softmax weight, shaded and written. Grouped bars stop being readable beyond a
     few runs; a task's row beside another's shows at a glance which layers each one leans on."""
+    from matplotlib.figure import Figure  # here, not at import: run records read saved_mix
+
     encoders = list(dict.fromkeys(encoder_key(result) for result in results))
     panels = [[result for result in results if encoder_key(result) == encoder] for encoder in encoders]
     widest = max(len(result["weights"]) for result in results)

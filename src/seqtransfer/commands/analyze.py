@@ -97,9 +97,25 @@ def run_drift(arguments: argparse.Namespace) -> list[dict]:
 
 def run_layers(arguments: argparse.Namespace) -> list[dict]:
     from seqtransfer.analysis.drift import distinct_labels
-    from seqtransfer.analysis.layer_mix import markdown, mix_figure, mix_weights
+    from seqtransfer.analysis.layer_mix import markdown, mix_figure, mix_weights, recorded_mixes
 
-    return per_run_analysis(arguments, "layers", lambda pairs: distinct_labels([mix_weights(run, label) for run, label in pairs]), markdown, mix_figure)
+    if not arguments.runs and not arguments.records:
+        raise SeqTransferError("no runs to read", hint="give RUN folders, or an experiment's records with --records FILE")
+    if arguments.only and not arguments.records:
+        raise SeqTransferError("--only picks methods of --records", hint="add --records FILE, or leave --only out")
+    recorded = [row for path in arguments.records for row in recorded_mixes(Path(path))]
+    if arguments.only:
+        from seqtransfer.commands.experiment import named
+
+        methods = {row["method"] for row in recorded}
+        wanted = named(arguments.only, methods)
+        missing = next((name for name in wanted if name not in methods), None)
+        if missing is not None:
+            raise SeqTransferError(f"no run of {missing!r} kept a layer mix in the records", hint=f"methods with one: {', '.join(sorted(methods)) or 'none'}")
+        recorded = [row for row in recorded if row["method"] in wanted]
+    if arguments.records and not recorded:
+        raise SeqTransferError("no run in the records kept a layer mix", hint="runs record their mix since 2026-11-30; read older runs' folders as RUN")
+    return per_run_analysis(arguments, "layers", lambda pairs: distinct_labels([*(mix_weights(run, label) for run, label in pairs), *recorded]), markdown, mix_figure)
 
 
 def run_tokens(arguments: argparse.Namespace) -> dict:

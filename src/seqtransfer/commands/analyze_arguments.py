@@ -113,8 +113,17 @@ def drift_arguments(analyses) -> None:
 
 def layers_arguments(analyses) -> None:
     layers = analyses.add_parser("layers", help="runs that mix an encoder's layers (model.encoder): the learned weight of each layer (which layers each task uses)")
-    layers.add_argument("runs", nargs="+", metavar="RUN", help="runs trained with model.encoder (frozen features, or our recurrent LM fine-tuned)")
+    layers.add_argument("runs", nargs="*", metavar="RUN", help="runs trained with model.encoder (frozen features, or our recurrent LM fine-tuned)")
     layers.add_argument("--label", action="append", default=[], metavar="NAME", help="a name per RUN, in order, for the table and figure (repeatable; default the run folder's name)")
+    layers.add_argument(
+        "--records",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="an experiment's records (RESULTS/records/NAME.jsonl, or `experiment run`'s --records file): a row per run that kept its mix "
+        "(TARGET / METHOD, seed N), its folder there or not (repeatable)",
+    )
+    layers.add_argument("--only", metavar="METHODS", help="with --records: comma-separated method names to read (default: every method with a mix)")
     layers.add_argument("--output", help="folder for layers.json, layers.md and layers.png/svg")
 
 

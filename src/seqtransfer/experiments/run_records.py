@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from seqtransfer import predictor, rundir
+from seqtransfer.analysis.layer_mix import saved_mix
 from seqtransfer.analysis.predictions import read_predictions, read_scores
 from seqtransfer.config import DataConfig
 from seqtransfer.corpora.task_data import load_task_data
@@ -90,7 +91,17 @@ def run_fields(directory: Path, metrics: dict) -> dict:
         "seconds": metrics["seconds"],
         "device": metrics.get("device", "cpu"),
         **cost_of(metrics),
+        **layer_mix_of(directory),
     }
+
+
+def layer_mix_of(directory: Path) -> dict:
+    """{"layer_mix": {encoder, mode, weights, gamma}} of a run that mixes an encoder's layers (its row
+    of ``analyze layers``, kept in the record so that the figure outlives the run's folder), or {}."""
+    if not (directory / rundir.WEIGHTS).is_file():  # an ensemble, a folder of self-labelled models
+        return {}
+    mix = saved_mix(directory)
+    return {"layer_mix": mix} if mix else {}
 
 
 def scored_fields(scores: dict) -> dict:
