@@ -251,6 +251,8 @@ def assert_records_keep_the_mix(features, plain, result, tmp_path, capsys) -> No
     assert row["label"] == "NER / G, our LM, seed 1" and row["weights"] == result["weights"] and row["encoder_weights"] == result["encoder_weights"]
     assert "| NER / G, our LM, seed 1 |" in capsys.readouterr().out and (tmp_path / "recorded" / "layers.png").is_file()
     assert len(run(["analyze", "layers", "--records", str(records)])) == 2  # every method with a mix; C kept none
+    content = run(["analyze", "report", "--layers", str(records), "--output", str(tmp_path / "recorded.html")])
+    assert [row["label"] for row in content.layer_mix] == ["NER / D, our LM, seed 1", "NER / G, our LM, seed 1"] and "NER / G, our LM, seed 1" in (tmp_path / "recorded.html").read_text()
     assert "no run of 'C' kept a layer mix" in one_line_error(capsys, ["analyze", "layers", "--records", str(records), "--only", "C"])
     assert "no such records file" in one_line_error(capsys, ["analyze", "layers", "--records", str(tmp_path / "none.jsonl")])
     assert "no runs to read" in one_line_error(capsys, ["analyze", "layers"])

@@ -302,10 +302,10 @@ def run_report(arguments: argparse.Namespace):
         content.drift = distinct_labels([measure_drift(run) for run in arguments.drift])
     if arguments.layers:
         from seqtransfer.analysis.drift import distinct_labels
-        from seqtransfer.analysis.layer_mix import mix_weights
+        from seqtransfer.analysis.layer_mix import mix_weights, recorded_mixes
 
         check_distinct_runs(arguments.layers, [])
-        content.layer_mix = distinct_labels([mix_weights(run) for run in arguments.layers])
+        content.layer_mix = distinct_labels([row for run in arguments.layers for row in (recorded_mixes(Path(run)) if Path(run).is_file() else [mix_weights(run)])])
     if arguments.similarity:
         content.similarity = similarity_analysis(arguments, arguments.similarity)
     write_text(arguments.output, render_report(content))

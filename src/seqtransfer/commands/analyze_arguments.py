@@ -155,7 +155,13 @@ def report_arguments(analyses) -> None:
         "--probes", nargs="+", default=[], metavar="RUN", help="runs with an encoder (a Transformer or our recurrent LM) whose layers to probe (as `analyze probes`), or the probes.json it saved"
     )
     report.add_argument("--drift", nargs="+", default=[], metavar="RUN", help="fine-tuned encoder or sequential-transfer runs: how far each layer group moved (as `analyze drift`)")
-    report.add_argument("--layers", nargs="+", default=[], metavar="RUN", help="runs that mix an encoder's layers: each layer's learned weight (as `analyze layers`)")
+    report.add_argument(
+        "--layers",
+        nargs="+",
+        default=[],
+        metavar="RUN",
+        help="runs that mix an encoder's layers, or an experiment's records file (every run that kept its mix): each layer's learned weight (as `analyze layers`)",
+    )
     report.add_argument("--similarity", nargs="+", default=[], metavar="CORPUS", help="corpora to compare (as `analyze similarity`)")
     add_similarity_options(report)
     report.add_argument("--split", default="dev", help="split of the prediction files (default dev)")
