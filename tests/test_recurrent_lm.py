@@ -243,16 +243,24 @@ def assert_records_keep_the_mix(features, plain, result, tmp_path, capsys) -> No
     assert fields["layer_mix"] == {key: result[key] for key in ("encoder", "mode", "weights", "gamma")} and fields["layer_mix"]["mode"] == "features"
     assert "layer_mix" not in run_fields(plain, read_json(plain / "metrics.json"))
     records = tmp_path / "grid.records.jsonl"
-    rows = [{"method": method, "target": "NER", "seed": 1, "encoder_weights": result["encoder_weights"], **fields} for method in ("D, our LM", "G, our LM")]
+    rows = [{"method": method, "target": "NER", "seed": 1, "encoder_weights": result["encoder_weights"], **fields, "run_directory": f"runs/{method}"} for method in ("D, our LM", "G, our LM")]
+    rows += [{**rows[0], "method": "multi-task", "target": target, "run_directory": "runs/multi"} for target in ("POS", "NER")]  # one run, a record per task
+    rows += [{**rows[0], "method": None, "target": None, "source": "ner_lm", "run_directory": "sources/ner"}]
     records.write_text("".join(json.dumps(row) + "\n" for row in [*rows, {"method": "C", "target": "NER", "seed": 1, "run_directory": str(plain)}]))
     shutil.rmtree(features)
     capsys.readouterr()
     (row,) = run(["analyze", "layers", "--records", str(records), "--only", "G, our LM", "--output", str(tmp_path / "recorded")])
     assert row["label"] == "NER / G, our LM, seed 1" and row["weights"] == result["weights"] and row["encoder_weights"] == result["encoder_weights"]
     assert "| NER / G, our LM, seed 1 |" in capsys.readouterr().out and (tmp_path / "recorded" / "layers.png").is_file()
-    assert len(run(["analyze", "layers", "--records", str(records)])) == 2  # every method with a mix; C kept none
+    labels = ["NER / D, our LM, seed 1", "NER / G, our LM, seed 1", "POS, NER / multi-task, seed 1", "source ner_lm, seed 1"]
+    assert [row["label"] for row in run(["analyze", "layers", "--records", str(records)])] == labels  # every run with a mix once; C kept none
+    assert [row["label"] for row in run(["analyze", "layers", "--records", str(records), "--only", "source ner_lm"])] == labels[-1:]
     content = run(["analyze", "report", "--layers", str(records), "--output", str(tmp_path / "recorded.html")])
-    assert [row["label"] for row in content.layer_mix] == ["NER / D, our LM, seed 1", "NER / G, our LM, seed 1"] and "NER / G, our LM, seed 1" in (tmp_path / "recorded.html").read_text()
+    assert [row["label"] for row in content.layer_mix] == labels and "NER / G, our LM, seed 1" in (tmp_path / "recorded.html").read_text()
+    empty = tmp_path / "empty.records.jsonl"
+    empty.write_text(json.dumps({"method": "C", "target": "NER", "seed": 1, "run_directory": str(plain)}) + "\n")
+    for command in (["analyze", "layers", "--records", str(empty)], ["analyze", "report", "--layers", str(empty), "--output", str(tmp_path / "none.html")]):
+        assert "no run in the records kept a layer mix" in one_line_error(capsys, command)
     assert "no run of 'C' kept a layer mix" in one_line_error(capsys, ["analyze", "layers", "--records", str(records), "--only", "C"])
     assert "no such records file" in one_line_error(capsys, ["analyze", "layers", "--records", str(tmp_path / "none.jsonl")])
     assert "no runs to read" in one_line_error(capsys, ["analyze", "layers"])

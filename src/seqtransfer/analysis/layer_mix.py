@@ -62,25 +62,37 @@ def mix_weights(directory: str | Path, label: str | None = None) -> dict:
     return {"run": str(directory), "label": label or task_label(config) or directory.resolve().name, "encoder_weights": config.model.encoder_hash, **mix}
 
 
-def recorded_mixes(path: Path, methods: set[str] | None = None) -> list[dict]:
+def recorded_mixes(path: Path) -> list[dict]:
     """The mix of every run of an experiment's records file (``RESULTS/records/NAME.jsonl`` or a
-    committed ``docs/results/NAME.records.jsonl``) that kept one, of ``methods`` only where given,
-    labelled ``TARGET / METHOD, seed N``: read from the records, so a run whose folder is gone still
-    has its row."""
+    committed ``docs/results/NAME.records.jsonl``) that kept one, labelled ``TARGET / METHOD, seed N``
+    (a source's ``source NAME, seed N``; a multi-task run's targets joined in one row): read from the
+    records, so a run whose folder is gone still has its row."""
     if not Path(path).is_file():
         raise SeqTransferError("no such records file", path=path, hint="give an experiment's records (RESULTS/records/NAME.jsonl, or the --records file its runs kept)")
     lines = read_json_lines(path, hint="each line is one run's record, as `seqtransfer experiment run` writes it")
-    records = [record for _, record in lines if isinstance(record, dict) and record.get("layer_mix") and (methods is None or record.get("method") in methods)]
+    runs: dict[tuple, tuple[list[str], dict]] = {}  # (run folder, method, seed) -> (its targets, its first record)
+    for _, record in lines:
+        if isinstance(record, dict) and record.get("layer_mix"):
+            runs.setdefault((record["run_directory"], record.get("method"), record.get("seed")), ([], record))[0].append(str(record.get("target")))
+    if not runs:
+        raise SeqTransferError("no run in the records kept a layer mix", path=path, hint="runs record their mix since 2026-11-30; read older runs' folders as RUN")
     return [
         {
             "run": record["run_directory"],
-            "label": f"{record['target']} / {record['method']}, seed {record['seed']}",
-            "method": record["method"],
+            "label": recorded_label(targets, record),
+            "method": record.get("method") or f"source {record.get('source')}",
             "encoder_weights": record.get("encoder_weights"),
             **record["layer_mix"],
         }
-        for record in records
+        for targets, record in runs.values()
     ]
+
+
+def recorded_label(targets: list[str], record: dict) -> str:
+    """``TARGET / METHOD, seed N``, ``POS, DP / METHOD, seed N`` for a multi-task run, or ``source NAME, seed N``."""
+    if not record.get("method"):
+        return f"source {record.get('source')}, seed {record['seed']}"
+    return f"{', '.join(targets)} / {record['method']}, seed {record['seed']}"
 
 
 def markdown(results: list[dict]) -> str:

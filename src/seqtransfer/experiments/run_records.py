@@ -98,7 +98,7 @@ def run_fields(directory: Path, metrics: dict) -> dict:
 def layer_mix_of(directory: Path) -> dict:
     """{"layer_mix": {encoder, mode, weights, gamma}} of a run that mixes an encoder's layers (its row
     of ``analyze layers``, kept in the record so that the figure outlives the run's folder), or {}."""
-    if not (directory / rundir.WEIGHTS).is_file():  # an ensemble, a folder of self-labelled models
+    if not (directory / rundir.WEIGHTS).is_file() or not (directory / rundir.CONFIG).is_file():  # an ensemble, a folder of self-labelled models
         return {}
     mix = saved_mix(directory)
     return {"layer_mix": mix} if mix else {}
