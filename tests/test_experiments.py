@@ -125,6 +125,8 @@ def test_list_shows_every_cell_of_the_grid_and_where_it_stands(tmp_path, capsys)
     run(["experiment", "list", str(experiment), "--results", str(results), "--seeds", "2-3", "--only", "scratch"])  # other seeds only: a second grid beside the first
     lines = capsys.readouterr().out.splitlines()
     assert [line for line in lines if line.startswith("scratch / pos")] == ["scratch / pos / seed 2: to train", "scratch / pos / seed 3: to train"]
+    run(["experiment", "list", str(experiment), "--results", str(tmp_path / "fresh"), "--seeds", "2-3", "--only", "scratch", "--records", str(kept)])
+    assert " for 2 of the 2 runs to train" in capsys.readouterr().out.splitlines()[-1]  # timed by seed 1's kept record, a seed the listing leaves out
     experiment.write_text(experiment.read_text(encoding="utf-8").replace("  scratch: {scheme: scratch}", "  scratch: {scheme: scratch}\n  -noisy: {scheme: scratch}"), encoding="utf-8")
     run(["experiment", "list", str(experiment), "--results", str(results), "--only", "-noisy", "--targets", "pos"])  # a method named like an option
     cells = [line for line in capsys.readouterr().out.splitlines() if " / pos / " in line]

@@ -141,6 +141,9 @@ def grid_status(spec: ExperimentSpec, store: ResultsStore, seeds: list[int], dat
     supporting = [*sources.values(), *(task for task in methods if task.when_needed)]
     lines, cells, support = [], dict.fromkeys(STATES, 0), dict.fromkeys(STATES, 0)
     seconds: dict[tuple, list[float]] = {}
+    for record in kept_cells.values():  # finished runs at seeds this listing leaves out (--seeds 2-3): they time its runs too
+        if record.get("seed") not in seeds and record.get("seconds") is not None:
+            seconds.setdefault(kind_of_cell(record), []).append(float(record["seconds"]))
     unfinished: dict[str, RunTask] = {}  # directory -> a run still to train or under way
 
     def note(task: RunTask, state: str, records: list[dict]) -> None:
