@@ -33,10 +33,10 @@ def task_label(config: RunConfig) -> str | None:
     return f"{name}:{data.task}" if name and data.task else name
 
 
-def saved_mix(directory: Path) -> dict | None:
+def saved_mix(directory: Path, config: RunConfig | None = None) -> dict | None:
     """{encoder, mode, weights (softmax, per layer), gamma} of the scalar mix in a run's saved weights,
     or None where the run mixes no encoder layers. Reads the run's settings and only the mix's two
-    tensors (a fine-tuned Transformer's file is hundreds of MB)."""
+    tensors (a fine-tuned Transformer's file is hundreds of MB); ``config``: the run's, where already read."""
     try:
         with safe_open(str(directory / WEIGHTS), framework="pt") as tensors:
             names = set(tensors.keys())
@@ -46,7 +46,7 @@ def saved_mix(directory: Path) -> dict | None:
             scores, gamma = tensors.get_tensor(mixes[0]), tensors.get_tensor(mixes[0].removesuffix("weights") + "gamma")
     except Exception as error:  # noqa: BLE001 - safetensors raises its own errors for a truncated or garbled file
         raise SeqTransferError(f"cannot read the run's weights ({str(error).splitlines()[0][:160]})", path=directory / WEIGHTS, hint="the run directory is damaged: train it again") from None
-    model = read_saved_config(directory).model
+    model = (config or read_saved_config(directory)).model
     return {"encoder": model.encoder, "mode": model.encoder_mode, "weights": [round(weight, 4) for weight in torch.softmax(scores.float(), 0).tolist()], "gamma": round(float(gamma.float().item()), 4)}
 
 
@@ -55,10 +55,10 @@ def mix_weights(directory: str | Path, label: str | None = None) -> dict:
     row of an LM since pretrained again is told apart), mode, weights (softmax, per layer), gamma} of one run."""
     directory = Path(directory)
     check_run_directory(directory)
-    mix = saved_mix(directory)
+    config = read_saved_config(directory)
+    mix = saved_mix(directory, config)
     if mix is None:
         raise SeqTransferError("this run mixes no encoder layers", path=directory, hint="pass runs trained with model.encoder (frozen features, or our recurrent LM fine-tuned)")
-    config = read_saved_config(directory)
     return {"run": str(directory), "label": label or task_label(config) or directory.resolve().name, "encoder_weights": config.model.encoder_hash, **mix}
 
 
