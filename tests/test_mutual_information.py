@@ -98,3 +98,29 @@ def test_labels_with_fewer_points_than_neighbours_match_scikit_learn():
     labels[6:9] = 5  # one of three: two neighbours
     expected = feature_selection.mutual_info_classif(vectors.numpy().astype(np.float64), labels.numpy(), n_neighbors=3, random_state=0)[0]
     assert mutual_information(vectors, labels) == pytest.approx(expected, abs=2e-3)
+
+
+def test_the_probe_and_unit_figures_are_the_same_bytes_each_time_and_leave_pyplot_alone(tmp_path):
+    import matplotlib
+
+    from seqtransfer.analysis.probes import draw_probes
+    from seqtransfer.analysis.units import draw_drops
+
+    backend = matplotlib.get_backend()
+    probes = {
+        "layers": 2,
+        "before": [60.0, 70.0],
+        "after": [65.0, 72.0],
+        "metric": "accuracy",
+        "split": "dev",
+        "mutual_information": {"before": [0.1, 0.2], "after": [0.2, 0.3], "before_random_labels": [0.0, 0.01]},
+    }
+    drops = {"drops": {"pos": [0.5, 1.5, 0.0], "ner": [2.0, 0.1, 0.3]}, "units": [0, 1, 2], "lower_task": "pos", "split": "dev"}
+    written = []
+    for attempt in ("first", "second"):
+        (tmp_path / attempt).mkdir()
+        draw_probes(probes, tmp_path / attempt / "probes.png")
+        draw_drops(drops, tmp_path / attempt / "units.png")
+        written.append({name: (tmp_path / attempt / name).read_bytes() for name in ("probes.png", "probes.svg", "units.png", "units.svg")})
+    assert written[0] == written[1] and all(written[0].values())
+    assert matplotlib.get_backend() == backend  # no global backend switch: a user's interactive session keeps its own

@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
+from seqtransfer.analysis.figures import new_figure, save_figure
 from seqtransfer.analysis.mutual_information import NEIGHBOURS, estimated_points, mutual_information, random_vectors, sampled, shuffled
 from seqtransfer.corpora.task_data import load_task_data
 from seqtransfer.data.tsv import PAIR_SEPARATOR
@@ -37,6 +39,9 @@ from seqtransfer.embeddings.transformer import encode_sentences_with, encoder_pa
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json
 from seqtransfer.rundir import load_run
+
+if TYPE_CHECKING:  # annotations only: matplotlib is imported when a figure is drawn
+    from matplotlib.figure import Figure
 
 
 def layer_vectors(run, tokens: list[list[str]], which: str) -> list[np.ndarray]:
@@ -217,24 +222,16 @@ def probes_of(source: str | Path) -> dict:
 
 
 def draw_probes(result: dict, path: Path) -> None:
-    import matplotlib.pyplot as plt
-
-    figure = probes_figure(result)
-    for suffix in (".png", ".svg"):
-        figure.savefig(path.with_suffix(suffix), dpi=120)
-    plt.close(figure)
+    """The probes figure as ``path`` .png and .svg."""
+    save_figure(probes_figure(result), path.with_suffix(""))
 
 
-def probes_figure(result: dict):
+def probes_figure(result: dict) -> Figure:
     """Probe score per layer, before (and after) fine-tuning (the To-tune paper's Figure 1), and beside
     it, for classification, the mutual information with the labels (its Figure 2)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     information = result.get("mutual_information")
-    figure, axes = plt.subplots(1, 2 if information else 1, figsize=(11 if information else 6, 3.5), squeeze=False)
+    figure = new_figure(11 if information else 6, 3.5)
+    axes = figure.subplots(1, 2 if information else 1, squeeze=False)
     layers = range(result["layers"])
     measure = "Pearson's r x 100" if result.get("metric") == "pearson" else "accuracy (%)"
     draw_per_layer(axes[0][0], result, layers, f"probe {measure} on {result['split']}")

@@ -14,10 +14,12 @@ import functools
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
+from seqtransfer.analysis.figures import new_figure, save_figure
 from seqtransfer.corpora.task_data import TaskData, load_task_data
 from seqtransfer.data.batching import evaluation_batches
 from seqtransfer.data.metrics import evaluate
@@ -26,6 +28,9 @@ from seqtransfer.models.multitask import HierarchicalMultiTask, TaskView
 from seqtransfer.rundir import load_run
 from seqtransfer.training.inference import predict_labels
 from seqtransfer.workflows.multitask import data_config_of
+
+if TYPE_CHECKING:  # annotations only: matplotlib is imported when a figure is drawn
+    from matplotlib.figure import Figure
 
 Log = Callable[[str], None]
 
@@ -195,24 +200,15 @@ def top_words(model: HierarchicalMultiTask, lower: str, data: TaskData, encoded,
 
 def draw_drops(result: dict, path: Path) -> None:
     """Figure 2 as ``path`` .png and .svg."""
-    import matplotlib.pyplot as plt
-
-    figure = drops_figure(result)
-    for suffix in (".png", ".svg"):
-        figure.savefig(path.with_suffix(suffix), dpi=120)
-    plt.close(figure)
+    save_figure(drops_figure(result), path.with_suffix(""))
 
 
-def drops_figure(result: dict):
+def drops_figure(result: dict) -> Figure:
     """Figure 2: tasks x units, colour = max class-score drop."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     tasks = list(result["drops"])
     matrix = np.array([result["drops"][task] for task in tasks])
-    figure, axis = plt.subplots(figsize=(max(6, len(result["units"]) / 12), 0.6 * len(tasks) + 1.2))
+    figure = new_figure(max(6, len(result["units"]) / 12), 0.6 * len(tasks) + 1.2)
+    axis = figure.subplots()
     image = axis.imshow(matrix, aspect="auto", cmap="Blues", interpolation="nearest")
     axis.set_yticks(range(len(tasks)), tasks)
     axis.set_xlabel(f"unit of h_{result['lower_task']}")
