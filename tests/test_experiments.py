@@ -551,6 +551,36 @@ def test_a_method_may_run_on_some_targets_only(tmp_path):
         load_experiment(experiment)
 
 
+def test_a_methods_runs_on_one_target_may_take_settings_of_their_own(tmp_path):
+    """``target_overrides``: the method's runs on that target alone take them, after the method's own."""
+    from seqtransfer.experiments.grid import method_tasks, source_tasks
+    from seqtransfer.experiments.store import ResultsStore
+
+    experiment = tiny_experiment(tmp_path)
+    text = experiment.read_text(encoding="utf-8").replace(
+        "  pos: {dataset: null, source: ner, overrides: ", "  other: {dataset: null, source: ner, overrides: PLACEHOLDER}\n  pos: {dataset: null, source: ner, overrides: "
+    )
+    pos_overrides = text.split("  pos: {dataset: null, source: ner, overrides: ")[1].split("}\n")[0]
+    text = text.replace("PLACEHOLDER", pos_overrides)
+
+    def epochs(method: str) -> dict[str, int]:
+        experiment.write_text(text.replace("  scratch: {scheme: scratch}", f"  scratch: {method}"), encoding="utf-8")
+        spec, store = load_experiment(experiment), ResultsStore(tmp_path / "results")
+        tasks = method_tasks(spec, store, None, [1], source_tasks(spec, store, None), {"scratch"})
+        return {task.record["target"]: task.config["train"]["max_epochs"] for task in tasks if task.record["method"] == "scratch"}
+
+    assert epochs("{scheme: scratch}") == {"other": 2, "pos": 2}
+    assert epochs('{scheme: scratch, overrides: [train.max_epochs=3], target_overrides: {pos: ["train.max_epochs=1"]}}') == {"other": 3, "pos": 1}
+    for method, message in (
+        ('{scheme: scratch, target_overrides: {nothing: ["train.max_epochs=1"]}}', "unknown target"),
+        ("{scheme: scratch, target_overrides: {pos: train.max_epochs=1}}", "must map targets to lists of overrides"),
+        ('{scheme: scratch, targets: [other], target_overrides: {pos: ["train.max_epochs=1"]}}', "has target_overrides for pos, where it does not run"),
+    ):
+        experiment.write_text(text.replace("  scratch: {scheme: scratch}", f"  scratch: {method}"), encoding="utf-8")
+        with pytest.raises(SeqTransferError, match=message):
+            load_experiment(experiment)
+
+
 @pytest.mark.parametrize(
     "search, message",
     [

@@ -55,6 +55,7 @@ class MethodSpec:
     source: str | dict[str, str] | None = None  # a key of ``sources`` used instead of each target's own (a multi-task source), or target -> source
     unify_with: str | None = None  # a multi-task method trained on unified target data, filled by this method's runs (same seed)
     targets: list[str] | None = None  # only these targets (e.g. where the source's labels are the target's); None = all
+    target_overrides: dict[str, list[str]] = field(default_factory=dict)  # target -> overrides of this method's runs on it alone, after the method's own
     selflabel: dict | None = None  # rounds of self-labelling around the scheme (workflows/selflabel.py): {method, unlabeled, rounds, pool, top_n, ...}
     tagger: str | None = None  # a key of ``sources``: a tagging run whose predicted tags the model reads as input (model.tag_tagger)
     anneal: bool = False  # data annealing: mix the training data of each target's source into its training (data.anneal_source)

@@ -239,7 +239,14 @@ def method_config(spec: ExperimentSpec, data_dir: str | None, method_name: str, 
     """The config of a method's run on a target: the file's, the target's and the method's overrides,
     then the setting a search selected for them (``spec.selected``); ``target`` text resolved; data annealing's source data."""
     method, target = spec.methods[method_name], spec.target(target_name)
-    overrides = [*target.overrides, f"transfer.scheme={method.scheme}", f"train.seed={seed}", *method.overrides, *selected_overrides(spec, method_name, target_name)]
+    overrides = [
+        *target.overrides,
+        f"transfer.scheme={method.scheme}",
+        f"train.seed={seed}",
+        *method.overrides,
+        *method.target_overrides.get(target_name, []),
+        *selected_overrides(spec, method_name, target_name),
+    ]
     config = base_config(spec, data_dir, target.dataset, target.task, overrides)
     cap = searched_epochs(spec, method_name, target_name)
     if cap is not None:  # as in the search's trials

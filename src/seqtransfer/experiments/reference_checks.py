@@ -264,11 +264,17 @@ def _check_method_links(spec: ExperimentSpec, name: str, method: MethodSpec, pat
         check_teachers(spec, name, method, path)
     if method.selflabel is not None:
         check_selflabel(name, method.selflabel, path)
-    unknown = [target for target in method.targets or [] if target not in spec.targets]
+    if not isinstance(method.target_overrides, dict) or not all(isinstance(values, list) and all(isinstance(value, str) for value in values) for values in method.target_overrides.values()):
+        raise SeqTransferError(f"method '{name}': 'target_overrides' must map targets to lists of overrides", path=path, hint='e.g. target_overrides: {SST-2: ["train.max_epochs=3"]}')
+    unknown = [target for target in [*(method.targets or []), *method.target_overrides] if target not in spec.targets]
     if unknown:
         raise SeqTransferError(f"method '{name}' names unknown target(s) {', '.join(map(str, unknown))}", path=path, hint=f"targets: {', '.join(spec.targets)}")
-    if method.targets is not None and method.multitask:
-        raise SeqTransferError(f"multi-task method '{name}' trains one model over every target: it takes no 'targets'", path=path)
+    for option in ("targets", "target_overrides"):
+        if getattr(method, option) and method.multitask:
+            raise SeqTransferError(f"multi-task method '{name}' trains one model over every target: it takes no '{option}'", path=path)
+    outside = [target for target in method.target_overrides if method.targets is not None and target not in method.targets]
+    if outside:
+        raise SeqTransferError(f"method '{name}' has target_overrides for {', '.join(outside)}, where it does not run", path=path, hint=f"its targets: {', '.join(method.targets)}")
 
 
 def _check_comparisons(spec: ExperimentSpec, path: Path) -> None:

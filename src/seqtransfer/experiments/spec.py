@@ -42,6 +42,12 @@ A target may ask for other metrics than its own, scored from each run's predicti
 in a table of their own: ``CK: {dataset: tchunk, source: chunk_news, also: [span_f1]}``; with
 ``paper_metric: span_f1`` (one of ``also``) the paper table compares that score with the paper's.
 
+A method's runs on some targets may take settings of their own, after the method's overrides
+(``target_overrides``; mono-task methods):
+
+    Fine-tuning: {scheme: scratch, overrides: [model.encoder_mode=finetune],
+                  target_overrides: {SST-2: ["transfer.adaptations=[discriminative, gradual_unfreezing]"]}}
+
 A method may start from another method's run instead of a source (same seed), e.g. fine-tuning
 on a few target labels the model a label-free method made (a self-labelling run: its first model):
 
