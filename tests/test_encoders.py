@@ -353,6 +353,7 @@ def test_fine_tuning_an_encoder_tagger_trains_the_encoder_and_saves_it_with_the_
     assert all(0 <= score <= 100 for score in probes["before"] + probes["after"])
     assert (tmp_path / "probes" / "probes.png").is_file()
     assert probes["encoder"] == Path(str(encoder)).name and probes["task"]
+    assert probes["encoder_weights"] == json.loads((output / "metrics.json").read_text())["encoder_weights"]  # which weights of that name
     information = probes["mutual_information"]  # the paper's Figure 2 beside its Figure 1, with shuffled labels as its sanity check
     assert [len(information[key]) for key in ("before", "before_random_labels", "after", "after_random_labels")] == [3] * 4
     assert all(value >= 0 for key in ("before", "after") for value in information[key]) and information["neighbours"] == 3

@@ -65,6 +65,8 @@ def test_older_probes_without_mutual_information_and_a_frozen_run_render():
     assert "random vectors" not in page  # probes saved before that check read as they were
     checked = {**frozen, "mutual_information": {**frozen["mutual_information"], "random_vectors_random_labels": 0.004}}
     assert "width against them: 0.004)" in probes_section([checked])
+    named = {**older, "encoder": "tweet-bilstm-small", "encoder_weights": "ee52314b76cfadc3", "task": "paraphrase"}
+    assert "tweet-bilstm-small ee52314b76cfadc3, paraphrase (runs/a)" in probes_section([named])  # which weights of that name the probes read
 
 
 def test_random_vectors_carry_no_information_about_shuffled_labels():

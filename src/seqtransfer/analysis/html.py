@@ -241,8 +241,10 @@ def probes_section(results: list[dict]) -> str:
 
 
 def probe_heading(result: dict) -> str:
-    """The encoder, the task and the run the probes read (older probes.json files name only the run)."""
+    """The encoder (and its fingerprint), the task and the run the probes read (older probes.json files name only the run)."""
     named = [result[key] for key in ("encoder", "task") if result.get(key)]
+    if result.get("encoder_weights") and named:
+        named[0] += f" {result['encoder_weights']}"
     return f"{', '.join(named)} ({result['run']})" if named else str(result["run"])
 
 

@@ -38,7 +38,7 @@ from seqtransfer.embeddings.recurrent_lm import FIRST_CHARACTER, read_vocabulary
 from seqtransfer.embeddings.transformer import encode_sentences_with, encoder_path, tokenizer_of
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json
-from seqtransfer.rundir import load_run
+from seqtransfer.rundir import encoder_weights, load_run
 
 if TYPE_CHECKING:  # annotations only: matplotlib is imported when a figure is drawn
     from matplotlib.figure import Figure
@@ -159,6 +159,7 @@ def probe_layers(run_directory: str | Path, split: str = "dev", max_train_senten
     result = {
         "run": str(run_directory),
         "encoder": Path(str(run.config.model.encoder)).name,
+        **encoder_weights(run.config.model),  # the fingerprint of the encoder's folder the run read (none in a run trained before runs kept it)
         "task": data.task,
         "split": split,
         "metric": metric,
