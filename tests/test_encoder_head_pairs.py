@@ -67,6 +67,34 @@ def test_an_encoder_and_a_head_train_save_load_and_predict(family, kind, encoder
         assert [len(sentence) for sentence in predictions] == [5, 2]
 
 
+PAPER_HEADS = {  # model.sentence_reader=to_tune: the To-tune paper's head for the encoder's mode and the data's texts
+    ("features", "single"): "BCNReader",
+    ("finetune", "single"): "MaxReader",
+    ("features", "pairs"): "ESIMReader",
+    ("finetune", "pairs"): "BiattentionReader",
+}
+
+
+@pytest.mark.parametrize(  # an AWD-LSTM is read fine-tuned only (ULMFiT): frozen, it is one line (test_awd_lstm)
+    "family, mode, texts", [(family, mode, texts) for family in ("transformer", "bilstm_lm", "awd_lstm") for mode, texts in PAPER_HEADS if (family, mode) != ("awd_lstm", "features")]
+)
+def test_the_papers_heads_read_every_pretrained_encoder_frozen_and_fine_tuned(family, mode, texts, encoder_folders, tmp_path):
+    """The BCN, max pooling, ESIM and cross-sentence bi-attention over each pretrained family; the pairs
+    are an entailment fixture (classification; the regression pairs are test_recurrent_lm's)."""
+    data = KINDS["sentence"] if texts == "single" else [*(option for name in ("train", "dev", "test") for option in (f"--{name}", "tiny_entailment.tsv")), "--columns", "text,text_b,label"]
+    encoder = [argument.replace("encoder_mode=finetune", f"encoder_mode={mode}") for argument in encoder_folders[family]]
+    output = tmp_path / "run"
+    arguments = ["train", *with_fixture_paths(data), "--seed", "1", "--epochs", "1", "--output", str(output), "--quiet", "--device", "cpu", *TINY_MODEL, *encoder]
+    run([*arguments, "model.sentence_reader=to_tune", "model.feature_extractor=none"])
+    loaded = load_run(output)
+    assert type(loaded.model.reader).__name__ == PAPER_HEADS[(mode, texts)]
+    assert type(loaded.model).encoder_family == family if mode == "finetune" else loaded.config.model.encoder_mode == "features"  # frozen: the words family reads the features
+    sentences = [["a", "man", "plays", "[SEP]", "a", "man"], ["great", "[SEP]", "awful"]] if texts == "pairs" else [["great", "movie"], ["awful"]]
+    predicted = seqtransfer.load(output).predict(sentences)
+    labels = {"entailment", "neutral", "contradiction"} if texts == "pairs" else {"pos", "neg"}
+    assert len(predicted) == 2 and set(predicted) <= labels
+
+
 def test_the_head_rate_splits_each_group_into_the_head_and_the_rest():
     from torch import nn
 
