@@ -101,6 +101,34 @@ def test_a_tagger_reads_the_lm_frozen_or_fine_tuned(language_model, tmp_path, mo
     assert [len(labels) for labels in predicted] == [5, 2] and predictor.predict(sentences) == predicted
 
 
+def test_the_frozen_lms_features_are_computed_once_and_read_from_the_cache_after(language_model, tmp_path, monkeypatch):
+    """Frozen, the LM's features are cached as a Transformer's are: a second run (another seed) reads them and
+    computes none; the cached vectors are the LM's own (float16)."""
+    import numpy as np
+
+    from seqtransfer.embeddings import feature_cache
+    from seqtransfer.embeddings.recurrent_lm import recurrent_features
+
+    monkeypatch.setenv("SEQTRANSFER_CACHE", str(tmp_path / "cache"))
+    folder, _ = language_model
+    computed = []
+
+    def counted(*arguments, **keywords):
+        computed.append(len(arguments[1]))
+        return recurrent_features(*arguments, **keywords)
+
+    monkeypatch.setattr(feature_cache, "recurrent_features", counted)
+    for seed in ("1", "2"):
+        run(["train", *NER, "--output", str(tmp_path / seed), *TAGGER, f"model.encoder={folder}", "model.encoder_mode=features", "--seed", seed])
+        if seed == "1":
+            first, computed[:] = list(computed), []
+    files = sorted((tmp_path / "cache").rglob("*.safetensors"))
+    assert first and computed == [] and files  # the second run computed nothing: every split came from the cache
+    sentences = [["John", "lives", "in", "New", "York"]]
+    cached = feature_cache.cached_features(str(folder), sentences, "first")
+    assert np.allclose(cached[0], recurrent_features(folder, sentences)[0], atol=2e-2)  # float16 on disk
+
+
 def test_the_fine_tuned_lm_takes_every_adaptation_of_a_fine_tuned_encoder(language_model, tmp_path, monkeypatch):
     """Discriminative rates over its groups (character CNN, LSTM 1, LSTM 2, head), gradual unfreezing
     (epoch 1 trains the head alone: the LM stays as pretrained) and L2-SP towards the pretrained LM."""
