@@ -479,6 +479,23 @@ def test_a_targets_difference_is_the_mean_over_every_seed_both_have_though_one_s
     assert "| Tuned − Scratch | +7.67" in markdown.split("## Differences between methods", 1)[1]  # means over each method's own seeds
 
 
+def test_welchs_test_over_the_seeds_reads_the_scores_alone_and_each_methods_own_seeds():
+    """Records without test predictions (kept before records carried them) are tested too: Welch's
+    t-test on each method's per-seed scores, as scipy computes it; fewer than two seeds a side, no row."""
+    from scipy import stats
+
+    scratch, tuned = [90.0, 91.0, 92.5, 89.0], [93.0, 93.4, 94.1]
+    records = [_record("Scratch", "TPoS", seed, score) for seed, score in enumerate(scratch, 1)] + [_record("Tuned", "TPoS", seed, score) for seed, score in enumerate(tuned, 1)]
+    records += [_record("Scratch", "ArK", 1, 90.0), _record("Tuned", "ArK", 1, 91.0), _record("Tuned", "ArK", 2, 92.0)]
+    markdown = render_markdown(_spec(["Scratch", "Tuned"], ["TPoS", "ArK"], [("Tuned", "Scratch")]), records)
+    section = markdown.split("### Across seeds (Welch's t-test)", 1)[1]
+    row = next(line for line in section.splitlines() if line.startswith("| TPoS |"))
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    expected = stats.ttest_ind(tuned, scratch, equal_var=False).pvalue
+    assert cells[3:] == ["93.50 ± 0.56 (3)", "90.62 ± 1.49 (4)", "+2.88", f"{expected:.4f}", "yes" if expected < 0.05 else "no"]
+    assert "| ArK |" not in section.split("\n## ", 1)[0]  # Scratch has one seed on ArK
+
+
 def test_the_runs_count_says_how_many_are_an_ensembles_extra_members():
     records = [_record("Scratch", "TPoS", 1, 90.0), _record("Scratch+1000", "TPoS", 1001, 91.0)]  # a member of "Ensemble (2 rand)"
     counted = "Experiment `table4`, 2 finished runs (1 of them a method's runs at other seeds that an ensemble or a student reads, in no table)."

@@ -12,7 +12,7 @@ from seqtransfer.data.metrics import evaluate, is_correlation, main_score
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.evidence import decode_array, evidence_of
 from seqtransfer.experiments.report_base import MISSING, SIGNIFICANCE_LEVEL, ReportSpec, _table
-from seqtransfer.experiments.significance import paired_randomization_correlation_seeds, paired_randomization_seeds, score_from_counts
+from seqtransfer.experiments.significance import paired_randomization_correlation_seeds, paired_randomization_seeds, score_from_counts, welch_p_value
 
 # Metrics whose test score follows from the per-sentence counts of their evidence.
 COUNTED_METRICS = ("accuracy", "attachment", "span_f1", "positive_f1")
@@ -95,6 +95,7 @@ class PairTests:
     over_seeds: list[str] | None
     difference: float | None = None  # A − B, a mean over every seed both have, from the records' unrounded scores
     shared_seeds: tuple[int, ...] = ()  # the seeds both methods have
+    across_seeds: list[str] | None = None  # Welch's t-test on the two methods' per-seed scores (None: fewer than two seeds a side)
 
 
 def significance_tests(spec: ReportSpec, records: Sequence[dict]) -> dict[tuple[str, str, str], PairTests]:
@@ -107,8 +108,21 @@ def significance_tests(spec: ReportSpec, records: Sequence[dict]) -> dict[tuple[
         seeds = tuple(sorted(seed for method, name, seed in by_seed if (method, name) == (first, target) and (second, target, seed) in by_seed))
         evidence = {seed: (test_evidence(by_seed[first, target, seed]), test_evidence(by_seed[second, target, seed])) for seed in seeds}  # read once a seed
         difference = _mean_difference(by_seed, target, pair, seeds) if seeds else None
-        tests[target, *pair] = PairTests(_significance_row(spec, by_seed, target, pair, evidence), _seeds_row(spec, by_seed, target, pair, evidence), difference, seeds)
+        rows = (_significance_row(spec, by_seed, target, pair, evidence), _seeds_row(spec, by_seed, target, pair, evidence))
+        tests[target, *pair] = PairTests(*rows, difference, seeds, _welch_row(by_seed, target, pair))
     return tests
+
+
+def _welch_row(by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str]) -> list[str] | None:
+    """Welch's t-test between the two methods' test scores on ``target``, a score per seed each has
+    (no predictions needed: kept records from before records carried evidence are tested too)."""
+    scores = [[float(record["test"]) for (method, name, _), record in sorted(by_seed.items()) if (method, name) == (which, target) and record.get("test") is not None] for which in pair]
+    p_value = welch_p_value(*scores)
+    if p_value is None:
+        return None
+    shown = [f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f} ({len(values)})" for values in scores]
+    difference = f"{statistics.mean(scores[0]) - statistics.mean(scores[1]):+.2f}".replace("-", "−")
+    return [target, *pair, *shown, difference, f"{p_value:.4f}", "yes" if p_value < SIGNIFICANCE_LEVEL else "no"]
 
 
 def _mean_difference(by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str], seeds: Sequence[int]) -> float:
@@ -139,6 +153,15 @@ def _significance_section(spec: ReportSpec, tests: Mapping[tuple[str, str, str],
         )
         seeds_header = ["Target", "A", "B", "seeds", "mean A − B", "p at each seed", "p over the seeds", f"p < {SIGNIFICANCE_LEVEL}"]
         lines += ["", "### Over the seeds", "", seeds_intro, "", *_table(seeds_header, seed_rows)]
+    welch_rows = [test.across_seeds for test in tests.values() if test.across_seeds]
+    if welch_rows:
+        welch_intro = (
+            "Welch's t-test on each method's test scores, one per seed (all the seeds each method has; no predictions needed): "
+            "it weighs the difference of the means against how much each method moves from seed to seed, which the tests "
+            "above, over the sentences, do not. With three seeds a side it finds only differences that are large against that spread."
+        )
+        welch_header = ["Target", "A", "B", "A: mean ± std (seeds)", "B: mean ± std (seeds)", "A − B", "p (Welch)", f"p < {SIGNIFICANCE_LEVEL}"]
+        lines += ["", "### Across seeds (Welch's t-test)", "", welch_intro, "", *_table(welch_header, welch_rows)]
     return lines
 
 

@@ -10,9 +10,11 @@ non-decomposable metric (scipy.stats.permutation_test would call Python once per
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
+from scipy import stats
 
 from seqtransfer.data.metrics import METRICS, POSITIVE_LABEL, average_ranks
 from seqtransfer.data.schemes import chunks
@@ -164,3 +166,15 @@ def bootstrap_confidence_interval(gold: Sentences, predicted: Sentences, metric:
     tail = 100 * (1 - confidence) / 2
     low, high = np.percentile(np.concatenate(scores), [tail, 100 - tail])
     return float(low), float(high)
+
+
+def welch_p_value(scores_a: Sequence[float], scores_b: Sequence[float]) -> float | None:
+    """Two-sided p of Welch's t-test between two methods' scores, one per seed (scipy's
+    ``ttest_ind(equal_var=False)``): it treats each seed's run as one sample, so it weighs a
+    difference against how much each method moves from seed to seed, which the paired tests, over
+    the sentences of shared seeds, do not. None with fewer than two seeds a side, or none that vary."""
+    if len(scores_a) < 2 or len(scores_b) < 2 or (np.std(scores_a) == 0 and np.std(scores_b) == 0):
+        return None
+    with warnings.catch_warnings():  # one method at the same score on every seed: scipy warns of precision, its p stands
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(stats.ttest_ind(scores_a, scores_b, equal_var=False).pvalue)
