@@ -509,3 +509,16 @@ def test_the_layer_figure_puts_runs_of_one_lm_folder_pretrained_twice_in_two_pan
     assert titles == ["encoder tweet (1fbc97c2)", "encoder tweet (ee52314b)"]
     assert [axes.get_title() for axes in mix_figure(results[1:]).axes] == ["encoder tweet"]  # one pretraining: no fingerprint needed
     assert "| old | 0.200 | 0.300 | 0.500 | 1.000 | `1fbc97c24263b133` |" in markdown(results)
+
+
+def test_the_layer_table_gives_each_layers_spread_over_the_seeds_of_one_run():
+    from seqtransfer.analysis.layer_mix import markdown
+
+    def row(label, weights, gamma):
+        return {"label": label, "encoder": "lms/tweet", "encoder_weights": "ee52314b76cfadc3", "mode": "features", "weights": weights, "gamma": gamma}
+
+    results = [row("WNUT / PretRand, seed 1", [0.1, 0.8, 0.1], 0.4), row("WNUT / PretRand, seed 2", [0.3, 0.6, 0.1], 0.6), row("source ner, seed 1", [0.2, 0.7, 0.1], 0.3)]
+    table = markdown(results).split("Over the seeds", 1)[1]
+    assert "| WNUT / PretRand | 2 | 0.200 ± 0.141 | 0.700 ± 0.141 | 0.100 ± 0.000 | 0.500 ± 0.141 |" in table
+    assert "source ner" not in table  # one seed: no spread
+    assert "Over the seeds" not in markdown(results[2:])

@@ -9,6 +9,8 @@ the weights come from the run's saved model, no data is read.
 
 from __future__ import annotations
 
+import re
+import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -114,7 +116,34 @@ def markdown(results: list[dict]) -> str:
         + " |"
         for result in results
     ]
-    return "\n".join([header, rule, *rows]) + "\n"
+    return "\n".join([header, rule, *rows]) + "\n" + seeds_table(results)
+
+
+def seeds_table(results: list[dict]) -> str:
+    """Where one run's label recurs at several seeds (``TARGET / METHOD, seed N``): each layer's weight
+    as mean ± sample std over those seeds, so that how far the mix moves between seeds is read, not
+    guessed ("" where no label has two seeds)."""
+    groups: dict[str, list[dict]] = {}
+    for result in results:
+        seedless = re.sub(r", seed \d+$", "", result["label"])
+        if seedless != result["label"]:
+            groups.setdefault(seedless, []).append(result)
+    groups = {label: runs for label, runs in groups.items() if len(runs) > 1 and len({len(run["weights"]) for run in runs}) == 1}
+    if not groups:
+        return ""
+    layers = max(len(runs[0]["weights"]) for runs in groups.values())
+    lines = [
+        "",
+        "Over the seeds (mean ± sample std of each layer's weight):",
+        "",
+        "| run | seeds | " + " | ".join(f"layer {layer}" for layer in range(layers)) + " | gamma |",
+        "| --- | ---: |" + " ---: |" * (layers + 1),
+    ]
+    for label, runs in groups.items():
+        columns = [[run["weights"][layer] for run in runs] for layer in range(len(runs[0]["weights"]))] + [[run["gamma"] for run in runs]]
+        cells = [f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}" for values in columns]
+        lines.append(f"| {label} | {len(runs)} | " + " | ".join([*cells[:-1], *([""] * (layers + 1 - len(cells))), cells[-1]]) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def encoder_key(result: dict) -> tuple[str, str | None]:
