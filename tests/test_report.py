@@ -494,6 +494,9 @@ def test_welchs_test_over_the_seeds_reads_the_scores_alone_and_each_methods_own_
     expected = stats.ttest_ind(tuned, scratch, equal_var=False).pvalue
     assert cells[3:] == ["93.50 ± 0.56 (3)", "90.62 ± 1.49 (4)", "+2.88", f"{expected:.4f}", "yes" if expected < 0.05 else "no"]
     assert "| ArK |" not in section.split("\n## ", 1)[0]  # Scratch has one seed on ArK
+    apart = [_record(method, "TChunk", seed, score + seed / 100) for seed in (1, 2, 3) for method, score in (("Scratch", 80.0), ("Tuned", 95.0))]
+    markdown = render_markdown(_spec(["Scratch", "Tuned"], ["TChunk"], [("Tuned", "Scratch")]), apart)
+    assert "| +15.00 | < 0.0001 | yes |" in markdown.split("### Across seeds (Welch's t-test)", 1)[1]  # not "0.0000"
 
 
 def test_the_runs_count_says_how_many_are_an_ensembles_extra_members():

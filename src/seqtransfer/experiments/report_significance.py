@@ -122,7 +122,8 @@ def _welch_row(by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: 
         return None
     shown = [f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f} ({len(values)})" for values in scores]
     difference = f"{statistics.mean(scores[0]) - statistics.mean(scores[1]):+.2f}".replace("-", "−")
-    return [target, *pair, *shown, difference, f"{p_value:.4f}", "yes" if p_value < SIGNIFICANCE_LEVEL else "no"]
+    written = f"{p_value:.4f}" if p_value >= 0.0001 else "< 0.0001"  # Welch's p is exact: it can be smaller than 4 decimals show
+    return [target, *pair, *shown, difference, written, "yes" if p_value < SIGNIFICANCE_LEVEL else "no"]
 
 
 def _mean_difference(by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str], seeds: Sequence[int]) -> float:
