@@ -88,7 +88,7 @@ def test_the_papers_heads_read_every_pretrained_encoder_frozen_and_fine_tuned(fa
     run([*arguments, "model.sentence_reader=to_tune", "model.feature_extractor=none"])
     loaded = load_run(output)
     assert type(loaded.model.reader).__name__ == PAPER_HEADS[(mode, texts)]
-    assert type(loaded.model).encoder_family == family if mode == "finetune" else loaded.config.model.encoder_mode == "features"  # frozen: the words family reads the features
+    assert type(loaded.model).encoder_family == (family if mode == "finetune" else "words")  # frozen: the words family reads the features
     sentences = [["a", "man", "plays", "[SEP]", "a", "man"], ["great", "[SEP]", "awful"]] if texts == "pairs" else [["great", "movie"], ["awful"]]
     predicted = seqtransfer.load(output).predict(sentences)
     labels = {"entailment", "neutral", "contradiction"} if texts == "pairs" else {"pos", "neg"}

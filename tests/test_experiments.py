@@ -575,10 +575,16 @@ def test_a_methods_runs_on_one_target_may_take_settings_of_their_own(tmp_path):
         ('{scheme: scratch, target_overrides: {nothing: ["train.max_epochs=1"]}}', "unknown target"),
         ("{scheme: scratch, target_overrides: {pos: train.max_epochs=1}}", "must map targets to lists of overrides"),
         ('{scheme: scratch, targets: [other], target_overrides: {pos: ["train.max_epochs=1"]}}', "has target_overrides for pos, where it does not run"),
+        ('{scheme: scratch, target_overrides: {pos: ["train.max_epoch=1"]}}', "unknown config key 'train.max_epoch'"),  # parsed when the file loads
+        ('{scheme: scratch, target_overrides: {pos: ["data.pseudo_train=x.conll"]}, pseudo_labels: {from: [finetune], unlabeled: target}}', "cannot also be set"),
     ):
         experiment.write_text(text.replace("  scratch: {scheme: scratch}", f"  scratch: {method}"), encoding="utf-8")
         with pytest.raises(SeqTransferError, match=message):
             load_experiment(experiment)
+    ensemble = '  ensemble: {ensemble: [finetune, scratch+1000], target_overrides: {pos: ["train.max_epochs=1"]}}'
+    experiment.write_text(text.replace("  ensemble: {ensemble: [finetune, scratch+1000]}", ensemble), encoding="utf-8")
+    with pytest.raises(SeqTransferError, match="ensemble 'ensemble' trains nothing"):
+        load_experiment(experiment)
 
 
 @pytest.mark.parametrize(

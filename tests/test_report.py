@@ -497,6 +497,8 @@ def test_welchs_test_over_the_seeds_reads_the_scores_alone_and_each_methods_own_
     apart = [_record(method, "TChunk", seed, score + seed / 100) for seed in (1, 2, 3) for method, score in (("Scratch", 80.0), ("Tuned", 95.0))]
     markdown = render_markdown(_spec(["Scratch", "Tuned"], ["TChunk"], [("Tuned", "Scratch")]), apart)
     assert "| +15.00 | < 0.0001 | yes |" in markdown.split("### Across seeds (Welch's t-test)", 1)[1]  # not "0.0000"
+    broken = [*apart, {**_record("Scratch", "TChunk", 4, 80.0), "test": None}]  # a run without a test score is left out
+    assert "| 80.02 ± 0.01 (3) | +15.00 | < 0.0001 | yes |" in render_markdown(_spec(["Scratch", "Tuned"], ["TChunk"], [("Tuned", "Scratch")]), broken)
 
 
 def test_the_runs_count_says_how_many_are_an_ensembles_extra_members():

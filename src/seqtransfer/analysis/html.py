@@ -242,9 +242,8 @@ def probes_section(results: list[dict]) -> str:
 
 def probe_heading(result: dict) -> str:
     """The encoder (and its fingerprint), the task and the run the probes read (older probes.json files name only the run)."""
-    named = [result[key] for key in ("encoder", "task") if result.get(key)]
-    if result.get("encoder_weights") and named:
-        named[0] += f" {result['encoder_weights']}"
+    encoder = " ".join(str(result[key]) for key in ("encoder", "encoder_weights") if result.get(key)) if result.get("encoder") else ""
+    named = [part for part in (encoder, result.get("task")) if part]
     return f"{', '.join(named)} ({result['run']})" if named else str(result["run"])
 
 

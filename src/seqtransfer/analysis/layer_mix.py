@@ -123,12 +123,12 @@ def seeds_table(results: list[dict]) -> str:
     """Where one run's label recurs at several seeds (``TARGET / METHOD, seed N``): each layer's weight
     as mean ± sample std over those seeds, so that how far the mix moves between seeds is read, not
     guessed ("" where no label has two seeds)."""
-    groups: dict[str, list[dict]] = {}
+    groups: dict[tuple, list[dict]] = {}  # (label without its seed, encoder): runs of one LM pretrained twice are not averaged
     for result in results:
         seedless = re.sub(r", seed \d+$", "", result["label"])
         if seedless != result["label"]:
-            groups.setdefault(seedless, []).append(result)
-    groups = {label: runs for label, runs in groups.items() if len(runs) > 1 and len({len(run["weights"]) for run in runs}) == 1}
+            groups.setdefault((seedless, encoder_key(result)), []).append(result)
+    groups = {key: runs for key, runs in groups.items() if len(runs) > 1 and len({len(run["weights"]) for run in runs}) == 1}
     if not groups:
         return ""
     layers = max(len(runs[0]["weights"]) for runs in groups.values())
@@ -139,10 +139,12 @@ def seeds_table(results: list[dict]) -> str:
         "| run | seeds | " + " | ".join(f"layer {layer}" for layer in range(layers)) + " | gamma |",
         "| --- | ---: |" + " ---: |" * (layers + 1),
     ]
-    for label, runs in groups.items():
+    for (label, (_, fingerprint)), runs in groups.items():
+        twice = sum(key[0] == label for key in groups) > 1  # one label read two pretrainings of the LM: say which
+        shown = f"{label} ({fingerprint[:8] if fingerprint else 'not recorded'})" if twice else label
         columns = [[run["weights"][layer] for run in runs] for layer in range(len(runs[0]["weights"]))] + [[run["gamma"] for run in runs]]
         cells = [f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}" for values in columns]
-        lines.append(f"| {label} | {len(runs)} | " + " | ".join([*cells[:-1], *([""] * (layers + 1 - len(cells))), cells[-1]]) + " |")
+        lines.append(f"| {shown} | {len(runs)} | " + " | ".join([*cells[:-1], *([""] * (layers + 1 - len(cells))), cells[-1]]) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -65,6 +65,10 @@ class MethodSpec:
         None  # {from: [METHOD, ...], unlabeled: TEXT, combination, threshold, top_n, tokenizer}: those methods' runs (same target, seed) label TEXT, added to the training data
     )
 
+    def every_override(self) -> list[str]:
+        """The method's overrides and those of its runs on single targets (``target_overrides``)."""
+        return [*self.overrides, *(override for values in self.target_overrides.values() for override in values)]
+
 
 PUBLISHED_FLAGS = {  # the legend of the PretRand paper's Table 7
     "contextual": "contextualised representations",

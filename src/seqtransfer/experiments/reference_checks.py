@@ -68,7 +68,7 @@ def check_pseudo_labels(spec: ExperimentSpec, name: str, method: MethodSpec, pat
         raise SeqTransferError(f"method '{name}': pseudo_labels.{wrong}", path=path, hint=example)
     if method.multitask or method.selflabel is not None:
         raise SeqTransferError(f"method '{name}': pseudo_labels trains one mono-task model on the labelled text", path=path, hint="drop multitask: or selflabel:")
-    if any(override.startswith("data.pseudo_train=") for override in method.overrides):
+    if any(override.startswith("data.pseudo_train=") for override in method.every_override()):
         raise SeqTransferError(f"method '{name}': pseudo_labels writes the run's data.pseudo_train; it cannot also be set", path=path, hint="drop the data.pseudo_train override")
 
 
@@ -95,7 +95,7 @@ def check_teachers(spec: ExperimentSpec, name: str, method: MethodSpec, path: Pa
         raise SeqTransferError(f"method '{name}': distill_from lists the teacher methods of a mono-task method", path=path, hint=example)
     for teacher in method.distill_from:
         check_read_method(spec, name, method, teacher, "distill_from", path, example)
-    if any(override.startswith("transfer.distill_from=") for override in method.overrides):
+    if any(override.startswith("transfer.distill_from=") for override in method.every_override()):
         raise SeqTransferError(f"method '{name}': distill_from sets the run's transfer.distill_from; it cannot also be set", path=path, hint="drop the transfer.distill_from override")
 
 
@@ -256,6 +256,8 @@ def _check_method_sources(spec: ExperimentSpec, name: str, method: MethodSpec, p
 
 def _check_method_links(spec: ExperimentSpec, name: str, method: MethodSpec, path: Path) -> None:
     """What a method reads of other methods (start, pseudo-labels, teachers, self-labelling) and its targets."""
+    if not isinstance(method.target_overrides, dict) or not all(isinstance(values, list) and all(isinstance(value, str) for value in values) for values in method.target_overrides.values()):
+        raise SeqTransferError(f"method '{name}': 'target_overrides' must map targets to lists of overrides", path=path, hint='e.g. target_overrides: {SST-2: ["train.max_epochs=3"]}')
     if method.start_from is not None:
         check_start_from(spec, name, method, path)
     if method.pseudo_labels is not None:
@@ -264,14 +266,14 @@ def _check_method_links(spec: ExperimentSpec, name: str, method: MethodSpec, pat
         check_teachers(spec, name, method, path)
     if method.selflabel is not None:
         check_selflabel(name, method.selflabel, path)
-    if not isinstance(method.target_overrides, dict) or not all(isinstance(values, list) and all(isinstance(value, str) for value in values) for values in method.target_overrides.values()):
-        raise SeqTransferError(f"method '{name}': 'target_overrides' must map targets to lists of overrides", path=path, hint='e.g. target_overrides: {SST-2: ["train.max_epochs=3"]}')
     unknown = [target for target in [*(method.targets or []), *method.target_overrides] if target not in spec.targets]
     if unknown:
         raise SeqTransferError(f"method '{name}' names unknown target(s) {', '.join(map(str, unknown))}", path=path, hint=f"targets: {', '.join(spec.targets)}")
     for option in ("targets", "target_overrides"):
         if getattr(method, option) and method.multitask:
             raise SeqTransferError(f"multi-task method '{name}' trains one model over every target: it takes no '{option}'", path=path)
+    if method.target_overrides and method.ensemble:
+        raise SeqTransferError(f"ensemble '{name}' trains nothing: its members' runs take their own settings", path=path, hint="give target_overrides to a member method")
     outside = [target for target in method.target_overrides if method.targets is not None and target not in method.targets]
     if outside:
         raise SeqTransferError(f"method '{name}' has target_overrides for {', '.join(outside)}, where it does not run", path=path, hint=f"its targets: {', '.join(method.targets)}")

@@ -3,6 +3,7 @@ pairs, over the seeds both share (or at the first seed they share), and their ta
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ from pathlib import Path
 from seqtransfer.data.metrics import evaluate, is_correlation, main_score
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.evidence import decode_array, evidence_of
-from seqtransfer.experiments.report_base import MISSING, SIGNIFICANCE_LEVEL, ReportSpec, _table
+from seqtransfer.experiments.report_base import MISSING, SIGNIFICANCE_LEVEL, ReportSpec, _signed, _table
 from seqtransfer.experiments.significance import paired_randomization_correlation_seeds, paired_randomization_seeds, score_from_counts, welch_p_value
 
 # Metrics whose test score follows from the per-sentence counts of their evidence.
@@ -113,15 +114,20 @@ def significance_tests(spec: ReportSpec, records: Sequence[dict]) -> dict[tuple[
     return tests
 
 
+def is_score(value: object) -> bool:
+    """A finite test score (a run without one, or with NaN, is left out of the tests over seeds)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _welch_row(by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str]) -> list[str] | None:
     """Welch's t-test between the two methods' test scores on ``target``, a score per seed each has
     (no predictions needed: kept records from before records carried evidence are tested too)."""
-    scores = [[float(record["test"]) for (method, name, _), record in sorted(by_seed.items()) if (method, name) == (which, target) and record.get("test") is not None] for which in pair]
+    scores = [[float(record["test"]) for (method, name, _), record in by_seed.items() if (method, name) == (which, target) and is_score(record.get("test"))] for which in pair]
     p_value = welch_p_value(*scores)
     if p_value is None:
         return None
     shown = [f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f} ({len(values)})" for values in scores]
-    difference = f"{statistics.mean(scores[0]) - statistics.mean(scores[1]):+.2f}".replace("-", "−")
+    difference = _signed(statistics.mean(scores[0]) - statistics.mean(scores[1]))
     written = f"{p_value:.4f}" if p_value >= 0.0001 else "< 0.0001"  # Welch's p is exact: it can be smaller than 4 decimals show
     return [target, *pair, *shown, difference, written, "yes" if p_value < SIGNIFICANCE_LEVEL else "no"]
 
@@ -179,4 +185,4 @@ def _seeds_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], dict], t
     difference = _mean_difference(by_seed, target, pair, [seed for seed, *_ in tested])
     seeds = ", ".join(str(seed) for seed, *_ in tested)
     shown = f"{pooled:.4f}{two_sources_mark(spec, [by_seed[method, target, seed] for seed, *_ in tested for method in pair])}"
-    return [target, first, second, seeds, f"{difference:+.2f}".replace("-", "−"), ", ".join(f"{p:.4f}" for p in each), shown, "yes" if pooled < SIGNIFICANCE_LEVEL else "no"]
+    return [target, first, second, seeds, _signed(difference), ", ".join(f"{p:.4f}" for p in each), shown, "yes" if pooled < SIGNIFICANCE_LEVEL else "no"]

@@ -51,3 +51,5 @@ def override_lists(spec: ExperimentSpec) -> Iterator[tuple[str, list[str]]]:
     for kind, entries in (("target", spec.targets), ("source", spec.sources), ("method", spec.methods)):
         for name, entry in entries.items():
             yield f"{kind} '{name}'", getattr(entry, "overrides", None) or []
+            for target, values in (getattr(entry, "target_overrides", None) or {}).items():  # a method's runs on one target
+                yield f"{kind} '{name}', target '{target}'", values

@@ -177,4 +177,5 @@ def welch_p_value(scores_a: Sequence[float], scores_b: Sequence[float]) -> float
         return None
     with warnings.catch_warnings():  # one method at the same score on every seed: scipy warns of precision, its p stands
         warnings.simplefilter("ignore", RuntimeWarning)
-        return float(stats.ttest_ind(scores_a, scores_b, equal_var=False).pvalue)
+        p_value = float(stats.ttest_ind(scores_a, scores_b, equal_var=False).pvalue)
+    return p_value if np.isfinite(p_value) else None
