@@ -159,7 +159,7 @@ def _significance_section(spec: ReportSpec, tests: Mapping[tuple[str, str, str],
             "in the first table."
         )
         seeds_header = ["Target", "A", "B", "seeds", "mean A − B", "p at each seed", "p over the seeds", f"p < {SIGNIFICANCE_LEVEL}"]
-        lines += ["", "### Over the seeds", "", seeds_intro, "", *_table(seeds_header, seed_rows)]
+        lines += _subsection("Over the seeds", seeds_intro, seeds_header, seed_rows)
     welch_rows = [test.across_seeds for test in tests.values() if test.across_seeds]
     if welch_rows:
         welch_intro = (
@@ -168,8 +168,13 @@ def _significance_section(spec: ReportSpec, tests: Mapping[tuple[str, str, str],
             "above, over the sentences, do not. With three seeds a side it finds only differences that are large against that spread."
         )
         welch_header = ["Target", "A", "B", "A: mean ± std (seeds)", "B: mean ± std (seeds)", "A − B", "p (Welch)", f"p < {SIGNIFICANCE_LEVEL}"]
-        lines += ["", "### Across seeds (Welch's t-test)", "", welch_intro, "", *_table(welch_header, welch_rows)]
+        lines += _subsection("Across seeds (Welch's t-test)", welch_intro, welch_header, welch_rows)
     return lines
+
+
+def _subsection(heading: str, intro: str, header: list[str], rows: list[list[str]]) -> list[str]:
+    """A ``###`` heading, its explanation and its table, after a blank line."""
+    return ["", f"### {heading}", "", intro, "", *_table(header, rows)]
 
 
 def _seeds_row(spec: ReportSpec, by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str], evidence: Mapping[int, tuple]) -> list[str] | None:
