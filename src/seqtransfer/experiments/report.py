@@ -22,7 +22,22 @@ from collections.abc import Mapping, Sequence
 from seqtransfer.data.metrics import METRICS
 from seqtransfer.experiments.experiment_file import split_member
 from seqtransfer.experiments.kept import selection_of
-from seqtransfer.experiments.report_base import MISSING, ReportSpec, Summary, _duration, _ratio, _signed, _spec_means, _table, aggregate, anrg, means_by_method, mnrg, normalised_relative_gains
+from seqtransfer.experiments.report_base import (
+    MISSING,
+    ReportSpec,
+    Summary,
+    _duration,
+    _mean_cell,
+    _ratio,
+    _signed,
+    _spec_means,
+    _table,
+    aggregate,
+    anrg,
+    means_by_method,
+    mnrg,
+    normalised_relative_gains,
+)
 from seqtransfer.experiments.report_notes import notes_lines
 from seqtransfer.experiments.report_paper import _paper_table, _published_section, other_metric_scores
 from seqtransfer.experiments.report_significance import PairTests, _significance_section, significance_tests
@@ -72,7 +87,7 @@ def _ours_table(spec: ReportSpec, records: Sequence[dict], summaries: Mapping[tu
         cells = [summaries.get((method, target)) for target in spec.targets]
         mark = "°" if mixed_labels(summaries) else ""
         scores = [
-            f"{cell.mean:.2f} ± {cell.std:.2f} ({len(cell.seeds)}){mark if cell.target_dev_labels else ''}" if cell else MISSING if spec.applies(method, target) else ""
+            f"{_mean_cell(cell.mean, cell.std, len(cell.seeds))}{mark if cell.target_dev_labels else ''}" if cell else MISSING if spec.applies(method, target) else ""
             for cell, target in zip(cells, spec.targets)
         ]
         covered = len(gains.get(method, ()))
@@ -103,7 +118,7 @@ def _other_metrics_section(spec: ReportSpec, records: Sequence[dict]) -> list[st
     rows = []
     for method in spec.methods:
         values = [cells.get((metric, method, target)) for metric, target in columns]
-        rows.append([method, *(f"{statistics.fmean(v):.2f} ± {statistics.stdev(v) if len(v) > 1 else 0.0:.2f} ({len(v)})" if v else MISSING for v in values)])
+        rows.append([method, *(_mean_cell(statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else 0.0, len(v)) if v else MISSING for v in values)])
     header = ["Method", *(f"{target} ({METRICS[metric].title})" for metric, target in columns)]
     return [f"## Other metrics ({spec.split})", "", "The same runs scored by other metrics from their predictions (a target's `also`).", "", *_table(header, rows)]
 
@@ -211,7 +226,7 @@ def _by_target_section(spec: ReportSpec, records: Sequence[dict], summaries: Map
         if not cells:
             continue
         rows = [
-            [method, f"{summary.mean:.2f} ± {summary.std:.2f} ({len(summary.seeds)})", *_compared_cells(spec, tests, method, target), *_cost_cells(costs.get((method, target)), summary)]
+            [method, _mean_cell(summary.mean, summary.std, len(summary.seeds)), *_compared_cells(spec, tests, method, target), *_cost_cells(costs.get((method, target)), summary)]
             for method, summary in cells
         ]
         tested = "" if spec.split == "test" else "test "  # the tests read test predictions, whatever split the scores are

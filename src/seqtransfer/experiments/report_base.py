@@ -158,6 +158,11 @@ def mnrg(means: Means, reference: str) -> dict[str, float]:
     return {method: statistics.median(gains) for method, gains in normalised_relative_gains(means, reference).items() if gains}
 
 
+def _mean_cell(mean: float, std: float, count: int) -> str:
+    """``mean ± std (n)``, a cell of scores over ``count`` seeds."""
+    return f"{mean:.2f} ± {std:.2f} ({count})"
+
+
 def _signed(value: float, digits: int = 2) -> str:
     """``+1.20`` / ``−2.17`` (a true minus sign, as in the papers)."""
     return f"{value:+.{digits}f}".replace("-", "−")

@@ -12,7 +12,7 @@ from pathlib import Path
 from seqtransfer.data.metrics import evaluate, is_correlation, main_score
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.evidence import decode_array, evidence_of
-from seqtransfer.experiments.report_base import MISSING, SIGNIFICANCE_LEVEL, ReportSpec, _signed, _table
+from seqtransfer.experiments.report_base import MISSING, SIGNIFICANCE_LEVEL, ReportSpec, _mean_cell, _signed, _table
 from seqtransfer.experiments.significance import paired_randomization_correlation_seeds, paired_randomization_seeds, score_from_counts, welch_p_value
 
 # Metrics whose test score follows from the per-sentence counts of their evidence.
@@ -126,7 +126,7 @@ def _welch_row(by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: 
     p_value = welch_p_value(*scores)
     if p_value is None:
         return None
-    shown = [f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f} ({len(values)})" for values in scores]
+    shown = [_mean_cell(statistics.mean(values), statistics.stdev(values), len(values)) for values in scores]
     difference = _signed(statistics.mean(scores[0]) - statistics.mean(scores[1]))
     written = f"{p_value:.4f}" if p_value >= 0.0001 else "< 0.0001"  # Welch's p is exact: it can be smaller than 4 decimals show
     return [target, *pair, *shown, difference, written, "yes" if p_value < SIGNIFICANCE_LEVEL else "no"]
