@@ -1260,3 +1260,18 @@ def test_an_ensemble_folder_that_cannot_tell_which_member_runs_it_read_is_left_a
     assert members_changed(ensemble)
     (runs / "b" / "metrics.json").unlink()  # b set aside to train again: cannot tell yet
     assert not members_changed(ensemble)
+
+
+@pytest.mark.parametrize("score", [float("nan"), float("inf"), "93.1", True])
+def test_a_kept_record_whose_score_is_not_a_finite_number_is_refused_naming_its_line(tmp_path, score):
+    """A hand-mended records file with a NaN, an infinity or a quoted score would make every mean of its
+    cell NaN (or crash the std); reading it names the file and line instead."""
+    from seqtransfer.experiments.kept import read_kept
+
+    kept = tmp_path / "kept.jsonl"
+    good = {"experiment": "tiny", "run_directory": "runs/a", "method": "scratch", "target": "pos", "seed": 1, "dev": 90.0, "test": 89.5}
+    kept.write_text(json.dumps(good) + "\n" + json.dumps(good | {"seed": 2, "test": score}) + "\n" + json.dumps(good | {"seed": 3, "test": None}) + "\n", encoding="utf-8")
+    with pytest.raises(SeqTransferError, match=r"kept\.jsonl:2: the record's 'test' score is .*, not a finite number"):
+        read_kept(kept)
+    kept.write_text(json.dumps(good) + "\n" + json.dumps(good | {"seed": 3, "test": None}) + "\n", encoding="utf-8")
+    assert [record["test"] for record in read_kept(kept)] == [89.5, None]

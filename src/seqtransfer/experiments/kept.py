@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import math
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -31,6 +32,12 @@ from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import atomic_write, read_json_lines
 
 CELL_KEYS = ("method", "target", "seed", "source")
+SCORE_KEYS = ("dev", "test")
+
+
+def is_score(value) -> bool:
+    """Whether a record's score is absent (None: a split with no labels) or a finite number."""
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value))
 
 
 def made_with_other_weights(recorded: str | None, current: str | None) -> bool:
@@ -62,6 +69,9 @@ def read_kept(path: str | Path, experiment: str | None = None) -> list[dict]:
     for number, record in read_json_lines(path, hint):
         if not isinstance(record, dict) or "experiment" not in record or "run_directory" not in record:
             raise SeqTransferError("a record needs 'experiment' and 'run_directory'", path=path, line=number, hint=hint)
+        for split in SCORE_KEYS:
+            if not is_score(record.get(split)):
+                raise SeqTransferError(f"the record's {split!r} score is {record[split]!r}, not a finite number", path=path, line=number, hint="drop the line to train that cell again")
         if experiment is None or record["experiment"] == experiment:
             records.append(record)
     return records
