@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from budget import PROGRESS, partial_result, run_runner, training_speed
 from seqtransfer_runner import INFERENCE_BATCH_SIZES, benchmark_config, load_benchmark_data
 
 from seqtransfer.data.metrics import evaluate
@@ -125,36 +125,33 @@ def splits_for_flair(data) -> dict:
     return {split: {"tokens": data.tokens(split), "spans": [chunks(tags) for tags in data.labels(split)]} for split in ("train", "dev", "test")}
 
 
+def runner_environment(threads: int) -> dict:
+    """A runner's environment: ``threads`` for OpenMP and MKL, nothing downloaded."""
+    return {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
 def run_json(command: list[str], threads: int, timeout: float | None = None) -> dict:
-    """Run a runner process and parse the JSON line it prints last (its stderr passes through);
-    ``timeout``: seconds, after which the process is killed and this stops (SystemExit)."""
-    environment = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    environment.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")  # nothing may be downloaded
-    try:
-        completed = subprocess.run(command, stdout=subprocess.PIPE, text=True, env=environment, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise SystemExit(f"{Path(command[1]).name} stopped: the time budget ran out after {timeout:.0f} s") from None
-    if completed.returncode != 0:
-        raise SystemExit(f"{Path(command[1]).name} failed with exit code {completed.returncode}")
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    """Run a runner process and parse the JSON line it prints last (its stderr passes through, its
+    progress lines are shown); ``timeout``: seconds, after which it is killed and the result is what its
+    progress lines measured (``budget.partial_result``: ``killed`` true, no inference, no scores)."""
+    output, killed = run_runner(command, runner_environment(threads), timeout, echo=(PROGRESS,))
+    if killed:
+        print(f"{Path(command[1]).name} killed: its {timeout:.0f} s of the time budget ran out", file=sys.stderr, flush=True)
+        return partial_result(output)
+    return json.loads(output.strip().splitlines()[-1])
 
 
 def summarize(result: dict, data, predictions_path: Path) -> dict:
-    """Median epoch time, speeds and the dev/test F1 of one runner's result."""
+    """Median epoch time, speeds and the dev/test F1 of one runner's result (a killed runner's: its training speed only)."""
+    median, speed = training_speed(result)
+    row = {**result, "epoch_seconds_median": median, "train_tokens_per_second": speed}
+    if result.get("killed"):
+        return {**row, "inference_tokens_per_second": None, "best_inference_batch": None, "dev_f1": None, "test_f1": None}
     predictions = json.loads(predictions_path.read_text(encoding="utf-8"))
     scores = {split: evaluate(data.labels(split), predictions[split], data.metric)["f1"] for split in ("dev", "test")}
     inference = {int(size): seconds for size, seconds in result["inference_seconds"].items()}
     best_batch = min(inference, key=inference.get)
-    median = statistics.median(result["epoch_seconds"])
-    return {
-        **result,
-        "epoch_seconds_median": median,
-        "train_tokens_per_second": result["train_tokens"] / median,
-        "inference_tokens_per_second": result["test_tokens"] / inference[best_batch],
-        "best_inference_batch": best_batch,
-        "dev_f1": scores["dev"],
-        "test_f1": scores["test"],
-    }
+    return {**row, "inference_tokens_per_second": result["test_tokens"] / inference[best_batch], "best_inference_batch": best_batch, "dev_f1": scores["dev"], "test_f1": scores["test"]}
 
 
 def runner_options(arguments: argparse.Namespace) -> list[str]:
@@ -178,38 +175,38 @@ def seqtransfer_options(arguments: argparse.Namespace, dataset: str) -> list[str
     return options
 
 
-def run_tools(dataset: str, commands: dict[str, list[str]], data, folder: Path, threads: int, time_budget: float | None = None, finished=None, deadline: float | None = None) -> list[dict]:
+def run_tools(dataset: str, commands: dict[str, list[str]], data, folder: Path, threads: int, finished=None, deadline: float | None = None, same_epochs: bool = True) -> list[dict]:
     """Run each tool's runner in turn (seqtransfer first), score its predictions; check both read the
     same data. Each tool's measurements are printed (one JSON line) and written to
     ``FOLDER/TOOL-result.json`` the moment it ends, and handed to ``finished`` (``--json``): a later
     tool's failure or time-out loses only its own.
 
-    ``time_budget`` (seconds for both tools): seqtransfer gets half of it and trains as many of the
-    epochs as fit (``--time-budget``: measured from its first epoch on); flair then trains that many
-    epochs, in what is left of the budget (it too stops early, at least one epoch, if they would not fit).
-
-    ``deadline`` (a ``time.perf_counter()`` value; for runners that cannot stop early, the fine-tuned
-    encoders, whose learning-rate schedule runs over all epochs): each runner gets an equal share of
-    what is left until then (seqtransfer half, then flair the rest); one still running at the end of
-    its share is killed, and this stops (SystemExit) with the rows of the tools that ended handed to ``finished``."""
+    ``deadline`` (a ``time.perf_counter()`` value): each runner gets an equal share of what is left
+    until then, as ``--time-budget`` (a tenth less, at least 5 s less: its start-up) within which it
+    trains whole epochs while another fits, else part of one (``budget.Budget``), and as a hard limit:
+    a runner still running at the end of its share is killed, and its row holds what its progress
+    lines measured (its training speed; ``killed``). ``same_epochs``: the peer trains as many epochs
+    as seqtransfer did (not for the fine-tuned encoders: their schedule's length is fixed)."""
     rows = []
-    started = time.perf_counter()
     for tool, command in commands.items():
         print(f"{dataset}: running {tool} ...", file=sys.stderr, flush=True)
         predictions = folder / f"{tool}-predictions.json"
-        if time_budget:
-            left = time_budget / 2 if not rows else time_budget - (time.perf_counter() - started)
-            command = [*command, "--time-budget", f"{max(left, 1.0):.0f}"] + (["--epochs", str(rows[0]["epochs"])] if rows else [])
-        timeout = max((deadline - time.perf_counter()) / (len(commands) - len(rows)), 1.0) if deadline else None  # each tool its share of what is left
-        rows.append(summarize(run_json([*command, "--predictions", str(predictions)], threads, timeout), data, predictions))
+        share = max((deadline - time.perf_counter()) / (len(commands) - len(rows)), 1.0) if deadline else None
+        if share:
+            command = [*command, "--time-budget", f"{max(share - max(5.0, share / 10), 1.0):.0f}"]
+        if rows and same_epochs and rows[0].get("epochs"):
+            command = [*command, "--epochs", str(rows[0]["epochs"])]
+        result = run_json([*command, "--predictions", str(predictions)], threads, share)
+        rows.append(summarize({"tool": tool, "dataset": dataset, **result}, data, predictions))
         (folder / f"{tool}-result.json").write_text(json.dumps(rows[-1], indent=1), encoding="utf-8")
         print(f"{dataset}: {tool} finished: {json.dumps(rows[-1])}", file=sys.stderr, flush=True)
         if finished:
             finished(rows[-1])
-    if rows[0]["train_tokens"] != rows[1]["train_tokens"] or rows[0]["test_tokens"] != rows[1]["test_tokens"]:
+    ended = [row for row in rows if not row.get("killed")]
+    if len(ended) == 2 and (ended[0]["train_tokens"] != ended[1]["train_tokens"] or ended[0]["test_tokens"] != ended[1]["test_tokens"]):
         raise SystemExit(f"{dataset}: the two tools did not get the same data: {rows}")
-    if rows[0].get("epochs", len(rows[0]["epoch_seconds"])) != rows[1].get("epochs", len(rows[1]["epoch_seconds"])):
-        print(f"{dataset}: WARNING: the time budget stopped the tools after different epochs ({rows[0]['epochs']} and {rows[1]['epochs']}): their F1 are not comparable", file=sys.stderr, flush=True)
+    if len(ended) == 2 and (ended[0]["epochs"], ended[0].get("epoch_cut")) != (ended[1]["epochs"], ended[1].get("epoch_cut")):
+        print(f"{dataset}: WARNING: the time budget stopped the tools at different points ({ended[0]['epochs']} and {ended[1]['epochs']} epochs): F1 not comparable", file=sys.stderr, flush=True)
     return rows
 
 
@@ -223,8 +220,12 @@ def compare_dataset(arguments: argparse.Namespace, dataset: str, flair_python: P
         "seqtransfer": [sys.executable, str(BENCHMARKS / "seqtransfer_runner.py"), *seqtransfer_options(arguments, dataset), *common],
         "flair": [str(flair_python), str(BENCHMARKS / "flair_runner.py"), "--input", str(folder), *common],
     }
-    budget = time_budget - (time.perf_counter() - started) if time_budget else None
-    return run_tools(dataset, commands, data, folder, arguments.threads, budget, finished)
+    return run_tools(dataset, commands, data, folder, arguments.threads, finished, started + time_budget if time_budget else None)
+
+
+def cell(value, width: int, form: str = ".0f") -> str:
+    """A table cell: ``value`` in ``form``, or "-" where it was not measured (a killed runner's)."""
+    return f"{value:{width}{form}}" if value is not None else f"{'-':>{width}}"
 
 
 def print_table(rows: list[dict]) -> None:
@@ -234,24 +235,28 @@ def print_table(rows: list[dict]) -> None:
     )
     print(header)
     for row in rows:
-        train_mb = f"{row['train_peak_rss_mb']:8.0f}" if row["train_peak_rss_mb"] is not None else f"{'-':>8}"
-        gpu_mb = f"{row['gpu_peak_mb']:7.0f}" if row.get("gpu_peak_mb") is not None else f"{'-':>7}"  # torch.cuda.max_memory_allocated
+        epochs = f"{len(row['epoch_seconds'])}{'*' if any(row.get('epoch_cut') or []) else ''}{' killed' if row.get('killed') else ''}"
         print(
-            f"{row['tool']:12} {row['dataset']:10} {row['train_tokens']:8d} {len(row['epoch_seconds']):6d} {row['epoch_seconds_median']:8.2f} "
-            f"{row['train_tokens_per_second']:12,.0f} {row['inference_tokens_per_second']:12,.0f} {row['best_inference_batch']:6d} "
-            f"{row['peak_rss_mb']:8.0f} {train_mb} {gpu_mb} {row['dev_f1']:7.2f} {row['test_f1']:7.2f}"
+            f"{row['tool']:12} {row['dataset']:10} {cell(row.get('train_tokens'), 8, 'd')} {epochs:>6} {cell(row['epoch_seconds_median'], 8, '.2f')} "
+            f"{cell(row['train_tokens_per_second'], 12, ',.0f')} {cell(row['inference_tokens_per_second'], 12, ',.0f')} {cell(row['best_inference_batch'], 6, 'd')} "
+            f"{cell(row.get('peak_rss_mb'), 8)} {cell(row.get('train_peak_rss_mb'), 8)} {cell(row.get('gpu_peak_mb'), 7)} {cell(row['dev_f1'], 7, '.2f')} {cell(row['test_f1'], 7, '.2f')}"
         )
+    if any(any(row.get("epoch_cut") or []) or row.get("killed") for row in rows):
+        print("(* the time budget cut the last epoch short: tokens/s over the sentences it trained; killed: the runner's share ran out, its training speed is from its progress lines)")
+
+
+def ratio(ours: dict, theirs: dict, key: str) -> float:
+    """ours / theirs of one measurement, NaN where either was not measured."""
+    return ours[key] / theirs[key] if ours.get(key) and theirs.get(key) else float("nan")
 
 
 def print_ratios(rows: list[dict]) -> None:
     print("\nseqtransfer / flair (speed: >1 = seqtransfer faster; memory: <1 = seqtransfer smaller)")
     print(f"{'dataset':10} {'train speed':>12} {'infer speed':>12} {'peak MB':>8} {'train MB':>8}")
     for ours, theirs in zip(rows[0::2], rows[1::2]):
-        train_ratio = ours["train_peak_rss_mb"] / theirs["train_peak_rss_mb"] if ours["train_peak_rss_mb"] and theirs["train_peak_rss_mb"] else float("nan")
         print(
-            f"{ours['dataset']:10} {ours['train_tokens_per_second'] / theirs['train_tokens_per_second']:12.2f} "
-            f"{ours['inference_tokens_per_second'] / theirs['inference_tokens_per_second']:12.2f} "
-            f"{ours['peak_rss_mb'] / theirs['peak_rss_mb']:8.2f} {train_ratio:8.2f}"
+            f"{ours['dataset']:10} {ratio(ours, theirs, 'train_tokens_per_second'):12.2f} {ratio(ours, theirs, 'inference_tokens_per_second'):12.2f} "
+            f"{ratio(ours, theirs, 'peak_rss_mb'):8.2f} {ratio(ours, theirs, 'train_peak_rss_mb'):8.2f}"
         )
 
 
@@ -282,8 +287,8 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
         "--time-budget",
         type=float,
         default=None,
-        help="seconds for the whole invocation, shared equally by the datasets; in each, seqtransfer gets half and trains as many of --epochs "
-        "as fit after its first epoch (at least one), then flair trains as many epochs in what is left (run_tools)",
+        help="seconds for the whole invocation, shared equally by the datasets; in each, seqtransfer gets half, then flair what is left, "
+        "each training whole epochs while another fits, else part of one, and killed at the end of its share (run_tools)",
     )
     return parser.parse_args(argv)
 
@@ -347,8 +352,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
             share = (deadline - time.perf_counter()) / (len(arguments.datasets) - number) if deadline else None  # what is left, shared by the datasets left
             rows += compare_dataset(arguments, dataset, flair_python, work / dataset, finished, share)
     print(
-        f"\nseqtransfer vs flair {rows[1]['flair']}: torch {rows[0]['torch']}, {rows[0]['device']} / {rows[1].get('device', 'cpu')}, {arguments.threads} threads, CRF, "
-        f"training batch {rows[0]['train_batch_size']}, {arguments.epochs} epochs{budget_description(arguments)}, seed {arguments.seed}{subset_description(arguments)}"
+        f"\nseqtransfer vs flair {FLAIR_VERSION}: torch {rows[0].get('torch', '?')}, {rows[0].get('device', '?')} / {rows[1].get('device', '?')}, {arguments.threads} threads, CRF, "
+        f"training batch {arguments.train_batch_size or rows[0].get('train_batch_size', '?')}, {arguments.epochs} epochs{budget_description(arguments)}, "
+        f"seed {arguments.seed}{subset_description(arguments)}"
     )
     report_rows(rows, arguments)
     return rows

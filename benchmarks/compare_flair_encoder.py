@@ -14,9 +14,11 @@ and inference tokens/s, peak resident memory and dev and test entity F1, both to
 scored by ``seqtransfer.data.metrics.evaluate``; then the ratios seqtransfer / flair.
 ``benchmarks/README.md`` lists what still differs between the two setups.
 
-``--time-budget SECONDS`` is a hard limit: the schedule runs over all ``--epochs``, so neither
-tool stops early; a runner still running when the invocation's SECONDS are spent is killed, and
-``--json`` keeps the rows of the tools that ended (seqtransfer runs first). ``--encoder-note``
+``--time-budget SECONDS``: each tool gets an equal share of what is left (seqtransfer first) and
+trains whole epochs while another fits, else part of one (``budget.py``); the schedule is planned
+over all ``--epochs`` either way, so a cut run leaves it unfinished (its speeds hold, its F1 do not
+compare with a whole run's). A runner still running at the end of its share is killed; its row then
+holds the training speed of its progress lines, and ``--json`` keeps every row as it ends. ``--encoder-note``
 is written into each row and the setup line (scripts/gpu_bench.sh: its encoder has random
 weights of MiniLM's shape, ``scripts/random_encoder.py``, so its F1 mean nothing).
 """
@@ -31,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from compare_flair import BENCHMARKS, comparison_parser, flair_python_for, json_writer, report_rows, run_tools, runner_options, seqtransfer_options, splits_for_flair, subset_description
+from compare_flair import BENCHMARKS, FLAIR_VERSION, comparison_parser, flair_python_for, json_writer, report_rows, run_tools, runner_options, seqtransfer_options, splits_for_flair, subset_description
 from seqtransfer_runner import benchmark_config, load_benchmark_data
 
 from seqtransfer.embeddings.transformer import encoder_path
@@ -92,18 +94,21 @@ def compare_dataset(arguments: argparse.Namespace, dataset: str, encoder: Path, 
         ],
         "flair": [str(flair_python), str(BENCHMARKS / "flair_encoder_runner.py"), "--input", str(folder), *common],
     }
-    return run_tools(dataset, commands, data, folder, arguments.threads, finished=finished, deadline=deadline)
+    return run_tools(dataset, commands, data, folder, arguments.threads, finished=finished, deadline=deadline, same_epochs=False)
 
 
 def print_setup(rows: list[dict], arguments: argparse.Namespace) -> None:
     """One line for the run, one per tool: the libraries, attention kernel and parameter count of each."""
     print(
-        f"\nseqtransfer vs flair {rows[1]['flair']}: encoder {arguments.encoder} fine-tuned, first sub-word, softmax, "
+        f"\nseqtransfer vs flair {FLAIR_VERSION}: encoder {arguments.encoder} fine-tuned, first sub-word, softmax, "
         f"{arguments.threads} threads, {arguments.epochs} epochs, seed {arguments.seed}{subset_description(arguments)}"
     )
     if arguments.encoder_note:
         print(f"  encoder: {arguments.encoder_note}")
     for row in rows[:2]:
+        if row.get("killed"):
+            print(f"  {row['tool']:12} killed at the end of its share of the time budget: its training speed is its progress lines'")
+            continue
         print(
             f"  {row['tool']:12} torch {row['torch']}, transformers {row['transformers']}, attention {row['attention']}, "
             f"training in {'bf16 autocast' if row.get('amp') == 'bf16' else 'fp32'}, predicting in {'bf16 autocast' if row.get('predict_amp') == 'bf16' else 'fp32'}, "
@@ -131,8 +136,8 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
         "--time-budget",
         type=float,
         default=None,
-        help="seconds for the whole invocation, a hard limit: neither tool stops early (the schedule runs over all --epochs), "
-        "a runner still running then is killed; --json keeps the rows of those that ended",
+        help="seconds for the whole invocation, shared by the tools: each trains whole epochs while another fits, else part of one, "
+        "and is killed at the end of its share (its row then holds its progress lines' training speed)",
     )
     parser.add_argument("--encoder-note", default=None, help="a note on the encoder, written into each row (encoder_note) and the setup line, e.g. that its weights are random")
     return parser.parse_args(argv)

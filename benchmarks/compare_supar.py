@@ -26,12 +26,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from budget import PROGRESS, partial_result, run_runner, training_speed
 
 from seqtransfer.data.attachment import attachment_scores
 from seqtransfer.data.conllu import read_conllu, write_conllu
@@ -128,41 +129,48 @@ def write_splits(dataset: str, folder: Path, data_dir: str | None, max_train_sen
     return paths
 
 
-def run_tool(python: Path, runner: str, settings: dict, folder: Path, name: str) -> dict:
+def run_tool(python: Path, runner: str, settings: dict, folder: Path, name: str, timeout: float | None = None) -> dict:
+    """Run one tool's runner: its output goes to ``FOLDER/NAME.log``, its own lines (the time budget's
+    choices, its progress) are shown as they come. Killed at ``timeout`` seconds, its result is what its
+    progress lines measured (``budget.partial_result``: ``killed`` true, no parsing, no scores)."""
     settings_path, result_path = folder / f"{name}-settings.json", folder / f"{name}-result.json"
     settings_path.write_text(json.dumps(settings))
     environment = {**os.environ, "PYTHONWARNINGS": "ignore", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
     started = time.perf_counter()
-    with open(folder / f"{name}.log", "w") as log:  # progress bars and logs; shown if the tool fails
-        finished = subprocess.run([str(python), str(BENCHMARKS / runner), str(settings_path), str(result_path)], env=environment, stdout=log, stderr=log)
-    log_text = (folder / f"{name}.log").read_text(errors="replace")
-    if finished.returncode:
-        raise SystemExit(f"{name} failed (exit {finished.returncode}):\n{log_text[-3000:]}")
-    for line in log_text.splitlines():  # the runners' own lines (the time budget's choices), not the progress bars
-        if line.startswith(("seqtransfer:", "supar:")):
-            print(line, file=sys.stderr, flush=True)
-    result = json.loads(result_path.read_text())
+    command = [str(python), str(BENCHMARKS / runner), str(settings_path), str(result_path)]
+    output, killed = run_runner(command, environment, timeout, log=folder / f"{name}.log", echo=("seqtransfer:", "supar:", PROGRESS))
+    if killed:
+        print(f"{name} killed: its {timeout:.0f} s of the time budget ran out", file=sys.stderr, flush=True)
+        result = partial_result(output)
+    else:
+        result = json.loads(result_path.read_text())
     result["process_seconds"] = time.perf_counter() - started
     return result
 
 
 def summarize(result: dict, train_tokens: int, test_tokens: int, gold_trees: list) -> dict:
+    """One tool's figures: training speed over its whole epochs (else the epoch the budget cut), parsing speed, scores."""
+    median, speed = training_speed({"epoch_seconds": result.get("train_seconds", result.get("epoch_seconds")), "train_tokens": train_tokens, **result})
+    row = {
+        "median_train_epoch_seconds": round(median, 2) if median else None,
+        "train_tokens_per_second": round(speed, 1) if speed else None,
+        "epochs": len(result.get("train_seconds", result.get("epoch_seconds", []))),
+        "train_seconds": result.get("train_seconds", result.get("epoch_seconds")),
+        "process_seconds": round(result["process_seconds"], 1),
+        **{key: result[key] for key in ("device", "torch", "time_budget", "probe_sentences", "estimated_epoch_seconds", "epoch_tokens", "epoch_cut", "killed") if key in result},
+    }
+    if result.get("killed"):
+        return {**row, "parse_tokens_per_second": None, "peak_rss_mb": None, "test_uas": None, "test_las": None}
     predicted = [read_tree(sentence) for sentence in read_conllu(result["predictions"])]
     scores = attachment_scores(gold_trees, predicted)
-    epoch = statistics.median(result["train_seconds"])
     return {
-        "median_train_epoch_seconds": round(epoch, 2),
-        "train_tokens_per_second": round(train_tokens / epoch, 1),
+        **row,
         "parse_tokens_per_second": round(test_tokens / result["parse_seconds"], 1),
         "peak_rss_mb": round(result["peak_rss_mb"], 1),
         "test_uas": round(scores["uas"], 2),
         "test_las": round(scores["las"], 2),
-        "epochs": len(result["train_seconds"]),
-        "train_seconds": result["train_seconds"],
         "parse_seconds": round(result["parse_seconds"], 3),
         "parse_seconds_by_batch": result["parse_seconds_by_batch"],
-        "process_seconds": round(result["process_seconds"], 1),
-        **{key: result[key] for key in ("device", "torch", "time_budget", "probe_sentences", "estimated_epoch_seconds") if key in result},
     }
 
 
@@ -170,8 +178,11 @@ def compare(dataset: str, arguments: argparse.Namespace, supar_python: Path, fin
     """Both tools on one dataset; ``finished`` is given the dataset's result so far each time a tool ends.
 
     ``time_budget`` (seconds for both): seqtransfer gets half and chooses how many of ``--epochs`` fit
-    (``parser_runner.epochs_that_fit``: one timed epoch on a tenth of the training set); SuPar then
-    trains as many, in what is left of the budget (stopping early, at least one epoch, if they would not fit)."""
+    (``parser_runner.epochs_that_fit``: one timed epoch on a tenth of the training set), or, where not one
+    does, the first sentences that fit one epoch; SuPar then trains as many epochs on the same file in
+    what is left (stopping early, or within its first epoch, where they would not fit: ``budget.Budget``).
+    Each tool's share is also a hard limit: a runner still running at its end is killed, and its row
+    holds the training speed of its progress lines."""
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"compare-supar-{dataset}-") as temporary:
         folder = Path(temporary)
@@ -203,19 +214,27 @@ def compare(dataset: str, arguments: argparse.Namespace, supar_python: Path, fin
             "device": arguments.device,
         }
         gold = [read_tree(sentence) for sentence in test]
-        budget = {"time_budget": (time_budget - (time.perf_counter() - started)) / 2} if time_budget else {}
+        share = (time_budget - (time.perf_counter() - started)) / 2 if time_budget else None
+        budget = {"time_budget": max(share - max(5.0, share / 10), 1.0)} if share else {}  # less its start-up
         print(f"{dataset}: running seqtransfer ...", file=sys.stderr, flush=True)
-        ours = run_tool(Path(sys.executable), "parser_runner.py", {**settings, **budget, "model": str(folder / "seqtransfer-run")}, folder, "seqtransfer")
+        ours = run_tool(Path(sys.executable), "parser_runner.py", {**settings, **budget, "model": str(folder / "seqtransfer-run")}, folder, "seqtransfer", share)
         result["seqtransfer"] = summarize(ours, train_tokens, test_tokens, gold)
         print(f"{dataset}: seqtransfer finished: {json.dumps(result['seqtransfer'])}", file=sys.stderr, flush=True)
         if finished:
             finished(result)
-        epochs = ours.get("epochs", arguments.epochs)  # the time budget's choice, else --epochs
+        epochs = ours.get("epochs") or arguments.epochs  # the time budget's choice, else --epochs
         (folder / "supar.ini").write_text(SUPAR_CONFIG.format(word_dimension=50, batch_tokens=batch_tokens, epochs=epochs))
-        budget = {"time_budget": max(time_budget - (time.perf_counter() - started), 1.0)} if time_budget else {}
+        share = max(time_budget - (time.perf_counter() - started), 1.0) if time_budget else None
+        budget = {"time_budget": max(share - max(5.0, share / 10), 1.0)} if share else {}
+        same = {"train": ours.get("train_path", paths["train"])}  # the sentences seqtransfer trained on
         print(f"{dataset}: running supar ...", file=sys.stderr, flush=True)
         supar = run_tool(
-            supar_python, "supar_runner.py", {**settings, **budget, "epochs": epochs, "model": str(folder / "supar.model"), "predictions": str(folder / "supar-test.conllu")}, folder, "supar"
+            supar_python,
+            "supar_runner.py",
+            {**settings, **budget, **same, "epochs": epochs, "model": str(folder / "supar.model"), "predictions": str(folder / "supar-test.conllu")},
+            folder,
+            "supar",
+            share,
         )
         result["supar"] = summarize(supar, train_tokens, test_tokens, gold)
         print(f"{dataset}: supar finished: {json.dumps(result['supar'])}", file=sys.stderr, flush=True)
@@ -226,12 +245,18 @@ def compare(dataset: str, arguments: argparse.Namespace, supar_python: Path, fin
             file=sys.stderr,
             flush=True,
         )
-    ratios = {key: round(tools["seqtransfer"][key] / tools["supar"][key], 2) for key in ("train_tokens_per_second", "parse_tokens_per_second")}
-    ratios["peak_rss"] = round(tools["seqtransfer"]["peak_rss_mb"] / tools["supar"]["peak_rss_mb"], 2)
+    ratios = {key: ratio(tools, key) for key in ("train_tokens_per_second", "parse_tokens_per_second")}
+    ratios["peak_rss"] = ratio(tools, "peak_rss_mb")
     result["ratios"] = ratios
     if finished:
         finished(result)
     return result
+
+
+def ratio(tools: dict, key: str) -> float | None:
+    """seqtransfer / SuPar of one figure, None where either was not measured (a killed runner)."""
+    ours, theirs = tools["seqtransfer"].get(key), tools["supar"].get(key)
+    return round(ours / theirs, 2) if ours and theirs else None
 
 
 def print_comparison(result: dict) -> None:
@@ -246,9 +271,10 @@ def print_comparison(result: dict) -> None:
         ("test UAS", "test_uas", None),
         ("test LAS", "test_las", None),
     ]
-    for title, key, ratio in rows:
-        ratio_text = f"{result['ratios'][ratio]:.2f}x" if ratio else ""
-        print(f"{title:24}{result['seqtransfer'][key]:>14}{result['supar'][key]:>14}{ratio_text:>8}")
+    shown = {name: {key: "-" if value is None else str(value) for key, value in result[name].items()} for name in ("seqtransfer", "supar")}  # "-": not measured
+    for title, key, ratio_key in rows:
+        ratio_text = ("-" if result["ratios"][ratio_key] is None else f"{result['ratios'][ratio_key]:.2f}x") if ratio_key else ""
+        print(f"{title:24}{shown['seqtransfer'].get(key, '-'):>14}{shown['supar'].get(key, '-'):>14}{ratio_text:>8}")
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ line of measurements; dev and test predictions (IOB2 tags per token) go to ``--p
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import time
 from pathlib import Path
@@ -24,28 +25,27 @@ from pathlib import Path
 import flair
 import torch
 import transformers
+from budget import Budget
 from flair.data import Corpus
 from flair.embeddings import TransformerWordEmbeddings
 from flair.models import SequenceTagger
 from flair.trainers import ModelTrainer
 from flair.trainers.plugins.base import TrainerPlugin
-from flair_runner import LABEL_TYPE, measure, read_corpus, runner_parser, seed_everything, serve
+from flair_runner import BUDGET_HELP, LABEL_TYPE, BudgetPlugin, measure, read_corpus, runner_parser, seed_everything, serve
 
 
 class LinearWarmupPlugin(TrainerPlugin):
-    """seqtransfer's ``linear_warmup`` schedule, set before each batch, and the training time of each epoch.
+    """seqtransfer's ``linear_warmup`` schedule, set before each batch (over all ``epochs`` as planned:
+    a time budget that cuts the run short leaves it unfinished, as it does seqtransfer's).
 
     The rate of step k (1-based, over all epochs) is lr * k / w during the first w = int(warmup * total)
     steps, then lr * (total - k) / (total - w), reaching 0 at the last step. (flair's own
     ``LinearSchedulerPlugin`` computes the same line one step later: its first batch trains at rate 0.)
-    ``before_training_epoch`` and ``after_training_epoch`` enclose exactly the batch loop of ``train_custom``.
     """
 
     def __init__(self, learning_rate: float, warmup: float, epochs: int) -> None:
         super().__init__()
         self.learning_rate, self.warmup, self.epochs = learning_rate, warmup, epochs
-        self.epoch_seconds: list[float] = []
-        self.started = 0.0
 
     def factor(self, epoch: int, batch: int, batches_per_epoch: int) -> float:
         total = max(self.epochs * batches_per_epoch, 1)
@@ -56,17 +56,9 @@ class LinearWarmupPlugin(TrainerPlugin):
         return max(0.0, (total - done) / max(total - warmup, 1))
 
     @TrainerPlugin.hook
-    def before_training_epoch(self, epoch: int, **kwargs) -> None:
-        self.started = time.perf_counter()
-
-    @TrainerPlugin.hook
     def before_training_batch(self, batch_no: int, total_number_of_batches: int, epoch: int, **kwargs) -> None:
         for group in self.trainer.optimizer.param_groups:
             group["lr"] = self.learning_rate * self.factor(epoch, batch_no, total_number_of_batches)
-
-    @TrainerPlugin.hook
-    def after_training_epoch(self, epoch: int, **kwargs) -> None:
-        self.epoch_seconds.append(time.perf_counter() - self.started)
 
 
 def once_applied_dropout(rate: float) -> float:
@@ -105,8 +97,8 @@ def build_tagger(data: dict, corpus: Corpus) -> SequenceTagger:
     )
 
 
-def train_timed(tagger: SequenceTagger, corpus: Corpus, settings: dict, epochs: int, base_path: Path) -> list[float]:
-    schedule = LinearWarmupPlugin(settings["learning_rate"], settings["warmup"], epochs)
+def train_timed(tagger: SequenceTagger, corpus: Corpus, settings: dict, epochs: int, base_path: Path, deadline: float | None = None) -> Budget:
+    timing = BudgetPlugin(epochs, deadline)
     ModelTrainer(tagger, corpus).train_custom(
         base_path=base_path,
         learning_rate=settings["learning_rate"],
@@ -122,12 +114,13 @@ def train_timed(tagger: SequenceTagger, corpus: Corpus, settings: dict, epochs: 
         save_final_model=False,
         create_file_logs=False,
         create_loss_file=False,
-        plugins=[schedule],
+        plugins=[LinearWarmupPlugin(settings["learning_rate"], settings["warmup"], epochs), timing],
     )
-    return schedule.epoch_seconds
+    return timing.budget
 
 
 def run(arguments: argparse.Namespace) -> dict:
+    deadline = time.perf_counter() + arguments.time_budget if arguments.time_budget else None
     data = json.loads((Path(arguments.input) / "data.json").read_text(encoding="utf-8"))
     if data["settings"]["epochs"] != arguments.epochs:
         raise SystemExit(f"--epochs {arguments.epochs}, but seqtransfer's schedule runs over {data['settings']['epochs']} epochs")
@@ -135,12 +128,14 @@ def run(arguments: argparse.Namespace) -> dict:
     seed_everything(data["settings"]["seed"], arguments.threads)
     corpus, *sentences = read_corpus(data)
     tagger = build_tagger(data, corpus)
-    result = measure(arguments, data, tagger, corpus, tuple(sentences), train_timed)
+    result = measure(arguments, data, tagger, corpus, tuple(sentences), functools.partial(train_timed, deadline=deadline))
     return {**result, "transformers": transformers.__version__, "attention": tagger.embeddings.model.config._attn_implementation}
 
 
 def main(argv: list[str] | None = None) -> dict:
-    return serve(run, runner_parser(__doc__.split("\n\n")[0], "folder with data.json", "must equal data.json's settings (the schedule's length)"), argv)
+    parser = runner_parser(__doc__.split("\n\n")[0], "folder with data.json", "must equal data.json's settings (the schedule's length)")
+    parser.add_argument("--time-budget", type=float, default=None, help=BUDGET_HELP)
+    return serve(run, parser, argv)
 
 
 if __name__ == "__main__":

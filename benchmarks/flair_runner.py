@@ -33,6 +33,7 @@ from pathlib import Path
 import flair
 import numpy as np
 import torch
+from budget import Budget, inference_fits
 from flair.data import Corpus, Dictionary, Sentence
 from flair.datasets import FlairDatapointDataset
 from flair.embeddings import CharacterEmbeddings, StackedEmbeddings, WordEmbeddings
@@ -43,32 +44,49 @@ from flair.trainers.plugins.base import TrainerPlugin, TrainingInterrupt
 LABEL_TYPE = "ner"
 PREDICTED = "predicted"
 INFERENCE_BATCH_SIZES = [32, 128, 512, 2048]
+BUDGET_HELP = "seconds for this process from its start: whole epochs while another and the inference fit, else part of one (budget.py)"
 
 
 class EpochSchedulePlugin(TrainerPlugin):
-    """Sets the learning rate of each epoch (seqtransfer's decay) and times the training part of it.
+    """Sets the learning rate of each epoch (seqtransfer's decay)."""
 
-    ``before_training_epoch`` and ``after_training_epoch`` enclose exactly the batch loop of
-    ``train_custom`` (evaluation, model saving and logging of the epoch come after).
-    """
-
-    def __init__(self, learning_rate: float, decay: float, epochs: int, deadline: float | None = None) -> None:
+    def __init__(self, learning_rate: float, decay: float) -> None:
         super().__init__()
-        self.learning_rate, self.decay, self.epochs, self.deadline = learning_rate, decay, epochs, deadline
-        self.epoch_seconds: list[float] = []
-        self.started = 0.0
+        self.learning_rate, self.decay = learning_rate, decay
 
     @TrainerPlugin.hook
     def before_training_epoch(self, epoch: int, **kwargs) -> None:
         for group in self.trainer.optimizer.param_groups:
             group["lr"] = self.learning_rate / (1.0 + self.decay * (epoch - 1))
-        self.started = time.perf_counter()
+
+
+class BudgetPlugin(TrainerPlugin):
+    """Times the training part of each epoch and counts its sentences and tokens (``budget.Budget``,
+    which also prints the progress lines); with a deadline, stops before an epoch that would not fit,
+    or within the epoch where even one does not. ``before_training_epoch`` and ``after_training_epoch``
+    enclose exactly the batch loop of ``train_custom`` (evaluation, saving and logging come after), and
+    ``train_custom`` ends its loop cleanly on a ``TrainingInterrupt``. flair reads each batch's loss
+    (``.item()``), so the clock needs no synchronisation of its own."""
+
+    def __init__(self, epochs: int, deadline: float | None = None) -> None:
+        super().__init__()
+        self.epochs, self.budget = epochs, Budget("flair", deadline)
+
+    @TrainerPlugin.hook
+    def before_training_epoch(self, epoch: int, **kwargs) -> None:
+        self.budget.start_epoch()
+
+    @TrainerPlugin.hook
+    def before_training_batch(self, batch: list, epoch: int, **kwargs) -> None:
+        if not self.budget.take(len(batch), sum(len(sentence) for sentence in batch)):
+            self.budget.end_epoch()
+            raise TrainingInterrupt(f"time budget: epoch {epoch} cut")
 
     @TrainerPlugin.hook
     def after_training_epoch(self, epoch: int, **kwargs) -> None:
-        self.epoch_seconds.append(time.perf_counter() - self.started)
-        print(f"flair: epoch {epoch} trained in {self.epoch_seconds[-1]:.2f} s", file=sys.stderr, flush=True)  # seen even if the run is cut off later
-        if epoch < self.epochs and not another_epoch_fits(self.epoch_seconds, self.deadline):  # train_custom ends its loop cleanly
+        done = self.budget.end_epoch()
+        print(f"flair: epoch {epoch} trained in {done['seconds']:.2f} s", file=sys.stderr, flush=True)  # seen even if the run is cut off later
+        if epoch < self.epochs and not self.budget.another_epoch_fits():
             print(f"flair: time budget: stopping after {epoch} of {self.epochs} epochs", file=sys.stderr, flush=True)
             raise TrainingInterrupt(f"time budget: stopping after {epoch} of {self.epochs} epochs")
 
@@ -124,14 +142,6 @@ class DevStoppingPlugin(TrainerPlugin):
     def load_best(self, tagger: SequenceTagger) -> None:
         if self.best_state is not None:
             tagger.load_state_dict(self.best_state)
-
-
-def another_epoch_fits(seconds: list[float], deadline: float | None) -> bool:
-    """seqtransfer_runner.another_epoch_fits (this venv has no seqtransfer): one more epoch and the
-    inference (about one epoch) still end before ``deadline``, estimated by the mean epoch so far."""
-    if deadline is None or not seconds:
-        return True
-    return time.perf_counter() + 2 * sum(seconds) / len(seconds) <= deadline
 
 
 def make_sentences(split: dict, with_labels: bool) -> list[Sentence]:
@@ -190,8 +200,8 @@ def build_tagger(data: dict, vectors: np.ndarray, corpus: Corpus) -> SequenceTag
     )
 
 
-def train_timed(tagger: SequenceTagger, corpus: Corpus, settings: dict, epochs: int, base_path: Path, deadline: float | None = None, stopping: DevStoppingPlugin | None = None) -> list[float]:
-    schedule = EpochSchedulePlugin(settings["learning_rate"], settings["learning_rate_decay"], epochs, deadline)
+def train_timed(tagger: SequenceTagger, corpus: Corpus, settings: dict, epochs: int, base_path: Path, deadline: float | None = None, stopping: DevStoppingPlugin | None = None) -> Budget:
+    timing = BudgetPlugin(epochs, deadline)
     ModelTrainer(tagger, corpus).train_custom(
         base_path=base_path,
         learning_rate=settings["learning_rate"],
@@ -206,11 +216,15 @@ def train_timed(tagger: SequenceTagger, corpus: Corpus, settings: dict, epochs: 
         save_final_model=False,
         create_file_logs=False,
         create_loss_file=False,
-        plugins=[*([stopping] if stopping else []), schedule],  # the dev score of an epoch before a time budget may stop after it
+        plugins=[
+            *([stopping] if stopping else []),
+            EpochSchedulePlugin(settings["learning_rate"], settings["learning_rate_decay"]),
+            timing,  # after the dev score: a time budget may stop after an epoch it scored
+        ],
     )
     if stopping:
         stopping.load_best(tagger)
-    return schedule.epoch_seconds
+    return timing.budget
 
 
 def predicted_tags(sentences: list[Sentence]) -> list[list[str]]:
@@ -224,10 +238,14 @@ def predict(tagger: SequenceTagger, sentences: list[Sentence], batch_size: int) 
     tagger.predict(sentences, mini_batch_size=batch_size, label_name=PREDICTED, embedding_storage_mode="none", force_token_predictions=True)
 
 
-def time_inference(tagger: SequenceTagger, sentences: list[Sentence], batch_sizes: list[int]) -> dict[int, float]:
-    """Seconds of tagging ``sentences`` at each batch size (best of 2 passes)."""
+def time_inference(tagger: SequenceTagger, sentences: list[Sentence], batch_sizes: list[int], deadline: float | None = None) -> dict[int, float]:
+    """Seconds of tagging ``sentences`` at each batch size (best of 2 passes); with a ``deadline``, the
+    batch sizes after the first stop where their passes would not fit (as seqtransfer_runner's)."""
     timings = {}
     for batch_size in batch_sizes:
+        if timings and not inference_fits(min(timings.values()), deadline, passes=4):  # two timed passes, then dev and test
+            print(f"flair: time budget: inference timed at batch sizes {sorted(timings)} only", file=sys.stderr, flush=True)
+            break
         best = float("inf")
         for _ in range(2):
             started = time.perf_counter()
@@ -281,10 +299,10 @@ def measure(arguments: argparse.Namespace, data: dict, tagger: SequenceTagger, c
     gc.collect()
     peak_reset = reset_peak_rss()
     with tempfile.TemporaryDirectory(prefix="flair-trainer-") as base_path:
-        epoch_seconds = train_timed(tagger, corpus, data["settings"], arguments.epochs, Path(base_path))
+        budget = train_timed(tagger, corpus, data["settings"], arguments.epochs, Path(base_path))
     train_peak_rss = peak_rss_since_reset() if peak_reset else None
     tagger.eval()
-    inference = time_inference(tagger, test, arguments.batch_sizes)
+    inference = time_inference(tagger, test, arguments.batch_sizes, budget.deadline)
     best_batch = min(inference, key=inference.get)
     predict(tagger, dev, best_batch)
     predict(tagger, test, best_batch)
@@ -302,10 +320,10 @@ def measure(arguments: argparse.Namespace, data: dict, tagger: SequenceTagger, c
         "test_tokens": sum(len(sentence) for sentence in test),
         "labels": tagger.label_dictionary.get_items(),
         "parameters": sum(parameter.numel() for parameter in tagger.parameters()),
-        "epochs": len(epoch_seconds),
+        "epochs": len(budget.epochs),
         "epochs_asked": arguments.epochs,
         "time_budget": getattr(arguments, "time_budget", None),
-        "epoch_seconds": epoch_seconds,
+        **budget.fields(),
         "inference_seconds": {str(size): seconds for size, seconds in inference.items()},
         "peak_rss_mb": peak_rss_megabytes(),
         "train_peak_rss_mb": train_peak_rss,
@@ -349,9 +367,7 @@ def serve(run, parser: argparse.ArgumentParser, argv: list[str] | None = None) -
 
 def main(argv: list[str] | None = None) -> dict:
     parser = runner_parser(__doc__.split("\n\n")[0], "folder with data.json and vectors.npy", "training epochs")
-    parser.add_argument(
-        "--time-budget", type=float, default=None, help="seconds for this process from its start: after each epoch, stop early (at least one epoch) if another epoch and the inference would not fit"
-    )
+    parser.add_argument("--time-budget", type=float, default=None, help=BUDGET_HELP)
     parser.add_argument(
         "--dev-patience", type=int, default=0, help="early stopping as seqtransfer's: score dev after each epoch, stop after N epochs without a better F1, keep the best epoch's weights (0: off)"
     )

@@ -8,7 +8,9 @@ only), parse seconds, peak resident memory and the prediction file (CoNLL-U).
 
 With ``time_budget`` in the settings (seconds for this process), the number of epochs is chosen
 first (``epochs_that_fit``): one epoch on a prefix of the training set, timed, gives the cost of
-a full epoch, and the run trains as many of ``epochs`` as fit (at least one) with the parsing after.
+a full epoch, and the run trains as many of ``epochs`` as fit with the parsing after; where not even
+one fits, one epoch on the first sentences that fit (``train_path`` in the result: the comparison
+trains SuPar on the same file).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import time
 from pathlib import Path
 
 import torch
+from budget import inference_fits, progress_line
 
 from seqtransfer.config import RunConfig, apply_overrides
 from seqtransfer.data.conllu import read_conllu, write_conllu
@@ -50,34 +53,52 @@ def parser_config(settings: dict, train: str, epochs: int) -> RunConfig:
     return config
 
 
-def epochs_that_fit(settings: dict, output: Path, started: float) -> tuple[int, dict]:
-    """How many of ``settings["epochs"]`` fit in ``settings["time_budget"]`` seconds from ``started``, and the probe's figures.
+def epochs_that_fit(settings: dict, output: Path, started: float) -> tuple[int, str, dict]:
+    """How many of ``settings["epochs"]`` fit in ``settings["time_budget"]`` seconds from ``started``, the
+    training file to train them on (the whole one, or the first sentences that fit one epoch), and the probe's figures.
 
-    One epoch on the first tenth of the training sentences (at least 100) is timed; a full epoch is
-    estimated as its training seconds scaled by tokens, plus its dev scoring. Scoring test at the
-    end and the timed parsing (two passes at each batch size) are reserved as ten dev scorings."""
+    One epoch on the first tenth of the training sentences (at least 100) is timed (its progress line
+    gives a killed runner its training speed); a full epoch is estimated as its training seconds scaled
+    by tokens, plus its dev scoring. A run's fixed cost (what the probe's run took beyond its epoch:
+    set-up, scoring test, writing the run), and the timed parsing (two passes at each batch size, as
+    ten dev scorings) are kept aside."""
     sentences = read_conllu(settings["train"])
     prefix = sentences[: max(100, len(sentences) // 10)]
     probe_train = output.parent / f"{output.name}-probe-train.conllu"
     write_conllu(probe_train, prefix)
+    probe_started = time.perf_counter()
     metrics = train_tagger(parser_config(settings, str(probe_train), 1), output.parent / f"{output.name}-probe", log=lambda message: None, show_progress=False)
     record = metrics["history"][0]
+    fixed = time.perf_counter() - probe_started - record["epoch_seconds"]
+    progress_line("seqtransfer", epoch=0, sentences=len(prefix), tokens=sum(map(len, prefix)), seconds=record["train_seconds"], cut=True, finished=True, probe=True)
     scoring = record["epoch_seconds"] - record["train_seconds"]
     epoch = record["train_seconds"] * sum(map(len, sentences)) / sum(map(len, prefix)) + scoring
-    left = settings["time_budget"] - (time.perf_counter() - started) - 10 * scoring
+    left = settings["time_budget"] - (time.perf_counter() - started) - fixed - 10 * scoring
     epochs = max(1, min(settings["epochs"], math.floor(left / epoch)))
     probe = {"probe_sentences": len(prefix), "probe_train_seconds": record["train_seconds"], "estimated_epoch_seconds": round(epoch, 2)}
     print(f"seqtransfer: time budget {settings['time_budget']:.0f} s: an epoch is estimated at {epoch:.1f} s: {epochs} of {settings['epochs']} epochs", file=sys.stderr, flush=True)
-    return epochs, probe
+    if left >= epoch:
+        return epochs, settings["train"], probe
+    kept = sentences[: max(len(prefix), math.floor(len(sentences) * max(left, 0.0) / epoch))]
+    cut_train = output.parent / f"{output.name}-train-cut.conllu"
+    write_conllu(cut_train, kept)
+    print(f"seqtransfer: time budget: one epoch does not fit: training on the first {len(kept)} of {len(sentences)} sentences", file=sys.stderr, flush=True)
+    return 1, str(cut_train), probe
 
 
 def main(settings_path: str, result_path: str) -> None:
     started = time.perf_counter()
     settings = json.loads(Path(settings_path).read_text())
     output = Path(settings["model"])
-    budgeted = settings.get("time_budget") and settings["epochs"] > 1  # one epoch is the least: nothing to choose
-    epochs, probe = epochs_that_fit(settings, output, started) if budgeted else (settings["epochs"], {})
-    metrics = train_tagger(parser_config(settings, settings["train"], epochs), output, log=lambda message: None, show_progress=False)
+    budgeted = bool(settings.get("time_budget"))
+    epochs, train_path, probe = epochs_that_fit(settings, output, started) if budgeted else (settings["epochs"], settings["train"], {})
+    trained = read_conllu(train_path)
+    tokens = sum(map(len, trained))
+
+    def report(record: dict) -> None:  # a progress line per epoch (budget.py)
+        progress_line("seqtransfer", epoch=record["epoch"], sentences=len(trained), tokens=tokens, seconds=record["train_seconds"], cut=False, finished=True)
+
+    metrics = train_tagger(parser_config(settings, train_path, epochs), output, log=lambda message: None, show_progress=False, epoch_reports=(report,))
     from seqtransfer.rundir import load_run
 
     run = load_run(output, settings.get("device", "auto"))  # parsing on the device it trained on (load_run alone: the CPU)
@@ -87,7 +108,11 @@ def main(settings_path: str, result_path: str) -> None:
     encoded = data.encode("test", run.vocabularies, with_targets=False)
     torch.set_num_threads(settings["threads"])
     parse_seconds = {}
+    deadline = started + settings["time_budget"] if settings.get("time_budget") else None
     for batch_size in settings["parse_batch_sentences"]:  # the best of two passes at each batch size
+        if parse_seconds and not inference_fits(min(parse_seconds.values()), deadline, passes=3):  # two timed passes, then the predictions written
+            print(f"seqtransfer: time budget: parsing timed at batch sizes {sorted(parse_seconds)} only", file=sys.stderr, flush=True)
+            break
         for _ in range(2):
             parse_started = time.perf_counter()
             predicted = predict_labels(run.model, encoded, run.vocabularies.labels, batch_size)  # labels on the host: the GPU's work is done
@@ -103,6 +128,9 @@ def main(settings_path: str, result_path: str) -> None:
         "torch": torch.__version__,
         "device": str(next(run.model.parameters()).device),
         "epochs": epochs,
+        "train_path": train_path,
+        "train_sentences": len(trained),
+        "train_tokens": tokens,
         "epochs_asked": settings["epochs"],
         "time_budget": settings.get("time_budget"),
         **probe,

@@ -103,7 +103,14 @@ def main() -> None:
     parser.add_argument("--json", help="also write the table (milliseconds per batch) to this file")
     parser.add_argument("--nan-fill", action="store_true", help="re-enable deterministic mode's NaN fill of new tensors (the state before it was switched off)")
     parser.add_argument("--operators", type=int, default=0, metavar="N", help="also print torch.profiler's N most expensive operators over 100 full steps")
+    parser.add_argument(
+        "--time-budget",
+        type=float,
+        default=None,
+        help="seconds for this process: the epoch stops at the batch where its share is spent (half of it with --operators), the table over the batches timed",
+    )
     arguments = parser.parse_args()
+    deadline = time.perf_counter() + arguments.time_budget * (0.5 if arguments.operators else 0.9) if arguments.time_budget else None
     config = RunConfig()
     config.data.dataset, config.model.classifier, config.train.threads = arguments.dataset, arguments.classifier, arguments.threads
     config.data.data_dir = arguments.data_dir
@@ -124,7 +131,11 @@ def main() -> None:
     groups = [batch.indices for batch in training_batches(encoded, 16, np.random.default_rng(0))]
     totals: dict[str, float] = defaultdict(float)
     with optimizer.track_rows(model):  # as train_epoch: embedding rows caught up when read
-        for indices in groups:  # one epoch, the loop's own way, plus component timings
+        for number, indices in enumerate(groups):  # one epoch, the loop's own way, plus component timings
+            if deadline is not None and number and time.perf_counter() > deadline:
+                print(f"time budget: {number} of {len(groups)} batches timed", flush=True)
+                groups = groups[:number]
+                break
             batch = timed(totals, "data (make_batch)", make_batch, encoded, indices)
             if DEVICE.type != "cpu":
                 batch = timed(totals, "data (to device)", batch.to, DEVICE)

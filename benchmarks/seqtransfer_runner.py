@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 import torch
+from budget import Budget, inference_fits
 
 from seqtransfer.config import RunConfig
 from seqtransfer.corpora.task_data import TaskData, load_task_data
@@ -135,31 +136,38 @@ def synchronize(model) -> None:
         torch.cuda.synchronize(device)
 
 
-def another_epoch_fits(seconds: list[float], deadline: float | None) -> bool:
-    """Whether one more epoch and then the timed inference still end before ``deadline`` (a
-    ``time.perf_counter()`` value; None: no budget). Both are estimated by the mean epoch so far:
-    the inference passes (every batch size twice, then dev and test once) cost about one epoch.
-    ``flair_runner.py`` repeats this rule (its venv cannot import this module)."""
-    if deadline is None or not seconds:
-        return True
-    return time.perf_counter() + 2 * sum(seconds) / len(seconds) <= deadline
+class BudgetedBatches:
+    """A training set's batches, counted by a :class:`~budget.Budget`, which may end an epoch early."""
+
+    def __init__(self, source: ShuffledBatches, budget: Budget) -> None:
+        self.source, self.budget = source, budget
+        self.sentence_count, self.batch_count, self.mean_batch_loss = source.sentence_count, source.batch_count, source.mean_batch_loss
+
+    def batches(self, epoch: int):
+        for batch in self.source.batches(epoch):
+            if not self.budget.take(len(batch.lengths), int(batch.lengths.sum())):  # lengths: on the host, no synchronisation
+                return
+            yield batch
 
 
-def train_timed(model: Tagger, train, config: RunConfig, epochs: int, deadline: float | None = None) -> list[float]:
-    """Seconds of each training epoch (train_epoch applies the learning-rate schedule, as in ``fit``);
-    with a ``deadline``, fewer than ``epochs`` (at least one) when the next would not fit (``another_epoch_fits``)."""
+def train_timed(model: Tagger, train, config: RunConfig, epochs: int, deadline: float | None = None) -> Budget:
+    """Train up to ``epochs`` epochs (train_epoch applies the learning-rate schedule, as in ``fit``),
+    timing each; with a ``deadline``, fewer (at least one, or a part of one) when the time is spent
+    (``budget.Budget``). Returns the budget, which holds each epoch's seconds, sentences and tokens."""
     optimizer = make_optimizer([{"params": list(model.parameters())}], config.train)
-    seconds = []
+    budget = Budget("seqtransfer", deadline)
+    batches = BudgetedBatches(ShuffledBatches(train, config.train.batch_size, config.train.seed, config.train.batching), budget)
     for epoch in range(1, epochs + 1):
-        if not another_epoch_fits(seconds, deadline):
-            print(f"seqtransfer: time budget: stopping after {len(seconds)} of {epochs} epochs", file=sys.stderr, flush=True)
+        if not budget.another_epoch_fits():
+            print(f"seqtransfer: time budget: stopping after {len(budget.epochs)} of {epochs} epochs", file=sys.stderr, flush=True)
             break
+        budget.start_epoch()
         started = time.perf_counter()
-        train_epoch(model, optimizer, ShuffledBatches(train, config.train.batch_size, config.train.seed, config.train.batching), config.train, epoch, show_progress=False)
+        train_epoch(model, optimizer, batches, config.train, epoch, show_progress=False)
         synchronize(model)
-        seconds.append(time.perf_counter() - started)
-        print(f"seqtransfer: epoch {epoch} trained in {seconds[-1]:.2f} s", file=sys.stderr, flush=True)  # seen even if the run is cut off later
-    return seconds
+        done = budget.end_epoch(time.perf_counter() - started)
+        print(f"seqtransfer: epoch {epoch} trained in {done['seconds']:.2f} s", file=sys.stderr, flush=True)  # seen even if the run is cut off later
+    return budget
 
 
 def build_benchmark_model(config: RunConfig, vocabularies, matrix) -> torch.nn.Module:
@@ -173,10 +181,14 @@ def build_benchmark_model(config: RunConfig, vocabularies, matrix) -> torch.nn.M
     return model
 
 
-def time_inference(model: Tagger, encoded, labels, batch_sizes: list[int], amp: str = "off") -> dict[int, float]:
-    """Seconds of decoding ``encoded`` at each batch size (best of 2 passes) in precision ``amp``."""
+def time_inference(model: Tagger, encoded, labels, batch_sizes: list[int], amp: str = "off", deadline: float | None = None) -> dict[int, float]:
+    """Seconds of decoding ``encoded`` at each batch size (best of 2 passes) in precision ``amp``; with a
+    ``deadline``, the batch sizes after the first stop where their passes would not fit."""
     timings = {}
     for batch_size in batch_sizes:
+        if timings and not inference_fits(min(timings.values()), deadline, passes=4):  # two timed passes, then dev and test
+            print(f"seqtransfer: time budget: inference timed at batch sizes {sorted(timings)} only", file=sys.stderr, flush=True)
+            break
         best = float("inf")
         for _ in range(2):
             started = time.perf_counter()
@@ -189,8 +201,6 @@ def time_inference(model: Tagger, encoded, labels, batch_sizes: list[int], amp: 
 def run(arguments: argparse.Namespace) -> dict:
     """Train and time one dataset; write predictions; return the measurements."""
     deadline = time.perf_counter() + arguments.time_budget if arguments.time_budget else None
-    if deadline is not None and arguments.encoder:
-        raise SystemExit("--time-budget: not with --encoder (the learning-rate schedule runs over all --epochs)")
     config = benchmark_config(
         arguments.dataset,
         arguments.threads,
@@ -215,9 +225,9 @@ def run(arguments: argparse.Namespace) -> dict:
     del matrix
     gc.collect()
     peak_reset = reset_peak_rss()
-    epoch_seconds = train_timed(model, train, config, arguments.epochs, deadline)
+    budget = train_timed(model, train, config, arguments.epochs, deadline)
     train_peak_rss = peak_rss_since_reset() if peak_reset else None
-    inference = time_inference(model, test, vocabularies.labels, arguments.batch_sizes, arguments.predict_amp)
+    inference = time_inference(model, test, vocabularies.labels, arguments.batch_sizes, arguments.predict_amp, deadline)
     best_batch = min(inference, key=inference.get)
     predictions = {split: predict_labels(model, encoded, vocabularies.labels, best_batch, arguments.predict_amp) for split, encoded in (("dev", dev), ("test", test))}
     Path(arguments.predictions).write_text(json.dumps(predictions), encoding="utf-8")
@@ -240,10 +250,10 @@ def run(arguments: argparse.Namespace) -> dict:
         "characters": len(vocabularies.characters),
         "labels": vocabularies.labels.items,
         "parameters": count_parameters(model),
-        "epochs": len(epoch_seconds),
+        "epochs": len(budget.epochs),
         "epochs_asked": arguments.epochs,
         "time_budget": arguments.time_budget,
-        "epoch_seconds": epoch_seconds,
+        **budget.fields(),
         "inference_seconds": {str(size): seconds for size, seconds in inference.items()},
         "peak_rss_mb": peak_rss_megabytes(),
         "train_peak_rss_mb": train_peak_rss,
@@ -274,9 +284,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--predict-amp", default="off", choices=["off", "bf16"], help="with --encoder: the precision of the timed and written predictions (seqtransfer predict --amp)")
     parser.add_argument("--embeddings", default=None, help="a word-vector text file instead of the GloVe 6B 50d package (the GPU bundle's rows of it)")
     parser.add_argument("--train-batch-size", type=int, default=None, help="training sentences per batch (default: train.batch_size)")
-    parser.add_argument(
-        "--time-budget", type=float, default=None, help="seconds for this process from its start: after each epoch, stop early (at least one epoch) if another epoch and the inference would not fit"
-    )
+    parser.add_argument("--time-budget", type=float, default=None, help="seconds for this process from its start: whole epochs while another and the inference fit, else part of one (budget.py)")
     parser.add_argument("--predictions", required=True, help="JSON file for the dev and test predictions")
     return parser.parse_args(argv)
 

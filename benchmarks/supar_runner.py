@@ -9,7 +9,9 @@ per-epoch training seconds, parse seconds, peak resident memory and the predicti
 
 ``device`` in the settings: cpu (SuPar's ``-d -1``) or cuda[:N]. With ``time_budget`` (seconds for
 this process), training stops before an epoch when that epoch and the parsing after it (together
-estimated as two epochs) would not fit: SuPar has saved its best epoch so far, which then parses.
+estimated as two epochs) would not fit, and cuts the first epoch short where even it does not fit
+(``budget.Budget``): SuPar has saved its best epoch so far, which then parses. Progress lines go to
+stdout as it trains (a comparison that kills it reads them).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import time
 os.environ.setdefault("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")  # SuPar's checkpoints hold pickled objects
 
 import torch  # noqa: E402
+from budget import Budget, inference_fits  # noqa: E402
 from supar.cmds import biaffine_dep  # noqa: E402
 from supar.parsers.dep import BiaffineDependencyParser  # noqa: E402
 
@@ -33,17 +36,51 @@ class BudgetSpent(Exception):
     """Raised before an epoch that would not fit the time budget."""
 
 
-def timed(name, function, deadline: float | None = None):
+class BudgetedLoader:
+    """SuPar's training loader, each batch counted by the budget, which may end the epoch early."""
+
+    def __init__(self, loader, budget: Budget) -> None:
+        self.loader, self.budget = loader, budget
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def __iter__(self):
+        for batch in self.loader:
+            if not self.budget.take(len(batch.sentences), sum(len(sentence.words) for sentence in batch.sentences)):
+                return
+            yield batch
+
+
+def timed_training(function, budget: Budget):
+    """SuPar's ``_train`` (one epoch's training pass), timed and counted by ``budget``: an epoch that
+    would not fit is not begun (SuPar has saved its best epoch so far, which then parses), and one
+    that does not fit whole is cut (``budget.Budget``). SuPar's dev and test scoring after each epoch
+    counts in the budget as time outside training (``overhead``)."""
+
+    def wrapper(parser, loader):
+        budget.overhead = sum(TIMES["evaluate"]) / max(len(TIMES["train"]), 1)  # its dev and test scoring, per epoch
+        if not budget.another_epoch_fits():
+            raise BudgetSpent(f"supar: time budget: stopping after {len(TIMES['train'])} epochs")
+        budget.start_epoch()
+        started = time.perf_counter()
+        try:
+            return function(parser, BudgetedLoader(loader, budget))
+        finally:
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            TIMES["train"].append(budget.end_epoch(time.perf_counter() - started)["seconds"])
+
+    return wrapper
+
+
+def timed(function):
     def wrapper(*arguments, **keywords):
-        if name == "train" and deadline is not None and TIMES["train"]:
-            epoch = sum(TIMES["train"]) / len(TIMES["train"]) + 2 * sum(TIMES["evaluate"]) / max(len(TIMES["train"]), 1)  # training, dev and test scoring
-            if time.perf_counter() + 2 * epoch > deadline:
-                raise BudgetSpent(f"supar: time budget: stopping after {len(TIMES['train'])} epochs")
         started = time.perf_counter()
         try:
             return function(*arguments, **keywords)
         finally:
-            TIMES[name].append(time.perf_counter() - started)
+            TIMES["evaluate"].append(time.perf_counter() - started)
 
     return wrapper
 
@@ -61,9 +98,11 @@ def supar_device(device: str) -> str:
 def main(settings_path: str, result_path: str) -> None:
     started = time.perf_counter()
     settings = json.load(open(settings_path))
-    deadline = started + settings["time_budget"] if settings.get("time_budget") else None
-    BiaffineDependencyParser._train = timed("train", BiaffineDependencyParser._train, deadline)
-    BiaffineDependencyParser._evaluate = timed("evaluate", BiaffineDependencyParser._evaluate)
+    # After its training SuPar scores dev and test, loads its best epoch, scores test again, then parses:
+    # before an epoch has ended, seven tenths of the budget are kept for that.
+    budget = Budget("supar", started + settings["time_budget"] if settings.get("time_budget") else None, after_training=0.7)
+    BiaffineDependencyParser._train = timed_training(BiaffineDependencyParser._train, budget)
+    BiaffineDependencyParser._evaluate = timed(BiaffineDependencyParser._evaluate)
     common = ["-d", supar_device(settings.get("device", "cpu")), "-t", str(settings["threads"]), "-p", settings["model"]]
     try:
         run_command(
@@ -97,6 +136,9 @@ def main(settings_path: str, result_path: str) -> None:
     torch.set_num_threads(settings["threads"])
     parse_seconds = {}
     for batch_tokens in settings["parse_batch_tokens"]:  # the best of two passes at each batch size (in tokens)
+        if parse_seconds and not inference_fits(min(parse_seconds.values()), budget.deadline, passes=2):
+            print(f"supar: time budget: parsing timed at batch sizes {sorted(parse_seconds)} only", file=sys.stderr, flush=True)
+            break
         for _ in range(2):
             started = time.perf_counter()
             parser.predict(settings["test"], pred=settings["predictions"], tree=True, proj=False, buckets=8, batch_size=batch_tokens, verbose=False)
@@ -111,6 +153,7 @@ def main(settings_path: str, result_path: str) -> None:
         "torch": torch.__version__,
         "device": str(next(parser.model.parameters()).device),
         "epochs": len(TIMES["train"]),
+        **budget.fields(),
         "time_budget": settings.get("time_budget"),
     }
     json.dump(result, open(result_path, "w"), indent=1)

@@ -24,16 +24,18 @@
 # --tools: the comparisons to run (default: those the bundle holds; scripts/gpu_bench_bundle.sh packs
 #   flair, encoder and supar unless told otherwise). --datasets, --batches and --inference are the
 #   flair tool's; the encoder tool always runs WNUT-17 (one comparison).
-# --time-budget SECONDS: the whole call's comparisons end within about SECONDS (default: no limit).
-#   What is left of it (less 15 s for the install and the last reports) is shared equally by the
-#   comparisons not yet run, each given its share as --time-budget. Within one, seqtransfer gets
-#   half and trains as many of --epochs as fit (at least one): the tagger measures its first epoch
-#   and stops when another epoch and the inference after it would not fit; the parser first times
-#   one epoch on a tenth of the training set. The peer then trains as many epochs in what is left,
-#   stopping early by the same rule. The data is not cut by the budget (--quick cuts it); a
-#   comparison whose share falls under 30 s is skipped and said so. The encoder comparison cannot stop
-#   early (its learning-rate schedule runs over all --epochs): its share is a hard limit instead, a
-#   tool still training then is killed (seqtransfer runs first; the JSON keeps the rows that ended).
+# --time-budget SECONDS: the whole call, installs included, ends within about SECONDS (default 450:
+#   one 8-minute call of the device tool, with 30 s for its start and the files' return; 0: no limit).
+#   What is left of it (less 15 s for the last reports) is shared equally by the comparisons not yet
+#   run. Within one, each tool gets an equal share of what is left (seqtransfer first) and trains
+#   whole epochs of --epochs while another and the inference after it fit, and where not even one
+#   does, the first part of an epoch that fits (benchmarks/budget.py: its tokens/s are measured on
+#   the sentences it trained; the parser sizes its training file first and SuPar trains on the same
+#   file). Each share is a hard limit: a runner still running at its end is killed, and its row keeps
+#   the training speed of the progress lines it printed (per epoch, and every 10 s within one), so a
+#   time-out loses only what was unfinished. A comparison whose share falls under 30 s is skipped
+#   and said so. The encoder tool's learning-rate schedule is planned over all --epochs: a budget
+#   that cuts it leaves it unfinished (speeds hold; its F1 mean nothing anyway: random weights).
 # --quick: the first 200 training and 100 dev/test sentences, one epoch (a check of the set-up).
 # --device cpu: a CPU check (a machine without a GPU stops otherwise).
 #
@@ -54,7 +56,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 usage() { awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; }
-TOOLS="" DATASETS="wnut17 conll2003" TREEBANKS="ud_ewt" BATCHES="16" EPOCHS=3 INFERENCE="16 128 512 2048" DEVICE=cuda BUDGET="" QUICK=()
+TOOLS="" DATASETS="wnut17 conll2003" TREEBANKS="ud_ewt" BATCHES="16" EPOCHS=3 INFERENCE="16 128 512 2048" DEVICE=cuda BUDGET=450 QUICK=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --tools) TOOLS="$2"; shift 2 ;;
@@ -76,7 +78,8 @@ TOOLS="${TOOLS:-$(cat .gpu-bench/tools)}"
 for tool in $TOOLS; do
   grep -qw "$tool" .gpu-bench/tools || { echo "gpu_bench: the bundle holds no $tool (it holds: $(cat .gpu-bench/tools)): scripts/gpu_bench_bundle.sh --tools" >&2; exit 2; }
 done
-[[ -z "$BUDGET" || "$BUDGET" =~ ^[0-9]+$ ]] || { echo "gpu_bench: --time-budget takes whole seconds" >&2; exit 2; }
+[[ "$BUDGET" =~ ^[0-9]+$ ]] || { echo "gpu_bench: --time-budget takes whole seconds (0: no limit)" >&2; exit 2; }
+[ "$BUDGET" != 0 ] || BUDGET=""
 source_digest() {  # as scripts/gpu_bench_bundle.sh computes it
   find src pyproject.toml -type f ! -path '*/__pycache__/*' ! -path '*.egg-info/*' ! -name '*.pyc' ! -name '*.tmp' -print0 \
     | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16
@@ -191,20 +194,23 @@ for index in "${!COMPARISONS[@]}"; do
                "${QUICK[@]}" "${budget[@]}" --json "$OUTPUT/gpu-bench-flair-$dataset-batch$batch.json") ;;
     encoder)
       if [ "$ENCODER_READY" != 1 ]; then say "== encoder $dataset: skipped: no encoder weights (see above)"; failed+=("encoder-$dataset(skipped)"); continue; fi
-      say "== encoder: $dataset, MiniLM-shaped random weights fine-tuned, seqtransfer in bf16, flair in fp32, $EPOCHS epochs${budget[*]:+, at most ${budget[1]} s (hard limit)}"
+      say "== encoder: $dataset, MiniLM-shaped random weights fine-tuned, seqtransfer in bf16, flair in fp32, $EPOCHS epochs${budget[*]:+, ${budget[1]} s}"
       command=("$PYTHON" benchmarks/compare_flair_encoder.py --datasets "$dataset" --encoder "$ENCODER" --encoder-note "$ENCODER_NOTE" --epochs "$EPOCHS" --device "$DEVICE"
                --threads 4 --amp bf16 --predict-amp bf16 --data-dir "$BUNDLE/data" --flair-venv "$WORK/flair-venv" --no-install
                "${QUICK[@]}" "${budget[@]}" --json "$OUTPUT/gpu-bench-encoder-$dataset.json") ;;
     profile)
       say "== profile: $dataset, one epoch of the BiLSTM-CRF tagger, batch 16, each part timed on the device"
       command=(${budget[1]:+timeout "${budget[1]}"} "$PYTHON" benchmarks/profile_step.py --dataset "$dataset" --device "$DEVICE" --threads 4 --data-dir "$BUNDLE/data"
-               --embeddings "$BUNDLE/data/glove-rows.txt" --operators 25 --json "$OUTPUT/gpu-bench-profile-$dataset.json") ;;  # its share is a hard limit
+               --embeddings "$BUNDLE/data/glove-rows.txt" --operators 25 ${budget[1]:+--time-budget "$(( ${budget[1]} - 10 ))"}
+               --json "$OUTPUT/gpu-bench-profile-$dataset.json") ;;  # its share is a hard limit; it times the batches that fit
     supar)
       say "== supar: $dataset, $EPOCHS epochs${budget[*]:+, ${budget[1]} s}"
       command=("$PYTHON" benchmarks/compare_supar.py --datasets "$dataset" --epochs "$EPOCHS" --device "$DEVICE" --threads 4
                --data-dir "$BUNDLE/data" --venv "$WORK/supar-venv" --no-install "${QUICK[@]}" "${budget[@]}" --output "$OUTPUT/gpu-bench-supar-$dataset.json") ;;
   esac
   status=0 begun=$SECONDS
+  # The comparisons keep their shares themselves; `timeout` is the net under them (30 s later).
+  [ -z "$BUDGET" ] || command=(timeout --kill-after 5 "$(( ${budget[1]} + 30 ))" "${command[@]}")
   "${command[@]}" 2>&1 | tee -a "$LOG" || status=$?
   [ "$status" = 0 ] || { say "== $tool $dataset: FAILED (exit $status)"; failed+=("$tool-$dataset"); }
   say "== $tool $dataset: $(( SECONDS - begun )) s"
