@@ -29,6 +29,16 @@ PROGRESS = "PROGRESS "
 PROGRESS_SECONDS = 10.0
 
 
+def deadline_of(time_budget: float | None, started_at: float | None = None) -> float | None:
+    """The ``time.perf_counter()`` value at which ``time_budget`` seconds end, counted from
+    ``started_at`` (a ``time.time()`` value: when the comparison started this process, so that its
+    imports and a GPU's start count, as the comparison's kill clock counts them), else from now."""
+    if not time_budget:
+        return None
+    spent = max(0.0, time.time() - started_at) if started_at else 0.0
+    return time.perf_counter() + time_budget - spent
+
+
 def progress_line(tool: str, **fields) -> None:
     """One progress line on stdout (read by the comparison if it must kill this process)."""
     print(PROGRESS + json.dumps({"tool": tool, **fields}), flush=True)
@@ -73,17 +83,18 @@ class Budget:
         if self.deadline is not None and self.current["batches"] and now >= self.deadline - self.reserve():
             self.current["cut"] = True
             return False
+        if now - self.last_line >= PROGRESS_SECONDS:  # what has trained by now: this batch not yet
+            self.last_line = now
+            progress_line(self.tool, **self.current, seconds=round(now - self.started, 3), finished=False)
         self.current["sentences"] += sentences
         self.current["tokens"] += tokens
         self.current["batches"] += 1
-        if now - self.last_line >= PROGRESS_SECONDS:
-            self.last_line = now
-            progress_line(self.tool, **self.current, seconds=round(now - self.started, 3), finished=False)
         return True
 
     def end_epoch(self, seconds: float | None = None) -> dict:
         """Close the epoch (``seconds``: its own timing where the runner has one, after a device synchronisation)."""
         epoch = {**self.current, "seconds": seconds if seconds is not None else time.perf_counter() - self.started}
+        self.current = {}
         self.epochs.append(epoch)
         progress_line(self.tool, **epoch, finished=True)
         if epoch["cut"]:
@@ -118,12 +129,12 @@ def training_speed(result: dict) -> tuple[float | None, float | None]:
 
 
 def progress_of(output: str) -> list[dict]:
-    """The ``PROGRESS`` lines of a runner's stdout, in order."""
+    """The ``PROGRESS`` lines of a runner's stdout, in order (one may follow a progress bar's text on its line)."""
     lines = []
     for line in output.splitlines():
-        if line.startswith(PROGRESS):
+        if PROGRESS in line:
             try:
-                lines.append(json.loads(line[len(PROGRESS) :]))
+                lines.append(json.loads(line[line.index(PROGRESS) + len(PROGRESS) :]))
             except json.JSONDecodeError:  # the line the kill cut in two
                 continue
     return lines
@@ -133,11 +144,14 @@ def partial_result(output: str) -> dict:
     """What a killed runner's progress lines measured: its finished epochs, and the one it was in.
 
     ``train_tokens_per_second``: the finished epochs' tokens over their seconds, else the last
-    epoch's tokens so far over its seconds so far; None when no line came."""
+    epoch's tokens so far over its seconds so far, else a probe's (the parser's timed epoch on a
+    prefix, not one of its epochs); None when no line came."""
     lines = progress_of(output)
+    probes = [line for line in lines if line.get("probe")]
+    lines = [line for line in lines if not line.get("probe")]
     finished = [line for line in lines if line.get("finished")]
     unfinished = lines[-1] if lines and not lines[-1].get("finished") else None
-    counted = finished or ([unfinished] if unfinished else [])
+    counted = finished or ([unfinished] if unfinished else probes)
     seconds = sum(line["seconds"] for line in counted)
     return {
         "killed": True,
@@ -165,8 +179,9 @@ def run_runner(command: list[str], environment: dict, timeout: float | None = No
                 if handle:
                     handle.write(line)
                     handle.flush()
-                if echo and line.startswith(echo):
-                    print(line, end="", file=sys.stderr, flush=True)
+                shown = line[line.index(PROGRESS) :] if PROGRESS in line else line  # a progress line after a progress bar's text
+                if echo and shown.startswith(echo):
+                    print(shown, end="", file=sys.stderr, flush=True)
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()

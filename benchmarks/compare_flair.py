@@ -192,8 +192,8 @@ def run_tools(dataset: str, commands: dict[str, list[str]], data, folder: Path, 
         print(f"{dataset}: running {tool} ...", file=sys.stderr, flush=True)
         predictions = folder / f"{tool}-predictions.json"
         share = max((deadline - time.perf_counter()) / (len(commands) - len(rows)), 1.0) if deadline else None
-        if share:
-            command = [*command, "--time-budget", f"{max(share - max(5.0, share / 10), 1.0):.0f}"]
+        if share:  # counted from the process's start (--started-at), as the kill is
+            command = [*command, "--time-budget", f"{max(share - max(5.0, share / 10), 1.0):.0f}", "--started-at", f"{time.time():.3f}"]
         if rows and same_epochs and rows[0].get("epochs"):
             command = [*command, "--epochs", str(rows[0]["epochs"])]
         result = run_json([*command, "--predictions", str(predictions)], threads, share)

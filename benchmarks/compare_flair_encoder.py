@@ -157,7 +157,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
     with tempfile.TemporaryDirectory(prefix="compare-flair-encoder-") as temporary:
         work = Path(arguments.work_dir or temporary)
-        rows = [row for dataset in arguments.datasets for row in compare_dataset(arguments, dataset, encoder, flair_python, work / dataset, finished, deadline)]
+        rows = []
+        for number, dataset in enumerate(arguments.datasets):  # what is left, shared by the datasets left
+            share = time.perf_counter() + (deadline - time.perf_counter()) / (len(arguments.datasets) - number) if deadline else None
+            rows += compare_dataset(arguments, dataset, encoder, flair_python, work / dataset, finished, share)
     print_setup(rows, arguments)
     report_rows(rows, arguments)
     return rows

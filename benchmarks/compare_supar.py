@@ -157,7 +157,11 @@ def summarize(result: dict, train_tokens: int, test_tokens: int, gold_trees: lis
         "epochs": len(result.get("train_seconds", result.get("epoch_seconds", []))),
         "train_seconds": result.get("train_seconds", result.get("epoch_seconds")),
         "process_seconds": round(result["process_seconds"], 1),
-        **{key: result[key] for key in ("device", "torch", "time_budget", "probe_sentences", "estimated_epoch_seconds", "epoch_tokens", "epoch_cut", "killed") if key in result},
+        **{
+            key: result[key]
+            for key in ("device", "torch", "time_budget", "probe_sentences", "estimated_epoch_seconds", "epoch_tokens", "epoch_cut", "killed", "train_path", "train_sentences", "train_tokens")
+            if key in result
+        },
     }
     if result.get("killed"):
         return {**row, "parse_tokens_per_second": None, "peak_rss_mb": None, "test_uas": None, "test_las": None}
@@ -217,7 +221,7 @@ def compare(dataset: str, arguments: argparse.Namespace, supar_python: Path, fin
         share = (time_budget - (time.perf_counter() - started)) / 2 if time_budget else None
         budget = {"time_budget": max(share - max(5.0, share / 10), 1.0)} if share else {}  # less its start-up
         print(f"{dataset}: running seqtransfer ...", file=sys.stderr, flush=True)
-        ours = run_tool(Path(sys.executable), "parser_runner.py", {**settings, **budget, "model": str(folder / "seqtransfer-run")}, folder, "seqtransfer", share)
+        ours = run_tool(Path(sys.executable), "parser_runner.py", {**settings, **budget, "started_at": time.time(), "model": str(folder / "seqtransfer-run")}, folder, "seqtransfer", share)
         result["seqtransfer"] = summarize(ours, train_tokens, test_tokens, gold)
         print(f"{dataset}: seqtransfer finished: {json.dumps(result['seqtransfer'])}", file=sys.stderr, flush=True)
         if finished:
@@ -231,7 +235,7 @@ def compare(dataset: str, arguments: argparse.Namespace, supar_python: Path, fin
         supar = run_tool(
             supar_python,
             "supar_runner.py",
-            {**settings, **budget, **same, "epochs": epochs, "model": str(folder / "supar.model"), "predictions": str(folder / "supar-test.conllu")},
+            {**settings, **budget, **same, "started_at": time.time(), "epochs": epochs, "model": str(folder / "supar.model"), "predictions": str(folder / "supar-test.conllu")},
             folder,
             "supar",
             share,
@@ -261,6 +265,8 @@ def ratio(tools: dict, key: str) -> float | None:
 
 def print_comparison(result: dict) -> None:
     print(f"\n{result['dataset']}: {result['train_sentences']} training sentences ({result['train_tokens']} tokens), {result['test_tokens']} test tokens, {result['threads']} threads")
+    if result["seqtransfer"].get("train_sentences", result["train_sentences"]) != result["train_sentences"]:
+        print(f"  the time budget cut the training set: both tools trained on its first {result['seqtransfer']['train_sentences']} sentences ({result['seqtransfer']['train_tokens']} tokens)")
     print(f"{'':24}{'seqtransfer':>14}{'SuPar 1.1.4':>14}{'ratio':>8}")
     rows = [
         ("epochs", "epochs", None),

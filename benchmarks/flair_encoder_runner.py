@@ -19,13 +19,12 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import time
 from pathlib import Path
 
 import flair
 import torch
 import transformers
-from budget import Budget
+from budget import Budget, deadline_of
 from flair.data import Corpus
 from flair.embeddings import TransformerWordEmbeddings
 from flair.models import SequenceTagger
@@ -120,7 +119,7 @@ def train_timed(tagger: SequenceTagger, corpus: Corpus, settings: dict, epochs: 
 
 
 def run(arguments: argparse.Namespace) -> dict:
-    deadline = time.perf_counter() + arguments.time_budget if arguments.time_budget else None
+    deadline = deadline_of(arguments.time_budget, arguments.started_at)
     data = json.loads((Path(arguments.input) / "data.json").read_text(encoding="utf-8"))
     if data["settings"]["epochs"] != arguments.epochs:
         raise SystemExit(f"--epochs {arguments.epochs}, but seqtransfer's schedule runs over {data['settings']['epochs']} epochs")

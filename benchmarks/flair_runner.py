@@ -33,7 +33,7 @@ from pathlib import Path
 import flair
 import numpy as np
 import torch
-from budget import Budget, inference_fits
+from budget import Budget, deadline_of, inference_fits
 from flair.data import Corpus, Dictionary, Sentence
 from flair.datasets import FlairDatapointDataset
 from flair.embeddings import CharacterEmbeddings, StackedEmbeddings, WordEmbeddings
@@ -71,6 +71,15 @@ class BudgetPlugin(TrainerPlugin):
     def __init__(self, epochs: int, deadline: float | None = None) -> None:
         super().__init__()
         self.epochs, self.budget = epochs, Budget("flair", deadline)
+        self.closed_at: float | None = None
+        self.scoring: list[float] = []  # seconds between an epoch's end and this plugin's turn (a dev scoring)
+
+    def close(self, epoch: int) -> None:
+        """End the epoch's timing, once (``EpochEndPlugin`` may have done it before a dev scoring)."""
+        if self.budget.current:
+            done = self.budget.end_epoch()
+            self.closed_at = time.perf_counter()
+            print(f"flair: epoch {epoch} trained in {done['seconds']:.2f} s", file=sys.stderr, flush=True)  # seen even if the run is cut off later
 
     @TrainerPlugin.hook
     def before_training_epoch(self, epoch: int, **kwargs) -> None:
@@ -84,11 +93,25 @@ class BudgetPlugin(TrainerPlugin):
 
     @TrainerPlugin.hook
     def after_training_epoch(self, epoch: int, **kwargs) -> None:
-        done = self.budget.end_epoch()
-        print(f"flair: epoch {epoch} trained in {done['seconds']:.2f} s", file=sys.stderr, flush=True)  # seen even if the run is cut off later
+        self.close(epoch)
+        self.scoring.append(time.perf_counter() - self.closed_at)
+        self.budget.overhead = sum(self.scoring) / len(self.scoring)
         if epoch < self.epochs and not self.budget.another_epoch_fits():
             print(f"flair: time budget: stopping after {epoch} of {self.epochs} epochs", file=sys.stderr, flush=True)
             raise TrainingInterrupt(f"time budget: stopping after {epoch} of {self.epochs} epochs")
+
+
+class EpochEndPlugin(TrainerPlugin):
+    """Ends a ``BudgetPlugin``'s epoch timing before the plugins registered after it (the dev scoring of
+    ``DevStoppingPlugin``, which may stop the run) take their turn."""
+
+    def __init__(self, timing: BudgetPlugin) -> None:
+        super().__init__()
+        self.timing = timing
+
+    @TrainerPlugin.hook
+    def after_training_epoch(self, epoch: int, **kwargs) -> None:
+        self.timing.close(epoch)
 
 
 def iob2_spans(tags: list[str]) -> set[tuple[str, int, int]]:
@@ -217,8 +240,8 @@ def train_timed(tagger: SequenceTagger, corpus: Corpus, settings: dict, epochs: 
         create_file_logs=False,
         create_loss_file=False,
         plugins=[
-            *([stopping] if stopping else []),
             EpochSchedulePlugin(settings["learning_rate"], settings["learning_rate_decay"]),
+            *([EpochEndPlugin(timing), stopping] if stopping else []),  # the epoch timed without its dev scoring, then scored
             timing,  # after the dev score: a time budget may stop after an epoch it scored
         ],
     )
@@ -331,7 +354,7 @@ def measure(arguments: argparse.Namespace, data: dict, tagger: SequenceTagger, c
 
 
 def run(arguments: argparse.Namespace) -> dict:
-    deadline = time.perf_counter() + arguments.time_budget if arguments.time_budget else None
+    deadline = deadline_of(arguments.time_budget, arguments.started_at)
     data = json.loads((Path(arguments.input) / "data.json").read_text(encoding="utf-8"))
     vectors = np.load(Path(arguments.input) / "vectors.npy")
     flair.device = torch.device(arguments.device)
@@ -354,6 +377,7 @@ def runner_parser(description: str, input_help: str, epochs_help: str) -> argpar
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=INFERENCE_BATCH_SIZES)
     parser.add_argument("--predictions", required=True, help="JSON file for the dev and test predictions")
+    parser.add_argument("--started-at", type=float, default=None, help="when the comparison started this process (time.time()): a --time-budget counts from then")
     return parser
 
 

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import torch
-from budget import inference_fits, progress_line
+from budget import deadline_of, inference_fits, progress_line
 
 from seqtransfer.config import RunConfig, apply_overrides
 from seqtransfer.data.conllu import read_conllu, write_conllu
@@ -79,7 +79,8 @@ def epochs_that_fit(settings: dict, output: Path, started: float) -> tuple[int, 
     print(f"seqtransfer: time budget {settings['time_budget']:.0f} s: an epoch is estimated at {epoch:.1f} s: {epochs} of {settings['epochs']} epochs", file=sys.stderr, flush=True)
     if left >= epoch:
         return epochs, settings["train"], probe
-    kept = sentences[: max(len(prefix), math.floor(len(sentences) * max(left, 0.0) / epoch))]
+    fraction = max(left - scoring, 0.0) / max(epoch - scoring, 1e-9)  # the dev scoring does not shrink with the file
+    kept = sentences[: max(len(prefix), math.floor(len(sentences) * fraction))]
     cut_train = output.parent / f"{output.name}-train-cut.conllu"
     write_conllu(cut_train, kept)
     print(f"seqtransfer: time budget: one epoch does not fit: training on the first {len(kept)} of {len(sentences)} sentences", file=sys.stderr, flush=True)
@@ -87,8 +88,9 @@ def epochs_that_fit(settings: dict, output: Path, started: float) -> tuple[int, 
 
 
 def main(settings_path: str, result_path: str) -> None:
-    started = time.perf_counter()
     settings = json.loads(Path(settings_path).read_text())
+    deadline = deadline_of(settings.get("time_budget"), settings.get("started_at"))  # from the comparison's start, as its kill
+    started = deadline - settings["time_budget"] if deadline is not None else time.perf_counter()
     output = Path(settings["model"])
     budgeted = bool(settings.get("time_budget"))
     epochs, train_path, probe = epochs_that_fit(settings, output, started) if budgeted else (settings["epochs"], settings["train"], {})
@@ -108,7 +110,6 @@ def main(settings_path: str, result_path: str) -> None:
     encoded = data.encode("test", run.vocabularies, with_targets=False)
     torch.set_num_threads(settings["threads"])
     parse_seconds = {}
-    deadline = started + settings["time_budget"] if settings.get("time_budget") else None
     for batch_size in settings["parse_batch_sentences"]:  # the best of two passes at each batch size
         if parse_seconds and not inference_fits(min(parse_seconds.values()), deadline, passes=3):  # two timed passes, then the predictions written
             print(f"seqtransfer: time budget: parsing timed at batch sizes {sorted(parse_seconds)} only", file=sys.stderr, flush=True)

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import torch
-from budget import Budget, inference_fits
+from budget import Budget, deadline_of, inference_fits
 
 from seqtransfer.config import RunConfig
 from seqtransfer.corpora.task_data import TaskData, load_task_data
@@ -200,7 +200,7 @@ def time_inference(model: Tagger, encoded, labels, batch_sizes: list[int], amp: 
 
 def run(arguments: argparse.Namespace) -> dict:
     """Train and time one dataset; write predictions; return the measurements."""
-    deadline = time.perf_counter() + arguments.time_budget if arguments.time_budget else None
+    deadline = deadline_of(arguments.time_budget, arguments.started_at)
     config = benchmark_config(
         arguments.dataset,
         arguments.threads,
@@ -285,6 +285,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--embeddings", default=None, help="a word-vector text file instead of the GloVe 6B 50d package (the GPU bundle's rows of it)")
     parser.add_argument("--train-batch-size", type=int, default=None, help="training sentences per batch (default: train.batch_size)")
     parser.add_argument("--time-budget", type=float, default=None, help="seconds for this process from its start: whole epochs while another and the inference fit, else part of one (budget.py)")
+    parser.add_argument("--started-at", type=float, default=None, help="when the comparison started this process (time.time()): a --time-budget counts from then")
     parser.add_argument("--predictions", required=True, help="JSON file for the dev and test predictions")
     return parser.parse_args(argv)
 

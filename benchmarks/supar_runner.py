@@ -25,7 +25,7 @@ import time
 os.environ.setdefault("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")  # SuPar's checkpoints hold pickled objects
 
 import torch  # noqa: E402
-from budget import Budget, inference_fits  # noqa: E402
+from budget import Budget, deadline_of, inference_fits  # noqa: E402
 from supar.cmds import biaffine_dep  # noqa: E402
 from supar.parsers.dep import BiaffineDependencyParser  # noqa: E402
 
@@ -100,7 +100,7 @@ def main(settings_path: str, result_path: str) -> None:
     settings = json.load(open(settings_path))
     # After its training SuPar scores dev and test, loads its best epoch, scores test again, then parses:
     # before an epoch has ended, seven tenths of the budget are kept for that.
-    budget = Budget("supar", started + settings["time_budget"] if settings.get("time_budget") else None, after_training=0.7)
+    budget = Budget("supar", deadline_of(settings.get("time_budget"), settings.get("started_at")), after_training=0.7)
     BiaffineDependencyParser._train = timed_training(BiaffineDependencyParser._train, budget)
     BiaffineDependencyParser._evaluate = timed(BiaffineDependencyParser._evaluate)
     common = ["-d", supar_device(settings.get("device", "cpu")), "-t", str(settings["threads"]), "-p", settings["model"]]

@@ -125,3 +125,24 @@ def test_a_runner_past_its_limit_is_killed_and_its_printed_lines_are_kept(tmp_pa
     script.write_text("import sys; sys.exit(3)", encoding="utf-8")
     with pytest.raises(SystemExit, match="child.py failed with exit code 3"):
         budget_module.run_runner([sys.executable, str(script)], {}, timeout=30.0)
+
+
+def test_a_progress_line_after_a_progress_bar_and_a_probe_are_read_as_such():
+    """SuPar's bar writes no newline before a progress line; the parser's probe (an epoch on a prefix)
+    gives a speed only where nothing else came, and is not one of the run's epochs."""
+    bar = "  3%|#         | 2/60 00:01<00:40, 1.4it/s"
+    probe = 'PROGRESS {"tool": "seqtransfer", "epoch": 0, "tokens": 300, "seconds": 3.0, "cut": true, "finished": true, "probe": true}'
+    glued = bar + 'PROGRESS {"tool": "supar", "epoch": 1, "tokens": 90, "seconds": 3.0, "cut": false, "finished": false}'
+    assert budget_module.partial_result(glued)["train_tokens_per_second"] == 30.0
+    only_probe = budget_module.partial_result(probe)
+    assert only_probe["epoch_seconds"] == [] and only_probe["train_tokens_per_second"] == 100.0
+    after = budget_module.partial_result(probe + "\n" + glued)
+    assert after["epoch_seconds"] == [] and after["train_tokens_per_second"] == 30.0
+
+
+def test_a_budget_counts_from_when_the_comparison_started_the_process(monkeypatch):
+    monkeypatch.setattr(budget_module.time, "time", lambda: 1000.0)
+    monkeypatch.setattr(budget_module.time, "perf_counter", lambda: 50.0)
+    assert budget_module.deadline_of(None) is None
+    assert budget_module.deadline_of(30.0) == 80.0
+    assert budget_module.deadline_of(30.0, started_at=992.0) == 72.0  # 8 s of imports already spent
