@@ -116,6 +116,26 @@ def inference_fits(last_pass_seconds: float, deadline: float | None, passes: int
     return deadline is None or time.perf_counter() + passes * last_pass_seconds <= deadline
 
 
+def sizes_that_fit(tool: str, sizes: list, timings: dict, deadline: float | None, passes: int):
+    """The inference batch sizes to time, in order: after the first, each only while ``passes`` more
+    passes at the fastest pass so far (``timings``, which the caller fills) end before the deadline."""
+    for size in sizes:
+        if timings and not inference_fits(min(timings.values()), deadline, passes):
+            print(f"{tool}: time budget: inference timed at batch sizes {sorted(timings)} only", file=sys.stderr, flush=True)
+            return
+        yield size
+
+
+def runner_budget(share: float) -> float:
+    """The ``--time-budget`` a runner is given out of its ``share`` (its hard limit): a tenth less, at least 5 s, as a margin."""
+    return max(share - max(5.0, share / 10), 1.0)
+
+
+def share_left(deadline: float, parts_left: int) -> float:
+    """Seconds of what is left until ``deadline`` (a ``time.perf_counter()`` value) for the next of ``parts_left`` parts."""
+    return (deadline - time.perf_counter()) / parts_left
+
+
 def training_speed(result: dict) -> tuple[float | None, float | None]:
     """(median seconds, median tokens/s) of a runner's whole epochs, else of the epoch the time budget
     cut (its tokens over its seconds); (None, None) when no epoch ended."""

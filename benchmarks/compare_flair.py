@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from budget import PROGRESS, partial_result, run_runner, training_speed
+from budget import PROGRESS, partial_result, run_runner, runner_budget, share_left, training_speed
 from seqtransfer_runner import INFERENCE_BATCH_SIZES, benchmark_config, load_benchmark_data
 
 from seqtransfer.data.metrics import evaluate
@@ -191,9 +191,9 @@ def run_tools(dataset: str, commands: dict[str, list[str]], data, folder: Path, 
     for tool, command in commands.items():
         print(f"{dataset}: running {tool} ...", file=sys.stderr, flush=True)
         predictions = folder / f"{tool}-predictions.json"
-        share = max((deadline - time.perf_counter()) / (len(commands) - len(rows)), 1.0) if deadline else None
+        share = max(share_left(deadline, len(commands) - len(rows)), 1.0) if deadline else None
         if share:  # counted from the process's start (--started-at), as the kill is
-            command = [*command, "--time-budget", f"{max(share - max(5.0, share / 10), 1.0):.0f}", "--started-at", f"{time.time():.3f}"]
+            command = [*command, "--time-budget", f"{runner_budget(share):.0f}", "--started-at", f"{time.time():.3f}"]
         if rows and same_epochs and rows[0].get("epochs"):
             command = [*command, "--epochs", str(rows[0]["epochs"])]
         result = run_json([*command, "--predictions", str(predictions)], threads, share)
@@ -349,7 +349,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="compare-flair-") as temporary:
         work = Path(arguments.work_dir or temporary)
         for number, dataset in enumerate(arguments.datasets):
-            share = (deadline - time.perf_counter()) / (len(arguments.datasets) - number) if deadline else None  # what is left, shared by the datasets left
+            share = share_left(deadline, len(arguments.datasets) - number) if deadline else None  # what is left, shared by the datasets left
             rows += compare_dataset(arguments, dataset, flair_python, work / dataset, finished, share)
     print(
         f"\nseqtransfer vs flair {FLAIR_VERSION}: torch {rows[0].get('torch', '?')}, {rows[0].get('device', '?')} / {rows[1].get('device', '?')}, {arguments.threads} threads, CRF, "

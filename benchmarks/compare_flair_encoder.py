@@ -33,6 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from budget import share_left
 from compare_flair import BENCHMARKS, FLAIR_VERSION, comparison_parser, flair_python_for, json_writer, report_rows, run_tools, runner_options, seqtransfer_options, splits_for_flair, subset_description
 from seqtransfer_runner import benchmark_config, load_benchmark_data
 
@@ -159,7 +160,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         work = Path(arguments.work_dir or temporary)
         rows = []
         for number, dataset in enumerate(arguments.datasets):  # what is left, shared by the datasets left
-            share = time.perf_counter() + (deadline - time.perf_counter()) / (len(arguments.datasets) - number) if deadline else None
+            share = time.perf_counter() + share_left(deadline, len(arguments.datasets) - number) if deadline else None
             rows += compare_dataset(arguments, dataset, encoder, flair_python, work / dataset, finished, share)
     print_setup(rows, arguments)
     report_rows(rows, arguments)

@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from budget import PROGRESS, partial_result, run_runner, training_speed
+from budget import PROGRESS, partial_result, run_runner, runner_budget, share_left, training_speed
 
 from seqtransfer.data.attachment import attachment_scores
 from seqtransfer.data.conllu import read_conllu, write_conllu
@@ -219,7 +219,7 @@ def compare(dataset: str, arguments: argparse.Namespace, supar_python: Path, fin
         }
         gold = [read_tree(sentence) for sentence in test]
         share = (time_budget - (time.perf_counter() - started)) / 2 if time_budget else None
-        budget = {"time_budget": max(share - max(5.0, share / 10), 1.0)} if share else {}  # less its start-up
+        budget = {"time_budget": runner_budget(share)} if share else {}
         print(f"{dataset}: running seqtransfer ...", file=sys.stderr, flush=True)
         ours = run_tool(Path(sys.executable), "parser_runner.py", {**settings, **budget, "started_at": time.time(), "model": str(folder / "seqtransfer-run")}, folder, "seqtransfer", share)
         result["seqtransfer"] = summarize(ours, train_tokens, test_tokens, gold)
@@ -229,7 +229,7 @@ def compare(dataset: str, arguments: argparse.Namespace, supar_python: Path, fin
         epochs = ours.get("epochs") or arguments.epochs  # the time budget's choice, else --epochs
         (folder / "supar.ini").write_text(SUPAR_CONFIG.format(word_dimension=50, batch_tokens=batch_tokens, epochs=epochs))
         share = max(time_budget - (time.perf_counter() - started), 1.0) if time_budget else None
-        budget = {"time_budget": max(share - max(5.0, share / 10), 1.0)} if share else {}
+        budget = {"time_budget": runner_budget(share)} if share else {}
         same = {"train": ours.get("train_path", paths["train"])}  # the sentences seqtransfer trained on
         print(f"{dataset}: running supar ...", file=sys.stderr, flush=True)
         supar = run_tool(
@@ -315,7 +315,7 @@ def main() -> None:
 
     deadline = time.perf_counter() + arguments.time_budget if arguments.time_budget else None
     for number, dataset in enumerate(arguments.datasets):
-        share = (deadline - time.perf_counter()) / (len(arguments.datasets) - number) if deadline else None  # what is left, shared by the datasets left
+        share = share_left(deadline, len(arguments.datasets) - number) if deadline else None  # what is left, shared by the datasets left
         results.append(compare(dataset, arguments, supar_python, finished, share))
         print_comparison(results[-1])
     output.write_text(json.dumps(results, indent=1))

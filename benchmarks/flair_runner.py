@@ -33,7 +33,7 @@ from pathlib import Path
 import flair
 import numpy as np
 import torch
-from budget import Budget, deadline_of, inference_fits
+from budget import Budget, deadline_of, sizes_that_fit
 from flair.data import Corpus, Dictionary, Sentence
 from flair.datasets import FlairDatapointDataset
 from flair.embeddings import CharacterEmbeddings, StackedEmbeddings, WordEmbeddings
@@ -265,10 +265,7 @@ def time_inference(tagger: SequenceTagger, sentences: list[Sentence], batch_size
     """Seconds of tagging ``sentences`` at each batch size (best of 2 passes); with a ``deadline``, the
     batch sizes after the first stop where their passes would not fit (as seqtransfer_runner's)."""
     timings = {}
-    for batch_size in batch_sizes:
-        if timings and not inference_fits(min(timings.values()), deadline, passes=4):  # two timed passes, then dev and test
-            print(f"flair: time budget: inference timed at batch sizes {sorted(timings)} only", file=sys.stderr, flush=True)
-            break
+    for batch_size in sizes_that_fit("flair", batch_sizes, timings, deadline, passes=4):  # two timed passes, then dev and test
         best = float("inf")
         for _ in range(2):
             started = time.perf_counter()

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import torch
-from budget import deadline_of, inference_fits, progress_line
+from budget import deadline_of, progress_line, sizes_that_fit
 
 from seqtransfer.config import RunConfig, apply_overrides
 from seqtransfer.data.conllu import read_conllu, write_conllu
@@ -110,10 +110,7 @@ def main(settings_path: str, result_path: str) -> None:
     encoded = data.encode("test", run.vocabularies, with_targets=False)
     torch.set_num_threads(settings["threads"])
     parse_seconds = {}
-    for batch_size in settings["parse_batch_sentences"]:  # the best of two passes at each batch size
-        if parse_seconds and not inference_fits(min(parse_seconds.values()), deadline, passes=3):  # two timed passes, then the predictions written
-            print(f"seqtransfer: time budget: parsing timed at batch sizes {sorted(parse_seconds)} only", file=sys.stderr, flush=True)
-            break
+    for batch_size in sizes_that_fit("seqtransfer", settings["parse_batch_sentences"], parse_seconds, deadline, passes=3):  # the best of two passes at each, then the predictions written
         for _ in range(2):
             parse_started = time.perf_counter()
             predicted = predict_labels(run.model, encoded, run.vocabularies.labels, batch_size)  # labels on the host: the GPU's work is done

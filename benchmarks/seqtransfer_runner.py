@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import torch
-from budget import Budget, deadline_of, inference_fits
+from budget import Budget, deadline_of, sizes_that_fit
 
 from seqtransfer.config import RunConfig
 from seqtransfer.corpora.task_data import TaskData, load_task_data
@@ -185,10 +185,7 @@ def time_inference(model: Tagger, encoded, labels, batch_sizes: list[int], amp: 
     """Seconds of decoding ``encoded`` at each batch size (best of 2 passes) in precision ``amp``; with a
     ``deadline``, the batch sizes after the first stop where their passes would not fit."""
     timings = {}
-    for batch_size in batch_sizes:
-        if timings and not inference_fits(min(timings.values()), deadline, passes=4):  # two timed passes, then dev and test
-            print(f"seqtransfer: time budget: inference timed at batch sizes {sorted(timings)} only", file=sys.stderr, flush=True)
-            break
+    for batch_size in sizes_that_fit("seqtransfer", batch_sizes, timings, deadline, passes=4):  # two timed passes, then dev and test
         best = float("inf")
         for _ in range(2):
             started = time.perf_counter()

@@ -25,7 +25,7 @@ import time
 os.environ.setdefault("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")  # SuPar's checkpoints hold pickled objects
 
 import torch  # noqa: E402
-from budget import Budget, deadline_of, inference_fits  # noqa: E402
+from budget import Budget, deadline_of, sizes_that_fit  # noqa: E402
 from supar.cmds import biaffine_dep  # noqa: E402
 from supar.parsers.dep import BiaffineDependencyParser  # noqa: E402
 
@@ -135,10 +135,7 @@ def main(settings_path: str, result_path: str) -> None:
     parser = BiaffineDependencyParser.load(settings["model"])
     torch.set_num_threads(settings["threads"])
     parse_seconds = {}
-    for batch_tokens in settings["parse_batch_tokens"]:  # the best of two passes at each batch size (in tokens)
-        if parse_seconds and not inference_fits(min(parse_seconds.values()), budget.deadline, passes=2):
-            print(f"supar: time budget: parsing timed at batch sizes {sorted(parse_seconds)} only", file=sys.stderr, flush=True)
-            break
+    for batch_tokens in sizes_that_fit("supar", settings["parse_batch_tokens"], parse_seconds, budget.deadline, passes=2):  # the best of two passes at each (in tokens)
         for _ in range(2):
             started = time.perf_counter()
             parser.predict(settings["test"], pred=settings["predictions"], tree=True, proj=False, buckets=8, batch_size=batch_tokens, verbose=False)

@@ -146,3 +146,15 @@ def test_a_budget_counts_from_when_the_comparison_started_the_process(monkeypatc
     assert budget_module.deadline_of(None) is None
     assert budget_module.deadline_of(30.0) == 80.0
     assert budget_module.deadline_of(30.0, started_at=992.0) == 72.0  # 8 s of imports already spent
+
+
+def test_inference_is_timed_at_the_batch_sizes_that_fit(clock):
+    """After the first batch size, each one only while its passes at the fastest pass so far still fit."""
+    timings: dict[int, float] = {}
+    timed = []
+    for size in budget_module.sizes_that_fit("x", [16, 64, 256], timings, clock.now + 30.0, passes=4):
+        timed.append(size)
+        timings[size] = 5.0
+        clock.now += 10.0  # two passes
+    assert timed == [16, 64]  # at 20 s, four passes of 5 s would end at 40 s, past 30
+    assert list(budget_module.sizes_that_fit("x", [16, 64], {16: 100.0}, None, passes=4)) == [16, 64]  # no deadline: every size

@@ -35,9 +35,9 @@ CELL_KEYS = ("method", "target", "seed", "source")
 SCORE_KEYS = ("dev", "test")
 
 
-def is_score(value) -> bool:
-    """Whether a record's score is absent (None: a split with no labels) or a finite number."""
-    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value))
+def is_score(value: object) -> bool:
+    """A finite score: a number, not a bool, not NaN or infinite."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def made_with_other_weights(recorded: str | None, current: str | None) -> bool:
@@ -70,7 +70,7 @@ def read_kept(path: str | Path, experiment: str | None = None) -> list[dict]:
         if not isinstance(record, dict) or "experiment" not in record or "run_directory" not in record:
             raise SeqTransferError("a record needs 'experiment' and 'run_directory'", path=path, line=number, hint=hint)
         for split in SCORE_KEYS:
-            if not is_score(record.get(split)):
+            if record.get(split) is not None and not is_score(record[split]):  # None: a split with no labels
                 raise SeqTransferError(f"the record's {split!r} score is {record[split]!r}, not a finite number", path=path, line=number, hint="drop the line to train that cell again")
         if experiment is None or record["experiment"] == experiment:
             records.append(record)

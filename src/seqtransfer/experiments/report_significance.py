@@ -3,7 +3,6 @@ pairs, over the seeds both share (or at the first seed they share), and their ta
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -12,6 +11,7 @@ from pathlib import Path
 from seqtransfer.data.metrics import evaluate, is_correlation, main_score
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.experiments.evidence import decode_array, evidence_of
+from seqtransfer.experiments.kept import is_score
 from seqtransfer.experiments.report_base import MISSING, SIGNIFICANCE_LEVEL, ReportSpec, _mean_cell, _signed, _table
 from seqtransfer.experiments.significance import paired_randomization_correlation_seeds, paired_randomization_seeds, score_from_counts, welch_p_value
 
@@ -112,11 +112,6 @@ def significance_tests(spec: ReportSpec, records: Sequence[dict]) -> dict[tuple[
         rows = (_significance_row(spec, by_seed, target, pair, evidence), _seeds_row(spec, by_seed, target, pair, evidence))
         tests[target, *pair] = PairTests(*rows, difference, seeds, _welch_row(by_seed, target, pair))
     return tests
-
-
-def is_score(value: object) -> bool:
-    """A finite test score (a run without one, or with NaN, is left out of the tests over seeds)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _welch_row(by_seed: Mapping[tuple[str, str, int], dict], target: str, pair: tuple[str, str]) -> list[str] | None:
