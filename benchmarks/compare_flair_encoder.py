@@ -160,8 +160,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         work = Path(arguments.work_dir or temporary)
         rows = []
         for number, dataset in enumerate(arguments.datasets):  # what is left, shared by the datasets left
-            share = time.perf_counter() + share_left(deadline, len(arguments.datasets) - number) if deadline else None
-            rows += compare_dataset(arguments, dataset, encoder, flair_python, work / dataset, finished, share)
+            dataset_deadline = time.perf_counter() + share_left(deadline, len(arguments.datasets) - number) if deadline else None
+            rows += compare_dataset(arguments, dataset, encoder, flair_python, work / dataset, finished, dataset_deadline)
     print_setup(rows, arguments)
     report_rows(rows, arguments)
     return rows
