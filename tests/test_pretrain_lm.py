@@ -44,6 +44,7 @@ def test_a_pretrained_lm_is_an_encoder_for_features_and_fine_tuning(text, tmp_pa
     saved = json.loads((folder / "pretraining.json").read_text(encoding="utf-8"))
     assert saved["objective"] == objective and saved["held_out_perplexity"] == summary["held_out_perplexity"] > 1
     assert 0 < summary["parameters"] < 100_000 and len(saved["history"]) == 2 and saved["seconds"] >= 0 and saved["peak_rss_megabytes"] > 0
+    assert saved["device"].startswith("cpu")
     for mode in ("features", "finetune"):
         run(
             [

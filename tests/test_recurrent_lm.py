@@ -44,6 +44,7 @@ def test_pretraining_writes_an_encoder_folder_with_its_perplexity_and_cost(langu
     # the epoch's training loss is a mean -log p per word, on the held-out perplexity's scale (random text: near uniform both)
     assert all(abs(record["loss"] - math.log(record["held_out_perplexity"])) < 1.0 for record in report["history"])
     assert report["training_tokens_per_second"] > 0 and report["encoder_parameters"] > 0 and summary["best_epoch"] in (1, 2)
+    assert report["device"].startswith("cpu")  # the processor: a seed fixes the weights on one kind only
 
 
 def test_the_same_seed_pretrains_the_same_lm(text, language_model, tmp_path):

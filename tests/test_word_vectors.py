@@ -44,6 +44,39 @@ def test_fasttext_vectors_and_several_texts(tmp_path):
     assert record["method"] == "fasttext" and record["sentences"] == 4 and record["words"] == 7  # Some, Words, here, more, other, words, and: the case kept and not record["lowercase"]
 
 
+def test_fasttext_gives_unseen_words_their_sub_word_vectors(tmp_path):
+    from gensim.models import FastText, KeyedVectors
+
+    from seqtransfer.cli import run
+
+    text = tmp_path / "text.txt"
+    text.write_text("".join("the walking talking dogs\nwalked talked dog\n" for _ in range(5)), encoding="utf-8")
+    unseen = tmp_path / "test.txt"
+    unseen.write_text("Walker dogs\ndog\n", encoding="utf-8")
+    arguments = ["--text", str(text), "--min-count", "1", "--method", "fasttext", "--dimension", "6", "--epochs", "2"]
+    record = run(["word-vectors", *arguments, "--words-of", str(unseen), "--output", str(tmp_path / "v.txt")])
+    plain = run(["word-vectors", *arguments, "--output", str(tmp_path / "plain.txt")])
+    assert record["words"] == plain["words"] == 7 and record["words_from_subwords"] == 1  # "walker" (lower-cased) is new; "dogs" was trained
+    vectors, trained = KeyedVectors.load_word2vec_format(tmp_path / "v.txt"), KeyedVectors.load_word2vec_format(tmp_path / "plain.txt")
+    assert len(vectors) == 8 and "walker" in vectors and "walker" not in trained
+    assert all((vectors[word] == trained[word]).all() for word in trained.index_to_key)  # the trained words' vectors unchanged
+    model = FastText(vector_size=6, window=5, min_count=1, epochs=2, seed=1, workers=1, sg=1, negative=5)
+    sentences = [line.split() for line in text.read_text(encoding="utf-8").lower().splitlines()]
+    model.build_vocab(sentences)
+    model.train(sentences, total_examples=model.corpus_count, epochs=2)
+    assert abs(vectors["walker"] - model.wv["walker"]).max() < 1e-5  # what gensim's fastText gives the unseen word (text format: 6 digits)
+
+
+def test_words_of_needs_fasttext(tmp_path, capsys):
+    from seqtransfer.cli import main
+
+    text = tmp_path / "text.txt"
+    text.write_text("a b c\nd e f\n", encoding="utf-8")
+    assert main(["word-vectors", "--text", str(text), "--words-of", str(text), "--output", str(tmp_path / "v.txt")]) != 0
+    error = capsys.readouterr().err
+    assert "--words-of needs --method fasttext" in error and "Traceback" not in error and not (tmp_path / "v.txt").exists()
+
+
 @pytest.mark.parametrize(
     "arguments, message",
     [

@@ -85,7 +85,7 @@ MEASURES = {  # measure -> (title, unit); every one: lower = closer
     "kl": ("KL(target ‖ source), Lidstone-smoothed", "bits"),
     "oov": ("out-of-vocabulary rate of the target's tokens", "%"),
     "cross_entropy": ("cross-entropy of the target under the source's trigram LM (Kneser–Ney)", "bits/token"),
-    "wasserstein": ("Wasserstein distance of the top-500 word distributions (cosine cost on word vectors)", "cosine"),
+    "wasserstein": ("Wasserstein distance of the top-500 word distributions", "cosine distance of word vectors"),
 }
 
 

@@ -28,6 +28,13 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--window", type=whole(1), default=5, help="context words on each side (default 5)")
     parser.add_argument("--min-count", type=whole(1), default=2, help="words seen fewer times get no vector (default 2)")
     parser.add_argument("--epochs", type=whole(1), default=5, help="passes over the text (default 5)")
+    parser.add_argument(
+        "--words-of",
+        action="append",
+        default=[],
+        help="fasttext: also write a vector for each word of this text (as --text; e.g. wnut17:test) that the training gave none, "
+        "built from its sub-word n-grams, as fastText reads an unseen word; repeat for several",
+    )
     parser.add_argument("--cased", action="store_true", help="keep the case (default: lower-cased, as GloVe 6B and the taggers' lower-cased word lookup)")
     parser.add_argument("--seed", type=whole(0), default=1, help="fixes the initial vectors and the sampling (default 1)")
     parser.add_argument("--threads", type=whole(1), default=1, help="gensim's worker threads (default 1: more are faster, but not reproducible)")
@@ -46,12 +53,12 @@ def check_output(output: str) -> Path:
     return path
 
 
-def read_texts(arguments: argparse.Namespace) -> list[list[str]]:
-    """The token lists of every ``--text``, in order."""
+def read_texts(arguments: argparse.Namespace, texts: list[str]) -> list[list[str]]:
+    """The token lists of every text of ``texts`` (each as ``--text`` takes it), in order."""
     from seqtransfer.commands.pretrain_lm import read_sentences
 
     sentences = []
-    for text in arguments.text:
+    for text in texts:
         one = copy.copy(arguments)
         one.text = text
         sentences += read_sentences(one)[0]
@@ -62,11 +69,15 @@ def run(arguments: argparse.Namespace) -> dict:
     from seqtransfer.workflows.word_vectors import make_word_vectors
 
     output = check_output(arguments.output)
-    sentences = read_texts(arguments)
+    if arguments.words_of and arguments.method != "fasttext":
+        raise SeqTransferError("--words-of needs --method fasttext", hint="word2vec has no vector for a word it did not train on; drop --words-of or use fasttext")
+    sentences = read_texts(arguments, arguments.text)
+    extra_words = sorted({token for sentence in read_texts(arguments, arguments.words_of) for token in sentence})
     print(f"{arguments.method} {arguments.dimension}d on {len(sentences):,} sentences ({', '.join(arguments.text)})")
     settings = {name: getattr(arguments, name) for name in ("method", "dimension", "window", "min_count", "epochs", "seed", "threads")}
-    record = make_word_vectors(sentences, output, lowercase=not arguments.cased, **settings)
-    print(f"wrote {output}: {record['words']:,} words of {record['dimension']} units from {record['tokens']:,} tokens in {record['seconds']} s; use it with model.embeddings={output}")
+    record = make_word_vectors(sentences, output, lowercase=not arguments.cased, extra_words=extra_words, **settings)
+    unseen = f" (+ {record['words_from_subwords']:,} unseen words from their sub-words)" if extra_words else ""
+    print(f"wrote {output}: {record['words']:,} words of {record['dimension']} units from {record['tokens']:,} tokens{unseen} in {record['seconds']} s; use it with model.embeddings={output}")
     return record
 
 

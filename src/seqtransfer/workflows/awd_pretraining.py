@@ -179,7 +179,7 @@ def pretrain_awd_lstm(sentences: list[list[str]], settings: AwdSettings, train_c
         "training_sentences": len(training),
         "held_out_sentences": len(held_out),
         "settings": language_model.settings,
-        **training_cost(result, final, source.tokens, train_config.amp),
+        **training_cost(result, final, source.tokens, train_config.amp, model),
     }
     save_awd_lstm(work / "model", language_model.cpu(), words)
     publish(work, output, summary)

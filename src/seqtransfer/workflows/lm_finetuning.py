@@ -86,7 +86,7 @@ def continue_language_model(folder: str, sentences: list[list[str]], settings: C
     groups = discriminative_groups(language_model, train_config.learning_rate, settings.discriminative_factor)
     result, final = train_language_model(model, source, scored, train_config, work, log, show_progress, parameter_groups=groups)
     log(f"held-out perplexity of the target text: {before:.2f} before, {final:.2f} after")
-    summary = continuation_summary("bilstm", settings, before, unknown, (training, held_out), language_model.settings, training_cost(result, final, sum(map(len, training)), train_config.amp))
+    summary = continuation_summary("bilstm", settings, before, unknown, (training, held_out), language_model.settings, training_cost(result, final, sum(map(len, training)), train_config.amp, model))
     save_recurrent_lm(work / "model", language_model.cpu(), words, characters)
     publish(work, output, summary)
     return summary
@@ -110,7 +110,7 @@ def continue_awd_lstm(folder: str, sentences: list[list[str]], settings: Continu
     groups = discriminative_groups(language_model, train_config.learning_rate, settings.discriminative_factor, AWD_LAYER_GROUPS)
     result, final = train_language_model(model, source, scored, train_config, work, log, show_progress, parameter_groups=groups)
     log(f"held-out perplexity of the target text: {before:.2f} before, {final:.2f} after")
-    cost = training_cost(result, final, source.tokens, train_config.amp)
+    cost = training_cost(result, final, source.tokens, train_config.amp, model)
     summary = {**continuation_summary("awd-lstm", settings, before, unknown, (training, held_out), language_model.settings, cost), "bptt": settings.bptt}
     save_awd_lstm(work / "model", language_model.cpu(), words)
     publish(work, output, summary)
@@ -147,7 +147,7 @@ def continue_transformer(folder: str, sentences: list[list[str]], settings, trai
     result, final = train_language_model(model, source, scored, train_config, work, log, show_progress, parameter_groups=groups)
     log(f"held-out {'pseudo-' if not causal else ''}perplexity of the target text: {before:.2f} before, {final:.2f} after")
     model_settings = {"model_type": encoder_config(folder).get("model_type"), "objective": lm_settings.objective, "max_subwords": length, "head": head}
-    summary = continuation_summary("transformer", settings, before, unknown_share(tokenizer, sequences), (training, held_out), model_settings, training_cost(result, final, subwords))
+    summary = continuation_summary("transformer", settings, before, unknown_share(tokenizer, sequences), (training, held_out), model_settings, training_cost(result, final, subwords, model=model))
     if not show_progress:
         from transformers.utils import logging as transformers_logging
 

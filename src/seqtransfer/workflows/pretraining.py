@@ -27,7 +27,7 @@ from torch import nn
 from torch.nn import functional
 
 from seqtransfer.data.batching import length_groups_of, pad_arrays
-from seqtransfer.device import prepare_device, resolve_device
+from seqtransfer.device import describe_device, prepare_device, resolve_device
 from seqtransfer.embeddings.transformer import TRAINING_REPORT
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.files import read_json, write_json
@@ -299,8 +299,9 @@ def training_seconds(result: FitResult) -> float:
     return round(sum(record.get("epoch_seconds", 0.0) for record in result.history), 1)
 
 
-def training_summary(settings: LanguageModelSettings, parameters: int, final: float, result: FitResult, training_lines: int, held_out_lines: int) -> dict:
-    """What ``pretraining.json`` says of the training: sizes, the final perplexity, its seconds and peak memory, the epochs' history."""
+def training_summary(settings: LanguageModelSettings, parameters: int, final: float, result: FitResult, training_lines: int, held_out_lines: int, device: str = "") -> dict:
+    """What ``pretraining.json`` says of the training: sizes, the final perplexity, its seconds and peak memory, the processor
+    (``device``, as run records name it: a seed fixes an LM's weights on one kind of processor only), the epochs' history."""
     return {
         "objective": settings.objective,
         "parameters": parameters,
@@ -311,6 +312,7 @@ def training_summary(settings: LanguageModelSettings, parameters: int, final: fl
         "settings": settings.__dict__,
         "seconds": training_seconds(result),
         "peak_rss_megabytes": peak_rss_megabytes(),  # this process's (a resumed run: since it resumed)
+        **({"device": device} if device else {}),
         "history": [{key: value for key, value in record.items() if key != "dev"} | {"held_out_perplexity": -record["dev"]} for record in result.history],
     }
 
@@ -356,6 +358,6 @@ def pretrain(lines: list[str], settings: LanguageModelSettings, train_config, ou
     model.load_state_dict(result.best_state)
     final = perplexity(model, held_out)
     log(f"held-out perplexity {final:.2f} (best epoch {result.best_epoch})")
-    summary = training_summary(settings, parameters, final, result, len(sequences), len(held_out_lines))
+    summary = training_summary(settings, parameters, final, result, len(sequences), len(held_out_lines), describe_device(target))
     save_language_model(language_model, tokenizer, summary, work, output, show_progress)
     return summary

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from seqtransfer.data.batching import length_groups_of
-from seqtransfer.device import prepare_device, resolve_device
+from seqtransfer.device import describe_device, prepare_device, resolve_device
 from seqtransfer.embeddings.recurrent_lm import DEFAULTS, FIRST_CHARACTER, SIZES, SPECIAL_WORDS, RecurrentLanguageModel, encode_batch, save_recurrent_lm, softmax_word_ids
 from seqtransfer.embeddings.transformer import TRAINING_REPORT
 from seqtransfer.errors import SeqTransferError
@@ -185,8 +185,9 @@ def publish(work: Path, output: Path, summary: dict) -> None:
     shutil.rmtree(work)
 
 
-def training_cost(result, final: float, training_tokens: int, amp: str = "off") -> dict:
-    """The perplexity per epoch and what the training cost (seconds, training tokens per second, the precision ``amp``, peak memory), for ``pretraining.json``."""
+def training_cost(result, final: float, training_tokens: int, amp: str = "off", model: nn.Module | None = None) -> dict:
+    """The perplexity per epoch and what the training cost (seconds, training tokens per second, the precision ``amp``, peak memory), for ``pretraining.json``;
+    with the ``model``, the processor it trained on (the last process's, where a run resumed): a seed fixes an LM's weights on one kind of processor only."""
     history = [{key: value for key, value in record.items() if key != "dev"} | {"held_out_perplexity": round(-record["dev"], 3)} for record in result.history]
     train_seconds = sum(record.get("train_seconds", record.get("epoch_seconds", 0.0)) for record in result.history)
     return {
@@ -197,8 +198,14 @@ def training_cost(result, final: float, training_tokens: int, amp: str = "off") 
         "training_tokens_per_second": round(training_tokens * len(result.history) / train_seconds, 1) if train_seconds else None,
         "amp": amp,
         "peak_rss_megabytes": peak_rss_megabytes(),  # this process's (a resumed run: since it resumed)
+        **({"device": trained_on(model)} if model is not None else {}),
         "history": history,
     }
+
+
+def trained_on(model: nn.Module) -> str:
+    """``cpu (Intel(R) Xeon(R) Processor, AVX512)``: the processor ``model``'s parameters are on, as run records name it."""
+    return describe_device(next(model.parameters()).device)
 
 
 def pretrain_recurrent(sentences: list[list[str]], settings: RecurrentSettings, train_config, output: Path, log, show_progress: bool = True, device: str = "auto") -> dict:
@@ -243,5 +250,5 @@ def training_report(
         "training_sentences": len(training),
         "held_out_sentences": len(held_out),
         "settings": language_model.settings,
-        **training_cost(result, final, sum(map(len, training)), amp),
+        **training_cost(result, final, sum(map(len, training)), amp, language_model),
     }

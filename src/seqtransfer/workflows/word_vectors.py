@@ -36,6 +36,20 @@ def train_word_vectors(sentences: list[list[str]], method: str, dimension: int, 
     return model.wv
 
 
+def with_unseen_words(vectors, words: list[str]):
+    """fastText's ``vectors`` plus a vector for each of ``words`` it has none for, summed from the
+    word's sub-word n-grams (gensim's lookup of an unseen word): a plain KeyedVectors, (N + new, D)."""
+    from gensim.models import KeyedVectors
+
+    unseen = [word for word in dict.fromkeys(words) if word not in vectors.key_to_index]
+    known = list(vectors.index_to_key)
+    result = KeyedVectors(vectors.vector_size)
+    result.add_vectors(known, vectors.vectors)
+    if unseen:
+        result.add_vectors(unseen, [vectors[word] for word in unseen])
+    return result, len(unseen)
+
+
 def write_vectors(vectors, path: Path, record: dict) -> None:
     """The vectors as a word2vec text file at ``path`` and what made them at ``path``.json, each
     written in full under another name first (nothing half-written survives an interruption)."""
@@ -47,12 +61,20 @@ def write_vectors(vectors, path: Path, record: dict) -> None:
     os.replace(note.with_name(note.name + ".partial"), note)
 
 
-def make_word_vectors(sentences: list[list[str]], output: Path, method: str, dimension: int, window: int, min_count: int, epochs: int, seed: int, threads: int, lowercase: bool) -> dict:
-    """Train and write the vectors; the record (settings, counts, seconds) is returned and written beside them."""
+def make_word_vectors(
+    sentences: list[list[str]], output: Path, method: str, dimension: int, window: int, min_count: int, epochs: int, seed: int, threads: int, lowercase: bool, extra_words: list[str] = ()
+) -> dict:
+    """Train and write the vectors; the record (settings, counts, seconds) is returned and written beside them.
+    ``extra_words`` (fastText): words that also get a vector, from their sub-words, where the training gave none."""
     if lowercase:
         sentences = [[token.lower() for token in sentence] for sentence in sentences]
+        extra_words = [word.lower() for word in extra_words]
     started = time.perf_counter()
     vectors = train_word_vectors(sentences, method, dimension, window, min_count, epochs, seed, threads)
+    trained_words = len(vectors)
+    added = 0
+    if extra_words:
+        vectors, added = with_unseen_words(vectors, extra_words)
     record = {
         "method": method,
         "dimension": dimension,
@@ -64,7 +86,8 @@ def make_word_vectors(sentences: list[list[str]], output: Path, method: str, dim
         "lowercase": lowercase,
         "sentences": len(sentences),
         "tokens": sum(len(sentence) for sentence in sentences),
-        "words": len(vectors),
+        "words": trained_words,
+        **({"words_from_subwords": added} if extra_words else {}),
         "seconds": round(time.perf_counter() - started, 1),
     }
     write_vectors(vectors, output, record)
