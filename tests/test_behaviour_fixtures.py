@@ -35,8 +35,8 @@ from conftest import FIXTURES
 RUNS = FIXTURES / "runs"
 COMMANDS = json.loads((RUNS / "v1_commands.json").read_text(encoding="utf-8"))["commands"]
 NAMES = list(COMMANDS)
-SPLITS = ("test", "dev")
-ANOTHER_PROCESSOR = {"rtol": 1e-4, "atol": 1e-5}  # torch.allclose's, where the retraining ran on another kind of processor  # the split whose saved predictions a fixture is checked on: test where the run has one
+SPLITS = ("test", "dev")  # the split whose saved predictions a fixture is checked on: test where the run has one
+ANOTHER_PROCESSOR = {"rtol": 1e-4, "atol": 1e-5}  # torch.allclose's, where the retraining ran on another kind of processor
 
 
 @dataclass
