@@ -52,6 +52,11 @@ def describe_device(device: torch.device) -> str:
     return str(device)
 
 
+def describe_model_device(model: torch.nn.Module) -> str:
+    """``describe_device`` of the device ``model``'s parameters are on."""
+    return describe_device(next(model.parameters()).device)
+
+
 def processor_name() -> str:
     """The CPU's model name (/proc/cpuinfo on Linux, platform elsewhere), "" if unknown."""
     import platform

@@ -34,7 +34,7 @@ from seqtransfer.config import RunConfig, idle_settings
 from seqtransfer.corpora.task_data import TaskData, load_task_data
 from seqtransfer.data.batching import EncodedSentences, encode_sentences
 from seqtransfer.data.vocabulary import Vocabularies, Vocabulary
-from seqtransfer.device import describe_device
+from seqtransfer.device import describe_model_device
 from seqtransfer.errors import SeqTransferError
 from seqtransfer.models.multitask import HierarchicalMultiTask, TaskView, target_name, task_order
 from seqtransfer.models.registry import build_model
@@ -353,7 +353,7 @@ class MultitaskRun:
         log(
             f"training multi-task {self.scheme.name}: "
             + ", ".join(f"{task} <- {data.dataset}/{data.task} ({len(data.splits['train'])} sentences)" for task, data in tasks.items())
-            + f"; {schedule.batch_count} batches per epoch ({config.multitask.sampling}); {count_parameters(model)} parameters; device: {describe_device(next(model.parameters()).device)}"
+            + f"; {schedule.batch_count} batches per epoch ({config.multitask.sampling}); {count_parameters(model)} parameters; device: {describe_model_device(model)}"
         )
         hooks = (loss_weight_hook(self.weights, config.multitask),)
         return train_phases(model, self.scheme, config, schedule, evaluate_dev, directory, log, show_progress, epoch_hooks=hooks, extra_losses=extra_losses)

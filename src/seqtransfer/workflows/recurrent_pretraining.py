@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from seqtransfer.data.batching import length_groups_of
-from seqtransfer.device import describe_device, prepare_device, resolve_device
+from seqtransfer.device import describe_model_device, prepare_device, resolve_device
 from seqtransfer.embeddings.recurrent_lm import DEFAULTS, FIRST_CHARACTER, SIZES, SPECIAL_WORDS, RecurrentLanguageModel, encode_batch, save_recurrent_lm, softmax_word_ids
 from seqtransfer.embeddings.transformer import TRAINING_REPORT
 from seqtransfer.errors import SeqTransferError
@@ -198,14 +198,9 @@ def training_cost(result, final: float, training_tokens: int, amp: str = "off", 
         "training_tokens_per_second": round(training_tokens * len(result.history) / train_seconds, 1) if train_seconds else None,
         "amp": amp,
         "peak_rss_megabytes": peak_rss_megabytes(),  # this process's (a resumed run: since it resumed)
-        **({"device": trained_on(model)} if model is not None else {}),
+        **({"device": describe_model_device(model)} if model is not None else {}),
         "history": history,
     }
-
-
-def trained_on(model: nn.Module) -> str:
-    """``cpu (Intel(R) Xeon(R) Processor, AVX512)``: the processor ``model``'s parameters are on, as run records name it."""
-    return describe_device(next(model.parameters()).device)
 
 
 def pretrain_recurrent(sentences: list[list[str]], settings: RecurrentSettings, train_config, output: Path, log, show_progress: bool = True, device: str = "auto") -> dict:

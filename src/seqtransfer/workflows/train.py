@@ -16,7 +16,7 @@ from seqtransfer.config import RunConfig, check_values
 from seqtransfer.corpora.annealing import AnnealedBatches
 from seqtransfer.corpora.task_data import SPLITS, TaskData, label_notes, load_task_data
 from seqtransfer.data.vocabulary import Vocabularies
-from seqtransfer.device import describe_device, resolve_device
+from seqtransfer.device import describe_model_device, resolve_device
 from seqtransfer.embeddings.transformer import encoder_path
 from seqtransfer.errors import SeqTransferError, SeqTransferWarning
 from seqtransfer.models.registry import build_model
@@ -156,7 +156,7 @@ class OneTaskRun:
         dev = evaluation_set(data, "dev", vocabularies)
         log(f"training {self.scheme.name} on {data.dataset}/{data.task}: {len(train.lengths)} sentences, {int(train.lengths.sum())} tokens; {count_parameters(model)} parameters")
         recorder = activation_recorder(config.train.record_activations, directory, data.tokens("dev"), dev.encoded)
-        log(f"device: {describe_device(next(model.parameters()).device)}")
+        log(f"device: {describe_model_device(model)}")
         evaluate_dev = dev_evaluation(dev, vocabularies.labels, data.metric, config.train.evaluation_batch_size)
         extra_losses = loss_terms(TermContext(config, model, self.scheme, data, vocabularies, train.word_ids, log))
         batches = training_source(config, data, train)
@@ -222,9 +222,7 @@ def source_as_is(config: RunConfig, directory: Path, data: TaskData, source: run
         metrics = {"dataset": data.dataset, "task": data.task, "metric": data.metric, "scheme": "source_only", "best_epoch": 0}
         metrics.update(score_splits(source.model, data, source.vocabularies, config, directory))
         metrics.update(size_metrics(source.model, config.model))
-        metrics.update(
-            trainable_parameters=0, history=[], seconds=round(time.perf_counter() - started, 1), device=describe_device(next(source.model.parameters()).device), peak_rss_megabytes=peak_rss_megabytes()
-        )
+        metrics.update(trainable_parameters=0, history=[], seconds=round(time.perf_counter() - started, 1), device=describe_model_device(source.model), peak_rss_megabytes=peak_rss_megabytes())
         rundir.save_weights(directory, source.model.state_dict(), source.model)
         rundir.save_metrics(directory, metrics)
     return metrics
